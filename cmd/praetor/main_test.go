@@ -1,0 +1,230 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the praetor built once for the end-to-end tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "praetor-e2e")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "praetor")
+	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build praetor: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// syncBuffer is a buffer the process's output copier and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// proc is a praetor process under test.
+type proc struct {
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	done chan error
+}
+
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(binary, args...), out: &syncBuffer{}, done: make(chan error, 1)}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("praetor output:\n%s", p.out)
+		}
+	})
+	return p
+}
+
+func waitHTTP(t *testing.T, url string, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return string(body)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer 200 within %s (last error %v)", url, within, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
+	httpAddr, natsAddr := freeAddr(t), freeAddr(t)
+	p := start(t, nil, "dev", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-listen", natsAddr)
+	began := time.Now()
+	waitHTTP(t, "http://"+httpAddr+"/healthz", 20*time.Second)
+	t.Logf("healthz answered %s after start", time.Since(began).Round(time.Millisecond))
+	if body := waitHTTP(t, "http://"+httpAddr+"/readyz", 5*time.Second); !strings.Contains(body, "ready") {
+		t.Errorf("readyz = %q", body)
+	}
+	metrics := waitHTTP(t, "http://"+httpAddr+"/metrics", 5*time.Second)
+	for _, name := range []string{"praetor_llm_record_failures_total", "go_goroutines"} {
+		if !strings.Contains(metrics, name) {
+			t.Errorf("metrics lack %s", name)
+		}
+	}
+	// Another process reads the event log through the embedded server.
+	out, err := exec.Command(binary, "replay", "--stream", "PRAETOR_TURNS", "--nats-url", "nats://"+natsAddr).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "replayed 0 messages") {
+		t.Errorf("replay: %v\n%s", err, out)
+	}
+	if !strings.Contains(p.out.String(), "offline") {
+		t.Errorf("the log does not say the offline provider is in use")
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v, want status 0", err)
+		}
+		p.done <- nil
+	case <-time.After(20 * time.Second):
+		t.Fatal("praetor did not exit within 20s of SIGTERM")
+	}
+	if !strings.Contains(p.out.String(), "praetor stopped") {
+		t.Errorf("no clean stop in the log")
+	}
+}
+
+func TestInvalidSettingsNameTheSetting(t *testing.T) {
+	cases := []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{[]string{"dev", "--http-addr", "nowhere"}, nil, "--http-addr (PRAETOR_HTTP_ADDR)"},
+		{[]string{"dev", "--partitions", "5000"}, nil, "--partitions (PRAETOR_PARTITIONS)"},
+		{[]string{"dev"}, []string{"PRAETOR_LOG_LEVEL=loud"}, "--log-level (PRAETOR_LOG_LEVEL)"},
+		{[]string{"dev", "--llm-provider", "magic"}, nil, "PRAETOR_LLM_PROVIDER"},
+		{[]string{"serve", "--services", "x"}, []string{"NATS_URL=", "DATABASE_URL="}, "NATS_URL"},
+		{[]string{"serve", "--nats-url", "nats://x:1", "--database-url", "postgres://x/y", "--services", "nope"}, nil, `unknown service "nope"`},
+		{[]string{"replay"}, nil, "--stream (PRAETOR_STREAM)"},
+		{[]string{"replay", "--stream", "S", "--since", "yesterday"}, nil, "--since"},
+		{[]string{"dev", "--no-such-flag"}, nil, "no-such-flag"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, append(c.args, "--data-dir", t.TempDir())...)
+			if c.args[0] == "replay" || c.args[0] == "serve" {
+				cmd = exec.CommandContext(ctx, binary, c.args...)
+			}
+			cmd.Env = append(os.Environ(), c.env...)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("exit 0, want a failure naming %s:\n%s", c.want, out)
+			}
+			if !strings.Contains(string(out), c.want) {
+				t.Fatalf("output does not name %q:\n%s", c.want, out)
+			}
+		})
+	}
+}
+
+func TestHelpEverywhere(t *testing.T) {
+	for _, sub := range []string{"", "dev", "serve", "migrate", "replay", "version"} {
+		args := []string{"--help"}
+		if sub != "" {
+			args = []string{sub, "--help"}
+		}
+		out, err := exec.Command(binary, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("praetor %s --help: %v", sub, err)
+		}
+		if !strings.Contains(string(out), "USAGE") {
+			t.Errorf("praetor %s --help printed no usage:\n%s", sub, out)
+		}
+	}
+}
+
+func TestMigrateSQLite(t *testing.T) {
+	dir := t.TempDir()
+	for i, want := range []string{"applied 00001", "database is up to date"} {
+		out, err := exec.Command(binary, "migrate", "--data-dir", dir, "--database-url", "").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("run %d: %v, output lacks %q:\n%s", i+1, err, want, out)
+		}
+	}
+}
+
+func TestParseSince(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"1h":                   now.Add(-time.Hour),
+		"2026-11-22T10:00:00Z": time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
+	} {
+		got, err := parseSince(in, now)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("parseSince(%q) = %s, %v; want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"-1h", "soon", ""} {
+		if _, err := parseSince(bad, now); err == nil {
+			t.Errorf("parseSince(%q) accepted it", bad)
+		}
+	}
+}

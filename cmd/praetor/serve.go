@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/peterbourgon/ff/v4"
+
+	"github.com/praetorhq/praetor/internal/llm/provider"
+	"github.com/praetorhq/praetor/internal/node"
+)
+
+// nodeFlags are the settings praetor dev and praetor serve share.
+type nodeFlags struct {
+	httpAddr     string
+	services     string
+	partitions   int
+	maxAge       time.Duration
+	replicas     int
+	duplicates   time.Duration
+	drainTimeout time.Duration
+	llmProvider  string
+	llmModel     string
+	llmBaseURL   string
+	llmSeed      int
+}
+
+func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
+	fs.StringVar(&f.httpAddr, 0, "http-addr", httpAddr, "address of the HTTP API, page, health and metrics")
+	fs.StringVar(&f.services, 0, "services", "", "comma-separated services to run (dev: all); available: "+strings.Join(serviceNames(), ", "))
+	fs.IntVar(&f.partitions, 0, "partitions", 16, "partitions of the ordered streams (per-key order, parallel keys)")
+	fs.DurationVar(&f.maxAge, 0, "stream-max-age", 0, "how long streams keep events (0: forever, the audit log)")
+	fs.IntVar(&f.replicas, 0, "stream-replicas", 1, "replicas of each stream in a NATS cluster")
+	fs.DurationVar(&f.duplicates, 0, "duplicate-window", 2*time.Minute, "window in which a republished event id is dropped")
+	fs.DurationVar(&f.drainTimeout, 0, "drain-timeout", 30*time.Second, "how long a stop waits for in-flight events")
+	fs.StringVar(&f.llmProvider, 0, "llm-provider", "", "auto, openai or offline (auto: openai when an API key is set, else offline)")
+	fs.StringVar(&f.llmModel, 0, "llm-model", "", "model name for the openai provider")
+	fs.StringVar(&f.llmBaseURL, 0, "llm-base-url", "", "OpenAI-compatible base URL (also OPENAI_BASE_URL); the key comes only from PRAETOR_LLM_API_KEY or OPENAI_API_KEY")
+	fs.IntVar(&f.llmSeed, 0, "llm-seed", 0, "seed of the offline provider")
+}
+
+func (f *nodeFlags) apply(cfg *node.Config) error {
+	cfg.HTTPAddr = f.httpAddr
+	cfg.Services = splitList(f.services)
+	cfg.Streams = node.StreamSettings{MaxAge: f.maxAge, Replicas: f.replicas, Partitions: f.partitions, Duplicates: f.duplicates}
+	cfg.DrainTimeout = f.drainTimeout
+	llmCfg, err := provider.FromEnv(os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	llmCfg.Provider = cmpOr(f.llmProvider, llmCfg.Provider)
+	llmCfg.Model = cmpOr(f.llmModel, llmCfg.Model)
+	llmCfg.BaseURL = cmpOr(f.llmBaseURL, llmCfg.BaseURL)
+	if f.llmSeed != 0 {
+		llmCfg.Seed = int64(f.llmSeed)
+	}
+	cfg.LLM = llmCfg
+	cfg.Available = services()
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func serveCommand(g *globals, parent *ff.FlagSet) *ff.Command {
+	var (
+		nf          nodeFlags
+		natsURL     string
+		databaseURL string
+		migrate     bool
+	)
+	fs := ff.NewFlagSet("serve").SetParent(parent)
+	nf.register(fs, "0.0.0.0:8080")
+	fs.StringVar(&natsURL, 0, "nats-url", os.Getenv("NATS_URL"), "NATS server URL (NATS_URL)")
+	fs.StringVar(&databaseURL, 0, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL)")
+	fs.BoolVar(&migrate, 0, "migrate", "apply pending database migrations at start (otherwise they must be applied by praetor migrate)")
+	return &ff.Command{
+		Name:      "serve",
+		Usage:     "praetor serve --services runner,extractor [FLAGS]",
+		ShortHelp: "run the named services against NATS and PostgreSQL (production)",
+		LongHelp: strings.TrimSpace(`
+Each service is a durable consumer group: run more replicas of a service to
+add workers. Logs are JSON by default. SIGINT or SIGTERM turns readiness off,
+drains the consumers and exits 0.`),
+		Flags: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("serve takes no arguments, got %q", args)
+			}
+			log, err := g.logger("json")
+			if err != nil {
+				return err
+			}
+			cfg := node.Config{NATSURL: natsURL, DatabaseURL: databaseURL, Migrate: migrate, Logger: log}
+			if err := nf.apply(&cfg); err != nil {
+				return err
+			}
+			return node.Run(ctx, cfg)
+		},
+	}
+}
+
+func devCommand(g *globals, parent *ff.FlagSet) *ff.Command {
+	var (
+		nf         nodeFlags
+		dataDir    string
+		natsListen string
+	)
+	fs := ff.NewFlagSet("dev").SetParent(parent)
+	nf.register(fs, "127.0.0.1:8080")
+	fs.StringVar(&dataDir, 0, "data-dir", "./.praetor", "directory of the embedded NATS and SQLite data")
+	fs.StringVar(&natsListen, 0, "nats-listen", "127.0.0.1:4222", "address where the embedded NATS takes other processes (praetor replay, chat); empty: in-process only")
+	return &ff.Command{
+		Name:      "dev",
+		Usage:     "praetor dev [FLAGS]",
+		ShortHelp: "run every service in one process, with NATS and SQLite embedded",
+		LongHelp: strings.TrimSpace(`
+Nothing else to install: NATS JetStream (file storage) and SQLite live under
+--data-dir, migrations are applied at start, and the HTTP API, web page,
+/healthz, /readyz and /metrics are served on --http-addr.`),
+		Flags: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("dev takes no arguments, got %q", args)
+			}
+			log, err := g.logger("text")
+			if err != nil {
+				return err
+			}
+			cfg := node.Config{Dev: true, DataDir: dataDir, NATSListen: natsListen, Logger: log}
+			if err := nf.apply(&cfg); err != nil {
+				return err
+			}
+			return node.Run(ctx, cfg)
+		},
+	}
+}

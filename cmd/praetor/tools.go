@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/peterbourgon/ff/v4"
+
+	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+)
+
+// services lists the services this binary can run. Each issue's service is
+// registered here as it lands.
+func services() map[string]node.Factory {
+	return map[string]node.Factory{}
+}
+
+func serviceNames() []string {
+	var out []string
+	for n := range services() {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return []string{"(none yet)"}
+	}
+	return out
+}
+
+func migrateCommand(g *globals, parent *ff.FlagSet) *ff.Command {
+	var dataDir, databaseURL string
+	var status bool
+	fs := ff.NewFlagSet("migrate").SetParent(parent)
+	fs.StringVar(&databaseURL, 0, "database-url", os.Getenv("DATABASE_URL"), "PostgreSQL URL (DATABASE_URL); empty: the SQLite store of --data-dir")
+	fs.StringVar(&dataDir, 0, "data-dir", "./.praetor", "directory of the praetor dev data (used without --database-url)")
+	fs.BoolVar(&status, 0, "status", "only print which migrations are applied")
+	return &ff.Command{
+		Name:      "migrate",
+		Usage:     "praetor migrate [--database-url URL | --data-dir DIR] [--status]",
+		ShortHelp: "apply the database migrations",
+		Flags:     fs,
+		Exec: func(ctx context.Context, args []string) error {
+			db, err := node.OpenStore(ctx, databaseURL == "", dataDir, databaseURL)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			if !status {
+				applied, err := store.Migrate(ctx, db)
+				if err != nil {
+					return err
+				}
+				if len(applied) == 0 {
+					fmt.Fprintln(g.stdout, "database is up to date")
+				}
+				for _, v := range applied {
+					fmt.Fprintf(g.stdout, "applied %05d\n", v)
+				}
+			}
+			st, err := store.Status(ctx, db)
+			if err != nil {
+				return err
+			}
+			for _, s := range st {
+				state := "pending"
+				if s.Applied {
+					state = "applied " + s.AppliedAt.Format(time.RFC3339)
+				}
+				fmt.Fprintf(g.stdout, "%-40s %s\n", s.Name, state)
+			}
+			return nil
+		},
+	}
+}
+
+// toolConn connects a tool to the event log: --nats-url when given, else a
+// praetor dev listening on the default address, else the embedded server
+// opened on --data-dir (when no praetor dev is running on it).
+func toolConn(natsURL, dataDir string) (*nats.Conn, func(), error) {
+	if natsURL != "" {
+		nc, err := events.Connect(natsURL, "praetor-tool")
+		if err != nil {
+			return nil, nil, err
+		}
+		return nc, nc.Close, nil
+	}
+	if nc, err := nats.Connect("nats://127.0.0.1:4222", nats.Name("praetor-tool"), nats.Timeout(500*time.Millisecond)); err == nil {
+		return nc, nc.Close, nil
+	}
+	storeDir := filepath.Join(dataDir, "nats")
+	if _, err := os.Stat(storeDir); err != nil {
+		return nil, nil, fmt.Errorf("no NATS to read from: set --nats-url (NATS_URL), start praetor dev, or point --data-dir at its data (%s not found)", storeDir)
+	}
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: storeDir})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: if praetor dev runs on %s without --nats-listen, stop it or give --nats-url", err, dataDir)
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		srv.Shutdown()
+		return nil, nil, err
+	}
+	return nc, func() { nc.Close(); srv.Shutdown() }, nil
+}
+
+func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
+	var (
+		stream, natsURL, dataDir, since string
+		subjects                        []string
+		fromSeq                         uint64
+	)
+	fs := ff.NewFlagSet("replay").SetParent(parent)
+	fs.StringVar(&stream, 0, "stream", "", "stream to read, e.g. PRAETOR_TURNS, PRAETOR_DLQ (required)")
+	fs.StringListVar(&subjects, 0, "subject", "subject filter, repeatable (e.g. 'praetor.turn.*.acme.SESSION.*')")
+	fs.Uint64Var(&fromSeq, 0, "from-seq", 0, "start at this stream sequence")
+	fs.StringVar(&since, 0, "since", "", "start at this time: RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (1h)")
+	fs.StringVar(&natsURL, 0, "nats-url", os.Getenv("NATS_URL"), "NATS server URL (NATS_URL); default: a local praetor dev")
+	fs.StringVar(&dataDir, 0, "data-dir", "./.praetor", "praetor dev data directory, opened when no server answers")
+	return &ff.Command{
+		Name:      "replay",
+		Usage:     "praetor replay --stream S [--from-seq N | --since T] [--subject F ...]",
+		ShortHelp: "print a stream's events as JSON lines, without touching any consumer",
+		LongHelp: "Streams: " + streamNames() + ".\n" +
+			"Each line is {\"stream_seq\",\"subject\",\"stored_at\",\"event\"}; a message that is not a valid\n" +
+			"CloudEvent is printed with \"error\", its headers and its base64 data.",
+		Flags: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			if stream == "" {
+				return settingErr("stream", "required; one of %s", streamNames())
+			}
+			if fromSeq > 0 && since != "" {
+				return settingErr("since", "give --from-seq or --since, not both")
+			}
+			cfg := events.ReplayConfig{Stream: stream, Subjects: subjects, FromSeq: fromSeq}
+			if since != "" {
+				t, err := parseSince(since, time.Now())
+				if err != nil {
+					return settingErr("since", "%v", err)
+				}
+				cfg.Since = t
+			}
+			nc, closeConn, err := toolConn(natsURL, dataDir)
+			if err != nil {
+				return err
+			}
+			defer closeConn()
+			bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
+			if err != nil {
+				return err
+			}
+			n, err := replayJSON(ctx, bus, cfg, g.stdout)
+			if errors.Is(err, jetstream.ErrStreamNotFound) {
+				return settingErr("stream", "no stream %s on this server; streams: %s", stream, streamNames())
+			}
+			fmt.Fprintf(g.stderr, "replayed %d messages from %s\n", n, stream)
+			return err
+		},
+	}
+}
+
+func streamNames() string {
+	names := []string{events.DeadLetterStream}
+	for _, s := range contracts.Streams() {
+		names = append(names, s.Name)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d <= 0 {
+			return time.Time{}, fmt.Errorf("%q: a duration ago must be positive", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither RFC 3339 (2026-11-22T10:00:00Z) nor a duration (90m)", s)
+	}
+	return t, nil
+}
+
+type replayLine struct {
+	StreamSeq uint64          `json:"stream_seq"`
+	Subject   string          `json:"subject"`
+	StoredAt  time.Time       `json:"stored_at"`
+	Event     json.RawMessage `json:"event,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	Header    nats.Header     `json:"header,omitempty"`
+	Data      []byte          `json:"data,omitempty"`
+}
+
+func replayJSON(ctx context.Context, bus *events.Bus, cfg events.ReplayConfig, w io.Writer) (int, error) {
+	enc := json.NewEncoder(w)
+	n := 0
+	err := bus.Replay(ctx, cfg, func(r events.Record) error {
+		n++
+		line := replayLine{StreamSeq: r.StreamSeq, Subject: r.Subject, StoredAt: r.Timestamp}
+		if r.Err != nil {
+			line.Error, line.Header, line.Data = r.Err.Error(), r.Header, r.Data
+		} else {
+			b, err := json.Marshal(r.Event)
+			if err != nil {
+				return err
+			}
+			line.Event = b
+		}
+		return enc.Encode(line)
+	})
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	return n, err
+}

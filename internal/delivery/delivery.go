@@ -1,0 +1,160 @@
+// Package delivery makes at-least-once event delivery exactly once in effect,
+// with an inbox and an outbox in the relational store (ARCHITECTURE.md,
+// "Delivery").
+//
+// A handler built with Inbox.Handler first prepares its work outside any
+// transaction (reads, model calls), then commits in ONE transaction: the
+// state change, an inbox row "this consumer handled this event", and the
+// events to emit, written to the outbox. A redelivered event finds its inbox
+// row and is acknowledged with no second effect. The Relay publishes outbox
+// rows in order with Nats-Msg-Id = event id and marks them sent; a crash
+// between commit and publish loses nothing (the rows wait for the relay) and
+// a crash between publish and mark publishes twice, which the stream's
+// duplicate window and the consumers' inboxes drop.
+package delivery
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/pkg/events"
+)
+
+// Step commits one event's effect inside the handler's transaction and
+// returns the events to emit with it. Emitted events should carry ids derived
+// from the input (events.DeriveID), so a re-run emits the same ids.
+type Step func(ctx context.Context, tx store.Querier) ([]event.Event, error)
+
+// Work prepares the handling of an event outside any transaction and returns
+// the Step that commits it. Returning an error retries the event (or
+// dead-letters it, when permanent) with nothing committed.
+type Work func(ctx context.Context, ev event.Event) (Step, error)
+
+// Encoder routes and encodes events as the bus publishes them; *events.Bus
+// is one.
+type Encoder interface {
+	Encode(ctx context.Context, ev event.Event) (*nats.Msg, error)
+}
+
+// InboxConfig configures an Inbox.
+type InboxConfig struct {
+	// DB holds the inbox and outbox tables. Required.
+	DB store.DB
+	// Encoder turns emitted events into outbox messages. Required.
+	Encoder Encoder
+	// Consumer names the inbox: the service role handling the events. Required.
+	Consumer string
+	// Relay, when set, is kicked after a commit that emitted events, so they
+	// go out at once instead of at its next poll.
+	Relay *Relay
+	// Now is the clock of inbox rows. Default: time.Now.
+	Now func() time.Time
+}
+
+// Inbox wraps handlers so their effects commit exactly once.
+type Inbox struct{ cfg InboxConfig }
+
+// NewInbox returns an Inbox.
+func NewInbox(cfg InboxConfig) (*Inbox, error) {
+	if cfg.DB == nil || cfg.Encoder == nil || cfg.Consumer == "" {
+		return nil, errors.New("delivery: inbox needs DB, Encoder and Consumer")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Inbox{cfg: cfg}, nil
+}
+
+// TenantExtension is the CloudEvents extension the inbox reads the tenant from.
+const TenantExtension = "tenant"
+
+// systemTenant owns inbox rows of events that carry no tenant.
+const systemTenant = "system"
+
+// Handler returns an events.Handler running w exactly once in effect.
+func (in *Inbox) Handler(w Work) events.Handler {
+	return func(ctx context.Context, ev event.Event) error {
+		done, err := store.Handled(ctx, in.cfg.DB, in.cfg.Consumer, ev.ID())
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil // a redelivery of a committed event
+		}
+		step, err := w(ctx, ev)
+		if err != nil {
+			return err
+		}
+		return in.commit(ctx, ev, step)
+	}
+}
+
+// TxHandler is Handler for handlers that do all their work in the transaction.
+func (in *Inbox) TxHandler(h func(ctx context.Context, tx store.Querier, ev event.Event) ([]event.Event, error)) events.Handler {
+	return in.Handler(func(_ context.Context, ev event.Event) (Step, error) {
+		return func(ctx context.Context, tx store.Querier) ([]event.Event, error) { return h(ctx, tx, ev) }, nil
+	})
+}
+
+func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
+	tenant, _ := ev.Extensions()[TenantExtension].(string)
+	tenant = cmp.Or(tenant, systemTenant)
+	emitted := false
+	err := in.cfg.DB.Tx(ctx, func(tx store.Querier) error {
+		first, err := store.MarkHandled(ctx, tx, tenant, in.cfg.Consumer, ev.ID(), in.cfg.Now())
+		if err != nil || !first {
+			return err // !first: another delivery committed it meanwhile
+		}
+		out, err := step(ctx, tx)
+		if err != nil {
+			return err
+		}
+		msgs, err := in.outbox(ctx, out)
+		if err != nil {
+			return events.Permanent(err)
+		}
+		emitted = len(msgs) > 0
+		return store.Enqueue(ctx, tx, msgs...)
+	})
+	if err != nil {
+		return err
+	}
+	if emitted && in.cfg.Relay != nil {
+		in.cfg.Relay.Kick()
+	}
+	return nil
+}
+
+func (in *Inbox) outbox(ctx context.Context, evs []event.Event) ([]store.OutboxMessage, error) {
+	msgs := make([]store.OutboxMessage, 0, len(evs))
+	for _, ev := range evs {
+		m, err := in.cfg.Encoder.Encode(ctx, ev)
+		if err != nil {
+			return nil, fmt.Errorf("emit %s: %w", ev.Type(), err)
+		}
+		tenant, _ := ev.Extensions()[TenantExtension].(string)
+		msgs = append(msgs, store.OutboxMessage{
+			TenantID: cmp.Or(tenant, systemTenant), EventID: ev.ID(), Subject: m.Subject, Header: m.Header, Data: m.Data,
+		})
+	}
+	return msgs, nil
+}
+
+// Emit writes events to the outbox inside a transaction the caller runs (a
+// gateway creating a session and its first event, say); kick the relay after
+// the commit.
+func Emit(ctx context.Context, tx store.Querier, enc Encoder, evs ...event.Event) error {
+	in := &Inbox{cfg: InboxConfig{Encoder: enc}}
+	msgs, err := in.outbox(ctx, evs)
+	if err != nil {
+		return err
+	}
+	return store.Enqueue(ctx, tx, msgs...)
+}

@@ -1,0 +1,199 @@
+package delivery
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/praetorhq/praetor/internal/store"
+)
+
+// Publisher publishes messages in order and waits for their
+// acknowledgements; *events.Bus is one.
+type Publisher interface {
+	PublishMsgs(ctx context.Context, msgs []*nats.Msg) error
+}
+
+// RelayConfig configures a Relay.
+type RelayConfig struct {
+	// DB holds the outbox. Required.
+	DB store.DB
+	// Publisher sends the messages. Required.
+	Publisher Publisher
+	// Logger. Default: slog.Default().
+	Logger *slog.Logger
+	// Batch is how many messages one pass publishes. Default: 256.
+	Batch int
+	// Interval is how often the relay looks for messages nobody kicked it
+	// for (from another process, or left by a crash). Default: 1s.
+	Interval time.Duration
+	// Now is the clock of sent_at. Default: time.Now.
+	Now func() time.Time
+}
+
+// Relay publishes the outbox. Every process that writes to the outbox runs
+// one; a leadership lock taken per pass lets one relay publish at a time,
+// in outbox order, so events of one key keep their order.
+type Relay struct {
+	cfg  RelayConfig
+	kick chan struct{}
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	started bool
+}
+
+// NewRelay returns a relay; Start runs it.
+func NewRelay(cfg RelayConfig) (*Relay, error) {
+	if cfg.DB == nil || cfg.Publisher == nil {
+		return nil, errors.New("delivery: relay needs DB and Publisher")
+	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	cfg.Batch = cmp.Or(cfg.Batch, 256)
+	cfg.Interval = cmp.Or(cfg.Interval, time.Second)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Batch < 1 || cfg.Interval <= 0 {
+		return nil, errors.New("delivery: relay Batch and Interval must be positive")
+	}
+	return &Relay{cfg: cfg, kick: make(chan struct{}, 1)}, nil
+}
+
+// Kick asks the relay to publish now.
+func (r *Relay) Kick() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the relay until Stop.
+func (r *Relay) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return errors.New("delivery: relay already started")
+	}
+	r.started = true
+	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.done = make(chan struct{})
+	go r.run(ctx)
+	return nil
+}
+
+// Stop ends the relay after its current pass; messages it has not published
+// stay in the outbox for the next relay. Calling it twice is harmless.
+func (r *Relay) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	cancel, done := r.cancel, r.done
+	r.cancel = nil
+	r.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r *Relay) run(ctx context.Context) {
+	defer close(r.done)
+	tick := time.NewTicker(r.cfg.Interval)
+	defer tick.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.kick:
+		case <-tick.C:
+		}
+		err := r.drain(ctx)
+		switch {
+		case err == nil:
+			failures = 0
+		case ctx.Err() != nil:
+			return
+		default:
+			failures++
+			wait := min(r.cfg.Interval*time.Duration(1<<min(failures, 6)), time.Minute)
+			r.cfg.Logger.Warn("outbox relay failed; retrying", "error", err, "retry_in", wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			r.Kick()
+		}
+	}
+}
+
+// drain publishes until the outbox has nothing unsent. When another relay
+// holds the lock it tries again shortly, since that relay may have read the
+// outbox before this process's last commit.
+func (r *Relay) drain(ctx context.Context) error {
+	for attempt := 0; ; {
+		n, leader, err := r.Flush(ctx)
+		if err != nil {
+			return err
+		}
+		if !leader {
+			if attempt++; attempt > 50 {
+				return nil // the leader will get to it; the poll catches the rest
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		if n < r.cfg.Batch {
+			return nil
+		}
+	}
+}
+
+// Flush runs one pass: under the relay lock, it publishes up to Batch unsent
+// messages in outbox order and marks them sent. leader is false when another
+// relay holds the lock. A publish failure marks nothing, so the whole batch
+// is retried; the copies that did get through are dropped as duplicates.
+func (r *Relay) Flush(ctx context.Context) (published int, leader bool, err error) {
+	err = r.cfg.DB.Tx(ctx, func(tx store.Querier) error {
+		ok, err := store.LockRelay(ctx, tx, r.cfg.DB.Dialect())
+		if err != nil || !ok {
+			return err
+		}
+		leader = true
+		rows, err := store.Unsent(ctx, tx, r.cfg.Batch)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		msgs := make([]*nats.Msg, len(rows))
+		ids := make([]int64, len(rows))
+		for i, row := range rows {
+			msgs[i] = &nats.Msg{Subject: row.Subject, Header: nats.Header(row.Header), Data: row.Data}
+			ids[i] = row.ID
+		}
+		if err := r.cfg.Publisher.PublishMsgs(ctx, msgs); err != nil {
+			return err
+		}
+		published = len(rows)
+		return store.MarkSent(ctx, tx, ids, r.cfg.Now())
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	return published, leader, nil
+}

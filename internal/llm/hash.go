@@ -1,0 +1,101 @@
+package llm
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"strconv"
+)
+
+// canonicalVersion is part of every canonical form, so a change to what is
+// hashed changes every hash instead of silently colliding with old records.
+const canonicalVersion = 1
+
+// canonicalRequest holds the fields that decide the answer, in a fixed
+// order. TenantID, Scope and CallID say whom a call is for, not what it
+// asks, and stay out.
+type canonicalRequest struct {
+	V           int              `json:"v"`
+	Model       string           `json:"model"`
+	Messages    []Message        `json:"messages"`
+	JSON        bool             `json:"json"`
+	Schema      *canonicalSchema `json:"schema,omitempty"`
+	Temperature any              `json:"temperature,omitempty"`
+	MaxTokens   int              `json:"max_tokens"`
+	Seed        *int64           `json:"seed,omitempty"`
+	Purpose     string           `json:"purpose"`
+}
+
+type canonicalSchema struct {
+	Name string          `json:"name"`
+	JSON json.RawMessage `json:"json"`
+}
+
+// CanonicalJSON is the form of req that Hash digests: the fields that decide
+// the answer, with the schema re-encoded with sorted keys and no spaces, so
+// equal requests give equal bytes. Recorders keep it as the request.
+func CanonicalJSON(req Request) []byte {
+	c := canonicalRequest{
+		V:         canonicalVersion,
+		Model:     req.Model,
+		Messages:  req.Messages,
+		JSON:      req.JSON || req.Schema != nil,
+		MaxTokens: req.MaxTokens,
+		Seed:      req.Seed,
+		Purpose:   req.Purpose,
+	}
+	if t := req.Temperature; t != nil {
+		// JSON has no NaN or infinity; spell them so they still hash.
+		if math.IsNaN(*t) || math.IsInf(*t, 0) {
+			c.Temperature = strconv.FormatFloat(*t, 'g', -1, 64)
+		} else {
+			c.Temperature = *t
+		}
+	}
+	if c.Messages == nil {
+		c.Messages = []Message{}
+	}
+	if req.Schema != nil {
+		c.Schema = &canonicalSchema{Name: req.Schema.Name, JSON: canonicalJSONValue(req.Schema.JSON)}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		// Every field is a string, a finite number, a bool or JSON that
+		// canonicalJSONValue has checked: Marshal cannot fail.
+		panic("llm: canonical request: " + err.Error())
+	}
+	return b
+}
+
+// Hash identifies a request by what it asks: the SHA-256, in hex, of
+// CanonicalJSON(req). Two requests with the same hash get the same answer
+// from a deterministic provider, and a replayer serves one's recorded answer
+// to the other.
+func Hash(req Request) string {
+	sum := sha256.Sum256(CanonicalJSON(req))
+	return hex.EncodeToString(sum[:])
+}
+
+// canonicalJSONValue re-encodes a JSON document with sorted object keys and
+// numbers kept as written. A document that is not JSON is kept as a JSON
+// string of its bytes, so it still hashes, and differently from any JSON.
+func canonicalJSONValue(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage("null")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		s, _ := json.Marshal(string(raw))
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		s, _ := json.Marshal(string(raw))
+		return s
+	}
+	return b
+}

@@ -1,0 +1,124 @@
+package llm
+
+import (
+	"encoding/json"
+	"math"
+	"regexp"
+	"testing"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func TestHashIgnoresWhoAndSeesWhat(t *testing.T) {
+	t.Parallel()
+	base := Request{
+		Model:    "m",
+		Messages: []Message{{Role: System, Content: "be brief"}, {Role: User, Content: "hi"}},
+		Purpose:  "response",
+	}
+	h := Hash(base)
+	if !regexp.MustCompile(`^[0-9a-f]{64}$`).MatchString(h) {
+		t.Fatalf("Hash = %q, want 64 hex digits", h)
+	}
+
+	same := []struct {
+		name string
+		edit func(*Request)
+	}{
+		{"tenant", func(r *Request) { r.TenantID = "acme" }},
+		{"scope", func(r *Request) { r.Scope = "session-1" }},
+		{"call id", func(r *Request) { r.CallID = "turn-1/reply" }},
+		{"nil vs empty messages are different requests only by content", func(r *Request) {}},
+	}
+	for _, tc := range same {
+		r := base
+		tc.edit(&r)
+		if got := Hash(r); got != h {
+			t.Errorf("%s: Hash changed to %s, want %s", tc.name, got, h)
+		}
+	}
+
+	different := []struct {
+		name string
+		edit func(*Request)
+	}{
+		{"model", func(r *Request) { r.Model = "m2" }},
+		{"message content", func(r *Request) {
+			r.Messages = []Message{{Role: System, Content: "be brief"}, {Role: User, Content: "hi!"}}
+		}},
+		{"message role", func(r *Request) {
+			r.Messages = []Message{{Role: User, Content: "be brief"}, {Role: User, Content: "hi"}}
+		}},
+		{"json", func(r *Request) { r.JSON = true }},
+		{"schema", func(r *Request) { r.Schema = &Schema{Name: "x", JSON: json.RawMessage(`{}`)} }},
+		{"temperature", func(r *Request) { r.Temperature = ptr(0.0) }},
+		{"max tokens", func(r *Request) { r.MaxTokens = 10 }},
+		{"seed", func(r *Request) { r.Seed = ptr(int64(7)) }},
+		{"purpose", func(r *Request) { r.Purpose = "extraction" }},
+	}
+	for _, tc := range different {
+		r := base
+		tc.edit(&r)
+		if got := Hash(r); got == h {
+			t.Errorf("%s: Hash unchanged, want a different hash", tc.name)
+		}
+	}
+}
+
+func TestHashCanonicalSchema(t *testing.T) {
+	t.Parallel()
+	a := Request{Messages: []Message{{Role: User, Content: "x"}}, Schema: &Schema{Name: "s",
+		JSON: json.RawMessage(`{"type":"object","required":["a"],"properties":{"a":{"type":"number","minimum":1.50}}}`)}}
+	b := a
+	b.Schema = &Schema{Name: "s", JSON: json.RawMessage(`{
+		"properties": {"a": {"minimum": 1.50, "type": "number"}},
+		"required": ["a"],
+		"type": "object"
+	}`)}
+	if Hash(a) != Hash(b) {
+		t.Errorf("schemas differing only in key order and spaces hash differently:\n%s\n%s", CanonicalJSON(a), CanonicalJSON(b))
+	}
+	// A schema implies JSON, so saying it twice is the same request.
+	c := a
+	c.JSON = true
+	if Hash(a) != Hash(c) {
+		t.Error("JSON=true with a schema hashes differently from the schema alone")
+	}
+	// A schema that is not JSON still hashes, and not like an empty one.
+	d := a
+	d.Schema = &Schema{Name: "s", JSON: json.RawMessage(`{not json`)}
+	e := a
+	e.Schema = &Schema{Name: "s"}
+	if Hash(d) == Hash(e) || Hash(d) == Hash(a) {
+		t.Error("an invalid schema collides with another request")
+	}
+}
+
+func TestHashStable(t *testing.T) {
+	t.Parallel()
+	// A hash is an identifier kept in recorded events: it must not change
+	// between processes or releases without bumping canonicalVersion.
+	req := Request{
+		Model:       "gpt-4o-mini",
+		Messages:    []Message{{Role: System, Content: "You are terse."}, {Role: User, Content: "Say hi."}},
+		Temperature: ptr(0.2),
+		MaxTokens:   64,
+		Seed:        ptr(int64(42)),
+		Purpose:     "response",
+	}
+	const want = `{"v":1,"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hi."}],"json":false,"temperature":0.2,"max_tokens":64,"seed":42,"purpose":"response"}`
+	if got := string(CanonicalJSON(req)); got != want {
+		t.Fatalf("CanonicalJSON =\n%s\nwant\n%s", got, want)
+	}
+	// JSON has no NaN; a request with one still hashes, apart from others.
+	nan := req
+	nan.Temperature = ptr(math.NaN())
+	inf := req
+	inf.Temperature = ptr(math.Inf(1))
+	if Hash(nan) == Hash(inf) || Hash(nan) == Hash(req) {
+		t.Error("NaN and infinite temperatures collide")
+	}
+	if Hash(req) != Hash(req) {
+		t.Fatal("Hash is not a function of its input")
+	}
+}

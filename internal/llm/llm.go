@@ -1,0 +1,96 @@
+// Package llm is Praetor's port to language models: chat completion with a
+// JSON answer, token usage and latency. Adapters: llm/openai (any
+// OpenAI-compatible server), llm/offline (deterministic, seeded, no network,
+// the default when no key is set) and llm/record (a recorder that publishes
+// every call as llm.call.recorded, and a replayer that answers from those
+// records by request hash). llm/provider picks one from the PRAETOR_LLM_*
+// settings; llm/llmtest is the conformance suite every adapter passes.
+//
+// This package also holds what every caller shares: Hash (a request's
+// identity, for recording and replay), CompleteJSON (ask for JSON, validate
+// it against the request's schema, re-ask with the error, give up with an
+// *InvalidAnswerError the caller degrades on), the failure categories
+// (ErrRateLimited, ErrTimeout ... carried by *APIError) and Metrics.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Role is the author of a chat message.
+type Role string
+
+// Chat roles.
+const (
+	System    Role = "system"
+	User      Role = "user"
+	Assistant Role = "assistant"
+)
+
+// Message is one chat message.
+type Message struct {
+	Role    Role   `json:"role"`
+	Content string `json:"content"`
+}
+
+// Schema asks for a JSON answer that validates against a JSON Schema.
+type Schema struct {
+	// Name identifies the schema to the provider, e.g. "extraction".
+	Name string `json:"name"`
+	// JSON is the JSON Schema document.
+	JSON json.RawMessage `json:"json"`
+}
+
+// Request is one chat completion.
+type Request struct {
+	// Model overrides the client's default model when set.
+	Model    string    `json:"model,omitempty"`
+	Messages []Message `json:"messages"`
+	// JSON asks for a JSON object answer; Schema, when set, implies it and
+	// constrains the object.
+	JSON   bool    `json:"json,omitempty"`
+	Schema *Schema `json:"schema,omitempty"`
+	// Temperature, when set, overrides the provider default.
+	Temperature *float64 `json:"temperature,omitempty"`
+	// MaxTokens bounds the answer; zero means the provider default.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Seed asks providers that support it for a reproducible answer.
+	Seed *int64 `json:"seed,omitempty"`
+	// Purpose names what the call is for ("extraction", "response", ...), for
+	// metrics and for the offline provider's routing.
+	Purpose string `json:"purpose,omitempty"`
+	// TenantID and Scope say whom the call belongs to (a session, a run), for
+	// recording. They are not sent to the model.
+	TenantID string `json:"-"`
+	Scope    string `json:"-"`
+	// CallID, when set, names this call within its scope for recording, e.g.
+	// "<turn id>/extraction". Derive it from the input (never random) so that
+	// a re-run after a crash records under the same event id and the stream
+	// drops the duplicate; see package record. It is not sent to the model
+	// and not part of Hash.
+	CallID string `json:"-"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Response is a completion's answer.
+type Response struct {
+	Content      string        `json:"content"`
+	Usage        Usage         `json:"usage"`
+	Latency      time.Duration `json:"latency"`
+	Model        string        `json:"model"`
+	Provider     string        `json:"provider"`
+	FinishReason string        `json:"finish_reason,omitempty"`
+}
+
+// Client completes chats. Implementations are safe for concurrent use.
+type Client interface {
+	Complete(ctx context.Context, req Request) (*Response, error)
+}

@@ -1,0 +1,458 @@
+package openai
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/praetorhq/praetor/internal/llm"
+)
+
+// Provider is the name this adapter reports in responses, errors and metrics.
+const Provider = "openai"
+
+// Defaults of Config.
+const (
+	DefaultBaseURL       = "https://api.openai.com/v1"
+	DefaultModel         = "gpt-4o-mini"
+	DefaultTimeout       = 60 * time.Second
+	DefaultMaxRetries    = 3
+	DefaultBackoffBase   = 500 * time.Millisecond
+	DefaultBackoffCap    = 20 * time.Second
+	DefaultMaxRetryAfter = 60 * time.Second
+)
+
+// Doer sends HTTP requests; *http.Client is one.
+type Doer interface {
+	Do(req *http.Request) (*http.Response, error)
+}
+
+// Backoff is the wait between retries when the server names none: Base
+// doubled after each failed attempt, capped at Cap, and drawn at random in
+// its upper half so clients that failed together do not retry together.
+type Backoff struct {
+	// Base is the wait after the first failure. Default 500ms.
+	Base time.Duration
+	// Cap bounds every wait. Default 20s.
+	Cap time.Duration
+}
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is the API root, version included. Default DefaultBaseURL;
+	// e.g. http://localhost:11434/v1 for Ollama.
+	BaseURL string
+	// APIKey is sent as a bearer token. Local servers may need none.
+	APIKey string
+	// Model is used when a Request names none. Default DefaultModel.
+	Model string
+	// Timeout bounds each attempt, not the whole call (the caller's ctx does
+	// that). Default 60s.
+	Timeout time.Duration
+	// MaxRetries is how many times a retryable failure is retried. Default 3;
+	// negative means never.
+	MaxRetries int
+	// Backoff paces retries when the server sends no Retry-After.
+	Backoff Backoff
+	// MaxRetryAfter is the longest Retry-After the client waits for; a longer
+	// one is returned at once as an *llm.APIError with RetryAfter set, for a
+	// caller that can wait without holding a goroutine (an event redelivery).
+	// Default 60s.
+	MaxRetryAfter time.Duration
+	// HTTPClient sends the requests. Default a new http.Client; its own
+	// Timeout should be zero or longer than Timeout.
+	HTTPClient Doer
+	// Logger reports retries. Default: discard.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns c with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	c.BaseURL = cmp.Or(c.BaseURL, DefaultBaseURL)
+	c.Model = cmp.Or(c.Model, DefaultModel)
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
+	c.MaxRetries = cmp.Or(c.MaxRetries, DefaultMaxRetries)
+	c.Backoff.Base = cmp.Or(c.Backoff.Base, DefaultBackoffBase)
+	c.Backoff.Cap = cmp.Or(c.Backoff.Cap, DefaultBackoffCap)
+	c.MaxRetryAfter = cmp.Or(c.MaxRetryAfter, DefaultMaxRetryAfter)
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	u, err := url.Parse(c.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("openai: base URL %q must be an http(s) URL such as %s", c.BaseURL, DefaultBaseURL)
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("openai: timeout %s must be positive", c.Timeout)
+	}
+	if c.Backoff.Base < 0 || c.Backoff.Cap < c.Backoff.Base {
+		return fmt.Errorf("openai: backoff base %s must be positive and at most its cap %s", c.Backoff.Base, c.Backoff.Cap)
+	}
+	if c.MaxRetryAfter < 0 {
+		return fmt.Errorf("openai: max retry-after %s must be positive", c.MaxRetryAfter)
+	}
+	return nil
+}
+
+// Client is an llm.Client for Chat Completions servers. It is safe for
+// concurrent use.
+type Client struct {
+	cfg     Config
+	api     *goopenai.Client
+	retries int
+
+	// Seams for tests: the clock that reads HTTP-date Retry-After values, the
+	// wait between attempts, and the jitter source ([0, n)).
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+	randN func(n int64) int64
+}
+
+var _ llm.Client = (*Client)(nil)
+
+// New returns a Client for cfg.
+func New(cfg Config) (*Client, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	oc := goopenai.DefaultConfig(cfg.APIKey)
+	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	oc.HTTPClient = cfg.HTTPClient
+	return &Client{
+		cfg:     cfg,
+		api:     goopenai.NewClientWithConfig(oc),
+		retries: max(cfg.MaxRetries, 0),
+		now:     time.Now,
+		sleep:   sleepCtx,
+		randN:   rand.Int64N,
+	}, nil
+}
+
+// Model is the model used when a Request names none.
+func (c *Client) Model() string { return c.cfg.Model }
+
+// Complete sends req as a chat completion, retrying transient failures. The
+// Response's Latency is the wall time of the whole call, retries included.
+func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	start := time.Now()
+	creq, apiErr := c.chatRequest(req)
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("openai: chat completion: %w", err)
+		}
+		resp, err := c.attempt(ctx, creq)
+		if err == nil {
+			out, apiErr := c.response(resp, creq.Model, start)
+			if apiErr != nil {
+				apiErr.Attempts = attempt
+				return nil, apiErr
+			}
+			return out, nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, fmt.Errorf("openai: chat completion: %w", ctxErr)
+		}
+		err.Attempts = attempt
+		if !err.Retryable || attempt > c.retries {
+			return nil, err
+		}
+		delay := c.backoff(attempt)
+		if err.RetryAfter > 0 {
+			if err.RetryAfter > c.cfg.MaxRetryAfter {
+				return nil, err
+			}
+			// The server's wait, plus a little jitter so the clients it told
+			// the same thing do not all come back at once.
+			delay = err.RetryAfter + time.Duration(c.randN(int64(c.cfg.Backoff.Base)+1))
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < delay {
+			// Waiting would outlive the caller; report the real failure now
+			// rather than a bare deadline later.
+			return nil, err
+		}
+		c.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "llm call retrying",
+			slog.String("provider", Provider),
+			slog.String("model", creq.Model),
+			slog.Int("attempt", attempt),
+			slog.Int("status", err.Status),
+			slog.String("outcome", llm.Outcome(err)),
+			slog.Duration("delay", delay))
+		if serr := c.sleep(ctx, delay); serr != nil {
+			return nil, fmt.Errorf("openai: chat completion: %w", serr)
+		}
+	}
+}
+
+// attempt makes one call under its own timeout. The error is nil on success.
+func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest) (goopenai.ChatCompletionResponse, *llm.APIError) {
+	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	resp, err := c.api.CreateChatCompletion(actx, creq)
+	if err == nil {
+		return resp, nil
+	}
+	if actx.Err() != nil && ctx.Err() == nil {
+		return resp, &llm.APIError{
+			Provider: Provider, Err: llm.ErrTimeout, Cause: context.DeadlineExceeded, Retryable: true,
+			Message: "no answer within " + c.cfg.Timeout.String(),
+		}
+	}
+	// go-openai keeps the response headers even when the status is an error,
+	// which is where Retry-After lives.
+	return resp, c.classify(err, resp.Header())
+}
+
+// classify turns a go-openai error into an *llm.APIError.
+func (c *Client) classify(err error, h http.Header) *llm.APIError {
+	var (
+		apiErr *goopenai.APIError
+		reqErr *goopenai.RequestError
+		urlErr *url.Error
+		synErr *json.SyntaxError
+		typErr *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &apiErr):
+		return c.fromStatus(apiErr.HTTPStatusCode, errorCode(apiErr), apiErr.Message, h)
+	case errors.As(err, &reqErr):
+		// An error status whose body is not OpenAI's error JSON: a proxy's
+		// HTML page, an empty 502.
+		return c.fromStatus(reqErr.HTTPStatusCode, "", snippet(reqErr.Body, reqErr.HTTPStatus), h)
+	case errors.As(err, &urlErr):
+		return &llm.APIError{Provider: Provider, Err: llm.ErrUnavailable, Cause: err, Retryable: true, Message: err.Error()}
+	case errors.As(err, &synErr), errors.As(err, &typErr), errors.Is(err, io.EOF):
+		return &llm.APIError{Provider: Provider, Err: llm.ErrBadResponse, Cause: err,
+			Message: "the answer is not a chat completion: " + err.Error()}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// A body cut short is a transport accident; the next one may be whole.
+		return &llm.APIError{Provider: Provider, Err: llm.ErrBadResponse, Cause: err, Retryable: true,
+			Message: "the answer was cut short: " + err.Error()}
+	default:
+		// go-openai refused to send the request (a parameter the model does
+		// not take): the same request can never succeed.
+		return &llm.APIError{Provider: Provider, Err: llm.ErrBadRequest, Cause: err, Message: err.Error()}
+	}
+}
+
+// fromStatus classifies an HTTP error status.
+func (c *Client) fromStatus(status int, code, msg string, h http.Header) *llm.APIError {
+	e := &llm.APIError{Provider: Provider, Status: status, Code: code, Message: msg, RetryAfter: retryAfter(h, c.now())}
+	switch {
+	case status == http.StatusTooManyRequests:
+		e.Err = llm.ErrRateLimited
+		// An exhausted quota is a 429 too, but waiting does not refill it.
+		e.Retryable = code != "insufficient_quota"
+	case status == http.StatusRequestTimeout:
+		e.Err, e.Retryable = llm.ErrTimeout, true
+	case status == http.StatusConflict:
+		e.Err, e.Retryable = llm.ErrUnavailable, true
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		e.Err = llm.ErrUnauthorized
+	case status >= 500:
+		e.Err, e.Retryable = llm.ErrUnavailable, true
+	default:
+		e.Err = llm.ErrBadRequest
+	}
+	// OpenAI says outright when retrying is (not) worth it.
+	switch strings.ToLower(h.Get("x-should-retry")) {
+	case "true":
+		e.Retryable = true
+	case "false":
+		e.Retryable = false
+	}
+	return e
+}
+
+// retryAfter reads the wait a server asks for: retry-after-ms (OpenAI), or
+// Retry-After in seconds or as an HTTP date. Zero when absent, unreadable or
+// already past.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if v := strings.TrimSpace(h.Get("retry-after-ms")); v != "" {
+		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 && !math.IsInf(ms, 0) {
+			return time.Duration(ms * float64(time.Millisecond))
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s <= 0 || math.IsInf(s, 0) || math.IsNaN(s) || s > math.MaxInt64/float64(time.Second) {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}
+
+// backoff is the wait after the given failed attempt (1-based).
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.cfg.Backoff.Cap
+	if shift := attempt - 1; shift < 32 {
+		d = min(c.cfg.Backoff.Base<<shift, c.cfg.Backoff.Cap)
+	}
+	half := d / 2
+	return half + time.Duration(c.randN(int64(d-half)+1))
+}
+
+// response maps a chat completion to an llm.Response.
+func (c *Client) response(resp goopenai.ChatCompletionResponse, model string, start time.Time) (*llm.Response, *llm.APIError) {
+	if len(resp.Choices) == 0 {
+		return nil, &llm.APIError{Provider: Provider, Err: llm.ErrBadResponse, Message: "the answer has no choices"}
+	}
+	ch := resp.Choices[0]
+	if ch.Message.Content == "" && ch.Message.Refusal != "" {
+		return nil, &llm.APIError{Provider: Provider, Err: llm.ErrRefused, Message: ch.Message.Refusal}
+	}
+	return &llm.Response{
+		Content: ch.Message.Content,
+		Usage: llm.Usage{
+			PromptTokens:     resp.Usage.PromptTokens,
+			CompletionTokens: resp.Usage.CompletionTokens,
+			TotalTokens:      resp.Usage.TotalTokens,
+		},
+		Latency:      time.Since(start),
+		Model:        cmp.Or(resp.Model, model),
+		Provider:     Provider,
+		FinishReason: string(ch.FinishReason),
+	}, nil
+}
+
+// jsonHint is added when JSON mode is asked for and no message says "JSON":
+// OpenAI rejects json_object requests whose messages never mention it.
+const jsonHint = "Answer with a single JSON object."
+
+// chatRequest maps an llm.Request to the wire request.
+func (c *Client) chatRequest(req llm.Request) (goopenai.ChatCompletionRequest, *llm.APIError) {
+	bad := func(cat error, format string, args ...any) (goopenai.ChatCompletionRequest, *llm.APIError) {
+		return goopenai.ChatCompletionRequest{}, &llm.APIError{Provider: Provider, Err: cat, Message: fmt.Sprintf(format, args...)}
+	}
+	if len(req.Messages) == 0 {
+		return bad(llm.ErrBadRequest, "the request has no messages")
+	}
+	creq := goopenai.ChatCompletionRequest{Model: cmp.Or(req.Model, c.cfg.Model)}
+	mentionsJSON := false
+	for i, m := range req.Messages {
+		switch m.Role {
+		case llm.System, llm.User, llm.Assistant:
+		default:
+			return bad(llm.ErrBadRequest, "message %d: role %q is not system, user or assistant", i, m.Role)
+		}
+		mentionsJSON = mentionsJSON || strings.Contains(strings.ToLower(m.Content), "json")
+		creq.Messages = append(creq.Messages, goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content})
+	}
+	switch {
+	case req.Schema != nil:
+		if !json.Valid(req.Schema.JSON) {
+			return bad(llm.ErrInvalidSchema, "schema %q is not JSON", req.Schema.Name)
+		}
+		creq.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
+			Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
+				Name:   schemaName(req.Schema.Name),
+				Schema: json.RawMessage(req.Schema.JSON),
+				Strict: true,
+			},
+		}
+	case req.JSON:
+		creq.ResponseFormat = &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONObject}
+		if !mentionsJSON {
+			creq.Messages = append([]goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleSystem, Content: jsonHint}}, creq.Messages...)
+		}
+	}
+	if req.Temperature != nil {
+		t := float32(*req.Temperature)
+		if t == 0 {
+			// go-openai omits a zero temperature, and the server would use
+			// its default (1). The smallest positive float32 is 0 to every
+			// sampler and survives omitempty.
+			t = math.SmallestNonzeroFloat32
+		}
+		creq.Temperature = t
+	}
+	if req.Seed != nil {
+		s := int(*req.Seed)
+		creq.Seed = &s
+	}
+	if req.MaxTokens > 0 {
+		creq.MaxTokens = req.MaxTokens
+		// Reasoning models take only max_completion_tokens; everyone else
+		// (and most compatible servers) max_tokens.
+		if err := goopenai.NewReasoningValidator().Validate(creq); errors.Is(err, goopenai.ErrReasoningModelMaxTokensDeprecated) {
+			creq.MaxTokens, creq.MaxCompletionTokens = 0, req.MaxTokens
+		}
+	}
+	return creq, nil
+}
+
+var nameUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)
+
+// schemaName makes a name the API accepts: [A-Za-z0-9_-]{1,64}.
+func schemaName(name string) string {
+	name = nameUnsafe.ReplaceAllString(name, "_")
+	if len(name) > 64 {
+		name = name[:64]
+	}
+	return cmp.Or(name, "answer")
+}
+
+// errorCode is the provider's machine-readable code, else its error type.
+func errorCode(e *goopenai.APIError) string {
+	switch v := e.Code.(type) {
+	case string:
+		if v != "" {
+			return v
+		}
+	case int:
+		return strconv.Itoa(v)
+	}
+	return e.Type
+}
+
+// snippet is the start of an unexpected error body, for the message.
+func snippet(body []byte, status string) string {
+	s := strings.Join(strings.Fields(string(body)), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	return cmp.Or(s, status)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

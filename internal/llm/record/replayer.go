@@ -1,0 +1,141 @@
+package record
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/praetorhq/praetor/internal/llm"
+	"github.com/praetorhq/praetor/pkg/contracts"
+)
+
+// ErrNotRecorded: a replay asked for a call that has no record (left).
+var ErrNotRecorded = errors.New("record: call not recorded")
+
+// NotRecordedError says which call a replay could not serve.
+type NotRecordedError struct {
+	TenantID, Scope, RequestHash string
+	// Served counts the records of this request already served; more than
+	// zero means the replay asked more often than the run did.
+	Served int
+}
+
+func (e *NotRecordedError) Error() string {
+	if e.Served > 0 {
+		return fmt.Sprintf("%s: request %s in %s/%s asked again after its %d recorded answers were served",
+			ErrNotRecorded, e.RequestHash, e.TenantID, e.Scope, e.Served)
+	}
+	return fmt.Sprintf("%s: request %s in %s/%s has no record", ErrNotRecorded, e.RequestHash, e.TenantID, e.Scope)
+}
+
+// Unwrap makes errors.Is(err, ErrNotRecorded) true.
+func (e *NotRecordedError) Unwrap() error { return ErrNotRecorded }
+
+// ReplayedError is a recorded failure served again.
+type ReplayedError struct {
+	// Outcome is the recorded llm.Outcome of the failure.
+	Outcome string
+	// Message is the recorded error message.
+	Message string
+}
+
+func (e *ReplayedError) Error() string { return "replayed " + e.Outcome + ": " + e.Message }
+
+// Unwrap gives the failure its category back (llm.ErrRateLimited ...).
+func (e *ReplayedError) Unwrap() error { return llm.OutcomeErr(e.Outcome) }
+
+// Replayer is an llm.Client that answers from records and never calls a
+// model. It is safe for concurrent use.
+type Replayer struct {
+	mu     sync.Mutex
+	queues map[string][]contracts.LLMCallRecorded
+	served map[string]int
+}
+
+var _ llm.Client = (*Replayer)(nil)
+
+// NewReplayer serves records, which must be in recorded (stream) order.
+func NewReplayer(records []contracts.LLMCallRecorded) *Replayer {
+	r := &Replayer{queues: map[string][]contracts.LLMCallRecorded{}, served: map[string]int{}}
+	for _, rec := range records {
+		k := replayKey(rec.TenantID, rec.Scope, rec.RequestHash)
+		r.queues[k] = append(r.queues[k], rec)
+	}
+	return r
+}
+
+// NewReplayerFromEvents serves the llm.call.recorded events among evs (in
+// stream order), skipping other types and repeated event ids. An
+// llm.call.recorded event that breaks its contract is an error: a replay
+// with a hole in it would not be the same run.
+func NewReplayerFromEvents(evs []event.Event) (*Replayer, error) {
+	seen := map[string]bool{}
+	var records []contracts.LLMCallRecorded
+	for _, ev := range evs {
+		if ev.Type() != contracts.LLMCallRecordedSpec.Type || seen[ev.ID()] {
+			continue
+		}
+		seen[ev.ID()] = true
+		rec, err := contracts.DecodeAs[contracts.LLMCallRecorded](ev)
+		if err != nil {
+			return nil, fmt.Errorf("record: event %s: %w", ev.ID(), err)
+		}
+		records = append(records, *rec)
+	}
+	return NewReplayer(records), nil
+}
+
+// Complete serves the next record of req's tenant, scope and hash.
+func (r *Replayer) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	tenant, scope := Owner(req)
+	hash := llm.Hash(req)
+	k := replayKey(tenant, scope, hash)
+
+	r.mu.Lock()
+	q := r.queues[k]
+	if len(q) == 0 {
+		served := r.served[k]
+		r.mu.Unlock()
+		return nil, &NotRecordedError{TenantID: tenant, Scope: scope, RequestHash: hash, Served: served}
+	}
+	rec := q[0]
+	r.queues[k] = q[1:]
+	r.served[k]++
+	r.mu.Unlock()
+
+	if rec.Error != "" {
+		outcome, msg, _ := strings.Cut(rec.Error, ": ")
+		return nil, &ReplayedError{Outcome: outcome, Message: msg}
+	}
+	return &llm.Response{
+		Content:      rec.Content,
+		Usage:        llm.Usage(rec.Usage),
+		Latency:      rec.Latency,
+		Model:        rec.Model,
+		Provider:     rec.Provider,
+		FinishReason: rec.FinishReason,
+	}, nil
+}
+
+// Remaining counts the records not served yet; a replay that reproduced its
+// run ends with none.
+func (r *Replayer) Remaining() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, q := range r.queues {
+		n += len(q)
+	}
+	return n
+}
+
+func replayKey(tenant, scope, hash string) string {
+	return tenant + "\x00" + scope + "\x00" + hash
+}

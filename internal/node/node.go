@@ -1,0 +1,476 @@
+// Package node runs one Praetor process: it connects (or embeds) NATS and
+// the relational store, provisions the streams, starts the outbox relay and
+// the services asked for, serves health, readiness and metrics over HTTP, and
+// drains everything on stop. praetor dev and praetor serve are both a node.
+package node
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/praetorhq/praetor/internal/delivery"
+	"github.com/praetorhq/praetor/internal/llm"
+	"github.com/praetorhq/praetor/internal/llm/offline"
+	"github.com/praetorhq/praetor/internal/llm/provider"
+	"github.com/praetorhq/praetor/internal/llm/record"
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/internal/store/postgres"
+	"github.com/praetorhq/praetor/internal/store/sqlite"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+)
+
+// Service is a long-running part of Praetor (runner, extractor, gateway ...).
+type Service interface {
+	Start(ctx context.Context) error
+	// Stop drains the service; it may be called twice.
+	Stop(ctx context.Context) error
+}
+
+// Deps is what a node gives the services it starts.
+type Deps struct {
+	Bus      *events.Bus
+	DB       store.DB
+	Relay    *delivery.Relay
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+	// Mux is the node's HTTP mux; services may add routes (the gateway does).
+	Mux *http.ServeMux
+	// Metrics are the event-layer collectors, already registered.
+	Metrics *events.Metrics
+	// Streams are the stream settings in force, for services that provision
+	// streams of their own.
+	Streams StreamSettings
+	// LLM is the model client: instrumented, and recording every call as
+	// llm.call.recorded.
+	LLM llm.Client
+	// LLMInfo says which provider LLM is, and why.
+	LLMInfo provider.Info
+	// Offline is the offline provider when it is in use, so services can
+	// register their skills on it; nil with a real model.
+	Offline *offline.Offline
+}
+
+// Factory builds a service from the node's dependencies.
+type Factory func(ctx context.Context, deps Deps) (Service, error)
+
+// StreamSettings apply to every catalog stream.
+type StreamSettings struct {
+	// MaxAge bounds how long events are kept; 0 keeps them forever.
+	MaxAge time.Duration
+	// Replicas of each stream in a NATS cluster. Default: 1.
+	Replicas int
+	// Partitions of ordered streams. Default: 16.
+	Partitions int
+	// Duplicates is the deduplication window. Default: 2m.
+	Duplicates time.Duration
+}
+
+// Config configures a node.
+type Config struct {
+	// Dev embeds NATS (file storage under DataDir/nats) and SQLite
+	// (DataDir/praetor.db); otherwise NATSURL and DatabaseURL are used.
+	Dev     bool
+	DataDir string
+	// NATSListen, in dev, opens the embedded server on this address so other
+	// processes (praetor replay, praetor chat) can join; empty: in-process only.
+	NATSListen  string
+	NATSURL     string
+	DatabaseURL string
+	// Migrate applies pending migrations at start (always in dev).
+	Migrate bool
+	// HTTPAddr serves /healthz, /readyz, /metrics and the services' routes.
+	HTTPAddr string
+	// Services to run, by name; all of Available when empty in dev.
+	Services []string
+	// Available maps service names to their factories.
+	Available map[string]Factory
+	Streams   StreamSettings
+	// LLM selects the model provider.
+	LLM    provider.Config
+	Logger *slog.Logger
+	// Registry receives every metric. Default: a new registry.
+	Registry *prometheus.Registry
+	// DrainTimeout bounds the graceful stop. Default: 30s.
+	DrainTimeout time.Duration
+	// Ready, when set, receives the bound HTTP address once the node serves.
+	Ready func(httpAddr string)
+}
+
+func (c Config) withDefaults() Config {
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+	}
+	c.DrainTimeout = cmp.Or(c.DrainTimeout, 30*time.Second)
+	c.Streams.Replicas = cmp.Or(c.Streams.Replicas, 1)
+	c.Streams.Partitions = cmp.Or(c.Streams.Partitions, 16)
+	c.Streams.Duplicates = cmp.Or(c.Streams.Duplicates, 2*time.Minute)
+	if c.Dev && len(c.Services) == 0 {
+		for name := range c.Available {
+			c.Services = append(c.Services, name)
+		}
+		sort.Strings(c.Services)
+	}
+	return c
+}
+
+// SettingError names the setting that is wrong and what to do about it.
+type SettingError struct {
+	Setting string
+	Problem string
+}
+
+func (e *SettingError) Error() string {
+	return fmt.Sprintf("invalid setting --%s (%s): %s", e.Setting, EnvVar(e.Setting), e.Problem)
+}
+
+// EnvVar is the environment variable of a setting: PRAETOR_ and the flag name
+// in capitals, or the conventional name where there is one.
+func EnvVar(setting string) string {
+	switch setting {
+	case "nats-url":
+		return "NATS_URL"
+	case "database-url":
+		return "DATABASE_URL"
+	}
+	return "PRAETOR_" + strings.ToUpper(strings.ReplaceAll(setting, "-", "_"))
+}
+
+func (c Config) validate() error {
+	var errs []error
+	bad := func(setting, format string, args ...any) {
+		errs = append(errs, &SettingError{Setting: setting, Problem: fmt.Sprintf(format, args...)})
+	}
+	if c.Dev {
+		if c.DataDir == "" {
+			bad("data-dir", "empty: give a directory for the embedded NATS and SQLite data")
+		}
+	} else {
+		if c.NATSURL == "" {
+			bad("nats-url", "empty: set NATS_URL (e.g. nats://nats:4222)")
+		}
+		if c.DatabaseURL == "" {
+			bad("database-url", "empty: set DATABASE_URL (e.g. postgres://user:pass@host:5432/praetor)")
+		}
+		if len(c.Services) == 0 {
+			bad("services", "empty: name the services to run, from: %s", names(c.Available))
+		}
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		bad("http-addr", "%q is not host:port (%v)", c.HTTPAddr, err)
+	}
+	if c.NATSListen != "" {
+		if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
+			bad("nats-listen", "%q is not host:port (%v)", c.NATSListen, err)
+		}
+	}
+	for _, s := range c.Services {
+		if _, ok := c.Available[s]; !ok {
+			bad("services", "unknown service %q; available: %s", s, names(c.Available))
+		}
+	}
+	if c.Streams.Partitions < 1 || c.Streams.Partitions > 1024 {
+		bad("partitions", "%d is outside [1, 1024]", c.Streams.Partitions)
+	}
+	if c.Streams.Replicas < 1 || c.Streams.Replicas > 5 {
+		bad("stream-replicas", "%d is outside [1, 5]", c.Streams.Replicas)
+	}
+	if c.Streams.MaxAge < 0 {
+		bad("stream-max-age", "must not be negative")
+	}
+	return errors.Join(errs...)
+}
+
+func names(m map[string]Factory) string {
+	if len(m) == 0 {
+		return "(none)"
+	}
+	out := make([]string, 0, len(m))
+	for n := range m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
+}
+
+// Validate checks a configuration without running it.
+func Validate(c Config) error { return c.withDefaults().validate() }
+
+// Run runs the node until ctx ends, then drains and returns. An error before
+// the node serves means it never started.
+func Run(ctx context.Context, cfg Config) (err error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	log := cfg.Logger
+	var closers []func()
+	defer func() {
+		for _, c := range slices.Backward(closers) {
+			c()
+		}
+	}()
+
+	nc, stopNATS, err := connectNATS(cfg, log)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, stopNATS)
+
+	db, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	closers = append(closers, func() { _ = db.Close() })
+	if err := checkMigrations(ctx, cfg, db, log); err != nil {
+		return err
+	}
+
+	reg := cfg.Registry
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := events.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	bus, err := events.New(nc, events.Config{Subject: contracts.Subject, Logger: log, Metrics: metrics})
+	if err != nil {
+		return err
+	}
+	if err := Provision(ctx, bus, cfg.Streams); err != nil {
+		return err
+	}
+
+	relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: bus, Logger: log})
+	if err != nil {
+		return err
+	}
+	if err := relay.Start(ctx); err != nil {
+		return err
+	}
+
+	mux := http.NewServeMux()
+	var ready atomic.Bool
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if why := notReady(r.Context(), &ready, nc, db); why != "" {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+
+	client, base, info, err := newLLM(cfg, bus, reg, log)
+	if err != nil {
+		return err
+	}
+	deps := Deps{Bus: bus, DB: db, Relay: relay, Logger: log, Registry: reg, Mux: mux, Metrics: metrics,
+		Streams: cfg.Streams, LLM: client, LLMInfo: info}
+	deps.Offline, _ = base.(*offline.Offline)
+	var services []namedService
+	var stopOnce sync.Once
+	stopAll := func() {
+		stopOnce.Do(func() {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.DrainTimeout)
+			defer cancel()
+			for _, s := range slices.Backward(services) {
+				if err := s.Stop(dctx); err != nil {
+					log.Warn("service did not drain cleanly", "service", s.name, "error", err)
+				}
+			}
+			if err := bus.Close(dctx); err != nil {
+				log.Warn("consumers did not drain cleanly", "error", err)
+			}
+			_ = relay.Stop(dctx)
+		})
+	}
+	defer stopAll()
+	for _, name := range cfg.Services {
+		s, err := cfg.Available[name](ctx, deps)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		if err := s.Start(ctx); err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		services = append(services, namedService{name, s})
+		log.Info("service started", "service", name)
+	}
+
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return &SettingError{Setting: "http-addr", Problem: fmt.Sprintf("cannot listen on %s: %v (is another praetor running?)", cfg.HTTPAddr, err)}
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	ready.Store(true)
+	log.Info("praetor is ready", "http", "http://"+ln.Addr().String(), "services", strings.Join(cfg.Services, ","),
+		"dev", cfg.Dev)
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("http server: %w", err)
+	}
+	log.Info("stopping: readiness off, draining consumers")
+	ready.Store(false)
+	stopAll()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	log.Info("praetor stopped")
+	return nil
+}
+
+// newLLM builds the model client: the configured provider, measured, with
+// every call recorded on the bus.
+func newLLM(cfg Config, bus *events.Bus, reg prometheus.Registerer, log *slog.Logger) (client, base llm.Client, info provider.Info, err error) {
+	base, info, err = provider.New(cfg.LLM, log)
+	if err != nil {
+		return nil, nil, info, err
+	}
+	measured, err := llm.Instrument(base, info.Provider, reg)
+	if err != nil {
+		return nil, nil, info, err
+	}
+	rec, err := record.NewRecorder(measured, bus, record.Config{Provider: info.Provider, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, nil, info, err
+	}
+	return rec, base, info, nil
+}
+
+type namedService struct {
+	name string
+	Service
+}
+
+func notReady(ctx context.Context, ready *atomic.Bool, nc *nats.Conn, db store.DB) string {
+	if !ready.Load() {
+		return "not ready: starting or draining"
+	}
+	if !nc.IsConnected() {
+		return "not ready: NATS disconnected"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := db.Ping(ctx); err != nil {
+		return "not ready: database: " + err.Error()
+	}
+	return ""
+}
+
+func connectNATS(cfg Config, log *slog.Logger) (*nats.Conn, func(), error) {
+	if !cfg.Dev {
+		nc, err := events.Connect(cfg.NATSURL, "praetor")
+		if err != nil {
+			return nil, nil, err
+		}
+		return nc, func() { _ = nc.Drain(); nc.Close() }, nil
+	}
+	sc := events.ServerConfig{StoreDir: filepath.Join(cfg.DataDir, "nats"), Logger: log}
+	if cfg.NATSListen != "" {
+		host, port, _ := net.SplitHostPort(cfg.NATSListen)
+		p, err := net.LookupPort("tcp", port)
+		if err != nil {
+			return nil, nil, &SettingError{Setting: "nats-listen", Problem: err.Error()}
+		}
+		sc.Listen, sc.Host, sc.Port = true, host, p
+	}
+	srv, err := events.StartServer(sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := srv.Connect()
+	if err != nil {
+		srv.Shutdown()
+		return nil, nil, err
+	}
+	if url := srv.ClientURL(); url != "" {
+		log.Info("embedded NATS listening", "url", url)
+	}
+	return nc, func() { nc.Close(); srv.Shutdown() }, nil
+}
+
+// OpenStore opens the relational store of a configuration: SQLite under the
+// data directory in dev, PostgreSQL otherwise.
+func OpenStore(ctx context.Context, dev bool, dataDir, databaseURL string) (store.DB, error) {
+	if dev {
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return nil, &SettingError{Setting: "data-dir", Problem: err.Error()}
+		}
+		return sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dataDir, "praetor.db")})
+	}
+	db, err := postgres.Open(ctx, postgres.Config{URL: databaseURL})
+	if err != nil {
+		return nil, fmt.Errorf("%w (check DATABASE_URL)", err)
+	}
+	return db, nil
+}
+
+func openStore(ctx context.Context, cfg Config) (store.DB, error) {
+	return OpenStore(ctx, cfg.Dev, cfg.DataDir, cfg.DatabaseURL)
+}
+
+func checkMigrations(ctx context.Context, cfg Config, db store.DB, log *slog.Logger) error {
+	if cfg.Dev || cfg.Migrate {
+		applied, err := store.Migrate(ctx, db)
+		if err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		if len(applied) > 0 {
+			log.Info("migrations applied", "versions", applied)
+		}
+		return nil
+	}
+	status, err := store.Status(ctx, db)
+	if err != nil {
+		return fmt.Errorf("migration status: %w", err)
+	}
+	for _, s := range status {
+		if !s.Applied {
+			return fmt.Errorf("the database lacks migration %s: run `praetor migrate` (or start with --migrate)", s.Name)
+		}
+	}
+	return nil
+}
+
+// Provision creates or updates every catalog stream and the dead-letter
+// streams, idempotently.
+func Provision(ctx context.Context, bus *events.Bus, s StreamSettings) error {
+	for _, def := range contracts.Streams() {
+		sc := events.StreamConfig{
+			Name: def.Name, Subjects: def.Subjects, MaxAge: s.MaxAge, Replicas: s.Replicas, Duplicates: s.Duplicates,
+		}
+		if def.Ordered {
+			sc.Partitions = s.Partitions
+		}
+		if err := bus.EnsureStream(ctx, sc); err != nil {
+			return err
+		}
+	}
+	return bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{Replicas: s.Replicas, Duplicates: s.Duplicates})
+}

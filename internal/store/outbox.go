@@ -1,0 +1,177 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// OutboxMessage is an event written in a handler's transaction and published
+// later by the relay, with Nats-Msg-Id = EventID so that a second publish is
+// dropped by the server.
+type OutboxMessage struct {
+	// ID orders the messages; set by the database.
+	ID       int64
+	TenantID string
+	// EventID is unique: enqueueing an id again is a no-op.
+	EventID string
+	// Subject is where the relay publishes it.
+	Subject string
+	// Header holds the NATS headers (the CloudEvents attributes); empty comes
+	// back as nil.
+	Header map[string][]string
+	// Data is the message body; empty comes back as nil.
+	Data []byte
+	// CreatedAt is set by Enqueue to now when zero.
+	CreatedAt time.Time
+	// SentAt is when MarkSent marked it; nil while unsent.
+	SentAt *time.Time
+}
+
+// Enqueue writes messages to the outbox. A message whose EventID is already
+// there (from an earlier run of the same handler, which derives the same ids)
+// is skipped, so a re-run enqueues nothing twice.
+func Enqueue(ctx context.Context, q Querier, msgs ...OutboxMessage) error {
+	var now time.Time
+	for i, m := range msgs {
+		if m.TenantID == "" || m.EventID == "" || m.Subject == "" {
+			return fmt.Errorf("enqueue: message %d (event %q): tenant id, event id and subject must all be set", i, m.EventID)
+		}
+		header := []byte("{}")
+		if len(m.Header) > 0 {
+			var err error
+			if header, err = json.Marshal(m.Header); err != nil {
+				return fmt.Errorf("enqueue event %s: header: %w", m.EventID, err)
+			}
+		}
+		data := m.Data
+		if data == nil {
+			data = []byte{} // nil would be NULL, and the column is NOT NULL
+		}
+		created := m.CreatedAt
+		if created.IsZero() {
+			if now.IsZero() {
+				now = time.Now()
+			}
+			created = now
+		}
+		_, err := q.Exec(ctx,
+			`INSERT INTO outbox (tenant_id, event_id, subject, header, data, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (event_id) DO NOTHING`,
+			m.TenantID, m.EventID, m.Subject, string(header), data, created.UTC())
+		if err != nil {
+			return fmt.Errorf("enqueue event %s: %w", m.EventID, err)
+		}
+	}
+	return nil
+}
+
+// Unsent returns up to limit messages not yet sent, oldest (lowest id)
+// first, across tenants: the relay publishes for all of them.
+func Unsent(ctx context.Context, q Querier, limit int) ([]OutboxMessage, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("unsent: limit %d: want a positive number", limit)
+	}
+	rows, err := q.Query(ctx,
+		`SELECT id, tenant_id, event_id, subject, header, data, created_at, sent_at FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT $1`,
+		limit)
+	if err != nil {
+		return nil, fmt.Errorf("unsent: %w", err)
+	}
+	defer rows.Close()
+	var out []OutboxMessage
+	for rows.Next() {
+		var (
+			m      OutboxMessage
+			header []byte
+		)
+		if err := rows.Scan(&m.ID, &m.TenantID, &m.EventID, &m.Subject, &header, &m.Data, &m.CreatedAt, &m.SentAt); err != nil {
+			return nil, fmt.Errorf("unsent: %w", err)
+		}
+		if err := json.Unmarshal(header, &m.Header); err != nil {
+			return nil, fmt.Errorf("unsent: outbox row %d header: %w", m.ID, err)
+		}
+		if len(m.Header) == 0 {
+			m.Header = nil
+		}
+		if len(m.Data) == 0 {
+			m.Data = nil
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("unsent: %w", err)
+	}
+	return out, nil
+}
+
+// markSentBatch bounds the ids of one UPDATE, well under both dialects'
+// limits on bound parameters.
+const markSentBatch = 500
+
+// MarkSent marks messages as sent at a time. Ids already marked keep their
+// first time; unknown ids are ignored.
+func MarkSent(ctx context.Context, q Querier, ids []int64, at time.Time) error {
+	for len(ids) > 0 {
+		n := min(len(ids), markSentBatch)
+		batch := ids[:n]
+		ids = ids[n:]
+		var b strings.Builder
+		b.WriteString(`UPDATE outbox SET sent_at = $1 WHERE sent_at IS NULL AND id IN (`)
+		args := make([]any, 0, len(batch)+1)
+		args = append(args, at.UTC())
+		for i, id := range batch {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("$" + strconv.Itoa(i+2))
+			args = append(args, id)
+		}
+		b.WriteString(")")
+		if _, err := q.Exec(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("mark sent: %w", err)
+		}
+	}
+	return nil
+}
+
+// PruneSent deletes the messages sent before a time and returns how many
+// went. Unsent messages are never pruned.
+func PruneSent(ctx context.Context, q Querier, before time.Time) (int64, error) {
+	n, err := q.Exec(ctx, `DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < $1`, before.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("prune sent: %w", err)
+	}
+	return n, nil
+}
+
+// relayLockKey is the PostgreSQL advisory lock key of the outbox relay
+// ("praetor" and a 1, as bytes).
+const relayLockKey int64 = 0x7072_6165_746f_7201
+
+// LockRelay makes the caller's transaction the only outbox relay until it
+// ends, or reports false when another transaction already is. Call it first
+// in the relay's Tx: true means go on (read Unsent, publish, MarkSent), false
+// means another replica relays and this one waits for its next turn.
+//
+// On PostgreSQL it takes a transaction-scoped advisory lock, without waiting;
+// outside a transaction that lock would be released at once, so tx must be
+// the Querier that DB.Tx gives. On SQLite it is always true: its single
+// writer already runs one transaction at a time.
+func LockRelay(ctx context.Context, tx Querier, d Dialect) (bool, error) {
+	switch d {
+	case SQLite:
+		return true, nil
+	case Postgres:
+		var ok bool
+		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, relayLockKey).Scan(&ok); err != nil {
+			return false, fmt.Errorf("lock relay: %w", err)
+		}
+		return ok, nil
+	default:
+		return false, errors.New("lock relay: unknown dialect " + strconv.Quote(string(d)))
+	}
+}

@@ -1,0 +1,318 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/praetorhq/praetor/internal/store"
+)
+
+// Config is the adapter's configuration.
+type Config struct {
+	// URL is the connection string, as a URL (postgres://user:pass@host:5432/db?sslmode=disable)
+	// or as keyword=value pairs. Required. Query parameters the server knows,
+	// such as search_path, are set on every connection.
+	URL string
+	// MaxConns bounds the connection pool. Default 10.
+	MaxConns int32
+	// ConnectTimeout bounds Open's first connection, and every new one when
+	// the URL sets no connect_timeout. Default 10s.
+	ConnectTimeout time.Duration
+	// MaxTxAttempts is how many times Tx runs fn when PostgreSQL reports a
+	// serialization failure or a deadlock. Default 10.
+	MaxTxAttempts int
+}
+
+// WithDefaults returns c with its zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	c.MaxConns = cmp.Or(c.MaxConns, 10)
+	c.ConnectTimeout = cmp.Or(c.ConnectTimeout, 10*time.Second)
+	c.MaxTxAttempts = cmp.Or(c.MaxTxAttempts, 10)
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.URL == "" {
+		errs = append(errs, errors.New("URL is empty: set it to the database's connection string (DATABASE_URL)"))
+	}
+	if c.MaxConns < 1 {
+		errs = append(errs, fmt.Errorf("MaxConns is %d: want at least 1", c.MaxConns))
+	}
+	if c.ConnectTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("ConnectTimeout is %s: want more than 0", c.ConnectTimeout))
+	}
+	if c.MaxTxAttempts < 1 {
+		errs = append(errs, fmt.Errorf("MaxTxAttempts is %d: want at least 1", c.MaxTxAttempts))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("postgres config: %w", err)
+	}
+	return nil
+}
+
+// DB is a PostgreSQL database; it implements store.DB and store.Migratable.
+type DB struct {
+	pool      *pgxpool.Pool
+	sqldb     *sql.DB
+	cfg       Config
+	closeOnce sync.Once
+}
+
+var _ store.Migratable = (*DB)(nil)
+
+// Open connects to PostgreSQL and checks that it answers.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	pc, err := pgxpool.ParseConfig(cfg.URL)
+	if err != nil {
+		// pgx's parse errors quote the connection string with its password
+		// masked; they say which part is wrong.
+		return nil, fmt.Errorf("postgres: parse URL: %w", err)
+	}
+	pc.MaxConns = cfg.MaxConns
+	if pc.ConnConfig.ConnectTimeout == 0 { // the URL's connect_timeout wins
+		pc.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect to %s:%d database %s: %w",
+			pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database, err)
+	}
+	return &DB{pool: pool, sqldb: stdlib.OpenDBFromPool(pool), cfg: cfg}, nil
+}
+
+// Pool returns the underlying pool, for what the port does not cover (COPY,
+// LISTEN). It belongs to the DB.
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+// SQLDB returns a database/sql handle on the pool, for goose.
+func (db *DB) SQLDB() *sql.DB { return db.sqldb }
+
+// Dialect is store.Postgres.
+func (db *DB) Dialect() store.Dialect { return store.Postgres }
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
+
+// Close closes the pool; it may be called twice.
+func (db *DB) Close() error {
+	var err error
+	db.closeOnce.Do(func() {
+		err = db.sqldb.Close()
+		db.pool.Close()
+	})
+	return err
+}
+
+// Exec runs a statement outside a transaction.
+func (db *DB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return querier{db.pool}.Exec(ctx, query, args...)
+}
+
+// Query runs a query outside a transaction.
+func (db *DB) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
+	return querier{db.pool}.Query(ctx, query, args...)
+}
+
+// QueryRow runs a single-row query outside a transaction.
+func (db *DB) QueryRow(ctx context.Context, query string, args ...any) store.Row {
+	return querier{db.pool}.QueryRow(ctx, query, args...)
+}
+
+// Tx runs fn in a SERIALIZABLE transaction, retried on serialization
+// failures and deadlocks up to MaxTxAttempts times in all.
+func (db *DB) Tx(ctx context.Context, fn func(tx store.Querier) error) error {
+	for attempt := 1; ; attempt++ {
+		err := db.tx(ctx, fn)
+		if err == nil || !retryable(err) {
+			return err
+		}
+		if attempt >= db.cfg.MaxTxAttempts {
+			return fmt.Errorf("postgres: transaction failed %d times: %w", attempt, err)
+		}
+		if err := sleep(ctx, backoff(attempt)); err != nil {
+			return err
+		}
+	}
+}
+
+func (db *DB) tx(ctx context.Context, fn func(tx store.Querier) error) (err error) {
+	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
+	if err != nil {
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+			panic(p)
+		}
+	}()
+	if err := fn(querier{tx}); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	return nil
+}
+
+// retryable reports whether a transaction that failed with err may succeed
+// when run again from the start.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	switch pe.Code {
+	case "40001", // serialization_failure
+		"40P01": // deadlock_detected
+		return true
+	}
+	return false
+}
+
+// backoff returns a random wait before the attempt after the given one:
+// full jitter under 2 ms doubling to at most 100 ms, so the transactions that
+// collided do not collide again in step.
+func backoff(attempt int) time.Duration {
+	ceiling := min(2*time.Millisecond<<min(attempt-1, 10), 100*time.Millisecond)
+	return time.Duration(rand.Int64N(int64(ceiling)) + 1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// pgxQuerier is what a pool and a transaction have in common.
+type pgxQuerier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// querier adapts a pool or a transaction to store.Querier.
+type querier struct{ q pgxQuerier }
+
+func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := q.q.Exec(ctx, query, utcArgs(args)...)
+	if err != nil {
+		return 0, err
+	}
+	return tag.RowsAffected(), nil
+}
+
+func (q querier) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
+	r, err := q.q.Query(ctx, query, utcArgs(args)...)
+	if err != nil {
+		return nil, err
+	}
+	return rows{r}, nil
+}
+
+func (q querier) QueryRow(ctx context.Context, query string, args ...any) store.Row {
+	return row{q.q.QueryRow(ctx, query, utcArgs(args)...)}
+}
+
+type rows struct{ pgx.Rows }
+
+func (r rows) Scan(dest ...any) error {
+	if err := r.Rows.Scan(dest...); err != nil {
+		return err
+	}
+	utcDest(dest)
+	return nil
+}
+
+type row struct{ r pgx.Row }
+
+func (r row) Scan(dest ...any) error {
+	if err := r.r.Scan(dest...); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		return err
+	}
+	utcDest(dest)
+	return nil
+}
+
+// utcArgs returns args with times in UTC, so that a TIMESTAMP (without time
+// zone) column stores the same instant as a TIMESTAMPTZ one: pgx writes a
+// time's wall clock there, in whatever zone it has.
+func utcArgs(args []any) []any {
+	var out []any
+	for i, a := range args {
+		var v any
+		switch t := a.(type) {
+		case time.Time:
+			v = t.UTC()
+		case *time.Time:
+			if t == nil {
+				continue
+			}
+			u := t.UTC()
+			v = &u
+		default:
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), args...)
+		}
+		out[i] = v
+	}
+	if out == nil {
+		return args
+	}
+	return out
+}
+
+// utcDest puts the times just scanned in UTC: pgx reads TIMESTAMPTZ in the
+// local zone, and callers compare and serialize times as UTC.
+func utcDest(dest []any) {
+	for _, d := range dest {
+		switch t := d.(type) {
+		case *time.Time:
+			if !t.IsZero() {
+				*t = t.UTC()
+			}
+		case **time.Time:
+			if *t != nil {
+				u := (*t).UTC()
+				*t = &u
+			}
+		case *sql.NullTime:
+			if t.Valid {
+				t.Time = t.Time.UTC()
+			}
+		}
+	}
+}

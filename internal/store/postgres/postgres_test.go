@@ -1,0 +1,122 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/internal/store/postgres"
+	"github.com/praetorhq/praetor/internal/store/storetest"
+	"github.com/praetorhq/praetor/internal/testenv"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func open(t *testing.T, url string) *postgres.DB {
+	t.Helper()
+	db, err := postgres.Open(t.Context(), postgres.Config{URL: url, MaxConns: 4})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return db
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.DB {
+		return open(t, testenv.Postgres(t))
+	})
+}
+
+// TestMigrateConcurrently starts several replicas on one schema at once: the
+// migration lock must let one apply each version and the others find it done.
+func TestMigrateConcurrently(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	const replicas = 4
+	applied := make([][]int64, replicas)
+	errs := make([]error, replicas)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		db := open(t, url)
+		wg.Go(func() { applied[i], errs[i] = store.Migrate(ctx, db) })
+	}
+	wg.Wait()
+	total := map[int64]int{}
+	for i := range replicas {
+		if errs[i] != nil {
+			t.Errorf("replica %d: Migrate: %v", i, errs[i])
+		}
+		for _, v := range applied[i] {
+			total[v]++
+		}
+	}
+	st, err := store.Status(ctx, open(t, url))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		if !s.Applied || total[s.Version] != 1 {
+			t.Errorf("migration %d: applied %v, by %d replicas; want applied by exactly one", s.Version, s.Applied, total[s.Version])
+		}
+	}
+}
+
+// TestSearchPath checks that the tables go to the schema the URL names, so
+// several tests or deployments can share one database.
+func TestSearchPath(t *testing.T) {
+	ctx := t.Context()
+	a, b := open(t, testenv.Postgres(t)), open(t, testenv.Postgres(t))
+	if _, err := store.Migrate(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateTenant(ctx, a, store.Tenant{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Status(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range st {
+		if s.Applied {
+			t.Errorf("migration %d is applied in the other schema", s.Version)
+		}
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  postgres.Config
+		want string
+	}{
+		{"no URL", postgres.Config{}, "URL is empty"},
+		{"bad URL", postgres.Config{URL: "postgres://u:secret@host:notaport/db"}, "parse URL"},
+		{"bad pool size", postgres.Config{URL: "postgres://localhost/db", MaxConns: -1}, "MaxConns is -1"},
+		{"nobody listening", postgres.Config{URL: "postgres://u:secret@127.0.0.1:1/db?sslmode=disable", ConnectTimeout: 5 * time.Second}, "connect to 127.0.0.1:1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := postgres.Open(t.Context(), tc.cfg)
+			if err == nil {
+				db.Close()
+				t.Fatalf("Open(%+v) succeeded", tc.cfg)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Open = %v, want it to mention %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "secret") {
+				t.Errorf("Open's error shows the password: %v", err)
+			}
+		})
+	}
+}

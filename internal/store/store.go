@@ -1,0 +1,70 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// Dialect names a SQL dialect.
+type Dialect string
+
+// The dialects of the two adapters.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// ErrNotFound is returned when a row that must exist does not.
+var ErrNotFound = errors.New("store: not found")
+
+// ErrConflict is returned when a row to create already exists.
+var ErrConflict = errors.New("store: already exists")
+
+// Querier runs SQL: a DB outside a transaction, or a transaction.
+type Querier interface {
+	// Exec runs a statement and returns the number of rows it affected.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// Query runs a query returning rows; the caller closes them.
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	// QueryRow runs a query expected to return at most one row. Scan returns
+	// ErrNotFound when there is none.
+	QueryRow(ctx context.Context, query string, args ...any) Row
+}
+
+// Rows is the result of Query.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Row is the result of QueryRow.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// DB is a relational database.
+type DB interface {
+	Querier
+	// Tx runs fn in one transaction: committed when fn returns nil, rolled
+	// back otherwise (and on panic, which is re-raised). A serialization or
+	// busy failure is retried a few times before Tx gives up.
+	Tx(ctx context.Context, fn func(tx Querier) error) error
+	// Dialect tells which SQL the database speaks.
+	Dialect() Dialect
+	// Ping checks that the database answers.
+	Ping(ctx context.Context) error
+	// Close releases the connections; it may be called twice.
+	Close() error
+}
+
+// Migratable is a DB whose schema Migrate can manage. Both adapters are:
+// goose, which runs the migrations, speaks database/sql.
+type Migratable interface {
+	DB
+	// SQLDB returns a database/sql handle on the same database (the writer,
+	// for SQLite). It belongs to the DB: Close closes it, callers do not.
+	SQLDB() *sql.DB
+}

@@ -1,0 +1,1049 @@
+// Package storetest is the conformance suite of the store port: every
+// adapter's tests call Run, so both adapters answer the same SQL the same way
+// (placeholders, NULLs, times, JSON, transactions under concurrency) and the
+// store's own tables behave alike on both.
+package storetest
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/store"
+)
+
+// Run runs the suite. open returns a new, empty database for the test it is
+// given, closed by open's own t.Cleanup; subtests run in parallel, each on a
+// database of its own.
+func Run(t *testing.T, open func(t *testing.T) store.DB) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, db store.DB)
+	}{
+		{"Placeholders", testPlaceholders},
+		{"Nulls", testNulls},
+		{"TimeRoundTrip", testTimeRoundTrip},
+		{"TimeOrder", testTimeOrder},
+		{"JSONRoundTrip", testJSONRoundTrip},
+		{"BoolAndBytes", testBoolAndBytes},
+		{"ErrNotFound", testErrNotFound},
+		{"ExecRowsAffected", testExecRowsAffected},
+		{"TxCommit", testTxCommit},
+		{"TxRollback", testTxRollback},
+		{"TxPanic", testTxPanic},
+		{"TxUncommittedInvisible", testTxUncommittedInvisible},
+		{"TxConcurrentIncrements", testTxConcurrentIncrements},
+		{"Tenants", testTenants},
+		{"Tokens", testTokens},
+		{"Inbox", testInbox},
+		{"InboxInTx", testInboxInTx},
+		{"OutboxEnqueue", testOutboxEnqueue},
+		{"OutboxMarkSentAndPrune", testOutboxMarkSentAndPrune},
+		{"LockRelay", testLockRelay},
+	}
+	t.Run("Migrate", func(t *testing.T) {
+		t.Parallel()
+		testMigrate(t, open(t))
+	})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			db := open(t)
+			migrate(t, db)
+			scratch(t, db)
+			tt.fn(t, db)
+		})
+	}
+}
+
+// ctx returns a context that ends with the test, and within a minute: a
+// deadlock fails the test instead of hanging the run.
+func ctx(t *testing.T) context.Context {
+	t.Helper()
+	c, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return c
+}
+
+func migrate(t *testing.T, db store.DB) {
+	t.Helper()
+	if _, err := store.Migrate(ctx(t), db); err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+}
+
+// scratch creates the table the suite's own SQL runs against, in each
+// dialect's types for time and JSON.
+func scratch(t *testing.T, db store.DB) {
+	t.Helper()
+	ts, js := "TIMESTAMP", "TEXT"
+	if db.Dialect() == store.Postgres {
+		ts, js = "TIMESTAMPTZ", "JSONB"
+	}
+	ddl := `CREATE TABLE kv (
+		tenant_id TEXT NOT NULL,
+		k TEXT NOT NULL,
+		n BIGINT NOT NULL DEFAULT 0,
+		s TEXT NULL,
+		b BOOLEAN NULL,
+		ts ` + ts + ` NULL,
+		j ` + js + ` NULL,
+		bin ` + map[store.Dialect]string{store.Postgres: "BYTEA", store.SQLite: "BLOB"}[db.Dialect()] + ` NULL,
+		PRIMARY KEY (tenant_id, k)
+	)`
+	if _, err := db.Exec(ctx(t), ddl); err != nil {
+		t.Fatalf("create scratch table: %v", err)
+	}
+}
+
+func mustExec(t *testing.T, q store.Querier, query string, args ...any) int64 {
+	t.Helper()
+	n, err := q.Exec(ctx(t), query, args...)
+	if err != nil {
+		t.Fatalf("Exec(%s): %v", query, err)
+	}
+	return n
+}
+
+// counter reads kv.n of a key, or -1 when the row is missing.
+func counter(t *testing.T, q store.Querier, k string) int64 {
+	t.Helper()
+	var n int64
+	err := q.QueryRow(ctx(t), `SELECT n FROM kv WHERE tenant_id = $1 AND k = $2`, "t1", k).Scan(&n)
+	if errors.Is(err, store.ErrNotFound) {
+		return -1
+	}
+	if err != nil {
+		t.Fatalf("read counter %s: %v", k, err)
+	}
+	return n
+}
+
+func testMigrate(t *testing.T, db store.DB) {
+	c := ctx(t)
+	before, err := store.Status(c, db)
+	if err != nil {
+		t.Fatalf("Status before Migrate: %v", err)
+	}
+	if len(before) == 0 {
+		t.Fatal("Status lists no migrations")
+	}
+	var want []int64
+	for _, s := range before {
+		if s.Applied {
+			t.Errorf("migration %d %s applied before Migrate", s.Version, s.Name)
+		}
+		want = append(want, s.Version)
+	}
+	applied, err := store.Migrate(c, db)
+	if err != nil {
+		t.Fatalf("Migrate: %v", err)
+	}
+	if !slices.Equal(applied, want) {
+		t.Errorf("Migrate applied %v, want %v", applied, want)
+	}
+	again, err := store.Migrate(c, db)
+	if err != nil {
+		t.Fatalf("Migrate again: %v", err)
+	}
+	if len(again) != 0 {
+		t.Errorf("Migrate again applied %v, want nothing", again)
+	}
+	after, err := store.Status(c, db)
+	if err != nil {
+		t.Fatalf("Status after Migrate: %v", err)
+	}
+	for _, s := range after {
+		if !s.Applied || s.AppliedAt.IsZero() {
+			t.Errorf("migration %d %s: applied %v at %v after Migrate", s.Version, s.Name, s.Applied, s.AppliedAt)
+		}
+	}
+	// The tables are there and empty.
+	tenants, err := store.ListTenants(c, db)
+	if err != nil || len(tenants) != 0 {
+		t.Errorf("ListTenants on a new database = %v, %v; want none", tenants, err)
+	}
+}
+
+func testPlaceholders(t *testing.T, db store.DB) {
+	// $3 before $1, $2 twice: each adapter must bind by number, not by order
+	// of appearance.
+	mustExec(t, db, `INSERT INTO kv (tenant_id, k, n, s) VALUES ($3, $2, $1, $2)`, 7, "key-a", "t1")
+	var (
+		k, s string
+		n    int64
+	)
+	err := db.QueryRow(ctx(t), `SELECT k, n, s FROM kv WHERE tenant_id = $2 AND k = $1 AND s = $1`, "key-a", "t1").Scan(&k, &n, &s)
+	if err != nil {
+		t.Fatalf("select by reordered, repeated placeholders: %v", err)
+	}
+	if k != "key-a" || n != 7 || s != "key-a" {
+		t.Errorf("got (%q, %d, %q), want (key-a, 7, key-a)", k, n, s)
+	}
+	// $10 must not be read as $1 followed by a 0.
+	mustExec(t, db, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "key-b", 10)
+	for _, tc := range []struct {
+		n    int64
+		want int64
+	}{{10, 1}, {1, 0}} {
+		args := []any{"t1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "key-b", tc.n}
+		var got int64
+		err := db.QueryRow(ctx(t), `SELECT COUNT(*) FROM kv WHERE tenant_id = $1 AND k IN ($2, $3, $4, $5, $6, $7, $8, $9) AND n = $10`, args...).Scan(&got)
+		if err != nil {
+			t.Fatalf("select with ten placeholders: %v", err)
+		}
+		if got != tc.want {
+			t.Errorf("rows with n = $10 = %d: %d, want %d", tc.n, got, tc.want)
+		}
+	}
+}
+
+func testNulls(t *testing.T, db store.DB) {
+	var nilString *string
+	var nilTime *time.Time
+	mustExec(t, db, `INSERT INTO kv (tenant_id, k, s, b, ts, j, bin) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		"t1", "null", nilString, nil, nilTime, nil, []byte(nil))
+	var (
+		s   *string
+		b   *bool
+		ts  *time.Time
+		ns  sql.NullString
+		nb  sql.NullBool
+		nt  sql.NullTime
+		bin []byte
+	)
+	s2, ts2 := new(string), new(time.Time) // non-nil before the scan: NULL must reset them
+	err := db.QueryRow(ctx(t), `SELECT s, b, ts, s, b, ts, bin, s, ts FROM kv WHERE tenant_id = $1 AND k = $2`, "t1", "null").
+		Scan(&s, &b, &ts, &ns, &nb, &nt, &bin, &s2, &ts2)
+	if err != nil {
+		t.Fatalf("scan NULLs: %v", err)
+	}
+	if s != nil || b != nil || ts != nil || s2 != nil || ts2 != nil {
+		t.Errorf("pointers after scanning NULL: %v %v %v %v %v, want all nil", s, b, ts, s2, ts2)
+	}
+	if ns.Valid || nb.Valid || nt.Valid {
+		t.Errorf("sql.Null* after scanning NULL: %+v %+v %+v, want invalid", ns, nb, nt)
+	}
+	if bin != nil {
+		t.Errorf("[]byte after scanning NULL = %v, want nil", bin)
+	}
+	// And the same destinations take values.
+	at := time.Date(2025, 1, 2, 3, 4, 5, 6000, time.UTC)
+	mustExec(t, db, `UPDATE kv SET s = $3, b = $4, ts = $5 WHERE tenant_id = $1 AND k = $2`, "t1", "null", "x", true, &at)
+	err = db.QueryRow(ctx(t), `SELECT s, b, ts, s, b, ts FROM kv WHERE tenant_id = $1 AND k = $2`, "t1", "null").
+		Scan(&s, &b, &ts, &ns, &nb, &nt)
+	if err != nil {
+		t.Fatalf("scan values into nullable destinations: %v", err)
+	}
+	if s == nil || *s != "x" || b == nil || !*b || ts == nil || !ts.Equal(at) {
+		t.Errorf("pointers = %v %v %v, want x true %v", s, b, ts, at)
+	}
+	if ns.String != "x" || !ns.Valid || !nb.Bool || !nb.Valid || !nt.Time.Equal(at) || !nt.Valid {
+		t.Errorf("sql.Null* = %+v %+v %+v, want x true %v", ns, nb, nt, at)
+	}
+	// IS NULL with a NULL parameter compares as SQL does: never equal.
+	var count int64
+	if err := db.QueryRow(ctx(t), `SELECT COUNT(*) FROM kv WHERE s = $1`, nilString).Scan(&count); err != nil {
+		t.Fatalf("count by NULL: %v", err)
+	}
+	if count != 0 {
+		t.Errorf("rows equal to NULL = %d, want 0", count)
+	}
+}
+
+func testTimeRoundTrip(t *testing.T, db store.DB) {
+	zone := time.FixedZone("UTC+05:30", 5*3600+30*60)
+	cases := []struct {
+		name string
+		in   time.Time
+	}{
+		{"nanoseconds in another zone", time.Date(2024, 2, 29, 23, 59, 58, 123456789, zone)},
+		{"whole second UTC", time.Date(2030, 12, 31, 0, 0, 0, 0, time.UTC)},
+		{"microseconds local", time.Date(2001, 7, 4, 12, 30, 0, 1000, time.Local)},
+		{"before 1970", time.Date(1969, 7, 20, 20, 17, 40, 999999000, time.UTC)},
+	}
+	for i, tc := range cases {
+		k := fmt.Sprintf("time-%d", i)
+		mustExec(t, db, `INSERT INTO kv (tenant_id, k, ts) VALUES ($1, $2, $3)`, "t1", k, tc.in)
+		var got time.Time
+		if err := db.QueryRow(ctx(t), `SELECT ts FROM kv WHERE tenant_id = $1 AND k = $2`, "t1", k).Scan(&got); err != nil {
+			t.Fatalf("%s: scan: %v", tc.name, err)
+		}
+		want := tc.in.UTC().Truncate(time.Microsecond)
+		if !got.Equal(want) {
+			t.Errorf("%s: got %v, want %v", tc.name, got, want)
+		}
+		if got.Location() != time.UTC {
+			t.Errorf("%s: got location %v, want UTC", tc.name, got.Location())
+		}
+		// The same time as a parameter finds the row.
+		var found string
+		if err := db.QueryRow(ctx(t), `SELECT k FROM kv WHERE ts = $1`, tc.in).Scan(&found); err != nil || found != k {
+			t.Errorf("%s: select by the time = %q, %v; want %s", tc.name, found, err, k)
+		}
+	}
+}
+
+func testTimeOrder(t *testing.T, db store.DB) {
+	base := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	// Fractions of different lengths and a time in another zone: order and
+	// range comparisons must follow the instants, not the text.
+	times := []time.Time{
+		base.Add(500 * time.Millisecond),
+		base,
+		base.Add(123 * time.Microsecond),
+		base.Add(time.Second).In(time.FixedZone("UTC-08", -8*3600)),
+		base.Add(120 * time.Millisecond),
+	}
+	for i, ts := range times {
+		mustExec(t, db, `INSERT INTO kv (tenant_id, k, ts) VALUES ($1, $2, $3)`, "t1", fmt.Sprint(i), ts)
+	}
+	rows, err := db.Query(ctx(t), `SELECT k, ts FROM kv WHERE tenant_id = $1 ORDER BY ts`, "t1")
+	if err != nil {
+		t.Fatalf("query by time: %v", err)
+	}
+	defer rows.Close()
+	var order []string
+	var last time.Time
+	for rows.Next() {
+		var (
+			k  string
+			ts time.Time
+		)
+		if err := rows.Scan(&k, &ts); err != nil {
+			t.Fatalf("scan: %v", err)
+		}
+		if ts.Location() != time.UTC {
+			t.Errorf("row %s: location %v, want UTC", k, ts.Location())
+		}
+		if ts.Before(last) {
+			t.Errorf("row %s at %v after a row at %v", k, ts, last)
+		}
+		last = ts
+		order = append(order, k)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("rows: %v", err)
+	}
+	if want := []string{"1", "2", "4", "0", "3"}; !slices.Equal(order, want) {
+		t.Errorf("ORDER BY ts = %v, want %v", order, want)
+	}
+	var n int64
+	if err := db.QueryRow(ctx(t), `SELECT COUNT(*) FROM kv WHERE ts > $1 AND ts < $2`,
+		base, base.Add(time.Second)).Scan(&n); err != nil {
+		t.Fatalf("count in range: %v", err)
+	}
+	if n != 3 {
+		t.Errorf("rows strictly between base and base+1s = %d, want 3", n)
+	}
+	// An aggregate has no declared type: it must still scan into a time.
+	var maxTS time.Time
+	if err := db.QueryRow(ctx(t), `SELECT MAX(ts) FROM kv WHERE tenant_id = $1`, "t1").Scan(&maxTS); err != nil {
+		t.Fatalf("scan MAX(ts): %v", err)
+	}
+	if want := base.Add(time.Second); !maxTS.Equal(want) || maxTS.Location() != time.UTC {
+		t.Errorf("MAX(ts) = %v, want %v in UTC", maxTS, want)
+	}
+}
+
+func testJSONRoundTrip(t *testing.T, db store.DB) {
+	in := map[string]any{"a": []any{1.0, 2.0}, "b": "x ü \"q\"", "c": nil, "d": map[string]any{"e": true}}
+	raw, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, `INSERT INTO kv (tenant_id, k, j) VALUES ($1, $2, $3)`, "t1", "json", string(raw))
+	var (
+		asBytes  []byte
+		asString string
+	)
+	if err := db.QueryRow(ctx(t), `SELECT j, j FROM kv WHERE tenant_id = $1 AND k = $2`, "t1", "json").Scan(&asBytes, &asString); err != nil {
+		t.Fatalf("scan JSON: %v", err)
+	}
+	for name, got := range map[string][]byte{"[]byte": asBytes, "string": []byte(asString)} {
+		var out map[string]any
+		if err := json.Unmarshal(got, &out); err != nil {
+			t.Errorf("JSON scanned as %s does not decode: %v (%s)", name, err, got)
+			continue
+		}
+		if !reflect.DeepEqual(out, in) {
+			t.Errorf("JSON scanned as %s = %v, want %v", name, out, in)
+		}
+	}
+}
+
+func testBoolAndBytes(t *testing.T, db store.DB) {
+	bin := []byte{0, 1, 2, 0xff, 0, 'x'}
+	mustExec(t, db, `INSERT INTO kv (tenant_id, k, b, bin) VALUES ($1, $2, $3, $4)`, "t1", "yes", true, bin)
+	mustExec(t, db, `INSERT INTO kv (tenant_id, k, b, bin) VALUES ($1, $2, $3, $4)`, "t1", "no", false, []byte{})
+	for _, tc := range []struct {
+		k   string
+		b   bool
+		bin []byte
+	}{{"yes", true, bin}, {"no", false, nil}} {
+		var (
+			b   bool
+			got []byte
+		)
+		if err := db.QueryRow(ctx(t), `SELECT b, bin FROM kv WHERE tenant_id = $1 AND k = $2`, "t1", tc.k).Scan(&b, &got); err != nil {
+			t.Fatalf("scan %s: %v", tc.k, err)
+		}
+		if b != tc.b || len(got) != len(tc.bin) || string(got) != string(tc.bin) {
+			t.Errorf("%s: got (%v, %v), want (%v, %v)", tc.k, b, got, tc.b, tc.bin)
+		}
+	}
+	var k string
+	if err := db.QueryRow(ctx(t), `SELECT k FROM kv WHERE b = $1`, false).Scan(&k); err != nil || k != "no" {
+		t.Errorf("select by bool parameter = %q, %v; want no", k, err)
+	}
+}
+
+func testErrNotFound(t *testing.T, db store.DB) {
+	var n int64
+	err := db.QueryRow(ctx(t), `SELECT n FROM kv WHERE tenant_id = $1`, "nobody").Scan(&n)
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("QueryRow on no rows: %v, want ErrNotFound", err)
+	}
+	err = db.Tx(ctx(t), func(tx store.Querier) error {
+		return tx.QueryRow(ctx(t), `SELECT n FROM kv WHERE tenant_id = $1`, "nobody").Scan(&n)
+	})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("QueryRow on no rows in Tx: %v, want ErrNotFound", err)
+	}
+	if _, err := store.GetTenant(ctx(t), db, "nobody"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GetTenant(nobody): %v, want ErrNotFound", err)
+	}
+	// A bad query is an error, and not ErrNotFound.
+	err = db.QueryRow(ctx(t), `SELECT no_such_column FROM kv`).Scan(&n)
+	if err == nil || errors.Is(err, store.ErrNotFound) {
+		t.Errorf("QueryRow of a bad query: %v, want an error other than ErrNotFound", err)
+	}
+}
+
+func testExecRowsAffected(t *testing.T, db store.DB) {
+	for _, k := range []string{"a", "b", "c"} {
+		if n := mustExec(t, db, `INSERT INTO kv (tenant_id, k) VALUES ($1, $2)`, "t1", k); n != 1 {
+			t.Errorf("INSERT affected %d rows, want 1", n)
+		}
+	}
+	if n := mustExec(t, db, `INSERT INTO kv (tenant_id, k) VALUES ($1, $2) ON CONFLICT (tenant_id, k) DO NOTHING`, "t1", "a"); n != 0 {
+		t.Errorf("INSERT ... ON CONFLICT DO NOTHING on a taken key affected %d rows, want 0", n)
+	}
+	if n := mustExec(t, db, `UPDATE kv SET n = n + 1 WHERE tenant_id = $1 AND k IN ($2, $3)`, "t1", "a", "b"); n != 2 {
+		t.Errorf("UPDATE affected %d rows, want 2", n)
+	}
+	if n := mustExec(t, db, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3) ON CONFLICT (tenant_id, k) DO UPDATE SET n = excluded.n`, "t1", "c", 9); n != 1 {
+		t.Errorf("upsert affected %d rows, want 1", n)
+	}
+	if got := counter(t, db, "c"); got != 9 {
+		t.Errorf("n after upsert = %d, want 9", got)
+	}
+	var got string
+	if err := db.QueryRow(ctx(t), `INSERT INTO kv (tenant_id, k) VALUES ($1, $2) RETURNING k`, "t1", "d").Scan(&got); err != nil || got != "d" {
+		t.Errorf("INSERT ... RETURNING outside Tx = %q, %v; want d", got, err)
+	}
+	if n := mustExec(t, db, `DELETE FROM kv WHERE tenant_id = $1`, "t1"); n != 4 {
+		t.Errorf("DELETE affected %d rows, want 4", n)
+	}
+}
+
+func testTxCommit(t *testing.T, db store.DB) {
+	err := db.Tx(ctx(t), func(tx store.Querier) error {
+		mustExec(t, tx, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "commit", 1)
+		// The transaction sees its own writes, on SQLite too.
+		if got := counter(t, tx, "commit"); got != 1 {
+			t.Errorf("in Tx, counter = %d, want 1", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Tx: %v", err)
+	}
+	if got := counter(t, db, "commit"); got != 1 {
+		t.Errorf("after commit, counter = %d, want 1", got)
+	}
+}
+
+func testTxRollback(t *testing.T, db store.DB) {
+	boom := errors.New("boom")
+	err := db.Tx(ctx(t), func(tx store.Querier) error {
+		mustExec(t, tx, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "rollback", 1)
+		return fmt.Errorf("handler: %w", boom)
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Tx returned %v, want fn's error", err)
+	}
+	if got := counter(t, db, "rollback"); got != -1 {
+		t.Errorf("after rollback, the row is there (n = %d)", got)
+	}
+	// A failed statement fails the transaction, and nothing of it stays.
+	err = db.Tx(ctx(t), func(tx store.Querier) error {
+		mustExec(t, tx, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "rollback", 1)
+		_, err := tx.Exec(ctx(t), `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "rollback", 2)
+		return err
+	})
+	if err == nil {
+		t.Fatal("Tx with a duplicate key committed")
+	}
+	if got := counter(t, db, "rollback"); got != -1 {
+		t.Errorf("after a failed statement, the row is there (n = %d)", got)
+	}
+}
+
+func testTxPanic(t *testing.T, db store.DB) {
+	type marker struct{}
+	func() {
+		defer func() {
+			if p := recover(); p != (marker{}) {
+				t.Errorf("recovered %v, want the panic of fn", p)
+			}
+		}()
+		_ = db.Tx(ctx(t), func(tx store.Querier) error {
+			mustExec(t, tx, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "panic", 1)
+			panic(marker{})
+		})
+		t.Error("Tx returned after fn panicked")
+	}()
+	if got := counter(t, db, "panic"); got != -1 {
+		t.Errorf("after a panic, the row is there (n = %d)", got)
+	}
+	// The connection went back clean: the database still writes.
+	mustExec(t, db, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "after", 2)
+	if err := db.Tx(ctx(t), func(tx store.Querier) error {
+		_, err := tx.Exec(ctx(t), `UPDATE kv SET n = 3 WHERE tenant_id = $1 AND k = $2`, "t1", "after")
+		return err
+	}); err != nil {
+		t.Fatalf("Tx after a panic: %v", err)
+	}
+	if got := counter(t, db, "after"); got != 3 {
+		t.Errorf("counter after = %d, want 3", got)
+	}
+}
+
+func testTxUncommittedInvisible(t *testing.T, db store.DB) {
+	err := db.Tx(ctx(t), func(tx store.Querier) error {
+		mustExec(t, tx, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "pending", 1)
+		// A read outside the transaction runs elsewhere and must not see it.
+		if got := counter(t, db, "pending"); got != -1 {
+			t.Errorf("a read outside the Tx sees its uncommitted row (n = %d)", got)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Tx: %v", err)
+	}
+	if got := counter(t, db, "pending"); got != 1 {
+		t.Errorf("after commit, counter = %d, want 1", got)
+	}
+}
+
+func testTxConcurrentIncrements(t *testing.T, db store.DB) {
+	const workers, each = 8, 5
+	mustExec(t, db, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, 0)`, "t1", "counter")
+	c := ctx(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				// Read, then write what was read plus one: without isolation,
+				// two transactions read the same n and one increment is lost.
+				errs <- db.Tx(c, func(tx store.Querier) error {
+					var n int64
+					if err := tx.QueryRow(c, `SELECT n FROM kv WHERE tenant_id = $1 AND k = $2`, "t1", "counter").Scan(&n); err != nil {
+						return err
+					}
+					_, err := tx.Exec(c, `UPDATE kv SET n = $1 WHERE tenant_id = $2 AND k = $3`, n+1, "t1", "counter")
+					return err
+				})
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("Tx: %v", err)
+		}
+	}
+	if got := counter(t, db, "counter"); got != workers*each {
+		t.Errorf("counter = %d after %d increments: updates were lost", got, workers*each)
+	}
+}
+
+func testTenants(t *testing.T, db store.DB) {
+	c := ctx(t)
+	at := time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+	for _, tn := range []store.Tenant{
+		{ID: "zeta", Name: "Zeta Inc", CreatedAt: at},
+		{ID: "acme", Name: "Acme", CreatedAt: at.Add(time.Hour)},
+	} {
+		if err := store.CreateTenant(c, db, tn); err != nil {
+			t.Fatalf("CreateTenant(%s): %v", tn.ID, err)
+		}
+	}
+	got, err := store.GetTenant(c, db, "acme")
+	if err != nil {
+		t.Fatalf("GetTenant: %v", err)
+	}
+	if want := (store.Tenant{ID: "acme", Name: "Acme", CreatedAt: at.Add(time.Hour)}); got != want {
+		t.Errorf("GetTenant = %+v, want %+v", got, want)
+	}
+	err = store.CreateTenant(c, db, store.Tenant{ID: "acme", Name: "Other"})
+	if !errors.Is(err, store.ErrConflict) {
+		t.Errorf("CreateTenant of a taken id: %v, want ErrConflict", err)
+	}
+	list, err := store.ListTenants(c, db)
+	if err != nil {
+		t.Fatalf("ListTenants: %v", err)
+	}
+	var ids []string
+	for _, tn := range list {
+		ids = append(ids, tn.ID)
+	}
+	if want := []string{"acme", "zeta"}; !slices.Equal(ids, want) {
+		t.Errorf("ListTenants ids = %v, want %v", ids, want)
+	}
+	if list[0].Name != "Acme" {
+		t.Errorf("ListTenants kept the first name? got %q, want Acme", list[0].Name)
+	}
+	for _, bad := range []store.Tenant{
+		{ID: "", Name: "x"},
+		{ID: "a.b", Name: "x"},
+		{ID: "a b", Name: "x"},
+		{ID: "ok", Name: ""},
+		{ID: "ok", Name: strings.Repeat("n", 201)},
+	} {
+		err := store.CreateTenant(c, db, bad)
+		if err == nil {
+			t.Errorf("CreateTenant(%+v) succeeded, want a validation error", bad)
+		} else if errors.Is(err, store.ErrConflict) {
+			t.Errorf("CreateTenant(%+v): %v, want a validation error", bad, err)
+		}
+	}
+	if _, err := store.GetTenant(c, db, "ok"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an invalid tenant was stored: GetTenant(ok) = %v", err)
+	}
+}
+
+func testTokens(t *testing.T, db store.DB) {
+	c := ctx(t)
+	for _, id := range []string{"acme", "zeta"} {
+		if err := store.CreateTenant(c, db, store.Tenant{ID: id, Name: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	secret, tok, err := store.CreateToken(c, db, "acme", "ci", nil)
+	if err != nil {
+		t.Fatalf("CreateToken: %v", err)
+	}
+	if !strings.HasPrefix(secret, store.TokenPrefix) || len(secret) < len(store.TokenPrefix)+40 {
+		t.Errorf("secret %q: want %s and at least 40 random characters", secret, store.TokenPrefix)
+	}
+	if tok.TenantID != "acme" || tok.Name != "ci" || tok.ID == "" || tok.ExpiresAt != nil || tok.RevokedAt != nil {
+		t.Errorf("CreateToken returned %+v", tok)
+	}
+
+	// What is stored is the hash, never the secret.
+	var hash string
+	if err := db.QueryRow(c, `SELECT token_hash FROM api_tokens WHERE id = $1`, tok.ID).Scan(&hash); err != nil {
+		t.Fatalf("read token_hash: %v", err)
+	}
+	if hash != store.HashToken(secret) || len(hash) != 64 {
+		t.Errorf("token_hash = %q, want the SHA-256 hex of the secret", hash)
+	}
+	var leaks int64
+	if err := db.QueryRow(c, `SELECT COUNT(*) FROM api_tokens WHERE id = $1 OR name = $1 OR token_hash = $1 OR tenant_id = $1`, secret).Scan(&leaks); err != nil {
+		t.Fatal(err)
+	}
+	if leaks != 0 {
+		t.Errorf("the secret is stored in api_tokens (%d rows)", leaks)
+	}
+
+	got, err := store.Authenticate(c, db, secret, now)
+	if err != nil {
+		t.Fatalf("Authenticate: %v", err)
+	}
+	if got.ID != tok.ID || got.TenantID != "acme" || !got.CreatedAt.Equal(tok.CreatedAt) {
+		t.Errorf("Authenticate = %+v, want %+v", got, tok)
+	}
+
+	expiry := now.Add(time.Hour)
+	expSecret, expTok, err := store.CreateToken(c, db, "acme", "short", &expiry)
+	if err != nil {
+		t.Fatalf("CreateToken with expiry: %v", err)
+	}
+	if expTok.ExpiresAt == nil || !expTok.ExpiresAt.Equal(expiry.Truncate(time.Microsecond)) {
+		t.Errorf("ExpiresAt = %v, want %v", expTok.ExpiresAt, expiry)
+	}
+	if _, err := store.Authenticate(c, db, expSecret, expiry.Add(-time.Second)); err != nil {
+		t.Errorf("Authenticate before expiry: %v", err)
+	}
+	other, otherTok, err := store.CreateToken(c, db, "zeta", "z", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.RevokeToken(c, db, "zeta", otherTok.ID, now); err != nil {
+		t.Fatalf("RevokeToken: %v", err)
+	}
+	if err := store.RevokeToken(c, db, "zeta", otherTok.ID, now.Add(time.Hour)); err != nil {
+		t.Errorf("RevokeToken again: %v", err)
+	}
+
+	for _, tc := range []struct {
+		name     string
+		secret   string
+		at       time.Time
+		reason   store.TokenReason
+		notFound bool
+	}{
+		{"unknown", store.TokenPrefix + "nosuchsecret", now, store.TokenUnknown, true},
+		{"malformed", "Bearer " + secret, now, store.TokenUnknown, true},
+		{"empty", "", now, store.TokenUnknown, true},
+		{"expired at the instant", expSecret, expiry, store.TokenExpired, false},
+		{"expired after", expSecret, expiry.Add(time.Minute), store.TokenExpired, false},
+		{"revoked", other, now, store.TokenRevoked, false},
+	} {
+		_, err := store.Authenticate(c, db, tc.secret, tc.at)
+		var te *store.TokenError
+		if !errors.As(err, &te) || te.Reason != tc.reason {
+			t.Errorf("%s: Authenticate = %v, want a TokenError %s", tc.name, err, tc.reason)
+			continue
+		}
+		if !errors.Is(err, store.ErrUnauthenticated) {
+			t.Errorf("%s: %v is not ErrUnauthenticated", tc.name, err)
+		}
+		if errors.Is(err, store.ErrNotFound) != tc.notFound {
+			t.Errorf("%s: errors.Is(%v, ErrNotFound) = %v, want %v", tc.name, err, !tc.notFound, tc.notFound)
+		}
+	}
+
+	// Tenants are isolated: acme cannot revoke zeta's token, nor a missing one.
+	if err := store.RevokeToken(c, db, "acme", otherTok.ID, now); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("RevokeToken of another tenant's token: %v, want ErrNotFound", err)
+	}
+	if _, _, err := store.CreateToken(c, db, "nobody", "x", nil); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("CreateToken for a missing tenant: %v, want ErrNotFound", err)
+	}
+	if _, _, err := store.CreateToken(c, db, "acme", "", nil); err == nil {
+		t.Error("CreateToken with an empty name succeeded")
+	}
+	list, err := store.ListTokens(c, db, "zeta")
+	if err != nil {
+		t.Fatalf("ListTokens: %v", err)
+	}
+	if len(list) != 1 || list[0].ID != otherTok.ID || list[0].RevokedAt == nil || !list[0].RevokedAt.Equal(now.Truncate(time.Microsecond)) {
+		t.Errorf("ListTokens(zeta) = %+v, want its token revoked at %v (the first revocation)", list, now)
+	}
+	if list, err := store.ListTokens(c, db, "acme"); err != nil || len(list) != 2 {
+		t.Errorf("ListTokens(acme) = %d tokens, %v; want 2", len(list), err)
+	}
+}
+
+func testInbox(t *testing.T, db store.DB) {
+	c := ctx(t)
+	at := time.Date(2025, 5, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		consumer, event string
+		at              time.Time
+		first           bool
+	}{
+		{"runner", "e1", at, true},
+		{"runner", "e1", at.Add(time.Hour), false}, // redelivery
+		{"extractor", "e1", at, true},              // another consumer of the same event
+		{"runner", "e2", at.Add(2 * time.Hour), true},
+	} {
+		first, err := store.MarkHandled(c, db, "acme", tc.consumer, tc.event, tc.at)
+		if err != nil {
+			t.Fatalf("MarkHandled(%s, %s): %v", tc.consumer, tc.event, err)
+		}
+		if first != tc.first {
+			t.Errorf("MarkHandled(%s, %s) first = %v, want %v", tc.consumer, tc.event, first, tc.first)
+		}
+	}
+	if _, err := store.MarkHandled(c, db, "acme", "", "e3", at); err == nil {
+		t.Error("MarkHandled with no consumer succeeded")
+	}
+	n, err := store.PruneInbox(c, db, at.Add(time.Hour))
+	if err != nil {
+		t.Fatalf("PruneInbox: %v", err)
+	}
+	if n != 2 {
+		t.Errorf("PruneInbox removed %d rows, want 2 (runner/e1 and extractor/e1)", n)
+	}
+	if first, err := store.MarkHandled(c, db, "acme", "runner", "e2", at); err != nil || first {
+		t.Errorf("after pruning, MarkHandled(runner, e2) = %v, %v; want false: it is newer", first, err)
+	}
+}
+
+func testInboxInTx(t *testing.T, db store.DB) {
+	c := ctx(t)
+	at := time.Date(2025, 5, 1, 0, 0, 0, 0, time.UTC)
+	// The handler fails after marking: the mark is rolled back with its
+	// effect, so the redelivery is handled as a first delivery.
+	failed := errors.New("handler failed")
+	err := db.Tx(c, func(tx store.Querier) error {
+		first, err := store.MarkHandled(c, tx, "acme", "runner", "e1", at)
+		if err != nil || !first {
+			t.Errorf("MarkHandled in Tx = %v, %v; want first", first, err)
+		}
+		mustExec(t, tx, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, 1)`, "t1", "effect")
+		return failed
+	})
+	if !errors.Is(err, failed) {
+		t.Fatalf("Tx = %v, want the handler's error", err)
+	}
+	handle := func() (bool, error) {
+		var first bool
+		err := db.Tx(c, func(tx store.Querier) error {
+			var err error
+			if first, err = store.MarkHandled(c, tx, "acme", "runner", "e1", at); err != nil || !first {
+				return err
+			}
+			_, err = tx.Exec(c, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, 1)`, "t1", "effect")
+			return err
+		})
+		return first, err
+	}
+	if first, err := handle(); err != nil || !first {
+		t.Fatalf("first handling after a rollback = %v, %v; want first", first, err)
+	}
+	if first, err := handle(); err != nil || first {
+		t.Fatalf("redelivery = %v, %v; want not first and no error", first, err)
+	}
+	if got := counter(t, db, "effect"); got != 1 {
+		t.Errorf("effect applied %d times, want once", got)
+	}
+}
+
+func testOutboxEnqueue(t *testing.T, db store.DB) {
+	c := ctx(t)
+	at := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
+	msg := func(id string) store.OutboxMessage {
+		return store.OutboxMessage{
+			TenantID:  "acme",
+			EventID:   id,
+			Subject:   "praetor.turn.received.acme." + id,
+			Header:    map[string][]string{"Nats-Msg-Id": {id}, "ce-type": {"dev.praetor.turn.received.v1"}, "X-Multi": {"a", "b"}},
+			Data:      []byte(`{"id":"` + id + `"}`),
+			CreatedAt: at,
+		}
+	}
+	if err := store.Enqueue(c, db, msg("e1"), msg("e2"), msg("e1")); err != nil {
+		t.Fatalf("Enqueue: %v", err)
+	}
+	// A re-run of the handler in a transaction enqueues the same ids again,
+	// plus a new one.
+	if err := db.Tx(c, func(tx store.Querier) error {
+		return store.Enqueue(c, tx, msg("e2"), msg("e3"), store.OutboxMessage{TenantID: "zeta", EventID: "e4", Subject: "s"})
+	}); err != nil {
+		t.Fatalf("Enqueue in Tx: %v", err)
+	}
+	got, err := store.Unsent(c, db, 10)
+	if err != nil {
+		t.Fatalf("Unsent: %v", err)
+	}
+	var ids []string
+	for i, m := range got {
+		ids = append(ids, m.EventID)
+		if i > 0 && m.ID <= got[i-1].ID {
+			t.Errorf("Unsent not in id order: %d after %d", m.ID, got[i-1].ID)
+		}
+		if m.SentAt != nil {
+			t.Errorf("unsent %s has SentAt %v", m.EventID, m.SentAt)
+		}
+	}
+	if want := []string{"e1", "e2", "e3", "e4"}; !slices.Equal(ids, want) {
+		t.Fatalf("Unsent event ids = %v, want %v (each once, in enqueue order)", ids, want)
+	}
+	want := msg("e1")
+	want.ID = got[0].ID
+	if !reflect.DeepEqual(got[0], want) {
+		t.Errorf("Unsent[0] = %+v, want %+v", got[0], want)
+	}
+	if e4 := got[3]; e4.Header != nil || e4.Data != nil || e4.TenantID != "zeta" || e4.CreatedAt.IsZero() {
+		t.Errorf("a message without header and data came back as %+v, want nil header and data and a creation time", e4)
+	}
+	limited, err := store.Unsent(c, db, 2)
+	if err != nil || len(limited) != 2 || limited[0].EventID != "e1" || limited[1].EventID != "e2" {
+		t.Errorf("Unsent(limit 2) = %v, %v; want e1, e2", limited, err)
+	}
+	if _, err := store.Unsent(c, db, 0); err == nil {
+		t.Error("Unsent(limit 0) succeeded")
+	}
+	if err := store.Enqueue(c, db, store.OutboxMessage{TenantID: "acme", Subject: "s"}); err == nil {
+		t.Error("Enqueue without an event id succeeded")
+	}
+}
+
+func testOutboxMarkSentAndPrune(t *testing.T, db store.DB) {
+	c := ctx(t)
+	at := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
+	var msgs []store.OutboxMessage
+	for i := range 5 {
+		msgs = append(msgs, store.OutboxMessage{TenantID: "acme", EventID: fmt.Sprint("e", i), Subject: "s", Data: []byte{byte(i)}, CreatedAt: at})
+	}
+	if err := store.Enqueue(c, db, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	all, err := store.Unsent(c, db, 100)
+	if err != nil || len(all) != 5 {
+		t.Fatalf("Unsent = %d messages, %v; want 5", len(all), err)
+	}
+	sentAt := at.Add(time.Minute)
+	if err := store.MarkSent(c, db, []int64{all[0].ID, all[2].ID, 987654321}, sentAt); err != nil {
+		t.Fatalf("MarkSent: %v", err)
+	}
+	// Marking again keeps the first time.
+	if err := store.MarkSent(c, db, []int64{all[0].ID}, sentAt.Add(time.Hour)); err != nil {
+		t.Fatalf("MarkSent again: %v", err)
+	}
+	if err := store.MarkSent(c, db, nil, sentAt); err != nil {
+		t.Fatalf("MarkSent of nothing: %v", err)
+	}
+	rest, err := store.Unsent(c, db, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range rest {
+		ids = append(ids, m.EventID)
+	}
+	if want := []string{"e1", "e3", "e4"}; !slices.Equal(ids, want) {
+		t.Errorf("Unsent after MarkSent = %v, want %v", ids, want)
+	}
+	var sent time.Time
+	if err := db.QueryRow(c, `SELECT sent_at FROM outbox WHERE id = $1`, all[0].ID).Scan(&sent); err != nil || !sent.Equal(sentAt) {
+		t.Errorf("sent_at of e0 = %v, %v; want %v", sent, err, sentAt)
+	}
+	// Many ids at once (more than one batch).
+	var many []store.OutboxMessage
+	for i := range 1001 {
+		many = append(many, store.OutboxMessage{TenantID: "acme", EventID: fmt.Sprint("m", i), Subject: "s", CreatedAt: at})
+	}
+	if err := db.Tx(c, func(tx store.Querier) error { return store.Enqueue(c, tx, many...) }); err != nil {
+		t.Fatal(err)
+	}
+	unsent, err := store.Unsent(c, db, 2000)
+	if err != nil || len(unsent) != 1004 {
+		t.Fatalf("Unsent = %d messages, %v; want 1004", len(unsent), err)
+	}
+	var manyIDs []int64
+	for _, m := range unsent[3:] {
+		manyIDs = append(manyIDs, m.ID)
+	}
+	if err := store.MarkSent(c, db, manyIDs, sentAt.Add(time.Hour)); err != nil {
+		t.Fatalf("MarkSent of %d ids: %v", len(manyIDs), err)
+	}
+	if left, err := store.Unsent(c, db, 2000); err != nil || len(left) != 3 {
+		t.Errorf("Unsent after marking %d = %d, %v; want 3", len(manyIDs), len(left), err)
+	}
+
+	// Only sent rows before the cut go; unsent ones stay whatever their age.
+	n, err := store.PruneSent(c, db, sentAt.Add(time.Second))
+	if err != nil {
+		t.Fatalf("PruneSent: %v", err)
+	}
+	if n != 2 {
+		t.Errorf("PruneSent removed %d, want 2 (e0 and e2)", n)
+	}
+	if n, err := store.PruneSent(c, db, at.Add(24*time.Hour)); err != nil || n != 1001 {
+		t.Errorf("PruneSent of the rest = %d, %v; want 1001", n, err)
+	}
+	if left, err := store.Unsent(c, db, 100); err != nil || len(left) != 3 {
+		t.Errorf("after pruning, Unsent = %d, %v; want the 3 unsent", len(left), err)
+	}
+	// Pruned event ids do not come back when enqueued again by a late re-run:
+	// that is the stream's duplicate window's job, not the outbox's. Here we
+	// only check that ids keep growing after a prune.
+	if err := store.Enqueue(c, db, store.OutboxMessage{TenantID: "acme", EventID: "late", Subject: "s", CreatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	left, err := store.Unsent(c, db, 100)
+	if err != nil || len(left) != 4 || left[3].EventID != "late" || left[3].ID <= unsent[len(unsent)-1].ID {
+		t.Errorf("after a prune, a new message = %+v, %v; want a higher id than every earlier one", left, err)
+	}
+}
+
+func testLockRelay(t *testing.T, db store.DB) {
+	c := ctx(t)
+	if db.Dialect() != store.Postgres {
+		// One writer: every transaction is the relay's alone.
+		err := db.Tx(c, func(tx store.Querier) error {
+			ok, err := store.LockRelay(c, tx, db.Dialect())
+			if err != nil || !ok {
+				t.Errorf("LockRelay = %v, %v; want true", ok, err)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- db.Tx(c, func(tx store.Querier) error {
+			ok, err := store.LockRelay(c, tx, db.Dialect())
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errors.New("first LockRelay = false, want true")
+			}
+			close(locked)
+			select {
+			case <-release:
+				return nil
+			case <-c.Done():
+				return c.Err()
+			}
+		})
+	}()
+	select {
+	case <-locked:
+	case err := <-done:
+		t.Fatalf("first relay transaction ended early: %v", err)
+	}
+	err := db.Tx(c, func(tx store.Querier) error {
+		ok, err := store.LockRelay(c, tx, db.Dialect())
+		if err != nil {
+			return err
+		}
+		if ok {
+			t.Error("a second transaction took the relay lock while the first held it")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("second relay transaction: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("first relay transaction: %v", err)
+	}
+	// The lock ends with its transaction.
+	err = db.Tx(c, func(tx store.Querier) error {
+		ok, err := store.LockRelay(c, tx, db.Dialect())
+		if err == nil && !ok {
+			err = errors.New("LockRelay after the holder committed = false, want true")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.LockRelay(c, db, "oracle"); err == nil {
+		t.Error("LockRelay for an unknown dialect succeeded")
+	}
+}

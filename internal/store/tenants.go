@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/praetorhq/praetor/pkg/contracts"
+)
+
+// Tenant is an isolated customer of Praetor: every row of its data carries
+// its ID as tenant_id.
+type Tenant struct {
+	// ID becomes a NATS subject token: [A-Za-z0-9_-], 1 to 128 characters.
+	ID string
+	// Name is for people: 1 to 200 characters.
+	Name string
+	// CreatedAt is set by CreateTenant to now when zero.
+	CreatedAt time.Time
+}
+
+// maxNameLen bounds the names of tenants and tokens, in characters.
+const maxNameLen = 200
+
+func (t Tenant) validate() error {
+	if !contracts.ValidToken(t.ID) {
+		return fmt.Errorf("tenant id %q: want 1 to 128 of [A-Za-z0-9_-] (it becomes a subject token)", t.ID)
+	}
+	if err := validateName(t.Name); err != nil {
+		return fmt.Errorf("tenant %s: %w", t.ID, err)
+	}
+	return nil
+}
+
+func validateName(name string) error {
+	n := utf8.RuneCountInString(name)
+	if n == 0 || n > maxNameLen {
+		return fmt.Errorf("name %q: want 1 to %d characters", name, maxNameLen)
+	}
+	return nil
+}
+
+// CreateTenant adds a tenant. It returns ErrConflict when the id is taken.
+func CreateTenant(ctx context.Context, q Querier, t Tenant) error {
+	if err := t.validate(); err != nil {
+		return fmt.Errorf("create tenant: %w", err)
+	}
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = time.Now()
+	}
+	n, err := q.Exec(ctx,
+		`INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3) ON CONFLICT (id) DO NOTHING`,
+		t.ID, t.Name, t.CreatedAt.UTC())
+	if err != nil {
+		return fmt.Errorf("create tenant %s: %w", t.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("create tenant %s: %w", t.ID, ErrConflict)
+	}
+	return nil
+}
+
+// GetTenant returns a tenant, or ErrNotFound.
+func GetTenant(ctx context.Context, q Querier, id string) (Tenant, error) {
+	t := Tenant{ID: id}
+	err := q.QueryRow(ctx, `SELECT name, created_at FROM tenants WHERE id = $1`, id).Scan(&t.Name, &t.CreatedAt)
+	if err != nil {
+		return Tenant{}, fmt.Errorf("get tenant %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// ListTenants returns every tenant, by id.
+func ListTenants(ctx context.Context, q Querier) ([]Tenant, error) {
+	rows, err := q.Query(ctx, `SELECT id, name, created_at FROM tenants ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	defer rows.Close()
+	var out []Tenant
+	for rows.Next() {
+		var t Tenant
+		if err := rows.Scan(&t.ID, &t.Name, &t.CreatedAt); err != nil {
+			return nil, fmt.Errorf("list tenants: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tenants: %w", err)
+	}
+	return out, nil
+}
+
+// tenantExists returns nil when the tenant exists, an ErrNotFound naming it
+// otherwise.
+func tenantExists(ctx context.Context, q Querier, id string) error {
+	var one int
+	err := q.QueryRow(ctx, `SELECT 1 FROM tenants WHERE id = $1`, id).Scan(&one)
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("tenant %q: %w", id, ErrNotFound)
+	}
+	return err
+}

@@ -1,0 +1,446 @@
+package contracts
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// The catalog. Each entry's subject is praetor.<domain>.<event>.<tenant>.<key>.
+var (
+	TurnReceivedSpec = define[TurnReceived]("turn.received", StreamTurns, "received", "session",
+		"gateway", "extractor")
+	TurnExtractedSpec = define[TurnExtracted]("turn.extracted", StreamTurns, "extracted", "session",
+		"extractor", "runner")
+	TurnRespondedSpec = define[TurnResponded]("turn.responded", StreamTurns, "responded", "session",
+		"runner", "gateway")
+	HandoffCreatedSpec = define[HandoffCreated]("handoff.created", StreamHandoffs, "created", "target session",
+		"runner", "runner")
+	TaskDispatchedSpec = define[TaskDispatched]("task.dispatched", StreamTasks, "dispatched", "task kind (unordered)",
+		"runner, orchestrator", "background, agent workers")
+	TaskCompletedSpec = define[TaskCompleted]("task.completed", StreamTasks, "completed", "owner (session or run)",
+		"background, agent workers", "runner, orchestrator")
+	TaskFailedSpec = define[TaskFailed]("task.failed", StreamTasks, "failed", "owner (session or run)",
+		"background, agent workers", "runner, orchestrator")
+	MemoryWriteRequestedSpec = define[MemoryWriteRequested]("memory.write.requested", StreamMemory, "write", "project",
+		"any service", "memory")
+	MemoryWrittenSpec = define[MemoryWritten]("memory.written", StreamMemory, "written", "project",
+		"memory", "any service")
+	WorkflowStartedSpec = define[WorkflowStarted]("workflow.started", StreamWorkflows, "started", "run",
+		"orchestrator", "auditors, replay")
+	WorkflowTaskUpdatedSpec = define[WorkflowTaskUpdated]("workflow.task.updated", StreamWorkflows, "task_updated", "run",
+		"orchestrator", "orchestrator, replay")
+	WorkflowFinishedSpec = define[WorkflowFinished]("workflow.finished", StreamWorkflows, "finished", "run",
+		"orchestrator", "auditors, replay")
+	SimEpisodeStartedSpec = define[SimEpisodeStarted]("sim.episode.started", StreamSim, "episode_started", "episode",
+		"simulator", "simulator, replay")
+	SimEpisodeStepSpec = define[SimEpisodeStep]("sim.episode.step", StreamSim, "episode_step", "episode",
+		"simulator", "simulator, replay")
+	SimEpisodeFinishedSpec = define[SimEpisodeFinished]("sim.episode.finished", StreamSim, "episode_finished", "episode",
+		"simulator", "simulator, replay")
+	LLMCallRecordedSpec = define[LLMCallRecorded]("llm.call.recorded", StreamLLM, "call", "scope",
+		"every LLM caller", "replay")
+)
+
+// TurnReceived is a user's message to a session, published by the gateway.
+type TurnReceived struct {
+	TenantID  string `json:"tenant_id"`
+	SessionID string `json:"session_id"`
+	// TurnID identifies the turn end to end; the gateway's idempotency key.
+	TurnID     string    `json:"turn_id"`
+	Message    string    `json:"message"`
+	ReceivedAt time.Time `json:"received_at"`
+}
+
+func (TurnReceived) Spec() *Spec                   { return TurnReceivedSpec }
+func (t TurnReceived) Partition() (string, string) { return t.TenantID, t.SessionID }
+func (t TurnReceived) Validate() error {
+	if err := needTokens("tenant_id", t.TenantID, "session_id", t.SessionID); err != nil {
+		return err
+	}
+	return need("turn_id", t.TurnID, "message", t.Message)
+}
+
+// Supersession records a field whose value a turn replaced.
+type Supersession struct {
+	FieldPath string          `json:"field_path"`
+	OldValue  json.RawMessage `json:"old_value"`
+	NewValue  json.RawMessage `json:"new_value"`
+	Reason    string          `json:"reason"`
+}
+
+// TurnExtracted is a turn after extraction (runner steps 2-3), published by
+// the extractor for the runner.
+type TurnExtracted struct {
+	TenantID   string `json:"tenant_id"`
+	SessionID  string `json:"session_id"`
+	TurnID     string `json:"turn_id"`
+	TurnNumber int    `json:"turn_number"`
+	Message    string `json:"message"`
+	// Extraction is the session's whole extraction state after this turn.
+	Extraction          json.RawMessage `json:"extraction,omitempty"`
+	FieldsUpdated       []string        `json:"fields_updated,omitempty"`
+	Superseded          []Supersession  `json:"superseded,omitempty"`
+	NewConceptCount     int             `json:"new_concept_count"`
+	SensitiveInfoShared bool            `json:"sensitive_info_shared"`
+	// Degraded is true when the extraction model's answer could not be used:
+	// no field was updated, and the turn is still answered.
+	Degraded       bool   `json:"degraded,omitempty"`
+	DegradedReason string `json:"degraded_reason,omitempty"`
+}
+
+func (TurnExtracted) Spec() *Spec                   { return TurnExtractedSpec }
+func (t TurnExtracted) Partition() (string, string) { return t.TenantID, t.SessionID }
+func (t TurnExtracted) Validate() error {
+	if err := needTokens("tenant_id", t.TenantID, "session_id", t.SessionID); err != nil {
+		return err
+	}
+	if t.TurnNumber < 1 {
+		return errors.New("turn_number must be at least 1")
+	}
+	return need("turn_id", t.TurnID)
+}
+
+// TurnResponded is the runner's reply to a turn.
+type TurnResponded struct {
+	TenantID     string  `json:"tenant_id"`
+	SessionID    string  `json:"session_id"`
+	TurnID       string  `json:"turn_id"`
+	TurnNumber   int     `json:"turn_number"`
+	Text         string  `json:"text"`
+	Phase        string  `json:"phase"`
+	Completeness float64 `json:"completeness"`
+	// Sidebar is the sidebar state built at step 16.
+	Sidebar json.RawMessage `json:"sidebar,omitempty"`
+	// Provider names the LLM provider that wrote the reply ("offline" when no
+	// model is configured).
+	Provider string `json:"provider,omitempty"`
+}
+
+func (TurnResponded) Spec() *Spec                   { return TurnRespondedSpec }
+func (t TurnResponded) Partition() (string, string) { return t.TenantID, t.SessionID }
+func (t TurnResponded) Validate() error {
+	if err := needTokens("tenant_id", t.TenantID, "session_id", t.SessionID); err != nil {
+		return err
+	}
+	if t.Completeness < 0 || t.Completeness > 1 {
+		return errors.New("completeness must be within [0, 1]")
+	}
+	return need("turn_id", t.TurnID, "text", t.Text)
+}
+
+// HandoffCreated announces an engine handoff; the target session starts with it.
+type HandoffCreated struct {
+	TenantID        string `json:"tenant_id"`
+	HandoffID       string `json:"handoff_id"`
+	ProjectID       string `json:"project_id"`
+	SourceEngineID  string `json:"source_engine_id"`
+	SourceSessionID string `json:"source_session_id"`
+	TargetEngineID  string `json:"target_engine_id"`
+	TargetSessionID string `json:"target_session_id"`
+	// Payload is the EngineHandoff.
+	Payload json.RawMessage `json:"payload"`
+}
+
+func (HandoffCreated) Spec() *Spec                   { return HandoffCreatedSpec }
+func (h HandoffCreated) Partition() (string, string) { return h.TenantID, h.TargetSessionID }
+func (h HandoffCreated) Validate() error {
+	if err := needTokens("tenant_id", h.TenantID, "target_session_id", h.TargetSessionID); err != nil {
+		return err
+	}
+	if err := need("handoff_id", h.HandoffID, "source_engine_id", h.SourceEngineID,
+		"target_engine_id", h.TargetEngineID, "source_session_id", h.SourceSessionID); err != nil {
+		return err
+	}
+	if len(h.Payload) == 0 {
+		return errors.New("payload is required")
+	}
+	return nil
+}
+
+// TaskDispatched hands a unit of work to a worker pool.
+type TaskDispatched struct {
+	TenantID string `json:"tenant_id"`
+	TaskID   string `json:"task_id"`
+	// Kind routes the task to a worker pool (the subject's last token).
+	Kind string `json:"kind"`
+	// Handler names the registered function that runs the task.
+	Handler string `json:"handler"`
+	// OwnerID is the session or workflow run that waits for the result.
+	OwnerID string `json:"owner_id"`
+	Attempt int    `json:"attempt"`
+	// Timeout bounds one attempt; zero means the worker's default.
+	Timeout time.Duration   `json:"timeout,omitempty"`
+	Input   json.RawMessage `json:"input,omitempty"`
+}
+
+func (TaskDispatched) Spec() *Spec                   { return TaskDispatchedSpec }
+func (t TaskDispatched) Partition() (string, string) { return t.TenantID, t.Kind }
+func (t TaskDispatched) Validate() error {
+	if err := needTokens("tenant_id", t.TenantID, "kind", t.Kind, "owner_id", t.OwnerID); err != nil {
+		return err
+	}
+	if t.Attempt < 1 {
+		return errors.New("attempt must be at least 1")
+	}
+	return need("task_id", t.TaskID, "handler", t.Handler)
+}
+
+// TaskCompleted is a task's successful result.
+type TaskCompleted struct {
+	TenantID string          `json:"tenant_id"`
+	TaskID   string          `json:"task_id"`
+	Kind     string          `json:"kind"`
+	OwnerID  string          `json:"owner_id"`
+	Attempt  int             `json:"attempt"`
+	Output   json.RawMessage `json:"output,omitempty"`
+}
+
+func (TaskCompleted) Spec() *Spec                   { return TaskCompletedSpec }
+func (t TaskCompleted) Partition() (string, string) { return t.TenantID, t.OwnerID }
+func (t TaskCompleted) Validate() error {
+	if err := needTokens("tenant_id", t.TenantID, "owner_id", t.OwnerID); err != nil {
+		return err
+	}
+	return need("task_id", t.TaskID, "kind", t.Kind)
+}
+
+// TaskFailed is a task attempt that did not succeed.
+type TaskFailed struct {
+	TenantID string `json:"tenant_id"`
+	TaskID   string `json:"task_id"`
+	Kind     string `json:"kind"`
+	OwnerID  string `json:"owner_id"`
+	Attempt  int    `json:"attempt"`
+	Error    string `json:"error"`
+	// Permanent is true when retrying cannot help (a panic, a bad input).
+	Permanent bool `json:"permanent,omitempty"`
+}
+
+func (TaskFailed) Spec() *Spec                   { return TaskFailedSpec }
+func (t TaskFailed) Partition() (string, string) { return t.TenantID, t.OwnerID }
+func (t TaskFailed) Validate() error {
+	if err := needTokens("tenant_id", t.TenantID, "owner_id", t.OwnerID); err != nil {
+		return err
+	}
+	return need("task_id", t.TaskID, "kind", t.Kind, "error", t.Error)
+}
+
+// Memory node kinds a write may carry.
+const (
+	MemoryDecision   = "decision"
+	MemoryPattern    = "pattern"
+	MemoryEntityFact = "entity_fact"
+)
+
+// GlobalProject is the ordering key of writes to the global memory scope.
+const GlobalProject = "global"
+
+// MemoryWriteRequested asks the memory service to save a node.
+type MemoryWriteRequested struct {
+	TenantID  string `json:"tenant_id"`
+	RequestID string `json:"request_id"`
+	// ProjectID is the project scope, or GlobalProject.
+	ProjectID string `json:"project_id"`
+	Focus     string `json:"focus,omitempty"`
+	Kind      string `json:"kind"`
+	// Node is the decision, pattern or entity fact to write.
+	Node json.RawMessage `json:"node"`
+}
+
+func (MemoryWriteRequested) Spec() *Spec                   { return MemoryWriteRequestedSpec }
+func (m MemoryWriteRequested) Partition() (string, string) { return m.TenantID, m.ProjectID }
+func (m MemoryWriteRequested) Validate() error {
+	if err := needTokens("tenant_id", m.TenantID, "project_id", m.ProjectID); err != nil {
+		return err
+	}
+	if err := need("request_id", m.RequestID); err != nil {
+		return err
+	}
+	if len(m.Node) == 0 {
+		return errors.New("node is required")
+	}
+	return oneOf("kind", m.Kind, MemoryDecision, MemoryPattern, MemoryEntityFact)
+}
+
+// MemoryWritten is the outcome of a memory write.
+type MemoryWritten struct {
+	TenantID  string `json:"tenant_id"`
+	RequestID string `json:"request_id"`
+	ProjectID string `json:"project_id"`
+	// Status is saved, partial, pending_retry, failed or blocked_scope.
+	Status string `json:"status"`
+	// Outcome is the dedup outcome: new, duplicate_skip, supersede or manual_review.
+	Outcome string `json:"outcome,omitempty"`
+	NodeID  string `json:"node_id,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+func (MemoryWritten) Spec() *Spec                   { return MemoryWrittenSpec }
+func (m MemoryWritten) Partition() (string, string) { return m.TenantID, m.ProjectID }
+func (m MemoryWritten) Validate() error {
+	if err := needTokens("tenant_id", m.TenantID, "project_id", m.ProjectID); err != nil {
+		return err
+	}
+	if err := need("request_id", m.RequestID); err != nil {
+		return err
+	}
+	return oneOf("status", m.Status, "saved", "partial", "pending_retry", "failed", "blocked_scope")
+}
+
+// WorkflowStarted opens a workflow run.
+type WorkflowStarted struct {
+	TenantID string `json:"tenant_id"`
+	RunID    string `json:"run_id"`
+	Workflow string `json:"workflow"`
+	// Definition is the resolved workflow, so a replay needs no files.
+	Definition json.RawMessage `json:"definition,omitempty"`
+	Seed       int64           `json:"seed"`
+	StartedAt  time.Time       `json:"started_at"`
+}
+
+func (WorkflowStarted) Spec() *Spec                   { return WorkflowStartedSpec }
+func (w WorkflowStarted) Partition() (string, string) { return w.TenantID, w.RunID }
+func (w WorkflowStarted) Validate() error {
+	if err := needTokens("tenant_id", w.TenantID, "run_id", w.RunID); err != nil {
+		return err
+	}
+	return need("workflow", w.Workflow)
+}
+
+// WorkflowTaskUpdated is one state change of one task of a run.
+type WorkflowTaskUpdated struct {
+	TenantID string `json:"tenant_id"`
+	RunID    string `json:"run_id"`
+	TaskID   string `json:"task_id"`
+	// Status is PENDING, RUNNING, COMPLETED or FAILED.
+	Status   string          `json:"status"`
+	Attempt  int             `json:"attempt"`
+	Outputs  []string        `json:"outputs,omitempty"`
+	Handover json.RawMessage `json:"handover,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	At       time.Time       `json:"at"`
+}
+
+func (WorkflowTaskUpdated) Spec() *Spec                   { return WorkflowTaskUpdatedSpec }
+func (w WorkflowTaskUpdated) Partition() (string, string) { return w.TenantID, w.RunID }
+func (w WorkflowTaskUpdated) Validate() error {
+	if err := needTokens("tenant_id", w.TenantID, "run_id", w.RunID); err != nil {
+		return err
+	}
+	if err := need("task_id", w.TaskID); err != nil {
+		return err
+	}
+	return oneOf("status", w.Status, "PENDING", "RUNNING", "COMPLETED", "FAILED")
+}
+
+// WorkflowFinished closes a workflow run.
+type WorkflowFinished struct {
+	TenantID string    `json:"tenant_id"`
+	RunID    string    `json:"run_id"`
+	Status   string    `json:"status"`
+	Error    string    `json:"error,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+func (WorkflowFinished) Spec() *Spec                   { return WorkflowFinishedSpec }
+func (w WorkflowFinished) Partition() (string, string) { return w.TenantID, w.RunID }
+func (w WorkflowFinished) Validate() error {
+	if err := needTokens("tenant_id", w.TenantID, "run_id", w.RunID); err != nil {
+		return err
+	}
+	return oneOf("status", w.Status, "COMPLETED", "FAILED")
+}
+
+// SimEpisodeStarted opens a simulation episode.
+type SimEpisodeStarted struct {
+	TenantID  string          `json:"tenant_id"`
+	RunID     string          `json:"run_id"`
+	EpisodeID string          `json:"episode_id"`
+	Seed      int64           `json:"seed"`
+	Setup     json.RawMessage `json:"setup,omitempty"`
+}
+
+func (SimEpisodeStarted) Spec() *Spec                   { return SimEpisodeStartedSpec }
+func (s SimEpisodeStarted) Partition() (string, string) { return s.TenantID, s.EpisodeID }
+func (s SimEpisodeStarted) Validate() error {
+	if err := needTokens("tenant_id", s.TenantID, "episode_id", s.EpisodeID); err != nil {
+		return err
+	}
+	return need("run_id", s.RunID)
+}
+
+// SimEpisodeStep is one turn of an episode.
+type SimEpisodeStep struct {
+	TenantID  string          `json:"tenant_id"`
+	RunID     string          `json:"run_id"`
+	EpisodeID string          `json:"episode_id"`
+	Step      int             `json:"step"`
+	AgentID   string          `json:"agent_id"`
+	Action    json.RawMessage `json:"action,omitempty"`
+}
+
+func (SimEpisodeStep) Spec() *Spec                   { return SimEpisodeStepSpec }
+func (s SimEpisodeStep) Partition() (string, string) { return s.TenantID, s.EpisodeID }
+func (s SimEpisodeStep) Validate() error {
+	if err := needTokens("tenant_id", s.TenantID, "episode_id", s.EpisodeID); err != nil {
+		return err
+	}
+	return need("run_id", s.RunID, "agent_id", s.AgentID)
+}
+
+// SimEpisodeFinished closes an episode with the judge's verdict.
+type SimEpisodeFinished struct {
+	TenantID  string          `json:"tenant_id"`
+	RunID     string          `json:"run_id"`
+	EpisodeID string          `json:"episode_id"`
+	Outcome   string          `json:"outcome"`
+	Scores    json.RawMessage `json:"scores,omitempty"`
+}
+
+func (SimEpisodeFinished) Spec() *Spec                   { return SimEpisodeFinishedSpec }
+func (s SimEpisodeFinished) Partition() (string, string) { return s.TenantID, s.EpisodeID }
+func (s SimEpisodeFinished) Validate() error {
+	if err := needTokens("tenant_id", s.TenantID, "episode_id", s.EpisodeID); err != nil {
+		return err
+	}
+	return need("run_id", s.RunID, "outcome", s.Outcome)
+}
+
+// LLMUsage counts the tokens of one model call.
+type LLMUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// LLMCallRecorded is one model call, kept so a replay can serve the same
+// answer without calling the model again.
+type LLMCallRecorded struct {
+	TenantID string `json:"tenant_id"`
+	// Scope is what the call belongs to: a session, a run, an episode.
+	Scope string `json:"scope"`
+	// RequestHash identifies the request (SHA-256 of its canonical form).
+	RequestHash string          `json:"request_hash"`
+	Provider    string          `json:"provider"`
+	Model       string          `json:"model"`
+	Purpose     string          `json:"purpose,omitempty"`
+	Request     json.RawMessage `json:"request,omitempty"`
+	Content     string          `json:"content"`
+	// FinishReason is the model's reason to stop ("stop", "length" ...).
+	FinishReason string `json:"finish_reason,omitempty"`
+	// CallID is the caller's stable id for the call, when it gave one.
+	CallID  string        `json:"call_id,omitempty"`
+	Usage   LLMUsage      `json:"usage"`
+	Latency time.Duration `json:"latency"`
+	Error   string        `json:"error,omitempty"`
+}
+
+func (LLMCallRecorded) Spec() *Spec                   { return LLMCallRecordedSpec }
+func (l LLMCallRecorded) Partition() (string, string) { return l.TenantID, l.Scope }
+func (l LLMCallRecorded) Validate() error {
+	if err := needTokens("tenant_id", l.TenantID, "scope", l.Scope); err != nil {
+		return err
+	}
+	return need("request_hash", l.RequestHash, "provider", l.Provider)
+}

@@ -1,0 +1,242 @@
+package events
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config configures a Bus.
+type Config struct {
+	// Subject routes an event to its NATS subject. Required to publish events;
+	// Praetor services pass contracts.Subject.
+	Subject func(event.Event) (string, error)
+	// Logger receives the layer's logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Metrics are shared collectors (NewMetrics). Default: unregistered ones.
+	Metrics *Metrics
+	// PublishTimeout bounds one acknowledged publish. Default: 5s.
+	PublishTimeout time.Duration
+	// BatchWindow is how many acknowledgements PublishBatch leaves
+	// outstanding at once. Default: 256.
+	BatchWindow int
+}
+
+// WithDefaults returns c with every unset field at its default.
+func (c Config) WithDefaults() Config {
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	if c.Metrics == nil {
+		c.Metrics = unregisteredMetrics()
+	}
+	c.PublishTimeout = cmp.Or(c.PublishTimeout, 5*time.Second)
+	c.BatchWindow = cmp.Or(c.BatchWindow, 256)
+	return c
+}
+
+func (c Config) validate() error {
+	if c.PublishTimeout < 0 {
+		return errors.New("events: PublishTimeout must not be negative")
+	}
+	if c.BatchWindow < 1 {
+		return errors.New("events: BatchWindow must be at least 1")
+	}
+	return nil
+}
+
+// Bus publishes and consumes CloudEvents on JetStream.
+type Bus struct {
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	cfg Config
+
+	mu       sync.Mutex
+	watcher  *advisoryWatcher
+	subs     map[*Subscription]struct{}
+	closed   bool
+	closeErr error
+}
+
+// New returns a Bus on an open NATS connection; the caller keeps ownership of
+// the connection.
+func New(nc *nats.Conn, cfg Config) (*Bus, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("events: jetstream: %w", err)
+	}
+	return &Bus{nc: nc, js: js, cfg: cfg, subs: map[*Subscription]struct{}{}}, nil
+}
+
+// JetStream exposes the underlying JetStream context, for tools and tests.
+func (b *Bus) JetStream() jetstream.JetStream { return b.js }
+
+// Conn is the NATS connection the bus runs on.
+func (b *Bus) Conn() *nats.Conn { return b.nc }
+
+// Publish sends ev and waits for the stream's acknowledgement. The event id is
+// the Nats-Msg-Id, so a republished event inside the duplicate window is
+// stored once. Under a handler's context the event continues its trace.
+func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
+	msg, err := b.encode(ctx, ev)
+	if err != nil {
+		return err
+	}
+	return b.PublishMsg(ctx, msg)
+}
+
+// PublishMsg sends a message already in binary content mode (as the outbox
+// relay stores them) and waits for the acknowledgement.
+func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
+	defer cancel()
+	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
+		return fmt.Errorf("events: publish %s: %w", msg.Subject, err)
+	}
+	b.cfg.Metrics.published.WithLabelValues(msgType(msg)).Inc()
+	return nil
+}
+
+// PublishBatch sends events asynchronously with at most Config.BatchWindow
+// acknowledgements outstanding, and returns when every one is acknowledged.
+// Events are stored in the order given. On failure it returns a *BatchError
+// naming the events that were not acknowledged; republishing them all is safe.
+func (b *Bus) PublishBatch(ctx context.Context, evs []event.Event) error {
+	msgs := make([]*nats.Msg, len(evs))
+	for i, ev := range evs {
+		m, err := b.encode(ctx, ev)
+		if err != nil {
+			return err
+		}
+		msgs[i] = m
+	}
+	return b.PublishMsgs(ctx, msgs)
+}
+
+// BatchError reports the messages of a batch that were not acknowledged.
+type BatchError struct {
+	// Failed holds the indexes of the failed messages in the batch.
+	Failed []int
+	// Err is the first failure.
+	Err error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("events: %d of the batch not acknowledged: %v", len(e.Failed), e.Err)
+}
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// PublishMsgs is PublishBatch for messages already in binary content mode.
+func (b *Bus) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
+	type pending struct {
+		i int
+		f jetstream.PubAckFuture
+	}
+	window := make([]pending, 0, min(b.cfg.BatchWindow, len(msgs)))
+	var berr BatchError
+	fail := func(i int, err error) {
+		berr.Failed = append(berr.Failed, i)
+		if berr.Err == nil {
+			berr.Err = err
+		}
+	}
+	timer := time.NewTimer(b.cfg.PublishTimeout)
+	defer timer.Stop()
+	wait := func(p pending) {
+		timer.Reset(b.cfg.PublishTimeout)
+		select {
+		case <-p.f.Ok():
+			b.cfg.Metrics.published.WithLabelValues(msgType(msgs[p.i])).Inc()
+		case err := <-p.f.Err():
+			fail(p.i, err)
+		case <-timer.C:
+			fail(p.i, fmt.Errorf("no acknowledgement within %s", b.cfg.PublishTimeout))
+		case <-ctx.Done():
+			fail(p.i, ctx.Err())
+		}
+	}
+	for i, m := range msgs {
+		if len(window) == cap(window) {
+			wait(window[0])
+			window = window[1:]
+		}
+		f, err := b.js.PublishMsgAsync(m)
+		if err != nil {
+			fail(i, err)
+			continue
+		}
+		window = append(window, pending{i, f})
+	}
+	for _, p := range window {
+		wait(p)
+	}
+	if berr.Err != nil {
+		return &berr
+	}
+	return nil
+}
+
+// Encode routes ev to its subject and writes it in binary content mode,
+// continuing the trace found in ctx. The outbox stores what it returns.
+func (b *Bus) Encode(ctx context.Context, ev event.Event) (*nats.Msg, error) {
+	return b.encode(ctx, ev)
+}
+
+func (b *Bus) encode(ctx context.Context, ev event.Event) (*nats.Msg, error) {
+	if b.cfg.Subject == nil {
+		return nil, errors.New("events: Config.Subject is required to publish events")
+	}
+	subject, err := b.cfg.Subject(ev)
+	if err != nil {
+		return nil, fmt.Errorf("events: route %s: %w", ev.Type(), err)
+	}
+	propagateTrace(ctx, &ev)
+	return Encode(subject, ev)
+}
+
+func msgType(m *nats.Msg) string {
+	if v := m.Header[headerPrefix+"type"]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// Close stops every subscription still running (draining in-flight handlers
+// within ctx) and the dead-letter watcher. It does not close the connection.
+// Calling it twice is harmless.
+func (b *Bus) Close(ctx context.Context) error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return b.closeErr
+	}
+	b.closed = true
+	subs := make([]*Subscription, 0, len(b.subs))
+	for s := range b.subs {
+		subs = append(subs, s)
+	}
+	w := b.watcher
+	b.mu.Unlock()
+
+	var errs []error
+	for _, s := range subs {
+		errs = append(errs, s.Stop(ctx))
+	}
+	if w != nil {
+		errs = append(errs, w.stop(ctx))
+	}
+	b.mu.Lock()
+	b.closeErr = errors.Join(errs...)
+	b.mu.Unlock()
+	return b.closeErr
+}

@@ -1,0 +1,177 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DeadLetterType is the CloudEvents type of dead letters.
+const DeadLetterType = "dev.praetor.dead.letter.v1"
+
+// Causes of dead letters.
+const (
+	causeDecode     = "decode"
+	causePermanent  = "permanent"
+	causeMaxDeliver = "max_deliver"
+)
+
+// DeadLetter is an event that could not be handled, kept with the original
+// message byte for byte so nothing is lost.
+type DeadLetter struct {
+	// Reason says why, in words: the decode error, the handler's permanent
+	// error, or the last error before MaxDeliver ran out.
+	Reason string `json:"reason"`
+	// Cause is decode, permanent or max_deliver.
+	Cause      string      `json:"cause"`
+	Stream     string      `json:"stream"`
+	Consumer   string      `json:"consumer"`
+	StreamSeq  uint64      `json:"stream_seq"`
+	Deliveries uint64      `json:"deliveries"`
+	Subject    string      `json:"subject"`
+	Header     nats.Header `json:"header,omitempty"`
+	Data       []byte      `json:"data,omitempty"`
+	At         time.Time   `json:"at"`
+}
+
+// DeadLetterSubject is where a consumer's dead letters go.
+func DeadLetterSubject(stream, consumer string) string {
+	return deadLetterPrefix + "." + stream + "." + consumer
+}
+
+func (b *Bus) publishDeadLetter(ctx context.Context, dl DeadLetter) error {
+	ev := event.New()
+	// The id is fixed per (stream, consumer, sequence): copying the same
+	// message twice, from the handler and from the advisory, stores it once.
+	ev.SetID("dlq-" + dl.Stream + "-" + dl.Consumer + "-" + strconv.FormatUint(dl.StreamSeq, 10))
+	ev.SetType(DeadLetterType)
+	ev.SetSource("/praetor/events")
+	ev.SetTime(dl.At)
+	if err := ev.SetData(event.ApplicationJSON, dl); err != nil {
+		return err
+	}
+	msg, err := Encode(DeadLetterSubject(dl.Stream, dl.Consumer), ev)
+	if err != nil {
+		return err
+	}
+	if err := b.PublishMsg(ctx, msg); err != nil {
+		return err
+	}
+	b.cfg.Metrics.deadLetters.WithLabelValues(dl.Consumer, dl.Cause).Inc()
+	b.cfg.Logger.Warn("event dead-lettered", "service", dl.Consumer, "stream", dl.Stream,
+		"stream_seq", dl.StreamSeq, "cause", dl.Cause, "reason", dl.Reason)
+	return nil
+}
+
+// advisory is the server's JetStream MaxDeliver advisory.
+type advisory struct {
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// advisoryWatcher turns MaxDeliver advisories captured in AdvisoryStream into
+// dead letters: an event whose last delivery was never settled (its handler's
+// process died) is fetched by sequence and copied. Every process that
+// consumes runs one on the same durable consumer, so each advisory is handled
+// once.
+type advisoryWatcher struct {
+	cc       jetstream.ConsumeContext
+	stopOnce sync.Once
+}
+
+const advisoryConsumer = "praetor-dead-letters"
+
+func (b *Bus) startWatcher(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.watcher != nil {
+		return nil
+	}
+	if _, err := b.js.Stream(ctx, AdvisoryStream); errors.Is(err, jetstream.ErrStreamNotFound) {
+		if err := b.EnsureDeadLetterStreams(ctx, StreamConfig{}); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return fmt.Errorf("events: look up %s: %w", AdvisoryStream, err)
+	}
+	cons, err := b.js.CreateOrUpdateConsumer(ctx, AdvisoryStream, jetstream.ConsumerConfig{
+		Durable:    advisoryConsumer,
+		AckPolicy:  jetstream.AckExplicitPolicy,
+		AckWait:    30 * time.Second,
+		MaxDeliver: -1,
+	})
+	if err != nil {
+		return fmt.Errorf("events: advisory consumer: %w", err)
+	}
+	cc, err := cons.Consume(func(msg jetstream.Msg) {
+		if err := b.handleAdvisory(msg); err != nil {
+			b.cfg.Logger.Error("max-deliver advisory not dead-lettered yet; retrying", "error", err)
+			_ = msg.NakWithDelay(2 * time.Second)
+			return
+		}
+		_ = msg.Ack()
+	})
+	if err != nil {
+		return fmt.Errorf("events: consume advisories: %w", err)
+	}
+	b.watcher = &advisoryWatcher{cc: cc}
+	return nil
+}
+
+func (b *Bus) handleAdvisory(msg jetstream.Msg) error {
+	var a advisory
+	if err := json.Unmarshal(msg.Data(), &a); err != nil || a.Stream == "" {
+		b.cfg.Logger.Error("unreadable max-deliver advisory dropped", "data", string(msg.Data()))
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.PublishTimeout)
+	defer cancel()
+	service := serviceOf(a.Consumer)
+	dl := DeadLetter{
+		Reason:     fmt.Sprintf("delivered %d times without being acknowledged (MaxDeliver reached)", a.Deliveries),
+		Cause:      causeMaxDeliver,
+		Stream:     a.Stream,
+		Consumer:   service,
+		StreamSeq:  a.StreamSeq,
+		Deliveries: a.Deliveries,
+		At:         time.Now().UTC(),
+	}
+	stream, err := b.js.Stream(ctx, a.Stream)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", a.Stream, err)
+	}
+	raw, err := stream.GetMsg(ctx, a.StreamSeq)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		dl.Reason += "; the original is no longer in the stream"
+	case err != nil:
+		return fmt.Errorf("fetch %s #%d: %w", a.Stream, a.StreamSeq, err)
+	default:
+		dl.Subject, dl.Header, dl.Data = raw.Subject, raw.Header, raw.Data
+	}
+	return b.publishDeadLetter(ctx, dl)
+}
+
+func (w *advisoryWatcher) stop(ctx context.Context) error {
+	var err error
+	w.stopOnce.Do(func() {
+		w.cc.Drain()
+		select {
+		case <-w.cc.Closed():
+		case <-ctx.Done():
+			w.cc.Stop()
+			err = ctx.Err()
+		}
+	})
+	return err
+}

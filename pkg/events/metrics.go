@@ -1,0 +1,64 @@
+package events
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the Prometheus collectors of the event layer. Create them once
+// per registry with NewMetrics and share them between buses and consumers.
+type Metrics struct {
+	published   *prometheus.CounterVec
+	handled     *prometheus.CounterVec
+	handleTime  *prometheus.HistogramVec
+	deadLetters *prometheus.CounterVec
+	panics      *prometheus.CounterVec
+}
+
+// Handling outcomes, the values of the outcome label.
+const (
+	OutcomeOK         = "ok"
+	OutcomeRetry      = "retry"
+	OutcomeDeadLetter = "dead_letter"
+)
+
+// NewMetrics creates the collectors and registers them with reg; a nil reg
+// leaves them unregistered (counted, never exported).
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		published: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "praetor_events_published_total",
+			Help: "Events acknowledged by the stream, by CloudEvents type.",
+		}, []string{"type"}),
+		handled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "praetor_events_handled_total",
+			Help: "Events handled by consumers, by service (consumer), type and outcome (ok, retry, dead_letter).",
+		}, []string{"service", "type", "outcome"}),
+		handleTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "praetor_event_handle_seconds",
+			Help:    "Time spent in event handlers.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"service", "type"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "praetor_dead_letters_total",
+			Help: "Events copied to the dead-letter stream, by service (consumer) and cause (permanent, decode, max_deliver).",
+		}, []string{"service", "cause"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "praetor_event_handler_panics_total",
+			Help: "Handler panics recovered (the event is redelivered).",
+		}, []string{"service"}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.published, m.handled, m.handleTime, m.deadLetters, m.panics} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}
+
+// unregisteredMetrics is used when a caller gives none.
+func unregisteredMetrics() *Metrics {
+	m, _ := NewMetrics(nil)
+	return m
+}
