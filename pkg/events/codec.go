@@ -27,103 +27,138 @@ var ErrDecode = errors.New("decode cloudevent")
 // percent-encoded ce- headers, data as the body, datacontenttype as
 // Content-Type and the event id as Nats-Msg-Id.
 func Encode(subject string, ev event.Event) (*nats.Msg, error) {
-	if err := ev.Validate(); err != nil {
+	if err := checkRequired(ev.SpecVersion(), ev.ID(), ev.Source(), ev.Type()); err != nil {
 		return nil, fmt.Errorf("encode cloudevent: %w", err)
 	}
-	h := make(nats.Header, 8+len(ev.Extensions()))
-	set := func(name, value string) { h[headerPrefix+name] = []string{percentEncode(value)} }
-	set("specversion", ev.SpecVersion())
-	set("id", ev.ID())
-	set("source", ev.Source())
-	set("type", ev.Type())
+	exts := ev.Extensions()
+	// One backing array for the header values: one allocation, not one per header.
+	vals := make([]string, 0, 9+len(exts))
+	h := make(nats.Header, 9+len(exts))
+	set := func(name, value string) {
+		vals = append(vals, value)
+		h[name] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	set("ce-specversion", ev.SpecVersion())
+	set("ce-id", percentEncode(ev.ID()))
+	set("ce-source", percentEncode(ev.Source()))
+	set("ce-type", percentEncode(ev.Type()))
 	if s := ev.Subject(); s != "" {
-		set("subject", s)
+		set("ce-subject", percentEncode(s))
 	}
 	if t := ev.Time(); !t.IsZero() {
-		set("time", t.UTC().Format(time.RFC3339Nano))
+		set("ce-time", t.UTC().Format(time.RFC3339Nano))
 	}
 	if s := ev.DataSchema(); s != "" {
-		set("dataschema", s)
+		set("ce-dataschema", percentEncode(s))
 	}
-	for name, v := range ev.Extensions() {
-		s, err := types.Format(v)
-		if err != nil {
-			return nil, fmt.Errorf("encode cloudevent: extension %s: %w", name, err)
+	for name, v := range exts {
+		s, ok := v.(string)
+		if !ok {
+			var err error
+			if s, err = types.Format(v); err != nil {
+				return nil, fmt.Errorf("encode cloudevent: extension %s: %w", name, err)
+			}
 		}
-		set(name, s)
+		set(headerPrefix+name, percentEncode(s))
 	}
 	if ct := ev.DataContentType(); ct != "" {
-		h[HeaderContentType] = []string{ct}
+		set(HeaderContentType, ct)
 	}
-	h[HeaderMsgID] = []string{ev.ID()}
+	set(HeaderMsgID, ev.ID())
 	return &nats.Msg{Subject: subject, Header: h, Data: ev.Data()}, nil
+}
+
+func checkRequired(spec, id, source, typ string) error {
+	switch {
+	case spec != event.CloudEventsVersionV1:
+		return fmt.Errorf("specversion %q, want %q", spec, event.CloudEventsVersionV1)
+	case id == "":
+		return errors.New("id is required")
+	case source == "":
+		return errors.New("source is required")
+	case typ == "":
+		return errors.New("type is required")
+	}
+	return nil
 }
 
 // Decode reads a NATS message in binary content mode as a CloudEvent. It fails
 // (wrapping ErrDecode) on a missing required attribute, a malformed value or
 // an invalid extension name.
 func Decode(h nats.Header, data []byte) (event.Event, error) {
-	get := func(name string) (string, error) {
-		vs := h[headerPrefix+name]
-		if len(vs) == 0 {
-			return "", nil
-		}
-		return percentDecode(vs[0])
-	}
-	spec, err := get("specversion")
-	if err != nil {
-		return event.Event{}, fmt.Errorf("%w: ce-specversion: %v", ErrDecode, err)
-	}
-	if spec != event.CloudEventsVersionV1 {
-		return event.Event{}, fmt.Errorf("%w: ce-specversion %q, want %q", ErrDecode, spec, event.CloudEventsVersionV1)
-	}
-	ev := event.New(spec)
+	var spec string
+	ec := &event.EventContextV1{}
 	for name, vs := range h {
 		if len(vs) == 0 || len(name) <= len(headerPrefix) || !strings.EqualFold(name[:len(headerPrefix)], headerPrefix) {
 			continue
 		}
-		attr := strings.ToLower(name[len(headerPrefix):])
+		attr := name[len(headerPrefix):]
+		if !isLower(attr) {
+			attr = strings.ToLower(attr)
+		}
 		v, err := percentDecode(vs[0])
 		if err != nil {
 			return event.Event{}, fmt.Errorf("%w: %s: %v", ErrDecode, name, err)
 		}
 		switch attr {
 		case "specversion":
+			spec = v
 		case "id":
-			ev.SetID(v)
+			ec.ID = v
 		case "source":
-			ev.SetSource(v)
+			ref := types.ParseURIRef(v)
+			if ref == nil {
+				return event.Event{}, fmt.Errorf("%w: ce-source %q is not a URI reference", ErrDecode, v)
+			}
+			ec.Source = *ref
 		case "type":
-			ev.SetType(v)
+			ec.Type = v
 		case "subject":
-			ev.SetSubject(v)
+			ec.Subject = &v
 		case "dataschema":
-			ev.SetDataSchema(v)
+			u := types.ParseURI(v)
+			if u == nil {
+				return event.Event{}, fmt.Errorf("%w: ce-dataschema %q is not a URI", ErrDecode, v)
+			}
+			ec.DataSchema = u
 		case "datacontenttype":
-			ev.SetDataContentType(v)
+			ec.DataContentType = &v
 		case "time":
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
 				return event.Event{}, fmt.Errorf("%w: ce-time %q: %v", ErrDecode, v, err)
 			}
-			ev.SetTime(t)
+			ec.Time = &types.Timestamp{Time: t}
 		default:
 			if !event.IsExtensionNameValid(attr) {
 				return event.Event{}, fmt.Errorf("%w: invalid extension name %q", ErrDecode, attr)
 			}
-			ev.SetExtension(attr, v)
+			if ec.Extensions == nil {
+				ec.Extensions = make(map[string]any, 4)
+			}
+			ec.Extensions[attr] = v
 		}
 	}
-	if ct := h.Get(HeaderContentType); ct != "" {
-		ev.SetDataContentType(ct)
+	if err := checkRequired(spec, ec.ID, ec.Source.String(), ec.Type); err != nil {
+		return event.Event{}, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
+	if ct := h.Get(HeaderContentType); ct != "" {
+		ec.DataContentType = &ct
+	}
+	ev := event.Event{Context: ec}
 	if len(data) > 0 {
 		ev.DataEncoded = data
 	}
-	if err := ev.Validate(); err != nil {
-		return event.Event{}, fmt.Errorf("%w: %v", ErrDecode, err)
-	}
 	return ev, nil
+}
+
+func isLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // percentEncode applies the binding's rule: space, double quote, percent and

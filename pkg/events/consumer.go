@@ -111,11 +111,10 @@ type Subscription struct {
 	cfg     ConsumerConfig
 	handler Handler
 
-	ctx    context.Context // cancelled when a drain runs out of time
-	cancel context.CancelFunc
-	ccs    []jetstream.ConsumeContext
-	work   chan jetstream.Msg // unkeyed: feeds the workers
-	wg     sync.WaitGroup     // workers
+	ctx     context.Context // cancelled when a drain runs out of time
+	cancel  context.CancelFunc
+	ccs     []jetstream.ConsumeContext
+	metrics *serviceMetrics
 
 	stopOnce sync.Once
 	stopErr  error
@@ -148,7 +147,8 @@ func (b *Bus) Subscribe(ctx context.Context, cfg ConsumerConfig, h Handler) (*Su
 	chain = append(chain, cfg.Middleware...)
 
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &Subscription{bus: b, cfg: cfg, handler: Chain(h, chain...), ctx: sctx, cancel: cancel}
+	s := &Subscription{bus: b, cfg: cfg, handler: Chain(h, chain...), ctx: sctx, cancel: cancel,
+		metrics: m.forService(cfg.Name)}
 
 	var err error
 	if cfg.Keyed {
@@ -186,27 +186,22 @@ func (s *Subscription) consumerConfig(name string, subjects []string, maxAckPend
 	return cc
 }
 
-// startShared runs one durable consumer feeding a pool of workers.
+// startShared runs one durable consumer with Concurrency pull
+// subscriptions, each handling its messages inline: no hand-off between
+// goroutines on the hot path.
 func (s *Subscription) startShared(ctx context.Context) error {
 	cons, err := s.bus.js.CreateOrUpdateConsumer(ctx, s.cfg.Stream,
-		s.consumerConfig(s.cfg.Name, s.cfg.Subjects, max(4*s.cfg.Concurrency, 256)))
+		s.consumerConfig(s.cfg.Name, s.cfg.Subjects, max(8*s.cfg.Concurrency, 256)))
 	if err != nil {
 		return fmt.Errorf("events: consumer %s on %s: %w", s.cfg.Name, s.cfg.Stream, err)
 	}
-	s.work = make(chan jetstream.Msg)
 	for range s.cfg.Concurrency {
-		s.wg.Go(func() {
-			for msg := range s.work {
-				s.process(msg)
-			}
-		})
+		cc, err := cons.Consume(s.process, jetstream.PullMaxMessages(8), s.consumeErrors())
+		if err != nil {
+			return fmt.Errorf("events: consume %s: %w", s.cfg.Name, err)
+		}
+		s.ccs = append(s.ccs, cc)
 	}
-	cc, err := cons.Consume(func(msg jetstream.Msg) { s.work <- msg },
-		jetstream.PullMaxMessages(2*s.cfg.Concurrency), s.consumeErrors())
-	if err != nil {
-		return fmt.Errorf("events: consume %s: %w", s.cfg.Name, err)
-	}
-	s.ccs = append(s.ccs, cc)
 	return nil
 }
 
@@ -281,7 +276,6 @@ func (s *Subscription) process(msg jetstream.Msg) {
 		Stream: meta.Stream, Consumer: s.cfg.Name, Subject: msg.Subject(),
 		StreamSeq: meta.Sequence.Stream, NumDelivered: meta.NumDelivered, Timestamp: meta.Timestamp,
 	}
-	m := s.bus.cfg.Metrics
 	ev, err := Decode(msg.Headers(), msg.Data())
 	if err != nil {
 		s.deadLetter(msg, d, "", causeDecode, err)
@@ -297,7 +291,7 @@ func (s *Subscription) process(msg jetstream.Msg) {
 			s.bus.cfg.Logger.Warn("ack failed; the event will be redelivered", "service", s.cfg.Name,
 				"event_id", ev.ID(), "error", aerr)
 		}
-		m.handled.WithLabelValues(s.cfg.Name, ev.Type(), OutcomeOK).Inc()
+		s.metrics.of(ev.Type()).ok.Inc()
 	case IsPermanent(err):
 		s.deadLetter(msg, d, ev.Type(), causePermanent, err)
 	case meta.NumDelivered >= uint64(s.cfg.MaxDeliver):
@@ -309,7 +303,7 @@ func (s *Subscription) process(msg jetstream.Msg) {
 			delay = re.After
 		}
 		_ = msg.NakWithDelay(delay)
-		m.handled.WithLabelValues(s.cfg.Name, ev.Type(), OutcomeRetry).Inc()
+		s.metrics.of(ev.Type()).retry.Inc()
 	}
 }
 
@@ -328,11 +322,11 @@ func (s *Subscription) deadLetter(msg jetstream.Msg, d Delivery, ceType, cause s
 		s.bus.cfg.Logger.Error("dead-letter publish failed; redelivering", "service", s.cfg.Name,
 			"stream_seq", d.StreamSeq, "error", err)
 		_ = msg.NakWithDelay(s.cfg.backoff(1))
-		s.bus.cfg.Metrics.handled.WithLabelValues(s.cfg.Name, ceType, OutcomeRetry).Inc()
+		s.metrics.of(ceType).retry.Inc()
 		return
 	}
 	_ = msg.TermWithReason(cause)
-	s.bus.cfg.Metrics.handled.WithLabelValues(s.cfg.Name, ceType, OutcomeDeadLetter).Inc()
+	s.metrics.of(ceType).dead.Inc()
 }
 
 // heartbeat tells the server the message is still being worked on every half
@@ -376,10 +370,6 @@ func (s *Subscription) Stop(ctx context.Context) error {
 			for _, cc := range s.ccs {
 				<-cc.Closed()
 			}
-			if s.work != nil {
-				close(s.work)
-			}
-			s.wg.Wait()
 			close(done)
 		}()
 		select {

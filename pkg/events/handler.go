@@ -119,11 +119,12 @@ func Logging(logger *slog.Logger, service string) Middleware {
 
 // Measure records the handler's duration.
 func Measure(m *Metrics, service string) Middleware {
+	sm := m.forService(service)
 	return func(next Handler) Handler {
 		return func(ctx context.Context, ev event.Event) error {
 			start := time.Now()
 			err := next(ctx, ev)
-			m.handleTime.WithLabelValues(service, ev.Type()).Observe(time.Since(start).Seconds())
+			sm.of(ev.Type()).seconds.Observe(time.Since(start).Seconds())
 			return err
 		}
 	}

@@ -1,6 +1,8 @@
 package events
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -55,6 +57,37 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// serviceMetrics caches the collectors of one service per event type, so the
+// hot path does no label hashing.
+type serviceMetrics struct {
+	m       *Metrics
+	service string
+	byType  sync.Map // event type → *typeMetrics
+}
+
+type typeMetrics struct {
+	ok, retry, dead prometheus.Counter
+	seconds         prometheus.Observer
+}
+
+func (m *Metrics) forService(service string) *serviceMetrics {
+	return &serviceMetrics{m: m, service: service}
+}
+
+func (s *serviceMetrics) of(ceType string) *typeMetrics {
+	if t, ok := s.byType.Load(ceType); ok {
+		return t.(*typeMetrics)
+	}
+	t := &typeMetrics{
+		ok:      s.m.handled.WithLabelValues(s.service, ceType, OutcomeOK),
+		retry:   s.m.handled.WithLabelValues(s.service, ceType, OutcomeRetry),
+		dead:    s.m.handled.WithLabelValues(s.service, ceType, OutcomeDeadLetter),
+		seconds: s.m.handleTime.WithLabelValues(s.service, ceType),
+	}
+	actual, _ := s.byType.LoadOrStore(ceType, t)
+	return actual.(*typeMetrics)
 }
 
 // unregisteredMetrics is used when a caller gives none.
