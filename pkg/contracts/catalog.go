@@ -105,6 +105,15 @@ func define[T any, PT interface {
 	Payload
 }](name, stream, event, key, producer, consumer string) *Spec {
 	domain, _, _ := strings.Cut(name, ".")
+	return defineIn[T, PT](domain, name, stream, event, key, producer, consumer)
+}
+
+// defineIn is define for a type whose subject domain is not its name's
+// first part (session.started travels with the turns of its session).
+func defineIn[T any, PT interface {
+	*T
+	Payload
+}](domain, name, stream, event, key, producer, consumer string) *Spec {
 	s := &Spec{
 		Name: name, Type: typePrefix + name + typeSuffix, Stream: stream,
 		Domain: domain, Event: event, Key: key, Producer: producer, Consumer: consumer,

@@ -22,6 +22,8 @@ var at = time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
 
 // samples holds one valid payload of every catalog type.
 var samples = map[string]Payload{
+	"session.started": SessionStarted{TenantID: "acme", SessionID: "s1", ProjectID: "p1", EngineID: "project-discovery",
+		EngineVersion: "1.0.0", StartedAt: at},
 	"turn.received": TurnReceived{TenantID: "acme", SessionID: "s1", TurnID: "turn-1",
 		Message: "I need a tool to track my team's tasks.", ReceivedAt: at},
 	"turn.extracted": TurnExtracted{TenantID: "acme", SessionID: "s1", TurnID: "turn-1", TurnNumber: 1,
@@ -31,7 +33,7 @@ var samples = map[string]Payload{
 			NewValue: json.RawMessage(`"mobile app"`), Reason: "user corrected"}}},
 	"turn.responded": TurnResponded{TenantID: "acme", SessionID: "s1", TurnID: "turn-1", TurnNumber: 1,
 		Text: "Who will use it first?", Phase: "CORE_CAPTURE", Completeness: 0.25,
-		Sidebar: json.RawMessage(`{"sections":[]}`), Provider: "offline"},
+		Sidebar: json.RawMessage(`{"sections":[]}`), Provider: "offline", StateHash: "9f2c"},
 	"handoff.created": HandoffCreated{TenantID: "acme", HandoffID: "h1", ProjectID: "p1",
 		SourceEngineID: "exploration", SourceSessionID: "s1", TargetEngineID: "project-discovery",
 		TargetSessionID: "s2", Payload: json.RawMessage(`{"metadata":{}}`)},
@@ -43,14 +45,10 @@ var samples = map[string]Payload{
 		Error: "timeout"},
 	"memory.write.requested": MemoryWriteRequested{TenantID: "acme", RequestID: "r1", ProjectID: "p1", Kind: MemoryDecision,
 		Node: json.RawMessage(`{"title":"Use PostgreSQL","rationale":"team knows it"}`)},
-	"memory.written": MemoryWritten{TenantID: "acme", RequestID: "r1", ProjectID: "p1", Status: "saved", Outcome: "new", NodeID: "n1"},
-	"workflow.started": WorkflowStarted{TenantID: "acme", RunID: "run1", Workflow: "requirements-to-design", Seed: 42, StartedAt: at},
-	"workflow.task.updated": WorkflowTaskUpdated{TenantID: "acme", RunID: "run1", TaskID: "design", Status: "COMPLETED",
-		Attempt: 1, Outputs: []string{"design.md"}, At: at},
-	"workflow.finished":     WorkflowFinished{TenantID: "acme", RunID: "run1", Status: "COMPLETED", At: at},
-	"sim.episode.started":   SimEpisodeStarted{TenantID: "acme", RunID: "sim1", EpisodeID: "ep1", Seed: 7},
-	"sim.episode.step":      SimEpisodeStep{TenantID: "acme", RunID: "sim1", EpisodeID: "ep1", Step: 3, AgentID: "buyer"},
-	"sim.episode.finished":  SimEpisodeFinished{TenantID: "acme", RunID: "sim1", EpisodeID: "ep1", Outcome: "agreement"},
+	"memory.written":       MemoryWritten{TenantID: "acme", RequestID: "r1", ProjectID: "p1", Status: "saved", Outcome: "new", NodeID: "n1"},
+	"sim.episode.started":  SimEpisodeStarted{TenantID: "acme", RunID: "sim1", EpisodeID: "ep1", Seed: 7},
+	"sim.episode.step":     SimEpisodeStep{TenantID: "acme", RunID: "sim1", EpisodeID: "ep1", Step: 3, AgentID: "buyer"},
+	"sim.episode.finished": SimEpisodeFinished{TenantID: "acme", RunID: "sim1", EpisodeID: "ep1", Outcome: "agreement"},
 	"llm.call.recorded": LLMCallRecorded{TenantID: "acme", Scope: "s1", RequestHash: "ab12", Provider: "offline",
 		Model: "offline-1", Purpose: "response", Content: "Hello", Usage: LLMUsage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12},
 		Latency: 3 * time.Millisecond},
@@ -147,10 +145,12 @@ func TestGolden(t *testing.T) {
 func TestDecodeRejectsBrokenContracts(t *testing.T) {
 	good := MustEvent(Meta{ID: "x", Time: at}, samples["turn.received"])
 	cases := map[string]func(ev *event.Event){
-		"unknown type":     func(ev *event.Event) { ev.SetType("dev.praetor.nope.v1") },
-		"not json":         func(ev *event.Event) { ev.DataEncoded = []byte("{") },
-		"missing message":  func(ev *event.Event) { ev.DataEncoded = []byte(`{"tenant_id":"acme","session_id":"s1","turn_id":"t"}`) },
-		"bad session":      func(ev *event.Event) { ev.DataEncoded = []byte(`{"tenant_id":"acme","session_id":"s 1","turn_id":"t","message":"m"}`) },
+		"unknown type":    func(ev *event.Event) { ev.SetType("dev.praetor.nope.v1") },
+		"not json":        func(ev *event.Event) { ev.DataEncoded = []byte("{") },
+		"missing message": func(ev *event.Event) { ev.DataEncoded = []byte(`{"tenant_id":"acme","session_id":"s1","turn_id":"t"}`) },
+		"bad session": func(ev *event.Event) {
+			ev.DataEncoded = []byte(`{"tenant_id":"acme","session_id":"s 1","turn_id":"t","message":"m"}`)
+		},
 		"tenant mismatch":  func(ev *event.Event) { ev.SetExtension(ExtTenant, "other") },
 		"key mismatch":     func(ev *event.Event) { ev.SetExtension(ExtPartitionKey, "s9") },
 		"wrong media type": func(ev *event.Event) { ev.SetDataContentType("text/plain") },

@@ -8,6 +8,8 @@ import (
 
 // The catalog. Each entry's subject is praetor.<domain>.<event>.<tenant>.<key>.
 var (
+	SessionStartedSpec = defineIn[SessionStarted]("turn", "session.started", StreamTurns, "session_started", "session",
+		"gateway, runner (handoffs)", "runner, replay")
 	TurnReceivedSpec = define[TurnReceived]("turn.received", StreamTurns, "received", "session",
 		"gateway", "extractor")
 	TurnExtractedSpec = define[TurnExtracted]("turn.extracted", StreamTurns, "extracted", "session",
@@ -22,25 +24,31 @@ var (
 		"background, agent workers", "runner, orchestrator")
 	TaskFailedSpec = define[TaskFailed]("task.failed", StreamTasks, "failed", "owner (session or run)",
 		"background, agent workers", "runner, orchestrator")
-	MemoryWriteRequestedSpec = define[MemoryWriteRequested]("memory.write.requested", StreamMemory, "write", "project",
-		"any service", "memory")
-	MemoryWrittenSpec = define[MemoryWritten]("memory.written", StreamMemory, "written", "project",
-		"memory", "any service")
-	WorkflowStartedSpec = define[WorkflowStarted]("workflow.started", StreamWorkflows, "started", "run",
-		"orchestrator", "auditors, replay")
-	WorkflowTaskUpdatedSpec = define[WorkflowTaskUpdated]("workflow.task.updated", StreamWorkflows, "task_updated", "run",
-		"orchestrator", "orchestrator, replay")
-	WorkflowFinishedSpec = define[WorkflowFinished]("workflow.finished", StreamWorkflows, "finished", "run",
-		"orchestrator", "auditors, replay")
-	SimEpisodeStartedSpec = define[SimEpisodeStarted]("sim.episode.started", StreamSim, "episode_started", "episode",
-		"simulator", "simulator, replay")
-	SimEpisodeStepSpec = define[SimEpisodeStep]("sim.episode.step", StreamSim, "episode_step", "episode",
-		"simulator", "simulator, replay")
-	SimEpisodeFinishedSpec = define[SimEpisodeFinished]("sim.episode.finished", StreamSim, "episode_finished", "episode",
-		"simulator", "simulator, replay")
 	LLMCallRecordedSpec = define[LLMCallRecorded]("llm.call.recorded", StreamLLM, "call", "scope",
 		"every LLM caller", "replay")
 )
+
+// SessionStarted opens a session: with the events of its turns and the
+// recorded model answers, it is all a replay needs to rebuild the session.
+type SessionStarted struct {
+	TenantID      string `json:"tenant_id"`
+	SessionID     string `json:"session_id"`
+	ProjectID     string `json:"project_id"`
+	EngineID      string `json:"engine_id"`
+	EngineVersion string `json:"engine_version"`
+	// InboundHandoffID is the handoff the session starts with, if any.
+	InboundHandoffID string    `json:"inbound_handoff_id,omitempty"`
+	StartedAt        time.Time `json:"started_at"`
+}
+
+func (SessionStarted) Spec() *Spec                   { return SessionStartedSpec }
+func (s SessionStarted) Partition() (string, string) { return s.TenantID, s.SessionID }
+func (s SessionStarted) Validate() error {
+	if err := needTokens("tenant_id", s.TenantID, "session_id", s.SessionID); err != nil {
+		return err
+	}
+	return need("engine_id", s.EngineID, "engine_version", s.EngineVersion)
+}
 
 // TurnReceived is a user's message to a session, published by the gateway.
 type TurnReceived struct {
@@ -115,6 +123,13 @@ type TurnResponded struct {
 	// Provider names the LLM provider that wrote the reply ("offline" when no
 	// model is configured).
 	Provider string `json:"provider,omitempty"`
+	// Degraded is true when the turn was answered without a usable model
+	// answer (extraction or response); the reason says which.
+	Degraded       bool   `json:"degraded,omitempty"`
+	DegradedReason string `json:"degraded_reason,omitempty"`
+	// StateHash is the hash of the session's working memory after the turn,
+	// so a replay can prove it rebuilt the same state.
+	StateHash string `json:"state_hash,omitempty"`
 }
 
 func (TurnResponded) Spec() *Spec                   { return TurnRespondedSpec }
@@ -224,187 +239,6 @@ func (t TaskFailed) Validate() error {
 		return err
 	}
 	return need("task_id", t.TaskID, "kind", t.Kind, "error", t.Error)
-}
-
-// Memory node kinds a write may carry.
-const (
-	MemoryDecision   = "decision"
-	MemoryPattern    = "pattern"
-	MemoryEntityFact = "entity_fact"
-)
-
-// GlobalProject is the ordering key of writes to the global memory scope.
-const GlobalProject = "global"
-
-// MemoryWriteRequested asks the memory service to save a node.
-type MemoryWriteRequested struct {
-	TenantID  string `json:"tenant_id"`
-	RequestID string `json:"request_id"`
-	// ProjectID is the project scope, or GlobalProject.
-	ProjectID string `json:"project_id"`
-	Focus     string `json:"focus,omitempty"`
-	Kind      string `json:"kind"`
-	// Node is the decision, pattern or entity fact to write.
-	Node json.RawMessage `json:"node"`
-}
-
-func (MemoryWriteRequested) Spec() *Spec                   { return MemoryWriteRequestedSpec }
-func (m MemoryWriteRequested) Partition() (string, string) { return m.TenantID, m.ProjectID }
-func (m MemoryWriteRequested) Validate() error {
-	if err := needTokens("tenant_id", m.TenantID, "project_id", m.ProjectID); err != nil {
-		return err
-	}
-	if err := need("request_id", m.RequestID); err != nil {
-		return err
-	}
-	if len(m.Node) == 0 {
-		return errors.New("node is required")
-	}
-	return oneOf("kind", m.Kind, MemoryDecision, MemoryPattern, MemoryEntityFact)
-}
-
-// MemoryWritten is the outcome of a memory write.
-type MemoryWritten struct {
-	TenantID  string `json:"tenant_id"`
-	RequestID string `json:"request_id"`
-	ProjectID string `json:"project_id"`
-	// Status is saved, partial, pending_retry, failed or blocked_scope.
-	Status string `json:"status"`
-	// Outcome is the dedup outcome: new, duplicate_skip, supersede or manual_review.
-	Outcome string `json:"outcome,omitempty"`
-	NodeID  string `json:"node_id,omitempty"`
-	Detail  string `json:"detail,omitempty"`
-}
-
-func (MemoryWritten) Spec() *Spec                   { return MemoryWrittenSpec }
-func (m MemoryWritten) Partition() (string, string) { return m.TenantID, m.ProjectID }
-func (m MemoryWritten) Validate() error {
-	if err := needTokens("tenant_id", m.TenantID, "project_id", m.ProjectID); err != nil {
-		return err
-	}
-	if err := need("request_id", m.RequestID); err != nil {
-		return err
-	}
-	return oneOf("status", m.Status, "saved", "partial", "pending_retry", "failed", "blocked_scope")
-}
-
-// WorkflowStarted opens a workflow run.
-type WorkflowStarted struct {
-	TenantID string `json:"tenant_id"`
-	RunID    string `json:"run_id"`
-	Workflow string `json:"workflow"`
-	// Definition is the resolved workflow, so a replay needs no files.
-	Definition json.RawMessage `json:"definition,omitempty"`
-	Seed       int64           `json:"seed"`
-	StartedAt  time.Time       `json:"started_at"`
-}
-
-func (WorkflowStarted) Spec() *Spec                   { return WorkflowStartedSpec }
-func (w WorkflowStarted) Partition() (string, string) { return w.TenantID, w.RunID }
-func (w WorkflowStarted) Validate() error {
-	if err := needTokens("tenant_id", w.TenantID, "run_id", w.RunID); err != nil {
-		return err
-	}
-	return need("workflow", w.Workflow)
-}
-
-// WorkflowTaskUpdated is one state change of one task of a run.
-type WorkflowTaskUpdated struct {
-	TenantID string `json:"tenant_id"`
-	RunID    string `json:"run_id"`
-	TaskID   string `json:"task_id"`
-	// Status is PENDING, RUNNING, COMPLETED or FAILED.
-	Status   string          `json:"status"`
-	Attempt  int             `json:"attempt"`
-	Outputs  []string        `json:"outputs,omitempty"`
-	Handover json.RawMessage `json:"handover,omitempty"`
-	Error    string          `json:"error,omitempty"`
-	At       time.Time       `json:"at"`
-}
-
-func (WorkflowTaskUpdated) Spec() *Spec                   { return WorkflowTaskUpdatedSpec }
-func (w WorkflowTaskUpdated) Partition() (string, string) { return w.TenantID, w.RunID }
-func (w WorkflowTaskUpdated) Validate() error {
-	if err := needTokens("tenant_id", w.TenantID, "run_id", w.RunID); err != nil {
-		return err
-	}
-	if err := need("task_id", w.TaskID); err != nil {
-		return err
-	}
-	return oneOf("status", w.Status, "PENDING", "RUNNING", "COMPLETED", "FAILED")
-}
-
-// WorkflowFinished closes a workflow run.
-type WorkflowFinished struct {
-	TenantID string    `json:"tenant_id"`
-	RunID    string    `json:"run_id"`
-	Status   string    `json:"status"`
-	Error    string    `json:"error,omitempty"`
-	At       time.Time `json:"at"`
-}
-
-func (WorkflowFinished) Spec() *Spec                   { return WorkflowFinishedSpec }
-func (w WorkflowFinished) Partition() (string, string) { return w.TenantID, w.RunID }
-func (w WorkflowFinished) Validate() error {
-	if err := needTokens("tenant_id", w.TenantID, "run_id", w.RunID); err != nil {
-		return err
-	}
-	return oneOf("status", w.Status, "COMPLETED", "FAILED")
-}
-
-// SimEpisodeStarted opens a simulation episode.
-type SimEpisodeStarted struct {
-	TenantID  string          `json:"tenant_id"`
-	RunID     string          `json:"run_id"`
-	EpisodeID string          `json:"episode_id"`
-	Seed      int64           `json:"seed"`
-	Setup     json.RawMessage `json:"setup,omitempty"`
-}
-
-func (SimEpisodeStarted) Spec() *Spec                   { return SimEpisodeStartedSpec }
-func (s SimEpisodeStarted) Partition() (string, string) { return s.TenantID, s.EpisodeID }
-func (s SimEpisodeStarted) Validate() error {
-	if err := needTokens("tenant_id", s.TenantID, "episode_id", s.EpisodeID); err != nil {
-		return err
-	}
-	return need("run_id", s.RunID)
-}
-
-// SimEpisodeStep is one turn of an episode.
-type SimEpisodeStep struct {
-	TenantID  string          `json:"tenant_id"`
-	RunID     string          `json:"run_id"`
-	EpisodeID string          `json:"episode_id"`
-	Step      int             `json:"step"`
-	AgentID   string          `json:"agent_id"`
-	Action    json.RawMessage `json:"action,omitempty"`
-}
-
-func (SimEpisodeStep) Spec() *Spec                   { return SimEpisodeStepSpec }
-func (s SimEpisodeStep) Partition() (string, string) { return s.TenantID, s.EpisodeID }
-func (s SimEpisodeStep) Validate() error {
-	if err := needTokens("tenant_id", s.TenantID, "episode_id", s.EpisodeID); err != nil {
-		return err
-	}
-	return need("run_id", s.RunID, "agent_id", s.AgentID)
-}
-
-// SimEpisodeFinished closes an episode with the judge's verdict.
-type SimEpisodeFinished struct {
-	TenantID  string          `json:"tenant_id"`
-	RunID     string          `json:"run_id"`
-	EpisodeID string          `json:"episode_id"`
-	Outcome   string          `json:"outcome"`
-	Scores    json.RawMessage `json:"scores,omitempty"`
-}
-
-func (SimEpisodeFinished) Spec() *Spec                   { return SimEpisodeFinishedSpec }
-func (s SimEpisodeFinished) Partition() (string, string) { return s.TenantID, s.EpisodeID }
-func (s SimEpisodeFinished) Validate() error {
-	if err := needTokens("tenant_id", s.TenantID, "episode_id", s.EpisodeID); err != nil {
-		return err
-	}
-	return need("run_id", s.RunID, "outcome", s.Outcome)
 }
 
 // LLMUsage counts the tokens of one model call.

@@ -1,0 +1,266 @@
+// Package conversation stores conversations in the relational store: the
+// sessions (elicitation_sessions, with their working memory), the turns the
+// gateway receives and the runner answers, the extractor's extraction state,
+// the extraction audit log, state checkpoints and engine handoffs (seed 000,
+// "Database Schema"). The gateway, the extractor and the runner share it;
+// every function takes a store.Querier so it runs in the caller's
+// transaction, and every query is scoped by tenant.
+package conversation
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/store"
+)
+
+// Session statuses.
+const (
+	StatusActive    = "active"
+	StatusHandedOff = "handed_off"
+	StatusClosed    = "closed"
+)
+
+// Session is a conversation with one engine.
+type Session struct {
+	ID            string
+	TenantID      string
+	ProjectID     string
+	EngineID      string
+	EngineVersion string
+	Status        string
+	Phase         string
+	Completeness  float64
+	TurnCount     int
+	// State is the working memory, as JSON.
+	State     json.RawMessage
+	StateHash string
+	// Sidebar is the last sidebar state built, as JSON.
+	Sidebar           json.RawMessage
+	InboundHandoffID  string
+	OutboundHandoffID string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+const sessionColumns = `id, tenant_id, project_id, engine_id, engine_version, status, phase, completeness, turn_count,
+	state_json, state_hash, sidebar_json, inbound_handoff_id, outbound_handoff_id, created_at, updated_at`
+
+// CreateSession inserts a new session.
+func CreateSession(ctx context.Context, q store.Querier, s Session) error {
+	if s.ID == "" || s.TenantID == "" || s.EngineID == "" || len(s.State) == 0 {
+		return errors.New("create session: id, tenant, engine and state are required")
+	}
+	_, err := q.Exec(ctx, `INSERT INTO elicitation_sessions (`+sessionColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		s.ID, s.TenantID, s.ProjectID, s.EngineID, s.EngineVersion, s.Status, s.Phase, s.Completeness, s.TurnCount,
+		string(s.State), s.StateHash, nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID),
+		s.CreatedAt.UTC(), s.UpdatedAt.UTC())
+	if err != nil {
+		return fmt.Errorf("create session %s: %w", s.ID, err)
+	}
+	return nil
+}
+
+// GetSession returns a tenant's session; store.ErrNotFound when the tenant
+// has no such session (whoever else might).
+func GetSession(ctx context.Context, q store.Querier, tenantID, id string) (Session, error) {
+	row := q.QueryRow(ctx, `SELECT `+sessionColumns+` FROM elicitation_sessions WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	s, err := scanSession(row)
+	if err != nil {
+		return Session{}, fmt.Errorf("session %s: %w", id, err)
+	}
+	return s, nil
+}
+
+// ListSessions returns a tenant's sessions, newest first.
+func ListSessions(ctx context.Context, q store.Querier, tenantID string, limit int) ([]Session, error) {
+	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM elicitation_sessions WHERE tenant_id = $1
+		ORDER BY created_at DESC, id LIMIT $2`, tenantID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		s, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// SaveSession writes a session's state after a turn: status, phase,
+// completeness, turn count, working memory, hash, sidebar and handoff ids.
+func SaveSession(ctx context.Context, q store.Querier, s Session) error {
+	n, err := q.Exec(ctx, `UPDATE elicitation_sessions SET status = $3, phase = $4, completeness = $5, turn_count = $6,
+		state_json = $7, state_hash = $8, sidebar_json = $9, inbound_handoff_id = $10, outbound_handoff_id = $11, updated_at = $12
+		WHERE tenant_id = $1 AND id = $2`,
+		s.TenantID, s.ID, s.Status, s.Phase, s.Completeness, s.TurnCount, string(s.State), s.StateHash,
+		nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID), s.UpdatedAt.UTC())
+	if err != nil {
+		return fmt.Errorf("save session %s: %w", s.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("save session %s: %w", s.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+func scanSession(row store.Row) (Session, error) {
+	var (
+		s                Session
+		state            string
+		sidebar, in, out *string
+	)
+	err := row.Scan(&s.ID, &s.TenantID, &s.ProjectID, &s.EngineID, &s.EngineVersion, &s.Status, &s.Phase,
+		&s.Completeness, &s.TurnCount, &state, &s.StateHash, &sidebar, &in, &out, &s.CreatedAt, &s.UpdatedAt)
+	if err != nil {
+		return Session{}, err
+	}
+	s.State = json.RawMessage(state)
+	if sidebar != nil {
+		s.Sidebar = json.RawMessage(*sidebar)
+	}
+	if in != nil {
+		s.InboundHandoffID = *in
+	}
+	if out != nil {
+		s.OutboundHandoffID = *out
+	}
+	return s, nil
+}
+
+// Turn is one user message and, once answered, the reply.
+type Turn struct {
+	ID         string
+	TenantID   string
+	SessionID  string
+	Message    string
+	TurnNumber int // 0 until the extractor numbers it
+	// Reply and what came with it; empty until answered.
+	Reply        string
+	Phase        string
+	Completeness float64
+	Sidebar      json.RawMessage
+	Degraded     bool
+	ReceivedAt   time.Time
+	RespondedAt  *time.Time
+}
+
+// Answered reports whether the runner has replied.
+func (t Turn) Answered() bool { return t.RespondedAt != nil }
+
+const turnColumns = `id, tenant_id, session_id, message, turn_number, reply, phase, completeness, sidebar_json, degraded,
+	received_at, responded_at`
+
+// CreateTurn records a received user message; recording the same turn id
+// twice is a store.ErrConflict.
+func CreateTurn(ctx context.Context, q store.Querier, t Turn) error {
+	n, err := q.Exec(ctx, `INSERT INTO turns (id, tenant_id, session_id, message, received_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO NOTHING`, t.ID, t.TenantID, t.SessionID, t.Message, t.ReceivedAt.UTC())
+	if err != nil {
+		return fmt.Errorf("create turn %s: %w", t.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("create turn %s: %w", t.ID, store.ErrConflict)
+	}
+	return nil
+}
+
+// AnswerTurn records the reply to a turn.
+func AnswerTurn(ctx context.Context, q store.Querier, t Turn) error {
+	at := time.Now().UTC()
+	if t.RespondedAt != nil {
+		at = t.RespondedAt.UTC()
+	}
+	n, err := q.Exec(ctx, `UPDATE turns SET turn_number = $3, reply = $4, phase = $5, completeness = $6, sidebar_json = $7,
+		degraded = $8, responded_at = $9 WHERE tenant_id = $1 AND id = $2`,
+		t.TenantID, t.ID, t.TurnNumber, t.Reply, t.Phase, t.Completeness, nullJSON(t.Sidebar), t.Degraded, at)
+	if err != nil {
+		return fmt.Errorf("answer turn %s: %w", t.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("answer turn %s: %w", t.ID, store.ErrNotFound)
+	}
+	return nil
+}
+
+// GetTurn returns one turn of a tenant.
+func GetTurn(ctx context.Context, q store.Querier, tenantID, id string) (Turn, error) {
+	t, err := scanTurn(q.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns WHERE tenant_id = $1 AND id = $2`, tenantID, id))
+	if err != nil {
+		return Turn{}, fmt.Errorf("turn %s: %w", id, err)
+	}
+	return t, nil
+}
+
+// ListTurns returns a session's turns in the order they arrived.
+func ListTurns(ctx context.Context, q store.Querier, tenantID, sessionID string) ([]Turn, error) {
+	rows, err := q.Query(ctx, `SELECT `+turnColumns+` FROM turns WHERE tenant_id = $1 AND session_id = $2
+		ORDER BY received_at, id`, tenantID, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("list turns: %w", err)
+	}
+	defer rows.Close()
+	var out []Turn
+	for rows.Next() {
+		t, err := scanTurn(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list turns: %w", err)
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+func scanTurn(row store.Row) (Turn, error) {
+	var (
+		t            Turn
+		number       *int
+		reply, phase *string
+		completeness *float64
+		sidebar      *string
+	)
+	err := row.Scan(&t.ID, &t.TenantID, &t.SessionID, &t.Message, &number, &reply, &phase, &completeness, &sidebar,
+		&t.Degraded, &t.ReceivedAt, &t.RespondedAt)
+	if err != nil {
+		return Turn{}, err
+	}
+	if number != nil {
+		t.TurnNumber = *number
+	}
+	if reply != nil {
+		t.Reply = *reply
+	}
+	if phase != nil {
+		t.Phase = *phase
+	}
+	if completeness != nil {
+		t.Completeness = *completeness
+	}
+	if sidebar != nil {
+		t.Sidebar = json.RawMessage(*sidebar)
+	}
+	return t, nil
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullJSON(b json.RawMessage) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
