@@ -26,6 +26,7 @@ type nodeFlags struct {
 	llmModel     string
 	llmBaseURL   string
 	llmSeed      int
+	enginesDirs  []string
 }
 
 func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
@@ -40,6 +41,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.StringVar(&f.llmModel, 0, "llm-model", "", "model name for the openai provider")
 	fs.StringVar(&f.llmBaseURL, 0, "llm-base-url", "", "OpenAI-compatible base URL (also OPENAI_BASE_URL); the key comes only from PRAETOR_LLM_API_KEY or OPENAI_API_KEY")
 	fs.IntVar(&f.llmSeed, 0, "llm-seed", 0, "seed of the offline provider")
+	fs.StringListVar(&f.enginesDirs, 0, "engines-dir", "directory of engine YAML files to load besides the shipped ones (repeatable)")
 }
 
 func (f *nodeFlags) apply(cfg *node.Config) error {
@@ -59,6 +61,11 @@ func (f *nodeFlags) apply(cfg *node.Config) error {
 	}
 	cfg.LLM = llmCfg
 	cfg.Available = services()
+	cat, reg, err := loadEngines(f.enginesDirs, os.Stderr)
+	if err != nil {
+		return err
+	}
+	cfg.Engines, cfg.EngineRegistry = cat, reg
 	return nil
 }
 

@@ -25,7 +25,11 @@ import (
 // services lists the services this binary can run. Each issue's service is
 // registered here as it lands.
 func services() map[string]node.Factory {
-	return map[string]node.Factory{}
+	return map[string]node.Factory{
+		"gateway":   newGateway,
+		"extractor": newExtractor,
+		"runner":    newRunner,
+	}
 }
 
 func serviceNames() []string {

@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/praetorhq/praetor/internal/delivery"
+	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/internal/llm/offline"
 	"github.com/praetorhq/praetor/internal/llm/provider"
@@ -47,11 +48,11 @@ type Service interface {
 
 // Deps is what a node gives the services it starts.
 type Deps struct {
-	Bus      *events.Bus
-	DB       store.DB
-	Relay    *delivery.Relay
-	Logger   *slog.Logger
-	Registry prometheus.Registerer
+	Bus        *events.Bus
+	DB         store.DB
+	Relay      *delivery.Relay
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
 	// Mux is the node's HTTP mux; services may add routes (the gateway does).
 	Mux *http.ServeMux
 	// Metrics are the event-layer collectors, already registered.
@@ -67,6 +68,14 @@ type Deps struct {
 	// Offline is the offline provider when it is in use, so services can
 	// register their skills on it; nil with a real model.
 	Offline *offline.Offline
+	// Engines are the loaded engine definitions, and EngineRegistry the
+	// evaluators and task handlers they name.
+	Engines        *engine.Catalog
+	EngineRegistry *engine.Registry
+	// Dev is true under praetor dev.
+	Dev bool
+	// DevTenant is the tenant praetor dev serves without a token on loopback.
+	DevTenant string
 }
 
 // Factory builds a service from the node's dependencies.
@@ -105,8 +114,11 @@ type Config struct {
 	Available map[string]Factory
 	Streams   StreamSettings
 	// LLM selects the model provider.
-	LLM    provider.Config
-	Logger *slog.Logger
+	LLM provider.Config
+	// Engines and EngineRegistry are the engines the services run.
+	Engines        *engine.Catalog
+	EngineRegistry *engine.Registry
+	Logger         *slog.Logger
 	// Registry receives every metric. Default: a new registry.
 	Registry *prometheus.Registry
 	// DrainTimeout bounds the graceful stop. Default: 30s.
@@ -283,8 +295,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return err
 	}
-	deps := Deps{Bus: bus, DB: db, Relay: relay, Logger: log, Registry: reg, Mux: mux, Metrics: metrics,
-		Streams: cfg.Streams, LLM: client, LLMInfo: info}
+	deps := Deps{Bus: bus, DB: db, Relay: relay, Logger: log, Registerer: reg, Mux: mux, Metrics: metrics,
+		Streams: cfg.Streams, LLM: client, LLMInfo: info, Engines: cfg.Engines, EngineRegistry: cfg.EngineRegistry, Dev: cfg.Dev}
+	if cfg.Dev {
+		if deps.DevTenant, err = devTenant(ctx, db, log); err != nil {
+			return err
+		}
+	}
 	deps.Offline, _ = base.(*offline.Offline)
 	var services []namedService
 	var stopOnce sync.Once
@@ -361,6 +378,28 @@ func newLLM(cfg Config, bus *events.Bus, reg prometheus.Registerer, log *slog.Lo
 		return nil, nil, info, err
 	}
 	return rec, base, info, nil
+}
+
+// DevTenantID is the tenant of praetor dev.
+const DevTenantID = "local"
+
+// devTenant makes sure the dev tenant exists and prints a fresh token for
+// clients that are not on loopback (loopback needs none).
+func devTenant(ctx context.Context, db store.DB, log *slog.Logger) (string, error) {
+	if _, err := store.GetTenant(ctx, db, DevTenantID); errors.Is(err, store.ErrNotFound) {
+		if err := store.CreateTenant(ctx, db, store.Tenant{ID: DevTenantID, Name: "Local development", CreatedAt: time.Now()}); err != nil {
+			return "", err
+		}
+	} else if err != nil {
+		return "", err
+	}
+	exp := time.Now().Add(30 * 24 * time.Hour)
+	secret, _, err := store.CreateToken(ctx, db, DevTenantID, "praetor dev", &exp)
+	if err != nil {
+		return "", err
+	}
+	log.Info("dev API token (loopback needs none)", "tenant", DevTenantID, "token", secret)
+	return DevTenantID, nil
 }
 
 type namedService struct {

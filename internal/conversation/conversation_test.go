@@ -1,0 +1,160 @@
+package conversation_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/conversation"
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/internal/store/postgres"
+	"github.com/praetorhq/praetor/internal/store/sqlite"
+	"github.com/praetorhq/praetor/internal/testenv"
+)
+
+func stores(t *testing.T, fn func(t *testing.T, db store.DB)) {
+	open := map[string]func(t *testing.T) store.DB{
+		"sqlite": func(t *testing.T) store.DB {
+			db, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/p.db"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		},
+		"postgres": func(t *testing.T) store.DB {
+			db, err := postgres.Open(context.Background(), postgres.Config{URL: testenv.Postgres(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return db
+		},
+	}
+	for name, o := range open {
+		t.Run(name, func(t *testing.T) {
+			db := o(t)
+			t.Cleanup(func() { _ = db.Close() })
+			if _, err := store.Migrate(context.Background(), db); err != nil {
+				t.Fatal(err)
+			}
+			fn(t, db)
+		})
+	}
+}
+
+var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+
+func TestSessionsAndTurns(t *testing.T) {
+	stores(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		s := conversation.Session{ID: "s1", TenantID: "acme", ProjectID: "p1", EngineID: "project-discovery",
+			EngineVersion: "1.0.0", Status: conversation.StatusActive, Phase: "OPENING",
+			State: json.RawMessage(`{"turn_number":0}`), CreatedAt: t0, UpdatedAt: t0}
+		if err := conversation.CreateSession(ctx, db, s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conversation.GetSession(ctx, db, "other", "s1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("another tenant reads the session: err = %v, want ErrNotFound", err)
+		}
+		s.Phase, s.Completeness, s.TurnCount = "CORE_CAPTURE", 0.42, 3
+		s.State, s.StateHash, s.Sidebar = json.RawMessage(`{"turn_number":3}`), "h3", json.RawMessage(`{"sections":[]}`)
+		s.UpdatedAt = t0.Add(time.Minute)
+		if err := conversation.SaveSession(ctx, db, s); err != nil {
+			t.Fatal(err)
+		}
+		got, err := conversation.GetSession(ctx, db, "acme", "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Phase != "CORE_CAPTURE" || got.Completeness != 0.42 || got.TurnCount != 3 || got.StateHash != "h3" ||
+			string(got.Sidebar) != `{"sections": []}` && string(got.Sidebar) != `{"sections":[]}` || !got.UpdatedAt.Equal(s.UpdatedAt) {
+			t.Errorf("session after save = %+v", got)
+		}
+		other := s
+		other.TenantID = "other"
+		if err := conversation.SaveSession(ctx, db, other); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("another tenant wrote the session: err = %v", err)
+		}
+
+		turn := conversation.Turn{ID: "turn-1", TenantID: "acme", SessionID: "s1", Message: "hello", ReceivedAt: t0}
+		if err := conversation.CreateTurn(ctx, db, turn); err != nil {
+			t.Fatal(err)
+		}
+		if err := conversation.CreateTurn(ctx, db, turn); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("second create of a turn: err = %v, want ErrConflict", err)
+		}
+		pending, _ := conversation.GetTurn(ctx, db, "acme", "turn-1")
+		if pending.Answered() {
+			t.Fatal("a new turn reads as answered")
+		}
+		at := t0.Add(2 * time.Second)
+		turn.TurnNumber, turn.Reply, turn.Phase, turn.Completeness, turn.RespondedAt = 1, "Who uses it?", "OPENING", 0.1, &at
+		if err := conversation.AnswerTurn(ctx, db, turn); err != nil {
+			t.Fatal(err)
+		}
+		turns, err := conversation.ListTurns(ctx, db, "acme", "s1")
+		if err != nil || len(turns) != 1 || turns[0].Reply != "Who uses it?" || turns[0].TurnNumber != 1 || !turns[0].Answered() {
+			t.Fatalf("turns = %+v, %v", turns, err)
+		}
+		if turns, _ := conversation.ListTurns(ctx, db, "other", "s1"); len(turns) != 0 {
+			t.Fatalf("another tenant lists %d turns", len(turns))
+		}
+	})
+}
+
+func TestExtractionLogAndState(t *testing.T) {
+	stores(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		first := conversation.ExtractionLogEntry{ID: "e1", TenantID: "acme", SessionID: "s1", ProjectID: "p1", MessageID: "m1",
+			EngineID: "pd", FieldPath: "purpose.core_problem", Value: json.RawMessage(`"website"`), Confidence: 0.7,
+			Type: conversation.ExtractionNew, TurnNumber: 1, CreatedAt: t0}
+		second := first
+		second.ID, second.MessageID, second.Value, second.Type, second.TurnNumber = "e2", "m2", json.RawMessage(`"mobile app"`), conversation.ExtractionSupersede, 2
+		if err := conversation.LogExtractions(ctx, db, first, second, first); err != nil {
+			t.Fatal(err)
+		}
+		if err := conversation.MarkSuperseded(ctx, db, "acme", "e1", "e2"); err != nil {
+			t.Fatal(err)
+		}
+		log, err := conversation.ListExtractions(ctx, db, "acme", "s1")
+		if err != nil || len(log) != 2 {
+			t.Fatalf("log = %+v, %v; want 2 entries (the duplicate skipped)", log, err)
+		}
+		if log[0].SupersededBy != "e2" || log[1].Type != "supersede" || string(log[1].Value) != `"mobile app"` {
+			t.Errorf("log = %+v", log)
+		}
+		bad := first
+		bad.ID, bad.Type = "e3", "guess"
+		if err := conversation.LogExtractions(ctx, db, bad); err == nil {
+			t.Error("an extraction type outside new/update/supersede was stored")
+		}
+
+		st, err := conversation.GetExtractionState(ctx, db, "acme", "s1")
+		if err != nil || st.TurnNumber != 0 || st.Extraction != nil {
+			t.Fatalf("state before any turn = %+v, %v", st, err)
+		}
+		for n := 1; n <= 2; n++ {
+			if err := conversation.SaveExtractionState(ctx, db, "acme", "s1",
+				conversation.ExtractionState{TurnNumber: n, Extraction: json.RawMessage(`{"fields":{}}`)}, t0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if st, _ := conversation.GetExtractionState(ctx, db, "acme", "s1"); st.TurnNumber != 2 {
+			t.Fatalf("turn number = %d, want 2", st.TurnNumber)
+		}
+
+		cp := conversation.Checkpoint{ID: "c1", TenantID: "acme", SessionID: "s1", AtTurn: 5, Reason: "every_n_turns",
+			Snapshot: json.RawMessage(`{"turn_number":5}`), ContextTokens: 812, CreatedAt: t0}
+		if err := conversation.SaveCheckpoint(ctx, db, cp); err != nil {
+			t.Fatal(err)
+		}
+		if err := conversation.SaveCheckpoint(ctx, db, cp); err != nil {
+			t.Fatal(err)
+		}
+		cps, err := conversation.ListCheckpoints(ctx, db, "acme", "s1")
+		if err != nil || len(cps) != 1 || cps[0].ContextTokens != 812 || cps[0].AtTurn != 5 {
+			t.Fatalf("checkpoints = %+v, %v", cps, err)
+		}
+	})
+}

@@ -1,0 +1,54 @@
+// Package builtin wires what ships with Praetor: a registry with the
+// technique library, the exploration engine's custom evaluators and the
+// task handler names the shipped engines use, and the embedded engines
+// directory as a load source.
+package builtin
+
+import (
+	"fmt"
+
+	"github.com/praetorhq/praetor/engines"
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/evaluators/exploration"
+	"github.com/praetorhq/praetor/internal/engine/technique"
+)
+
+// TaskHandlers are the background task handlers the shipped engines name,
+// with what each does; the background service implements them.
+func TaskHandlers() map[string]string {
+	return map[string]string{
+		"research.competitors":        "look up existing products that solve a problem",
+		"research.solution_landscape": "research solution options, precedents and typical costs",
+	}
+}
+
+// Registry returns a new registry with everything built in.
+func Registry() (*engine.Registry, error) {
+	reg := engine.NewRegistry()
+	technique.Register(reg)
+	if err := exploration.Register(reg); err != nil {
+		return nil, err
+	}
+	h := TaskHandlers()
+	for _, name := range []string{"research.competitors", "research.solution_landscape"} {
+		if err := reg.RegisterTaskHandler(name, h[name]); err != nil {
+			return nil, fmt.Errorf("builtin: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+// Source is the engines shipped with Praetor, embedded in the binary.
+func Source() engine.Source {
+	return engine.Source{FS: engines.FS, Dir: ".", Label: "engines"}
+}
+
+// Load loads the shipped engines and those of dirs (praetor's
+// --engines-dir) against reg.
+func Load(reg *engine.Registry, dirs ...string) (*engine.Catalog, engine.Report, error) {
+	srcs := []engine.Source{Source()}
+	for _, d := range dirs {
+		srcs = append(srcs, engine.DirSource(d))
+	}
+	return engine.Load(reg, srcs...)
+}

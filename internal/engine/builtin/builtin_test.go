@@ -1,0 +1,56 @@
+package builtin_test
+
+import (
+	"testing"
+
+	"github.com/praetorhq/praetor/internal/engine/builtin"
+)
+
+func TestShippedEnginesLoadClean(t *testing.T) {
+	reg, err := builtin.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, rep, err := builtin.Load(reg)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	for _, w := range rep.Warnings {
+		t.Errorf("warning: %v", w)
+	}
+	for _, id := range []string{"project-discovery", "exploration"} {
+		if _, ok := cat.Get(id); !ok {
+			t.Errorf("engine %s not loaded (have %v)", id, cat.IDs())
+		}
+	}
+}
+
+func TestShippedEngineShapes(t *testing.T) {
+	reg, _ := builtin.Registry()
+	cat, _, err := builtin.Load(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, _ := cat.Get("project-discovery")
+	if len(pd.Phases) != 5 || len(pd.Obligations) != 25 || pd.CompletenessModel.ReadyThreshold != 0.70 {
+		t.Errorf("project-discovery: %d phases, %d obligations, threshold %v", len(pd.Phases), len(pd.Obligations), pd.CompletenessModel.ReadyThreshold)
+	}
+	counts := map[string]int{}
+	for _, o := range pd.Obligations {
+		counts[o.Category]++
+	}
+	for _, c := range []string{"purpose", "users", "success", "constraints", "screening"} {
+		if counts[c] != 5 {
+			t.Errorf("project-discovery category %s has %d obligations, want 5", c, counts[c])
+		}
+	}
+	ex, _ := cat.Get("exploration")
+	if len(ex.Phases) != 3 || len(ex.Obligations) != 18 || ex.CompletenessModel.Type != "decision-readiness" ||
+		len(ex.CompletenessModel.Heuristics) != 5 || len(ex.CustomEvaluators) != 13 {
+		t.Errorf("exploration: %d phases, %d obligations, model %s with %d heuristics, %d evaluators",
+			len(ex.Phases), len(ex.Obligations), ex.CompletenessModel.Type, len(ex.CompletenessModel.Heuristics), len(ex.CustomEvaluators))
+	}
+	if pd.ExitTransitions[0].TargetEngine != "exploration" || ex.ExitTransitions[0].TargetEngine != "project-discovery" {
+		t.Error("exit transitions do not link the two engines")
+	}
+}

@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"strings"
+	"unicode"
+)
+
+// CondEnv is what a condition is evaluated against.
+type CondEnv struct {
+	Memory   *WorkingMemory
+	Registry *Registry
+	// PhaseTurns makes turn_count count turns in the current phase (as for
+	// transition triggers) instead of conversation turns.
+	PhaseTurns bool
+	// Message is the current user message, for user_request.
+	Message string
+}
+
+// Holds reports whether the condition is true. Obligation satisfaction reads
+// the obligation statuses and completeness reads the last evaluation, so the
+// runner updates both before evaluating conditions.
+func (c Condition) Holds(env CondEnv) bool {
+	m := env.Memory
+	switch c.Type {
+	case CondObligationSatisfaction:
+		return m.CategoryRate(c.Category)+1e-9 >= c.MinSatisfactionRate
+	case CondTurnCount:
+		if env.PhaseTurns {
+			return m.Phase.TurnsInPhase >= c.MinTurns
+		}
+		return m.TurnNumber >= c.MinTurns
+	case CondCompletenessScore:
+		return m.Completeness.Overall+1e-9 >= c.MinCompleteness
+	case CondCustomEvaluator:
+		if env.Registry == nil {
+			return false
+		}
+		return env.Registry.Evaluate(c.EvaluatorName, m)+1e-9 >= c.Threshold
+	case CondUserRequest:
+		for _, k := range c.Keywords {
+			if ContainsPhrase(env.Message, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// AllHold reports whether every condition holds (true for none).
+func AllHold(conds []Condition, env CondEnv) bool {
+	for _, c := range conds {
+		if !c.Holds(env) {
+			return false
+		}
+	}
+	return true
+}
+
+// ContainsPhrase reports whether text contains phrase as whole words,
+// ignoring case: "app" is in "a mobile app." but not in "happy".
+func ContainsPhrase(text, phrase string) bool {
+	return PhraseIndex(text, phrase) >= 0
+}
+
+// PhraseIndex is the byte offset, in strings.ToLower(text), of the first
+// whole-word, case-insensitive occurrence of phrase, or -1.
+func PhraseIndex(text, phrase string) int {
+	phrase = strings.TrimSpace(phrase)
+	if phrase == "" {
+		return -1
+	}
+	lt, lp := strings.ToLower(text), strings.ToLower(phrase)
+	for from := 0; from <= len(lt)-len(lp); {
+		i := strings.Index(lt[from:], lp)
+		if i < 0 {
+			return -1
+		}
+		i += from
+		end := i + len(lp)
+		if boundaryBefore(lt, i) && boundaryAfter(lt, end) {
+			return i
+		}
+		from = i + 1
+	}
+	return -1
+}
+
+func boundaryBefore(s string, i int) bool {
+	if i == 0 {
+		return true
+	}
+	r := rune(s[i-1])
+	return !isWordByte(r)
+}
+
+func boundaryAfter(s string, i int) bool {
+	if i >= len(s) {
+		return true
+	}
+	return !isWordByte(rune(s[i]))
+}
+
+func isWordByte(r rune) bool {
+	return r == '_' || r >= 0x80 || unicode.IsLetter(r) || unicode.IsDigit(r)
+}

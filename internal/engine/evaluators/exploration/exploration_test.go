@@ -1,0 +1,73 @@
+package exploration
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/praetorhq/praetor/internal/engine"
+)
+
+func mem(fields map[string]any) *engine.WorkingMemory {
+	m := &engine.WorkingMemory{Extraction: engine.NewExtraction()}
+	for p, v := range fields {
+		b, _ := json.Marshal(v)
+		m.Extraction.Fields[p] = engine.ExtractedField{Value: b, Confidence: 0.9}
+	}
+	return m
+}
+
+func TestEvaluators(t *testing.T) {
+	tests := []struct {
+		name   string
+		fn     engine.Evaluator
+		fields map[string]any
+		want   float64
+	}{
+		{"gaps none", KnowledgeGapsIdentified, nil, 0},
+		{"gaps one", KnowledgeGapsIdentified, map[string]any{FieldKnowledgeGaps: []string{"hosting"}}, 0.5},
+		{"gaps two", KnowledgeGapsIdentified, map[string]any{FieldKnowledgeGaps: []string{"hosting", "auth"}}, 1},
+		{"research none", BackgroundResearchAvailable, nil, 0},
+		{"research notes", BackgroundResearchAvailable, map[string]any{FieldResearchNotes: []string{"a report"}}, 1},
+		{"understanding concepts", UserDemonstratesUnderstanding, map[string]any{FieldConcepts: []string{"a", "b", "c"}}, 0.3},
+		{"understanding attempt", UserDemonstratesUnderstanding, map[string]any{FieldTeachBack: "it is like..."}, 0.5},
+		{"understanding passed", UserDemonstratesUnderstanding, map[string]any{FieldTeachBackPassed: true}, 1},
+		{"landscape none", SolutionLandscapeCoverage, nil, 0},
+		{"landscape two options, pros only", SolutionLandscapeCoverage,
+			map[string]any{FieldOptions: []string{"saas", "custom"}, FieldPros: []string{"fast"}}, 2.0 / 3 / 3},
+		{"landscape three options fully explored", SolutionLandscapeCoverage,
+			map[string]any{FieldOptions: []string{"a", "b", "c"}, FieldPros: []string{"x"}, FieldCons: []string{"y"}, FieldReactions: []string{"z"}}, 1},
+		{"decision none", DecisionMade, nil, 0},
+		{"decision made", DecisionMade, map[string]any{FieldDecision: "Custom Web App"}, 1},
+		{"decision null is none", DecisionMade, map[string]any{FieldDecision: nil}, 0},
+		{"teach back false", AtLeastOneTeachBackPassed, map[string]any{FieldTeachBackPassed: false}, 0},
+		{"teach back true", AtLeastOneTeachBackPassed, map[string]any{FieldTeachBackPassed: true}, 1},
+		{"no misconceptions", NoUncorrectedMisconceptions, nil, 1},
+		{"uncorrected", NoUncorrectedMisconceptions, map[string]any{FieldMisconceptions: []string{"no-code scales"}}, 0},
+		{"corrected", NoUncorrectedMisconceptions, map[string]any{FieldMisconceptions: []string{"x"}, FieldMisconceptionsOK: true}, 1},
+		{"decision bare", DecisionCapturedWithReasoning, map[string]any{FieldDecision: "SaaS"}, 0.5},
+		{"decision reasoned", DecisionCapturedWithReasoning, map[string]any{FieldDecision: "SaaS", FieldReasoning: "cheapest to start and no team to run it"}, 1},
+		{"space awareness", EvaluateSolutionSpaceAwareness, map[string]any{FieldOptions: []string{"a", "b", "c"}, FieldConcepts: []string{"x"}}, 0.85},
+		{"tradeoffs", EvaluateTradeoffUnderstanding, map[string]any{FieldTradeoffs: []string{"cost vs control"}, FieldCons: []string{"lock-in"}}, 0.5},
+		{"constraints", EvaluateConstraintAwareness, map[string]any{FieldConstraints: []string{"budget", "time"}}, 1},
+		{"precedents", EvaluatePrecedentExposure, map[string]any{FieldPrecedents: []string{"Acme"}}, 0.5},
+		{"risks", EvaluateRiskIdentification, map[string]any{FieldRisks: []string{"vendor", "security", "cost"}}, 1},
+	}
+	for _, tt := range tests {
+		if got := tt.fn(mem(tt.fields)); got < tt.want-1e-9 || got > tt.want+1e-9 {
+			t.Errorf("%s = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestRegisterAllThirteen(t *testing.T) {
+	reg := engine.NewRegistry()
+	if err := Register(reg); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(reg.Evaluators()); n != 13 {
+		t.Errorf("registered %d evaluators, want 13", n)
+	}
+	if err := Register(reg); err == nil {
+		t.Error("registering twice: err = nil")
+	}
+}

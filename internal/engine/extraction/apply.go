@@ -1,0 +1,371 @@
+package extraction
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/google/uuid"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/sensitive"
+)
+
+// Meta identifies the turn an extraction belongs to.
+type Meta struct {
+	SessionID  string `json:"session_id"`
+	ProjectID  string `json:"project_id"`
+	MessageID  string `json:"message_id"`
+	EngineID   string `json:"engine_id"`
+	TurnNumber int    `json:"turn_number"`
+}
+
+// Type is the kind of an extraction log entry.
+type Type string
+
+// Log entry kinds.
+const (
+	TypeNew       Type = "new"
+	TypeUpdate    Type = "update"
+	TypeSupersede Type = "supersede"
+)
+
+// LogEntry is one row of eng_extractions_log.
+type LogEntry struct {
+	// ID is derived from session, message and field, so re-running a turn
+	// yields the same id (and the store can ignore the duplicate).
+	ID             string          `json:"id"`
+	SessionID      string          `json:"session_id"`
+	ProjectID      string          `json:"project_id"`
+	MessageID      string          `json:"message_id"`
+	EngineID       string          `json:"engine_id"`
+	FieldPath      string          `json:"field_path"`
+	ExtractedValue json.RawMessage `json:"extracted_value"`
+	Confidence     float64         `json:"confidence"`
+	ExtractionType Type            `json:"extraction_type"`
+	Reasoning      string          `json:"reasoning,omitempty"`
+	// SupersededBy is set later, by a SupersededLink, to the message id of
+	// the entry that replaced this one.
+	SupersededBy string `json:"superseded_by,omitempty"`
+	TurnNumber   int    `json:"turn_number"`
+}
+
+// SupersededLink marks an earlier log entry as replaced: set its
+// superseded_by to SupersededBy (the later entry's message id).
+type SupersededLink struct {
+	EntryID   string `json:"entry_id"`
+	FieldPath string `json:"field_path"`
+	// MessageID is the message of the entry being superseded.
+	MessageID string `json:"message_id"`
+	// SupersededBy is the message id of the later entry.
+	SupersededBy string `json:"superseded_by"`
+	// SupersededByEntryID is the id of the later entry.
+	SupersededByEntryID string `json:"superseded_by_entry_id"`
+}
+
+// Supersession describes a field whose value a turn replaced.
+type Supersession struct {
+	FieldPath string          `json:"field_path"`
+	OldValue  json.RawMessage `json:"old_value"`
+	NewValue  json.RawMessage `json:"new_value"`
+	Reason    string          `json:"reason"`
+}
+
+// Rejection is an answered value that was not applied.
+type Rejection struct {
+	FieldPath  string  `json:"field_path"`
+	Confidence float64 `json:"confidence"`
+	Reason     string  `json:"reason"`
+}
+
+// Result is the outcome of one turn's extraction.
+type Result struct {
+	// Extraction is the whole extraction state after the turn.
+	Extraction engine.Extraction `json:"extraction"`
+	// FieldsUpdated lists the paths set this turn, in schema order.
+	FieldsUpdated []string `json:"fields_updated"`
+	// NewConceptCount counts new fields plus new items added to lists.
+	NewConceptCount     int              `json:"new_concept_count"`
+	SensitiveInfoShared bool             `json:"sensitive_info_shared"`
+	SensitiveKinds      []sensitive.Kind `json:"sensitive_kinds,omitempty"`
+	Superseded          []Supersession   `json:"superseded"`
+	Rejected            []Rejection      `json:"rejected,omitempty"`
+	// Deferred lists the obligations the user put off this turn.
+	Deferred []string `json:"deferred,omitempty"`
+	// Log holds the eng_extractions_log rows of this turn, and Links the
+	// earlier rows they supersede.
+	Log   []LogEntry       `json:"log"`
+	Links []SupersededLink `json:"links,omitempty"`
+	// Degraded is true when the model's answer could not be used: nothing
+	// was updated, and the turn is still answered.
+	Degraded       bool   `json:"degraded,omitempty"`
+	DegradedReason string `json:"degraded_reason,omitempty"`
+}
+
+// correctionMarkers are words with which users correct themselves; a value
+// that follows one replaces the old one even when extracted with less
+// confidence.
+var correctionMarkers = []string{"actually", "instead", "rather", "correction", "i meant", "i mean",
+	"changed my mind", "change of plan", "not anymore", "no longer", "scratch that", "on second thought",
+	"let me correct", "to correct"}
+
+// CorrectionMarker returns the first correction marker in text, or "".
+func CorrectionMarker(text string) string {
+	for _, m := range correctionMarkers {
+		if engine.ContainsPhrase(text, m) {
+			return m
+		}
+	}
+	return ""
+}
+
+// conflictMargin is how much more confident an existing value must be to
+// resist a different new value that the user did not mark as a correction.
+const conflictMargin = 0.15
+
+// Apply merges a model's answer into the current extraction for one turn.
+// It is pure and deterministic (fields are processed in schema order):
+//
+//   - a value below its field's confidence threshold is rejected;
+//   - a field seen for the first time is new;
+//   - the same value again (compared after trimming, case and final
+//     punctuation for strings) is an update: the turn is added to its
+//     provenance and the confidence rises to the higher of the two;
+//   - for a list, new items are appended (an update) unless the user marks
+//     a correction, which replaces the list (a supersession);
+//   - a different value supersedes the old one, which is kept in
+//     superseded_previous with the reason; but when the old value is more
+//     confident by more than 0.15 and the user did not mark a correction
+//     ("actually", "instead", ...), the old value stays and the new one is
+//     rejected as a conflict.
+//
+// Deferred obligations are recorded with the turn. Sensitive information in
+// the message is detected and reported.
+func Apply(def *engine.Definition, current engine.Extraction, ans Answer, message string, meta Meta) Result {
+	next := current.Clone()
+	if next.Fields == nil {
+		next.Fields = map[string]engine.ExtractedField{}
+	}
+	res := Result{FieldsUpdated: []string{}, Superseded: []Supersession{}}
+	marker := CorrectionMarker(message)
+	for _, fd := range def.ExtractionSchema.Fields {
+		fa, ok := ans.Fields[fd.Path]
+		if !ok {
+			continue
+		}
+		if fa.Confidence+1e-9 < fd.Threshold() {
+			res.Rejected = append(res.Rejected, Rejection{FieldPath: fd.Path, Confidence: fa.Confidence,
+				Reason: fmt.Sprintf("confidence %.2f is below the field's threshold %.2f", fa.Confidence, fd.Threshold())})
+			continue
+		}
+		val, err := Coerce(fd.ValueType, fa.Value)
+		if err != nil {
+			res.Rejected = append(res.Rejected, Rejection{FieldPath: fd.Path, Confidence: fa.Confidence, Reason: err.Error()})
+			continue
+		}
+		prev, had := next.Fields[fd.Path]
+		f := engine.ExtractedField{
+			Value: val, Confidence: fa.Confidence, ExtractedFromTurns: []int{meta.TurnNumber},
+			LastUpdatedAtTurn: meta.TurnNumber, LastMessageID: meta.MessageID, Reasoning: fa.Reasoning,
+		}
+		switch {
+		case !had:
+			res.NewConceptCount++
+			if fd.ValueType == engine.TypeArray {
+				res.NewConceptCount += max(len(items(val))-1, 0)
+			}
+		case sameValue(fd.ValueType, prev.Value, val):
+			f = reinforce(prev, fa, meta)
+		case fd.ValueType == engine.TypeArray && marker == "":
+			merged, added := union(prev.Value, val)
+			f = reinforce(prev, fa, meta)
+			f.Value = merged
+			res.NewConceptCount += added
+		default:
+			if prev.Confidence > fa.Confidence+conflictMargin && marker == "" {
+				res.Rejected = append(res.Rejected, Rejection{FieldPath: fd.Path, Confidence: fa.Confidence,
+					Reason: fmt.Sprintf("conflicts with the current value, which is more confident (%.2f); no correction was marked", prev.Confidence)})
+				continue
+			}
+			reason := fmt.Sprintf("new value at turn %d with confidence %.2f replaces the value of turn %d", meta.TurnNumber, fa.Confidence, prev.LastUpdatedAtTurn)
+			if marker != "" {
+				reason = fmt.Sprintf("user correction (%q) at turn %d", marker, meta.TurnNumber)
+			}
+			if fa.Reasoning != "" {
+				reason += ": " + fa.Reasoning
+			}
+			f.ExtractedFromTurns = appendTurn(prev.ExtractedFromTurns, meta.TurnNumber)
+			f.SupersededPrevious = &engine.SupersededValue{Value: prev.Value, AtTurn: prev.LastUpdatedAtTurn,
+				MessageID: prev.LastMessageID, ReplacedAtTurn: meta.TurnNumber, Reason: reason}
+			res.Superseded = append(res.Superseded, Supersession{FieldPath: fd.Path, OldValue: prev.Value, NewValue: val, Reason: reason})
+		}
+		next.Fields[fd.Path] = f
+		res.FieldsUpdated = append(res.FieldsUpdated, fd.Path)
+	}
+	for _, id := range ans.DeferredObligations {
+		if _, ok := def.Obligation(id); !ok || slices.Contains(res.Deferred, id) {
+			continue
+		}
+		if next.Deferred == nil {
+			next.Deferred = map[string]int{}
+		}
+		next.Deferred[id] = meta.TurnNumber
+		res.Deferred = append(res.Deferred, id)
+	}
+	finds := sensitive.Detect(message)
+	res.SensitiveInfoShared = len(finds) > 0
+	res.SensitiveKinds = sensitive.Kinds(finds)
+	res.Extraction = next
+	res.Log, res.Links = Diff(current, next, meta)
+	return res
+}
+
+// reinforce keeps a value that was extracted again: its provenance gains the
+// turn and its confidence rises to the higher of the two. Its superseded
+// previous value, if any, is kept.
+func reinforce(prev engine.ExtractedField, fa FieldAnswer, meta Meta) engine.ExtractedField {
+	f := prev.Clone()
+	f.Confidence = max(prev.Confidence, fa.Confidence)
+	f.ExtractedFromTurns = appendTurn(prev.ExtractedFromTurns, meta.TurnNumber)
+	f.LastUpdatedAtTurn = meta.TurnNumber
+	f.LastMessageID = meta.MessageID
+	if fa.Reasoning != "" {
+		f.Reasoning = fa.Reasoning
+	}
+	return f
+}
+
+func appendTurn(turns []int, t int) []int {
+	out := slices.Clone(turns)
+	if !slices.Contains(out, t) {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Diff derives the log rows of a turn from the extraction before and after
+// it: every field last updated by this turn's message is an entry (new when
+// it was absent before, supersede when this turn replaced its value, update
+// otherwise), and every supersession links the earlier entry. Because it
+// needs only the two states, the runner can rebuild the rows from a
+// turn.extracted event.
+func Diff(prev, next engine.Extraction, meta Meta) ([]LogEntry, []SupersededLink) {
+	entries := []LogEntry{}
+	var links []SupersededLink
+	for _, path := range next.Paths() {
+		f := next.Fields[path]
+		if f.LastUpdatedAtTurn != meta.TurnNumber || f.LastMessageID != meta.MessageID {
+			continue
+		}
+		typ := TypeUpdate
+		_, had := prev.Fields[path]
+		switch {
+		case !had:
+			typ = TypeNew
+		case f.SupersededPrevious != nil && f.SupersededPrevious.ReplacedAtTurn == meta.TurnNumber:
+			typ = TypeSupersede
+		}
+		e := LogEntry{
+			ID: LogEntryID(meta.SessionID, meta.MessageID, path), SessionID: meta.SessionID, ProjectID: meta.ProjectID,
+			MessageID: meta.MessageID, EngineID: meta.EngineID, FieldPath: path, ExtractedValue: f.Value,
+			Confidence: f.Confidence, ExtractionType: typ, Reasoning: f.Reasoning, TurnNumber: meta.TurnNumber,
+		}
+		entries = append(entries, e)
+		if typ == TypeSupersede && f.SupersededPrevious.MessageID != "" {
+			links = append(links, SupersededLink{
+				EntryID:   LogEntryID(meta.SessionID, f.SupersededPrevious.MessageID, path),
+				FieldPath: path, MessageID: f.SupersededPrevious.MessageID,
+				SupersededBy: meta.MessageID, SupersededByEntryID: e.ID,
+			})
+		}
+	}
+	return entries, links
+}
+
+var logNamespace = uuid.MustParse("6f1c3e8a-4a55-5b7e-9d62-0c1f7a2b9e10")
+
+// LogEntryID is the id of the log entry of a field extracted from a message.
+func LogEntryID(sessionID, messageID, fieldPath string) string {
+	return uuid.NewSHA1(logNamespace, []byte(sessionID+"\x00"+messageID+"\x00"+fieldPath)).String()
+}
+
+// sameValue compares two values of a type; strings ignore case, spacing and
+// final punctuation, lists ignore order.
+func sameValue(t engine.ValueType, a, b json.RawMessage) bool {
+	switch t {
+	case engine.TypeString:
+		var x, y string
+		if json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil {
+			return normText(x) == normText(y)
+		}
+	case engine.TypeArray:
+		ai, bi := items(a), items(b)
+		if len(ai) != len(bi) {
+			return false
+		}
+		for _, x := range bi {
+			if !slices.Contains(ai, x) {
+				return false
+			}
+		}
+		return true
+	}
+	ca, err1 := engine.Canonicalize(a)
+	cb, err2 := engine.Canonicalize(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ca, cb)
+}
+
+// items returns a list's items as normalized keys for comparison.
+func items(v json.RawMessage) []string {
+	var xs []json.RawMessage
+	if json.Unmarshal(v, &xs) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(xs))
+	for _, x := range xs {
+		out = append(out, itemKey(x))
+	}
+	return out
+}
+
+func itemKey(x json.RawMessage) string {
+	var s string
+	if json.Unmarshal(x, &s) == nil {
+		return "s:" + normText(s)
+	}
+	c, err := engine.Canonicalize(x)
+	if err != nil {
+		return string(x)
+	}
+	return "j:" + string(c)
+}
+
+// union appends b's items that a lacks, keeping a's order.
+func union(a, b json.RawMessage) (json.RawMessage, int) {
+	var xs, ys []json.RawMessage
+	_ = json.Unmarshal(a, &xs)
+	_ = json.Unmarshal(b, &ys)
+	seen := map[string]bool{}
+	for _, x := range xs {
+		seen[itemKey(x)] = true
+	}
+	added := 0
+	for _, y := range ys {
+		if k := itemKey(y); !seen[k] {
+			seen[k] = true
+			xs = append(xs, y)
+			added++
+		}
+	}
+	out, _ := json.Marshal(xs)
+	return out, added
+}
+
+func normText(s string) string {
+	s = strings.ToLower(strings.Join(strings.Fields(s), " "))
+	return strings.TrimRightFunc(s, func(r rune) bool { return unicode.IsPunct(r) })
+}

@@ -1,0 +1,247 @@
+package extraction
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/llm"
+)
+
+// Purpose is the LLM request purpose of extraction.
+const Purpose = "extraction"
+
+// PromptInput is what the extraction prompt is built from.
+type PromptInput struct {
+	Def     *engine.Definition
+	Current engine.Extraction
+	// Message is the user's message to extract from.
+	Message string
+	// History is the recent conversation, oldest first (context only).
+	History []engine.Message
+	// Focus is the obligation the last reply asked for ("" for none).
+	Focus string
+	// Schema is AnswerSchema(Def), when the caller has it at hand.
+	Schema json.RawMessage
+}
+
+// PromptField is a field as the prompt shows it: its definition, its cues
+// and its current value.
+type PromptField struct {
+	Path        string           `json:"path"`
+	DisplayName string           `json:"display_name"`
+	Description string           `json:"description"`
+	ValueType   engine.ValueType `json:"value_type"`
+	Required    bool             `json:"required,omitempty"`
+	// ConfidenceThreshold is omitted at the default 0.70.
+	ConfidenceThreshold float64         `json:"confidence_threshold,omitempty"`
+	Cues                engine.Cues     `json:"cues"`
+	Current             json.RawMessage `json:"current,omitempty"`
+	CurrentConfidence   float64         `json:"current_confidence,omitempty"`
+}
+
+// PromptObligation is an obligation as the prompt shows it, so the model can
+// report deferrals.
+type PromptObligation struct {
+	ID          string   `json:"id"`
+	Description string   `json:"description"`
+	Fields      []string `json:"fields,omitempty"`
+	Question    string   `json:"question,omitempty"`
+}
+
+// Prompt is the structured content of an extraction request.
+type Prompt struct {
+	EngineID     string             `json:"engine_id"`
+	EngineName   string             `json:"engine_name"`
+	Fields       []PromptField      `json:"fields"`
+	Obligations  []PromptObligation `json:"obligations"`
+	Focus        *PromptObligation  `json:"focus,omitempty"`
+	Conversation []engine.Message   `json:"conversation"`
+	Message      string             `json:"message"`
+}
+
+const systemPrompt = `You extract structured facts from the latest user message of a conversation.
+Answer with one JSON object and nothing else:
+{"fields": {"<field path>": {"value": <value>, "confidence": <0..1>, "reasoning": "<why>"}}, "deferred_obligations": ["<obligation id>"]}
+Rules:
+- Include only fields for which the LATEST user message gives evidence. Leave the others out.
+- The value must have the field's value_type (string, number, boolean, array, object). Use null only when the user says there is none.
+- Confidence: 0.9 for an explicit statement, 0.75 for a clear implication, below the field's confidence_threshold (default 0.70) when unsure.
+- If the user corrects an earlier answer ("actually", "instead"), give the corrected value.
+- The cues list words and patterns that usually signal the field.
+- The focus is what the assistant just asked; a direct answer belongs to the focus fields.
+- If the user declines or postpones the focus question ("skip", "not sure yet"), list its obligation id in deferred_obligations.
+Each block below holds JSON, one item per line.`
+
+// BuildRequest builds the extraction request a model (or the offline
+// provider) answers: a system message with the rules and the answer format,
+// and a user message made of tagged blocks of JSON — <engine>, <fields> (one
+// field per line: definition, cues, current value), <obligations>, <focus>,
+// <conversation> and <user_message>. Because every block holds JSON encoded
+// with HTML escaping, a user's text can never close a block early.
+func BuildRequest(in PromptInput) llm.Request {
+	p := Prompt{EngineID: in.Def.EngineID, EngineName: in.Def.Name, Message: in.Message}
+	for _, f := range in.Def.ExtractionSchema.Fields {
+		pf := PromptField{Path: f.Path, DisplayName: f.DisplayName, Description: f.Description,
+			ValueType: f.ValueType, Required: f.Required, Cues: f.Cues}
+		if th := f.Threshold(); th != engine.DefaultConfidenceThreshold {
+			pf.ConfidenceThreshold = th
+		}
+		if cur, ok := in.Current.Fields[f.Path]; ok {
+			pf.Current, pf.CurrentConfidence = cur.Value, cur.Confidence
+		}
+		p.Fields = append(p.Fields, pf)
+	}
+	for _, o := range in.Def.Obligations {
+		// The list only serves deferrals: ids and descriptions suffice.
+		p.Obligations = append(p.Obligations, PromptObligation{ID: o.ID, Description: o.Description})
+		if o.ID == in.Focus {
+			p.Focus = &PromptObligation{ID: o.ID, Description: o.Description, Fields: o.Fields, Question: o.Question}
+		}
+	}
+	p.Conversation = in.History
+	var b strings.Builder
+	block(&b, "engine", map[string]string{"engine_id": p.EngineID, "name": p.EngineName})
+	block(&b, "fields", anySlice(p.Fields)...)
+	block(&b, "obligations", anySlice(p.Obligations)...)
+	if p.Focus != nil {
+		block(&b, "focus", p.Focus)
+	} else {
+		block(&b, "focus")
+	}
+	block(&b, "conversation", anySlice(p.Conversation)...)
+	block(&b, "user_message", p.Message)
+	temp := 0.0
+	schema := in.Schema
+	if schema == nil {
+		schema = AnswerSchema(in.Def)
+	}
+	return llm.Request{
+		Purpose: Purpose,
+		Messages: []llm.Message{
+			{Role: llm.System, Content: systemPrompt},
+			{Role: llm.User, Content: b.String()},
+		},
+		JSON:        true,
+		Schema:      &llm.Schema{Name: "extraction", JSON: schema},
+		Temperature: &temp,
+	}
+}
+
+func anySlice[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i := range xs {
+		out[i] = xs[i]
+	}
+	return out
+}
+
+func block(b *strings.Builder, name string, items ...any) {
+	fmt.Fprintf(b, "<%s>\n", name)
+	for _, it := range items {
+		j, err := json.Marshal(it) // HTML-escaped: "<" never appears inside
+		if err != nil {
+			j = []byte("null")
+		}
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(b, "</%s>\n", name)
+}
+
+// ErrNotExtractionPrompt is returned by ParsePrompt for a request it did not build.
+var ErrNotExtractionPrompt = errors.New("not an extraction prompt")
+
+// ParsePrompt reads back the blocks of a request built by BuildRequest; the
+// offline provider answers from it exactly what a model would read.
+func ParsePrompt(req llm.Request) (Prompt, error) {
+	var content string
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == llm.User {
+			content = req.Messages[i].Content
+			break
+		}
+	}
+	var p Prompt
+	var eng struct {
+		EngineID string `json:"engine_id"`
+		Name     string `json:"name"`
+	}
+	steps := []struct {
+		name string
+		into func(line []byte) error
+		need bool
+	}{
+		{"engine", func(l []byte) error { return json.Unmarshal(l, &eng) }, true},
+		{"fields", func(l []byte) error {
+			var f PromptField
+			err := json.Unmarshal(l, &f)
+			p.Fields = append(p.Fields, f)
+			return err
+		}, true},
+		{"obligations", func(l []byte) error {
+			var o PromptObligation
+			err := json.Unmarshal(l, &o)
+			p.Obligations = append(p.Obligations, o)
+			return err
+		}, false},
+		{"focus", func(l []byte) error {
+			var o PromptObligation
+			err := json.Unmarshal(l, &o)
+			p.Focus = &o
+			return err
+		}, false},
+		{"conversation", func(l []byte) error {
+			var m engine.Message
+			err := json.Unmarshal(l, &m)
+			p.Conversation = append(p.Conversation, m)
+			return err
+		}, false},
+		{"user_message", func(l []byte) error { return json.Unmarshal(l, &p.Message) }, true},
+	}
+	for _, s := range steps {
+		lines, ok := blockLines(content, s.name)
+		if !ok {
+			if s.need {
+				return Prompt{}, fmt.Errorf("%w: no <%s> block", ErrNotExtractionPrompt, s.name)
+			}
+			continue
+		}
+		for _, l := range lines {
+			if err := s.into(l); err != nil {
+				return Prompt{}, fmt.Errorf("%w: <%s>: %v", ErrNotExtractionPrompt, s.name, err)
+			}
+		}
+	}
+	p.EngineID, p.EngineName = eng.EngineID, eng.Name
+	for i := range p.Fields {
+		if p.Fields[i].ConfidenceThreshold == 0 {
+			p.Fields[i].ConfidenceThreshold = engine.DefaultConfidenceThreshold
+		}
+	}
+	return p, nil
+}
+
+// blockLines returns the non-empty lines between <name> and </name>.
+func blockLines(content, name string) ([][]byte, bool) {
+	open, end := "<"+name+">\n", "</"+name+">"
+	i := strings.Index(content, open)
+	if i < 0 {
+		return nil, false
+	}
+	rest := content[i+len(open):]
+	j := strings.Index(rest, end)
+	if j < 0 {
+		return nil, false
+	}
+	var out [][]byte
+	for _, l := range bytes.Split([]byte(rest[:j]), []byte("\n")) {
+		if len(bytes.TrimSpace(l)) > 0 {
+			out = append(out, l)
+		}
+	}
+	return out, true
+}

@@ -1,0 +1,256 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// MaxFileSize bounds an engine file.
+const MaxFileSize = 1 << 20
+
+// Parse decodes one engine file strictly: unknown keys, wrong shapes and
+// YAML syntax errors are reported with the file, the path and line:col. It
+// does not validate the definition; Validate does. def is nil when the file
+// could not be decoded.
+func Parse(file string, data []byte) (*Definition, Report) {
+	var rep Report
+	fail := func(line int, rule, format string, args ...any) (*Definition, Report) {
+		rep.Add(Issue{Severity: SeverityError, File: file, Pos: Pos{Line: line}, Rule: rule,
+			Message: fmt.Sprintf(format, args...)})
+		return nil, rep
+	}
+	if len(data) > MaxFileSize {
+		return fail(0, "size", "file is %d bytes, more than the %d allowed", len(data), MaxFileSize)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fail(0, "empty", "file is empty: an engine definition is a YAML mapping")
+		}
+		line, msg := yamlErrorLine(err)
+		return fail(line, "yaml-syntax", "%s", msg)
+	}
+	var second yaml.Node
+	if err := dec.Decode(&second); err == nil {
+		return fail(second.Line, "one-document", "file holds more than one YAML document; put one engine per file")
+	} else if !errors.Is(err, io.EOF) {
+		line, msg := yamlErrorLine(err)
+		return fail(line, "yaml-syntax", "%s", msg)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			return fail(0, "empty", "file is empty: an engine definition is a YAML mapping")
+		}
+		root = root.Content[0]
+	}
+	w := &strictWalker{file: file, pos: map[string]Pos{}}
+	w.walk(root, reflect.TypeOf(Definition{}), "")
+	if isNull(root) {
+		return fail(root.Line, "empty", "file is empty: an engine definition is a YAML mapping")
+	}
+	if !w.report.Valid() {
+		return nil, w.report
+	}
+	var def Definition
+	if err := root.Decode(&def); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			for _, e := range te.Errors {
+				line, msg := yamlErrorLine(errors.New(e))
+				rep.Add(Issue{Severity: SeverityError, File: file, Pos: Pos{Line: line}, Rule: "type", Message: msg})
+			}
+			return nil, rep
+		}
+		line, msg := yamlErrorLine(err)
+		return fail(line, "yaml", "%s", msg)
+	}
+	def.file = file
+	def.positions = w.pos
+	return &def, rep
+}
+
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?(?:unmarshal errors:\s*)?line (\d+): `)
+
+// yamlErrorLine splits "yaml: line 3: did not find ..." into 3 and the rest.
+func yamlErrorLine(err error) (int, string) {
+	msg := strings.TrimSpace(err.Error())
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n, strings.TrimPrefix(msg, m[0])
+	}
+	return 0, strings.TrimPrefix(msg, "yaml: ")
+}
+
+// PosOf returns the line:col of a path inside the definition's file, or of
+// its nearest ancestor; zero when the definition was not loaded from a file.
+func (d *Definition) PosOf(path string) Pos {
+	return lookupPos(d.positions, path)
+}
+
+// locate fills in file and position of issues found on a loaded definition.
+func (d *Definition) locate(r Report) Report {
+	fix := func(is []Issue) {
+		for i := range is {
+			if is[i].File == "" {
+				is[i].File = d.file
+			}
+			if is[i].Pos.Line == 0 {
+				is[i].Pos = d.PosOf(is[i].Path)
+			}
+		}
+	}
+	fix(r.Errors)
+	fix(r.Warnings)
+	return r
+}
+
+// Source is a directory of engine files: every *.yaml and *.yml file directly
+// in Dir of FS.
+type Source struct {
+	FS  fs.FS
+	Dir string
+	// Label prefixes file names in issues (e.g. "engines"); default Dir.
+	Label string
+}
+
+// DirSource is a directory of the local file system.
+func DirSource(dir string) Source {
+	return Source{FS: os.DirFS(dir), Dir: ".", Label: dir}
+}
+
+// Catalog is a validated set of engines, by id.
+type Catalog struct {
+	defs map[string]*Definition
+}
+
+// Get returns an engine by id.
+func (c *Catalog) Get(id string) (*Definition, bool) {
+	d, ok := c.defs[id]
+	return d, ok
+}
+
+// IDs returns the engine ids, sorted.
+func (c *Catalog) IDs() []string { return sortedKeys(c.defs) }
+
+// All returns the engines sorted by id.
+func (c *Catalog) All() []*Definition {
+	out := make([]*Definition, 0, len(c.defs))
+	for _, id := range c.IDs() {
+		out = append(out, c.defs[id])
+	}
+	return out
+}
+
+// Len is the number of engines.
+func (c *Catalog) Len() int { return len(c.defs) }
+
+// Load reads every engine file of the sources, validates each against the
+// registry and the whole set (exit transition targets must be loaded
+// engines), and returns the engines that have no errors. The report holds
+// every error and warning, sorted; err is non-nil (an *InvalidError wrapping
+// ErrInvalid) when there is any error, or when a source cannot be read.
+func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
+	var rep Report
+	type parsed struct {
+		def  *Definition
+		file string
+		bad  bool
+	}
+	var all []parsed
+	for _, src := range sources {
+		files, err := listEngineFiles(src)
+		if err != nil {
+			return nil, rep, fmt.Errorf("load engines from %s: %w", labelOf(src), err)
+		}
+		for _, name := range files {
+			data, err := readLimited(src.FS, path.Join(src.Dir, name))
+			display := path.Join(labelOf(src), name)
+			if err != nil {
+				rep.Add(Issue{Severity: SeverityError, File: display, Rule: "read", Message: err.Error()})
+				continue
+			}
+			def, r := Parse(display, data)
+			rep.Merge(r)
+			if def != nil {
+				all = append(all, parsed{def: def, file: display, bad: !r.Valid()})
+			}
+		}
+	}
+	known := map[string]string{}
+	for _, p := range all {
+		if p.def.EngineID == "" {
+			continue
+		}
+		if prev, dup := known[p.def.EngineID]; dup {
+			rep.Add(Issue{Severity: SeverityError, File: p.file, Path: "engine_id", Pos: p.def.PosOf("engine_id"),
+				Rule: "duplicate-engine", Message: fmt.Sprintf("engine %q is already defined in %s", p.def.EngineID, prev)})
+			continue
+		}
+		known[p.def.EngineID] = p.file
+	}
+	cat := &Catalog{defs: map[string]*Definition{}}
+	for _, p := range all {
+		r := p.def.locate(Validate(p.def, ValidateEnv{Registry: reg, Engines: func(id string) bool {
+			_, ok := known[id]
+			return ok
+		}}))
+		rep.Merge(r)
+		if r.Valid() && !p.bad && known[p.def.EngineID] == p.file {
+			cat.defs[p.def.EngineID] = p.def
+		}
+	}
+	rep.Sort()
+	return cat, rep, rep.Err()
+}
+
+func labelOf(s Source) string {
+	if s.Label != "" {
+		return s.Label
+	}
+	return s.Dir
+}
+
+func listEngineFiles(src Source) ([]string, error) {
+	entries, err := fs.ReadDir(src.FS, src.Dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		if ext := path.Ext(e.Name()); ext == ".yaml" || ext == ".yml" {
+			out = append(out, e.Name())
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func readLimited(fsys fs.FS, name string) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
+}

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestParseReportsUnknownKeysWithPathAndPosition(t *testing.T) {
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Misspell a key inside the first trigger of the first phase.
+	bad := strings.Replace(string(data), "        category: basics\n", "        categroy: basics\n", 1)
+	_, rep := Parse("engines/bad.yaml", []byte(bad))
+	if rep.Valid() {
+		t.Fatal("valid = true, want an unknown-key error")
+	}
+	e := rep.Errors[0]
+	if e.File != "engines/bad.yaml" || e.Path != "phases[0].transition_triggers[0].categroy" || e.Rule != "unknown-key" {
+		t.Errorf("issue = %+v", e)
+	}
+	if e.Pos.Line != 15 || e.Pos.Column != 9 {
+		t.Errorf("pos = %d:%d, want 15:9", e.Pos.Line, e.Pos.Column)
+	}
+	if !strings.Contains(e.Message, `did you mean "category"`) {
+		t.Errorf("message %q does not suggest the right key", e.Message)
+	}
+	if got := e.String(); !strings.HasPrefix(got, "engines/bad.yaml:15:9: phases[0].transition_triggers[0].categroy: unknown key") {
+		t.Errorf("String() = %q", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name     string
+		yaml     string
+		wantRule string
+		wantPath string
+		wantLine int
+		wantMsg  string
+	}{
+		{name: "empty", yaml: "", wantRule: "empty", wantMsg: "empty"},
+		{name: "comment only", yaml: "# nothing\n", wantRule: "empty", wantMsg: "empty"},
+		{name: "syntax", yaml: "engine_id: x\nphases: [\n", wantRule: "yaml-syntax", wantLine: 2},
+		{name: "not a mapping", yaml: "- a\n- b\n", wantRule: "type", wantMsg: "want a mapping"},
+		{name: "wrong scalar type", yaml: "engine_id: x\nphases:\n  - id: A\n    order: first\n", wantRule: "type",
+			wantPath: "phases[0].order", wantLine: 4, wantMsg: "want an integer"},
+		{name: "list expected", yaml: "available_techniques: active_listening\n", wantRule: "type",
+			wantPath: "available_techniques", wantLine: 1, wantMsg: "want a list"},
+		{name: "duplicate key", yaml: "name: a\nname: b\n", wantRule: "duplicate-key", wantPath: "name", wantLine: 2},
+		{name: "two documents", yaml: "name: a\n---\nname: b\n", wantRule: "one-document"},
+		{name: "bad duration", yaml: "background_tasks:\n  - estimated_duration: soon\n", wantRule: "type", wantPath: "background_tasks[0].estimated_duration", wantLine: 2, wantMsg: "not a duration"},
+		{name: "unknown top key", yaml: "engine_idd: x\n", wantRule: "unknown-key", wantPath: "engine_idd", wantLine: 1,
+			wantMsg: `did you mean "engine_id"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			def, rep := Parse("f.yaml", []byte(tt.yaml))
+			if rep.Valid() {
+				t.Fatalf("valid = true (def %+v), want error", def)
+			}
+			if def != nil {
+				t.Errorf("def = %+v, want nil on error", def)
+			}
+			e := rep.Errors[0]
+			if e.Rule != tt.wantRule || e.File != "f.yaml" {
+				t.Errorf("issue = %+v, want rule %s", e, tt.wantRule)
+			}
+			if tt.wantPath != "" && e.Path != tt.wantPath {
+				t.Errorf("path = %q, want %q", e.Path, tt.wantPath)
+			}
+			if tt.wantLine != 0 && e.Pos.Line != tt.wantLine {
+				t.Errorf("line = %d, want %d (%v)", e.Pos.Line, tt.wantLine, e)
+			}
+			if !strings.Contains(e.Message, tt.wantMsg) {
+				t.Errorf("message = %q, want it to contain %q", e.Message, tt.wantMsg)
+			}
+		})
+	}
+}
+
+func TestParseFollowsAliasesAndMergeKeys(t *testing.T) {
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(data), "    mode_blend: {extract: 70, validate: 20, explore: 10}\n",
+		"    mode_blend: &blend {extract: 70, validate: 20, explore: 10}\n", 1)
+	src = strings.Replace(src, "    mode_blend: {validate: 100}\n", "    mode_blend:\n      <<: *blend\n", 1)
+	def, rep := Parse("f.yaml", []byte(src))
+	if !rep.Valid() {
+		t.Fatalf("parse: %v", rep.Err())
+	}
+	if got := def.Phases[1].ModeBlend; got.Extract != 70 || got.Validate != 20 {
+		t.Errorf("merged blend = %+v", got)
+	}
+}
+
+func TestLoadLocatesValidationErrors(t *testing.T) {
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(data), "min_satisfaction_rate: 0.5", "min_satisfaction_rate: 1.5", 1)
+	fsys := fstest.MapFS{
+		"good.yaml":  {Data: data},
+		"bad.yml":    {Data: []byte(strings.Replace(bad, "engine_id: minimal", "engine_id: other", 1))},
+		"notes.txt":  {Data: []byte("ignored")},
+		"sub/x.yaml": {Data: []byte("ignored: true")},
+	}
+	cat, rep, err := Load(testRegistry(t), Source{FS: fsys, Dir: ".", Label: "engines"})
+	if !errors.Is(err, ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	var inv *InvalidError
+	if !errors.As(err, &inv) || len(inv.Issues) != len(rep.Errors) {
+		t.Fatalf("err = %#v, want *InvalidError with the report's errors", err)
+	}
+	e := rep.Errors[0]
+	if e.File != "engines/bad.yml" || e.Path != "phases[0].transition_triggers[0].min_satisfaction_rate" || e.Pos.Line != 16 {
+		t.Errorf("issue = %v", e)
+	}
+	if got := cat.IDs(); len(got) != 1 || got[0] != "minimal" {
+		t.Errorf("catalog = %v, want only the valid engine", got)
+	}
+}
+
+func TestLoadRejectsDuplicateEngines(t *testing.T) {
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{"a.yaml": {Data: data}, "b.yaml": {Data: data}}
+	_, rep, err := Load(testRegistry(t), Source{FS: fsys, Dir: "."})
+	if err == nil {
+		t.Fatal("err = nil, want duplicate-engine")
+	}
+	if rep.Errors[0].Rule != "duplicate-engine" || rep.Errors[0].File != "b.yaml" || !strings.Contains(rep.Errors[0].Message, "a.yaml") {
+		t.Errorf("issue = %v", rep.Errors[0])
+	}
+}
+
+func TestLoadDirSource(t *testing.T) {
+	cat, rep, err := Load(testRegistry(t), DirSource("testdata"))
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if len(rep.Warnings) != 0 {
+		t.Errorf("warnings = %v", rep.Warnings)
+	}
+	def, ok := cat.Get("minimal")
+	if !ok || def.File() != "testdata/minimal.yaml" {
+		t.Fatalf("get minimal = %v, %v", def, ok)
+	}
+	got, err := def.RenderSystemPrompt(PromptData{EngineName: "Minimal", PhaseName: "Start"})
+	if err != nil || got != "You are Minimal in phase Start." {
+		t.Errorf("prompt = %q, %v", got, err)
+	}
+}

@@ -1,0 +1,373 @@
+package offlineskill
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/llm"
+)
+
+// Confidences the extraction skill gives, by kind of evidence.
+const (
+	confPattern    = 0.85 // a cue pattern matched
+	confValue      = 0.85 // a cue value's words matched
+	confKeyword    = 0.75 // a cue keyword matched in a sentence
+	confCorrection = 0.90 // the sentence corrects an earlier answer
+	confFocus      = 0.72 // the message answers the question just asked
+)
+
+// Extraction answers an extraction request (purpose "extraction") the way
+// the prompt asks a model to, from the prompt alone: for each field, its cue
+// patterns, then its cue values, then its cue keywords are looked for in the
+// user's message; a field that is already known is only re-extracted when it
+// is the field asked about or the user marks a correction; a message that
+// matches no cue at all answers the question just asked (the focus
+// obligation), unless it declines it, which defers the obligation.
+func Extraction(_ context.Context, req llm.Request) (string, error) {
+	p, err := extraction.ParsePrompt(req)
+	if err != nil {
+		return "", err
+	}
+	ans := Extract(p)
+	b, err := json.Marshal(ans)
+	if err != nil {
+		return "", fmt.Errorf("extraction skill: %w", err)
+	}
+	return string(b), nil
+}
+
+type fieldAnswer struct {
+	Value      any     `json:"value"`
+	Confidence float64 `json:"confidence"`
+	Reasoning  string  `json:"reasoning"`
+}
+
+// Answer is the skill's answer.
+type Answer struct {
+	Fields              map[string]fieldAnswer `json:"fields"`
+	DeferredObligations []string               `json:"deferred_obligations,omitempty"`
+}
+
+// Extract maps the prompt's user message to fields through their cues.
+func Extract(p extraction.Prompt) Answer {
+	ans := Answer{Fields: map[string]fieldAnswer{}}
+	msg := strings.TrimSpace(p.Message)
+	if msg == "" {
+		return ans
+	}
+	sentences := Sentences(msg)
+	focus := map[string]bool{}
+	if p.Focus != nil {
+		for _, f := range p.Focus.Fields {
+			focus[f] = true
+		}
+	}
+	for _, f := range p.Fields {
+		inFocus := focus[f.Path]
+		if f.Cues.FocusOnly && !inFocus {
+			continue
+		}
+		known := len(f.Current) > 0 && string(f.Current) != "null" && f.CurrentConfidence >= f.ConfidenceThreshold
+		if fa, ok := matchField(f, msg, sentences, known, inFocus); ok {
+			ans.Fields[f.Path] = fa
+		}
+	}
+	if p.Focus == nil || len(p.Focus.Fields) == 0 {
+		return ans
+	}
+	if len(ans.Fields) > 0 {
+		// The cues found what the message is about: the question was
+		// answered through them, or the user talked about something else.
+		return ans
+	}
+	if Declines(msg) {
+		ans.DeferredObligations = []string{p.Focus.ID}
+		return ans
+	}
+	// Nothing matched the question's fields: the message is the answer to
+	// the first of them that is still open.
+	for _, path := range p.Focus.Fields {
+		f := promptField(p, path)
+		if f == nil || (len(f.Current) > 0 && f.CurrentConfidence >= f.ConfidenceThreshold && len(p.Focus.Fields) > 1) {
+			continue
+		}
+		if v, ok := valueFromText(f.ValueType, msg, ""); ok {
+			ans.Fields[path] = fieldAnswer{Value: v, Confidence: max(confFocus, f.ConfidenceThreshold),
+				Reasoning: "answer to the question just asked (" + p.Focus.ID + ")"}
+		}
+		break
+	}
+	return ans
+}
+
+func promptField(p extraction.Prompt, path string) *extraction.PromptField {
+	for i := range p.Fields {
+		if p.Fields[i].Path == path {
+			return &p.Fields[i]
+		}
+	}
+	return nil
+}
+
+// matchField tries a field's cues: patterns, then values, then keywords.
+func matchField(f extraction.PromptField, msg string, sentences []string, known, inFocus bool) (fieldAnswer, bool) {
+	conf := func(base float64, sentence string) float64 {
+		c := base
+		if f.Cues.Confidence > 0 {
+			c = f.Cues.Confidence
+		}
+		if extraction.CorrectionMarker(sentence) != "" {
+			c = max(c, confCorrection)
+		}
+		return max(c, f.ConfidenceThreshold)
+	}
+	// A known field is left alone unless asked about or corrected.
+	allowed := func(sentence string) bool {
+		return !known || inFocus || extraction.CorrectionMarker(sentence) != ""
+	}
+	for _, pat := range f.Cues.Patterns {
+		re, err := compile(pat)
+		if err != nil {
+			continue
+		}
+		for _, s := range sentences {
+			m := re.FindStringSubmatch(s)
+			if m == nil || !allowed(s) {
+				continue
+			}
+			if v, ok := patternValue(f.ValueType, re, m); ok {
+				return fieldAnswer{Value: v, Confidence: conf(confPattern, s),
+					Reasoning: fmt.Sprintf("matched the pattern of %s", f.DisplayName)}, true
+			}
+		}
+	}
+	for _, cv := range f.Cues.Values {
+		for _, s := range sentences {
+			for _, w := range cv.When {
+				if engine.ContainsPhrase(s, w) && allowed(s) {
+					return fieldAnswer{Value: cv.Value, Confidence: conf(confValue, s),
+						Reasoning: fmt.Sprintf("%q means %v", w, cv.Value)}, true
+				}
+			}
+		}
+	}
+	for _, s := range sentences {
+		for _, kw := range f.Cues.Keywords {
+			if !engine.ContainsPhrase(s, kw) || !allowed(s) {
+				continue
+			}
+			if v, ok := valueFromText(f.ValueType, s, kw); ok {
+				return fieldAnswer{Value: v, Confidence: conf(confKeyword, s),
+					Reasoning: fmt.Sprintf("the sentence mentions %q", kw)}, true
+			}
+		}
+	}
+	return fieldAnswer{}, false
+}
+
+var patterns sync.Map // pattern -> *regexp.Regexp, or error
+
+func compile(p string) (*regexp.Regexp, error) {
+	if v, ok := patterns.Load(p); ok {
+		if re, ok := v.(*regexp.Regexp); ok {
+			return re, nil
+		}
+		return nil, v.(error)
+	}
+	re, err := regexp.Compile(p)
+	if err != nil {
+		patterns.Store(p, err)
+		return nil, err
+	}
+	patterns.Store(p, re)
+	return re, nil
+}
+
+// patternValue turns a match into a value: the group "value", else group 1,
+// else the whole match; for an object, every named group.
+func patternValue(t engine.ValueType, re *regexp.Regexp, m []string) (any, bool) {
+	names := re.SubexpNames()
+	if t == engine.TypeObject {
+		obj := map[string]any{}
+		for i, n := range names {
+			if n != "" && i < len(m) && strings.TrimSpace(m[i]) != "" {
+				obj[n] = strings.TrimSpace(m[i])
+			}
+		}
+		return obj, len(obj) > 0
+	}
+	text := m[0]
+	if i := re.SubexpIndex("value"); i > 0 && m[i] != "" {
+		text = m[i]
+	} else if len(m) > 1 && m[1] != "" {
+		text = m[1]
+	}
+	text = cleanSentence(text)
+	if text == "" {
+		return nil, false
+	}
+	switch t {
+	case engine.TypeNumber:
+		return ParseNumber(text)
+	case engine.TypeBoolean:
+		return true, true
+	case engine.TypeArray:
+		return SplitItems(text), true
+	}
+	return text, true
+}
+
+// valueFromText derives a value of type t from a sentence in which keyword
+// ("" for none) was found.
+func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
+	switch t {
+	case engine.TypeString:
+		v := cleanSentence(firstSentences(s, 2))
+		return v, v != ""
+	case engine.TypeNumber:
+		return ParseNumber(s)
+	case engine.TypeBoolean:
+		return !Negated(s), true
+	case engine.TypeArray:
+		part := s
+		if i := strings.Index(s, ":"); i >= 0 && i < len(s)-1 {
+			part = s[i+1:]
+		} else if keyword != "" {
+			if i := engine.PhraseIndex(s, keyword); i >= 0 {
+				lower := strings.ToLower(s)
+				after := strings.TrimSpace(lower[i+len(strings.ToLower(keyword)):])
+				if len(strings.Fields(after)) >= 2 && len(lower) == len(s) {
+					part = s[len(s)-len(after):]
+				}
+			}
+		}
+		part = strings.TrimSpace(part)
+		for _, lead := range []string{"are ", "is ", "include ", "includes ", "including ", "would be ", "be ", "to "} {
+			if strings.HasPrefix(strings.ToLower(part), lead) {
+				part = part[len(lead):]
+				break
+			}
+		}
+		items := SplitItems(part)
+		return items, len(items) > 0
+	}
+	return nil, false
+}
+
+// Sentences splits text at sentence ends (. ! ? ; and new lines) that are
+// followed by a space or the end, so "$2.5k" and "e.g." stay whole enough.
+func Sentences(text string) []string {
+	var out []string
+	start := 0
+	rs := []rune(text)
+	for i, r := range rs {
+		end := false
+		switch r {
+		case '\n', ';':
+			end = true
+		case '.', '!', '?':
+			end = i == len(rs)-1 || unicode.IsSpace(rs[i+1])
+		}
+		if end {
+			if s := strings.TrimSpace(string(rs[start : i+1])); s != "" {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if s := strings.TrimSpace(string(rs[start:])); s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+func firstSentences(s string, n int) string {
+	ss := Sentences(s)
+	if len(ss) > n {
+		ss = ss[:n]
+	}
+	return strings.Join(ss, " ")
+}
+
+// cleanSentence trims spaces and final punctuation.
+func cleanSentence(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.TrimRight(s, ".!?;:, ")
+}
+
+// SplitItems splits "a, b and c" into [a b c].
+func SplitItems(s string) []string {
+	s = cleanSentence(s)
+	repl := strings.NewReplacer(" and also ", ",", ", and ", ",", " and ", ",", " as well as ", ",", " plus ", ",", "; ", ",")
+	var out []string
+	for _, it := range strings.Split(repl.Replace(s), ",") {
+		it = strings.TrimSpace(it)
+		it = strings.TrimPrefix(it, "and ")
+		it = strings.TrimPrefix(it, "or ")
+		it = strings.TrimSuffix(it, " etc")
+		if it = cleanSentence(it); it != "" {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+var numberRe = regexp.MustCompile(`(?i)(\d[\d,]*(?:\.\d+)?)\s*(k|m|thousand|million)?\b`)
+
+// ParseNumber finds the first number in text: "about 25 people" → 25,
+// "$50k" → 50000, "1,200" → 1200.
+func ParseNumber(text string) (any, bool) {
+	m := numberRe.FindStringSubmatch(text)
+	if m == nil {
+		return nil, false
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64)
+	if err != nil {
+		return nil, false
+	}
+	switch strings.ToLower(m[2]) {
+	case "k", "thousand":
+		f *= 1e3
+	case "m", "million":
+		f *= 1e6
+	}
+	return f, true
+}
+
+var declinePhrases = []string{"skip", "not sure", "don't know", "do not know", "no idea", "later", "come back to",
+	"pass on", "haven't decided", "have not decided", "not decided", "tbd", "rather not", "prefer not", "no clue"}
+
+// Declines reports whether the user puts the question off.
+func Declines(text string) bool {
+	for _, p := range declinePhrases {
+		if engine.ContainsPhrase(text, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var negations = map[string]bool{"no": true, "not": true, "never": true, "nope": true, "don't": true,
+	"doesn't": true, "isn't": true, "wasn't": true, "won't": true, "can't": true, "cannot": true}
+
+// Negated reports whether a sentence is negative or declines; "no-code" is
+// not a negation.
+func Negated(s string) bool {
+	if Declines(s) {
+		return true
+	}
+	for _, w := range strings.Fields(strings.ToLower(s)) {
+		if negations[strings.Trim(w, ".,;:!?\"()")] {
+			return true
+		}
+	}
+	return false
+}

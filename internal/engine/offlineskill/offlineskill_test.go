@@ -1,0 +1,305 @@
+package offlineskill_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/builtin"
+	"github.com/praetorhq/praetor/internal/engine/contextasm"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/engine/offlineskill"
+	"github.com/praetorhq/praetor/internal/llm"
+)
+
+func discovery(t testing.TB) *engine.Definition {
+	t.Helper()
+	reg, err := builtin.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _, err := builtin.Load(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, _ := cat.Get("project-discovery")
+	return def
+}
+
+// extract runs the extraction skill on the prompt a model would get.
+func extract(t testing.TB, def *engine.Definition, cur engine.Extraction, focus, msg string) extraction.Answer {
+	t.Helper()
+	req := extraction.BuildRequest(extraction.PromptInput{Def: def, Current: cur, Message: msg, Focus: focus})
+	out, err := offlineskill.Extraction(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ans, err := extraction.ParseAnswer(def, out)
+	if err != nil {
+		t.Fatalf("the skill's answer %s is not valid: %v", out, err)
+	}
+	return ans
+}
+
+func known(t testing.TB, def *engine.Definition, fields map[string]any) engine.Extraction {
+	t.Helper()
+	ans := extraction.Answer{Fields: map[string]extraction.FieldAnswer{}}
+	for p, v := range fields {
+		b, _ := json.Marshal(v)
+		ans.Fields[p] = extraction.FieldAnswer{Value: b, Confidence: 0.85}
+	}
+	return extraction.Apply(def, engine.NewExtraction(), ans, "", extraction.Meta{MessageID: "m0", TurnNumber: 1}).Extraction
+}
+
+func TestExtractionSkill(t *testing.T) {
+	def := discovery(t)
+	tests := []struct {
+		name     string
+		current  map[string]any
+		focus    string
+		msg      string
+		want     map[string]any // path -> decoded value
+		absent   []string
+		deferred []string
+	}{
+		{name: "pattern with a named group", msg: "Our budget is around $60k to $80k.",
+			want: map[string]any{"constraints.budget": "$60k to $80k"}},
+		{name: "literal value", msg: "We want an Android app for the crew.",
+			want: map[string]any{"purpose_and_problem.project_type": "mobile app"}},
+		{name: "keyword selects the sentence", msg: "Hello. We keep losing track of jobs. Thanks!",
+			want: map[string]any{"purpose_and_problem.core_problem": "We keep losing track of jobs"}},
+		{name: "list after the keyword", msg: "They need to see jobs, record work and sign off.",
+			want: map[string]any{"users_and_personas.jobs_to_be_done": []any{"see jobs", "record work", "sign off"}}},
+		{name: "number", msg: "About 1,200 users in total.",
+			want: map[string]any{"users_and_personas.user_count": 1200.0}},
+		{name: "a known field is left alone", current: map[string]any{"constraints.budget": "$50k"},
+			msg: "Our budget is $70k.", absent: []string{"constraints.budget"}},
+		{name: "a correction updates a known field", current: map[string]any{"constraints.budget": "$50k"},
+			msg: "Actually, our budget is $70k.", want: map[string]any{"constraints.budget": "$70k"}},
+		{name: "the asked field is updated", current: map[string]any{"constraints.budget": "$50k"}, focus: "budget_range_known",
+			msg: "The budget is $70k.", want: map[string]any{"constraints.budget": "$70k"}},
+		{name: "focus only cues need the focus", msg: "Yes.", absent: []string{"validation.scope_confirmed"}},
+		{name: "focus only cue at the focus", focus: "confirm_project_scope", msg: "Yes, that's right.",
+			want: map[string]any{"validation.scope_confirmed": true}},
+		{name: "an answer without cues goes to the focus", focus: "team_resources_known", msg: "Two people in Lisbon will do it.",
+			want: map[string]any{"constraints.team": "Two people in Lisbon will do it"}},
+		{name: "a declined focus is deferred", focus: "team_resources_known", msg: "No idea yet, let's skip that.",
+			deferred: []string{"team_resources_known"}, absent: []string{"constraints.team"}},
+		{name: "a message about something else does not answer the focus", focus: "team_resources_known",
+			msg: "Our budget is $70k.", want: map[string]any{"constraints.budget": "$70k"}, absent: []string{"constraints.team"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := engine.NewExtraction()
+			if tt.current != nil {
+				cur = known(t, def, tt.current)
+			}
+			ans := extract(t, def, cur, tt.focus, tt.msg)
+			for p, want := range tt.want {
+				fa, ok := ans.Fields[p]
+				if !ok {
+					t.Errorf("%s not extracted; answer %+v", p, ans.Fields)
+					continue
+				}
+				var got any
+				_ = json.Unmarshal(fa.Value, &got)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s = %#v, want %#v", p, got, want)
+				}
+				fd, _ := def.Field(p)
+				if fa.Confidence < fd.Threshold() || fa.Reasoning == "" {
+					t.Errorf("%s: confidence %v, reasoning %q", p, fa.Confidence, fa.Reasoning)
+				}
+			}
+			for _, p := range tt.absent {
+				if _, ok := ans.Fields[p]; ok {
+					t.Errorf("%s extracted: %s", p, ans.Fields[p].Value)
+				}
+			}
+			if !reflect.DeepEqual(ans.DeferredObligations, tt.deferred) {
+				t.Errorf("deferred = %v, want %v", ans.DeferredObligations, tt.deferred)
+			}
+		})
+	}
+}
+
+func TestExtractionSkillRejectsOtherPrompts(t *testing.T) {
+	_, err := offlineskill.Extraction(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}})
+	if !errors.Is(err, extraction.ErrNotExtractionPrompt) {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := offlineskill.Reply(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}}); !errors.Is(err, offlineskill.ErrNotReplyPrompt) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+// FuzzExtractionSkill: whatever the user says, the skill's answer validates
+// against the answer schema the prompt carries.
+func FuzzExtractionSkill(f *testing.F) {
+	def := discovery(f)
+	raw := extraction.AnswerSchema(def)
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		f.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("answer.json", doc); err != nil {
+		f.Fatal(err)
+	}
+	schema, err := c.Compile("answer.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("Our budget is around $60k to $80k, about 40 technicians.", "")
+	f.Add("Yes! skip", "confirm_project_scope")
+	f.Add("They need to: a, b, and c; we keep 1.5m users", "jobs_to_be_done_captured")
+	f.Fuzz(func(t *testing.T, msg, focus string) {
+		req := extraction.BuildRequest(extraction.PromptInput{Def: def, Current: engine.NewExtraction(), Message: msg, Focus: focus})
+		out, err := offlineskill.Extraction(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(out))
+		if err != nil {
+			t.Fatalf("answer is not JSON: %v", err)
+		}
+		if err := schema.Validate(inst); err != nil {
+			t.Fatalf("answer %s breaks the schema: %v", out, err)
+		}
+		if _, err := extraction.ParseAnswer(def, out); err != nil {
+			t.Fatalf("answer %s: %v", out, err)
+		}
+	})
+}
+
+func replyPrompt(t *testing.T, def *engine.Definition, phaseID string, techniques []string, next string, m *engine.WorkingMemory, msg string) llm.Request {
+	t.Helper()
+	tok, err := contextasm.NewTiktoken("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := contextasm.New(contextasm.Config{Tokenizer: tok})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Phase.Current = phaseID
+	o, _ := def.Obligation(next)
+	asm := a.Assemble(contextasm.Input{Def: def, Memory: m, Message: msg, Techniques: techniques, Next: o})
+	var sections []string
+	for _, p := range asm.Parts {
+		if p.Section != contextasm.SectionMessage {
+			sections = append(sections, p.Text)
+		}
+	}
+	return llm.Request{Purpose: offlineskill.PurposeResponse, Messages: []llm.Message{
+		{Role: llm.System, Content: "You are a consultant.\n\n" + strings.Join(sections, "\n\n")},
+		{Role: llm.User, Content: msg}}}
+}
+
+func TestReplySkill(t *testing.T) {
+	def := discovery(t)
+	fresh := func() *engine.WorkingMemory {
+		m := engine.NewWorkingMemory(def, "s", "p")
+		m.TurnNumber = 2
+		m.Extraction = known(t, def, map[string]any{"purpose_and_problem.core_problem": "jobs get lost",
+			"success_criteria.key_features": []string{"job list", "signatures"}})
+		return m
+	}
+	tests := []struct {
+		name       string
+		phase      string
+		techniques []string
+		next       string
+		msg        string
+		setup      func(m *engine.WorkingMemory)
+		want       string
+	}{
+		{name: "active listening reflects the user", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
+			next: "trigger_event_identified", msg: "We lose our jobs every week. It hurts.",
+			want: "It sounds like you lose your jobs every week. What made this a priority now?"},
+		{name: "context reinstatement then the question", phase: "CORE_CAPTURE", techniques: []string{"context_reinstatement", "active_listening"},
+			next: "trigger_event_identified", msg: "ok",
+			want: "Think back to the last time this came up: where were you, and who was involved? What made this a priority now?"},
+		{name: "summary reflection lists what is known", phase: "VALIDATION", techniques: []string{"summary_reflection"},
+			next: "confirm_project_scope", msg: "ok",
+			want: "Here is what I have so far:\n- Core problem: jobs get lost\n- Key features: job list and signatures\nDoes this summary capture your project correctly?"},
+		{name: "a repeated question is asked another way", phase: "CONSTRAINTS", techniques: nil,
+			next: "timeline_known", msg: "hmm",
+			setup: func(m *engine.WorkingMemory) {
+				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "hi"},
+					{Role: engine.RoleAssistant, Turn: 1, Content: "When do you need it, and is there a hard deadline?"}}
+			},
+			want: "Let me ask that another way. Even a rough answer helps: the timeline or deadline is known — what can you tell me?"},
+		{name: "nothing left", phase: "VALIDATION", techniques: nil, next: "", msg: "done",
+			want: "I think we have covered everything we need. Is there anything you would like to add or change?"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := fresh()
+			if tt.setup != nil {
+				tt.setup(m)
+			}
+			got, err := offlineskill.Reply(context.Background(), replyPrompt(t, def, tt.phase, tt.techniques, tt.next, m, tt.msg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("reply =\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseReplyPrompt(t *testing.T) {
+	def := discovery(t)
+	m := engine.NewWorkingMemory(def, "s", "p")
+	p, err := offlineskill.ParseReplyPrompt(replyPrompt(t, def, "USERS_AND_GOALS", []string{"change_perspective", "open_ended_questions"},
+		"user_count_estimated", m, "Tell me more"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := offlineskill.ReplyPrompt{Phase: "USERS_AND_GOALS", PhaseName: "Users and Goals", DominantMode: "extract",
+		Techniques: []string{"change_perspective", "open_ended_questions"}, NextID: "user_count_estimated",
+		NextDescription: "The number of users is estimated", NextQuestion: "Roughly how many people will use it?", Message: "Tell me more"}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("prompt =\n%+v\nwant\n%+v", p, want)
+	}
+}
+
+func TestSummarizeSkill(t *testing.T) {
+	got, err := offlineskill.Summarize(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.User,
+		Content: "Summarize.\nConversation:\n[turn 1] user: We lose jobs. It hurts.\n[turn 1] assistant: Why?\n[turn 2] user: Paper!\n"}}})
+	if err != nil || got != "Earlier the user said: turn 1: We lose jobs; turn 2: Paper." {
+		t.Errorf("Summarize = %q, %v", got, err)
+	}
+}
+
+func TestHelpers(t *testing.T) {
+	if got := offlineskill.Sentences("We spent $2.5k. Then what? OK; fine\nnext"); !reflect.DeepEqual(got, []string{"We spent $2.5k.", "Then what?", "OK;", "fine", "next"}) {
+		t.Errorf("Sentences = %q", got)
+	}
+	if got := offlineskill.SplitItems("a job list, offline sync, photo uploads and customer signatures."); !reflect.DeepEqual(got,
+		[]string{"a job list", "offline sync", "photo uploads", "customer signatures"}) {
+		t.Errorf("SplitItems = %q", got)
+	}
+	for in, want := range map[string]float64{"about 25 people": 25, "$50k": 50000, "1,200": 1200, "2.5 million": 2.5e6} {
+		if got, ok := offlineskill.ParseNumber(in); !ok || got != want {
+			t.Errorf("ParseNumber(%q) = %v, %t", in, got, ok)
+		}
+	}
+	for in, want := range map[string]bool{"It is a no-code tool": false, "No, not really": true, "I don't think so": true, "skip it": true, "yes": false} {
+		if got := offlineskill.Negated(in); got != want {
+			t.Errorf("Negated(%q) = %t, want %t", in, got, want)
+		}
+	}
+	if len(offlineskill.Skills()) != 3 {
+		t.Error("Skills() should give extraction, response and summarize")
+	}
+}

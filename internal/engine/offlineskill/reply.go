@@ -1,0 +1,336 @@
+package offlineskill
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/praetorhq/praetor/internal/engine/contextasm"
+	"github.com/praetorhq/praetor/internal/llm"
+)
+
+// ReplyPrompt is what the reply skill reads from a response prompt built by
+// the runner.
+type ReplyPrompt struct {
+	Phase, PhaseName string
+	// DominantMode is the first mode of the phase's blend.
+	DominantMode string
+	// Techniques are the ids of the active techniques, in order.
+	Techniques []string
+	// Next is the obligation to ask for ("" when none is left).
+	NextID, NextDescription, NextQuestion string
+	// Known lists "Display name: value" for the extracted fields.
+	Known []string
+	// LastReply is the assistant's previous reply, if the history shows it.
+	LastReply string
+	// Message is the user's message.
+	Message string
+}
+
+var (
+	phaseLineRe = regexp.MustCompile(`(?m)^Phase: ([^|]+?) \| ([^|]+?) \|`)
+	blendLineRe = regexp.MustCompile(`(?m)^Mode blend: ([a-z]+) `)
+	techLineRe  = regexp.MustCompile(`(?m)^- [^\[\n]+ \[([a-z_]+)\]: `)
+	knownLineRe = regexp.MustCompile(`^- [a-z0-9_.]+ \(([^)]+)\): (.+) \[confidence [0-9.]+, turns [0-9,]+\]$`)
+	lastReplyRe = regexp.MustCompile(`(?m)^\[turn \d+\] assistant: (.+)$`)
+)
+
+// ErrNotReplyPrompt is returned for a request the runner did not build.
+var ErrNotReplyPrompt = errors.New("not a response prompt")
+
+// ParseReplyPrompt reads the parts of the assembled context the reply skill
+// needs: section headers and line prefixes are fixed by package contextasm.
+func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
+	var sys, user string
+	for _, m := range req.Messages {
+		switch m.Role {
+		case llm.System:
+			sys = m.Content
+		case llm.User:
+			user = m.Content
+		}
+	}
+	if !strings.Contains(sys, contextasm.HeaderPhase) || !strings.Contains(sys, contextasm.HeaderObligations) {
+		return ReplyPrompt{}, ErrNotReplyPrompt
+	}
+	var p ReplyPrompt
+	p.Message = user
+	phase := section(sys, contextasm.HeaderPhase)
+	if m := phaseLineRe.FindStringSubmatch(phase); m != nil {
+		p.Phase, p.PhaseName = m[1], m[2]
+	}
+	if m := blendLineRe.FindStringSubmatch(phase); m != nil {
+		p.DominantMode = m[1]
+	}
+	for _, m := range techLineRe.FindAllStringSubmatch(phase, -1) {
+		p.Techniques = append(p.Techniques, m[1])
+	}
+	for _, l := range strings.Split(section(sys, contextasm.HeaderObligations), "\n") {
+		rest, ok := strings.CutPrefix(l, contextasm.NextPrefix)
+		if !ok || strings.HasPrefix(l, contextasm.NothingNext) {
+			continue
+		}
+		parts := strings.Split(rest, " | ")
+		p.NextID = strings.TrimSpace(parts[0])
+		if len(parts) > 1 {
+			p.NextDescription = strings.TrimSpace(parts[1])
+		}
+		if len(parts) > 2 {
+			p.NextQuestion = strings.TrimSpace(strings.TrimPrefix(parts[2], "ask: "))
+		}
+	}
+	for _, l := range strings.Split(section(sys, contextasm.HeaderExtraction), "\n") {
+		if m := knownLineRe.FindStringSubmatch(l); m != nil {
+			p.Known = append(p.Known, m[1]+": "+plainValue(m[2]))
+		}
+	}
+	hist := section(sys, contextasm.HeaderHistory)
+	if ms := lastReplyRe.FindAllStringSubmatch(hist, -1); len(ms) > 0 {
+		p.LastReply = ms[len(ms)-1][1]
+	}
+	return p, nil
+}
+
+// section returns the text under a header, up to the next blank line.
+func section(text, header string) string {
+	i := strings.Index(text, header)
+	if i < 0 {
+		return ""
+	}
+	rest := text[i+len(header):]
+	if j := strings.Index(rest, "\n\n"); j >= 0 {
+		rest = rest[:j]
+	}
+	return strings.TrimPrefix(rest, "\n")
+}
+
+// Reply answers a response request (purpose "response"): it asks for the
+// most important unmet obligation of the phase (the prompt's NEXT
+// OBLIGATION) in the manner of the active techniques — an opener chosen by
+// the first technique that has one (reflecting the user's words, a summary
+// of what is known, a prompt to recall the situation, ...) and the
+// obligation's question, rephrased when it was just asked.
+func Reply(_ context.Context, req llm.Request) (string, error) {
+	p, err := ParseReplyPrompt(req)
+	if err != nil {
+		return "", err
+	}
+	return Compose(p), nil
+}
+
+// Compose writes the reply for a parsed prompt.
+func Compose(p ReplyPrompt) string {
+	var parts []string
+	if o := opener(p); o != "" {
+		parts = append(parts, o)
+	}
+	if p.NextID == "" {
+		parts = append(parts, "I think we have covered everything we need. Is there anything you would like to add or change?")
+		return joinParts(parts)
+	}
+	q := p.NextQuestion
+	if q == "" {
+		q = "Could you tell me about this: " + lowerFirst(strings.TrimSuffix(p.NextDescription, ".")) + "?"
+	}
+	if has(p.Techniques, "open_ended_questions") && startsClosed(q) {
+		q = "In your own words: " + lowerFirst(q)
+	}
+	if p.DominantMode == "inform" && p.NextDescription != "" {
+		parts = append(parts, "Next, let's look at this: "+lowerFirst(strings.TrimSuffix(p.NextDescription, "."))+".")
+	}
+	reply := joinParts(append(parts, q))
+	if p.LastReply != "" && strings.HasSuffix(strings.TrimSpace(p.LastReply), q) {
+		// The same question again: ask it another way (multiple retrieval attempts).
+		reply = joinParts(append(parts, "Let me ask that another way. "+
+			"Even a rough answer helps: "+lowerFirst(strings.TrimSuffix(p.NextDescription, "."))+" — what can you tell me?"))
+	}
+	return reply
+}
+
+// opener is the technique-driven start of the reply.
+func opener(p ReplyPrompt) string {
+	echo := reflect(p.Message)
+	for _, t := range p.Techniques {
+		switch t {
+		case "summary_reflection":
+			if len(p.Known) == 0 {
+				continue
+			}
+			known := p.Known
+			if len(known) > 12 {
+				known = known[:12]
+			}
+			return "Here is what I have so far:\n- " + strings.Join(known, "\n- ") + "\n"
+		case "active_listening":
+			if echo != "" {
+				return "It sounds like " + echo + "."
+			}
+		case "reflective_listening":
+			if echo != "" {
+				return "So what matters to you is that " + echo + "."
+			}
+		case "mirroring":
+			if echo != "" {
+				return "Got it: " + echo + "."
+			}
+		case "context_reinstatement":
+			return "Think back to the last time this came up: where were you, and who was involved?"
+		case "report_everything":
+			return "Any detail helps, even one that seems small."
+		case "change_perspective":
+			return "Picture it from the point of view of the people who will use it every day."
+		case "elicit_change_talk":
+			return "Think about what will be different for you once this is solved."
+		case "sketch_or_visualize":
+			return "Walk me through it step by step, as if drawing the flow."
+		case "chunking_with_checkin":
+			return "Let's take this one step at a time."
+		case "examples_and_analogies":
+			return "For example, many teams start with an off-the-shelf tool and switch to a custom build once they outgrow it."
+		case "incremental_teach":
+			return "Building on what we covered:"
+		case "pros_cons_listing":
+			return "Let's weigh the pros and cons side by side."
+		case "social_proof":
+			return "Teams in a similar situation often start small and grow from there."
+		case "roll_with_resistance":
+			return "That's fair, and we can come back to anything later."
+		case "confidence_scaling", "teach_back", "multiple_retrieval_attempts", "open_ended_questions", "avoid_interruptions", "elicit":
+			continue
+		}
+	}
+	return ""
+}
+
+var danglers = map[string]bool{"and": true, "or": true, "but": true, "so": true, "the": true, "a": true, "an": true,
+	"to": true, "of": true, "with": true, "for": true, "in": true, "on": true, "that": true, "because": true, "which": true}
+
+var pronouns = map[string]string{"i": "you", "i'm": "you're", "me": "you", "my": "your", "mine": "yours",
+	"we": "you", "we're": "you're", "us": "you", "our": "your", "ours": "yours", "am": "are", "myself": "yourself"}
+
+// reflect turns the first sentence of the user's message around: "We keep
+// losing jobs." → "you keep losing jobs".
+func reflect(msg string) string {
+	ss := Sentences(msg)
+	if len(ss) == 0 {
+		return ""
+	}
+	words := strings.Fields(cleanSentence(ss[0]))
+	for _, filler := range []string{"well", "so", "actually", "yes", "yeah", "ok", "okay", "hi", "hello", "and", "also"} {
+		if len(words) > 0 && strings.EqualFold(strings.Trim(words[0], ",!"), filler) {
+			words = words[1:]
+		}
+	}
+	if len(words) == 0 {
+		return ""
+	}
+	if len(words) > 18 {
+		words = words[:18]
+		// Do not end on a dangling word: "... take photos and".
+		for len(words) > 3 && danglers[strings.ToLower(strings.Trim(words[len(words)-1], ","))] {
+			words = words[:len(words)-1]
+		}
+		words[len(words)-1] = strings.TrimRight(words[len(words)-1], ",")
+	}
+	for i, w := range words {
+		core := strings.Trim(w, ",")
+		if r, ok := pronouns[strings.ToLower(core)]; ok {
+			words[i] = strings.Replace(w, core, r, 1)
+		}
+	}
+	return lowerFirst(strings.Join(words, " "))
+}
+
+// joinParts joins reply parts with spaces, or a new line after a list.
+func joinParts(parts []string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 && !strings.HasSuffix(parts[i-1], "\n") {
+			b.WriteByte(' ')
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// plainValue renders an extracted JSON value for people: strings without
+// quotes, lists as "a, b and c".
+func plainValue(raw string) string {
+	var s string
+	if json.Unmarshal([]byte(raw), &s) == nil {
+		return s
+	}
+	var xs []any
+	if json.Unmarshal([]byte(raw), &xs) == nil {
+		items := make([]string, len(xs))
+		for i, x := range xs {
+			items[i] = fmt.Sprint(x)
+		}
+		switch len(items) {
+		case 0:
+			return "none"
+		case 1:
+			return items[0]
+		}
+		return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+	}
+	return raw
+}
+
+func startsClosed(q string) bool {
+	for _, w := range []string{"Is ", "Are ", "Do ", "Does ", "Can ", "Will ", "Should ", "Did ", "Has ", "Have "} {
+		if strings.HasPrefix(q, w) {
+			return true
+		}
+	}
+	return false
+}
+
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	r := []rune(s)
+	if len(r) > 1 && r[1] >= 'A' && r[1] <= 'Z' {
+		return s // an acronym
+	}
+	return strings.ToLower(string(r[0])) + string(r[1:])
+}
+
+func has(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Summarize answers a summarization request (purpose "summarize", as
+// contextasm.LLMSummarizer sends): the first sentence of each user message.
+func Summarize(_ context.Context, req llm.Request) (string, error) {
+	var user string
+	for _, m := range req.Messages {
+		if m.Role == llm.User {
+			user = m.Content
+		}
+	}
+	var parts []string
+	for _, l := range strings.Split(user, "\n") {
+		var turn int
+		var rest string
+		if n, _ := fmt.Sscanf(l, "[turn %d] user:", &turn); n == 1 {
+			_, rest, _ = strings.Cut(l, "user: ")
+			if ss := Sentences(rest); len(ss) > 0 {
+				parts = append(parts, fmt.Sprintf("turn %d: %s", turn, cleanSentence(ss[0])))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "Nothing to summarize.", nil
+	}
+	return "Earlier the user said: " + strings.Join(parts, "; ") + ".", nil
+}

@@ -1,0 +1,211 @@
+// Package extractor is the extractor service: it consumes turn.received,
+// runs the per-turn extraction of the session's engine (steps 2-3 of the
+// seed's runner), keeps the session's extraction state and its audit log,
+// and publishes turn.extracted for the runner.
+//
+// Turns of one session are handled one at a time and in order (a keyed
+// consumer on the session); the state, the log rows and the turn.extracted
+// event commit in one transaction with the inbox row, so a redelivered turn
+// is extracted once. The model call happens before the transaction. An
+// answer that does not parse is re-asked with the error and then degraded:
+// nothing is updated, and the turn still goes on to be answered.
+package extractor
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/praetorhq/praetor/internal/conversation"
+	"github.com/praetorhq/praetor/internal/delivery"
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+)
+
+// Consumer is the durable consumer (service role) of the extractor.
+const Consumer = "extractor"
+
+const source = "/praetor/extractor"
+
+// Subscriber starts consumers; *events.Bus is one.
+type Subscriber interface {
+	Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error)
+	delivery.Encoder
+}
+
+// Config configures the service.
+type Config struct {
+	DB      store.DB
+	Bus     Subscriber
+	Relay   *delivery.Relay
+	Engines *engine.Catalog
+	// LLM answers the extraction prompts (the node's recorded client).
+	LLM    extraction.Completer
+	Logger *slog.Logger
+	// Registerer receives the service's metrics.
+	Registerer prometheus.Registerer
+	// Now is the clock of the events and rows it writes. Default: time.Now.
+	Now func() time.Time
+}
+
+// Service is the extractor.
+type Service struct {
+	cfg      Config
+	pipeline *extraction.Pipeline
+	inbox    *delivery.Inbox
+	sub      *events.Subscription
+	degraded prometheus.Counter
+}
+
+// New returns the service; Start subscribes it.
+func New(cfg Config) (*Service, error) {
+	if cfg.DB == nil || cfg.Bus == nil || cfg.Engines == nil || cfg.LLM == nil {
+		return nil, errors.New("extractor: DB, Bus, Engines and LLM are required")
+	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	p, err := extraction.New(extraction.Config{LLM: cfg.LLM, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	in, err := delivery.NewInbox(delivery.InboxConfig{DB: cfg.DB, Encoder: cfg.Bus, Consumer: Consumer, Relay: cfg.Relay, Now: cfg.Now})
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, pipeline: p, inbox: in, degraded: prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "praetor_extractions_degraded_total",
+		Help: "Turns whose extraction answer could not be used after re-asking: nothing updated, the turn still answered.",
+	})}
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(s.degraded); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Start subscribes to turn.received.
+func (s *Service) Start(ctx context.Context) error {
+	sub, err := s.cfg.Bus.Subscribe(ctx, events.ConsumerConfig{
+		Stream: contracts.StreamTurns, Name: Consumer, Keyed: true,
+		Subjects: []string{contracts.TurnReceivedSpec.FilterSubject()},
+		// A model call may take a while; the consumer keeps the turn alive.
+		HandlerTimeout: 5 * time.Minute,
+	}, s.inbox.Handler(s.work))
+	if err != nil {
+		return err
+	}
+	s.sub = sub
+	return nil
+}
+
+// Stop drains the consumer.
+func (s *Service) Stop(ctx context.Context) error {
+	if s.sub == nil {
+		return nil
+	}
+	return s.sub.Stop(ctx)
+}
+
+// work extracts a turn and returns the step that commits it.
+func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, error) {
+	turn, err := contracts.DecodeAs[contracts.TurnReceived](ev)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := conversation.GetSession(ctx, s.cfg.DB, turn.TenantID, turn.SessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, events.Permanent(fmt.Errorf("turn %s names unknown session %s", turn.TurnID, turn.SessionID))
+	}
+	if err != nil {
+		return nil, err
+	}
+	def, ok := s.cfg.Engines.Get(sess.EngineID)
+	if !ok {
+		return nil, events.Permanent(fmt.Errorf("session %s runs engine %q, which is not loaded", sess.ID, sess.EngineID))
+	}
+	st, err := conversation.GetExtractionState(ctx, s.cfg.DB, turn.TenantID, turn.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	current := engine.NewExtraction()
+	if len(st.Extraction) > 0 {
+		if err := json.Unmarshal(st.Extraction, &current); err != nil {
+			return nil, events.Permanent(fmt.Errorf("session %s: extraction state: %w", sess.ID, err))
+		}
+		if current.Fields == nil {
+			current.Fields = map[string]engine.ExtractedField{}
+		}
+	}
+	// The runner's memory gives the conversation so far and the obligation
+	// its last reply asked about.
+	var mem engine.WorkingMemory
+	if err := json.Unmarshal(sess.State, &mem); err != nil {
+		return nil, events.Permanent(fmt.Errorf("session %s: working memory: %w", sess.ID, err))
+	}
+	number := st.TurnNumber + 1
+	meta := extraction.Meta{SessionID: sess.ID, ProjectID: sess.ProjectID, MessageID: turn.TurnID,
+		EngineID: def.EngineID, TurnNumber: number}
+	res, err := s.pipeline.Extract(ctx, extraction.Request{Def: def, Current: current, Message: turn.Message,
+		History: mem.History, Focus: mem.Obligations.Focus, Meta: meta, TenantID: turn.TenantID, Scope: sess.ID})
+	if err != nil {
+		if errors.Is(err, extraction.ErrEmptyMessage) {
+			return nil, events.Permanent(err)
+		}
+		return nil, err
+	}
+	if res.Degraded {
+		s.degraded.Inc()
+	}
+	now := s.cfg.Now().UTC()
+	payload, err := res.Contract(turn.TenantID, turn.SessionID, turn.TurnID, number, turn.Message)
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(turn.TurnID, "extracted"), Source: source, Time: now}, payload)
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	extracted, err := json.Marshal(res.Extraction)
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	return func(ctx context.Context, tx store.Querier) ([]event.Event, error) {
+		if err := conversation.SaveExtractionState(ctx, tx, turn.TenantID, sess.ID,
+			conversation.ExtractionState{TurnNumber: number, Extraction: extracted}, now); err != nil {
+			return nil, err
+		}
+		if err := conversation.LogExtractions(ctx, tx, logRows(turn.TenantID, now, res.Log)...); err != nil {
+			return nil, err
+		}
+		for _, l := range res.Links {
+			if err := conversation.MarkSuperseded(ctx, tx, turn.TenantID, l.EntryID, l.SupersededByEntryID); err != nil {
+				return nil, err
+			}
+		}
+		return []event.Event{out}, nil
+	}, nil
+}
+
+func logRows(tenant string, at time.Time, entries []extraction.LogEntry) []conversation.ExtractionLogEntry {
+	rows := make([]conversation.ExtractionLogEntry, len(entries))
+	for i, e := range entries {
+		rows[i] = conversation.ExtractionLogEntry{ID: e.ID, TenantID: tenant, SessionID: e.SessionID, ProjectID: e.ProjectID,
+			MessageID: e.MessageID, EngineID: e.EngineID, FieldPath: e.FieldPath, Value: e.ExtractedValue,
+			Confidence: e.Confidence, Type: string(e.ExtractionType), Reasoning: e.Reasoning, TurnNumber: e.TurnNumber,
+			CreatedAt: at}
+	}
+	return rows
+}

@@ -1,0 +1,214 @@
+// Package gateway is Praetor's chat gateway: the HTTP API a chat product
+// calls (create a session, post a turn, read state, stream replies), the web
+// page served by praetor dev, and the bridge from HTTP to the event log. A
+// posted turn is recorded and its turn.received event written to the outbox
+// in one transaction; replies come back as turn.responded, which the gateway
+// hands to waiting requests and Server-Sent Events streams.
+//
+// Every request is scoped to a tenant by its bearer token; a token never sees
+// another tenant's sessions (404, not 403). In dev the gateway may run open
+// on loopback, as the local tenant.
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/praetorhq/praetor/internal/delivery"
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/store"
+)
+
+// Bus is what the gateway needs of the event bus: encoding events for the
+// outbox and the connection replies arrive on.
+type Bus interface {
+	delivery.Encoder
+	Conn() *nats.Conn
+}
+
+// Config configures a Gateway.
+type Config struct {
+	DB      store.DB
+	Bus     Bus
+	Relay   *delivery.Relay
+	Engines *engine.Catalog
+	// Registry holds the evaluators the engines' conditions name.
+	Registry *engine.Registry
+	Logger   *slog.Logger
+	// MaxMessageBytes bounds a user message. Default: 8 KiB.
+	MaxMessageBytes int
+	// MaxWait bounds ?wait on a turn. Default: 60s.
+	MaxWait time.Duration
+	// OpenTenant, when set, serves requests without a token that come from
+	// loopback as this tenant (praetor dev).
+	OpenTenant string
+	// Provider names the LLM provider in use, shown by /v1/info and the page.
+	Provider string
+	// Offline is true when the offline provider answers.
+	Offline bool
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, 8<<10)
+	c.MaxWait = cmp.Or(c.MaxWait, 60*time.Second)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.DB == nil || c.Bus == nil || c.Engines == nil {
+		return errors.New("gateway: DB, Bus and Engines are required")
+	}
+	if c.MaxMessageBytes < 1 || c.MaxWait <= 0 {
+		return errors.New("gateway: MaxMessageBytes and MaxWait must be positive")
+	}
+	return nil
+}
+
+// Gateway serves the chat API.
+type Gateway struct {
+	cfg     Config
+	replies *broker
+	sub     *nats.Subscription
+}
+
+// New returns a gateway; Start subscribes it to replies.
+func New(cfg Config) (*Gateway, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Gateway{cfg: cfg, replies: newBroker()}, nil
+}
+
+// Start subscribes to turn.responded: every gateway replica sees every reply
+// and hands it to the requests and streams it holds.
+func (g *Gateway) Start(context.Context) error {
+	sub, err := g.cfg.Bus.Conn().Subscribe(replySubject, g.onReply)
+	if err != nil {
+		return fmt.Errorf("gateway: subscribe to replies: %w", err)
+	}
+	g.sub = sub
+	return nil
+}
+
+// Stop unsubscribes and ends the open streams; calling it twice is harmless.
+func (g *Gateway) Stop(context.Context) error {
+	if g.sub != nil {
+		_ = g.sub.Unsubscribe()
+		g.sub = nil
+	}
+	g.replies.close()
+	return nil
+}
+
+// Routes registers the API and the page on mux.
+func (g *Gateway) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /{$}", g.page)
+	mux.Handle("GET /static/", staticHandler())
+	mux.HandleFunc("GET /v1/info", g.auth(g.info))
+	mux.HandleFunc("GET /v1/engines", g.auth(g.listEngines))
+	mux.HandleFunc("POST /v1/sessions", g.auth(g.createSession))
+	mux.HandleFunc("GET /v1/sessions", g.auth(g.listSessions))
+	mux.HandleFunc("GET /v1/sessions/{id}", g.auth(g.getSession))
+	mux.HandleFunc("POST /v1/sessions/{id}/turns", g.auth(g.postTurn))
+	mux.HandleFunc("GET /v1/sessions/{id}/turns", g.auth(g.listTurns))
+	mux.HandleFunc("GET /v1/sessions/{id}/extractions", g.auth(g.listExtractions))
+	mux.HandleFunc("GET /v1/sessions/{id}/stream", g.auth(g.stream))
+}
+
+type tenantKey struct{}
+
+func tenantOf(r *http.Request) string { return r.Context().Value(tenantKey{}).(string) }
+
+// auth resolves the request's tenant from its bearer token.
+func (g *Gateway) auth(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tenant, err := g.tenant(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="praetor"`)
+			writeError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+			return
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+	}
+}
+
+func (g *Gateway) tenant(r *http.Request) (string, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		if g.cfg.OpenTenant != "" && fromLoopback(r) {
+			return g.cfg.OpenTenant, nil
+		}
+		return "", errors.New("send Authorization: Bearer <token>")
+	}
+	secret, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return "", errors.New("the Authorization header must be Bearer <token>")
+	}
+	tok, err := store.Authenticate(r.Context(), g.cfg.DB, strings.TrimSpace(secret), g.cfg.Now())
+	if err != nil {
+		if errors.Is(err, store.ErrUnauthenticated) {
+			return "", errors.New("the token is unknown, revoked or expired")
+		}
+		return "", fmt.Errorf("cannot check the token: %w", err)
+	}
+	return tok.TenantID, nil
+}
+
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// apiError is the body of every error response.
+type apiError struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, apiError{Error: msg, Code: code})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decodeBody reads a JSON body of at most max bytes, rejecting unknown fields.
+func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, max)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is larger than %d bytes", max))
+			return false
+		}
+		writeError(w, http.StatusBadRequest, "bad_json", "the body is not the JSON expected: "+err.Error())
+		return false
+	}
+	return true
+}

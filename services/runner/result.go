@@ -1,0 +1,135 @@
+package runner
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/contextasm"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/engine/sidebar"
+	"github.com/praetorhq/praetor/internal/llm"
+	"github.com/praetorhq/praetor/pkg/contracts"
+)
+
+// Result is what a turn produced.
+type Result struct {
+	// Reply is the text for the user.
+	Reply string `json:"reply"`
+	// Degraded is true when response generation failed and Reply is the
+	// fallback that asks for the next obligation.
+	Degraded       bool      `json:"degraded,omitempty"`
+	DegradedReason string    `json:"degraded_reason,omitempty"`
+	Provider       string    `json:"provider,omitempty"`
+	Model          string    `json:"model,omitempty"`
+	Usage          llm.Usage `json:"usage"`
+
+	// State is the new working memory, StateHash its SHA-256.
+	State     *engine.WorkingMemory `json:"state"`
+	StateHash string                `json:"state_hash"`
+
+	Phase          string                   `json:"phase"`
+	PhaseChange    *PhaseChange             `json:"phase_change,omitempty"`
+	PhaseBlockedBy []string                 `json:"phase_blocked_by,omitempty"`
+	Completeness   engine.CompletenessState `json:"completeness"`
+	Sidebar        sidebar.State            `json:"sidebar"`
+	Techniques     []string                 `json:"techniques"`
+	Modes          []engine.Mode            `json:"modes"`
+	Context        ContextInfo              `json:"context"`
+	QA             QAReport                 `json:"qa"`
+	Telemetry      Telemetry                `json:"telemetry"`
+
+	// Effects are what the caller persists or publishes.
+	Effects Effects `json:"effects"`
+
+	// Steps lists the steps run, in order (Steps).
+	Steps []string `json:"steps"`
+	// ProcessedAt is the injected clock's time of the turn.
+	ProcessedAt time.Time `json:"processed_at"`
+}
+
+// PhaseChange is a phase transition executed this turn.
+type PhaseChange struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+	// Trigger is the index of the trigger that fired.
+	Trigger int `json:"trigger"`
+}
+
+// ContextInfo describes the assembled context.
+type ContextInfo struct {
+	TokensUsed int `json:"tokens_used"`
+	MaxTokens  int `json:"max_tokens"`
+	// Compression is set when history was compressed this turn.
+	Compression *engine.CompressionEvent `json:"compression,omitempty"`
+	// Assembled is the context itself (not persisted).
+	Assembled contextasm.Assembled `json:"-"`
+}
+
+// Effects are the side effects of a turn, for the service to carry out in
+// the same transaction as the state (outbox): nothing here has happened yet.
+type Effects struct {
+	// ExtractionLog are the eng_extractions_log rows of this turn; their ids
+	// are derived, so inserting twice is harmless with ON CONFLICT DO NOTHING.
+	ExtractionLog []extraction.LogEntry `json:"extraction_log"`
+	// SupersededLinks set superseded_by on earlier rows.
+	SupersededLinks []extraction.SupersededLink `json:"superseded_links,omitempty"`
+	// Checkpoints are eng_state_checkpoints rows: one before a compression,
+	// one every N turns.
+	Checkpoints []Checkpoint `json:"checkpoints"`
+	// Exit is an exit transition that fired (the handoff issue executes it).
+	Exit *ExitTransition `json:"exit,omitempty"`
+	// Tasks are background tasks to dispatch (the background issue runs them).
+	Tasks []engine.TaskRecord `json:"tasks"`
+}
+
+// Checkpoint reasons.
+const (
+	CheckpointPeriodic          = "periodic"
+	CheckpointBeforeCompression = "before_compression"
+)
+
+// Checkpoint is a state snapshot.
+type Checkpoint struct {
+	AtTurn int    `json:"at_turn"`
+	Reason string `json:"reason"`
+	// State is the canonical JSON of the working memory at that point.
+	State         json.RawMessage `json:"state"`
+	ContextTokens int             `json:"context_tokens"`
+}
+
+// ExitTransition is a fired exit transition.
+type ExitTransition struct {
+	TargetEngine string  `json:"target_engine"`
+	Reason       string  `json:"reason"`
+	AtTurn       int     `json:"at_turn"`
+	Completeness float64 `json:"completeness"`
+}
+
+// Telemetry is step 15's summary of a turn, for metrics.
+type Telemetry struct {
+	ExtractionDegraded  bool `json:"extraction_degraded"`
+	ResponseDegraded    bool `json:"response_degraded"`
+	FieldsUpdated       int  `json:"fields_updated"`
+	Superseded          int  `json:"superseded"`
+	NewConcepts         int  `json:"new_concepts"`
+	SensitiveInfoShared bool `json:"sensitive_info_shared"`
+	PhaseChanged        bool `json:"phase_changed"`
+	Compressed          bool `json:"compressed"`
+	ContextTokens       int  `json:"context_tokens"`
+	QAIssues            int  `json:"qa_issues"`
+	TasksDispatched     int  `json:"tasks_dispatched"`
+}
+
+// Responded is the turn.responded payload of the result.
+func (r *Result) Responded(tenantID, turnID string) (contracts.TurnResponded, error) {
+	sb, err := json.Marshal(r.Sidebar)
+	if err != nil {
+		return contracts.TurnResponded{}, err
+	}
+	return contracts.TurnResponded{
+		TenantID: tenantID, SessionID: r.State.SessionID, TurnID: turnID, TurnNumber: r.State.TurnNumber,
+		Text: r.Reply, Phase: r.Phase, Completeness: r.Completeness.Overall, Sidebar: sb, Provider: r.Provider,
+		Degraded: r.Degraded || r.Telemetry.ExtractionDegraded, DegradedReason: r.DegradedReason, StateHash: r.StateHash,
+	}, nil
+}

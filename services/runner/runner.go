@@ -1,0 +1,515 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/completeness"
+	"github.com/praetorhq/praetor/internal/engine/contextasm"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/engine/obligation"
+	"github.com/praetorhq/praetor/internal/engine/phase"
+	"github.com/praetorhq/praetor/internal/engine/sidebar"
+	"github.com/praetorhq/praetor/internal/engine/strategy"
+	"github.com/praetorhq/praetor/internal/engine/tasks"
+	"github.com/praetorhq/praetor/internal/engine/technique"
+	"github.com/praetorhq/praetor/internal/llm"
+)
+
+// Completer is the LLM port as the runner uses it (response generation).
+type Completer interface {
+	Complete(ctx context.Context, req llm.Request) (*llm.Response, error)
+}
+
+// CheckpointPolicy decides when a turn's final state is snapshotted.
+// (Snapshots before compression are always taken.)
+type CheckpointPolicy interface {
+	Due(def *engine.Definition, m *engine.WorkingMemory) bool
+}
+
+// DefaultCheckpointEvery is the checkpoint period when the engine sets none.
+const DefaultCheckpointEvery = 5
+
+// EveryNTurns checkpoints every context_config.checkpoint_every_turns turns
+// (default 5).
+type EveryNTurns struct{}
+
+// Due implements CheckpointPolicy.
+func (EveryNTurns) Due(def *engine.Definition, m *engine.WorkingMemory) bool {
+	n := cmp.Or(def.ContextConfig.CheckpointEveryTurns, DefaultCheckpointEvery)
+	return m.TurnNumber%n == 0
+}
+
+// PurposeResponse is the LLM request purpose of response generation.
+const PurposeResponse = "response"
+
+// Config configures a Runner. Every dependency is a small interface, so the
+// runner holds no I/O of its own.
+type Config struct {
+	// LLM writes replies. Required.
+	LLM Completer
+	// Registry resolves custom evaluators. Required.
+	Registry *engine.Registry
+	// Clock gives the turn's time, read once per turn (default time.Now).
+	// Inject it for replay; it must be safe for concurrent use.
+	Clock func() time.Time
+	// Tokenizer counts context tokens (default tiktoken with the engine's
+	// encoding, behind a contextasm.Cached shared by all sessions).
+	Tokenizer contextasm.Tokenizer
+	// Summarizer condenses old turns for summarize_old (default the
+	// deterministic contextasm.OfflineSummarizer; use
+	// contextasm.LLMSummarizer in production).
+	Summarizer contextasm.Summarizer
+	// Scheduler picks techniques (default technique.RuleBased).
+	Scheduler technique.Scheduler
+	// Classifier classifies reply modes (default strategy.HeuristicClassifier).
+	Classifier strategy.ModeClassifier
+	// Checkpoints decides periodic checkpoints (default EveryNTurns).
+	Checkpoints CheckpointPolicy
+	// Logger receives one telemetry line per turn (default slog.Default()).
+	// User text is never logged.
+	Logger *slog.Logger
+	// MaxMessageBytes bounds a user message (default 16 KiB).
+	MaxMessageBytes int
+	// ResponseMaxTokens bounds a reply (default 600).
+	ResponseMaxTokens int
+	// ResponseMaxChars is where QA cuts an overlong reply (default 4000).
+	ResponseMaxChars int
+}
+
+// WithDefaults fills unset fields.
+func (c Config) WithDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Summarizer == nil {
+		c.Summarizer = contextasm.OfflineSummarizer{Tokenizer: c.Tokenizer}
+	}
+	if c.Scheduler == nil {
+		c.Scheduler = technique.NewRuleBased(technique.RuleConfig{})
+	}
+	if c.Classifier == nil {
+		c.Classifier = strategy.HeuristicClassifier{}
+	}
+	if c.Checkpoints == nil {
+		c.Checkpoints = EveryNTurns{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, 16<<10)
+	c.ResponseMaxTokens = cmp.Or(c.ResponseMaxTokens, 600)
+	c.ResponseMaxChars = cmp.Or(c.ResponseMaxChars, 4000)
+	return c
+}
+
+func (c Config) validate() error {
+	if c.LLM == nil {
+		return errors.New("runner: Config.LLM is required")
+	}
+	if c.Registry == nil {
+		return errors.New("runner: Config.Registry is required")
+	}
+	if c.MaxMessageBytes < 1 || c.ResponseMaxTokens < 1 || c.ResponseMaxChars < 1 {
+		return errors.New("runner: limits must be positive")
+	}
+	return nil
+}
+
+// Runner runs the 19-step loop for any engine. It is safe for concurrent
+// use; turns of one session must be processed in order.
+type Runner struct {
+	cfg Config
+
+	mu   sync.Mutex
+	toks map[string]contextasm.Tokenizer
+}
+
+// New returns a runner.
+func New(cfg Config) (*Runner, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Runner{cfg: cfg, toks: map[string]contextasm.Tokenizer{}}, nil
+}
+
+// Errors of Process. All are permanent for the turn: retrying the same input
+// gives the same error.
+var (
+	ErrEmptyMessage   = errors.New("runner: message is empty")
+	ErrMessageTooLong = errors.New("runner: message is too long")
+	ErrEngineMismatch = errors.New("runner: state belongs to another engine")
+	// ErrDuplicateTurn is returned for a turn the state has already
+	// processed: the caller acknowledges it without a second effect.
+	ErrDuplicateTurn = errors.New("runner: turn already processed")
+	// ErrTurnGap is returned when turns are missing between the state and
+	// the input.
+	ErrTurnGap = errors.New("runner: turn out of order")
+)
+
+// Steps returns the seed's 19 steps, in order, as Result.Steps reports them.
+func Steps() []string {
+	return []string{
+		"pre-processing", "extraction", "saturation", "socio-emotional", "completeness",
+		"phase-transition-eval", "phase-transition-exec", "background-tasks", "technique-selection",
+		"context-assembly", "compression-check", "response-generation", "qa-check", "mode-classification",
+		"telemetry", "sidebar", "exit-transitions", "persist-state", "return",
+	}
+}
+
+// Process runs one turn: steps 1 and 3-19 of the seed in its order, with
+// step 2's result taken from the input (the extractor ran it). It does not
+// change state; the new state is in the result, with everything to persist
+// as effects. Given the same definition, state, input, LLM answers and
+// clock, it returns the same result. A failed response generation gives a
+// degraded reply: the turn is still answered.
+func (r *Runner) Process(ctx context.Context, def *engine.Definition, state *engine.WorkingMemory, in Input) (*Result, error) {
+	res := &Result{Effects: Effects{Tasks: []engine.TaskRecord{}, Checkpoints: []Checkpoint{}}}
+	step := func(name string) { res.Steps = append(res.Steps, name) }
+
+	// 1. Pre-processing: validate the input, load the state, open the turn.
+	step("pre-processing")
+	m, err := r.preprocess(def, state, in)
+	if err != nil {
+		return nil, err
+	}
+	now := in.Now
+	if now.IsZero() {
+		now = r.cfg.Clock()
+	}
+	now = now.UTC()
+	m.UpdatedAt = now
+	meta := extraction.Meta{SessionID: m.SessionID, ProjectID: m.ProjectID, MessageID: in.TurnID,
+		EngineID: def.EngineID, TurnNumber: in.TurnNumber}
+
+	// 2. Extraction: install the extractor's result and derive its log rows.
+	step("extraction")
+	prevExtraction := m.Extraction
+	m.Extraction = in.Extraction.Clone()
+	if m.Extraction.Fields == nil {
+		m.Extraction.Fields = map[string]engine.ExtractedField{}
+	}
+	res.Effects.ExtractionLog, res.Effects.SupersededLinks = extraction.Diff(prevExtraction, m.Extraction, meta)
+
+	// 3. Saturation.
+	step("saturation")
+	updateSaturation(def, m, in)
+
+	// 4. Socio-emotional, and how the last reply's techniques worked.
+	step("socio-emotional")
+	frictionBefore := m.SocioEmotional.Friction
+	updateSocioEmotional(m, in)
+	technique.Observe(m, technique.Observation{
+		WordCount: len(strings.Fields(in.Message)), PrevWordCount: previousUserWords(m),
+		NewConcepts: in.NewConceptCount, FrictionBefore: frictionBefore, FrictionAfter: m.SocioEmotional.Friction,
+		Confirmed: confirms(in.Message),
+	})
+
+	// 5. Completeness: obligation statuses first, then the model.
+	step("completeness")
+	m.Obligations = obligation.Evaluate(def, m, r.cfg.Registry)
+	m.Completeness = completeness.Evaluate(def, m, r.cfg.Registry)
+
+	// 6-7. Phase transition: evaluate the triggers, execute if allowed.
+	machine := phase.New(def, r.cfg.Registry)
+	step("phase-transition-eval")
+	ev := machine.EvaluateTransition(m)
+	step("phase-transition-exec")
+	if ev.ShouldTransition {
+		if ok, why := machine.CanTransition(ev.From, ev.Target, m); !ok {
+			res.PhaseBlockedBy = why
+		} else if err := machine.ExecuteTransition(ev.From, ev.Target, m); err != nil {
+			return nil, fmt.Errorf("runner: %w", err)
+		} else {
+			res.PhaseChange = &PhaseChange{From: ev.From, To: ev.Target, Trigger: ev.Trigger}
+		}
+	}
+	cur, _ := def.Phase(m.Phase.Current)
+
+	// 8. Background tasks: dispatch those whose trigger holds.
+	step("background-tasks")
+	res.Effects.Tasks = append(res.Effects.Tasks, tasks.Dispatch(m, tasks.Due(def, m, r.cfg.Registry))...)
+
+	// 9. Technique selection.
+	step("technique-selection")
+	chosen, err := r.cfg.Scheduler.Select(ctx, technique.Input{Phase: cur, Memory: m, Message: in.Message})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		chosen = []string{}
+	}
+	technique.Use(m, chosen)
+
+	// 10. Context assembly, around the obligation to ask for next.
+	step("context-assembly")
+	next := obligation.Next(def, m)
+	m.Obligations.Focus = ""
+	if next != nil {
+		m.Obligations.Focus = next.ID
+	}
+	tok, err := r.tokenizer(def)
+	if err != nil {
+		return nil, err
+	}
+	asm, err := contextasm.New(contextasm.Config{Tokenizer: tok, Summarizer: r.summarizer(tok)})
+	if err != nil {
+		return nil, err
+	}
+	asmIn := contextasm.Input{Def: def, Memory: m, Message: in.Message, Techniques: chosen, Next: next}
+	assembled := asm.Assemble(asmIn)
+
+	// 11. Compression check: on overflow, checkpoint, compress, reassemble.
+	step("compression-check")
+	if assembled.Overflow {
+		cp, err := checkpoint(m, CheckpointBeforeCompression, assembled.TokensUsed)
+		if err != nil {
+			return nil, err
+		}
+		ev, err := asm.Compress(ctx, def, m, assembled.HistoryBudget)
+		switch {
+		case err == nil:
+			res.Effects.Checkpoints = append(res.Effects.Checkpoints, cp)
+			res.Context.Compression = &ev
+			assembled = asm.Assemble(asmIn)
+		case errors.Is(err, contextasm.ErrNothingToCompress):
+			// Only recent turns: the assembler already cut the rendering.
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		default:
+			return nil, fmt.Errorf("runner: compress: %w", err)
+		}
+	}
+	m.Context.Tokens = assembled.TokensUsed
+	res.Context.TokensUsed, res.Context.MaxTokens = assembled.TokensUsed, def.ContextConfig.MaxTokens
+	res.Context.Assembled = assembled
+
+	// 12. Response generation.
+	step("response-generation")
+	fallback := fallbackReply(next)
+	reply, resp, genErr := r.generate(ctx, def, m, cur, in, chosen, next, assembled)
+	if genErr != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		res.Degraded, res.DegradedReason = true, genErr.Error()
+		reply = fallback
+	}
+	if resp != nil {
+		res.Provider, res.Model, res.Usage = resp.Provider, resp.Model, resp.Usage
+	}
+
+	// 13. QA check.
+	step("qa-check")
+	reply, res.QA = qaCheck(reply, fallback, m, cur, r.cfg.ResponseMaxChars)
+
+	// 14. Mode classification.
+	step("mode-classification")
+	modes, err := r.cfg.Classifier.Classify(ctx, reply)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	m.Modes.Last = modes
+	if m.Modes.Counts == nil {
+		m.Modes.Counts = map[engine.Mode]int{}
+	}
+	for _, md := range modes {
+		m.Modes.Counts[md]++
+	}
+
+	// 15. Telemetry.
+	step("telemetry")
+	r.telemetry(ctx, def, m, in, res)
+
+	// 16. Sidebar.
+	step("sidebar")
+	res.Sidebar = sidebar.Build(def, m, r.cfg.Registry)
+
+	// 17. Exit transitions: the first whose conditions all hold fires, once.
+	step("exit-transitions")
+	if m.Exit == nil {
+		env := engine.CondEnv{Memory: m, Registry: r.cfg.Registry, Message: in.Message}
+		for _, x := range def.ExitTransitions {
+			if engine.AllHold(x.Conditions, env) {
+				m.Exit = &engine.ExitState{TargetEngine: x.TargetEngine, Reason: x.Reason, AtTurn: m.TurnNumber}
+				res.Effects.Exit = &ExitTransition{TargetEngine: x.TargetEngine, Reason: x.Reason,
+					AtTurn: m.TurnNumber, Completeness: m.Completeness.Overall}
+				break
+			}
+		}
+	}
+
+	// 18. Persist state: the reply joins the history; snapshot when due.
+	step("persist-state")
+	m.History = append(m.History, engine.Message{Role: engine.RoleAssistant, Content: reply, Turn: m.TurnNumber})
+	canon, err := engine.CanonicalJSON(m)
+	if err != nil {
+		return nil, fmt.Errorf("runner: state: %w", err)
+	}
+	if r.cfg.Checkpoints.Due(def, m) {
+		res.Effects.Checkpoints = append(res.Effects.Checkpoints, Checkpoint{AtTurn: m.TurnNumber,
+			Reason: CheckpointPeriodic, State: canon, ContextTokens: m.Context.Tokens})
+	}
+	hash := engine.HashCanonical(canon)
+
+	// 19. Return.
+	step("return")
+	res.Reply, res.State, res.StateHash = reply, m, hash
+	res.Phase, res.Completeness = m.Phase.Current, m.Completeness
+	res.Techniques, res.Modes = chosen, modes
+	res.ProcessedAt = now
+	return res, nil
+}
+
+// preprocess is step 1: it checks the input and returns a copy of the state
+// with the turn opened (number, message, history).
+func (r *Runner) preprocess(def *engine.Definition, state *engine.WorkingMemory, in Input) (*engine.WorkingMemory, error) {
+	if strings.TrimSpace(in.Message) == "" {
+		return nil, ErrEmptyMessage
+	}
+	if len(in.Message) > r.cfg.MaxMessageBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrMessageTooLong, len(in.Message), r.cfg.MaxMessageBytes)
+	}
+	if in.TurnID == "" {
+		return nil, errors.New("runner: input has no turn id")
+	}
+	var m *engine.WorkingMemory
+	if state == nil {
+		m = engine.NewWorkingMemory(def, in.SessionID, in.ProjectID)
+	} else {
+		if state.EngineID != def.EngineID {
+			return nil, fmt.Errorf("%w: state is %q, engine is %q", ErrEngineMismatch, state.EngineID, def.EngineID)
+		}
+		m = state.Clone()
+	}
+	switch {
+	case in.TurnNumber <= m.TurnNumber:
+		return nil, fmt.Errorf("%w: turn %d, state is at turn %d", ErrDuplicateTurn, in.TurnNumber, m.TurnNumber)
+	case in.TurnNumber != m.TurnNumber+1:
+		return nil, fmt.Errorf("%w: turn %d, state is at turn %d", ErrTurnGap, in.TurnNumber, m.TurnNumber)
+	}
+	if _, ok := def.Phase(m.Phase.Current); !ok {
+		return nil, fmt.Errorf("runner: state is in phase %q, which engine %s %s does not have", m.Phase.Current, def.EngineID, def.Version)
+	}
+	m.EngineVersion = def.Version
+	m.TurnNumber = in.TurnNumber
+	m.LastMessageID = in.TurnID
+	m.Phase.TurnsInPhase++
+	m.History = append(m.History, engine.Message{Role: engine.RoleUser, Content: in.Message, Turn: in.TurnNumber, MessageID: in.TurnID})
+	return m, nil
+}
+
+func previousUserWords(m *engine.WorkingMemory) int {
+	seen := false
+	for i := len(m.History) - 1; i >= 0; i-- {
+		if m.History[i].Role != engine.RoleUser {
+			continue
+		}
+		if !seen { // the current message
+			seen = true
+			continue
+		}
+		return len(strings.Fields(m.History[i].Content))
+	}
+	return 0
+}
+
+// generate is step 12: the system prompt (the engine's template) followed by
+// context sections 1-6, and the user's message.
+func (r *Runner) generate(ctx context.Context, def *engine.Definition, m *engine.WorkingMemory, cur *engine.Phase,
+	in Input, chosen []string, next *engine.Obligation, a contextasm.Assembled) (string, *llm.Response, error) {
+	data := engine.PromptData{
+		EngineID: def.EngineID, EngineName: def.Name, EngineDescription: def.Description, EngineType: string(def.EngineType),
+		Phase: cur.ID, PhaseName: cur.DisplayName, PhaseInstructions: cur.AgentInstructions,
+		ModeBlend: cur.ModeBlend.String(), DominantMode: string(cur.ModeBlend.Dominant()),
+		Techniques: technique.Names(chosen), TurnNumber: m.TurnNumber,
+		Completeness: sidebar.Percentage(m.Completeness.Overall),
+		UserShare:    def.InformationRatio.User, SystemShare: def.InformationRatio.System,
+		Gaps: m.Completeness.Gaps,
+	}
+	if next != nil {
+		data.NextObligation = next.Description
+	}
+	sys, err := def.RenderSystemPrompt(data)
+	if err != nil {
+		return "", nil, err
+	}
+	var sections []string
+	for _, p := range a.Parts {
+		if p.Section != contextasm.SectionMessage {
+			sections = append(sections, p.Text)
+		}
+	}
+	req := llm.Request{
+		Purpose: PurposeResponse, MaxTokens: r.cfg.ResponseMaxTokens, TenantID: in.TenantID, Scope: m.SessionID,
+		Messages: []llm.Message{
+			{Role: llm.System, Content: sys + "\n\n" + strings.Join(sections, "\n\n")},
+			{Role: llm.User, Content: in.Message},
+		},
+	}
+	resp, err := r.cfg.LLM.Complete(ctx, req)
+	if err != nil {
+		return "", nil, fmt.Errorf("response generation: %w", err)
+	}
+	return strings.TrimSpace(resp.Content), resp, nil
+}
+
+func (r *Runner) telemetry(ctx context.Context, def *engine.Definition, m *engine.WorkingMemory, in Input, res *Result) {
+	res.Telemetry = Telemetry{
+		ExtractionDegraded: in.ExtractionDegraded, ResponseDegraded: res.Degraded,
+		FieldsUpdated: len(in.FieldsUpdated), Superseded: len(in.Superseded), NewConcepts: in.NewConceptCount,
+		SensitiveInfoShared: in.SensitiveInfoShared, PhaseChanged: res.PhaseChange != nil,
+		Compressed: res.Context.Compression != nil, ContextTokens: res.Context.TokensUsed,
+		QAIssues: len(res.QA.Issues), TasksDispatched: len(res.Effects.Tasks),
+	}
+	r.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "turn processed",
+		slog.String("engine_id", def.EngineID), slog.String("session_id", m.SessionID),
+		slog.Int("turn", m.TurnNumber), slog.String("phase", m.Phase.Current),
+		slog.Float64("completeness", m.Completeness.Overall), slog.Int("context_tokens", res.Context.TokensUsed),
+		slog.Bool("extraction_degraded", in.ExtractionDegraded), slog.Bool("response_degraded", res.Degraded),
+		slog.Bool("phase_changed", res.PhaseChange != nil), slog.Bool("compressed", res.Context.Compression != nil),
+		slog.Bool("sensitive_info_shared", in.SensitiveInfoShared), slog.Int("qa_issues", len(res.QA.Issues)))
+}
+
+func (r *Runner) tokenizer(def *engine.Definition) (contextasm.Tokenizer, error) {
+	if r.cfg.Tokenizer != nil {
+		return r.cfg.Tokenizer, nil
+	}
+	enc := cmp.Or(def.ContextConfig.Encoding, contextasm.DefaultEncoding)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.toks[enc]; ok {
+		return t, nil
+	}
+	t, err := contextasm.NewTiktoken(enc)
+	if err != nil {
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	c := contextasm.NewCached(t, 0)
+	r.toks[enc] = c
+	return c, nil
+}
+
+func (r *Runner) summarizer(tok contextasm.Tokenizer) contextasm.Summarizer {
+	if s, ok := r.cfg.Summarizer.(contextasm.OfflineSummarizer); ok && s.Tokenizer == nil {
+		return contextasm.OfflineSummarizer{Tokenizer: tok}
+	}
+	return r.cfg.Summarizer
+}
+
+func checkpoint(m *engine.WorkingMemory, reason string, tokens int) (Checkpoint, error) {
+	b, err := engine.CanonicalJSON(m)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("runner: checkpoint: %w", err)
+	}
+	return Checkpoint{AtTurn: m.TurnNumber, Reason: reason, State: json.RawMessage(b), ContextTokens: tokens}, nil
+}
