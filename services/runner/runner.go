@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -128,9 +127,6 @@ func (c Config) validate() error {
 // use; turns of one session must be processed in order.
 type Runner struct {
 	cfg Config
-
-	mu   sync.Mutex
-	toks map[string]contextasm.Tokenizer
 }
 
 // New returns a runner.
@@ -139,7 +135,7 @@ func New(cfg Config) (*Runner, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, toks: map[string]contextasm.Tokenizer{}}, nil
+	return &Runner{cfg: cfg}, nil
 }
 
 // Errors of Process. All are permanent for the turn: retrying the same input
@@ -484,19 +480,12 @@ func (r *Runner) tokenizer(def *engine.Definition) (contextasm.Tokenizer, error)
 	if r.cfg.Tokenizer != nil {
 		return r.cfg.Tokenizer, nil
 	}
-	enc := cmp.Or(def.ContextConfig.Encoding, contextasm.DefaultEncoding)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if t, ok := r.toks[enc]; ok {
-		return t, nil
-	}
-	t, err := contextasm.NewTiktoken(enc)
+	// One tokenizer per encoding in the process, remembering counts.
+	t, err := contextasm.NewTiktoken(cmp.Or(def.ContextConfig.Encoding, contextasm.DefaultEncoding))
 	if err != nil {
 		return nil, fmt.Errorf("runner: %w", err)
 	}
-	c := contextasm.NewCached(t, 0)
-	r.toks[enc] = c
-	return c, nil
+	return t, nil
 }
 
 func (r *Runner) summarizer(tok contextasm.Tokenizer) contextasm.Summarizer {

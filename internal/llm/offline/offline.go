@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"github.com/praetorhq/praetor/internal/tokenizer"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -43,7 +44,7 @@ type Skill func(ctx context.Context, req llm.Request) (string, error)
 // Offline is the deterministic llm.Client. It is safe for concurrent use.
 type Offline struct {
 	cfg Config
-	tok *tokenizer
+	tok *tokenizer.Tokenizer
 
 	mu     sync.RWMutex
 	skills map[string]Skill
@@ -54,7 +55,7 @@ var _ llm.Client = (*Offline)(nil)
 // New returns an Offline client. It fails only when the embedded tokenizer
 // cannot load, which a broken build would cause.
 func New(cfg Config) (*Offline, error) {
-	tok, err := loadTokenizer()
+	tok, err := tokenizer.New(Encoding)
 	if err != nil {
 		return nil, fmt.Errorf("offline: %w", err)
 	}
@@ -81,10 +82,10 @@ func (o *Offline) Rand(req llm.Request) *rand.Rand {
 }
 
 // Tokens counts the tokens of text.
-func (o *Offline) Tokens(text string) int { return o.tok.count(text) }
+func (o *Offline) Tokens(text string) int { return o.tok.Count(text) }
 
 // PromptTokens counts the tokens of a chat prompt the way OpenAI bills it.
-func (o *Offline) PromptTokens(msgs []llm.Message) int { return o.tok.prompt(msgs) }
+func (o *Offline) PromptTokens(msgs []llm.Message) int { return promptTokens(o.tok, msgs) }
 
 // Complete answers req without a model. See the package documentation.
 func (o *Offline) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
@@ -119,7 +120,7 @@ func (o *Offline) Complete(ctx context.Context, req llm.Request) (*llm.Response,
 	default:
 		content = reply(req, o.source(req))
 		if req.MaxTokens > 0 {
-			if cut, ok := o.tok.truncate(content, req.MaxTokens); ok {
+			if cut, ok := o.tok.Truncate(content, req.MaxTokens); ok {
 				content, finish = cut, "length"
 			}
 		}
@@ -130,12 +131,12 @@ func (o *Offline) Complete(ctx context.Context, req llm.Request) (*llm.Response,
 		return nil, fmt.Errorf("offline: %w", err)
 	}
 
-	prompt := o.tok.prompt(req.Messages)
+	prompt := promptTokens(o.tok, req.Messages)
 	if req.Schema != nil {
 		// Providers bill the schema as part of the prompt.
-		prompt += o.tok.count(string(req.Schema.JSON))
+		prompt += o.tok.Count(string(req.Schema.JSON))
 	}
-	completion := o.tok.count(content)
+	completion := o.tok.Count(content)
 	return &llm.Response{
 		Content:      content,
 		Usage:        llm.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion},

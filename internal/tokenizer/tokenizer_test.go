@@ -1,0 +1,77 @@
+package tokenizer
+
+import (
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestCount(t *testing.T) {
+	tok, err := New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]int{"": 0, "hello world": 2, "Hello, world!\n": 4}
+	for text, want := range cases {
+		if got := tok.Count(text); got != want {
+			t.Errorf("Count(%q) = %d, want %d", text, got, want)
+		}
+	}
+	if again, _ := New("cl100k_base"); again != tok {
+		t.Error("New gave a second tokenizer for the same encoding")
+	}
+	if _, err := New("nope"); err == nil {
+		t.Error("an unknown encoding was accepted")
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	tok, _ := New("")
+	cut, did := tok.Truncate("one two three four five", 2)
+	if !did || tok.Count(cut) > 2 || !strings.HasPrefix("one two three four five", cut) {
+		t.Fatalf("Truncate = %q, %v", cut, did)
+	}
+	if s, did := tok.Truncate("short", 10); did || s != "short" {
+		t.Fatalf("Truncate of fitting text = %q, %v", s, did)
+	}
+	if s, _ := tok.Truncate("日本語のテキスト", 1); !strings.HasPrefix("日本語のテキスト", s) {
+		t.Fatalf("Truncate broke a character: %q", s)
+	}
+}
+
+func TestConcurrentCounts(t *testing.T) {
+	tok, _ := New("")
+	text := strings.Repeat("a line of text, with words\n", 50)
+	want := len(tok.enc.EncodeOrdinary(text))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 20 {
+				if got := tok.Count(text); got != want {
+					t.Errorf("Count = %d, want %d", got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// FuzzChunkedCountIsExact checks that counting by cached chunks gives the
+// count of encoding the text whole, for any text.
+func FuzzChunkedCountIsExact(f *testing.F) {
+	for _, s := range []string{"a\n\n  b", "x }\n  \n   foo", "\r\n\t\n y", "line one.\nline two:\n\n\n- item\n  - sub\n",
+		" \n \n ", "}\n", "123456\n789", "a\n/b", "' \n's"} {
+		f.Add(s)
+	}
+	tok, err := New("")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		whole := len(tok.enc.EncodeOrdinary(s))
+		if got := tok.Count(s); got != whole {
+			t.Fatalf("chunked count %d, whole count %d for %q (chunks %q)", got, whole, s, splitChunks(s))
+		}
+	})
+}
