@@ -28,10 +28,13 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	var ec exitCoder
 	switch {
 	case err == nil:
 	case errors.Is(err, ff.ErrHelp), errors.Is(err, ff.ErrNoExec):
 		os.Exit(0)
+	case errors.As(err, &ec) && !strings.Contains(err.Error(), ":"):
+		os.Exit(ec.ExitCode()) // the command printed why
 	default:
 		fmt.Fprintln(os.Stderr, "praetor:", err)
 		os.Exit(exitCode(err))
@@ -94,6 +97,8 @@ NATS_URL, DATABASE_URL, OPENAI_API_KEY and OPENAI_BASE_URL are read as well.`),
 		serveCommand(g, rootFlags),
 		migrateCommand(g, rootFlags),
 		replayCommand(g, rootFlags),
+		validateCommand(g, rootFlags),
+		chatCommand(g, rootFlags),
 		versionCommand(g, rootFlags),
 	}
 	err := root.Parse(args, ff.WithEnvVarPrefix("PRAETOR"))

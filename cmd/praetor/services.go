@@ -24,10 +24,13 @@ func loadEngines(dirs []string, warn io.Writer) (*engine.Catalog, *engine.Regist
 	}
 	cat, report, err := builtin.Load(reg, dirs...)
 	for _, w := range report.Warnings {
-		fmt.Fprintln(warn, "warning:", w)
+		fmt.Fprintln(warn, w)
+	}
+	for _, e := range report.Errors {
+		fmt.Fprintln(warn, e)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("engines: %w", err)
+		return nil, nil, fmt.Errorf("engines: %d errors (listed above; praetor validate DIR checks a directory): %w", len(report.Errors), err)
 	}
 	return cat, reg, nil
 }
@@ -72,4 +75,3 @@ func newRunner(_ context.Context, d node.Deps) (node.Service, error) {
 	return runner.NewService(runner.ServiceConfig{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, Runner: r,
 		Logger: d.Logger, Registerer: d.Registerer})
 }
-

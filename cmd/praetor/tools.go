@@ -123,8 +123,9 @@ func toolConn(natsURL, dataDir string) (*nats.Conn, func(), error) {
 func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	var (
 		stream, natsURL, dataDir, since string
-		subjects                        []string
+		subjects, enginesDirs           []string
 		fromSeq                         uint64
+		session                         string
 	)
 	fs := ff.NewFlagSet("replay").SetParent(parent)
 	fs.StringVar(&stream, 0, "stream", "", "stream to read, e.g. PRAETOR_TURNS, PRAETOR_DLQ (required)")
@@ -133,17 +134,31 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs.StringVar(&since, 0, "since", "", "start at this time: RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (1h)")
 	fs.StringVar(&natsURL, 0, "nats-url", os.Getenv("NATS_URL"), "NATS server URL (NATS_URL); default: a local praetor dev")
 	fs.StringVar(&dataDir, 0, "data-dir", "./.praetor", "praetor dev data directory, opened when no server answers")
+	fs.StringVar(&session, 0, "session", "", "rebuild this session from its events and recorded model answers, and check its state hash")
+	fs.StringListVar(&enginesDirs, 0, "engines-dir", "engine directories the session's engine may come from (with --session)")
 	return &ff.Command{
 		Name:      "replay",
-		Usage:     "praetor replay --stream S [--from-seq N | --since T] [--subject F ...]",
+		Usage:     "praetor replay --stream S [--from-seq N | --since T] [--subject F ...] | --session ID",
 		ShortHelp: "print a stream's events as JSON lines, without touching any consumer",
 		LongHelp: "Streams: " + streamNames() + ".\n" +
 			"Each line is {\"stream_seq\",\"subject\",\"stored_at\",\"event\"}; a message that is not a valid\n" +
 			"CloudEvent is printed with \"error\", its headers and its base64 data.",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
+			if session != "" {
+				nc, closeConn, err := toolConn(natsURL, dataDir)
+				if err != nil {
+					return err
+				}
+				defer closeConn()
+				bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
+				if err != nil {
+					return err
+				}
+				return replaySession(ctx, bus, session, enginesDirs, g.stdout, g.stderr)
+			}
 			if stream == "" {
-				return settingErr("stream", "required; one of %s", streamNames())
+				return settingErr("stream", "required (or --session ID); one of %s", streamNames())
 			}
 			if fromSeq > 0 && since != "" {
 				return settingErr("since", "give --from-seq or --since, not both")

@@ -166,12 +166,13 @@ func (c *Catalog) Len() int { return len(c.defs) }
 func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 	var rep Report
 	type parsed struct {
-		def  *Definition
-		file string
-		bad  bool
+		def    *Definition
+		file   string
+		bad    bool
+		source int
 	}
 	var all []parsed
-	for _, src := range sources {
+	for si, src := range sources {
 		files, err := listEngineFiles(src)
 		if err != nil {
 			return nil, rep, fmt.Errorf("load engines from %s: %w", labelOf(src), err)
@@ -186,21 +187,28 @@ func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 			def, r := Parse(display, data)
 			rep.Merge(r)
 			if def != nil {
-				all = append(all, parsed{def: def, file: display, bad: !r.Valid()})
+				all = append(all, parsed{def: def, file: display, bad: !r.Valid(), source: si})
 			}
 		}
 	}
+	// An engine defined twice in one source is an error; a later source
+	// (--engines-dir) overrides an earlier one's engine of the same id.
 	known := map[string]string{}
+	from := map[string]int{}
 	for _, p := range all {
 		if p.def.EngineID == "" {
 			continue
 		}
 		if prev, dup := known[p.def.EngineID]; dup {
-			rep.Add(Issue{Severity: SeverityError, File: p.file, Path: "engine_id", Pos: p.def.PosOf("engine_id"),
-				Rule: "duplicate-engine", Message: fmt.Sprintf("engine %q is already defined in %s", p.def.EngineID, prev)})
-			continue
+			if from[p.def.EngineID] == p.source {
+				rep.Add(Issue{Severity: SeverityError, File: p.file, Path: "engine_id", Pos: p.def.PosOf("engine_id"),
+					Rule: "duplicate-engine", Message: fmt.Sprintf("engine %q is already defined in %s", p.def.EngineID, prev)})
+				continue
+			}
+			rep.Add(Issue{Severity: SeverityWarning, File: p.file, Path: "engine_id", Pos: p.def.PosOf("engine_id"),
+				Rule: "override-engine", Message: fmt.Sprintf("engine %q overrides the one in %s", p.def.EngineID, prev)})
 		}
-		known[p.def.EngineID] = p.file
+		known[p.def.EngineID], from[p.def.EngineID] = p.file, p.source
 	}
 	cat := &Catalog{defs: map[string]*Definition{}}
 	for _, p := range all {

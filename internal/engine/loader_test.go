@@ -144,6 +144,27 @@ func TestLoadRejectsDuplicateEngines(t *testing.T) {
 	}
 }
 
+func TestLaterSourceOverridesEngine(t *testing.T) {
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := []byte(strings.Replace(string(data), "name: ", "name: Overridden ", 1))
+	shipped := Source{FS: fstest.MapFS{"minimal.yaml": {Data: data}}, Dir: ".", Label: "shipped"}
+	custom := Source{FS: fstest.MapFS{"minimal.yaml": {Data: changed}}, Dir: ".", Label: "custom"}
+	cat, rep, err := Load(testRegistry(t), shipped, custom)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if len(rep.Warnings) == 0 || rep.Warnings[0].Rule != "override-engine" || rep.Warnings[0].File != "custom/minimal.yaml" {
+		t.Fatalf("warnings = %v, want an override-engine warning on the later file", rep.Warnings)
+	}
+	def, ok := cat.Get("minimal")
+	if !ok || !strings.HasPrefix(def.Name, "Overridden ") {
+		t.Fatalf("catalog holds %+v, want the later source's engine", def)
+	}
+}
+
 func TestLoadDirSource(t *testing.T) {
 	cat, rep, err := Load(testRegistry(t), DirSource("testdata"))
 	if err != nil {

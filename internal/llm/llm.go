@@ -94,3 +94,18 @@ type Response struct {
 type Client interface {
 	Complete(ctx context.Context, req Request) (*Response, error)
 }
+
+type ownerKey struct{}
+
+// WithOwner returns ctx naming whom the model calls made under it belong to
+// (a session, a run), for the calls whose Request names no TenantID and
+// Scope: a handler sets it once for everything its turn calls.
+func WithOwner(ctx context.Context, tenantID, scope string) context.Context {
+	return context.WithValue(ctx, ownerKey{}, [2]string{tenantID, scope})
+}
+
+// OwnerFrom returns the owner WithOwner put in ctx.
+func OwnerFrom(ctx context.Context) (tenantID, scope string, ok bool) {
+	o, ok := ctx.Value(ownerKey{}).([2]string)
+	return o[0], o[1], ok
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
@@ -158,6 +159,7 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	number := st.TurnNumber + 1
 	meta := extraction.Meta{SessionID: sess.ID, ProjectID: sess.ProjectID, MessageID: turn.TurnID,
 		EngineID: def.EngineID, TurnNumber: number}
+	ctx = llm.WithOwner(ctx, turn.TenantID, sess.ID)
 	res, err := s.pipeline.Extract(ctx, extraction.Request{Def: def, Current: current, Message: turn.Message,
 		History: mem.History, Focus: mem.Obligations.Focus, Meta: meta, TenantID: turn.TenantID, Scope: sess.ID})
 	if err != nil {

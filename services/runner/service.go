@@ -15,6 +15,7 @@ import (
 	"github.com/praetorhq/praetor/internal/conversation"
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
@@ -135,6 +136,8 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 		return nil, events.Permanent(err)
 	}
 	in.Now = ev.Time()
+	// Every model call of the turn (reply, summary) belongs to the session.
+	ctx = llm.WithOwner(ctx, te.TenantID, te.SessionID)
 	res, err := s.cfg.Runner.Process(ctx, def, &mem, in)
 	switch {
 	case errors.Is(err, ErrDuplicateTurn):

@@ -40,7 +40,7 @@ func Registry() (*engine.Registry, error) {
 
 // Source is the engines shipped with Praetor, embedded in the binary.
 func Source() engine.Source {
-	return engine.Source{FS: engines.FS, Dir: ".", Label: "engines"}
+	return engine.Source{FS: engines.FS, Dir: ".", Label: "praetor:engines"}
 }
 
 // Load loads the shipped engines and those of dirs (praetor's

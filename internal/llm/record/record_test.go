@@ -464,3 +464,27 @@ func TestReplayerConcurrent(t *testing.T) {
 		t.Errorf("canceled replay: err = %v", err)
 	}
 }
+
+func TestOwnerFromContext(t *testing.T) {
+	pub := &memPublisher{}
+	rec, err := NewRecorder(&model{}, pub, Config{Provider: "fake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := llm.WithOwner(context.Background(), "acme", "session-7")
+	req := llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "summarize"}}, Purpose: "summarize"}
+	if _, err := rec.Complete(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	got, err := contracts.DecodeAs[contracts.LLMCallRecorded](pub.published()[0])
+	if err != nil || got.TenantID != "acme" || got.Scope != "session-7" {
+		t.Fatalf("record = %+v, %v; want the context's owner", got, err)
+	}
+	rp := NewReplayer([]contracts.LLMCallRecorded{*got})
+	if _, err := rp.Complete(context.Background(), req); !errors.Is(err, ErrNotRecorded) {
+		t.Fatalf("replay without the owner: err = %v, want ErrNotRecorded", err)
+	}
+	if _, err := rp.Complete(ctx, req); err != nil {
+		t.Fatalf("replay under the owner: %v", err)
+	}
+}

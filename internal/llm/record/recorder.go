@@ -152,9 +152,18 @@ func Owner(req llm.Request) (tenant, scope string) {
 	return cmp.Or(req.TenantID, DefaultTenant), cmp.Or(req.Scope, DefaultScope)
 }
 
+// ownerOf is Owner with the owner of ctx (llm.WithOwner) filling what the
+// request leaves empty.
+func ownerOf(ctx context.Context, req llm.Request) (tenant, scope string) {
+	if t, s, ok := llm.OwnerFrom(ctx); ok {
+		req.TenantID, req.Scope = cmp.Or(req.TenantID, t), cmp.Or(req.Scope, s)
+	}
+	return Owner(req)
+}
+
 // Complete calls the wrapped client and records the call.
 func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	tenant, scope := Owner(req)
+	tenant, scope := ownerOf(ctx, req)
 	if !contracts.ValidToken(tenant) || !contracts.ValidToken(scope) {
 		return nil, fmt.Errorf("%w: tenant %q and scope %q must be 1-128 characters of [A-Za-z0-9_-]", ErrInvalidOwner, tenant, scope)
 	}

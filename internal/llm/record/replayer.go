@@ -94,7 +94,7 @@ func (r *Replayer) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	tenant, scope := Owner(req)
+	tenant, scope := ownerOf(ctx, req)
 	hash := llm.Hash(req)
 	k := replayKey(tenant, scope, hash)
 

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/peterbourgon/ff/v4"
+)
+
+func chatCommand(g *globals, parent *ff.FlagSet) *ff.Command {
+	var url, token, engineID, project, session string
+	fs := ff.NewFlagSet("chat").SetParent(parent)
+	fs.StringVar(&url, 0, "url", "http://127.0.0.1:8080", "URL of a running praetor (dev or serve)")
+	fs.StringVar(&token, 0, "token", os.Getenv("PRAETOR_TOKEN"), "API token (PRAETOR_TOKEN); none needed for praetor dev on loopback")
+	fs.StringVar(&engineID, 0, "engine", "project-discovery", "engine to talk to")
+	fs.StringVar(&project, 0, "project", "default", "project id")
+	fs.StringVar(&session, 0, "session", "", "continue this session instead of starting one")
+	return &ff.Command{
+		Name:      "chat",
+		Usage:     "praetor chat [--engine ID] [--session ID] [--url URL]",
+		ShortHelp: "talk to an engine in the terminal, through a running praetor's API",
+		LongHelp: "Each line you type is a turn; the engine's reply follows with the phase and\n" +
+			"completeness. Ctrl-D ends the chat. Lines can also be piped in.",
+		Flags: fs,
+		Exec: func(ctx context.Context, args []string) error {
+			c := &apiClient{base: strings.TrimRight(url, "/"), token: token, http: &http.Client{Timeout: 90 * time.Second}}
+			return chat(ctx, c, engineID, project, session, os.Stdin, g.stdout)
+		},
+	}
+}
+
+type apiClient struct {
+	base, token string
+	http        *http.Client
+}
+
+func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w (is praetor running at %s? start it with praetor dev)", err, c.base)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		var e struct{ Error string }
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s: %s", resp.Status, e.Error)
+		}
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(data)))
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+type chatSession struct {
+	SessionID    string  `json:"session_id"`
+	EngineID     string  `json:"engine_id"`
+	Status       string  `json:"status"`
+	Phase        string  `json:"phase"`
+	Completeness float64 `json:"completeness"`
+	Handoffs     *struct {
+		Outbound string `json:"outbound"`
+	} `json:"handoffs"`
+}
+
+type chatTurn struct {
+	Status       string   `json:"status"`
+	Reply        string   `json:"reply"`
+	Phase        string   `json:"phase"`
+	Completeness *float64 `json:"completeness"`
+	Degraded     bool     `json:"degraded"`
+}
+
+func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string, in io.Reader, out io.Writer) error {
+	var s chatSession
+	if sessionID == "" {
+		if err := c.do(ctx, http.MethodPost, "/v1/sessions", map[string]string{"engine_id": engineID, "project_id": project}, &s); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "session %s with %s (%s). Type your message; Ctrl-D to end.\n", s.SessionID, s.EngineID, s.Phase)
+	} else {
+		if err := c.do(ctx, http.MethodGet, "/v1/sessions/"+sessionID, nil, &s); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "continuing session %s with %s (%s, %.0f%%).\n", s.SessionID, s.EngineID, s.Phase, s.Completeness*100)
+	}
+	var info struct {
+		Offline bool `json:"offline"`
+	}
+	if c.do(ctx, http.MethodGet, "/v1/info", nil, &info) == nil && info.Offline {
+		fmt.Fprintln(out, "(the offline provider is answering: deterministic stand-ins, not a model)")
+	}
+	lines := bufio.NewScanner(in)
+	lines.Buffer(make([]byte, 64<<10), 1<<20)
+	for {
+		fmt.Fprint(out, "you> ")
+		if !lines.Scan() {
+			fmt.Fprintln(out)
+			return lines.Err()
+		}
+		msg := strings.TrimSpace(lines.Text())
+		if msg == "" {
+			continue
+		}
+		var t chatTurn
+		if err := c.do(ctx, http.MethodPost, "/v1/sessions/"+s.SessionID+"/turns?wait=60s", map[string]string{"message": msg}, &t); err != nil {
+			fmt.Fprintln(out, "error:", err)
+			continue
+		}
+		if t.Status != "answered" {
+			fmt.Fprintln(out, "(no reply within a minute; it will be in the session's turns)")
+			continue
+		}
+		note := ""
+		if t.Degraded {
+			note = ", degraded"
+		}
+		fmt.Fprintf(out, "%s> %s\n   [%s · %.0f%%%s]\n", s.EngineID, t.Reply, t.Phase, *t.Completeness*100, note)
+		var now chatSession
+		if c.do(ctx, http.MethodGet, "/v1/sessions/"+s.SessionID, nil, &now) == nil && now.Status != "active" &&
+			now.Handoffs != nil && now.Handoffs.Outbound != "" {
+			fmt.Fprintf(out, "(the session handed off: %s)\n", now.Handoffs.Outbound)
+		}
+	}
+}

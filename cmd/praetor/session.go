@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/praetorhq/praetor/internal/engine/contextasm"
+	"github.com/praetorhq/praetor/internal/llm/record"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/services/runner"
+)
+
+// replaySession rebuilds a session from the event log, serving the runner's
+// model answers from their records, and prints a line per turn, then the
+// final state and its hash. It returns an error when a rebuilt turn's state
+// hash differs from the one recorded live.
+func replaySession(ctx context.Context, bus *events.Bus, sessionID string, enginesDirs []string, stdout, stderr io.Writer) error {
+	if !contracts.ValidToken(sessionID) {
+		return settingErr("session", "%q is not a session id", sessionID)
+	}
+	collect := func(stream, subject string) ([]event.Event, error) {
+		var evs []event.Event
+		err := bus.Replay(ctx, events.ReplayConfig{Stream: stream, Subjects: []string{subject}}, func(r events.Record) error {
+			if r.Err == nil {
+				evs = append(evs, r.Event)
+			}
+			return nil
+		})
+		return evs, err
+	}
+	// The turns stream is partitioned: its subjects end in a partition token.
+	sessionEvents, err := collect(contracts.StreamTurns, "praetor.turn.*.*."+sessionID+".*")
+	if err != nil {
+		return err
+	}
+	if len(sessionEvents) == 0 {
+		return fmt.Errorf("no events of session %s in %s", sessionID, contracts.StreamTurns)
+	}
+	calls, err := collect(contracts.StreamLLM, "praetor.llm.call.*."+sessionID)
+	if err != nil {
+		return err
+	}
+	replayer, err := record.NewReplayerFromEvents(calls)
+	if err != nil {
+		return err
+	}
+	cat, reg, err := loadEngines(enginesDirs, stderr)
+	if err != nil {
+		return err
+	}
+	// The per-turn telemetry was logged live; a replay only reports hashes.
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg := runner.Config{LLM: replayer, Registry: reg, Logger: quiet}
+	if recordedSummaries(calls) {
+		cfg.Summarizer = contextasm.LLMSummarizer{LLM: replayer}
+	}
+	r, err := runner.New(cfg)
+	if err != nil {
+		return err
+	}
+	res, err := runner.Replay(ctx, r, cat, sessionEvents)
+	if err != nil {
+		return err
+	}
+	for _, t := range res.Turns {
+		mark := "ok"
+		if !t.Match {
+			mark = "DIVERGED (recorded " + t.RecordedHash + ")"
+		}
+		fmt.Fprintf(stderr, "turn %d  %-16s %s  %s\n", t.TurnNumber, t.Phase, t.StateHash, mark)
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(map[string]any{"session_id": res.SessionID, "engine_id": res.EngineID,
+		"turns": len(res.Turns), "state_hash": res.StateHash, "state": res.State}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "session %s rebuilt from %d events and %d recorded model calls: state hash %s\n",
+		sessionID, len(sessionEvents), len(calls), res.StateHash)
+	if res.Diverged {
+		return fmt.Errorf("the rebuilt state differs from the live run's")
+	}
+	return nil
+}
+
+// recordedSummaries reports whether the live run summarized with the model.
+func recordedSummaries(calls []event.Event) bool {
+	for _, ev := range calls {
+		if c, err := contracts.DecodeAs[contracts.LLMCallRecorded](ev); err == nil && c.Purpose == contextasm.PurposeSummarize {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,123 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/llm"
+	"github.com/praetorhq/praetor/pkg/contracts"
+)
+
+// ReplayedTurn is one turn of a session rebuilt from its events.
+type ReplayedTurn struct {
+	TurnNumber int    `json:"turn_number"`
+	TurnID     string `json:"turn_id"`
+	Phase      string `json:"phase"`
+	// StateHash is the hash of the rebuilt state; RecordedHash the one the
+	// live run published in turn.responded ("" when it published none).
+	StateHash    string `json:"state_hash"`
+	RecordedHash string `json:"recorded_hash,omitempty"`
+	Match        bool   `json:"match"`
+	Reply        string `json:"reply"`
+}
+
+// ReplayResult is a session rebuilt from the event log.
+type ReplayResult struct {
+	SessionID string                `json:"session_id"`
+	EngineID  string                `json:"engine_id"`
+	Turns     []ReplayedTurn        `json:"turns"`
+	State     *engine.WorkingMemory `json:"state"`
+	StateHash string                `json:"state_hash"`
+	// Diverged is true when a rebuilt turn's hash differs from the recorded one.
+	Diverged bool `json:"diverged"`
+}
+
+// ErrNoSessionStart is returned when the events hold no session.started.
+var ErrNoSessionStart = errors.New("replay: no session.started event for the session")
+
+// Replay rebuilds a session by folding its events through the runner: the
+// session.started event gives the initial working memory, each turn.extracted
+// a turn (at the event's time), and the runner's model answers come from r's
+// LLM, which for an audit is a record.Replayer of the session's
+// llm.call.recorded events, so no model is called. Each turn's state hash is
+// compared with the one its turn.responded recorded.
+func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEvents []event.Event) (*ReplayResult, error) {
+	var (
+		start    *contracts.SessionStarted
+		turns    []event.Event
+		recorded = map[string]string{}
+	)
+	for _, ev := range sessionEvents {
+		switch ev.Type() {
+		case contracts.SessionStartedSpec.Type:
+			s, err := contracts.DecodeAs[contracts.SessionStarted](ev)
+			if err != nil {
+				return nil, err
+			}
+			start = s
+		case contracts.TurnExtractedSpec.Type:
+			turns = append(turns, ev)
+		case contracts.TurnRespondedSpec.Type:
+			tr, err := contracts.DecodeAs[contracts.TurnResponded](ev)
+			if err != nil {
+				return nil, err
+			}
+			recorded[tr.TurnID] = tr.StateHash
+		}
+	}
+	if start == nil {
+		return nil, ErrNoSessionStart
+	}
+	def, ok := engines.Get(start.EngineID)
+	if !ok {
+		return nil, fmt.Errorf("replay: session %s ran engine %q, which is not loaded", start.SessionID, start.EngineID)
+	}
+	if def.Version != start.EngineVersion {
+		return nil, fmt.Errorf("replay: session %s ran %s %s; the loaded engine is %s (load that version with --engines-dir)",
+			start.SessionID, start.EngineID, start.EngineVersion, def.Version)
+	}
+	ctx = llm.WithOwner(ctx, start.TenantID, start.SessionID)
+	mem := engine.NewWorkingMemory(def, start.SessionID, start.ProjectID)
+	mem.UpdatedAt = start.StartedAt.UTC()
+	out := &ReplayResult{SessionID: start.SessionID, EngineID: start.EngineID, Turns: []ReplayedTurn{}}
+	seen := map[string]bool{}
+	for _, ev := range turns {
+		if seen[ev.ID()] {
+			continue // a republished copy
+		}
+		seen[ev.ID()] = true
+		te, err := contracts.DecodeAs[contracts.TurnExtracted](ev)
+		if err != nil {
+			return nil, err
+		}
+		in, err := FromContract(*te, start.ProjectID)
+		if err != nil {
+			return nil, err
+		}
+		in.Now = ev.Time()
+		res, err := r.Process(ctx, def, mem, in)
+		if errors.Is(err, ErrDuplicateTurn) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("replay: turn %d (%s): %w", te.TurnNumber, te.TurnID, err)
+		}
+		rt := ReplayedTurn{TurnNumber: res.State.TurnNumber, TurnID: te.TurnID, Phase: res.Phase, StateHash: res.StateHash,
+			RecordedHash: recorded[te.TurnID], Reply: res.Reply}
+		rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
+		out.Diverged = out.Diverged || !rt.Match
+		out.Turns = append(out.Turns, rt)
+		mem = res.State
+	}
+	out.State = mem
+	hash, err := engine.StateHash(mem)
+	if err != nil {
+		return nil, err
+	}
+	out.StateHash = hash
+	return out, nil
+}
