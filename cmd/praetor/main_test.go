@@ -80,10 +80,19 @@ func start(t *testing.T, env []string, args ...string) *proc {
 	}
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
+		if t.Failed() {
+			// A stuck process tells where it is stuck.
+			_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+			select {
+			case <-p.done:
+				p.done <- nil
+			case <-time.After(2 * time.Second):
+			}
+		}
 		_ = p.cmd.Process.Kill()
 		<-p.done
 		if t.Failed() {
-			t.Logf("praetor output:\n%s", p.out)
+			t.Logf("praetor %s output:\n%s", strings.Join(args, " "), p.out)
 		}
 	})
 	return p

@@ -26,7 +26,9 @@ type nodeFlags struct {
 	llmModel     string
 	llmBaseURL   string
 	llmSeed      int
+	llmLatency   time.Duration
 	enginesDirs  []string
+	ackWait      time.Duration
 }
 
 func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
@@ -41,6 +43,8 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.StringVar(&f.llmModel, 0, "llm-model", "", "model name for the openai provider")
 	fs.StringVar(&f.llmBaseURL, 0, "llm-base-url", "", "OpenAI-compatible base URL (also OPENAI_BASE_URL); the key comes only from PRAETOR_LLM_API_KEY or OPENAI_API_KEY")
 	fs.IntVar(&f.llmSeed, 0, "llm-seed", 0, "seed of the offline provider")
+	fs.DurationVar(&f.llmLatency, 0, "llm-offline-latency", 0, "delay every offline answer by this much, to stand in for a model in load tests")
+	fs.DurationVar(&f.ackWait, 0, "ack-wait", 30*time.Second, "how long a consumer waits before redelivering an event whose process died")
 	fs.StringListVar(&f.enginesDirs, 0, "engines-dir", "directory of engine YAML files to load besides the shipped ones (repeatable)")
 }
 
@@ -59,6 +63,8 @@ func (f *nodeFlags) apply(cfg *node.Config) error {
 	if f.llmSeed != 0 {
 		llmCfg.Seed = int64(f.llmSeed)
 	}
+	llmCfg.OfflineLatency = f.llmLatency
+	cfg.AckWait = f.ackWait
 	cfg.LLM = llmCfg
 	cfg.Available = services()
 	cat, reg, err := loadEngines(f.enginesDirs, os.Stderr)

@@ -59,7 +59,7 @@ func newGateway(_ context.Context, d node.Deps) (node.Service, error) {
 func newExtractor(_ context.Context, d node.Deps) (node.Service, error) {
 	useOfflineSkills(d)
 	return extractor.New(extractor.Config{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, LLM: d.LLM,
-		Logger: d.Logger, Registerer: d.Registerer})
+		Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait})
 }
 
 func newRunner(_ context.Context, d node.Deps) (node.Service, error) {
@@ -73,5 +73,5 @@ func newRunner(_ context.Context, d node.Deps) (node.Service, error) {
 		return nil, err
 	}
 	return runner.NewService(runner.ServiceConfig{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, Runner: r,
-		Logger: d.Logger, Registerer: d.Registerer})
+		Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait})
 }

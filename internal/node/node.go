@@ -76,6 +76,8 @@ type Deps struct {
 	Dev bool
 	// DevTenant is the tenant praetor dev serves without a token on loopback.
 	DevTenant string
+	// AckWait is the consumers' redelivery delay after a process dies.
+	AckWait time.Duration
 }
 
 // Factory builds a service from the node's dependencies.
@@ -123,6 +125,9 @@ type Config struct {
 	Registry *prometheus.Registry
 	// DrainTimeout bounds the graceful stop. Default: 30s.
 	DrainTimeout time.Duration
+	// AckWait is how long the services' consumers wait before redelivering
+	// an event whose process died. Default: 30s.
+	AckWait time.Duration
 	// Ready, when set, receives the bound HTTP address once the node serves.
 	Ready func(httpAddr string)
 }
@@ -133,6 +138,7 @@ func (c Config) withDefaults() Config {
 		c.Registry = prometheus.NewRegistry()
 	}
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 30*time.Second)
+	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
 	c.Streams.Replicas = cmp.Or(c.Streams.Replicas, 1)
 	c.Streams.Partitions = cmp.Or(c.Streams.Partitions, 16)
 	c.Streams.Duplicates = cmp.Or(c.Streams.Duplicates, 2*time.Minute)
@@ -205,6 +211,9 @@ func (c Config) validate() error {
 	}
 	if c.Streams.Replicas < 1 || c.Streams.Replicas > 5 {
 		bad("stream-replicas", "%d is outside [1, 5]", c.Streams.Replicas)
+	}
+	if c.AckWait < time.Second {
+		bad("ack-wait", "%s is under 1s", c.AckWait)
 	}
 	if c.Streams.MaxAge < 0 {
 		bad("stream-max-age", "must not be negative")
@@ -296,7 +305,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	deps := Deps{Bus: bus, DB: db, Relay: relay, Logger: log, Registerer: reg, Mux: mux, Metrics: metrics,
-		Streams: cfg.Streams, LLM: client, LLMInfo: info, Engines: cfg.Engines, EngineRegistry: cfg.EngineRegistry, Dev: cfg.Dev}
+		Streams: cfg.Streams, LLM: client, LLMInfo: info, Engines: cfg.Engines, EngineRegistry: cfg.EngineRegistry, Dev: cfg.Dev, AckWait: cfg.AckWait}
 	if cfg.Dev {
 		if deps.DevTenant, err = devTenant(ctx, db, log); err != nil {
 			return err

@@ -55,6 +55,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the service's metrics.
 	Registerer prometheus.Registerer
+	// AckWait is the consumer's redelivery delay after a process dies.
+	// Default: 30s.
+	AckWait time.Duration
 	// Now is the clock of the events and rows it writes. Default: time.Now.
 	Now func() time.Time
 }
@@ -103,7 +106,7 @@ func (s *Service) Start(ctx context.Context) error {
 		Stream: contracts.StreamTurns, Name: Consumer, Keyed: true,
 		Subjects: []string{contracts.TurnReceivedSpec.FilterSubject()},
 		// A model call may take a while; the consumer keeps the turn alive.
-		HandlerTimeout: 5 * time.Minute,
+		HandlerTimeout: 5 * time.Minute, AckWait: s.cfg.AckWait,
 	}, s.inbox.Handler(s.work))
 	if err != nil {
 		return err

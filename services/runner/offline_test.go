@@ -2,8 +2,10 @@ package runner_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -102,65 +104,44 @@ func (s *session) say(msg string) *runner.Result {
 	return res
 }
 
+// ScriptTurn is one user message of a scripted conversation, with the phase
+// the session must be in after it and fields the turn must extract.
+type ScriptTurn struct {
+	Message string   `json:"message"`
+	Phase   string   `json:"phase"`
+	Fields  []string `json:"fields"`
+}
+
+func loadScript(t testing.TB, path string) []ScriptTurn {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script []ScriptTurn
+	if err := json.Unmarshal(b, &script); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return script
+}
+
 // The scripted project-discovery conversation of issue 3 §6: offline, the
 // user reaches VALIDATION, confirms the scope, completes the discovery and
 // asks to explore options, which fires the exit transition to exploration.
 func TestOfflineProjectDiscoveryConversation(t *testing.T) {
 	s := newSession(t, "project-discovery")
-	script := []struct {
-		msg       string
-		wantPhase string
-		// wantFields must be among the fields updated this turn.
-		wantFields []string
-	}{
-		{"Hi! Our field technicians keep losing track of their jobs because everything runs on paper and spreadsheets. We want to build a mobile app to fix that.",
-			"CORE_CAPTURE", []string{"purpose_and_problem.core_problem", "purpose_and_problem.project_type"}},
-		{"Last month we missed three urgent repairs and lost a big customer. That's why it became a priority now.",
-			"USERS_AND_GOALS", []string{"purpose_and_problem.trigger_event"}},
-		{"About 40 technicians, plus 5 office dispatchers who plan the routes.",
-			"USERS_AND_GOALS", []string{"users_and_personas.user_count", "users_and_personas.secondary_users"}},
-		{"They need to see their daily jobs, record the work done, take photos and get the customer's signature.",
-			"USERS_AND_GOALS", []string{"users_and_personas.jobs_to_be_done"}},
-		{"The paperwork is slow and they waste an hour every evening on double entry.",
-			"USERS_AND_GOALS", []string{"users_and_personas.pain_points"}},
-		{"We want to cut missed appointments in half and reduce the time spent on paperwork by 30 percent.",
-			"CONSTRAINTS", []string{"success_criteria.metrics"}},
-		{"We need it within 6 months, before the busy winter season.", "CONSTRAINTS", []string{"constraints.timeline"}},
-		{"Our budget is around $60k to $80k.", "CONSTRAINTS", []string{"constraints.budget"}},
-		{"It has to run on Android tablets and be hosted on Azure, since we already use Microsoft 365.",
-			"CONSTRAINTS", []string{"constraints.technical"}},
-		{"It needs to sync with our scheduling system and with QuickBooks for invoicing.",
-			"CONSTRAINTS", []string{"constraints.integrations"}},
-		{"I'm not sure yet who will build it, can we skip that for now?", "CONSTRAINTS", nil},
-		{"It must have a job list, offline sync, photo uploads and customer signatures.",
-			"CONSTRAINTS", []string{"success_criteria.key_features"}},
-		{"Yes, it stores customer addresses and signatures, so it must be secure and only our staff may see customer data.",
-			"CONSTRAINTS", []string{"non_functional_screening.security"}},
-		{"Ideally every technician starts the day with a clear schedule, so that no job is forgotten.",
-			"CONSTRAINTS", []string{"purpose_and_problem.desired_outcome"}},
-		{"Actually, our budget is now up to $90k.", "CONSTRAINTS", []string{"constraints.budget"}},
-		{"The first version should cover the job list and signatures; invoicing can wait for later versions.",
-			"CONSTRAINTS", []string{"success_criteria.mvp_scope"}},
-		{"It would save each technician about five hours a week, which is worth a lot of money to us.",
-			"VALIDATION", []string{"success_criteria.business_value"}},
-		{"Yes, that's right.", "VALIDATION", []string{"validation.scope_confirmed"}},
-		{"Downtime in the morning would hurt, and we need daily backups.", "VALIDATION", []string{"non_functional_screening.availability"}},
-		{"What if a technician is in a basement with no connection? It should keep working and sync later.",
-			"VALIDATION", []string{"edge_cases.cases"}},
-		{"We would launch with a pilot of ten technicians.", "VALIDATION", []string{"success_criteria.launch_criteria"}},
-		{"This looks complete. Could we explore options for how to build it?", "VALIDATION", nil},
-	}
+	script := loadScript(t, "testdata/discovery.json")
 	var last *runner.Result
 	for i, step := range script {
-		last = s.say(step.msg)
-		if last.Phase != step.wantPhase {
-			t.Fatalf("turn %d: phase = %s, want %s (blocked by %v)", i+1, last.Phase, step.wantPhase, last.PhaseBlockedBy)
+		last = s.say(step.Message)
+		if last.Phase != step.Phase {
+			t.Fatalf("turn %d: phase = %s, want %s (blocked by %v)", i+1, last.Phase, step.Phase, last.PhaseBlockedBy)
 		}
 		updated := map[string]bool{}
 		for _, e := range last.Effects.ExtractionLog {
 			updated[e.FieldPath] = true
 		}
-		for _, f := range step.wantFields {
+		for _, f := range step.Fields {
 			if !updated[f] {
 				t.Errorf("turn %d: %s not extracted (log %v)", i+1, f, last.Effects.ExtractionLog)
 			}

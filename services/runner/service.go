@@ -42,6 +42,9 @@ type ServiceConfig struct {
 	Runner     *Runner
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
+	// AckWait is the consumer's redelivery delay after a process dies.
+	// Default: 30s.
+	AckWait time.Duration
 	// Now stamps the rows the service writes. Default: time.Now. (The turn's
 	// own time is the turn.extracted event's.)
 	Now func() time.Time
@@ -94,7 +97,7 @@ func (s *Service) Start(ctx context.Context) error {
 	sub, err := s.cfg.Bus.Subscribe(ctx, events.ConsumerConfig{
 		Stream: contracts.StreamTurns, Name: Consumer, Keyed: true,
 		Subjects:       []string{contracts.TurnExtractedSpec.FilterSubject()},
-		HandlerTimeout: 5 * time.Minute,
+		HandlerTimeout: 5 * time.Minute, AckWait: s.cfg.AckWait,
 	}, s.inbox.Handler(s.work))
 	if err != nil {
 		return err

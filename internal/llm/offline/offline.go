@@ -27,6 +27,9 @@ type Config struct {
 	// Model is the model name responses report, whatever the request asks
 	// for, so logs and the UI show that no model answered. Default "offline".
 	Model string
+	// Latency delays every answer, to stand in for a model's latency in load
+	// tests and failure drills. Default 0.
+	Latency time.Duration
 }
 
 // WithDefaults returns c with every unset field at its default.
@@ -96,6 +99,15 @@ func (o *Offline) Complete(ctx context.Context, req llm.Request) (*llm.Response,
 		return nil, &llm.APIError{Provider: Provider, Err: llm.ErrBadRequest, Message: "the request has no messages"}
 	}
 	start := time.Now()
+	if d := o.cfg.Latency; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("offline: %w", ctx.Err())
+		}
+	}
 	o.mu.RLock()
 	skill := o.skills[req.Purpose]
 	o.mu.RUnlock()

@@ -78,6 +78,9 @@ type Config struct {
 	MaxRetries int
 	// Seed of the offline provider's answers (PRAETOR_LLM_SEED). Default 0.
 	Seed int64
+	// OfflineLatency delays the offline provider's answers, standing in for
+	// a model's latency in load tests and failure drills. Default 0.
+	OfflineLatency time.Duration
 }
 
 // WithDefaults returns c with every unset field at its default.
@@ -148,7 +151,7 @@ func New(cfg Config, logger *slog.Logger) (llm.Client, Info, error) {
 	}
 
 	if provider == Offline {
-		c, err := offline.New(offline.Config{Seed: cfg.Seed, Model: cfg.Model})
+		c, err := offline.New(offline.Config{Seed: cfg.Seed, Model: cfg.Model, Latency: cfg.OfflineLatency})
 		if err != nil {
 			return nil, Info{}, err
 		}
