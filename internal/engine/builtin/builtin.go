@@ -1,7 +1,7 @@
 // Package builtin wires what ships with Praetor: a registry with the
-// technique library, the exploration engine's custom evaluators and the
-// task handler names the shipped engines use, and the embedded engines
-// directory as a load source.
+// technique library, the custom evaluators of the exploration,
+// business-profile and ideation engines and the task handler names the
+// shipped engines use, and the embedded engines directory as a load source.
 package builtin
 
 import (
@@ -9,7 +9,9 @@ import (
 
 	"github.com/praetorhq/praetor/engines"
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/evaluators/businessprofile"
 	"github.com/praetorhq/praetor/internal/engine/evaluators/exploration"
+	"github.com/praetorhq/praetor/internal/engine/evaluators/ideation"
 	"github.com/praetorhq/praetor/internal/engine/technique"
 )
 
@@ -26,8 +28,10 @@ func TaskHandlers() map[string]string {
 func Registry() (*engine.Registry, error) {
 	reg := engine.NewRegistry()
 	technique.Register(reg)
-	if err := exploration.Register(reg); err != nil {
-		return nil, err
+	for _, register := range []func(*engine.Registry) error{exploration.Register, businessprofile.Register, ideation.Register} {
+		if err := register(reg); err != nil {
+			return nil, err
+		}
 	}
 	h := TaskHandlers()
 	for _, name := range []string{"research.competitors", "research.solution_landscape"} {
