@@ -8,6 +8,12 @@
 // Every request is scoped to a tenant by its bearer token; a token never sees
 // another tenant's sessions (404, not 403). In dev the gateway may run open
 // on loopback, as the local tenant.
+//
+// A client that may retry a post sends an Idempotency-Key header: the same
+// key in the same session names the same turn, so a retry is answered with
+// that turn and never makes a second one; the same key with another message
+// is refused (422). Every API error is a JSON {"error", "code"}: the error
+// says what to fix, the code is stable for programs.
 package gateway
 
 import (
@@ -16,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -130,6 +137,30 @@ func (g *Gateway) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /v1/sessions/{id}/turns", g.auth(g.listTurns))
 	mux.HandleFunc("GET /v1/sessions/{id}/extractions", g.auth(g.listExtractions))
 	mux.HandleFunc("GET /v1/sessions/{id}/stream", g.auth(g.stream))
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })
+}
+
+// noRoute answers a request no API route takes with the JSON error every
+// other API answer has: 405 with Allow when the path exists under another
+// method, else 404.
+func noRoute(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := mux.Handler(probe); pattern != "" && pattern != "/v1/" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed",
+			fmt.Sprintf("%s %s is not served; use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
+		return
+	}
+	writeError(w, http.StatusNotFound, "no_route", fmt.Sprintf("no API route %s %s; GET /v1/engines, POST /v1/sessions, "+
+		"GET /v1/sessions/{id}, POST /v1/sessions/{id}/turns, GET /v1/sessions/{id}/extractions, GET /v1/sessions/{id}/stream",
+		r.Method, r.URL.Path))
 }
 
 type tenantKey struct{}
@@ -140,33 +171,47 @@ func tenantOf(r *http.Request) string { return r.Context().Value(tenantKey{}).(s
 func (g *Gateway) auth(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		tenant, err := g.tenant(r)
-		if err != nil {
+		var denied *authError
+		switch {
+		case errors.As(err, &denied):
 			w.Header().Set("WWW-Authenticate", `Bearer realm="praetor"`)
-			writeError(w, http.StatusUnauthorized, "unauthenticated", err.Error())
+			writeError(w, http.StatusUnauthorized, "unauthenticated", denied.msg)
+			return
+		case err != nil:
+			// The store could not say: the client is not at fault, and a 401
+			// would send it off to find another token.
+			g.internal(w, "check the token", err)
 			return
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	}
 }
 
+// authError is a request the gateway does not let in, with what to fix.
+type authError struct{ msg string }
+
+func (e *authError) Error() string { return e.msg }
+
 func (g *Gateway) tenant(r *http.Request) (string, error) {
-	h := r.Header.Get("Authorization")
+	h := strings.TrimSpace(r.Header.Get("Authorization"))
 	if h == "" {
 		if g.cfg.OpenTenant != "" && fromLoopback(r) {
 			return g.cfg.OpenTenant, nil
 		}
-		return "", errors.New("send Authorization: Bearer <token>")
+		return "", &authError{"send Authorization: Bearer <token>"}
 	}
-	secret, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		return "", errors.New("the Authorization header must be Bearer <token>")
+	// The scheme is case-insensitive (RFC 9110 §11.1).
+	scheme, secret, _ := strings.Cut(h, " ")
+	secret = strings.TrimSpace(secret)
+	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return "", &authError{"the Authorization header must be Bearer <token>"}
 	}
-	tok, err := store.Authenticate(r.Context(), g.cfg.DB, strings.TrimSpace(secret), g.cfg.Now())
+	tok, err := store.Authenticate(r.Context(), g.cfg.DB, secret, g.cfg.Now())
 	if err != nil {
 		if errors.Is(err, store.ErrUnauthenticated) {
-			return "", errors.New("the token is unknown, revoked or expired")
+			return "", &authError{"the token is unknown, revoked or expired"}
 		}
-		return "", fmt.Errorf("cannot check the token: %w", err)
+		return "", fmt.Errorf("authenticate: %w", err)
 	}
 	return tok.TenantID, nil
 }
@@ -196,19 +241,44 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// decodeBody reads a JSON body of at most max bytes, rejecting unknown fields.
-func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
+// decodeBody reads a JSON object of at most max bytes into v, rejecting
+// unknown fields and anything after the object, and answers 400 or 413 with
+// what to fix when the body is not what example shows.
+func decodeBody(w http.ResponseWriter, r *http.Request, max int64, example string, v any) bool {
 	r.Body = http.MaxBytesReader(w, r.Body, max)
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	err := dec.Decode(v)
+	if err == nil {
+		// One object, nothing after it: a second value or stray text means the
+		// client sent something other than it thinks.
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is larger than %d bytes", max))
-			return false
+		switch _, extra := dec.Token(); {
+		case errors.As(extra, &tooBig):
+			err = extra
+		case !errors.Is(extra, io.EOF):
+			err = errors.New("unexpected data after the JSON object")
 		}
-		writeError(w, http.StatusBadRequest, "bad_json", "the body is not the JSON expected: "+err.Error())
-		return false
 	}
-	return true
+	if err == nil {
+		return true
+	}
+	var (
+		tooBig    *http.MaxBytesError
+		typeError *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is larger than %d bytes", max))
+	case errors.Is(err, io.EOF):
+		writeError(w, http.StatusBadRequest, "bad_json", "the body is empty; send a JSON object like "+example)
+	case errors.As(err, &typeError) && typeError.Field == "":
+		writeError(w, http.StatusBadRequest, "bad_json", fmt.Sprintf("the body is a JSON %s; send a JSON object like %s", typeError.Value, example))
+	case errors.As(err, &typeError):
+		writeError(w, http.StatusBadRequest, "bad_json",
+			fmt.Sprintf("field %q must be a JSON %s, not %s; send a JSON object like %s", typeError.Field, typeError.Type, typeError.Value, example))
+	default:
+		writeError(w, http.StatusBadRequest, "bad_json", "the body is not the JSON expected ("+err.Error()+"); send a JSON object like "+example)
+	}
+	return false
 }

@@ -112,7 +112,12 @@ var validToken = contracts.ValidToken
 
 func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 	var req createSessionRequest
-	if !decodeBody(w, r, 4<<10, &req) {
+	if !decodeBody(w, r, 4<<10, `{"engine_id": "project-discovery", "project_id": "default"}`, &req) {
+		return
+	}
+	if req.EngineID == "" {
+		writeError(w, http.StatusBadRequest, "missing_engine_id",
+			"engine_id is required; engines: "+strings.Join(g.cfg.Engines.IDs(), ", "))
 		return
 	}
 	def, ok := g.cfg.Engines.Get(req.EngineID)
@@ -253,6 +258,10 @@ func viewTurn(t conversation.Turn) turnView {
 	return v
 }
 
+// maxEscape is how many bytes of JSON one byte of a message can take
+// (\u00XX): a body that holds a message at the limit can be this much larger.
+const maxEscape = 6
+
 func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 	var wait time.Duration
 	if q := r.URL.Query().Get("wait"); q != "" {
@@ -264,17 +273,17 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		wait = min(d, g.cfg.MaxWait)
 	}
 	var req postTurnRequest
-	if !decodeBody(w, r, int64(g.cfg.MaxMessageBytes)+1024, &req) {
+	if !decodeBody(w, r, int64(g.cfg.MaxMessageBytes)*maxEscape+1024, `{"message": "..."}`, &req) {
 		return
 	}
 	msg := strings.TrimSpace(req.Message)
 	switch {
 	case msg == "":
-		writeError(w, http.StatusBadRequest, "empty_message", "message is empty")
+		writeError(w, http.StatusBadRequest, "empty_message", "message is empty; send the user's words")
 		return
 	case len(msg) > g.cfg.MaxMessageBytes:
 		writeError(w, http.StatusRequestEntityTooLarge, "message_too_large",
-			fmt.Sprintf("message is %d bytes; the limit is %d", len(msg), g.cfg.MaxMessageBytes))
+			fmt.Sprintf("message is %d bytes; the limit is %d: split it into several turns", len(msg), g.cfg.MaxMessageBytes))
 		return
 	case !utf8.ValidString(msg):
 		writeError(w, http.StatusBadRequest, "bad_message", "message is not valid UTF-8")
@@ -294,7 +303,8 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 	}
 	tenant, now := tenantOf(r), g.cfg.Now().UTC()
 	turnID := uuid.Must(uuid.NewV7()).String()
-	if key := r.Header.Get("Idempotency-Key"); key != "" {
+	key := r.Header.Get("Idempotency-Key")
+	if key != "" {
 		turnID = events.DeriveID(s.ID, "turn/"+key)
 	}
 	var replies <-chan contracts.TurnResponded
@@ -318,7 +328,24 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 	})
 	switch {
 	case errors.Is(err, store.ErrConflict):
-		// A retry with the same Idempotency-Key: answer as for the first.
+		// A retry with the same Idempotency-Key: answer as for the first,
+		// unless the key now comes with another message.
+		first, err := conversation.GetTurn(r.Context(), g.cfg.DB, tenant, turnID)
+		if err != nil {
+			g.internal(w, "read turn", err)
+			return
+		}
+		if first.Message != msg {
+			writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused",
+				fmt.Sprintf("Idempotency-Key %q was sent with another message in this session (turn %s); use a new key for a new message",
+					key, turnID))
+			return
+		}
+		if first.Answered() {
+			writeJSON(w, http.StatusOK, viewTurn(first))
+			return
+		}
+		turn = first
 	case err != nil:
 		g.internal(w, "post turn", err)
 		return
@@ -326,45 +353,48 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		g.kick()
 	}
 	if wait == 0 {
-		writeJSON(w, http.StatusAccepted, turnView{TurnID: turnID, SessionID: s.ID, Status: "pending", ReceivedAt: now})
+		writeJSON(w, http.StatusAccepted, viewTurn(turn))
 		return
 	}
-	g.awaitReply(w, r, tenant, turnID, replies, wait)
+	g.awaitReply(w, r, turn, replies, wait)
 }
 
 // awaitReply answers with the turn's reply when it comes within wait, else
 // 202 with the turn still pending. The reply normally arrives on the
 // subscription; the store is also polled, so a reply the subscription missed
 // (a reconnect, another replica's restart) is still found.
-func (g *Gateway) awaitReply(w http.ResponseWriter, r *http.Request, tenant, turnID string,
+func (g *Gateway) awaitReply(w http.ResponseWriter, r *http.Request, turn conversation.Turn,
 	replies <-chan contracts.TurnResponded, wait time.Duration) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	poll := time.NewTicker(500 * time.Millisecond)
 	defer poll.Stop()
 	for {
+		timedOut := false
 		select {
 		case <-replies:
 			// The reply event carries what the turn row now holds.
 		case <-poll.C:
 		case <-deadline.C:
-			t, err := conversation.GetTurn(r.Context(), g.cfg.DB, tenant, turnID)
-			if err == nil && t.Answered() {
-				writeJSON(w, http.StatusOK, viewTurn(t))
-				return
-			}
-			writeJSON(w, http.StatusAccepted, turnView{TurnID: turnID, Status: "pending"})
-			return
+			timedOut = true
+		case <-g.replies.done:
+			// The gateway is stopping: the turn is safe in the store and will
+			// be answered; the client reads it later.
+			timedOut = true
 		case <-r.Context().Done():
 			return
 		}
-		t, err := conversation.GetTurn(r.Context(), g.cfg.DB, tenant, turnID)
+		t, err := conversation.GetTurn(r.Context(), g.cfg.DB, turn.TenantID, turn.ID)
 		if err != nil {
 			g.internal(w, "read turn", err)
 			return
 		}
 		if t.Answered() {
 			writeJSON(w, http.StatusOK, viewTurn(t))
+			return
+		}
+		if timedOut {
+			writeJSON(w, http.StatusAccepted, viewTurn(t))
 			return
 		}
 	}

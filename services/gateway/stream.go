@@ -24,10 +24,14 @@ type broker struct {
 	turns   map[string][]chan contracts.TurnResponded
 	streams map[string]map[chan contracts.TurnResponded]struct{}
 	closed  bool
+	// done closes with the broker, releasing the requests waiting for a
+	// reply.
+	done chan struct{}
 }
 
 func newBroker() *broker {
-	return &broker{turns: map[string][]chan contracts.TurnResponded{}, streams: map[string]map[chan contracts.TurnResponded]struct{}{}}
+	return &broker{turns: map[string][]chan contracts.TurnResponded{},
+		streams: map[string]map[chan contracts.TurnResponded]struct{}{}, done: make(chan struct{})}
 }
 
 func (b *broker) awaitTurn(turnID string) (<-chan contracts.TurnResponded, func()) {
@@ -104,6 +108,7 @@ func (b *broker) close() {
 		return
 	}
 	b.closed = true
+	close(b.done)
 	for _, set := range b.streams {
 		for ch := range set {
 			close(ch)

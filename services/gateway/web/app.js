@@ -4,6 +4,12 @@
 const $ = (id) => document.getElementById(id);
 let session = null;
 let stream = null;
+// Reply lines waiting for their reply, in the order the turns were posted:
+// a session's turns are answered in that order, so the next reply fills the
+// first line, whether it comes with the POST or on the stream.
+let waiting = [];
+// Turns whose reply is on the page (it may come both ways).
+let shown = new Set();
 
 async function api(method, path, body) {
   const res = await fetch(path, {
@@ -12,7 +18,10 @@ async function api(method, path, body) {
     body: body ? JSON.stringify(body) : undefined,
   });
   const data = await res.json().catch(() => ({}));
-  if (!res.ok) throw new Error(data.error || res.statusText);
+  if (res.status === 401) {
+    throw new Error(`${data.error || "unauthorized"} — without a token the page works only from the machine running praetor dev (http://127.0.0.1:…)`);
+  }
+  if (!res.ok) throw new Error(data.error || `${res.status} ${res.statusText}`);
   return data;
 }
 
@@ -21,14 +30,29 @@ function showError(err) {
   $("error").hidden = !err;
 }
 
+// addLine appends a line to the chat; kind is its class and test id (user,
+// reply, pending, system).
 function addLine(kind, text) {
   const li = document.createElement("li");
-  li.className = kind;
+  li.className = kind === "pending" ? "reply pending" : kind;
   li.textContent = text;
-  li.dataset.testid = kind === "engine" ? "reply" : kind;
+  li.dataset.testid = kind;
   $("log").appendChild(li);
   li.scrollIntoView({ block: "end" });
   return li;
+}
+
+// showReply puts a turn's reply on the page once.
+function showReply(t) {
+  if (shown.has(t.turn_id)) return;
+  shown.add(t.turn_id);
+  const li = waiting.shift() || addLine("reply", "");
+  li.className = t.degraded ? "reply degraded" : "reply";
+  li.dataset.testid = "reply";
+  li.dataset.turn = t.turn_id;
+  li.textContent = t.reply;
+  li.scrollIntoView({ block: "end" });
+  renderSidebar(t.sidebar, t.phase);
 }
 
 function renderSidebar(sb, phase) {
@@ -55,6 +79,7 @@ function renderSidebar(sb, phase) {
     const ul = document.createElement("ul");
     for (const it of s.items || []) {
       const li = document.createElement("li");
+      li.dataset.testid = "obligation";
       li.dataset.obligation = it.obligation_id;
       li.dataset.status = it.status;
       const label = document.createElement("span");
@@ -70,21 +95,33 @@ function renderSidebar(sb, phase) {
   }
 }
 
-function setSession(s) {
-  session = s;
+function setActive(s) {
   $("session").textContent = `Session ${s.session_id} · ${s.engine_id} · ${s.status}`;
-  $("session").dataset.sessionId = s.session_id;
-  $("session").dataset.engine = s.engine_id;
   const active = s.status === "active";
   $("message").disabled = !active;
   $("sendbtn").disabled = !active;
+  if (!active) {
+    const where = s.handoffs && s.handoffs.outbound ? ` (handed off: ${s.handoffs.outbound})` : "";
+    addLine("system", `This session is ${s.status}${where}: start a new one to go on.`);
+  }
+}
+
+function setSession(s) {
+  session = s;
+  waiting = [];
+  shown = new Set();
+  $("session").dataset.sessionId = s.session_id;
+  $("session").dataset.engine = s.engine_id;
+  setActive(s);
   renderSidebar(s.sidebar, s.phase);
   if (stream) stream.close();
   stream = new EventSource(`/v1/sessions/${s.session_id}/stream`);
-  stream.addEventListener("turn", (e) => {
-    const t = JSON.parse(e.data);
-    renderSidebar(t.sidebar, t.phase);
+  // The state comes first, and again after a reconnect.
+  stream.addEventListener("state", (e) => {
+    const st = JSON.parse(e.data);
+    renderSidebar(st.sidebar, st.phase);
   });
+  stream.addEventListener("turn", (e) => showReply(JSON.parse(e.data)));
   stream.addEventListener("handoff", async (e) => {
     const h = JSON.parse(e.data);
     addLine("system", `Handing off to ${h.target_engine_id}: ${h.reason || ""}`);
@@ -97,7 +134,7 @@ async function start(e) {
   e.preventDefault();
   showError(null);
   try {
-    const s = await api("POST", "/v1/sessions", { engine_id: $("engine").value, project_id: $("project").value });
+    const s = await api("POST", "/v1/sessions", { engine_id: $("engine").value, project_id: $("project").value.trim() });
     $("log").replaceChildren();
     setSession(s);
     addLine("system", `Started ${s.engine_id}. Say what you have in mind.`);
@@ -111,29 +148,42 @@ async function send(e) {
   if (!text || !session) return;
   showError(null);
   $("message").value = "";
-  addLine("user", text);
-  const pending = addLine("engine pending", "…");
+  const asked = addLine("user", text);
+  const line = addLine("pending", "…");
+  waiting.push(line);
+  const sid = session.session_id;
+  let t;
   try {
-    const t = await api("POST", `/v1/sessions/${session.session_id}/turns?wait=30s`, { message: text });
-    if (t.status !== "answered") {
-      pending.textContent = "(still thinking — the reply will appear here)";
-      return;
-    }
-    pending.className = "engine";
-    pending.textContent = t.reply;
-    renderSidebar(t.sidebar, t.phase);
-    const s = await api("GET", `/v1/sessions/${session.session_id}`);
-    if (s.status !== "active" && s.handoffs && s.handoffs.outbound) {
-      session = s;
-      $("session").textContent = `Session ${s.session_id} · ${s.engine_id} · ${s.status}`;
-    }
+    t = await api("POST", `/v1/sessions/${sid}/turns?wait=30s`, { message: text });
   } catch (err) {
-    pending.remove();
+    if (!session || session.session_id !== sid) return;
+    // Refused: take the message back so nothing typed is lost.
+    waiting = waiting.filter((l) => l !== line);
+    line.remove();
+    asked.remove();
+    if (!$("message").value) $("message").value = text;
     showError(err);
+    return;
   }
+  // Another session started meanwhile: this reply belongs to the old one.
+  if (!session || session.session_id !== sid) return;
+  if (t.status === "answered") {
+    showReply(t);
+  } else if (waiting.includes(line)) {
+    line.textContent = "(still thinking — the reply will appear here)";
+  }
+  try {
+    const s = await api("GET", `/v1/sessions/${sid}`);
+    if (s.status !== "active" && session.session_id === sid) setActive(s);
+  } catch (err) { showError(err); }
 }
 
 async function init() {
+  $("start").addEventListener("submit", start);
+  $("send").addEventListener("submit", send);
+  $("message").addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("send").requestSubmit(); }
+  });
   try {
     const info = await api("GET", "/v1/info");
     $("provider").textContent = "LLM: " + info.llm_provider;
@@ -143,13 +193,10 @@ async function init() {
       const o = document.createElement("option");
       o.value = en.engine_id;
       o.textContent = en.name;
+      o.title = en.description;
       $("engine").appendChild(o);
     }
+    $("start-button").disabled = engines.length === 0;
   } catch (err) { showError(err); }
-  $("start").addEventListener("submit", start);
-  $("send").addEventListener("submit", send);
-  $("message").addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); $("send").requestSubmit(); }
-  });
 }
 init();

@@ -1,0 +1,749 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/services/gateway"
+	"github.com/praetorhq/praetor/services/gateway/gatewaytest"
+)
+
+// wantError checks an error answer: its status, a JSON body {"error",
+// "code"} with the code wanted, and an error text that mentions each of
+// mentions (what the client must fix).
+func wantError(t *testing.T, res gatewaytest.Response, status int, code string, mentions ...string) {
+	t.Helper()
+	if res.Status != status {
+		t.Fatalf("status %d, want %d: %s", res.Status, status, res.Body)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	var body struct {
+		Error string `json:"error"`
+		Code  string `json:"code"`
+	}
+	res.Decode(t, &body)
+	if body.Code != code {
+		t.Errorf("code %q, want %q (body %s)", body.Code, code, res.Body)
+	}
+	if body.Error == "" {
+		t.Errorf("no error text in %s", res.Body)
+	}
+	for _, m := range mentions {
+		if !strings.Contains(body.Error, m) {
+			t.Errorf("error %q does not mention %q", body.Error, m)
+		}
+	}
+}
+
+// session is the part of a session's state the tests read.
+type session struct {
+	SessionID    string  `json:"session_id"`
+	EngineID     string  `json:"engine_id"`
+	ProjectID    string  `json:"project_id"`
+	Status       string  `json:"status"`
+	Phase        string  `json:"phase"`
+	Completeness float64 `json:"completeness"`
+	TurnCount    int     `json:"turn_count"`
+	Sidebar      sidebar `json:"sidebar"`
+	Extraction   map[string]struct {
+		Value              json.RawMessage `json:"value"`
+		Confidence         float64         `json:"confidence"`
+		ExtractedFromTurns []int           `json:"extracted_from_turns"`
+		LastUpdatedAtTurn  int             `json:"last_updated_at_turn"`
+		LastMessageID      string          `json:"last_message_id"`
+		SupersededPrevious *struct {
+			Value          json.RawMessage `json:"value"`
+			AtTurn         int             `json:"at_turn"`
+			ReplacedAtTurn int             `json:"replaced_at_turn"`
+		} `json:"superseded_previous"`
+	} `json:"extraction"`
+	Obligations []struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+	} `json:"obligations"`
+}
+
+type sidebar struct {
+	Sections []struct {
+		ID    string `json:"id"`
+		Items []struct {
+			ObligationID string  `json:"obligation_id"`
+			Status       string  `json:"status"`
+			Confidence   float64 `json:"confidence"`
+		} `json:"items"`
+	} `json:"sections"`
+	PhaseIndicator *struct {
+		CurrentPhase string `json:"current_phase"`
+		Label        string `json:"label"`
+		Order        int    `json:"order"`
+		Total        int    `json:"total"`
+	} `json:"phase_indicator"`
+	ProgressBar *struct {
+		Percentage float64 `json:"percentage"`
+	} `json:"progress_bar"`
+}
+
+type logEntry struct {
+	ID           string          `json:"id"`
+	MessageID    string          `json:"message_id"`
+	FieldPath    string          `json:"field_path"`
+	Value        json.RawMessage `json:"extracted_value"`
+	Type         string          `json:"extraction_type"`
+	SupersededBy string          `json:"superseded_by"`
+	TurnNumber   int             `json:"turn_number"`
+}
+
+func extractions(t *testing.T, n *gatewaytest.Node, token, sessionID string) []logEntry {
+	t.Helper()
+	res := n.Get(t, "/v1/sessions/"+sessionID+"/extractions", token)
+	if res.Status != http.StatusOK {
+		t.Fatalf("extractions: status %d: %s", res.Status, res.Body)
+	}
+	var body struct {
+		Extractions []logEntry `json:"extractions"`
+	}
+	res.Decode(t, &body)
+	return body.Extractions
+}
+
+type turnRow struct {
+	TurnID     string `json:"turn_id"`
+	Status     string `json:"status"`
+	Message    string `json:"message"`
+	TurnNumber int    `json:"turn_number"`
+	Reply      string `json:"reply"`
+}
+
+func turns(t *testing.T, n *gatewaytest.Node, token, sessionID string) []turnRow {
+	t.Helper()
+	res := n.Get(t, "/v1/sessions/"+sessionID+"/turns", token)
+	if res.Status != http.StatusOK {
+		t.Fatalf("turns: status %d: %s", res.Status, res.Body)
+	}
+	var body struct {
+		Turns []turnRow `json:"turns"`
+	}
+	res.Decode(t, &body)
+	return body.Turns
+}
+
+func engineIDs(t *testing.T, n *gatewaytest.Node) []string {
+	t.Helper()
+	var body struct {
+		Engines []struct {
+			EngineID string `json:"engine_id"`
+			Phases   []struct {
+				ID string `json:"id"`
+			} `json:"phases"`
+			Obligations int `json:"obligations"`
+		} `json:"engines"`
+	}
+	res := n.Get(t, "/v1/engines", "")
+	if res.Status != http.StatusOK {
+		t.Fatalf("engines: status %d: %s", res.Status, res.Body)
+	}
+	res.Decode(t, &body)
+	var ids []string
+	for _, e := range body.Engines {
+		if len(e.Phases) == 0 || e.Obligations == 0 {
+			t.Errorf("engine %s is listed without phases or obligations: %s", e.EngineID, res.Body)
+		}
+		ids = append(ids, e.EngineID)
+	}
+	return ids
+}
+
+func TestCreateSession(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	engines := engineIDs(t, n)
+	if !slices.Contains(engines, "project-discovery") {
+		t.Fatalf("GET /v1/engines lists %v, want project-discovery among them", engines)
+	}
+
+	t.Run("created", func(t *testing.T) {
+		res := n.Post(t, "/v1/sessions", "", map[string]string{"engine_id": "project-discovery", "project_id": "acme-1"})
+		if res.Status != http.StatusCreated {
+			t.Fatalf("status %d, want 201: %s", res.Status, res.Body)
+		}
+		var s session
+		res.Decode(t, &s)
+		if s.SessionID == "" || s.EngineID != "project-discovery" || s.ProjectID != "acme-1" || s.Status != "active" {
+			t.Errorf("created %s", res.Body)
+		}
+		if s.Phase == "" || s.Completeness != 0 || s.TurnCount != 0 {
+			t.Errorf("a new session has phase %q, completeness %v, %d turns", s.Phase, s.Completeness, s.TurnCount)
+		}
+		if s.Sidebar.PhaseIndicator == nil || s.Sidebar.PhaseIndicator.CurrentPhase != s.Phase || len(s.Sidebar.Sections) == 0 {
+			t.Errorf("a new session's sidebar does not show its phase and obligations: %s", res.Body)
+		}
+		got := n.Get(t, "/v1/sessions/"+s.SessionID, "")
+		if got.Status != http.StatusOK {
+			t.Fatalf("GET the new session: %d %s", got.Status, got.Body)
+		}
+	})
+	t.Run("default project", func(t *testing.T) {
+		res := n.Post(t, "/v1/sessions", "", map[string]string{"engine_id": "project-discovery"})
+		if res.Status != http.StatusCreated {
+			t.Fatalf("status %d, want 201: %s", res.Status, res.Body)
+		}
+		var s session
+		res.Decode(t, &s)
+		if s.ProjectID != "default" {
+			t.Errorf("project_id %q, want default", s.ProjectID)
+		}
+	})
+
+	listed := func() int {
+		var body struct {
+			Sessions []session `json:"sessions"`
+		}
+		n.Get(t, "/v1/sessions", "").Decode(t, &body)
+		return len(body.Sessions)
+	}
+	before := listed()
+	bad := []struct {
+		name     string
+		body     string
+		status   int
+		code     string
+		mentions []string
+	}{
+		{"unknown engine", `{"engine_id": "nope"}`, 404, "unknown_engine", append([]string{`"nope"`}, engines...)},
+		{"no engine", `{"project_id": "p"}`, 400, "missing_engine_id", append([]string{"engine_id"}, engines...)},
+		{"project id with a space", `{"engine_id": "project-discovery", "project_id": "my project"}`, 400, "bad_project_id", []string{"project_id", "A-Za-z0-9_-"}},
+		{"project id with a dot", `{"engine_id": "project-discovery", "project_id": "../x"}`, 400, "bad_project_id", []string{"project_id"}},
+		{"project id too long", `{"engine_id": "project-discovery", "project_id": "` + strings.Repeat("p", 129) + `"}`, 400, "bad_project_id", []string{"1-128"}},
+		{"malformed", `{"engine_id": `, 400, "bad_json", []string{"engine_id"}},
+		{"unknown field", `{"engine_id": "project-discovery", "colour": "red"}`, 400, "bad_json", []string{"colour"}},
+		{"wrong type", `{"engine_id": 7}`, 400, "bad_json", []string{"engine_id", "string"}},
+		{"array", `[{"engine_id": "project-discovery"}]`, 400, "bad_json", []string{"object"}},
+		{"empty", ``, 400, "bad_json", []string{"empty"}},
+		{"two objects", `{"engine_id": "project-discovery"} {"engine_id": "project-discovery"}`, 400, "bad_json", []string{"after the JSON object"}},
+		{"too large", `{"engine_id": "project-discovery", "project_id": "` + strings.Repeat("p", 5000) + `"}`, 413, "too_large", nil},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			res := n.Post(t, "/v1/sessions", "", tc.body)
+			wantError(t, res, tc.status, tc.code, tc.mentions...)
+		})
+	}
+	if got := listed(); got != before {
+		t.Errorf("refused requests created sessions: %d listed, want %d", got, before)
+	}
+}
+
+func TestPostTurn(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	id := n.CreateSession(t, "", "project-discovery")
+
+	// Without wait: 202 and a turn id at once; the reply follows.
+	res := n.Post(t, "/v1/sessions/"+id+"/turns", "", map[string]string{
+		"message": "We want to build a scheduling app for dental clinics so patients can book appointments online."})
+	if res.Status != http.StatusAccepted {
+		t.Fatalf("post without wait: status %d, want 202: %s", res.Status, res.Body)
+	}
+	var accepted gatewaytest.Turn
+	res.Decode(t, &accepted)
+	if accepted.TurnID == "" || accepted.SessionID != id || accepted.Status != "pending" {
+		t.Fatalf("post without wait answered %s", res.Body)
+	}
+	gatewaytest.WaitFor(t, 30*time.Second, "the first turn's reply", func() bool {
+		ts := turns(t, n, "", id)
+		return len(ts) == 1 && ts[0].Status == "answered"
+	})
+	first := turns(t, n, "", id)[0]
+	if first.TurnID != accepted.TurnID || first.TurnNumber != 1 || first.Reply == "" {
+		t.Errorf("first turn %+v, want %s numbered 1 with a reply", first, accepted.TurnID)
+	}
+
+	// With wait: 200 and the reply with what came with it.
+	messages := []string{
+		"It is a web app. Our receptionists currently use a paper book and phone calls.",
+		"About 40 receptionists and a few thousand patients will use it.",
+	}
+	for i, msg := range messages {
+		turn := n.Say(t, "", id, msg)
+		if turn.TurnNumber != i+2 {
+			t.Errorf("turn %q is numbered %d, want %d", msg, turn.TurnNumber, i+2)
+		}
+		if turn.Message != msg || turn.SessionID != id || turn.TurnID == "" {
+			t.Errorf("turn %q answered as %+v", msg, turn)
+		}
+		if turn.Phase == "" || turn.Completeness == nil {
+			t.Errorf("turn %q has no phase or completeness", msg)
+		}
+		var sb sidebar
+		if err := json.Unmarshal(turn.Sidebar, &sb); err != nil || sb.PhaseIndicator == nil || sb.ProgressBar == nil {
+			t.Errorf("turn %q: sidebar without phase indicator or progress bar (%v): %s", msg, err, turn.Sidebar)
+		} else if sb.PhaseIndicator.CurrentPhase != turn.Phase {
+			t.Errorf("turn %q: the sidebar shows phase %s, the turn %s", msg, sb.PhaseIndicator.CurrentPhase, turn.Phase)
+		}
+	}
+	if *n.Say(t, "", id, "Patients keep calling to move appointments and the front desk cannot keep up.").Completeness <= 0 {
+		t.Error("completeness is still 0 after four informative turns")
+	}
+	var s session
+	n.Get(t, "/v1/sessions/"+id, "").Decode(t, &s)
+	if s.TurnCount != 4 {
+		t.Errorf("session turn_count %d, want 4", s.TurnCount)
+	}
+	if got := turns(t, n, "", id); len(got) != 4 {
+		t.Errorf("%d turns listed, want 4", len(got))
+	}
+}
+
+func TestPostTurnBadInput(t *testing.T) {
+	t.Parallel()
+	const limit = 256
+	n := gatewaytest.Start(t, gatewaytest.Options{Gateway: func(c *gateway.Config) { c.MaxMessageBytes = limit }})
+	id := n.CreateSession(t, "", "project-discovery")
+	var info struct {
+		MaxMessageBytes int `json:"max_message_bytes"`
+	}
+	n.Get(t, "/v1/info", "").Decode(t, &info)
+	if info.MaxMessageBytes != limit {
+		t.Errorf("/v1/info says max_message_bytes %d, want the configured %d", info.MaxMessageBytes, limit)
+	}
+
+	body := func(msg string) string {
+		b, _ := json.Marshal(map[string]string{"message": msg})
+		return string(b)
+	}
+	cases := []struct {
+		name     string
+		path     string // default: the session's turns
+		body     string
+		status   int
+		code     string
+		mentions []string
+	}{
+		{name: "empty", body: body(""), status: 400, code: "empty_message", mentions: []string{"empty"}},
+		{name: "blank", body: body(" \n\t "), status: 400, code: "empty_message"},
+		{name: "no message field", body: `{}`, status: 400, code: "empty_message"},
+		{name: "over the limit", body: body(strings.Repeat("a", limit+1)), status: 413, code: "message_too_large",
+			mentions: []string{fmt.Sprint(limit + 1), fmt.Sprint(limit)}},
+		{name: "over the limit in bytes, not characters", body: body(strings.Repeat("é", limit/2+1)), status: 413,
+			code: "message_too_large", mentions: []string{fmt.Sprint(limit + 2)}},
+		{name: "body far over any limit", body: body(strings.Repeat("a", 1<<20)), status: 413, code: "too_large"},
+		{name: "malformed", body: `{"message": "hi`, status: 400, code: "bad_json", mentions: []string{`{"message": "..."}`}},
+		{name: "unknown field", body: `{"message": "hi", "role": "user"}`, status: 400, code: "bad_json", mentions: []string{"role"}},
+		{name: "wrong type", body: `{"message": 42}`, status: 400, code: "bad_json", mentions: []string{"message", "string"}},
+		{name: "a string, not an object", body: `"hi"`, status: 400, code: "bad_json", mentions: []string{"object"}},
+		{name: "trailing data", body: `{"message": "hi"} x`, status: 400, code: "bad_json"},
+		{name: "bad wait", path: "/v1/sessions/" + id + "/turns?wait=soon", body: body("hi"), status: 400, code: "bad_wait",
+			mentions: []string{"soon", "30s"}},
+		{name: "negative wait", path: "/v1/sessions/" + id + "/turns?wait=-1s", body: body("hi"), status: 400, code: "bad_wait"},
+		{name: "unknown session", path: "/v1/sessions/no-such-session/turns", body: body("hi"), status: 404,
+			code: "unknown_session", mentions: []string{"no-such-session"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.path
+			if path == "" {
+				path = "/v1/sessions/" + id + "/turns"
+			}
+			wantError(t, n.Post(t, path, "", tc.body), tc.status, tc.code, tc.mentions...)
+		})
+	}
+	if got := turns(t, n, "", id); len(got) != 0 {
+		t.Fatalf("refused messages were recorded as turns: %+v", got)
+	}
+
+	// At the limit is accepted, however much JSON escaping makes the body
+	// grow: Go clients escape < and > as \u003c and \u003e.
+	for _, msg := range []string{strings.Repeat("a", limit), strings.Repeat("<>", limit/2)} {
+		turn := n.Say(t, "", id, msg)
+		if turn.Message != msg {
+			t.Errorf("the message came back as %q, want %q", turn.Message, msg)
+		}
+	}
+	if got := turns(t, n, "", id); len(got) != 2 {
+		t.Errorf("%d turns recorded, want the 2 accepted", len(got))
+	}
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	id := n.CreateSession(t, "", "project-discovery")
+	stream, _ := n.OpenStream(t, id, "")
+	if ev := stream.Next(t, 10*time.Second); ev.Name != "state" {
+		t.Fatalf("first stream event %q, want state", ev.Name)
+	}
+	post := func(key, msg, query string) gatewaytest.Response {
+		return n.Do(t, gatewaytest.Call{Method: http.MethodPost, Path: "/v1/sessions/" + id + "/turns" + query,
+			Header: http.Header{"Idempotency-Key": {key}}, Body: map[string]string{"message": msg}})
+	}
+	const msg = "We want to build a web app for dental clinics. Receptionists currently use a paper book."
+
+	res := post("key-1", msg, "")
+	if res.Status != http.StatusAccepted {
+		t.Fatalf("first post: status %d, want 202: %s", res.Status, res.Body)
+	}
+	var first gatewaytest.Turn
+	res.Decode(t, &first)
+
+	// The client did not see that answer and retries, this time waiting.
+	res = post("key-1", msg, "?wait=30s")
+	if res.Status != http.StatusOK {
+		t.Fatalf("retry: status %d, want 200: %s", res.Status, res.Body)
+	}
+	var retried gatewaytest.Turn
+	res.Decode(t, &retried)
+	if retried.TurnID != first.TurnID || retried.TurnNumber != 1 || retried.Reply == "" {
+		t.Fatalf("the retry answered %s, want turn %s numbered 1", res.Body, first.TurnID)
+	}
+	// Once answered, a retry without wait answers the reply at once.
+	res = post("key-1", msg, "")
+	var again gatewaytest.Turn
+	res.Decode(t, &again)
+	if res.Status != http.StatusOK || again.TurnID != first.TurnID || again.Reply != retried.Reply {
+		t.Errorf("a retry after the reply answered %d %s, want 200 with the same reply", res.Status, res.Body)
+	}
+	// The same key with another message is a client bug, not a retry.
+	wantError(t, post("key-1", "Something else entirely.", ""), http.StatusUnprocessableEntity, "idempotency_key_reused",
+		"key-1", "new key")
+
+	next := n.Do(t, gatewaytest.Call{Method: http.MethodPost, Path: "/v1/sessions/" + id + "/turns?wait=30s",
+		Header: http.Header{"Idempotency-Key": {"key-2"}}, Body: map[string]string{"message": "About 40 receptionists will use it."}})
+	var second gatewaytest.Turn
+	next.Decode(t, &second)
+	if next.Status != http.StatusOK || second.TurnNumber != 2 {
+		t.Fatalf("the next turn answered %d %s, want 200 numbered 2", next.Status, next.Body)
+	}
+
+	// One turn, one reply, one extraction set.
+	ts := turns(t, n, "", id)
+	if len(ts) != 2 || ts[0].TurnID != first.TurnID || ts[1].TurnID != second.TurnID {
+		t.Fatalf("turns %+v, want exactly %s and %s", ts, first.TurnID, second.TurnID)
+	}
+	var s session
+	n.Get(t, "/v1/sessions/"+id, "").Decode(t, &s)
+	if s.TurnCount != 2 {
+		t.Errorf("session turn_count %d, want 2", s.TurnCount)
+	}
+	fields := map[string]int{}
+	for _, e := range extractions(t, n, "", id) {
+		if e.MessageID == first.TurnID {
+			fields[e.FieldPath]++
+			if e.TurnNumber != 1 {
+				t.Errorf("extraction of %s from turn %s is numbered %d, want 1", e.FieldPath, first.TurnID, e.TurnNumber)
+			}
+		}
+	}
+	if len(fields) == 0 {
+		t.Errorf("no extraction logged for %q", msg)
+	}
+	for f, count := range fields {
+		if count != 1 {
+			t.Errorf("field %s logged %d times for one turn, want once", f, count)
+		}
+	}
+	// Turns are answered in order, so once the second reply is on the stream
+	// any second reply to the first would have come before it.
+	replies := map[string]int{}
+	for replies[second.TurnID] == 0 {
+		ev := stream.Next(t, 30*time.Second)
+		if ev.Name != "turn" {
+			continue
+		}
+		var turn gatewaytest.Turn
+		if err := json.Unmarshal([]byte(ev.Data), &turn); err != nil {
+			t.Fatalf("turn event is not JSON: %v: %s", err, ev.Data)
+		}
+		replies[turn.TurnID]++
+	}
+	if replies[first.TurnID] != 1 || len(replies) != 2 {
+		t.Errorf("replies on the stream by turn: %v, want one for each of %s and %s", replies, first.TurnID, second.TurnID)
+	}
+
+	// A key names a turn of its session only.
+	other := n.CreateSession(t, "", "project-discovery")
+	res = n.Do(t, gatewaytest.Call{Method: http.MethodPost, Path: "/v1/sessions/" + other + "/turns?wait=30s",
+		Header: http.Header{"Idempotency-Key": {"key-1"}}, Body: map[string]string{"message": msg}})
+	var elsewhere gatewaytest.Turn
+	res.Decode(t, &elsewhere)
+	if res.Status != http.StatusOK || elsewhere.TurnID == first.TurnID || elsewhere.SessionID != other || elsewhere.TurnNumber != 1 {
+		t.Errorf("key-1 in another session answered %d %s, want a new turn 1 of %s", res.Status, res.Body, other)
+	}
+}
+
+func TestSessionStateAndExtractionLog(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	id := n.CreateSession(t, "", "project-discovery")
+	script := []string{
+		"We want to build a scheduling app for dental clinics so patients can book appointments online.",
+		"It is a web app. Our receptionists currently use a paper book and phone calls.",
+		"Actually, it is a mobile app, not a web app.",
+	}
+	var answered []gatewaytest.Turn
+	for _, msg := range script {
+		answered = append(answered, n.Say(t, "", id, msg))
+	}
+	last := answered[len(answered)-1]
+
+	res := n.Get(t, "/v1/sessions/"+id, "")
+	if res.Status != http.StatusOK {
+		t.Fatalf("GET session: status %d: %s", res.Status, res.Body)
+	}
+	var s session
+	res.Decode(t, &s)
+	if s.Phase != last.Phase || s.Completeness != *last.Completeness || s.TurnCount != len(script) {
+		t.Errorf("state: phase %s, completeness %v, %d turns; the last reply said %s, %v after %d turns",
+			s.Phase, s.Completeness, s.TurnCount, last.Phase, *last.Completeness, len(script))
+	}
+	if s.Completeness <= 0 {
+		t.Errorf("completeness %v after %d informative turns, want > 0", s.Completeness, len(script))
+	}
+	if s.Sidebar.PhaseIndicator == nil || s.Sidebar.PhaseIndicator.CurrentPhase != s.Phase {
+		t.Errorf("the sidebar does not show phase %s", s.Phase)
+	}
+	if len(s.Obligations) == 0 {
+		t.Error("the state lists no obligations")
+	}
+
+	// The correction replaced the value, and the state says what it replaced.
+	const field = "purpose_and_problem.project_type"
+	f, ok := s.Extraction[field]
+	if !ok {
+		t.Fatalf("no %s in the extraction; fields: %v", field, keys(s.Extraction))
+	}
+	if string(f.Value) != `"mobile app"` || f.LastUpdatedAtTurn != 3 || f.LastMessageID != answered[2].TurnID ||
+		!slices.Contains(f.ExtractedFromTurns, 3) || f.Confidence <= 0 {
+		t.Errorf("%s: value %s, last updated at turn %d by %s, from turns %v, confidence %v; want \"mobile app\" from turn 3 (%s)",
+			field, f.Value, f.LastUpdatedAtTurn, f.LastMessageID, f.ExtractedFromTurns, f.Confidence, answered[2].TurnID)
+	}
+	if p := f.SupersededPrevious; p == nil || string(p.Value) != `"web app"` || p.AtTurn != 2 || p.ReplacedAtTurn != 3 {
+		t.Errorf("%s: superseded_previous %+v, want \"web app\" of turn 2 replaced at turn 3", field, p)
+	}
+	if core, ok := s.Extraction["purpose_and_problem.core_problem"]; !ok || core.LastMessageID != answered[0].TurnID {
+		t.Errorf("the core problem is not traced to turn 1 (%s): %+v", answered[0].TurnID, core)
+	}
+
+	// The log keeps every step: new rows, and the superseded one linked to
+	// the row that replaced it.
+	log := extractions(t, n, "", id)
+	byID := map[string]logEntry{}
+	for i, e := range log {
+		byID[e.ID] = e
+		if e.TurnNumber < 1 || e.TurnNumber > len(script) || e.MessageID != answered[e.TurnNumber-1].TurnID {
+			t.Errorf("log row %s: turn %d, message %s does not match the turns posted", e.ID, e.TurnNumber, e.MessageID)
+		}
+		if i > 0 && e.TurnNumber < log[i-1].TurnNumber {
+			t.Errorf("the log is not in turn order at row %d", i)
+		}
+	}
+	var news, supersedes []logEntry
+	for _, e := range log {
+		if e.FieldPath != field {
+			continue
+		}
+		switch e.Type {
+		case "new":
+			news = append(news, e)
+		case "supersede":
+			supersedes = append(supersedes, e)
+		default:
+			t.Errorf("%s logged as %q", field, e.Type)
+		}
+	}
+	if len(news) != 1 || len(supersedes) != 1 {
+		t.Fatalf("%s: %d new and %d supersede rows, want one each: %+v", field, len(news), len(supersedes), log)
+	}
+	if news[0].TurnNumber != 2 || string(news[0].Value) != `"web app"` || news[0].SupersededBy != supersedes[0].ID {
+		t.Errorf("the first %s row is %+v; want web app at turn 2, superseded_by %s", field, news[0], supersedes[0].ID)
+	}
+	if supersedes[0].TurnNumber != 3 || string(supersedes[0].Value) != `"mobile app"` || supersedes[0].SupersededBy != "" {
+		t.Errorf("the supersede row is %+v; want mobile app at turn 3, not superseded", supersedes[0])
+	}
+	if _, ok := byID[news[0].SupersededBy]; !ok {
+		t.Errorf("superseded_by %s names no row of the log", news[0].SupersededBy)
+	}
+	// Every field of the state has its row in the log.
+	for path, f := range s.Extraction {
+		found := false
+		for _, e := range log {
+			found = found || (e.FieldPath == path && e.MessageID == f.LastMessageID && e.SupersededBy == "")
+		}
+		if !found {
+			t.Errorf("field %s (last set by %s) has no current row in the log", path, f.LastMessageID)
+		}
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestStream(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	id := n.CreateSession(t, "", "project-discovery")
+	stream, res := n.OpenStream(t, id, "")
+	if stream == nil {
+		t.Fatalf("open the stream: status %d: %s", res.Status, res.Body)
+	}
+	if ct := stream.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type %q, want text/event-stream", ct)
+	}
+	ev := stream.Next(t, 10*time.Second)
+	var state session
+	if err := json.Unmarshal([]byte(ev.Data), &state); ev.Name != "state" || err != nil || state.SessionID != id {
+		t.Fatalf("first event %s %s (%v), want the session's state", ev.Name, ev.Data, err)
+	}
+
+	nextTurn := func() gatewaytest.Turn {
+		t.Helper()
+		ev := stream.Next(t, 30*time.Second)
+		if ev.Name != "turn" {
+			t.Fatalf("event %q, want turn: %s", ev.Name, ev.Data)
+		}
+		var turn gatewaytest.Turn
+		if err := json.Unmarshal([]byte(ev.Data), &turn); err != nil {
+			t.Fatalf("turn event is not JSON: %v: %s", err, ev.Data)
+		}
+		return turn
+	}
+	for i, msg := range []string{
+		"We want to build a scheduling app for dental clinics so patients can book appointments online.",
+		"It is a web app. Our receptionists currently use a paper book and phone calls.",
+	} {
+		posted := n.Say(t, "", id, msg)
+		got := nextTurn()
+		if got.TurnID != posted.TurnID || got.TurnNumber != i+1 || got.Reply != posted.Reply || got.Phase != posted.Phase ||
+			got.Completeness == nil || *got.Completeness != *posted.Completeness || got.SessionID != id {
+			t.Errorf("stream event %+v does not match the reply %+v", got, posted)
+		}
+		var sb sidebar
+		if err := json.Unmarshal(got.Sidebar, &sb); err != nil || sb.PhaseIndicator == nil || len(sb.Sections) == 0 {
+			t.Errorf("stream event without the sidebar (%v): %s", err, got.Sidebar)
+		}
+	}
+	// A turn posted without waiting is seen on the stream alone.
+	res = n.Post(t, "/v1/sessions/"+id+"/turns", "", map[string]string{"message": "About 40 receptionists will use it."})
+	var accepted gatewaytest.Turn
+	res.Decode(t, &accepted)
+	if got := nextTurn(); got.TurnID != accepted.TurnID || got.Reply == "" || got.TurnNumber != 3 {
+		t.Errorf("stream event %+v, want the reply to %s numbered 3", got, accepted.TurnID)
+	}
+	// Another session's replies do not reach this stream.
+	other := n.CreateSession(t, "", "project-discovery")
+	n.Say(t, "", other, "We want to build a web app.")
+	n.Say(t, "", id, "Patients keep calling to move appointments.")
+	if got := nextTurn(); got.SessionID != id || got.TurnNumber != 4 {
+		t.Errorf("stream event %+v, want turn 4 of %s", got, id)
+	}
+
+	_, res = n.OpenStream(t, "no-such-session", "")
+	wantError(t, res, http.StatusNotFound, "unknown_session", "no-such-session")
+}
+
+func TestInfoPageAndRoutes(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	info := n.Get(t, "/v1/info", "").Map(t)
+	if info["offline"] != true || info["llm_provider"] != "offline" || info["tenant_id"] != n.DevTenant {
+		t.Errorf("/v1/info %v, want the offline provider and tenant %s", info, n.DevTenant)
+	}
+	page := n.Get(t, "/", "")
+	if page.Status != http.StatusOK || !strings.HasPrefix(page.Header.Get("Content-Type"), "text/html") ||
+		!strings.Contains(string(page.Body), `data-testid="offline-banner"`) {
+		t.Errorf("GET /: %d %s", page.Status, page.Header.Get("Content-Type"))
+	}
+	for _, path := range []string{"/static/app.js", "/static/app.css"} {
+		if res := n.Get(t, path, ""); res.Status != http.StatusOK || len(res.Body) == 0 {
+			t.Errorf("GET %s: %d", path, res.Status)
+		}
+	}
+	wantError(t, n.Get(t, "/v1/nope", ""), http.StatusNotFound, "no_route", "/v1/nope", "POST /v1/sessions")
+	res := n.Do(t, gatewaytest.Call{Method: http.MethodDelete, Path: "/v1/sessions/x"})
+	wantError(t, res, http.StatusMethodNotAllowed, "method_not_allowed", "DELETE", "GET")
+	if allow := res.Header.Get("Allow"); allow != "GET" {
+		t.Errorf("Allow %q, want GET", allow)
+	}
+	res = n.Do(t, gatewaytest.Call{Method: http.MethodPut, Path: "/v1/sessions"})
+	wantError(t, res, http.StatusMethodNotAllowed, "method_not_allowed")
+	if allow := res.Header.Get("Allow"); allow != "GET, POST" {
+		t.Errorf("Allow %q, want GET, POST", allow)
+	}
+}
+
+// TestWaitWithoutReply: with no runner nothing answers; a waiting post ends
+// with 202 and the pending turn when its wait runs out or the gateway stops,
+// and the turn stays recorded.
+func TestWaitWithoutReply(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway", "extractor"}})
+	id := n.CreateSession(t, "", "project-discovery")
+	const msg = "We want to build a web app for dental clinics."
+
+	began := time.Now()
+	res := n.Post(t, "/v1/sessions/"+id+"/turns?wait=300ms", "", map[string]string{"message": msg})
+	if res.Status != http.StatusAccepted {
+		t.Fatalf("status %d, want 202 once the wait runs out: %s", res.Status, res.Body)
+	}
+	if waited := time.Since(began); waited < 300*time.Millisecond {
+		t.Errorf("answered after %s, before the 300ms wait ran out", waited)
+	}
+	var pending struct {
+		gatewaytest.Turn
+		ReceivedAt time.Time `json:"received_at"`
+	}
+	res.Decode(t, &pending)
+	if pending.TurnID == "" || pending.SessionID != id || pending.Status != "pending" || pending.Message != msg ||
+		pending.ReceivedAt.IsZero() || pending.Reply != "" {
+		t.Errorf("a turn still waiting is shown as %s", res.Body)
+	}
+
+	// A post still waiting when the node stops is answered, not cut off.
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		res, err := n.HTTP.Post(n.URL+"/v1/sessions/"+id+"/turns?wait=60s", "application/json",
+			strings.NewReader(`{"message": "About 40 receptionists will use it."}`))
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer res.Body.Close()
+		var b strings.Builder
+		_, err = io.Copy(&b, res.Body)
+		answered <- answer{status: res.StatusCode, body: b.String(), err: err}
+	}()
+	gatewaytest.WaitFor(t, 30*time.Second, "the second turn to be recorded", func() bool {
+		return len(turns(t, n, "", id)) == 2
+	})
+	stopping := time.Now()
+	n.Stop(t)
+	select {
+	case a := <-answered:
+		if a.err != nil || a.status != http.StatusAccepted || !strings.Contains(a.body, `"status":"pending"`) {
+			t.Errorf("the waiting post ended with %d %s (%v), want 202 pending", a.status, a.body, a.err)
+		}
+		if took := time.Since(stopping); took > 10*time.Second {
+			t.Errorf("the waiting post held the stop for %s", took)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the waiting post was not answered when the node stopped")
+	}
+}

@@ -1,0 +1,219 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/services/gateway"
+	"github.com/praetorhq/praetor/services/gateway/gatewaytest"
+)
+
+// TestTenantIsolation: a token never sees another tenant's session, by any
+// route, and the answer is the 404 of a session that does not exist.
+func TestTenantIsolation(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	acme, globex := n.Tenant(t, "acme"), n.Tenant(t, "globex")
+	id := n.CreateSession(t, acme, "project-discovery")
+	n.Say(t, acme, id, "We want to build a web app for dental clinics.")
+
+	var acmeInfo struct {
+		TenantID string `json:"tenant_id"`
+	}
+	n.Get(t, "/v1/info", acme).Decode(t, &acmeInfo)
+	if acmeInfo.TenantID != "acme" {
+		t.Fatalf("acme's token is served as tenant %q", acmeInfo.TenantID)
+	}
+
+	// globex by token, and the dev tenant by being on loopback without one.
+	for name, token := range map[string]string{"another tenant's token": globex, "the open dev tenant": ""} {
+		t.Run(name, func(t *testing.T) {
+			wantError(t, n.Get(t, "/v1/sessions/"+id, token), http.StatusNotFound, "unknown_session", id)
+			wantError(t, n.Post(t, "/v1/sessions/"+id+"/turns", token, map[string]string{"message": "hi"}),
+				http.StatusNotFound, "unknown_session", id)
+			wantError(t, n.Post(t, "/v1/sessions/"+id+"/turns?wait=5s", token, map[string]string{"message": "hi"}),
+				http.StatusNotFound, "unknown_session", id)
+			wantError(t, n.Get(t, "/v1/sessions/"+id+"/turns", token), http.StatusNotFound, "unknown_session", id)
+			wantError(t, n.Get(t, "/v1/sessions/"+id+"/extractions", token), http.StatusNotFound, "unknown_session", id)
+			stream, res := n.OpenStream(t, id, token)
+			if stream != nil {
+				t.Fatal("the stream of another tenant's session opened")
+			}
+			wantError(t, res, http.StatusNotFound, "unknown_session", id)
+			// The same answer as for a session that never existed.
+			missing := n.Get(t, "/v1/sessions/"+strings.Repeat("0", len(id)), token)
+			if missing.Status != http.StatusNotFound {
+				t.Errorf("a missing session answers %d", missing.Status)
+			}
+			if listed := sessionIDs(t, n, token); slices.Contains(listed, id) {
+				t.Errorf("GET /v1/sessions lists acme's session %s", id)
+			}
+		})
+	}
+
+	if got := turns(t, n, acme, id); len(got) != 1 {
+		t.Errorf("acme's session has %d turns after the others' refused posts, want 1", len(got))
+	}
+	if got := n.Get(t, "/v1/sessions/"+id+"/extractions", acme); got.Status != http.StatusOK {
+		t.Errorf("acme reads its extractions: %d %s", got.Status, got.Body)
+	}
+	if listed := sessionIDs(t, n, acme); !slices.Equal(listed, []string{id}) {
+		t.Errorf("acme lists %v, want [%s]", listed, id)
+	}
+	stream, res := n.OpenStream(t, id, acme)
+	if stream == nil {
+		t.Fatalf("acme opens its stream: %d %s", res.Status, res.Body)
+	}
+}
+
+func sessionIDs(t *testing.T, n *gatewaytest.Node, token string) []string {
+	t.Helper()
+	var body struct {
+		Sessions []session `json:"sessions"`
+	}
+	res := n.Get(t, "/v1/sessions", token)
+	if res.Status != http.StatusOK {
+		t.Fatalf("list sessions: %d %s", res.Status, res.Body)
+	}
+	res.Decode(t, &body)
+	var ids []string
+	for _, s := range body.Sessions {
+		ids = append(ids, s.SessionID)
+	}
+	return ids
+}
+
+// TestAuthentication drives the gateway's handlers with requests from
+// addresses a test cannot connect from.
+func TestAuthentication(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	ctx := context.Background()
+	valid := n.Tenant(t, "acme")
+	revoked, tok, err := store.CreateToken(ctx, n.DB, "acme", "revoked", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.RevokeToken(ctx, n.DB, "acme", tok.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	past := time.Now().Add(-time.Minute)
+	expired, _, err := store.CreateToken(ctx, n.DB, "acme", "expired", &past)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	n.Gateway.Routes(mux)
+
+	const remote, loopback, loopback6 = "203.0.113.7:40000", "127.0.0.1:40000", "[::1]:40000"
+	cases := []struct {
+		name   string
+		from   string
+		auth   string
+		tenant string // "" means 401
+	}{
+		{"remote without a token", remote, "", ""},
+		{"remote with a valid token", remote, "Bearer " + valid, "acme"},
+		{"the scheme in lower case", remote, "bearer " + valid, "acme"},
+		{"remote with an unknown token", remote, "Bearer prt_nosuchtoken", ""},
+		{"remote with a revoked token", remote, "Bearer " + revoked, ""},
+		{"remote with an expired token", remote, "Bearer " + expired, ""},
+		{"basic auth", remote, "Basic YWRtaW46YWRtaW4=", ""},
+		{"bearer without a token", remote, "Bearer ", ""},
+		{"a bare token", remote, valid, ""},
+		{"loopback without a token", loopback, "", n.DevTenant},
+		{"IPv6 loopback without a token", loopback6, "", n.DevTenant},
+		{"loopback with a token", loopback, "Bearer " + valid, "acme"},
+		// A token that is sent is checked, loopback or not.
+		{"loopback with a revoked token", loopback, "Bearer " + revoked, ""},
+		{"loopback with an expired token", loopback, "Bearer " + expired, ""},
+		{"loopback with an unknown token", loopback, "Bearer prt_nosuchtoken", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(http.MethodGet, "/v1/info", nil)
+			req.RemoteAddr = tc.from
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			rec := httptest.NewRecorder()
+			mux.ServeHTTP(rec, req)
+			res := gatewaytest.Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+			if tc.tenant == "" {
+				wantError(t, res, http.StatusUnauthorized, "unauthenticated")
+				if got := rec.Header().Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
+					t.Errorf("WWW-Authenticate %q, want a Bearer challenge", got)
+				}
+				return
+			}
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d, want 200: %s", rec.Code, rec.Body)
+			}
+			var info struct {
+				TenantID string `json:"tenant_id"`
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &info); err != nil || info.TenantID != tc.tenant {
+				t.Errorf("served as tenant %q (%v), want %q", info.TenantID, err, tc.tenant)
+			}
+		})
+	}
+
+	// Every API route asks; the page and its files do not.
+	id := n.CreateSession(t, valid, "project-discovery")
+	for _, route := range []struct{ method, path string }{
+		{"GET", "/v1/engines"}, {"POST", "/v1/sessions"}, {"GET", "/v1/sessions"}, {"GET", "/v1/sessions/" + id},
+		{"POST", "/v1/sessions/" + id + "/turns"}, {"GET", "/v1/sessions/" + id + "/turns"},
+		{"GET", "/v1/sessions/" + id + "/extractions"}, {"GET", "/v1/sessions/" + id + "/stream"},
+	} {
+		req := httptest.NewRequest(route.method, route.path, strings.NewReader(`{"message":"hi"}`))
+		req.RemoteAddr = remote
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized {
+			t.Errorf("%s %s without a token from %s: %d, want 401", route.method, route.path, remote, rec.Code)
+		}
+	}
+	for _, path := range []string{"/", "/static/app.js"} {
+		req := httptest.NewRequest(http.MethodGet, path, nil)
+		req.RemoteAddr = remote
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Errorf("GET %s from %s: %d, want 200", path, remote, rec.Code)
+		}
+	}
+
+	// Over the network: a token stops working once revoked.
+	if res := n.Get(t, "/v1/sessions/"+id, valid); res.Status != http.StatusOK {
+		t.Fatalf("GET with acme's token: %d %s", res.Status, res.Body)
+	}
+	toks, err := store.ListTokens(ctx, n.DB, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range toks {
+		if err := store.RevokeToken(ctx, n.DB, "acme", tk.ID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantError(t, n.Get(t, "/v1/sessions/"+id, valid), http.StatusUnauthorized, "unauthenticated", "revoked")
+}
+
+// TestClosedGateway: without an open tenant (praetor serve) loopback needs
+// a token too.
+func TestClosedGateway(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{Gateway: func(c *gateway.Config) { c.OpenTenant = "" }})
+	wantError(t, n.Get(t, "/v1/engines", ""), http.StatusUnauthorized, "unauthenticated", "Bearer")
+	token := n.Tenant(t, "acme")
+	if res := n.Get(t, "/v1/engines", token); res.Status != http.StatusOK {
+		t.Errorf("with a token: %d %s", res.Status, res.Body)
+	}
+}
