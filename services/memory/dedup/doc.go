@@ -1,0 +1,17 @@
+// Package dedup is the seed's DedupEngine: it keeps the same decision from
+// being stored twice in a scope.
+//
+// Step 1 compares the SHA-256 of the normalized content (ContentHash) with
+// the scope's nodes: a match is duplicate_skip. Step 2, for decisions only,
+// asks the store's full-text index for the five best candidates of the
+// scope and compares titles by Jaccard similarity of their TitleTokens:
+// 0.70 or more supersedes the best candidate, 0.50 or more waits for manual
+// review, less is a new decision. One refinement of the seed (see
+// Config.ScoreOnly): a best candidate at 0.70 or more whose title differs by
+// a replaced word, not only by added or removed words or changed numbers,
+// waits for manual review rather than being superseded.
+//
+// Run executes inside the write transaction of graph.Store.Write, which has
+// taken the scope's write lock first; the content-key uniqueness constraint
+// of the store is the second line of defence.
+package dedup

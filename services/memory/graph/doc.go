@@ -1,0 +1,14 @@
+// Package graph is the port between the memory engines and the graph that
+// stores memory: the node and scope types, the Store interface with its read
+// and write transactions, and the errors adapters return.
+//
+// The interface is sized for the engines: the write engine's dedup runs its
+// hash lookup, full-text candidates, create and supersede inside one
+// WriteTx, which holds the write lock of the scope's node, so concurrent
+// writers of one scope cannot both write the same or near-same content. The
+// retrieval and hygiene engines read through ReadTx, in read-only
+// transactions.
+//
+// Adapters: graph/neo4j (Neo4j 5, production) and graph/embedded (SQLite
+// with FTS5, praetor dev). Both pass graph/graphtest, the conformance suite.
+package graph
