@@ -139,46 +139,52 @@ func (r *Relay) run(ctx context.Context) {
 	}
 }
 
+// relayLock is the store lock that makes one relay the publisher.
+const relayLock = "outbox-relay"
+
 // drain publishes until the outbox has nothing unsent. When another relay
 // holds the lock it tries again shortly, since that relay may have read the
 // outbox before this process's last commit.
 func (r *Relay) drain(ctx context.Context) error {
-	for attempt := 0; ; {
-		n, leader, err := r.Flush(ctx)
-		if err != nil {
+	for attempt := 0; ; attempt++ {
+		_, leader, err := r.run1(ctx, true)
+		if err != nil || leader {
 			return err
 		}
-		if !leader {
-			if attempt++; attempt > 50 {
-				return nil // the leader will get to it; the poll catches the rest
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(10 * time.Millisecond):
-			}
-			continue
+		if attempt > 50 {
+			return nil // the leader will get to it; the poll catches the rest
 		}
-		if n < r.cfg.Batch {
-			return nil
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
 
-// Flush runs one pass: under the relay lock, it publishes up to Batch unsent
-// messages in outbox order and marks them sent. leader is false when another
-// relay holds the lock. A publish failure marks nothing, so the whole batch
-// is retried; the copies that did get through are dropped as duplicates.
+// Flush runs one pass: holding the relay lock, it publishes up to Batch
+// unsent messages in outbox order and marks them sent. leader is false when
+// another relay holds the lock.
 func (r *Relay) Flush(ctx context.Context) (published int, leader bool, err error) {
-	err = r.cfg.DB.Tx(ctx, func(tx store.Querier) error {
-		ok, err := store.LockRelay(ctx, tx, r.cfg.DB.Dialect())
-		if err != nil || !ok {
-			return err
-		}
-		leader = true
-		rows, err := store.Unsent(ctx, tx, r.cfg.Batch)
+	return r.run1(ctx, false)
+}
+
+// run1 takes the relay lock and publishes one batch, or every batch when
+// all is set. The lock is held outside any transaction: publishing waits on
+// the network, and a transaction held meanwhile would stall every writer
+// (SQLite's single writer; PostgreSQL's serializable readers). A publish
+// failure marks nothing, so the batch is retried; the copies that did get
+// through are dropped as duplicates.
+func (r *Relay) run1(ctx context.Context, all bool) (published int, leader bool, err error) {
+	unlock, ok, err := r.cfg.DB.TryLock(ctx, relayLock)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	defer unlock()
+	for {
+		rows, err := store.Unsent(ctx, r.cfg.DB, r.cfg.Batch)
 		if err != nil || len(rows) == 0 {
-			return err
+			return published, true, err
 		}
 		msgs := make([]*nats.Msg, len(rows))
 		ids := make([]int64, len(rows))
@@ -187,13 +193,14 @@ func (r *Relay) Flush(ctx context.Context) (published int, leader bool, err erro
 			ids[i] = row.ID
 		}
 		if err := r.cfg.Publisher.PublishMsgs(ctx, msgs); err != nil {
-			return err
+			return published, true, err
 		}
-		published = len(rows)
-		return store.MarkSent(ctx, tx, ids, r.cfg.Now())
-	})
-	if err != nil {
-		return 0, false, err
+		if err := store.MarkSent(ctx, r.cfg.DB, ids, r.cfg.Now()); err != nil {
+			return published, true, err
+		}
+		published += len(rows)
+		if !all || len(rows) < r.cfg.Batch {
+			return published, true, nil
+		}
 	}
-	return published, leader, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"sync"
 )
 
 // canonicalVersion is part of every canonical form, so a change to what is
@@ -58,7 +59,7 @@ func CanonicalJSON(req Request) []byte {
 		c.Messages = []Message{}
 	}
 	if req.Schema != nil {
-		c.Schema = &canonicalSchema{Name: req.Schema.Name, JSON: canonicalJSONValue(req.Schema.JSON)}
+		c.Schema = &canonicalSchema{Name: req.Schema.Name, JSON: canonicalSchemaJSON(req.Schema.JSON)}
 	}
 	b, err := json.Marshal(c)
 	if err != nil {
@@ -74,8 +75,40 @@ func CanonicalJSON(req Request) []byte {
 // from a deterministic provider, and a replayer serves one's recorded answer
 // to the other.
 func Hash(req Request) string {
-	sum := sha256.Sum256(CanonicalJSON(req))
+	return HashCanonical(CanonicalJSON(req))
+}
+
+// HashCanonical is Hash for a request already in its canonical form.
+func HashCanonical(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
 	return hex.EncodeToString(sum[:])
+}
+
+// schemaCache holds canonical forms of schemas: a caller sends the same
+// schema with every request, and re-encoding a large one costs more than the
+// rest of the request.
+var schemaCache struct {
+	sync.Mutex
+	m map[string]json.RawMessage
+}
+
+const maxCachedSchemas = 256
+
+func canonicalSchemaJSON(raw json.RawMessage) json.RawMessage {
+	schemaCache.Lock()
+	c, ok := schemaCache.m[string(raw)]
+	schemaCache.Unlock()
+	if ok {
+		return c
+	}
+	c = canonicalJSONValue(raw)
+	schemaCache.Lock()
+	if schemaCache.m == nil || len(schemaCache.m) >= maxCachedSchemas {
+		schemaCache.m = map[string]json.RawMessage{}
+	}
+	schemaCache.m[string(raw)] = c
+	schemaCache.Unlock()
+	return c
 }
 
 // canonicalJSONValue re-encodes a JSON document with sorted object keys and

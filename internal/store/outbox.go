@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -146,32 +145,4 @@ func PruneSent(ctx context.Context, q Querier, before time.Time) (int64, error) 
 		return 0, fmt.Errorf("prune sent: %w", err)
 	}
 	return n, nil
-}
-
-// relayLockKey is the PostgreSQL advisory lock key of the outbox relay
-// ("praetor" and a 1, as bytes).
-const relayLockKey int64 = 0x7072_6165_746f_7201
-
-// LockRelay makes the caller's transaction the only outbox relay until it
-// ends, or reports false when another transaction already is. Call it first
-// in the relay's Tx: true means go on (read Unsent, publish, MarkSent), false
-// means another replica relays and this one waits for its next turn.
-//
-// On PostgreSQL it takes a transaction-scoped advisory lock, without waiting;
-// outside a transaction that lock would be released at once, so tx must be
-// the Querier that DB.Tx gives. On SQLite it is always true: its single
-// writer already runs one transaction at a time.
-func LockRelay(ctx context.Context, tx Querier, d Dialect) (bool, error) {
-	switch d {
-	case SQLite:
-		return true, nil
-	case Postgres:
-		var ok bool
-		if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, relayLockKey).Scan(&ok); err != nil {
-			return false, fmt.Errorf("lock relay: %w", err)
-		}
-		return ok, nil
-	default:
-		return false, errors.New("lock relay: unknown dialect " + strconv.Quote(string(d)))
-	}
 }

@@ -54,6 +54,13 @@ type DB interface {
 	Tx(ctx context.Context, fn func(tx Querier) error) error
 	// Dialect tells which SQL the database speaks.
 	Dialect() Dialect
+	// TryLock takes the named lock without waiting, and holds it across
+	// statements and transactions until unlock is called (which may be
+	// called twice). ok is false when another holder has it: on PostgreSQL
+	// any session of any process (an advisory lock on a connection of its
+	// own, freed by the server if the process dies); on SQLite any caller in
+	// this process (its database belongs to one process).
+	TryLock(ctx context.Context, name string) (unlock func(), ok bool, err error)
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the connections; it may be called twice.

@@ -107,6 +107,9 @@ type rawSystem struct {
 	js     jetstream.JetStream
 	stream string
 	subj   string
+	// ceHeaders sends the CloudEvents headers our layer sends, to separate
+	// the cost of the wire format from the cost of the layer's code.
+	ceHeaders bool
 }
 
 func (s *rawSystem) start(b *testing.B, rec *recorder) {
@@ -141,6 +144,13 @@ func (s *rawSystem) publish(b *testing.B, n int, pace time.Duration) {
 		m := nats.NewMsg(fmt.Sprintf("%s.t1.k%d", s.subj, i%1000))
 		m.Data = payload("k")
 		m.Header.Set(events.HeaderMsgID, fmt.Sprint(i))
+		if s.ceHeaders {
+			for k, v := range map[string]string{"ce-specversion": "1.0", "ce-id": fmt.Sprint(i), "ce-source": "/bench",
+				"ce-type": "dev.praetor.bench.v1", "ce-time": time.Now().UTC().Format(time.RFC3339Nano), "ce-tenant": "t1",
+				"ce-partitionkey": fmt.Sprintf("k%d", i%1000), "Content-Type": "application/json"} {
+				m.Header.Set(k, v)
+			}
+		}
 		f, err := s.js.PublishMsgAsync(m)
 		if err != nil {
 			b.Fatal(err)
@@ -215,7 +225,7 @@ func newSystem(b *testing.B, kind string) system {
 	nc := eventstest.Connect(b, srv)
 	topic := eventstest.NewTopic()
 	switch kind {
-	case "raw":
+	case "raw", "raw-ce-headers":
 		js, err := jetstream.New(nc)
 		if err != nil {
 			b.Fatal(err)
@@ -225,7 +235,7 @@ func newSystem(b *testing.B, kind string) system {
 		}); err != nil {
 			b.Fatal(err)
 		}
-		return &rawSystem{js: js, stream: topic.Stream, subj: topic.Prefix}
+		return &rawSystem{js: js, stream: topic.Stream, subj: topic.Prefix, ceHeaders: kind == "raw-ce-headers"}
 	default:
 		bus, err := events.New(nc, events.Config{Subject: topic.Route})
 		if err != nil {
@@ -246,7 +256,7 @@ func newSystem(b *testing.B, kind string) system {
 	}
 }
 
-var kinds = []string{"raw", "praetor", "keyed"}
+var kinds = []string{"raw", "raw-ce-headers", "praetor", "keyed"}
 
 func BenchmarkThroughput(b *testing.B) {
 	for _, kind := range kinds {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -106,11 +108,11 @@ func Decode(h nats.Header, data []byte) (event.Event, error) {
 		case "id":
 			ec.ID = v
 		case "source":
-			ref := types.ParseURIRef(v)
-			if ref == nil {
+			ref, ok := parseSource(v)
+			if !ok {
 				return event.Event{}, fmt.Errorf("%w: ce-source %q is not a URI reference", ErrDecode, v)
 			}
-			ec.Source = *ref
+			ec.Source = ref
 		case "type":
 			ec.Type = v
 		case "subject":
@@ -150,6 +152,32 @@ func Decode(h nats.Header, data []byte) (event.Event, error) {
 		ev.DataEncoded = data
 	}
 	return ev, nil
+}
+
+// sources caches parsed event sources: a system has a handful, and parsing
+// a URI is most of decoding an event's attributes.
+var (
+	sources      sync.Map // string → types.URIRef
+	sourcesCount atomic.Int64
+)
+
+// maxCachedSources bounds the cache against a publisher inventing sources.
+const maxCachedSources = 1024
+
+func parseSource(v string) (types.URIRef, bool) {
+	if ref, ok := sources.Load(v); ok {
+		return ref.(types.URIRef), true
+	}
+	ref := types.ParseURIRef(v)
+	if ref == nil {
+		return types.URIRef{}, false
+	}
+	if len(v) <= 256 && sourcesCount.Load() < maxCachedSources {
+		if _, loaded := sources.LoadOrStore(v, *ref); !loaded {
+			sourcesCount.Add(1)
+		}
+	}
+	return *ref, true
 }
 
 func isLower(s string) bool {

@@ -140,7 +140,9 @@ func (b *Bus) Subscribe(ctx context.Context, cfg ConsumerConfig, h Handler) (*Su
 	}
 
 	m, log := b.cfg.Metrics, b.cfg.Logger
-	chain := []Middleware{Recover(log, m, cfg.Name), Logging(log, cfg.Name), Measure(m, cfg.Name), Trace(), Timeout(cfg.HandlerTimeout)}
+	// The handler timeout is kept by the consumer's per-message timer (see
+	// watch), not by a Timeout middleware: one timer a message, not two.
+	chain := []Middleware{Recover(log, m, cfg.Name), Logging(log, cfg.Name), Measure(m, cfg.Name), Trace()}
 	if cfg.Validate != nil {
 		chain = append(chain, Validate(cfg.Validate))
 	}
@@ -281,9 +283,14 @@ func (s *Subscription) process(msg jetstream.Msg) {
 		s.deadLetter(msg, d, "", causeDecode, err)
 		return
 	}
-	stop := s.heartbeat(msg)
-	err = s.handler(withDelivery(s.ctx, d), ev)
+	hctx, cancel := context.WithCancelCause(withDelivery(s.ctx, d))
+	stop := s.watch(msg, cancel)
+	err = s.handler(hctx, ev)
 	stop()
+	if err != nil && errors.Is(context.Cause(hctx), errHandlerTimeout) {
+		err = fmt.Errorf("%w after %s: %w", errHandlerTimeout, s.cfg.HandlerTimeout, err)
+	}
+	cancel(nil)
 
 	switch {
 	case err == nil:
@@ -329,23 +336,36 @@ func (s *Subscription) deadLetter(msg jetstream.Msg, d Delivery, ceType, cause s
 	s.metrics.of(ceType).dead.Inc()
 }
 
-// heartbeat tells the server the message is still being worked on every half
-// AckWait, so a handler may run longer than AckWait without a redelivery.
-func (s *Subscription) heartbeat(msg jetstream.Msg) (stop func()) {
+// errHandlerTimeout is the cause of a handler's context ending at
+// HandlerTimeout; the event is redelivered.
+var errHandlerTimeout = errors.New("handler timed out")
+
+// watch keeps one timer for a message being handled: every half AckWait it
+// tells the server the message is still being worked on, so a handler may run
+// longer than AckWait without a redelivery, and at HandlerTimeout it cancels
+// the handler's context.
+func (s *Subscription) watch(msg jetstream.Msg, cancel context.CancelCauseFunc) (stop func()) {
 	interval := s.cfg.AckWait / 2
+	deadline := time.Now().Add(s.cfg.HandlerTimeout)
+	next := func(now time.Time) time.Duration { return max(min(interval, deadline.Sub(now)), 0) }
 	var mu sync.Mutex
 	stopped := false
 	mu.Lock()
 	defer mu.Unlock()
 	var t *time.Timer
-	t = time.AfterFunc(interval, func() {
+	t = time.AfterFunc(next(time.Now()), func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {
 			return
 		}
+		now := time.Now()
+		if !now.Before(deadline) {
+			cancel(errHandlerTimeout)
+			return
+		}
 		_ = msg.InProgress()
-		t.Reset(interval)
+		t.Reset(next(now))
 	})
 	return func() {
 		mu.Lock()

@@ -167,7 +167,8 @@ func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if !contracts.ValidToken(tenant) || !contracts.ValidToken(scope) {
 		return nil, fmt.Errorf("%w: tenant %q and scope %q must be 1-128 characters of [A-Za-z0-9_-]", ErrInvalidOwner, tenant, scope)
 	}
-	hash := llm.Hash(req)
+	canonical := llm.CanonicalJSON(req)
+	hash := llm.HashCanonical(canonical)
 	resp, callErr := r.next.Complete(ctx, req)
 	if callErr != nil && ctx.Err() != nil {
 		// The caller gave up; there is no outcome to replay.
@@ -181,7 +182,7 @@ func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 		Purpose:     req.Purpose,
 	}
 	if !r.cfg.OmitRequest {
-		rec.Request = llm.CanonicalJSON(req)
+		rec.Request = canonical
 	}
 	if callErr != nil {
 		rec.Provider, rec.Model = r.cfg.Provider, req.Model

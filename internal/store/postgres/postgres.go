@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -71,6 +72,44 @@ type DB struct {
 }
 
 var _ store.Migratable = (*DB)(nil)
+
+// TryLock implements store.DB with a session advisory lock on a connection
+// held until unlock.
+func (db *DB) TryLock(ctx context.Context, name string) (func(), bool, error) {
+	conn, err := db.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, fmt.Errorf("lock %s: %w", name, err)
+	}
+	key := lockKey(name)
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+		conn.Release()
+		return nil, false, fmt.Errorf("lock %s: %w", name, err)
+	}
+	if !ok {
+		conn.Release()
+		return nil, false, nil
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+				// The lock dies with the session: drop the connection.
+				_ = conn.Conn().Close(uctx)
+			}
+			conn.Release()
+		})
+	}, true, nil
+}
+
+// lockKey maps a lock name to an advisory lock key.
+func lockKey(name string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("praetor/" + name))
+	return int64(h.Sum64())
+}
 
 // Open connects to PostgreSQL and checks that it answers.
 func Open(ctx context.Context, cfg Config) (*DB, error) {

@@ -80,6 +80,30 @@ type DB struct {
 	readers   *sql.DB // queries outside transactions; the writer for Memory
 	cfg       Config
 	closeOnce sync.Once
+
+	locksMu sync.Mutex
+	locks   map[string]bool
+}
+
+// TryLock implements store.DB within this process.
+func (db *DB) TryLock(_ context.Context, name string) (func(), bool, error) {
+	db.locksMu.Lock()
+	defer db.locksMu.Unlock()
+	if db.locks == nil {
+		db.locks = map[string]bool{}
+	}
+	if db.locks[name] {
+		return nil, false, nil
+	}
+	db.locks[name] = true
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			db.locksMu.Lock()
+			delete(db.locks, name)
+			db.locksMu.Unlock()
+		})
+	}, true, nil
 }
 
 var _ store.Migratable = (*DB)(nil)

@@ -48,7 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"InboxInTx", testInboxInTx},
 		{"OutboxEnqueue", testOutboxEnqueue},
 		{"OutboxMarkSentAndPrune", testOutboxMarkSentAndPrune},
-		{"LockRelay", testLockRelay},
+		{"TryLock", testTryLock},
 	}
 	t.Run("Migrate", func(t *testing.T) {
 		t.Parallel()
@@ -975,75 +975,30 @@ func testOutboxMarkSentAndPrune(t *testing.T, db store.DB) {
 	}
 }
 
-func testLockRelay(t *testing.T, db store.DB) {
+func testTryLock(t *testing.T, db store.DB) {
 	c := ctx(t)
-	if db.Dialect() != store.Postgres {
-		// One writer: every transaction is the relay's alone.
-		err := db.Tx(c, func(tx store.Querier) error {
-			ok, err := store.LockRelay(c, tx, db.Dialect())
-			if err != nil || !ok {
-				t.Errorf("LockRelay = %v, %v; want true", ok, err)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return
+	name := "storetest-" + t.Name()
+	unlock, ok, err := db.TryLock(c, name)
+	if err != nil || !ok {
+		t.Fatalf("TryLock = %v, %v; want the lock", ok, err)
 	}
-	locked, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- db.Tx(c, func(tx store.Querier) error {
-			ok, err := store.LockRelay(c, tx, db.Dialect())
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return errors.New("first LockRelay = false, want true")
-			}
-			close(locked)
-			select {
-			case <-release:
-				return nil
-			case <-c.Done():
-				return c.Err()
-			}
-		})
-	}()
-	select {
-	case <-locked:
-	case err := <-done:
-		t.Fatalf("first relay transaction ended early: %v", err)
-	}
-	err := db.Tx(c, func(tx store.Querier) error {
-		ok, err := store.LockRelay(c, tx, db.Dialect())
-		if err != nil {
-			return err
-		}
-		if ok {
-			t.Error("a second transaction took the relay lock while the first held it")
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("second relay transaction: %v", err)
-	}
-	close(release)
-	if err := <-done; err != nil {
-		t.Fatalf("first relay transaction: %v", err)
-	}
-	// The lock ends with its transaction.
-	err = db.Tx(c, func(tx store.Querier) error {
-		ok, err := store.LockRelay(c, tx, db.Dialect())
-		if err == nil && !ok {
-			err = errors.New("LockRelay after the holder committed = false, want true")
-		}
-		return err
-	})
-	if err != nil {
+	// Held across statements and transactions, exclusive while held.
+	if _, err := db.Exec(c, `CREATE TABLE IF NOT EXISTS lock_probe (n INTEGER)`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.LockRelay(c, db, "oracle"); err == nil {
-		t.Error("LockRelay for an unknown dialect succeeded")
+	if _, ok2, err := db.TryLock(c, name); err != nil || ok2 {
+		t.Fatalf("a second TryLock while held = %v, %v; want refused", ok2, err)
 	}
+	other, ok3, err := db.TryLock(c, name+"-other")
+	if err != nil || !ok3 {
+		t.Fatalf("another lock name = %v, %v; want it free", ok3, err)
+	}
+	other()
+	unlock()
+	unlock() // twice is harmless
+	again, ok, err := db.TryLock(c, name)
+	if err != nil || !ok {
+		t.Fatalf("TryLock after unlock = %v, %v; want the lock", ok, err)
+	}
+	again()
 }

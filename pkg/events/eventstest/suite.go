@@ -38,6 +38,7 @@ func Run(t *testing.T, h Harness) {
 		{"ReplayFromSequenceAndTime", testReplay},
 		{"DrainFinishesInFlight", testDrain},
 		{"PublishBatch", testBatch},
+		{"HandlerTimeoutRedelivers", testHandlerTimeout},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -623,5 +624,29 @@ func testBatch(t *testing.T, h Harness) {
 	var be *events.BatchError
 	if err := f.bus.PublishBatch(context.Background(), []event.Event{bad}); err == nil || errors.As(err, &be) {
 		t.Fatalf("unroutable event: err = %v, want a routing error before sending", err)
+	}
+}
+
+func testHandlerTimeout(t *testing.T, h Harness) {
+	f := newFixture(t, h, 2)
+	cfg := f.consumer("slow", true)
+	cfg.HandlerTimeout = 100 * time.Millisecond
+	var calls atomic.Int64
+	done := make(chan error, 2)
+	f.subscribe(f.bus, cfg, func(ctx context.Context, ev event.Event) error {
+		if calls.Add(1) == 1 {
+			<-ctx.Done() // hangs until the consumer gives up on it
+			done <- ctx.Err()
+			return ctx.Err()
+		}
+		done <- nil
+		return nil
+	})
+	f.publish(NewEvent("slow-1", "k", 0))
+	if err := Wait(t, done, 5*time.Second, "the timeout"); err == nil {
+		t.Fatal("the hanging handler's context was not cancelled")
+	}
+	if err := Wait(t, done, 5*time.Second, "the redelivery"); err != nil {
+		t.Fatal(err)
 	}
 }
