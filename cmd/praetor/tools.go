@@ -20,6 +20,7 @@ import (
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/services/orchestrator"
 )
 
 // services lists the services this binary can run. Each issue's service is
@@ -29,6 +30,10 @@ func services() map[string]node.Factory {
 		"gateway":   newGateway,
 		"extractor": newExtractor,
 		"runner":    newRunner,
+		// orchestrator consumes workflow.requested and carries the runs on;
+		// agent-worker runs their attempts. PRAETOR_WORKFLOW_* configure both.
+		"orchestrator": orchestrator.ServiceFactory(os.LookupEnv),
+		"agent-worker": orchestrator.WorkerFactory(os.LookupEnv),
 	}
 }
 
@@ -126,6 +131,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		subjects, enginesDirs           []string
 		fromSeq                         uint64
 		session                         string
+		workflowRun, tenant             string
 	)
 	fs := ff.NewFlagSet("replay").SetParent(parent)
 	fs.StringVar(&stream, 0, "stream", "", "stream to read, e.g. PRAETOR_TURNS, PRAETOR_DLQ (required)")
@@ -136,15 +142,29 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs.StringVar(&dataDir, 0, "data-dir", "./.praetor", "praetor dev data directory, opened when no server answers")
 	fs.StringVar(&session, 0, "session", "", "rebuild this session from its events and recorded model answers, and check its state hash")
 	fs.StringListVar(&enginesDirs, 0, "engines-dir", "engine directories the session's engine may come from (with --session)")
+	fs.StringVar(&workflowRun, 0, "workflow", "", "rebuild this workflow run from its events on PRAETOR_WORKFLOWS; print its state and hash")
+	fs.StringVar(&tenant, 0, "tenant", "default", "tenant of the --workflow run")
 	return &ff.Command{
 		Name:      "replay",
-		Usage:     "praetor replay --stream S [--from-seq N | --since T] [--subject F ...] | --session ID",
+		Usage:     "praetor replay --stream S [--from-seq N | --since T] [--subject F ...] | --session ID | --workflow RUN [--tenant T]",
 		ShortHelp: "print a stream's events as JSON lines, without touching any consumer",
 		LongHelp: "Streams: " + streamNames() + ".\n" +
 			"Each line is {\"stream_seq\",\"subject\",\"stored_at\",\"event\"}; a message that is not a valid\n" +
 			"CloudEvent is printed with \"error\", its headers and its base64 data.",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
+			if workflowRun != "" {
+				nc, closeConn, err := toolConn(natsURL, dataDir)
+				if err != nil {
+					return err
+				}
+				defer closeConn()
+				bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
+				if err != nil {
+					return err
+				}
+				return replayWorkflow(ctx, bus, tenant, workflowRun, g.stdout, g.stderr)
+			}
 			if session != "" {
 				nc, closeConn, err := toolConn(natsURL, dataDir)
 				if err != nil {

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/testenv"
+	"github.com/praetorhq/praetor/pkg/events"
+)
+
+// killProject is a project whose tasks a -> slow -> c run a command agent
+// that appends one line per run to an effects file — after a pause, for
+// slow — so a task run twice shows twice.
+func killProject(t *testing.T) (dir, effects, started string) {
+	t.Helper()
+	dir = t.TempDir()
+	effects = filepath.Join(dir, "effects.log")
+	started = filepath.Join(dir, "slow.started")
+	files := map[string]string{
+		"step.sh": `#!/bin/sh
+set -e
+if [ "$PRAETOR_TASK_ID" = slow ]; then
+  : > "$STARTED"
+  sleep "$PAUSE"
+fi
+echo "$PRAETOR_DISPATCH_ID" >> "$EFFECTS"
+for out in $PRAETOR_OUTPUTS; do echo "# $out by $PRAETOR_TASK_ID" > "$out"; done
+`,
+		"agents.yaml": "agents:\n  step:\n    kind: command\n    command:\n      path: ./step.sh\n      env:\n" +
+			"        EFFECTS: " + effects + "\n        STARTED: " + started + "\n        PAUSE: \"3\"\n",
+		"wf.yaml": `name: kill-me
+agents: agents.yaml
+tasks:
+  - id: a
+    agent: step
+    outputs: [a.md]
+  - id: slow
+    agent: step
+    depends_on: [a]
+    inputs: [a.md]
+    outputs: [slow.md]
+  - id: c
+    agent: step
+    depends_on: [slow]
+    inputs: [slow.md]
+    outputs: [c.md]
+`,
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, effects, started
+}
+
+func waitFile(t *testing.T, path string, within time.Duration, p *proc) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not appear within %s", path, within)
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("praetor exited (%v) before %s appeared", err, path)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(b))
+}
+
+// A real praetor workflow run, SIGKILLed while a command agent runs, is
+// carried on by praetor workflow resume: the task finished before the kill
+// is not run again, and the in-flight task's effect happens once — whether
+// its agent is still running when the run resumes (the resumed run waits for
+// it) or has finished meanwhile (the resumed run collects what it left).
+func TestWorkflowSIGKILLThenResume(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// finishFirst waits for the orphaned agent to finish before resuming.
+		finishFirst bool
+	}{{"agent still running", false}, {"agent finished meanwhile", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, effects, started := killProject(t)
+			state := filepath.Join(dir, "state")
+			p := start(t, nil, "workflow", "run", filepath.Join(dir, "wf.yaml"), "--state-dir", state, "--run-id", "kill-1")
+			waitFile(t, started, 30*time.Second, p)
+			if err := p.cmd.Process.Kill(); err != nil { // SIGKILL: no cleanup, no last write
+				t.Fatal(err)
+			}
+			<-p.done
+			p.done <- nil
+
+			raw, err := os.ReadFile(filepath.Join(state, "workflow-state.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st struct {
+				Status string `json:"status"`
+				Tasks  map[string]struct {
+					Status string `json:"status"`
+				} `json:"tasks"`
+			}
+			if err := json.Unmarshal(raw, &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Status != "RUNNING" || st.Tasks["a"].Status != "COMPLETED" || st.Tasks["slow"].Status != "RUNNING" || st.Tasks["c"].Status != "PENDING" {
+				t.Fatalf("state after the kill = %+v", st)
+			}
+			if tc.finishFirst {
+				deadline := time.Now().Add(30 * time.Second)
+				for len(readLines(t, effects)) < 2 {
+					if time.Now().After(deadline) {
+						t.Fatal("the orphaned agent never finished")
+					}
+					time.Sleep(50 * time.Millisecond) // polling a file written by a process we no longer own
+				}
+			}
+
+			out, err := exec.Command(binary, "workflow", "resume", "--state-dir", state).CombinedOutput()
+			if err != nil {
+				t.Fatalf("resume: %v\n%s", err, out)
+			}
+			for _, want := range []string{"resuming run kill-1", "slow", "COMPLETED", "run COMPLETED"} {
+				if !strings.Contains(string(out), want) {
+					t.Errorf("resume output lacks %q:\n%s", want, out)
+				}
+			}
+			got := readLines(t, effects)
+			if want := []string{"kill-1/a/1", "kill-1/slow/1", "kill-1/c/1"}; strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Fatalf("effects = %v, want %v (each task once)", got, want)
+			}
+
+			out, err = exec.Command(binary, "workflow", "status", "kill-1", "--state-dir", state).CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "COMPLETED") || !strings.Contains(string(out), "events fold to the stored state") {
+				t.Fatalf("status: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// Invalid definitions are refused before anything runs, naming file and
+// field, with exit status 2.
+func TestWorkflowRejectsInvalidDefinition(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "agents.yaml"), []byte("agents:\n  mock: {kind: mock}\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "wf.yaml"), []byte("name: bad\nagents: agents.yaml\ntasks:\n  - id: a\n    agent: mock\n    depends_on: [b]\n  - id: b\n    agent: ghost\n    depends_on: [a]\n"), 0o644)
+	for _, args := range [][]string{{"workflow", "run", filepath.Join(dir, "wf.yaml"), "--state-dir", filepath.Join(dir, "state")},
+		{"workflow", "validate", filepath.Join(dir, "wf.yaml")}} {
+		cmd := exec.Command(binary, args...)
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if !errorsAs(err, &ee) || ee.ExitCode() != 2 {
+			t.Fatalf("%v: exit %v, want status 2\n%s", args, err, out)
+		}
+		for _, want := range []string{"wf.yaml:", "tasks[1].agent", "ghost", "cycle"} {
+			if !strings.Contains(string(out), want) {
+				t.Errorf("%v output lacks %q:\n%s", args[1], want, out)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "workflow-state.json")); !os.IsNotExist(err) {
+		t.Fatalf("an invalid workflow left a state file (%v)", err)
+	}
+}
+
+func errorsAs(err error, target **exec.ExitError) bool {
+	ee, ok := err.(*exec.ExitError)
+	if ok {
+		*target = ee
+	}
+	return ok
+}
+
+// With --nats-url and --database-url, a run dispatches its attempts over
+// JetStream to the agent workers it runs, keeps its state in PostgreSQL,
+// and publishes every change: praetor replay --workflow rebuilds the run
+// from the stream with the hash the run ended with.
+func TestWorkflowOverJetStreamAndReplay(t *testing.T) {
+	dbURL := testenv.Postgres(t)
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	natsURL := srv.ClientURL()
+	wf := filepath.Join("..", "..", "examples", "workflows", "diamond.yaml")
+
+	out, err := exec.Command(binary, "workflow", "run", wf, "--nats-url", natsURL, "--database-url", dbURL, "--migrate",
+		"--run-id", "js-1", "--tenant", "acme").CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	live := hashLine(t, string(out))
+
+	out, err = exec.Command(binary, "replay", "--workflow", "js-1", "--tenant", "acme", "--nats-url", natsURL).CombinedOutput()
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	if got := hashLine(t, string(out)); got != live {
+		t.Fatalf("replayed hash %s, the run ended with %s\n%s", got, live, out)
+	}
+	if !strings.Contains(string(out), `"status": "COMPLETED"`) || !strings.Contains(string(out), "10 events folded") {
+		t.Fatalf("replay output:\n%s", out)
+	}
+
+	out, err = exec.Command(binary, "workflow", "status", "js-1", "--database-url", dbURL, "--tenant", "acme").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "events fold to the stored state (hash "+live+")") {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+}
+
+// hashLine finds "state hash H" in a command's output.
+func hashLine(t *testing.T, out string) string {
+	t.Helper()
+	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "state hash "); ok {
+			return strings.Fields(rest)[0]
+		}
+	}
+	t.Fatalf("no state hash in:\n%s", out)
+	return ""
+}
+
+func TestWorkflowHelp(t *testing.T) {
+	for _, sub := range [][]string{{"workflow"}, {"workflow", "--help"}, {"workflow", "run", "--help"}, {"workflow", "resume", "--help"},
+		{"workflow", "status", "--help"}, {"workflow", "validate", "--help"}} {
+		out, err := exec.Command(binary, sub...).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "USAGE") {
+			t.Errorf("praetor %s: %v\n%s", strings.Join(sub, " "), err, out)
+		}
+	}
+	out, _ := exec.Command(binary, "workflow", "run", "--help").CombinedOutput()
+	for _, flag := range []string{"--registry", "--state-dir", "--seed", "--nats-url", "--database-url", "--workers"} {
+		if !strings.Contains(string(out), flag) {
+			t.Errorf("workflow run --help lacks %s", flag)
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package orchestrator_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/praetorhq/praetor/internal/delivery"
+	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/pkg/events/eventstest"
+	"github.com/praetorhq/praetor/services/orchestrator"
+	"github.com/praetorhq/praetor/services/orchestrator/definition"
+	"github.com/praetorhq/praetor/services/orchestrator/engine"
+	"github.com/praetorhq/praetor/services/orchestrator/internal/orchtest"
+	"github.com/praetorhq/praetor/services/orchestrator/sqlstore"
+)
+
+// svcProject is a workflow directory: a chain whose middle task takes a
+// while, and a mock registry.
+func svcProject(t *testing.T) string {
+	t.Helper()
+	return orchtest.Project(t, map[string]string{
+		"agents.yaml": "agents:\n  mock:\n    kind: mock\n    mock:\n      tasks:\n        slow: {delay: 600ms}\n",
+		"flows/chain.yaml": `name: chain
+agents: ../agents.yaml
+tasks:
+  - id: a
+    agent: mock
+    outputs: [a.md]
+  - id: slow
+    agent: mock
+    depends_on: [a]
+    inputs: [a.md]
+  - id: c
+    agent: mock
+    depends_on: [slow]
+`,
+	})
+}
+
+// nodeDeps are what a node gives its services: here one process's bus,
+// relay and the shared database.
+func nodeDeps(t *testing.T, n *orchtest.NATS, db store.DB) node.Deps {
+	t.Helper()
+	bus := n.Bus(t)
+	relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: bus, Logger: orchtest.Logger(t), Interval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := relay.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Stop(context.Background()) })
+	return node.Deps{Bus: bus, DB: db, Relay: relay, Logger: orchtest.Logger(t), Registerer: prometheus.NewRegistry(), AckWait: 2 * time.Second}
+}
+
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+}
+
+func startService(t *testing.T, f node.Factory, d node.Deps) node.Service {
+	t.Helper()
+	s, err := f(context.Background(), d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+	})
+	return s
+}
+
+func waitRun(t *testing.T, st *sqlstore.Store, runID string, status engine.RunStatus) engine.State {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := st.Load(context.Background(), runID)
+		if err == nil && s.Status == status {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s: %s (%v), want %s", runID, s.Status, err, status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func request(t *testing.T, bus *events.Bus, req contracts.WorkflowRequested) {
+	t.Helper()
+	req.RequestedAt = time.Now()
+	if err := bus.Publish(context.Background(), contracts.MustEvent(contracts.Meta{}, req)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The orchestrator service starts requested runs and carries them to their
+// end with an agent-worker service; a repeated request starts nothing; a
+// request for a file outside the workflow directory, or an invalid one, is
+// dead-lettered with the reason.
+func TestServiceRunsRequestedWorkflows(t *testing.T) {
+	t.Parallel()
+	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+		n := orchtest.StartNATS(t)
+		dir := svcProject(t)
+		vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml"),
+			orchestrator.EnvLease: "3s"})
+		startService(t, orchestrator.WorkerFactory(vars), nodeDeps(t, n, db))
+		startService(t, orchestrator.ServiceFactory(vars), nodeDeps(t, n, db))
+		client := n.Bus(t)
+
+		request(t, client, contracts.WorkflowRequested{TenantID: "acme", RunID: "svc-1", Workflow: "flows/chain.yaml", Seed: 9})
+		st, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := waitRun(t, st, "svc-1", engine.RunCompleted)
+		if s.Seed != 9 || s.Tasks["c"].Iterations != 1 {
+			t.Fatalf("run = seed %d, c %+v", s.Seed, s.Tasks["c"])
+		}
+		request(t, client, contracts.WorkflowRequested{TenantID: "acme", RunID: "svc-1", Workflow: "flows/chain.yaml"})
+		request(t, client, contracts.WorkflowRequested{TenantID: "acme", RunID: "svc-bad", Workflow: "../outside.yaml"})
+		orchtest.Write(t, dir, "flows/broken.yaml", "name: broken\nagents: ../agents.yaml\ntasks:\n  - id: a\n    agent: ghost\n")
+		request(t, client, contracts.WorkflowRequested{TenantID: "acme", RunID: "svc-broken", Workflow: "flows/broken.yaml"})
+
+		var letters []events.DeadLetter
+		eventually(t, "two dead letters", func() bool {
+			letters = eventstest.DeadLetters(t, client, contracts.StreamWorkflows, "orchestrator")
+			return len(letters) >= 2
+		})
+		reasons := letters[0].Reason + "\n" + letters[1].Reason
+		for _, want := range []string{`"../outside.yaml" leaves ` + orchestrator.EnvWorkflowDir, "broken.yaml:5:12: tasks[0].agent", "ghost"} {
+			if !strings.Contains(reasons, want) {
+				t.Errorf("dead letters lack %q:\n%s", want, reasons)
+			}
+		}
+		evs, err := st.Events(context.Background(), "svc-1")
+		if err != nil || int64(len(evs)) != s.Seq {
+			t.Fatalf("the repeated request changed the run: %d events, seq %d, %v", len(evs), s.Seq, err)
+		}
+		if _, err := st.Load(context.Background(), "svc-bad"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a refused request left a run: %v", err)
+		}
+	})
+}
+
+// A run whose orchestrator died — its lease expired — is claimed and
+// resumed by another replica; a replica that drains releases its runs, and
+// the other carries them on at once.
+func TestServiceTakesOverRuns(t *testing.T) {
+	t.Parallel()
+	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+		n := orchtest.StartNATS(t)
+		dir := svcProject(t)
+		vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml"),
+			orchestrator.EnvLease: "3s"})
+		startService(t, orchestrator.WorkerFactory(vars), nodeDeps(t, n, db))
+		st, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		// What a replica that died after starting a run leaves: the run
+		// RUNNING, its lease expired.
+		opts := definition.LoadOptions{Workflow: filepath.Join(dir, "flows", "chain.yaml")}
+		b, err := definition.Load(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, _ := orchestrator.SourceOf(opts)
+		start, ev, err := engine.Start(engine.StartInfo{RunID: "orphan", Workflow: b.Workflow.Name, Project: b.ProjectDir, Seed: 1,
+			Limits: b.Limits(), Plan: b.Plan()}, engine.NewCtx(time.Now(), 1, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetSource("orphan", src.Encode())
+		st.SetLease("orphan", "dead-replica", time.Now().Add(-time.Second))
+		if err := st.Save(context.Background(), start, []engine.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+
+		a := startService(t, orchestrator.ServiceFactory(vars), nodeDeps(t, n, db)).(*orchestrator.Service)
+		waitRun(t, st, "orphan", engine.RunCompleted)
+
+		// A run in progress when its replica drains goes to the other.
+		request(t, n.Bus(t), contracts.WorkflowRequested{TenantID: "acme", RunID: "handed-over", Workflow: "flows/chain.yaml"})
+		eventually(t, "the slow task to run", func() bool {
+			s, err := st.Load(context.Background(), "handed-over")
+			return err == nil && s.Tasks["slow"].Status == engine.TaskRunning
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if s, _ := st.Load(context.Background(), "handed-over"); s.Status != engine.RunRunning {
+			t.Fatalf("after the drain the run is %s, want RUNNING (to be carried on)", s.Status)
+		}
+		bsvc := startService(t, orchestrator.ServiceFactory(vars), nodeDeps(t, n, db)).(*orchestrator.Service)
+		s := waitRun(t, st, "handed-over", engine.RunCompleted)
+		if s.Tasks["a"].Iterations != 1 {
+			t.Fatalf("a ran %d times", s.Tasks["a"].Iterations)
+		}
+		var owner string
+		if err := db.QueryRow(context.Background(), `SELECT owner FROM workflow_runs WHERE tenant_id = $1 AND id = $2`, "acme", "handed-over").Scan(&owner); err != nil {
+			t.Fatal(err)
+		}
+		if owner != bsvc.Owner() {
+			t.Fatalf("the run's owner is %s, want the second replica %s", owner, bsvc.Owner())
+		}
+	})
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestSettingsFromEnv(t *testing.T) {
+	t.Parallel()
+	s, err := orchestrator.SettingsFromEnv(env(map[string]string{orchestrator.EnvAgents: "writer, analyst", orchestrator.EnvWorkers: "3"}))
+	if err != nil || s.Workers != 3 || s.MaxParallel != 8 || s.Pool != "agent-worker" || s.Lease != 30*time.Second ||
+		strings.Join(s.Agents, ",") != "writer,analyst" || s.WorkflowDir != "." {
+		t.Fatalf("settings = %+v, %v", s, err)
+	}
+	_, err = orchestrator.SettingsFromEnv(env(map[string]string{orchestrator.EnvWorkers: "many", orchestrator.EnvLease: "1s"}))
+	if err == nil || !strings.Contains(err.Error(), orchestrator.EnvWorkers) || !strings.Contains(err.Error(), orchestrator.EnvLease) {
+		t.Fatalf("bad settings = %v, want both variables named", err)
+	}
+}

@@ -1,0 +1,244 @@
+package sqlstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/services/orchestrator/agent"
+	"github.com/praetorhq/praetor/services/orchestrator/agent/mock"
+	"github.com/praetorhq/praetor/services/orchestrator/engine"
+	"github.com/praetorhq/praetor/services/orchestrator/executor"
+	"github.com/praetorhq/praetor/services/orchestrator/hooks"
+	"github.com/praetorhq/praetor/services/orchestrator/internal/orchtest"
+	"github.com/praetorhq/praetor/services/orchestrator/runevents"
+	"github.com/praetorhq/praetor/services/orchestrator/sqlstore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const registry = "agents:\n  mock: {kind: mock}\n"
+
+const diamond = `name: diamond
+agents: agents.yaml
+tasks:
+  - id: a
+    agent: mock
+    outputs: [a.md]
+  - id: b
+    agent: mock
+    depends_on: [a]
+    inputs: [a.md]
+    outputs: [b.json]
+  - id: c
+    agent: mock
+    depends_on: [a]
+    inputs: [a.md]
+    outputs: [c.md]
+  - id: d
+    agent: mock
+    depends_on: [b, c]
+    inputs: [b.json, c.md]
+    outputs: [d.md]
+`
+
+func newStore(t *testing.T, db store.DB, tenant string, every int) *sqlstore.Store {
+	t.Helper()
+	s, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: tenant, Encoder: orchtest.Encoder{}, SnapshotEvery: every})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// A run kept in the store loads back as the live state — snapshot plus the
+// events after it — hash for hash, with numbers and keys that a JSONB
+// column would have rewritten; every change is in the outbox as its
+// workflow.* event, in order.
+func TestRunRoundTrip(t *testing.T) {
+	t.Parallel()
+	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+		ctx := orchtest.Ctx(t)
+		b := orchtest.Bundle(t, diamond, registry, nil)
+		st := newStore(t, db, "acme", 3)
+		m := mock.New(mock.Config{Default: mock.Outcome{
+			Outputs:  map[string]string{"b.json": `{"z": 1, "a": 1.5e300}`},
+			Handover: map[string]any{"zeta": 1, "alpha": "<&>", "big": 12345678901234567890.0},
+		}})
+		h := hooks.New()
+		h.OnLoopExit("*", func(_ context.Context, e hooks.Event) error { return e.Annotate("done-"+e.TaskID, e.Iterations) })
+		x, err := executor.New(executor.Config{Dispatcher: agent.NewRouter(map[string]agent.Runtime{"mock": m}),
+			Store: st, Artifacts: st, Hooks: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetSource("run-1", []byte(`{"workflow":"/w.yaml"}`))
+		live, err := x.Run(ctx, b, executor.RunOptions{RunID: "run-1"})
+		if err != nil || live.Status != engine.RunCompleted {
+			t.Fatalf("run: %v %s", err, live.Status)
+		}
+		// A fresh store (another process) loads it.
+		loaded, err := newStore(t, db, "acme", 3).Load(ctx, "run-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := hash(t, loaded), hash(t, live); got != want {
+			t.Fatalf("loaded hash %s, live %s", got, want)
+		}
+		evs, err := st.Events(ctx, "run-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(evs)) != live.Seq {
+			t.Fatalf("%d events stored, the state is at %d", len(evs), live.Seq)
+		}
+		folded, err := engine.Fold(evs)
+		if err != nil || hash(t, folded) != hash(t, live) {
+			t.Fatalf("fold of stored events: %v", err)
+		}
+		if src, err := st.Source(ctx, "run-1"); err != nil || string(src) != `{"workflow":"/w.yaml"}` {
+			t.Fatalf("source = %s, %v", src, err)
+		}
+		if _, err := st.Source(ctx, "no-run"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("source of no run = %v", err)
+		}
+		runs, err := st.Runs(ctx, 10)
+		if err != nil || len(runs) != 1 || runs[0].Status != engine.RunCompleted || runs[0].StateHash != hash(t, live) || runs[0].FinishedAt == nil {
+			t.Fatalf("runs = %+v, %v", runs, err)
+		}
+
+		msgs, err := store.Unsent(ctx, db, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs) != len(evs) {
+			t.Fatalf("%d outbox messages for %d events", len(msgs), len(evs))
+		}
+		for i, msg := range msgs {
+			if want := runevents.EventID("acme", "run-1", int64(i+1)); msg.EventID != want || msg.TenantID != "acme" ||
+				!strings.HasPrefix(msg.Subject, "praetor.workflow.") || !strings.HasSuffix(msg.Subject, ".acme.run-1") {
+				t.Fatalf("outbox message %d = %s %s %s", i, msg.EventID, msg.TenantID, msg.Subject)
+			}
+		}
+
+		// Outputs are stored and checked against their hash.
+		art := live.Artifacts["b:b.json"]
+		ref := engine.OutputRef{Name: art.Name, Path: art.Path, SHA256: art.SHA256, Size: art.Size}
+		content, err := st.Get(ctx, ref)
+		if err != nil || string(content) != `{"z": 1, "a": 1.5e300}` {
+			t.Fatalf("output = %q, %v", content, err)
+		}
+		if _, err := db.Exec(ctx, `UPDATE workflow_artifacts SET content = $1 WHERE tenant_id = $2 AND path = $3`, []byte("tampered"), "acme", art.Path); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Get(ctx, ref); !errors.Is(err, sqlstore.ErrCorrupt) {
+			t.Fatalf("tampered output = %v, want ErrCorrupt", err)
+		}
+	})
+}
+
+func hash(t *testing.T, s engine.State) string {
+	t.Helper()
+	h, err := engine.Hash(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// startState opens a run by hand, to drive the store directly.
+func startState(t *testing.T, runID string) (engine.State, engine.Event) {
+	t.Helper()
+	b := orchtest.Bundle(t, diamond, registry, nil)
+	s, ev, err := engine.Start(engine.StartInfo{RunID: runID, Workflow: "diamond", Project: b.ProjectDir, Seed: 7, Plan: b.Plan()},
+		engine.NewCtx(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), 7, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, ev
+}
+
+// A change that does not follow the stored one is refused: a second start
+// of the same run, a change on an old state, a run of another tenant.
+func TestConflictsAndTenants(t *testing.T) {
+	t.Parallel()
+	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+		ctx := orchtest.Ctx(t)
+		st := newStore(t, db, "acme", 256)
+		s1, ev1 := startState(t, "run-c")
+		if err := st.Save(ctx, s1, []engine.Event{ev1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Save(ctx, s1, []engine.Event{ev1}); !errors.Is(err, sqlstore.ErrConflict) || !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("second start = %v, want ErrConflict", err)
+		}
+		s2, ev2, err := engine.ApplyAction(s1, engine.Action{Type: engine.RequestWork, TaskID: "a"}, engine.Next(s1, time.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Save(ctx, s2, []engine.Event{ev2}); err != nil {
+			t.Fatal(err)
+		}
+		// Another orchestrator still at s1 makes its own change 2.
+		other, ev2b, err := engine.ApplyAction(s1, engine.Action{Type: engine.RequestWork, TaskID: "a"}, engine.Next(s1, time.Now().Add(time.Second)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = newStore(t, db, "acme", 256).Save(ctx, other, []engine.Event{ev2b})
+		if !errors.Is(err, sqlstore.ErrConflict) || !strings.Contains(err.Error(), "is at event 2") {
+			t.Fatalf("interleaved change = %v, want ErrConflict naming the stored event", err)
+		}
+		loaded, err := st.Load(ctx, "run-c")
+		if err != nil || loaded.Seq != 2 || hash(t, loaded) != hash(t, s2) {
+			t.Fatalf("after the refused change: seq %d, %v", loaded.Seq, err)
+		}
+		// Tenants are apart: the same run id in another tenant is another run.
+		if _, err := newStore(t, db, "globex", 256).Load(ctx, "run-c"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("other tenant's load = %v, want ErrNotFound", err)
+		}
+		if err := newStore(t, db, "globex", 256).Save(ctx, s1, []engine.Event{ev1}); err != nil {
+			t.Fatalf("same run id in another tenant: %v", err)
+		}
+		if _, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: "bad tenant"}); err == nil {
+			t.Fatal("a tenant id that is not a subject token was accepted")
+		}
+	})
+}
+
+// Results are kept by dispatch: the first one wins, and another tenant
+// does not see it.
+func TestResults(t *testing.T) {
+	t.Parallel()
+	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+		ctx := orchtest.Ctx(t)
+		r := sqlstore.NewResults(db)
+		res := sqlstore.Result{TenantID: "acme", DispatchID: "run-r/a/1", RunID: "run-r", EventID: "e1", OK: true,
+			JSON: []byte(`{"outputs":{"a.md":"aGk="}}`), ReceivedAt: time.Now()}
+		if fresh, err := r.Save(ctx, res); err != nil || !fresh {
+			t.Fatalf("save = %v, %v", fresh, err)
+		}
+		dup := res
+		dup.EventID, dup.OK, dup.JSON = "e2", false, []byte(`{}`)
+		if fresh, err := r.Save(ctx, dup); err != nil || fresh {
+			t.Fatalf("second save = %v, %v; want kept first", fresh, err)
+		}
+		got, err := r.Load(ctx, "acme", "run-r/a/1")
+		if err != nil || got.EventID != "e1" || !got.OK || string(got.JSON) != string(res.JSON) {
+			t.Fatalf("load = %+v, %v", got, err)
+		}
+		if _, err := r.Load(ctx, "globex", "run-r/a/1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("other tenant = %v", err)
+		}
+		if err := r.PruneRun(ctx, "acme", "run-r"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Load(ctx, "acme", "run-r/a/1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("after prune = %v", err)
+		}
+	})
+}
