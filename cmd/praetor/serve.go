@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/praetorhq/praetor/internal/wiring"
+	"github.com/praetorhq/praetor/services/gateway"
 	"os"
 	"strings"
 	"time"
@@ -15,25 +17,26 @@ import (
 
 // nodeFlags are the settings praetor dev and praetor serve share.
 type nodeFlags struct {
-	httpAddr     string
-	services     string
-	partitions   int
-	maxAge       time.Duration
-	replicas     int
-	duplicates   time.Duration
-	drainTimeout time.Duration
-	llmProvider  string
-	llmModel     string
-	llmBaseURL   string
-	llmSeed      int
-	llmLatency   time.Duration
-	enginesDirs  []string
-	ackWait      time.Duration
+	httpAddr        string
+	services        string
+	partitions      int
+	maxAge          time.Duration
+	replicas        int
+	duplicates      time.Duration
+	drainTimeout    time.Duration
+	llmProvider     string
+	llmModel        string
+	llmBaseURL      string
+	llmSeed         int
+	llmLatency      time.Duration
+	enginesDirs     []string
+	ackWait         time.Duration
+	maxMessageBytes int
 }
 
 func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.StringVar(&f.httpAddr, 0, "http-addr", httpAddr, "address of the HTTP API, page, health and metrics")
-	fs.StringVar(&f.services, 0, "services", "", "comma-separated services to run (dev: all); available: "+strings.Join(serviceNames(), ", "))
+	fs.StringVar(&f.services, 0, "services", "", "comma-separated services to run (dev: all); available: "+strings.Join(wiring.Names(), ", "))
 	fs.IntVar(&f.partitions, 0, "partitions", 16, "partitions of the ordered streams (per-key order, parallel keys)")
 	fs.DurationVar(&f.maxAge, 0, "stream-max-age", 0, "how long streams keep events (0: forever, the audit log)")
 	fs.IntVar(&f.replicas, 0, "stream-replicas", 1, "replicas of each stream in a NATS cluster")
@@ -44,6 +47,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.StringVar(&f.llmBaseURL, 0, "llm-base-url", "", "OpenAI-compatible base URL (also OPENAI_BASE_URL); the key comes only from PRAETOR_LLM_API_KEY or OPENAI_API_KEY")
 	fs.IntVar(&f.llmSeed, 0, "llm-seed", 0, "seed of the offline provider")
 	fs.DurationVar(&f.llmLatency, 0, "llm-offline-latency", 0, "delay every offline answer by this much, to stand in for a model in load tests")
+	fs.IntVar(&f.maxMessageBytes, 0, "max-message-bytes", 8<<10, "largest user message the gateway accepts, in bytes")
 	fs.DurationVar(&f.ackWait, 0, "ack-wait", 30*time.Second, "how long a consumer waits before redelivering an event whose process died")
 	fs.StringListVar(&f.enginesDirs, 0, "engines-dir", "directory of engine YAML files to load besides the shipped ones (repeatable)")
 }
@@ -66,8 +70,8 @@ func (f *nodeFlags) apply(cfg *node.Config) error {
 	llmCfg.OfflineLatency = f.llmLatency
 	cfg.AckWait = f.ackWait
 	cfg.LLM = llmCfg
-	cfg.Available = services()
-	cat, reg, err := loadEngines(f.enginesDirs, os.Stderr)
+	cfg.Available = wiring.Services(wiring.Options{Gateway: func(g *gateway.Config) { g.MaxMessageBytes = f.maxMessageBytes }})
+	cat, reg, err := wiring.LoadEngines(f.enginesDirs, os.Stderr)
 	if err != nil {
 		return err
 	}

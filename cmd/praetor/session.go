@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/praetorhq/praetor/internal/wiring"
 	"io"
 	"log/slog"
 
@@ -50,7 +51,7 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	if err != nil {
 		return err
 	}
-	cat, reg, err := loadEngines(enginesDirs, stderr)
+	cat, reg, err := wiring.LoadEngines(enginesDirs, stderr)
 	if err != nil {
 		return err
 	}

@@ -20,34 +20,7 @@ import (
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
-	"github.com/praetorhq/praetor/services/orchestrator"
 )
-
-// services lists the services this binary can run. Each issue's service is
-// registered here as it lands.
-func services() map[string]node.Factory {
-	return map[string]node.Factory{
-		"gateway":   newGateway,
-		"extractor": newExtractor,
-		"runner":    newRunner,
-		// orchestrator consumes workflow.requested and carries the runs on;
-		// agent-worker runs their attempts. PRAETOR_WORKFLOW_* configure both.
-		"orchestrator": orchestrator.ServiceFactory(os.LookupEnv),
-		"agent-worker": orchestrator.WorkerFactory(os.LookupEnv),
-	}
-}
-
-func serviceNames() []string {
-	var out []string
-	for n := range services() {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	if len(out) == 0 {
-		return []string{"(none yet)"}
-	}
-	return out
-}
 
 func migrateCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	var dataDir, databaseURL string

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/praetorhq/praetor/internal/wiring"
 	"io"
 	"log/slog"
 	"net"
@@ -47,10 +48,10 @@ func BenchmarkTurnPath(b *testing.B) {
 }
 
 func benchTurnPath(b *testing.B, storeKind, mode string) {
-	cfg := node.Config{HTTPAddr: "127.0.0.1:0", Available: services(), DrainTimeout: 5 * time.Second,
+	cfg := node.Config{HTTPAddr: "127.0.0.1:0", Available: wiring.Services(wiring.Options{}), DrainTimeout: 5 * time.Second,
 		Logger: slog.New(slog.DiscardHandler), LLM: provider.Config{Provider: provider.Offline},
 		Services: []string{"gateway", "extractor", "runner"}}
-	cat, reg, err := loadEngines(nil, io.Discard)
+	cat, reg, err := wiring.LoadEngines(nil, io.Discard)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/praetorhq/praetor/internal/wiring"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,13 +15,10 @@ import (
 	"time"
 
 	"github.com/praetorhq/praetor/internal/engine/builtin"
-	"github.com/praetorhq/praetor/internal/engine/offlineskill"
 	"github.com/praetorhq/praetor/internal/llm/provider"
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/store"
-	"github.com/praetorhq/praetor/services/extractor"
 	"github.com/praetorhq/praetor/services/gateway"
-	"github.com/praetorhq/praetor/services/runner"
 )
 
 // Options adjust the node a test starts.
@@ -81,40 +79,16 @@ func Start(t testing.TB, opts Options) *Node {
 		deps node.Deps
 		gw   *gateway.Gateway
 	)
-	// The wiring of cmd/praetor's services.go, with the gateway's
-	// configuration open to the test.
-	available := map[string]node.Factory{
-		"gateway": func(_ context.Context, d node.Deps) (node.Service, error) {
-			cfg := gateway.Config{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, Registry: d.EngineRegistry,
-				Logger: d.Logger, OpenTenant: d.DevTenant, Provider: d.LLMInfo.Provider, Offline: d.LLMInfo.Offline}
-			if opts.Gateway != nil {
-				opts.Gateway(&cfg)
+	available := wiring.Services(wiring.Options{
+		Gateway: opts.Gateway,
+		Started: func(name string, svc node.Service, d node.Deps) {
+			if g, ok := svc.(*gateway.Gateway); ok {
+				mu.Lock()
+				deps, gw = d, g
+				mu.Unlock()
 			}
-			g, err := gateway.New(cfg)
-			if err != nil {
-				return nil, err
-			}
-			g.Routes(d.Mux)
-			mu.Lock()
-			deps, gw = d, g
-			mu.Unlock()
-			return g, nil
 		},
-		"extractor": func(_ context.Context, d node.Deps) (node.Service, error) {
-			useOfflineSkills(d)
-			return extractor.New(extractor.Config{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, LLM: d.LLM,
-				Logger: d.Logger, Registerer: d.Registerer})
-		},
-		"runner": func(_ context.Context, d node.Deps) (node.Service, error) {
-			useOfflineSkills(d)
-			r, err := runner.New(runner.Config{LLM: d.LLM, Registry: d.EngineRegistry, Logger: d.Logger})
-			if err != nil {
-				return nil, err
-			}
-			return runner.NewService(runner.ServiceConfig{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines,
-				Runner: r, Logger: d.Logger, Registerer: d.Registerer})
-		},
-	}
+	})
 	ready := make(chan string, 1)
 	cfg := node.Config{
 		Dev: true, DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Available: available, Services: opts.Services,
@@ -178,14 +152,6 @@ func (n *Node) Stop(t testing.TB) {
 
 // useOfflineSkills lets the offline provider drive the engines, as
 // praetor dev does.
-func useOfflineSkills(d node.Deps) {
-	if d.Offline == nil {
-		return
-	}
-	for purpose, skill := range offlineskill.Skills() {
-		d.Offline.Handle(purpose, skill)
-	}
-}
 
 // Logs returns what the node has logged so far.
 func (n *Node) Logs() string { return n.logs.String() }

@@ -1,0 +1,137 @@
+// Package wiring builds Praetor's services from a node's dependencies: the
+// one list of what the praetor binary can run, shared by the binary and by
+// tests that run a real node in process.
+package wiring
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/builtin"
+	"github.com/praetorhq/praetor/internal/engine/contextasm"
+	"github.com/praetorhq/praetor/internal/engine/offlineskill"
+	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/services/extractor"
+	"github.com/praetorhq/praetor/services/gateway"
+	"github.com/praetorhq/praetor/services/orchestrator"
+	"github.com/praetorhq/praetor/services/runner"
+)
+
+// Options adjust the services built.
+type Options struct {
+	// Gateway, when set, edits the gateway's configuration before it is built.
+	Gateway func(*gateway.Config)
+	// Started, when set, is told of each service built, with the node's
+	// dependencies (tests use it to reach a service).
+	Started func(name string, svc node.Service, deps node.Deps)
+	// LookupEnv reads the PRAETOR_WORKFLOW_* settings. Default: os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+// Services returns the factory of every service, by name.
+func Services(opts Options) map[string]node.Factory {
+	if opts.LookupEnv == nil {
+		opts.LookupEnv = os.LookupEnv
+	}
+	observe := func(name string, f node.Factory) node.Factory {
+		return func(ctx context.Context, d node.Deps) (node.Service, error) {
+			svc, err := f(ctx, d)
+			if err == nil && opts.Started != nil {
+				opts.Started(name, svc, d)
+			}
+			return svc, err
+		}
+	}
+	all := map[string]node.Factory{
+		"gateway":   func(ctx context.Context, d node.Deps) (node.Service, error) { return newGateway(d, opts.Gateway) },
+		"extractor": newExtractor,
+		"runner":    newRunner,
+		// orchestrator consumes workflow.requested and carries the runs on;
+		// agent-worker runs their attempts. PRAETOR_WORKFLOW_* configure both.
+		"orchestrator": orchestrator.ServiceFactory(opts.LookupEnv),
+		"agent-worker": orchestrator.WorkerFactory(opts.LookupEnv),
+	}
+	for name, f := range all {
+		all[name] = observe(name, f)
+	}
+	return all
+}
+
+// Names lists the services, sorted.
+func Names() []string {
+	var out []string
+	for n := range Services(Options{}) {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LoadEngines loads the shipped engines and those of dirs, printing the
+// warnings and errors to w; invalid engines stop the start with every error
+// listed.
+func LoadEngines(dirs []string, w io.Writer) (*engine.Catalog, *engine.Registry, error) {
+	reg, err := builtin.Registry()
+	if err != nil {
+		return nil, nil, err
+	}
+	cat, report, err := builtin.Load(reg, dirs...)
+	for _, issue := range report.Warnings {
+		fmt.Fprintln(w, issue)
+	}
+	for _, issue := range report.Errors {
+		fmt.Fprintln(w, issue)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("engines: %d errors (listed above; praetor validate DIR checks a directory): %w", len(report.Errors), err)
+	}
+	return cat, reg, nil
+}
+
+// useOfflineSkills lets the offline provider drive the engines.
+func useOfflineSkills(d node.Deps) {
+	if d.Offline == nil {
+		return
+	}
+	for purpose, skill := range offlineskill.Skills() {
+		d.Offline.Handle(purpose, skill)
+	}
+}
+
+func newGateway(d node.Deps, edit func(*gateway.Config)) (node.Service, error) {
+	cfg := gateway.Config{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, Registry: d.EngineRegistry,
+		Logger: d.Logger, OpenTenant: d.DevTenant, Provider: d.LLMInfo.Provider, Offline: d.LLMInfo.Offline}
+	if edit != nil {
+		edit(&cfg)
+	}
+	g, err := gateway.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	g.Routes(d.Mux)
+	return g, nil
+}
+
+func newExtractor(_ context.Context, d node.Deps) (node.Service, error) {
+	useOfflineSkills(d)
+	return extractor.New(extractor.Config{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, LLM: d.LLM,
+		Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait})
+}
+
+func newRunner(_ context.Context, d node.Deps) (node.Service, error) {
+	useOfflineSkills(d)
+	cfg := runner.Config{LLM: d.LLM, Registry: d.EngineRegistry, Logger: d.Logger}
+	if d.Offline == nil {
+		cfg.Summarizer = contextasm.LLMSummarizer{LLM: d.LLM}
+	}
+	r, err := runner.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return runner.NewService(runner.ServiceConfig{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, Runner: r,
+		Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait})
+}
