@@ -72,8 +72,9 @@ type Deps struct {
 	// evaluators and task handlers they name.
 	Engines        *engine.Catalog
 	EngineRegistry *engine.Registry
-	// Dev is true under praetor dev.
-	Dev bool
+	// Dev is true under praetor dev; DataDir is then its data directory.
+	Dev     bool
+	DataDir string
 	// DevTenant is the tenant praetor dev serves without a token on loopback.
 	DevTenant string
 	// AckWait is the consumers' redelivery delay after a process dies.
@@ -305,7 +306,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	deps := Deps{Bus: bus, DB: db, Relay: relay, Logger: log, Registerer: reg, Mux: mux, Metrics: metrics,
-		Streams: cfg.Streams, LLM: client, LLMInfo: info, Engines: cfg.Engines, EngineRegistry: cfg.EngineRegistry, Dev: cfg.Dev, AckWait: cfg.AckWait}
+		Streams: cfg.Streams, LLM: client, LLMInfo: info, Engines: cfg.Engines, EngineRegistry: cfg.EngineRegistry, Dev: cfg.Dev, DataDir: cfg.DataDir, AckWait: cfg.AckWait}
 	if cfg.Dev {
 		if deps.DevTenant, err = devTenant(ctx, db, log); err != nil {
 			return err
