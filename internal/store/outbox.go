@@ -31,42 +31,56 @@ type OutboxMessage struct {
 	SentAt *time.Time
 }
 
-// Enqueue writes messages to the outbox. A message whose EventID is already
-// there (from an earlier run of the same handler, which derives the same ids)
-// is skipped, so a re-run enqueues nothing twice.
+// Enqueue writes messages to the outbox, a few hundred to a statement. A
+// message whose EventID is already there (from an earlier run of the same
+// handler, which derives the same ids) is skipped, so a re-run enqueues
+// nothing twice.
 func Enqueue(ctx context.Context, q Querier, msgs ...OutboxMessage) error {
-	var now time.Time
-	for i, m := range msgs {
-		if m.TenantID == "" || m.EventID == "" || m.Subject == "" {
-			return fmt.Errorf("enqueue: message %d (event %q): tenant id, event id and subject must all be set", i, m.EventID)
-		}
-		header := []byte("{}")
-		if len(m.Header) > 0 {
-			var err error
-			if header, err = json.Marshal(m.Header); err != nil {
-				return fmt.Errorf("enqueue event %s: header: %w", m.EventID, err)
+	now := time.Now()
+	for len(msgs) > 0 {
+		n := min(len(msgs), enqueueBatch)
+		batch := msgs[:n]
+		msgs = msgs[n:]
+		var b strings.Builder
+		b.WriteString(`INSERT INTO outbox (tenant_id, event_id, subject, header, data, created_at) VALUES `)
+		args := make([]any, 0, 6*n)
+		for i, m := range batch {
+			if m.TenantID == "" || m.EventID == "" || m.Subject == "" {
+				return fmt.Errorf("enqueue: message %d (event %q): tenant id, event id and subject must all be set", i, m.EventID)
 			}
-		}
-		data := m.Data
-		if data == nil {
-			data = []byte{} // nil would be NULL, and the column is NOT NULL
-		}
-		created := m.CreatedAt
-		if created.IsZero() {
-			if now.IsZero() {
-				now = time.Now()
+			header := []byte("{}")
+			if len(m.Header) > 0 {
+				var err error
+				if header, err = json.Marshal(m.Header); err != nil {
+					return fmt.Errorf("enqueue event %s: header: %w", m.EventID, err)
+				}
 			}
-			created = now
+			data := m.Data
+			if data == nil {
+				data = []byte{} // nil would be NULL, and the column is NOT NULL
+			}
+			created := m.CreatedAt
+			if created.IsZero() {
+				created = now
+			}
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			p := 6 * i
+			fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d, $%d)", p+1, p+2, p+3, p+4, p+5, p+6)
+			args = append(args, m.TenantID, m.EventID, m.Subject, string(header), data, created.UTC())
 		}
-		_, err := q.Exec(ctx,
-			`INSERT INTO outbox (tenant_id, event_id, subject, header, data, created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (event_id) DO NOTHING`,
-			m.TenantID, m.EventID, m.Subject, string(header), data, created.UTC())
-		if err != nil {
-			return fmt.Errorf("enqueue event %s: %w", m.EventID, err)
+		b.WriteString(` ON CONFLICT (event_id) DO NOTHING`)
+		if _, err := q.Exec(ctx, b.String(), args...); err != nil {
+			return fmt.Errorf("enqueue %d events: %w", n, err)
 		}
 	}
 	return nil
 }
+
+// enqueueBatch bounds the rows of one INSERT, well under both dialects'
+// limits on bound parameters (6 a row).
+const enqueueBatch = 500
 
 // Unsent returns up to limit messages not yet sent, oldest (lowest id)
 // first, across tenants: the relay publishes for all of them.

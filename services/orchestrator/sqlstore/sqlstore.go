@@ -179,14 +179,14 @@ func (s *Store) Save(ctx context.Context, st engine.State, evs []engine.Event) e
 	if err != nil {
 		return err
 	}
-	var msgs []outboxRow
+	now := s.cfg.Now().UTC()
+	var msgs []store.OutboxMessage
 	if s.cfg.Encoder != nil {
-		if msgs, err = s.outbox(ctx, evs); err != nil {
+		if msgs, err = s.outbox(ctx, evs, now); err != nil {
 			return fmt.Errorf("sqlstore: run %s: %w", st.RunID, err)
 		}
 	}
 
-	now := s.cfg.Now().UTC()
 	tenant := s.cfg.TenantID
 	err = s.cfg.DB.Tx(ctx, func(tx store.Querier) error {
 		if first {
@@ -234,7 +234,7 @@ func (s *Store) Save(ctx context.Context, st engine.State, evs []engine.Event) e
 			return err
 		}
 		if len(msgs) > 0 {
-			if err := enqueue(ctx, tx, tenant, msgs, now); err != nil {
+			if err := store.Enqueue(ctx, tx, msgs...); err != nil {
 				return fmt.Errorf("sqlstore: run %s: outbox: %w", st.RunID, err)
 			}
 		}
