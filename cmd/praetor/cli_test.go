@@ -1,0 +1,82 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidate(t *testing.T) {
+	out, err := exec.Command(binary, "validate", "../../engines").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "0 errors") {
+		t.Fatalf("validate of the shipped engines: %v\n%s", err, out)
+	}
+
+	dir := t.TempDir()
+	bad := `engine_id: broken
+name: Broken
+description: x
+version: 1.0.0
+engine_type: extract-dominant
+initial_phase: START
+phases:
+  - id: START
+    display_name: Start
+    order: 1
+    next_phase: MISSING
+    mode_blend: {extract: 100}
+information_ratio: {user: 70, system: 20}
+`
+	if err := os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(binary, "validate", dir)
+	out, err = cmd.CombinedOutput()
+	if code := cmd.ProcessState.ExitCode(); err == nil || code != 1 {
+		t.Fatalf("validate of a broken engine: exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{
+		"broken.yaml:11:5: phases[0].next_phase:", "[phase-ref]",
+		"broken.yaml:13:1: information_ratio:", "[information-ratio]",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+
+	out, err = exec.Command(binary, "validate", "--json", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `"valid": false`) || !strings.Contains(string(out), `"rule": "phase-ref"`) {
+		t.Errorf("validate --json: %v\n%s", err, out)
+	}
+}
+
+func TestChat(t *testing.T) {
+	httpAddr := freeAddr(t)
+	start(t, nil, "dev", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-listen", "")
+	waitHTTP(t, "http://"+httpAddr+"/readyz", 30*time.Second)
+	cmd := exec.Command(binary, "chat", "--url", "http://"+httpAddr, "--engine", "project-discovery")
+	cmd.Stdin = strings.NewReader("Our technicians keep losing track of their jobs. We want a mobile app.\n\nAbout 40 technicians.\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	text := string(out)
+	if !strings.Contains(text, "session ") || !strings.Contains(text, "offline provider") {
+		t.Errorf("chat did not start a session or did not say the offline provider answers:\n%s", text)
+	}
+	if n := strings.Count(text, "project-discovery> "); n != 2 {
+		t.Errorf("%d replies for 2 messages (the blank line is skipped):\n%s", n, text)
+	}
+	if !strings.Contains(text, "%]") {
+		t.Errorf("no phase and completeness after a reply:\n%s", text)
+	}
+
+	cmd = exec.Command(binary, "chat", "--url", "http://"+httpAddr, "--engine", "nope")
+	out, err = cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no engine") {
+		t.Errorf("chat with an unknown engine: %v\n%s", err, out)
+	}
+}
