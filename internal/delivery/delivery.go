@@ -104,7 +104,7 @@ func (in *Inbox) TxHandler(h func(ctx context.Context, tx store.Querier, ev even
 }
 
 func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
-	tenant, _ := ev.Extensions()[TenantExtension].(string)
+	tenant := events.ExtensionString(ev, TenantExtension)
 	tenant = cmp.Or(tenant, systemTenant)
 	emitted := false
 	err := in.cfg.DB.Tx(ctx, func(tx store.Querier) error {
@@ -139,7 +139,7 @@ func (in *Inbox) outbox(ctx context.Context, evs []event.Event) ([]store.OutboxM
 		if err != nil {
 			return nil, fmt.Errorf("emit %s: %w", ev.Type(), err)
 		}
-		tenant, _ := ev.Extensions()[TenantExtension].(string)
+		tenant := events.ExtensionString(ev, TenantExtension)
 		msgs = append(msgs, store.OutboxMessage{
 			TenantID: cmp.Or(tenant, systemTenant), EventID: ev.ID(), Subject: m.Subject, Header: m.Header, Data: m.Data,
 		})

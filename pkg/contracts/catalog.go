@@ -296,14 +296,7 @@ func violation(format string, args ...any) error {
 	return events.Permanent(fmt.Errorf("%w: %s", ErrContract, fmt.Sprintf(format, args...)))
 }
 
-func extString(ev event.Event, name string) string {
-	v, ok := ev.Extensions()[name]
-	if !ok {
-		return ""
-	}
-	s, _ := v.(string)
-	return s
-}
+func extString(ev event.Event, name string) string { return events.ExtensionString(ev, name) }
 
 func cmpOr(a, b string) string {
 	if a != "" {

@@ -3,6 +3,7 @@ package contracts
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -26,6 +27,14 @@ var (
 		"background, agent workers", "runner, orchestrator")
 	LLMCallRecordedSpec = define[LLMCallRecorded]("llm.call.recorded", StreamLLM, "call", "scope",
 		"every LLM caller", "replay")
+	// A background task's outcome travels back on the session's subject of
+	// the turns stream, so the runner handles it in the session's order,
+	// between turns, and a replay of the session meets it where the live
+	// run did.
+	TaskReturnedSpec = defineIn[TaskReturned]("turn", "task.returned", StreamTurns, "task_returned", "session",
+		"runner (from task.completed and task.failed)", "runner, replay")
+	TaskMergedSpec = defineIn[TaskMerged]("turn", "task.merged", StreamTurns, "task_merged", "session",
+		"runner", "gateway, replay")
 )
 
 // SessionStarted opens a session: with the events of its turns and the
@@ -36,9 +45,12 @@ type SessionStarted struct {
 	ProjectID     string `json:"project_id"`
 	EngineID      string `json:"engine_id"`
 	EngineVersion string `json:"engine_version"`
-	// InboundHandoffID is the handoff the session starts with, if any.
-	InboundHandoffID string    `json:"inbound_handoff_id,omitempty"`
-	StartedAt        time.Time `json:"started_at"`
+	// InboundHandoffID is the handoff the session starts with, if any, and
+	// InboundHandoff that handoff: with it the session's events alone
+	// rebuild the first working memory.
+	InboundHandoffID string         `json:"inbound_handoff_id,omitempty"`
+	InboundHandoff   *EngineHandoff `json:"inbound_handoff,omitempty"`
+	StartedAt        time.Time      `json:"started_at"`
 }
 
 func (SessionStarted) Spec() *Spec                   { return SessionStartedSpec }
@@ -47,7 +59,21 @@ func (s SessionStarted) Validate() error {
 	if err := needTokens("tenant_id", s.TenantID, "session_id", s.SessionID); err != nil {
 		return err
 	}
-	return need("engine_id", s.EngineID, "engine_version", s.EngineVersion)
+	if err := need("engine_id", s.EngineID, "engine_version", s.EngineVersion); err != nil {
+		return err
+	}
+	switch {
+	case (s.InboundHandoffID == "") != (s.InboundHandoff == nil):
+		return errors.New("inbound_handoff_id and inbound_handoff come together")
+	case s.InboundHandoff == nil:
+		return nil
+	case s.InboundHandoff.Metadata.TargetEngineID != s.EngineID:
+		return fmt.Errorf("inbound_handoff targets %s, the session runs %s", s.InboundHandoff.Metadata.TargetEngineID, s.EngineID)
+	}
+	if err := s.InboundHandoff.Validate(); err != nil {
+		return fmt.Errorf("inbound_handoff: %w", err)
+	}
+	return nil
 }
 
 // TurnReceived is a user's message to a session, published by the gateway.
@@ -153,8 +179,8 @@ type HandoffCreated struct {
 	SourceSessionID string `json:"source_session_id"`
 	TargetEngineID  string `json:"target_engine_id"`
 	TargetSessionID string `json:"target_session_id"`
-	// Payload is the EngineHandoff.
-	Payload json.RawMessage `json:"payload"`
+	// Payload is the handoff itself.
+	Payload EngineHandoff `json:"payload"`
 }
 
 func (HandoffCreated) Spec() *Spec                   { return HandoffCreatedSpec }
@@ -167,8 +193,18 @@ func (h HandoffCreated) Validate() error {
 		"target_engine_id", h.TargetEngineID, "source_session_id", h.SourceSessionID); err != nil {
 		return err
 	}
-	if len(h.Payload) == 0 {
-		return errors.New("payload is required")
+	if err := h.Payload.Validate(); err != nil {
+		return fmt.Errorf("payload: %w", err)
+	}
+	md := h.Payload.Metadata
+	switch {
+	case md.SourceEngineID != h.SourceEngineID || md.TargetEngineID != h.TargetEngineID:
+		return fmt.Errorf("payload hands %s to %s, the event %s to %s", md.SourceEngineID, md.TargetEngineID,
+			h.SourceEngineID, h.TargetEngineID)
+	case md.SessionID != h.SourceSessionID:
+		return fmt.Errorf("payload comes from session %s, the event from %s", md.SessionID, h.SourceSessionID)
+	case md.ProjectID != h.ProjectID:
+		return fmt.Errorf("payload is of project %s, the event of %s", md.ProjectID, h.ProjectID)
 	}
 	return nil
 }
@@ -185,8 +221,11 @@ type TaskDispatched struct {
 	OwnerID string `json:"owner_id"`
 	Attempt int    `json:"attempt"`
 	// Timeout bounds one attempt; zero means the worker's default.
-	Timeout time.Duration   `json:"timeout,omitempty"`
-	Input   json.RawMessage `json:"input,omitempty"`
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// NotBefore delays the attempt (a retry's backoff): a worker that
+	// receives it earlier puts it back until then.
+	NotBefore time.Time       `json:"not_before,omitzero"`
+	Input     json.RawMessage `json:"input,omitempty"`
 }
 
 func (TaskDispatched) Spec() *Spec                   { return TaskDispatchedSpec }
@@ -239,6 +278,85 @@ func (t TaskFailed) Validate() error {
 		return err
 	}
 	return need("task_id", t.TaskID, "kind", t.Kind, "error", t.Error)
+}
+
+// TaskReturned is a background task's outcome (a task.completed or
+// task.failed of a session's task), routed by the runner onto the session's
+// subject so it is merged into working memory in the session's order.
+type TaskReturned struct {
+	TenantID  string `json:"tenant_id"`
+	SessionID string `json:"session_id"`
+	// TaskID is the engine's background task id.
+	TaskID  string `json:"task_id"`
+	Attempt int    `json:"attempt"`
+	// Completed is true for a result (Output), false for a failure (Error).
+	Completed bool            `json:"completed"`
+	Output    json.RawMessage `json:"output,omitempty"`
+	Error     string          `json:"error,omitempty"`
+	// Permanent is a failure that retrying cannot fix (a panic, a bad input,
+	// an unknown handler).
+	Permanent bool `json:"permanent,omitempty"`
+	// ReturnedAt is when the worker answered (the answer event's time).
+	ReturnedAt time.Time `json:"returned_at"`
+}
+
+func (TaskReturned) Spec() *Spec                   { return TaskReturnedSpec }
+func (t TaskReturned) Partition() (string, string) { return t.TenantID, t.SessionID }
+func (t TaskReturned) Validate() error {
+	if err := needTokens("tenant_id", t.TenantID, "session_id", t.SessionID); err != nil {
+		return err
+	}
+	if t.Attempt < 1 {
+		return errors.New("attempt must be at least 1")
+	}
+	if !t.Completed {
+		if err := need("error", t.Error); err != nil {
+			return fmt.Errorf("a failure needs its error: %w", err)
+		}
+	}
+	return need("task_id", t.TaskID)
+}
+
+// Task statuses a merge leaves in working memory (TaskMerged.Status).
+const (
+	TaskStatusPending   = "pending"
+	TaskStatusRetrying  = "retrying"
+	TaskStatusStalled   = "stalled"
+	TaskStatusCompleted = "completed"
+	TaskStatusDegraded  = "degraded"
+	TaskStatusGap       = "proceed-with-gap"
+	// TaskStatusIgnored is an outcome of an attempt the session no longer
+	// waits for (a duplicate, or an attempt a retry replaced).
+	TaskStatusIgnored = "ignored"
+)
+
+// TaskMerged reports a task outcome merged into a session's working memory:
+// the task's new status, and the session's sidebar and state hash after it.
+type TaskMerged struct {
+	TenantID  string `json:"tenant_id"`
+	SessionID string `json:"session_id"`
+	TaskID    string `json:"task_id"`
+	Attempt   int    `json:"attempt"`
+	Status    string `json:"status"`
+	// Note is the failure strategy's word to the agent: the degraded
+	// behaviour, the gap, or what the session waits for.
+	Note    string          `json:"note,omitempty"`
+	Sidebar json.RawMessage `json:"sidebar,omitempty"`
+	// StateHash is the hash of the working memory after the merge.
+	StateHash string `json:"state_hash,omitempty"`
+}
+
+func (TaskMerged) Spec() *Spec                   { return TaskMergedSpec }
+func (t TaskMerged) Partition() (string, string) { return t.TenantID, t.SessionID }
+func (t TaskMerged) Validate() error {
+	if err := needTokens("tenant_id", t.TenantID, "session_id", t.SessionID); err != nil {
+		return err
+	}
+	if err := need("task_id", t.TaskID); err != nil {
+		return err
+	}
+	return oneOf("status", t.Status, TaskStatusPending, TaskStatusRetrying, TaskStatusStalled, TaskStatusCompleted,
+		TaskStatusDegraded, TaskStatusGap, TaskStatusIgnored)
 }
 
 // LLMUsage counts the tokens of one model call.

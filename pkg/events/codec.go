@@ -32,7 +32,12 @@ func Encode(subject string, ev event.Event) (*nats.Msg, error) {
 	if err := checkRequired(ev.SpecVersion(), ev.ID(), ev.Source(), ev.Type()); err != nil {
 		return nil, fmt.Errorf("encode cloudevent: %w", err)
 	}
-	exts := ev.Extensions()
+	var exts map[string]any
+	if ec, ok := ev.Context.(*event.EventContextV1); ok {
+		exts = ec.Extensions // read in place: Extensions() copies
+	} else {
+		exts = ev.Extensions()
+	}
 	// One backing array for the header values: one allocation, not one per header.
 	vals := make([]string, 0, 9+len(exts))
 	h := make(nats.Header, 9+len(exts))

@@ -202,7 +202,7 @@ func (tc TraceContext) TraceParent() string {
 // propagateTrace stamps ev with a child span of the context's trace when ev
 // carries no trace of its own.
 func propagateTrace(ctx context.Context, ev *event.Event) {
-	if _, has := ev.Extensions()[ExtTraceParent]; has {
+	if _, has := Extension(*ev, ExtTraceParent); has {
 		return
 	}
 	tc, ok := TraceFrom(ctx)
@@ -228,10 +228,21 @@ func randomHex(n int) string {
 }
 
 func extString(ev event.Event, name string) string {
-	v, ok := ev.Extensions()[name]
-	if !ok {
-		return ""
-	}
+	v, _ := Extension(ev, name)
 	s, _ := v.(string)
 	return s
 }
+
+// Extension returns one extension attribute of ev. Unlike ev.Extensions(),
+// which copies the whole map of a CloudEvents 1.0 event, it reads in place.
+func Extension(ev event.Event, name string) (any, bool) {
+	if ec, ok := ev.Context.(*event.EventContextV1); ok {
+		v, ok := ec.Extensions[name]
+		return v, ok
+	}
+	v, ok := ev.Extensions()[name]
+	return v, ok
+}
+
+// ExtensionString is Extension for a string attribute ("" when absent).
+func ExtensionString(ev event.Event, name string) string { return extString(ev, name) }

@@ -50,7 +50,7 @@ const ExtRedispatch = "redispatch"
 
 // Redispatch reports whether a task.dispatched event carries ExtRedispatch.
 func Redispatch(ev event.Event) bool {
-	v, _ := ev.Extensions()[ExtRedispatch].(string)
+	v := events.ExtensionString(ev, ExtRedispatch)
 	return v == "true"
 }
 
@@ -221,7 +221,7 @@ func DecodeOutcome(ev event.Event) (Outcome, error) {
 		if err := workflowDispatch(a.TaskID, a.OwnerID, a.Attempt); err != nil {
 			return Outcome{}, err
 		}
-		class, _ := ev.Extensions()[ExtErrorClass].(string)
+		class := events.ExtensionString(ev, ExtErrorClass)
 		switch class {
 		case ClassAgent, ClassOutput, ClassRejected, ClassTimeout:
 		default:
