@@ -17,6 +17,7 @@ import (
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/services/extractor"
 	"github.com/praetorhq/praetor/services/gateway"
+	"github.com/praetorhq/praetor/services/memory"
 	"github.com/praetorhq/praetor/services/orchestrator"
 	"github.com/praetorhq/praetor/services/runner"
 )
@@ -28,7 +29,8 @@ type Options struct {
 	// Started, when set, is told of each service built, with the node's
 	// dependencies (tests use it to reach a service).
 	Started func(name string, svc node.Service, deps node.Deps)
-	// LookupEnv reads the PRAETOR_WORKFLOW_* settings. Default: os.LookupEnv.
+	// LookupEnv reads the PRAETOR_WORKFLOW_* and NEO4J_* settings. Default:
+	// os.LookupEnv.
 	LookupEnv func(string) (string, bool)
 }
 
@@ -54,6 +56,9 @@ func Services(opts Options) map[string]node.Factory {
 		// agent-worker runs their attempts. PRAETOR_WORKFLOW_* configure both.
 		"orchestrator": orchestrator.ServiceFactory(opts.LookupEnv),
 		"agent-worker": orchestrator.WorkerFactory(opts.LookupEnv),
+		// memory answers memory.write.requested and serves MCP at /mcp; its
+		// graph is embedded in dev, Neo4j (NEO4J_URI) in serve.
+		"memory": memory.ServiceFactory(opts.LookupEnv),
 	}
 	for name, f := range all {
 		all[name] = observe(name, f)

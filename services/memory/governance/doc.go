@@ -2,7 +2,7 @@
 // must present to write to a tenant's global memory scope. Tokens are kept
 // only as SHA-256 hashes, with their tenant and expiry.
 //
-// Tokens is the in-memory store, for tests and praetor dev until the
-// relational governance-token table takes over; it implements the write
-// engine's TokenChecker.
+// Tokens is an in-memory store, for tests; the service keeps its tokens in
+// the relational store (package sqlmemory). Both implement the write
+// engine's TokenChecker and return this package's errors.
 package governance

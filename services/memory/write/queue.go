@@ -7,15 +7,22 @@ import (
 )
 
 // Queue keeps pending writes until they settle. A durable implementation
-// (a table of the relational store) makes pending writes survive a restart:
-// Start lists them and retries them.
+// (a table of the relational store, package sqlmemory) makes pending writes
+// survive a restart: Start lists them and retries them.
 type Queue interface {
-	// Put inserts p, or replaces the entry with the same NodeID.
+	// Put inserts p, or replaces the entry of the same tenant and NodeID.
+	// A queue shared by several processes may decline to replace an entry
+	// (Attempts > 1) that settled meanwhile or that another process took
+	// over: that process finishes it.
 	Put(ctx context.Context, p Pending) error
-	// Delete removes the entry of nodeID; a missing entry is not an error.
-	Delete(ctx context.Context, nodeID string) error
-	// List returns every entry, earliest NextAt first (ties in insertion
-	// order).
+	// Done removes the entry of p (its tenant and NodeID), which settled as
+	// s; a missing entry is not an error. A durable queue may record the
+	// settlement in the same transaction as the removal (an outbox event,
+	// say), so that it is reported exactly when the entry leaves.
+	Done(ctx context.Context, p Pending, s Settlement) error
+	// List returns the entries to retry, earliest NextAt first (ties in
+	// insertion order). A queue shared by several processes may return only
+	// the entries this process holds.
 	List(ctx context.Context) ([]Pending, error)
 }
 
@@ -24,8 +31,12 @@ type Queue interface {
 type MemoryQueue struct {
 	mu    sync.Mutex
 	seq   int64
-	items map[string]queued
+	items map[queueKey]queued
 }
+
+type queueKey struct{ tenant, nodeID string }
+
+func keyOf(p Pending) queueKey { return queueKey{p.Request.TenantID, p.NodeID} }
 
 type queued struct {
 	p   Pending
@@ -33,26 +44,26 @@ type queued struct {
 }
 
 // NewMemoryQueue returns an empty in-memory queue.
-func NewMemoryQueue() *MemoryQueue { return &MemoryQueue{items: make(map[string]queued)} }
+func NewMemoryQueue() *MemoryQueue { return &MemoryQueue{items: make(map[queueKey]queued)} }
 
 // Put implements Queue.
 func (q *MemoryQueue) Put(_ context.Context, p Pending) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	seq := q.seq
-	if old, ok := q.items[p.NodeID]; ok {
+	if old, ok := q.items[keyOf(p)]; ok {
 		seq = old.seq
 	} else {
 		q.seq++
 	}
-	q.items[p.NodeID] = queued{p: p, seq: seq}
+	q.items[keyOf(p)] = queued{p: p, seq: seq}
 	return nil
 }
 
-// Delete implements Queue.
-func (q *MemoryQueue) Delete(_ context.Context, nodeID string) error {
+// Done implements Queue.
+func (q *MemoryQueue) Done(_ context.Context, p Pending, _ Settlement) error {
 	q.mu.Lock()
-	delete(q.items, nodeID)
+	delete(q.items, keyOf(p))
 	q.mu.Unlock()
 	return nil
 }

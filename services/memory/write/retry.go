@@ -65,8 +65,10 @@ func (e *Engine) loop(ctx context.Context, done chan struct{}) {
 			e.cfg.Logger.Error("memory write retry loop: list pending writes", "err", err)
 			wait = e.cfg.RetryBackoff
 		} else if next.IsZero() {
-			wait = time.Hour // nothing pending: sleep until poked
+			wait = e.cfg.PollInterval // nothing pending here: look again later, or when poked
 		}
+		// Another process may leave pending writes in a shared queue.
+		wait = min(wait, e.cfg.PollInterval)
 		if wait <= 0 {
 			continue
 		}
@@ -110,7 +112,7 @@ func (e *Engine) retryDue(ctx context.Context) (time.Time, error) {
 // retry runs one attempt of p and records what happened. It returns the
 // time of the next attempt when p stays pending.
 func (e *Engine) retry(ctx context.Context, p Pending) time.Time {
-	rc, err := e.run(ctx, &p, "")
+	rc, err := e.run(ctx, &p, nil)
 	if err != nil && ctx.Err() != nil {
 		return time.Time{} // stopping: the attempt does not count
 	}
@@ -128,7 +130,8 @@ func (e *Engine) retry(ctx context.Context, p Pending) time.Time {
 		rc = e.receipt(&p, Failed)
 		rc.Detail = fmt.Sprintf("retry exhausted after %d attempts: %v", p.Attempts, err)
 	}
-	if qerr := e.cfg.Queue.Delete(ctx, p.NodeID); qerr != nil {
+	s := Settlement{Request: p.Request, Receipt: rc, Attempts: p.Attempts}
+	if qerr := e.cfg.Queue.Done(ctx, p, s); qerr != nil {
 		// Keep it: a write that cannot leave the queue is retried again
 		// (idempotent) rather than reported twice as settled.
 		e.cfg.Logger.Error("memory write retry: remove settled write", "request", p.Request.RequestID, "err", qerr)
@@ -138,7 +141,7 @@ func (e *Engine) retry(ctx context.Context, p Pending) time.Time {
 	e.count(rc)
 	e.cfg.Logger.Info("memory write settled", "request", p.Request.RequestID, "status", rc.Status, "attempts", p.Attempts)
 	if e.cfg.OnSettled != nil {
-		e.cfg.OnSettled(Settlement{Request: p.Request, Receipt: rc, Attempts: p.Attempts})
+		e.cfg.OnSettled(s)
 	}
 	return time.Time{}
 }

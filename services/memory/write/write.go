@@ -68,8 +68,13 @@ type Config struct {
 	// MaxTitle, MaxRationale and MaxEntityName are size limits in
 	// characters. Defaults 256, 8000, 200.
 	MaxTitle, MaxRationale, MaxEntityName int
+	// PollInterval is the longest the retry loop waits before looking at the
+	// Queue again, so that it picks up pending writes another process left
+	// there (a durable queue shared by replicas). Default 1m.
+	PollInterval time.Duration
 	// OnSettled is called by the retry loop when a pending write ends
-	// (saved, failed or blocked_scope). It must not block for long.
+	// (saved, failed or blocked_scope), after Queue.Done. It must not block
+	// for long.
 	OnSettled func(Settlement)
 	// Now is the clock of node timestamps. Default time.Now.
 	Now func() time.Time
@@ -88,6 +93,7 @@ func (c Config) WithDefaults() Config {
 	c.RetryBackoff = cmp.Or(c.RetryBackoff, 500*time.Millisecond)
 	c.RetryMaxBackoff = cmp.Or(c.RetryMaxBackoff, 30*time.Second)
 	c.RetryAttempts = cmp.Or(c.RetryAttempts, 30)
+	c.PollInterval = cmp.Or(c.PollInterval, time.Minute)
 	c.MaxTitle = cmp.Or(c.MaxTitle, 256)
 	c.MaxRationale = cmp.Or(c.MaxRationale, 8000)
 	c.MaxEntityName = cmp.Or(c.MaxEntityName, 200)
@@ -112,8 +118,8 @@ func (c Config) validate() error {
 		return errors.New("write: Config.Store is required")
 	case c.Tokens == nil:
 		return errors.New("write: Config.Tokens is required (governance tokens of global writes)")
-	case c.WriteTimeout <= 0 || c.RetryBackoff <= 0 || c.RetryMaxBackoff < c.RetryBackoff:
-		return errors.New("write: WriteTimeout and RetryBackoff must be positive and RetryMaxBackoff >= RetryBackoff")
+	case c.WriteTimeout <= 0 || c.RetryBackoff <= 0 || c.RetryMaxBackoff < c.RetryBackoff || c.PollInterval <= 0:
+		return errors.New("write: WriteTimeout, RetryBackoff and PollInterval must be positive and RetryMaxBackoff >= RetryBackoff")
 	case c.RetryAttempts < 1:
 		return fmt.Errorf("write: RetryAttempts is %d; it must be at least 1", c.RetryAttempts)
 	case c.MaxTitle < 1 || c.MaxRationale < 1 || c.MaxEntityName < 1:
@@ -141,6 +147,12 @@ type Request struct {
 	// GovernanceToken authorizes a global-scope write. It is checked once,
 	// when the request is accepted, and never stored.
 	GovernanceToken string `json:"-"`
+	// Authorize, when set, is the governance gate of a global-scope write
+	// instead of GovernanceToken and Config.Tokens: a caller that holds a
+	// proof of authorization rather than the token itself (the memory
+	// service, for a memory.write.requested event) checks it here. Like the
+	// token it runs once, when the request is accepted, and is never stored.
+	Authorize func(ctx context.Context) error `json:"-"`
 	// Confirmed writes a decision even when a near-duplicate waits for
 	// manual review (a person has looked at the candidate).
 	Confirmed bool `json:"confirmed,omitempty"`
@@ -332,8 +344,14 @@ func (e *Engine) Save(ctx context.Context, r Request) (Receipt, error) {
 	}
 	p := &Pending{Request: r, NodeID: e.cfg.NewID(), CreatedAt: e.cfg.Now().UTC()}
 	p.Request.RequestID = cmp.Or(r.RequestID, p.NodeID)
-	p.Request.GovernanceToken = ""
-	rc, err := e.run(ctx, p, r.GovernanceToken)
+	p.Request.GovernanceToken, p.Request.Authorize = "", nil
+	gate := r.Authorize
+	if gate == nil {
+		gate = func(ctx context.Context) error {
+			return e.cfg.Tokens.CheckGovernanceToken(ctx, r.TenantID, r.GovernanceToken)
+		}
+	}
+	rc, err := e.run(ctx, p, gate)
 	if err == nil {
 		e.count(rc)
 		return rc, nil
@@ -419,9 +437,18 @@ func (e *Engine) receipt(p *Pending, st Status) Receipt {
 	return Receipt{RequestID: p.Request.RequestID, Status: st, NodeID: p.NodeID}
 }
 
+// errNoCredential is the governance gate of a retried write that was not
+// checked when accepted; it cannot happen (a global write is checked before
+// it is queued), but a retry never carries a credential to check.
+var errNoCredential = errors.New("governance token missing: a retried write carries no credential")
+
 // run is one attempt of the whole pipeline. A nil error means the write
-// settled (the receipt says how); an error means it is worth retrying.
-func (e *Engine) run(ctx context.Context, p *Pending, token string) (Receipt, error) {
+// settled (the receipt says how); an error means it is worth retrying. gate
+// checks the request's governance credential (nil on retries).
+func (e *Engine) run(ctx context.Context, p *Pending, gate func(context.Context) error) (Receipt, error) {
+	if gate == nil {
+		gate = func(context.Context) error { return errNoCredential }
+	}
 	r := p.Request
 	actx, cancel := context.WithTimeout(ctx, e.cfg.WriteTimeout)
 	defer cancel()
@@ -436,7 +463,7 @@ func (e *Engine) run(ctx context.Context, p *Pending, token string) (Receipt, er
 		// The scope cannot be checked now; check what can be, so that a
 		// pending write needs no token later.
 		if r.Level == graph.LevelGlobal && !p.GovernanceOK {
-			if gerr := e.cfg.Tokens.CheckGovernanceToken(ctx, r.TenantID, token); gerr != nil {
+			if gerr := gate(ctx); gerr != nil {
 				rc.Status, rc.Detail = Failed, "governance gate: "+gerr.Error()
 				return rc, nil
 			}
@@ -452,7 +479,7 @@ func (e *Engine) run(ctx context.Context, p *Pending, token string) (Receipt, er
 	}
 	rc.Scope = sc
 	if sc.Level == graph.LevelGlobal && !p.GovernanceOK {
-		if gerr := e.cfg.Tokens.CheckGovernanceToken(ctx, r.TenantID, token); gerr != nil {
+		if gerr := gate(ctx); gerr != nil {
 			rc.Status, rc.Detail = Failed, "governance gate: "+gerr.Error()
 			return rc, nil
 		}

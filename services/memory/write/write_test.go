@@ -41,7 +41,7 @@ func newEngine(t *testing.T, mod func(*Config)) *Engine {
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	c := Config{}.WithDefaults()
-	if c.WriteTimeout != 3*time.Second || c.MaxTitle != 256 || c.RetryAttempts != 30 || c.Queue == nil {
+	if c.WriteTimeout != 3*time.Second || c.MaxTitle != 256 || c.RetryAttempts != 30 || c.Queue == nil || c.PollInterval != time.Minute {
 		t.Errorf("defaults = %+v", c)
 	}
 	for name, cfg := range map[string]Config{
@@ -136,8 +136,9 @@ func TestMemoryQueue(t *testing.T) {
 	if len(got) != 3 || got[0].NodeID != "c" || got[1].NodeID != "b" || got[2].NodeID != "a" || got[1].Attempts != 2 {
 		t.Errorf("List = %+v, want c, b (replaced), a", got)
 	}
-	_ = q.Delete(ctx, "b")
-	_ = q.Delete(ctx, "missing")
+	_ = q.Done(ctx, Pending{NodeID: "b"}, Settlement{})
+	_ = q.Done(ctx, Pending{NodeID: "missing"}, Settlement{})
+	_ = q.Done(ctx, Pending{NodeID: "a", Request: Request{TenantID: "other"}}, Settlement{}) // another tenant's key
 	if got, _ := q.List(ctx); len(got) != 2 {
 		t.Errorf("after Delete: %d entries", len(got))
 	}

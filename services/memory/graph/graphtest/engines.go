@@ -713,6 +713,20 @@ func testWriteGovernance(t *testing.T, h Harness) {
 	if rc.Status != write.Saved || rc.Scope != graph.GlobalScope() {
 		t.Fatalf("valid token: %+v, want saved in the global scope", rc)
 	}
+	// Authorize replaces the token check: its refusal fails the write, its
+	// approval saves it, and a valid token does not override a refusal.
+	denied := req
+	denied.Title, denied.GovernanceToken = "Proof-checked decision", valid
+	denied.Authorize = func(context.Context) error { return governance.ErrTokenInvalid }
+	if rc := save(t, e, denied); rc.Status != write.Failed || !strings.Contains(rc.Detail, governance.ErrTokenInvalid.Error()) {
+		t.Errorf("Authorize refusing: %+v, want failed", rc)
+	}
+	allowed := denied
+	allowed.GovernanceToken = ""
+	allowed.Authorize = func(context.Context) error { return nil }
+	if rc := save(t, e, allowed); rc.Status != write.Saved || rc.Scope != graph.GlobalScope() {
+		t.Errorf("Authorize approving: %+v, want saved in the global scope", rc)
+	}
 	// Project writes need no token.
 	if rc := save(t, e, write.Request{TenantID: tenant, ProjectID: "p1", Kind: graph.Decision, Title: "Project decision"}); rc.Status != write.Saved {
 		t.Errorf("project write without token: %+v", rc)

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/praetorhq/praetor/internal/testenv"
+	"github.com/praetorhq/praetor/services/memory/mcpserver"
+)
+
+// praetorMemory runs praetor memory with args and returns its stdout,
+// stderr and exit status.
+func praetorMemory(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"memory"}, args...)...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("praetor memory %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// must runs praetor memory and fails the test unless it exits 0 with want
+// in its output.
+func must(t *testing.T, want string, args ...string) string {
+	t.Helper()
+	out, errOut, code := praetorMemory(t, args...)
+	if code != 0 || !strings.Contains(out+errOut, want) {
+		t.Fatalf("praetor memory %s: exit %d, output lacks %q:\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+	}
+	return out
+}
+
+// refused runs praetor memory and fails the test unless it exits non-zero
+// with want in its output.
+func refused(t *testing.T, want string, args ...string) {
+	t.Helper()
+	out, errOut, code := praetorMemory(t, args...)
+	if code == 0 || !strings.Contains(out+errOut, want) {
+		t.Fatalf("praetor memory %s: exit %d, want a failure saying %q:\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+	}
+}
+
+// The memory commands on the dev data directory: register a project, save
+// with dedup, refuse bad input and unresolved scopes, govern global writes
+// with tokens, read the bundle, run hygiene, route a task.
+func TestMemoryCommands(t *testing.T) {
+	t.Parallel()
+	d := "--data-dir=" + t.TempDir()
+	must(t, "project shop of tenant local registered with focus areas checkout", "add-project", d, "--project", "shop", "--focus", "checkout")
+	must(t, "saved (new)", "save-decision", d, "--project", "shop", "--title", "Use PostgreSQL for orders", "--rationale", "the team knows it")
+	must(t, "saved (duplicate_skip)", "save-decision", d, "--project", "shop", "--title", "Use PostgreSQL for orders", "--rationale", "the team knows it")
+	must(t, "in f/shop/checkout", "save-pattern", d, "--project", "shop", "--focus", "checkout", "--name", "Idempotency keys", "--description", "on every payment call")
+	must(t, "saved (new)", "save-fact", d, "--project", "shop", "--entity", "Stripe", "--fact", "rate limited to 100 requests per second")
+	refused(t, "blocked_scope", "save-decision", d, "--project", "ghost", "--title", "Decision for an unknown project")
+	refused(t, "title: is 300 characters; the limit is 256", "save-decision", d, "--project", "shop", "--title", strings.Repeat("long ", 60))
+	refused(t, `"team" must be focus, project, global or empty`, "save-decision", d, "--project", "shop", "--title", "x", "--scope", "team")
+	must(t, "saved (new)", "save-decision", d, "--project", "shop", "--title", `C++ && (Go || "Rust") ~2 [a TO b] \ / !`)
+
+	token := strings.TrimSpace(must(t, "not shown again", "token", "issue", d, "--name", "architecture board", "--ttl", "1h"))
+	if !strings.HasPrefix(token, "gov_") || strings.Contains(token, "\n") {
+		t.Fatalf("token issue printed %q, want the token alone on stdout", token)
+	}
+	refused(t, "governance token missing", "save-decision", d, "--project", "shop", "--scope", "global", "--title", "All services log JSON")
+	refused(t, "governance token invalid", "save-decision", d, "--project", "shop", "--scope", "global", "--title", "All services log JSON",
+		"--governance-token", "gov_aaaaaaaaaaaaaaaa_forged")
+	must(t, "saved (new)", "save-decision", d, "--project", "shop", "--scope", "global", "--title", "All services log JSON",
+		"--governance-token", token)
+	id, _, _ := strings.Cut(strings.TrimPrefix(token, "gov_"), "_")
+	must(t, id+"\tarchitecture board\tvalid until", "token", "list", d)
+	must(t, "revoked", "token", "revoke", d, id)
+	must(t, "\trevoked ", "token", "list", d)
+	refused(t, "revoked", "save-decision", d, "--project", "shop", "--scope", "global", "--title", "Another global rule",
+		"--governance-token", token)
+
+	out := must(t, "succeeded (resolved_project)", "get", d, "--project", "shop")
+	for _, want := range []string{"hygiene is due", "Use PostgreSQL for orders", "the team knows it", "Stripe: rate limited", "global", "All services log JSON"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("get lacks %q:\n%s", want, out)
+		}
+	}
+	var bundle mcpserver.ContextOutput
+	if err := json.Unmarshal([]byte(must(t, "", "get", d, "--project", "shop", "--focus", "checkout", "--json")), &bundle); err != nil {
+		t.Fatal(err)
+	}
+	if bundle.ScopeState != "resolved_focus" || len(bundle.Nodes) != 5 || bundle.Nodes[0].Title != "Idempotency keys" {
+		t.Errorf("get --json = %+v, want the focus pattern first of 5 nodes", bundle)
+	}
+	must(t, "hygiene of p/shop", "hygiene", d, "--project", "shop")
+	if out := must(t, "succeeded", "get", d, "--project", "shop"); strings.Contains(out, "hygiene is due") {
+		t.Errorf("hygiene still due after a report:\n%s", out)
+	}
+	refused(t, "scope not found", "hygiene", d, "--project", "ghost")
+	refused(t, "not both", "hygiene", d)
+	must(t, "debate", "route", "Compare", "the", "trade-offs", "of", "Kafka", "and", "NATS")
+	refused(t, "--project", "get", d)
+}
+
+func TestMemoryHelpEverywhere(t *testing.T) {
+	t.Parallel()
+	for _, sub := range [][]string{{}, {"get"}, {"save-decision"}, {"save-pattern"}, {"save-fact"}, {"hygiene"}, {"route"},
+		{"add-project"}, {"token"}, {"token", "issue"}, {"token", "revoke"}, {"token", "list"}, {"mcp"}} {
+		out, _, code := praetorMemory(t, append(sub, "--help")...)
+		if code != 0 || !strings.Contains(out, "USAGE") {
+			t.Errorf("praetor memory %s --help: exit %d, no usage:\n%s", strings.Join(sub, " "), code, out)
+		}
+	}
+}
+
+// praetor memory mcp serves the tools on stdio to an MCP client.
+func TestMemoryMCPStdio(t *testing.T) {
+	t.Parallel()
+	d := "--data-dir=" + t.TempDir()
+	must(t, "registered", "add-project", d, "--project", "shop")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx,
+		&mcp.CommandTransport{Command: exec.Command(binary, "memory", "mcp", d)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 6 {
+		t.Fatalf("ListTools = %v, %v; want the six memory tools", tools, err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "save_decision", Arguments: map[string]any{"project_id": "shop",
+		"title": "Saved over stdio"}})
+	if err != nil || res.IsError {
+		t.Fatalf("save_decision: %v %+v", err, res)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "get_context", Arguments: map[string]any{"project_id": "shop"}})
+	if err != nil || res.IsError {
+		t.Fatalf("get_context: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(b), "Saved over stdio") {
+		t.Errorf("get_context = %s", b)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	// The saved decision is in the dev data for the other commands.
+	must(t, "Saved over stdio", "get", d, "--project", "shop")
+}
+
+// With --neo4j-uri and --database-url the commands use the production
+// stores; an unmigrated database is refused with what to do.
+func TestMemoryCommandsOnNeo4jAndPostgres(t *testing.T) {
+	t.Parallel()
+	uri, user, password := testenv.Neo4j(t)
+	dbURL := testenv.Postgres(t)
+	tenant := testenv.Neo4jTenant(t)
+	flags := []string{"--neo4j-uri", uri, "--neo4j-user", user, "--neo4j-password", password, "--database-url", dbURL, "--tenant", tenant}
+	refused(t, "praetor migrate", append([]string{"add-project", "--project", "shop"}, flags...)...)
+	must(t, "registered", append([]string{"add-project", "--project", "shop", "--migrate"}, flags...)...)
+	must(t, "saved (new)", append([]string{"save-decision", "--project", "shop", "--title", `Lucene: "quotes" && (parens) || [range]`}, flags...)...)
+	must(t, `Lucene: "quotes"`, append([]string{"get", "--project", "shop"}, flags...)...)
+	refused(t, "tenant "+tenant+" does not exist", append([]string{"token", "issue", "--name", "x"}, flags...)...)
+}
