@@ -37,7 +37,7 @@ func init() {
 	for name, p := range map[string]Payload{
 		"handoff.created": HandoffCreated{TenantID: "acme", HandoffID: "h1", ProjectID: "p1",
 			SourceEngineID: "exploration", SourceSessionID: "s1", TargetEngineID: "project-discovery",
-			TargetSessionID: "s2", Payload: sampleHandoff()},
+			TargetSessionID: "s2", Payload: mustJSON(sampleHandoff())},
 		"task.returned": TaskReturned{TenantID: "acme", SessionID: "s1", TaskID: "competitive_scan", Attempt: 2,
 			Completed: true, Output: json.RawMessage(`{"summary":"three products","findings":[]}`), ReturnedAt: at},
 		"task.merged": TaskMerged{TenantID: "acme", SessionID: "s1", TaskID: "competitive_scan", Attempt: 2,
@@ -47,27 +47,47 @@ func init() {
 	}
 }
 
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// created is the sample handoff.created with its payload edited.
+func created(edit func(*EngineHandoff)) HandoffCreated {
+	h := samples["handoff.created"].(HandoffCreated)
+	eh := sampleHandoff()
+	edit(&eh)
+	h.Payload = mustJSON(eh)
+	return h
+}
+
 func TestHandoffContracts(t *testing.T) {
 	good := samples["handoff.created"].(HandoffCreated)
+	payload := sampleHandoff()
 	started := SessionStarted{TenantID: "acme", SessionID: "s2", ProjectID: "p1", EngineID: "project-discovery",
-		EngineVersion: "1.0.0", InboundHandoffID: "h1", InboundHandoff: &good.Payload, StartedAt: at}
+		EngineVersion: "1.0.0", InboundHandoffID: "h1", InboundHandoff: &payload, StartedAt: at}
 	cases := []struct {
 		name   string
 		p      Payload
 		reason string // empty: valid
 	}{
 		{"created", good, ""},
-		{"no date", func() Payload { h := good; h.Payload.Metadata.HandoffDate = time.Time{}; return h }(), "handoff_date"},
+		{"no date", created(func(h *EngineHandoff) { h.Metadata.HandoffDate = time.Time{} }), "handoff_date"},
+		{"no payload", func() Payload { h := good; h.Payload = nil; return h }(), "payload is required"},
+		{"payload not a handoff", func() Payload { h := good; h.Payload = json.RawMessage(`[1]`); return h }(), "not an engine handoff"},
 		{"payload from another engine", func() Payload { h := good; h.SourceEngineID = "ideation"; return h }(), "payload hands"},
 		{"payload from another session", func() Payload { h := good; h.SourceSessionID = "s9"; return h }(), "session"},
 		{"payload of another project", func() Payload { h := good; h.ProjectID = "p9"; return h }(), "project"},
 		{"self transition", func() Payload {
-			h := good
-			h.TargetEngineID, h.Payload.Metadata.TargetEngineID = "exploration", "exploration"
+			h := created(func(h *EngineHandoff) { h.Metadata.TargetEngineID = "exploration" })
+			h.TargetEngineID = "exploration"
 			return h
 		}(), "itself"},
-		{"no reason", func() Payload { h := good; h.Payload.Metadata.TransitionReason = " "; return h }(), "transition_reason"},
-		{"completeness out of range", func() Payload { h := good; h.Payload.Metadata.CompletenessScore = 1.5; return h }(), "completeness_score"},
+		{"no reason", created(func(h *EngineHandoff) { h.Metadata.TransitionReason = " " }), "transition_reason"},
+		{"completeness out of range", created(func(h *EngineHandoff) { h.Metadata.CompletenessScore = 1.5 }), "completeness_score"},
 		{"target session not a token", func() Payload { h := good; h.TargetSessionID = "s 2"; return h }(), "target_session_id"},
 		{"session started with its handoff", started, ""},
 		{"session started with an id only", func() Payload { s := started; s.InboundHandoff = nil; return s }(), "come together"},

@@ -179,8 +179,20 @@ type HandoffCreated struct {
 	SourceSessionID string `json:"source_session_id"`
 	TargetEngineID  string `json:"target_engine_id"`
 	TargetSessionID string `json:"target_session_id"`
-	// Payload is the handoff itself.
-	Payload EngineHandoff `json:"payload"`
+	// Payload is the handoff itself, an EngineHandoff (see Handoff).
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Handoff decodes the payload.
+func (h HandoffCreated) Handoff() (EngineHandoff, error) {
+	var eh EngineHandoff
+	if len(h.Payload) == 0 {
+		return eh, errors.New("payload is required")
+	}
+	if err := json.Unmarshal(h.Payload, &eh); err != nil {
+		return eh, fmt.Errorf("payload is not an engine handoff: %w", err)
+	}
+	return eh, nil
 }
 
 func (HandoffCreated) Spec() *Spec                   { return HandoffCreatedSpec }
@@ -193,10 +205,14 @@ func (h HandoffCreated) Validate() error {
 		"target_engine_id", h.TargetEngineID, "source_session_id", h.SourceSessionID); err != nil {
 		return err
 	}
-	if err := h.Payload.Validate(); err != nil {
+	eh, err := h.Handoff()
+	if err != nil {
+		return err
+	}
+	if err := eh.Validate(); err != nil {
 		return fmt.Errorf("payload: %w", err)
 	}
-	md := h.Payload.Metadata
+	md := eh.Metadata
 	switch {
 	case md.SourceEngineID != h.SourceEngineID || md.TargetEngineID != h.TargetEngineID:
 		return fmt.Errorf("payload hands %s to %s, the event %s to %s", md.SourceEngineID, md.TargetEngineID,
@@ -208,6 +224,11 @@ func (h HandoffCreated) Validate() error {
 	}
 	return nil
 }
+
+// TaskKindBackground is the kind (worker pool) of the conversational
+// engines' background tasks, run by the background service; their owner is
+// the session that dispatched them.
+const TaskKindBackground = "background"
 
 // TaskDispatched hands a unit of work to a worker pool.
 type TaskDispatched struct {
