@@ -12,40 +12,15 @@ import (
 
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/store"
-	"github.com/praetorhq/praetor/internal/store/postgres"
-	"github.com/praetorhq/praetor/internal/store/sqlite"
-	"github.com/praetorhq/praetor/internal/testenv"
+	"github.com/praetorhq/praetor/internal/store/testdb"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/pkg/events/eventstest"
 )
 
-// adapters opens each store adapter with the migrations and a table of
-// effects the test handlers write.
-var adapters = map[string]func(t *testing.T) store.DB{
-	"sqlite": func(t *testing.T) store.DB {
-		db, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/praetor.db"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return prepare(t, db)
-	},
-	"postgres": func(t *testing.T) store.DB {
-		db, err := postgres.Open(context.Background(), postgres.Config{URL: testenv.Postgres(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return prepare(t, db)
-	},
-}
-
+// prepare adds the table of effects the test handlers write.
 func prepare(t *testing.T, db store.DB) store.DB {
 	t.Helper()
-	t.Cleanup(func() { _ = db.Close() })
-	ctx := context.Background()
-	if _, err := store.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(ctx, `CREATE TABLE effects (event_id TEXT NOT NULL, n INTEGER NOT NULL)`); err != nil {
+	if _, err := db.Exec(context.Background(), `CREATE TABLE effects (event_id TEXT NOT NULL, n INTEGER NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -128,8 +103,10 @@ func effect(ctx context.Context, tx store.Querier, ev event.Event) ([]event.Even
 }
 
 func forEachAdapter(t *testing.T, fn func(t *testing.T, open func(*testing.T) store.DB)) {
-	for name, open := range adapters {
-		t.Run(name, func(t *testing.T) { fn(t, open) })
+	for _, a := range testdb.Adapters() {
+		t.Run(a.Name, func(t *testing.T) {
+			fn(t, func(t *testing.T) store.DB { return prepare(t, a.Open(t)) })
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"errors"
+	"github.com/praetorhq/praetor/internal/store/testdb"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -149,7 +150,7 @@ func global(t *testing.T, tenant, id, from, title, token string) contracts.Memor
 // rule it breaks, and a broken contract is dead-lettered.
 func TestServiceAnswersWrites(t *testing.T) {
 	t.Parallel()
-	memtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := memtest.Ctx(t)
 		r := newRig(t, db)
 		g := memtest.Embedded(t)
@@ -261,7 +262,7 @@ func TestServicePendingAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	memtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := memtest.Ctx(t)
 		tenant := testenv.Neo4jTenant(t)
 		proxy := memtest.NewProxy(t, u.Host)
@@ -372,7 +373,7 @@ func TestServicePendingAcrossRestart(t *testing.T) {
 // and a clear error naming NEO4J_URI in serve without it.
 func TestServiceFactory(t *testing.T) {
 	t.Parallel()
-	db := memtest.SQLite(t)
+	db := testdb.SQLite(t)
 	r := newRig(t, db)
 	memtest.Tenant(t, db, "local")
 	dir := t.TempDir()

@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
+	"github.com/praetorhq/praetor/internal/store/testdb"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,7 +113,7 @@ func request(t *testing.T, bus *events.Bus, req contracts.WorkflowRequested) {
 // dead-lettered with the reason.
 func TestServiceRunsRequestedWorkflows(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		n := orchtest.StartNATS(t)
 		dir := svcProject(t)
 		vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml"),
@@ -161,7 +162,7 @@ func TestServiceRunsRequestedWorkflows(t *testing.T) {
 // the other carries them on at once.
 func TestServiceTakesOverRuns(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		n := orchtest.StartNATS(t)
 		dir := svcProject(t)
 		vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml"),

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"encoding/json"
+	"github.com/praetorhq/praetor/internal/store/testdb"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -30,7 +31,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	e := &env{g: memtest.Embedded(t), db: memtest.SQLite(t)}
+	e := &env{g: memtest.Embedded(t), db: testdb.SQLite(t)}
 	e.mem = memtest.Memory(t, e.g, e.db, nil)
 	srv, err := e.mem.MCP()
 	if err != nil {

@@ -3,6 +3,7 @@ package sqlmemory_test
 import (
 	"context"
 	"errors"
+	"github.com/praetorhq/praetor/internal/store/testdb"
 	"strings"
 	"sync"
 	"testing"
@@ -27,7 +28,7 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // wrong is refused with the error that says which.
 func TestTokens(t *testing.T) {
 	t.Parallel()
-	memtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := memtest.Ctx(t)
 		memtest.Tenant(t, db, "acme")
 		memtest.Tenant(t, db, "globex")
@@ -115,7 +116,7 @@ func fmtErr(err error) string {
 // tenant.
 func TestVerifyWrite(t *testing.T) {
 	t.Parallel()
-	memtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := memtest.Ctx(t)
 		memtest.Tenant(t, db, "acme")
 		memtest.Tenant(t, db, "globex")
@@ -191,7 +192,7 @@ func nodeIDs(ps []write.Pending) string {
 // recorded in the same transaction.
 func TestQueue(t *testing.T) {
 	t.Parallel()
-	memtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := memtest.Ctx(t)
 		now := t0
 		var mu sync.Mutex
@@ -303,7 +304,7 @@ func TestQueue(t *testing.T) {
 // dropped.
 func TestQueueRefusesAndSkips(t *testing.T) {
 	t.Parallel()
-	db := memtest.SQLite(t)
+	db := testdb.SQLite(t)
 	ctx := memtest.Ctx(t)
 	now := t0
 	q := newQueue(t, db, "p", &now, nil)

@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"fmt"
+	"github.com/praetorhq/praetor/internal/store/testdb"
 	"os"
 	"slices"
 	"strconv"
@@ -76,7 +77,7 @@ func (l *latencies) quantile(q float64) time.Duration {
 // the worker starting the attempt) at p50 and p99.
 func BenchmarkFanOutFanInJetStream(b *testing.B) {
 	const n = 1000
-	for _, a := range orchtest.Adapters() {
+	for _, a := range testdb.Adapters() {
 		b.Run(a.Name, func(b *testing.B) {
 			db := a.Open(b)
 			benchFan(b, db, n)

@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"github.com/praetorhq/praetor/internal/store/testdb"
 	"reflect"
 	"strings"
 	"sync"
@@ -92,7 +93,7 @@ func answer(t agent.Task) agent.Result {
 // live state's hash.
 func TestScenarioFullPipeline(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		m := mock.New(mock.Config{Tasks: map[string]mock.Outcome{
 			"a": {Outputs: map[string]string{"a.md": "A SAYS HELLO"}},
@@ -157,7 +158,7 @@ func mustHash(t *testing.T, s engine.State) string {
 // resumes from the store, skips A, runs B and C.
 func TestScenarioResumeSkipsCompleted(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		m := mock.New(mock.Config{})
 		c.worker(router(m), []string{"mock"}, nil)
@@ -193,7 +194,7 @@ func TestScenarioResumeSkipsCompleted(t *testing.T) {
 // on-failure fires, the run ends FAILED.
 func TestScenarioFailureHaltsDownstream(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		m := mock.New(mock.Config{Tasks: map[string]mock.Outcome{"a": {Fail: "model refused"}}})
 		c.worker(router(m), []string{"mock"}, nil)
@@ -232,7 +233,7 @@ func TestScenarioFailureHaltsDownstream(t *testing.T) {
 // each waits at a barrier that opens only when both are inside an agent.
 func TestScenarioParallelExecution(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		var mu sync.Mutex
 		arrived := 0
@@ -290,7 +291,7 @@ tasks:
 // the upstream handover.
 func TestScenarioHooksAndContext(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		order := &seq{}
 		m := mock.New(mock.Config{Func: func(_ context.Context, task agent.Task, _ agent.Context) (agent.Result, error) {
@@ -348,7 +349,7 @@ func TestScenarioHooksAndContext(t *testing.T) {
 // call, each with its dispatch id.
 func TestScenarioMockRecordsEveryCall(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		m := mock.New(mock.Config{})
 		c.worker(router(m), []string{"mock"}, nil)
@@ -372,7 +373,7 @@ func TestScenarioMockRecordsEveryCall(t *testing.T) {
 // run stops there.
 func TestOversizedResultFailsTheTask(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		m := mock.New(mock.Config{Tasks: map[string]mock.Outcome{"a": {Outputs: map[string]string{"a.md": strings.Repeat("x", 4096)}}}})
 		c.worker(router(m), []string{"mock"}, func(cfg *worker.Config) { cfg.MaxResultBytes = 2048 })
@@ -395,7 +396,7 @@ func TestOversizedResultFailsTheTask(t *testing.T) {
 // even when the killed worker's runtime comes back and tries to commit.
 func TestWorkerKilledMidTask(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		started := make(chan struct{})
 		release := make(chan struct{})
@@ -478,7 +479,7 @@ func TestWorkerKilledMidTask(t *testing.T) {
 // without dispatching the attempt again, and the agent ran once.
 func TestAnswerReceivedWhileOrchestratorWasDown(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		started := make(chan struct{})
 		release := make(chan struct{})
@@ -541,7 +542,7 @@ func TestAnswerReceivedWhileOrchestratorWasDown(t *testing.T) {
 // unmarked copy gets no second answer.
 func TestRedispatchBeyondTheDuplicateWindow(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		m := mock.New(mock.Config{})
 		c.worker(router(m), []string{"mock"}, nil)

@@ -3,6 +3,7 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
+	"github.com/praetorhq/praetor/internal/store/testdb"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +63,7 @@ func newStore(t *testing.T, db store.DB, tenant string, every int) *sqlstore.Sto
 // workflow.* event, in order.
 func TestRunRoundTrip(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := orchtest.Ctx(t)
 		b := orchtest.Bundle(t, diamond, registry, nil)
 		st := newStore(t, db, "acme", 3)
@@ -167,7 +168,7 @@ func startState(t *testing.T, runID string) (engine.State, engine.Event) {
 // of the same run, a change on an old state, a run of another tenant.
 func TestConflictsAndTenants(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := orchtest.Ctx(t)
 		st := newStore(t, db, "acme", 256)
 		s1, ev1 := startState(t, "run-c")
@@ -214,7 +215,7 @@ func TestConflictsAndTenants(t *testing.T) {
 // does not see it.
 func TestResults(t *testing.T) {
 	t.Parallel()
-	orchtest.ForEachAdapter(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := orchtest.Ctx(t)
 		r := sqlstore.NewResults(db)
 		res := sqlstore.Result{TenantID: "acme", DispatchID: "run-r/a/1", RunID: "run-r", EventID: "e1", OK: true,

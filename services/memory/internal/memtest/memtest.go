@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -19,9 +18,6 @@ import (
 
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/store"
-	"github.com/praetorhq/praetor/internal/store/postgres"
-	"github.com/praetorhq/praetor/internal/store/sqlite"
-	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/pkg/events/eventstest"
@@ -46,68 +42,6 @@ func Logger(testing.TB) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(v))
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-}
-
-// Adapter opens a migrated relational store.
-type Adapter struct {
-	Name string
-	Open func(t testing.TB) store.DB
-}
-
-// Adapters are SQLite and PostgreSQL.
-func Adapters() []Adapter {
-	return []Adapter{{"sqlite", SQLite}, {"postgres", Postgres}}
-}
-
-// ForEachAdapter runs fn as a parallel subtest on each adapter.
-func ForEachAdapter(t *testing.T, fn func(t *testing.T, db store.DB)) {
-	t.Helper()
-	for _, a := range Adapters() {
-		t.Run(a.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, a.Open(t))
-		})
-	}
-}
-
-// SQLite opens a migrated SQLite store in a temporary directory (the file
-// praetor.db there).
-func SQLite(t testing.TB) store.DB {
-	t.Helper()
-	return SQLiteAt(t, t.TempDir())
-}
-
-// SQLiteAt opens the migrated SQLite store of a data directory.
-func SQLiteAt(t testing.TB, dir string) store.DB {
-	t.Helper()
-	db, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(dir, "praetor.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	migrate(t, db)
-	return db
-}
-
-// Postgres opens a migrated schema of its own on the test PostgreSQL, or
-// skips (see testenv.Postgres).
-func Postgres(t testing.TB) store.DB {
-	t.Helper()
-	url := testenv.Postgres(t)
-	db, err := postgres.Open(context.Background(), postgres.Config{URL: url, MaxConns: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	migrate(t, db)
-	return db
-}
-
-func migrate(t testing.TB, db store.DB) {
-	t.Helper()
-	if _, err := store.Migrate(context.Background(), db); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
 }
 
 // Tenant creates a tenant.

@@ -16,10 +16,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/praetorhq/praetor/internal/node"
-	"github.com/praetorhq/praetor/internal/store"
-	"github.com/praetorhq/praetor/internal/store/postgres"
-	"github.com/praetorhq/praetor/internal/store/sqlite"
-	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/pkg/events/eventstest"
@@ -33,61 +29,6 @@ func Ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return c
-}
-
-// Adapter names a store adapter and opens a migrated database of it.
-type Adapter struct {
-	Name string
-	Open func(t testing.TB) store.DB
-}
-
-// Adapters are SQLite (always) and PostgreSQL (DATABASE_URL, or a skip).
-func Adapters() []Adapter {
-	return []Adapter{{"sqlite", SQLite}, {"postgres", Postgres}}
-}
-
-// ForEachAdapter runs fn as a subtest on each adapter.
-func ForEachAdapter(t *testing.T, fn func(t *testing.T, db store.DB)) {
-	t.Helper()
-	for _, a := range Adapters() {
-		t.Run(a.Name, func(t *testing.T) {
-			t.Parallel()
-			fn(t, a.Open(t))
-		})
-	}
-}
-
-// SQLite opens a migrated SQLite database in a temporary directory.
-func SQLite(t testing.TB) store.DB {
-	t.Helper()
-	db, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(t.TempDir(), "praetor.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	migrate(t, db)
-	return db
-}
-
-// Postgres opens a migrated schema of its own on the test PostgreSQL, or
-// skips (see testenv.Postgres).
-func Postgres(t testing.TB) store.DB {
-	t.Helper()
-	url := testenv.Postgres(t)
-	db, err := postgres.Open(context.Background(), postgres.Config{URL: url, MaxConns: 32})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	migrate(t, db)
-	return db
-}
-
-func migrate(t testing.TB, db store.DB) {
-	t.Helper()
-	if _, err := store.Migrate(context.Background(), db); err != nil {
-		t.Fatalf("migrate: %v", err)
-	}
 }
 
 // Encoder routes and encodes catalog events as the bus does, without a

@@ -1,0 +1,76 @@
+// Package testdb opens migrated relational stores for tests: SQLite in a
+// temporary directory, and a PostgreSQL schema of the test's own (or a skip
+// naming DATABASE_URL; see internal/testenv).
+package testdb
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/internal/store/postgres"
+	"github.com/praetorhq/praetor/internal/store/sqlite"
+	"github.com/praetorhq/praetor/internal/testenv"
+)
+
+// Adapter names a store adapter and opens a migrated database of it.
+type Adapter struct {
+	Name string
+	Open func(t testing.TB) store.DB
+}
+
+// Adapters are SQLite (always) and PostgreSQL (DATABASE_URL, or a skip).
+func Adapters() []Adapter {
+	return []Adapter{{"sqlite", SQLite}, {"postgres", Postgres}}
+}
+
+// ForEach runs fn as a parallel subtest on each adapter.
+func ForEach(t *testing.T, fn func(t *testing.T, db store.DB)) {
+	t.Helper()
+	for _, a := range Adapters() {
+		t.Run(a.Name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, a.Open(t))
+		})
+	}
+}
+
+// SQLite opens a migrated SQLite store in a temporary directory.
+func SQLite(t testing.TB) store.DB {
+	t.Helper()
+	return SQLiteAt(t, t.TempDir())
+}
+
+// SQLiteAt opens the migrated SQLite store of a data directory (its
+// praetor.db, as praetor dev lays it out).
+func SQLiteAt(t testing.TB, dir string) store.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(dir, "praetor.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	Migrate(t, db)
+	return db
+}
+
+// Postgres opens a migrated schema of the test's own on the test PostgreSQL.
+func Postgres(t testing.TB) store.DB {
+	t.Helper()
+	db, err := postgres.Open(context.Background(), postgres.Config{URL: testenv.Postgres(t), MaxConns: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	Migrate(t, db)
+	return db
+}
+
+// Migrate applies the migrations or fails the test.
+func Migrate(t testing.TB, db store.DB) {
+	t.Helper()
+	if _, err := store.Migrate(context.Background(), db); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+}
