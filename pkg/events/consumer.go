@@ -53,6 +53,9 @@ type ConsumerConfig struct {
 	// DeliverNew starts a new consumer at the end of the stream instead of
 	// its beginning.
 	DeliverNew bool
+	// BacklogInterval is how often praetor_consumer_backlog is refreshed.
+	// Default: 10s.
+	BacklogInterval time.Duration
 }
 
 // WithDefaults returns c with every unset field at its default.
@@ -63,6 +66,7 @@ func (c ConsumerConfig) WithDefaults() ConsumerConfig {
 	c.BackoffBase = cmp.Or(c.BackoffBase, time.Second)
 	c.BackoffMax = cmp.Or(c.BackoffMax, time.Minute)
 	c.HandlerTimeout = cmp.Or(c.HandlerTimeout, 2*time.Minute)
+	c.BacklogInterval = cmp.Or(c.BacklogInterval, 10*time.Second)
 	return c
 }
 
@@ -114,7 +118,9 @@ type Subscription struct {
 	ctx     context.Context // cancelled when a drain runs out of time
 	cancel  context.CancelFunc
 	ccs     []jetstream.ConsumeContext
+	cons    []jetstream.Consumer
 	metrics *serviceMetrics
+	polled  chan struct{} // closed when the backlog poller has ended
 
 	stopOnce sync.Once
 	stopErr  error
@@ -162,10 +168,44 @@ func (b *Bus) Subscribe(ctx context.Context, cfg ConsumerConfig, h Handler) (*Su
 		_ = s.Stop(context.Background())
 		return nil, err
 	}
+	s.polled = make(chan struct{})
+	go s.pollBacklog(cfg.BacklogInterval)
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
 	return s, nil
+}
+
+// pollBacklog keeps praetor_consumer_backlog{service} current: the events
+// the service's consumers (every partition) hold, undelivered or unacked.
+// Every replica reports the same figure; scale on it with max, not sum.
+func (s *Subscription) pollBacklog(every time.Duration) {
+	defer close(s.polled)
+	gauge := s.bus.cfg.Metrics.backlog.WithLabelValues(s.cfg.Name)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		var total uint64
+		ok := true
+		for _, c := range s.cons {
+			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+			info, err := c.Info(ctx)
+			cancel()
+			if err != nil {
+				ok = false
+				break
+			}
+			total += info.NumPending + uint64(info.NumAckPending)
+		}
+		if ok {
+			gauge.Set(float64(total))
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (s *Subscription) consumerConfig(name string, subjects []string, maxAckPending int) jetstream.ConsumerConfig {
@@ -197,6 +237,7 @@ func (s *Subscription) startShared(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("events: consumer %s on %s: %w", s.cfg.Name, s.cfg.Stream, err)
 	}
+	s.cons = append(s.cons, cons)
 	for range s.cfg.Concurrency {
 		cc, err := cons.Consume(s.process, jetstream.PullMaxMessages(8), s.consumeErrors())
 		if err != nil {
@@ -230,6 +271,7 @@ func (s *Subscription) startKeyed(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("events: consumer %s on %s: %w", name, s.cfg.Stream, err)
 		}
+		s.cons = append(s.cons, cons)
 		cc, err := cons.Consume(s.process, jetstream.PullMaxMessages(64), s.consumeErrors())
 		if err != nil {
 			return fmt.Errorf("events: consume %s: %w", name, err)
@@ -400,6 +442,9 @@ func (s *Subscription) Stop(ctx context.Context) error {
 			s.stopErr = fmt.Errorf("events: drain %s: %w", s.cfg.Name, ctx.Err())
 		}
 		s.cancel()
+		if s.polled != nil {
+			<-s.polled
+		}
 		s.bus.mu.Lock()
 		delete(s.bus.subs, s)
 		s.bus.mu.Unlock()

@@ -14,6 +14,7 @@ type Metrics struct {
 	handleTime  *prometheus.HistogramVec
 	deadLetters *prometheus.CounterVec
 	panics      *prometheus.CounterVec
+	backlog     *prometheus.GaugeVec
 }
 
 // Handling outcomes, the values of the outcome label.
@@ -48,9 +49,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "praetor_event_handler_panics_total",
 			Help: "Handler panics recovered (the event is redelivered).",
 		}, []string{"service"}),
+		backlog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "praetor_consumer_backlog",
+			Help: "Events a service has not finished: waiting in its consumers (all partitions) plus delivered and not yet acknowledged. Scale a service's replicas on it.",
+		}, []string{"service"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.published, m.handled, m.handleTime, m.deadLetters, m.panics} {
+		for _, c := range []prometheus.Collector{m.published, m.handled, m.handleTime, m.deadLetters, m.panics, m.backlog} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -88,6 +93,12 @@ func (s *serviceMetrics) of(ceType string) *typeMetrics {
 	}
 	actual, _ := s.byType.LoadOrStore(ceType, t)
 	return actual.(*typeMetrics)
+}
+
+// BacklogOf is the backlog gauge of a service, as praetor_consumer_backlog
+// exports it.
+func (m *Metrics) BacklogOf(service string) prometheus.Gauge {
+	return m.backlog.WithLabelValues(service)
 }
 
 // unregisteredMetrics is used when a caller gives none.

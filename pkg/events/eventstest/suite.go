@@ -12,6 +12,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/praetorhq/praetor/pkg/events"
 )
@@ -39,6 +41,7 @@ func Run(t *testing.T, h Harness) {
 		{"DrainFinishesInFlight", testDrain},
 		{"PublishBatch", testBatch},
 		{"HandlerTimeoutRedelivers", testHandlerTimeout},
+		{"BacklogGauge", testBacklog},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, h) })
@@ -649,4 +652,37 @@ func testHandlerTimeout(t *testing.T, h Harness) {
 	if err := Wait(t, done, 5*time.Second, "the redelivery"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func testBacklog(t *testing.T, h Harness) {
+	f := newFixture(t, h, 4)
+	reg := prometheus.NewRegistry()
+	m, err := events.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := events.New(h.Connect(t), events.Config{Subject: f.topic.Route, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	cfg := f.consumer("backlogged", true)
+	cfg.BacklogInterval = 20 * time.Millisecond
+	f.subscribe(bus, cfg, func(ctx context.Context, ev event.Event) error {
+		<-release
+		return nil
+	})
+	t.Cleanup(free) // runs before the subscription's Stop, which waits for the handler
+	for i := range 6 {
+		f.publish(NewEvent(fmt.Sprintf("b%d", i), "k", i)) // one key: one partition, one at a time
+	}
+	gauge := func() float64 {
+		return testutil.ToFloat64(m.BacklogOf("backlogged"))
+	}
+	Eventually(t, 5*time.Second, "a backlog of 6", func() bool { return gauge() == 6 })
+	free()
+	Eventually(t, 5*time.Second, "the backlog drained", func() bool { return gauge() == 0 })
 }
