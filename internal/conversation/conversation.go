@@ -44,10 +44,17 @@ type Session struct {
 	OutboundHandoffID string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+	// Version counts the writes of the row; SaveSession writes only over the
+	// version it was read at.
+	Version int
 }
 
+// ErrStale is returned by SaveSession when the session was written since it
+// was read: redo the work on the fresh row.
+var ErrStale = errors.New("the session changed since it was read")
+
 const sessionColumns = `id, tenant_id, project_id, engine_id, engine_version, status, phase, completeness, turn_count,
-	state_json, state_hash, sidebar_json, inbound_handoff_id, outbound_handoff_id, created_at, updated_at`
+	state_json, state_hash, sidebar_json, inbound_handoff_id, outbound_handoff_id, created_at, updated_at, version`
 
 // CreateSession inserts a new session.
 func CreateSession(ctx context.Context, q store.Querier, s Session) error {
@@ -55,10 +62,10 @@ func CreateSession(ctx context.Context, q store.Querier, s Session) error {
 		return errors.New("create session: id, tenant, engine and state are required")
 	}
 	_, err := q.Exec(ctx, `INSERT INTO elicitation_sessions (`+sessionColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		s.ID, s.TenantID, s.ProjectID, s.EngineID, s.EngineVersion, s.Status, s.Phase, s.Completeness, s.TurnCount,
 		string(s.State), s.StateHash, nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID),
-		s.CreatedAt.UTC(), s.UpdatedAt.UTC())
+		s.CreatedAt.UTC(), s.UpdatedAt.UTC(), s.Version)
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", s.ID, err)
 	}
@@ -95,21 +102,33 @@ func ListSessions(ctx context.Context, q store.Querier, tenantID string, limit i
 	return out, rows.Err()
 }
 
-// SaveSession writes a session's state after a turn: status, phase,
-// completeness, turn count, working memory, hash, sidebar and handoff ids.
+// SaveSession writes a session's state after a turn or a merge: status,
+// phase, completeness, turn count, working memory, hash, sidebar and
+// handoff ids. It writes only over s.Version, the version the session was
+// read at, and bumps it; when the row has moved on it writes nothing and
+// returns ErrStale, so a read-modify-write never loses another's update.
 func SaveSession(ctx context.Context, q store.Querier, s Session) error {
 	n, err := q.Exec(ctx, `UPDATE elicitation_sessions SET status = $3, phase = $4, completeness = $5, turn_count = $6,
-		state_json = $7, state_hash = $8, sidebar_json = $9, inbound_handoff_id = $10, outbound_handoff_id = $11, updated_at = $12
-		WHERE tenant_id = $1 AND id = $2`,
+		state_json = $7, state_hash = $8, sidebar_json = $9, inbound_handoff_id = $10, outbound_handoff_id = $11, updated_at = $12,
+		version = version + 1
+		WHERE tenant_id = $1 AND id = $2 AND version = $13`,
 		s.TenantID, s.ID, s.Status, s.Phase, s.Completeness, s.TurnCount, string(s.State), s.StateHash,
-		nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID), s.UpdatedAt.UTC())
+		nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID), s.UpdatedAt.UTC(), s.Version)
 	if err != nil {
 		return fmt.Errorf("save session %s: %w", s.ID, err)
 	}
-	if n == 0 {
-		return fmt.Errorf("save session %s: %w", s.ID, store.ErrNotFound)
+	if n > 0 {
+		return nil
 	}
-	return nil
+	var version int
+	switch err := q.QueryRow(ctx, `SELECT version FROM elicitation_sessions WHERE tenant_id = $1 AND id = $2`,
+		s.TenantID, s.ID).Scan(&version); {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("save session %s: %w", s.ID, store.ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("save session %s: %w", s.ID, err)
+	}
+	return fmt.Errorf("save session %s read at version %d, now %d: %w", s.ID, s.Version, version, ErrStale)
 }
 
 func scanSession(row store.Row) (Session, error) {
@@ -119,7 +138,7 @@ func scanSession(row store.Row) (Session, error) {
 		sidebar, in, out *string
 	)
 	err := row.Scan(&s.ID, &s.TenantID, &s.ProjectID, &s.EngineID, &s.EngineVersion, &s.Status, &s.Phase,
-		&s.Completeness, &s.TurnCount, &state, &s.StateHash, &sidebar, &in, &out, &s.CreatedAt, &s.UpdatedAt)
+		&s.Completeness, &s.TurnCount, &state, &s.StateHash, &sidebar, &in, &out, &s.CreatedAt, &s.UpdatedAt, &s.Version)
 	if err != nil {
 		return Session{}, err
 	}

@@ -158,3 +158,74 @@ func TestExtractionLogAndState(t *testing.T) {
 		}
 	})
 }
+
+// Two writers read the same version: the first write wins, the second is
+// refused as stale and writes nothing, on both stores.
+func TestSaveSessionRefusesAStaleWrite(t *testing.T) {
+	stores(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		s := conversation.Session{ID: "s1", TenantID: "acme", ProjectID: "p1", EngineID: "project-discovery",
+			EngineVersion: "1.0.0", Status: conversation.StatusActive, Phase: "OPENING",
+			State: json.RawMessage(`{"turn_number":0}`), CreatedAt: t0, UpdatedAt: t0}
+		if err := conversation.CreateSession(ctx, db, s); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := conversation.GetSession(ctx, db, "acme", "s1")
+		b, _ := conversation.GetSession(ctx, db, "acme", "s1")
+		a.StateHash, b.StateHash = "from-a", "from-b"
+		if err := db.Tx(ctx, func(tx store.Querier) error { return conversation.SaveSession(ctx, tx, a) }); err != nil {
+			t.Fatal(err)
+		}
+		err := db.Tx(ctx, func(tx store.Querier) error { return conversation.SaveSession(ctx, tx, b) })
+		if !errors.Is(err, conversation.ErrStale) {
+			t.Fatalf("the second write = %v, want ErrStale", err)
+		}
+		got, _ := conversation.GetSession(ctx, db, "acme", "s1")
+		if got.StateHash != "from-a" || got.Version != 1 {
+			t.Errorf("session = hash %s version %d, want from-a at version 1", got.StateHash, got.Version)
+		}
+		got.StateHash = "again"
+		if err := conversation.SaveSession(ctx, db, got); err != nil {
+			t.Fatalf("a write over the fresh version: %v", err)
+		}
+	})
+}
+
+func TestHandoffs(t *testing.T) {
+	stores(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		h := conversation.Handoff{ID: "h1", TenantID: "acme", ProjectID: "p1", SourceEngineID: "exploration", SourceSessionID: "s1",
+			TargetEngineID: "project-discovery", TargetSessionID: "s2", Payload: json.RawMessage(`{"metadata":{"session_id":"s1"}}`),
+			TransitionReason: "decided", CreatedAt: t0}
+		if err := conversation.CreateHandoff(ctx, db, h); err != nil {
+			t.Fatal(err)
+		}
+		if err := conversation.CreateHandoff(ctx, db, h); err != nil {
+			t.Fatalf("the same handoff again: %v, want a no-op", err)
+		}
+		second := h
+		second.ID = "h2"
+		if err := conversation.CreateHandoff(ctx, db, second); !errors.Is(err, store.ErrConflict) {
+			t.Fatalf("a second handoff of s1 = %v, want ErrConflict", err)
+		}
+		for _, sid := range []string{"s1", "s2"} {
+			hs, err := conversation.ListHandoffs(ctx, db, "acme", sid)
+			if err != nil || len(hs) != 1 || hs[0].ID != "h1" || hs[0].TargetSessionID != "s2" || hs[0].Verified || len(hs[0].Verification) != 0 {
+				t.Fatalf("handoffs of %s = %+v, %v", sid, hs, err)
+			}
+		}
+		if hs, _ := conversation.ListHandoffs(ctx, db, "other", "s1"); len(hs) != 0 {
+			t.Errorf("another tenant sees %+v", hs)
+		}
+		if err := conversation.RecordVerification(ctx, db, "acme", "h1", true, json.RawMessage(`{"verified":true,"score":0.9}`)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := conversation.GetHandoff(ctx, db, "acme", "h1")
+		if err != nil || !got.Verified || !json.Valid(got.Verification) || !got.CreatedAt.Equal(t0) || got.TransitionReason != "decided" {
+			t.Errorf("after verification = %+v, %v", got, err)
+		}
+		if err := conversation.RecordVerification(ctx, db, "other", "h1", false, json.RawMessage(`{}`)); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("another tenant verified it: %v", err)
+		}
+	})
+}

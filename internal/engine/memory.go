@@ -36,11 +36,14 @@ type WorkingMemory struct {
 	Modes           ModeState           `json:"modes"`
 	BackgroundTasks BackgroundTaskState `json:"background_tasks"`
 	Context         ContextState        `json:"context"`
-	// InboundHandoff is the EngineHandoff this session started with (opaque
-	// until the handoff issue gives it a type).
+	// InboundHandoff is the EngineHandoff (pkg/contracts) this session
+	// started with, as JSON; the context shows it first.
 	InboundHandoff json.RawMessage `json:"inbound_handoff,omitempty"`
-	SocioEmotional SocioEmotional  `json:"socio_emotional"`
-	Saturation     SaturationState `json:"saturation"`
+	// HandoffRejection is the last exit transition whose handoff failed
+	// validation: it was not written, and the session goes on.
+	HandoffRejection *HandoffRejection `json:"handoff_rejection,omitempty"`
+	SocioEmotional   SocioEmotional    `json:"socio_emotional"`
+	Saturation       SaturationState   `json:"saturation"`
 	// History is the conversation, oldest first; compression replaces its
 	// older part with Context.Summary.
 	History []Message `json:"history"`
@@ -351,14 +354,31 @@ type ModeState struct {
 	Counts map[Mode]int `json:"counts"`
 }
 
-// BackgroundTaskState tracks dispatched background tasks (filled in by the
-// background task issue).
+// BackgroundTaskState tracks the session's background tasks: those still
+// awaited (pending, retrying or stalled) and those settled (completed,
+// degraded or left as a gap), and the lines of background intelligence the
+// memory service last gave the session.
 type BackgroundTaskState struct {
 	Pending   []TaskRecord `json:"pending"`
 	Completed []TaskRecord `json:"completed"`
-	// Gaps are tasks that failed under proceed-with-gap.
+	// Gaps are tasks that failed under proceed-with-gap: later phases may
+	// dispatch them again to fill the gap.
 	Gaps []string `json:"gaps,omitempty"`
+	// Intelligence is background intelligence from the memory service, one
+	// line each, shown in the context's background section.
+	Intelligence []string `json:"intelligence,omitempty"`
 }
+
+// Task statuses. Pending, retrying and stalled tasks are in
+// BackgroundTaskState.Pending; the others in Completed.
+const (
+	TaskPending   = "pending"
+	TaskRetrying  = "retrying"
+	TaskStalled   = "stalled"
+	TaskCompleted = "completed"
+	TaskDegraded  = "degraded"
+	TaskGap       = "proceed-with-gap"
+)
 
 // TaskRecord is one dispatched task.
 type TaskRecord struct {
@@ -369,6 +389,38 @@ type TaskRecord struct {
 	Status           string          `json:"status,omitempty"`
 	Result           json.RawMessage `json:"result,omitempty"`
 	Error            string          `json:"error,omitempty"`
+	// Note is the failure strategy's word to the agent: the degraded
+	// behaviour, the missing piece, or what progress waits for.
+	Note string `json:"note,omitempty"`
+	// DispatchedAt is when the current attempt was dispatched, NotBefore
+	// when it may start (a retry's backoff).
+	DispatchedAt time.Time `json:"dispatched_at,omitzero"`
+	NotBefore    time.Time `json:"not_before,omitzero"`
+	// SettledAtTurn is the turn count when the task completed or failed for good.
+	SettledAtTurn int `json:"settled_at_turn,omitempty"`
+}
+
+// Task returns the record of a task, pending or settled.
+func (s BackgroundTaskState) Task(taskID string) (TaskRecord, bool) {
+	for _, list := range [][]TaskRecord{s.Pending, s.Completed} {
+		for _, t := range list {
+			if t.TaskID == taskID {
+				return t, true
+			}
+		}
+	}
+	return TaskRecord{}, false
+}
+
+// Stalled returns the tasks whose failure stalls progress.
+func (s BackgroundTaskState) Stalled() []TaskRecord {
+	var out []TaskRecord
+	for _, t := range s.Pending {
+		if t.Status == TaskStalled {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // IsPending reports whether a task is pending.
@@ -445,9 +497,19 @@ const (
 	RoleAssistant = "assistant"
 )
 
+// HandoffRejection is an exit transition whose handoff did not pass
+// validation.
+type HandoffRejection struct {
+	TargetEngine string   `json:"target_engine"`
+	AtTurn       int      `json:"at_turn"`
+	Errors       []string `json:"errors"`
+}
+
 // ExitState records a fired exit transition.
 type ExitState struct {
 	TargetEngine string `json:"target_engine"`
 	Reason       string `json:"reason"`
 	AtTurn       int    `json:"at_turn"`
+	// HandoffID is the handoff written for it.
+	HandoffID string `json:"handoff_id,omitempty"`
 }

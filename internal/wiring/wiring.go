@@ -15,6 +15,7 @@ import (
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
 	"github.com/praetorhq/praetor/internal/engine/offlineskill"
 	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/services/background"
 	"github.com/praetorhq/praetor/services/extractor"
 	"github.com/praetorhq/praetor/services/gateway"
 	"github.com/praetorhq/praetor/services/memory"
@@ -56,6 +57,8 @@ func Services(opts Options) map[string]node.Factory {
 		// agent-worker runs their attempts. PRAETOR_WORKFLOW_* configure both.
 		"orchestrator": orchestrator.ServiceFactory(opts.LookupEnv),
 		"agent-worker": orchestrator.WorkerFactory(opts.LookupEnv),
+		// background runs the engines' background tasks (research).
+		"background": background.Factory,
 		// memory answers memory.write.requested and serves MCP at /mcp; its
 		// graph is embedded in dev, Neo4j (NEO4J_URI) in serve.
 		"memory": memory.ServiceFactory(opts.LookupEnv),

@@ -9,6 +9,17 @@
 // another tenant's sessions (404, not 403). In dev the gateway may run open
 // on loopback, as the local tenant.
 //
+// When an engine hands the conversation to another engine, the turn that
+// did it carries the handoff (with the target session), the session shows
+// it (outbound_handoff; the target shows inbound_handoff with its I-PASS
+// verification), GET /v1/sessions/{id}/handoffs lists them with their
+// payloads, the stream sends a "handoff" event once the target session has
+// started, and the old session refuses further messages (409) naming the
+// session to post to: the user's next message goes to the new engine,
+// whose first reply picks the handoff up. A session's background tasks are
+// in its state and at GET /v1/sessions/{id}/tasks, and the stream sends a
+// "task" event, with the new sidebar, each time one's outcome is merged.
+//
 // A client that may retry a post sends an Idempotency-Key header: the same
 // key in the same session names the same turn, so a retry is answered with
 // that turn and never makes a second one; the same key with another message
@@ -91,7 +102,7 @@ func (c Config) validate() error {
 type Gateway struct {
 	cfg     Config
 	replies *broker
-	sub     *nats.Subscription
+	subs    []*nats.Subscription
 }
 
 // New returns a gateway; Start subscribes it to replies.
@@ -103,23 +114,30 @@ func New(cfg Config) (*Gateway, error) {
 	return &Gateway{cfg: cfg, replies: newBroker()}, nil
 }
 
-// Start subscribes to turn.responded: every gateway replica sees every reply
-// and hands it to the requests and streams it holds.
+// Start subscribes to turn.responded, session.started and task.merged:
+// every gateway replica sees every reply, started session and merged task,
+// and hands them to the requests and streams it holds.
 func (g *Gateway) Start(context.Context) error {
-	sub, err := g.cfg.Bus.Conn().Subscribe(replySubject, g.onReply)
-	if err != nil {
-		return fmt.Errorf("gateway: subscribe to replies: %w", err)
+	for _, s := range []struct {
+		subject string
+		h       nats.MsgHandler
+	}{{replySubject, g.onReply}, {startedSubject, g.onStarted}, {mergedSubject, g.onMerged}} {
+		sub, err := g.cfg.Bus.Conn().Subscribe(s.subject, s.h)
+		if err != nil {
+			_ = g.Stop(context.Background())
+			return fmt.Errorf("gateway: subscribe to %s: %w", s.subject, err)
+		}
+		g.subs = append(g.subs, sub)
 	}
-	g.sub = sub
 	return nil
 }
 
 // Stop unsubscribes and ends the open streams; calling it twice is harmless.
 func (g *Gateway) Stop(context.Context) error {
-	if g.sub != nil {
-		_ = g.sub.Unsubscribe()
-		g.sub = nil
+	for _, sub := range g.subs {
+		_ = sub.Unsubscribe()
 	}
+	g.subs = nil
 	g.replies.close()
 	return nil
 }
@@ -136,6 +154,8 @@ func (g *Gateway) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/sessions/{id}/turns", g.auth(g.postTurn))
 	mux.HandleFunc("GET /v1/sessions/{id}/turns", g.auth(g.listTurns))
 	mux.HandleFunc("GET /v1/sessions/{id}/extractions", g.auth(g.listExtractions))
+	mux.HandleFunc("GET /v1/sessions/{id}/handoffs", g.auth(g.listHandoffs))
+	mux.HandleFunc("GET /v1/sessions/{id}/tasks", g.auth(g.listTasks))
 	mux.HandleFunc("GET /v1/sessions/{id}/stream", g.auth(g.stream))
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })
 }
@@ -159,7 +179,8 @@ func noRoute(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeError(w, http.StatusNotFound, "no_route", fmt.Sprintf("no API route %s %s; GET /v1/engines, POST /v1/sessions, "+
-		"GET /v1/sessions/{id}, POST /v1/sessions/{id}/turns, GET /v1/sessions/{id}/extractions, GET /v1/sessions/{id}/stream",
+		"GET /v1/sessions/{id}, POST /v1/sessions/{id}/turns, GET /v1/sessions/{id}/extractions, GET /v1/sessions/{id}/handoffs, "+
+		"GET /v1/sessions/{id}/tasks, GET /v1/sessions/{id}/stream",
 		r.Method, r.URL.Path))
 }
 

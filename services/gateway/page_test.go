@@ -336,3 +336,69 @@ func testPage(t *testing.T, browserPath string, maxWait time.Duration) {
 	}
 	t.Logf("the page test took %s in the browser (%d messages)", time.Since(began).Round(time.Millisecond), len(messages))
 }
+
+// TestPageFollowsAHandoff drives the page through an exploration that ends
+// in a decision: the page shows the switch to project discovery, follows
+// the new session, lists the background research, and the next message
+// goes to the new engine, whose first reply picks up the handoff.
+func TestPageFollowsAHandoff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; runs without -short")
+	}
+	browserPath := chromium(t)
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	p := openPage(t, browserPath, n.URL+"/")
+	p.do(t, "start an exploration session",
+		chromedp.WaitEnabled(chromedp.CSS(startButton)),
+		chromedp.SetValue(chromedp.CSS(engineSelect), "exploration"),
+		chromedp.Click(chromedp.CSS(startButton)),
+		chromedp.WaitEnabled(chromedp.CSS(messageBox)))
+	source := eval[string](t, p, `document.querySelector('[data-testid="session"]').dataset.sessionId`)
+	for i, msg := range explorationScript {
+		p.do(t, fmt.Sprintf("send message %d", i+1), chromedp.SendKeys(chromedp.CSS(messageBox), msg+kb.Enter))
+		if i < len(explorationScript)-1 {
+			p.waitFor(t, fmt.Sprintf("reply %d", i+1),
+				fmt.Sprintf(`document.querySelectorAll('[data-testid="reply"]').length === %d && !document.querySelector('[data-testid="pending"]')`, i+1),
+				45*time.Second)
+		}
+		if i == len(explorationScript)-2 {
+			// The background research ran meanwhile; the page lists it.
+			p.waitFor(t, "the background research on the page",
+				`[...document.querySelectorAll('[data-testid="task"]')].some(li => li.dataset.task === "landscape_research" && li.dataset.status === "completed")`,
+				30*time.Second)
+		}
+	}
+	// The decision hands off: the page follows the new session.
+	p.waitFor(t, "the switch to project discovery",
+		`document.querySelector('[data-testid="session"]').dataset.engine === "project-discovery" && !document.querySelector('`+messageBox+`').disabled`,
+		45*time.Second)
+	target := eval[string](t, p, `document.querySelector('[data-testid="session"]').dataset.sessionId`)
+	var src handoffSession
+	n.Get(t, "/v1/sessions/"+source, "").Decode(t, &src)
+	if src.OutboundHandoff == nil || target != src.OutboundHandoff.TargetSessionID {
+		t.Fatalf("the page follows %s; the handoff started %+v", target, src.OutboundHandoff)
+	}
+	system := eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="system"]')].map(li => li.innerText)`)
+	if !slices.ContainsFunc(system, func(s string) bool { return strings.Contains(s, "Handed off to project-discovery") }) {
+		t.Errorf("the page does not show the switch; system lines: %q", system)
+	}
+	if last := eval[string](t, p, `[...document.querySelectorAll('[data-testid="reply"]')].pop().innerText`); !strings.Contains(last, "handing you over") {
+		t.Errorf("the last reply of the exploration does not say it hands over: %q", last)
+	}
+	// The next message goes to the new engine, which picks the handoff up.
+	replies := eval[int](t, p, `document.querySelectorAll('[data-testid="reply"]').length`)
+	p.do(t, "send to the new session", chromedp.SendKeys(chromedp.CSS(messageBox), "Yes, let's define the requirements."+kb.Enter))
+	p.waitFor(t, "the new engine's first reply",
+		fmt.Sprintf(`document.querySelectorAll('[data-testid="reply"]').length === %d && !document.querySelector('[data-testid="pending"]')`, replies+1),
+		45*time.Second)
+	if first := eval[string](t, p, `[...document.querySelectorAll('[data-testid="reply"]')].pop().innerText`); !strings.Contains(first, "Picking up from") {
+		t.Errorf("the new engine's first reply does not acknowledge the handoff: %q", first)
+	}
+	turns := turns(t, n, "", target)
+	if len(turns) != 1 || turns[0].Message != "Yes, let's define the requirements." {
+		t.Errorf("the target session's turns = %+v", turns)
+	}
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,9 +83,19 @@ type sessionView struct {
 	Extraction    map[string]engine.ExtractedField `json:"extraction,omitempty"`
 	Obligations   []engine.ObligationItem          `json:"obligations,omitempty"`
 	StateHash     string                           `json:"state_hash,omitempty"`
-	Handoffs      *handoffView                     `json:"handoffs,omitempty"`
-	CreatedAt     time.Time                        `json:"created_at"`
-	UpdatedAt     time.Time                        `json:"updated_at"`
+	// Handoffs are the ids of the handoffs the session started with
+	// (inbound) and made (outbound); InboundHandoff and OutboundHandoff say
+	// more, with the session to follow.
+	Handoffs        *handoffView    `json:"handoffs,omitempty"`
+	InboundHandoff  *handoffSummary `json:"inbound_handoff,omitempty"`
+	OutboundHandoff *handoffSummary `json:"outbound_handoff,omitempty"`
+	// HandoffRejection is the last exit transition whose handoff failed
+	// validation (not written; the session went on).
+	HandoffRejection *engine.HandoffRejection `json:"handoff_rejection,omitempty"`
+	// BackgroundTasks is the session's background tasks.
+	BackgroundTasks *tasksView `json:"background_tasks,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
 }
 
 type handoffView struct {
@@ -91,12 +103,64 @@ type handoffView struct {
 	Outbound string `json:"outbound,omitempty"`
 }
 
-func viewSession(s conversation.Session, full bool) (sessionView, error) {
+// handoffSummary is a handoff as a session's view shows it.
+type handoffSummary struct {
+	HandoffID       string `json:"handoff_id"`
+	SourceEngineID  string `json:"source_engine_id"`
+	SourceSessionID string `json:"source_session_id"`
+	TargetEngineID  string `json:"target_engine_id"`
+	TargetSessionID string `json:"target_session_id"`
+	Reason          string `json:"reason"`
+	// TargetStarted is true once the target session exists: the next
+	// message goes there.
+	TargetStarted bool `json:"target_started"`
+	// Verified and Verification are the I-PASS check of the target's first
+	// reply (Verification is absent until that reply).
+	Verified     bool            `json:"verified"`
+	Verification json.RawMessage `json:"verification_result,omitempty"`
+	CreatedAt    time.Time       `json:"created_at"`
+}
+
+func summarize(h conversation.Handoff, started bool) *handoffSummary {
+	return &handoffSummary{HandoffID: h.ID, SourceEngineID: h.SourceEngineID, SourceSessionID: h.SourceSessionID,
+		TargetEngineID: h.TargetEngineID, TargetSessionID: h.TargetSessionID, Reason: h.TransitionReason,
+		TargetStarted: started, Verified: h.Verified, Verification: h.Verification, CreatedAt: h.CreatedAt}
+}
+
+// handoffOf loads a handoff of the tenant and whether its target session
+// has started.
+func (g *Gateway) handoffOf(ctx context.Context, tenant, id string) (*handoffSummary, error) {
+	h, err := conversation.GetHandoff(ctx, g.cfg.DB, tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	_, err = conversation.GetSession(ctx, g.cfg.DB, tenant, h.TargetSessionID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	return summarize(h, err == nil), nil
+}
+
+// viewSession is a session as the API shows it: with its handoffs, and
+// when full its extraction, obligations, background tasks and handoff
+// rejection too.
+func (g *Gateway) viewSession(ctx context.Context, s conversation.Session, full bool) (sessionView, error) {
 	v := sessionView{SessionID: s.ID, EngineID: s.EngineID, EngineVersion: s.EngineVersion, ProjectID: s.ProjectID,
 		Status: s.Status, Phase: s.Phase, Completeness: s.Completeness, TurnCount: s.TurnCount, Sidebar: s.Sidebar,
 		StateHash: s.StateHash, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
 	if s.InboundHandoffID != "" || s.OutboundHandoffID != "" {
 		v.Handoffs = &handoffView{Inbound: s.InboundHandoffID, Outbound: s.OutboundHandoffID}
+	}
+	var err error
+	if s.InboundHandoffID != "" {
+		if v.InboundHandoff, err = g.handoffOf(ctx, s.TenantID, s.InboundHandoffID); err != nil {
+			return v, fmt.Errorf("session %s: inbound handoff: %w", s.ID, err)
+		}
+	}
+	if s.OutboundHandoffID != "" {
+		if v.OutboundHandoff, err = g.handoffOf(ctx, s.TenantID, s.OutboundHandoffID); err != nil {
+			return v, fmt.Errorf("session %s: outbound handoff: %w", s.ID, err)
+		}
 	}
 	if full {
 		var m engine.WorkingMemory
@@ -104,8 +168,119 @@ func viewSession(s conversation.Session, full bool) (sessionView, error) {
 			return v, fmt.Errorf("session %s: working memory: %w", s.ID, err)
 		}
 		v.Extraction, v.Obligations = m.Extraction.Fields, m.Obligations.Items
+		v.HandoffRejection = m.HandoffRejection
+		tv := g.viewTasks(s.EngineID, m.BackgroundTasks)
+		v.BackgroundTasks = &tv
 	}
 	return v, nil
+}
+
+// taskView is a background task as the API shows it.
+type taskView struct {
+	TaskID      string `json:"task_id"`
+	DisplayName string `json:"display_name"`
+	Handler     string `json:"handler"`
+	// Status is pending, retrying, stalled, completed, degraded or
+	// proceed-with-gap.
+	Status           string          `json:"status"`
+	Attempt          int             `json:"attempt"`
+	DispatchedAtTurn int             `json:"dispatched_at_turn"`
+	SettledAtTurn    int             `json:"settled_at_turn,omitempty"`
+	NotBefore        *time.Time      `json:"not_before,omitempty"`
+	Note             string          `json:"note,omitempty"`
+	Error            string          `json:"error,omitempty"`
+	Result           json.RawMessage `json:"result,omitempty"`
+	// BlocksPhase is true when the task keeps the phase from advancing
+	// while it runs (block_phase_transition, or stalled).
+	BlocksPhase bool `json:"blocks_phase"`
+}
+
+// tasksView is a session's background tasks.
+type tasksView struct {
+	Tasks []taskView `json:"tasks"`
+	// Gaps are tasks that failed under proceed-with-gap.
+	Gaps []string `json:"gaps"`
+	// Stalled: progress waits for these tasks.
+	Stalled []string `json:"stalled"`
+	// Intelligence are the lines of background intelligence the session has.
+	Intelligence []string `json:"intelligence"`
+}
+
+func (g *Gateway) viewTasks(engineID string, bt engine.BackgroundTaskState) tasksView {
+	def, _ := g.cfg.Engines.Get(engineID)
+	out := tasksView{Tasks: []taskView{}, Gaps: append([]string{}, bt.Gaps...), Stalled: []string{},
+		Intelligence: append([]string{}, bt.Intelligence...)}
+	for _, list := range [][]engine.TaskRecord{bt.Pending, bt.Completed} {
+		for _, t := range list {
+			v := taskView{TaskID: t.TaskID, DisplayName: t.TaskID, Handler: t.Handler, Status: cmp.Or(t.Status, engine.TaskPending),
+				Attempt: t.Attempt, DispatchedAtTurn: t.DispatchedAtTurn, SettledAtTurn: t.SettledAtTurn, Note: t.Note,
+				Error: t.Error, Result: t.Result}
+			if !t.NotBefore.IsZero() {
+				nb := t.NotBefore
+				v.NotBefore = &nb
+			}
+			if def != nil {
+				for _, d := range def.BackgroundTasks {
+					if d.TaskID == t.TaskID {
+						v.DisplayName = cmp.Or(d.DisplayName, t.TaskID)
+						v.BlocksPhase = d.BlockPhaseTransition && bt.IsPending(t.TaskID)
+					}
+				}
+			}
+			if t.Status == engine.TaskStalled {
+				v.BlocksPhase = true
+				out.Stalled = append(out.Stalled, t.TaskID)
+			}
+			out.Tasks = append(out.Tasks, v)
+		}
+	}
+	return out
+}
+
+func (g *Gateway) listHandoffs(w http.ResponseWriter, r *http.Request) {
+	s, ok := g.session(w, r)
+	if !ok {
+		return
+	}
+	hs, err := conversation.ListHandoffs(r.Context(), g.cfg.DB, tenantOf(r), s.ID)
+	if err != nil {
+		g.internal(w, "list handoffs", err)
+		return
+	}
+	type handoffDetail struct {
+		handoffSummary
+		// Direction is inbound (the session started with it) or outbound
+		// (the session made it).
+		Direction string          `json:"direction"`
+		Payload   json.RawMessage `json:"payload"`
+	}
+	out := []handoffDetail{}
+	for _, h := range hs {
+		_, err := conversation.GetSession(r.Context(), g.cfg.DB, h.TenantID, h.TargetSessionID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			g.internal(w, "list handoffs", err)
+			return
+		}
+		d := handoffDetail{handoffSummary: *summarize(h, err == nil), Direction: "outbound", Payload: h.Payload}
+		if h.TargetSessionID == s.ID {
+			d.Direction = "inbound"
+		}
+		out = append(out, d)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"handoffs": out})
+}
+
+func (g *Gateway) listTasks(w http.ResponseWriter, r *http.Request) {
+	s, ok := g.session(w, r)
+	if !ok {
+		return
+	}
+	var m engine.WorkingMemory
+	if err := json.Unmarshal(s.State, &m); err != nil {
+		g.internal(w, "read session", fmt.Errorf("session %s: working memory: %w", s.ID, err))
+		return
+	}
+	writeJSON(w, http.StatusOK, g.viewTasks(s.EngineID, m.BackgroundTasks))
 }
 
 var validToken = contracts.ValidToken
@@ -160,7 +335,7 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g.kick()
-	v, _ := viewSession(s, false)
+	v, _ := g.viewSession(r.Context(), s, false)
 	writeJSON(w, http.StatusCreated, v)
 }
 
@@ -191,8 +366,13 @@ func (g *Gateway) listSessions(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []sessionView{}
 	for _, s := range ss {
-		v, _ := viewSession(s, false)
-		v.Sidebar = nil
+		// The list shows handoff ids; GET /v1/sessions/{id} the details.
+		v := sessionView{SessionID: s.ID, EngineID: s.EngineID, EngineVersion: s.EngineVersion, ProjectID: s.ProjectID,
+			Status: s.Status, Phase: s.Phase, Completeness: s.Completeness, TurnCount: s.TurnCount,
+			StateHash: s.StateHash, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
+		if s.InboundHandoffID != "" || s.OutboundHandoffID != "" {
+			v.Handoffs = &handoffView{Inbound: s.InboundHandoffID, Outbound: s.OutboundHandoffID}
+		}
 		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"sessions": out})
@@ -219,7 +399,7 @@ func (g *Gateway) getSession(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	v, err := viewSession(s, true)
+	v, err := g.viewSession(r.Context(), s, true)
 	if err != nil {
 		g.internal(w, "read session", err)
 		return
@@ -246,6 +426,9 @@ type turnView struct {
 	Degraded     bool            `json:"degraded,omitempty"`
 	ReceivedAt   time.Time       `json:"received_at"`
 	RespondedAt  *time.Time      `json:"responded_at,omitempty"`
+	// Handoff is set on the answered turn whose exit transition handed the
+	// session off: the next message goes to its target session.
+	Handoff *handoffSummary `json:"handoff,omitempty"`
 }
 
 func viewTurn(t conversation.Turn) turnView {
@@ -294,11 +477,7 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.Status != conversation.StatusActive {
-		detail := fmt.Sprintf("session %s is %s", s.ID, s.Status)
-		if s.OutboundHandoffID != "" {
-			detail += "; it handed off (" + s.OutboundHandoffID + "): continue in the target session"
-		}
-		writeError(w, http.StatusConflict, "session_not_active", detail)
+		g.notActive(w, r, s)
 		return
 	}
 	tenant, now := tenantOf(r), g.cfg.Now().UTC()
@@ -342,7 +521,7 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if first.Answered() {
-			writeJSON(w, http.StatusOK, viewTurn(first))
+			writeJSON(w, http.StatusOK, g.withHandoff(r.Context(), viewTurn(first)))
 			return
 		}
 		turn = first
@@ -390,7 +569,7 @@ func (g *Gateway) awaitReply(w http.ResponseWriter, r *http.Request, turn conver
 			return
 		}
 		if t.Answered() {
-			writeJSON(w, http.StatusOK, viewTurn(t))
+			writeJSON(w, http.StatusOK, g.withHandoff(r.Context(), viewTurn(t)))
 			return
 		}
 		if timedOut {
@@ -398,6 +577,58 @@ func (g *Gateway) awaitReply(w http.ResponseWriter, r *http.Request, turn conver
 			return
 		}
 	}
+}
+
+// notActive refuses a message to a session that is not active; a session
+// that handed off names the session to post to instead.
+func (g *Gateway) notActive(w http.ResponseWriter, r *http.Request, s conversation.Session) {
+	body := struct {
+		apiError
+		Handoff *handoffSummary `json:"handoff,omitempty"`
+	}{apiError: apiError{Code: "session_not_active", Error: fmt.Sprintf("session %s is %s", s.ID, s.Status)}}
+	if s.OutboundHandoffID != "" {
+		h, err := g.handoffOf(r.Context(), s.TenantID, s.OutboundHandoffID)
+		if err != nil {
+			g.internal(w, "read the handoff", err)
+			return
+		}
+		body.Handoff = h
+		body.Error += fmt.Sprintf("; it handed off to %s (handoff %s): post to session %s", h.TargetEngineID, h.HandoffID,
+			h.TargetSessionID)
+		if !h.TargetStarted {
+			body.Error += ", which is starting: retry in a moment"
+		}
+	}
+	writeJSON(w, http.StatusConflict, body)
+}
+
+// withHandoff adds to an answered turn the handoff it made, if it made one:
+// the session's outbound handoff made at this turn.
+func (g *Gateway) withHandoff(ctx context.Context, v turnView) turnView {
+	s, err := conversation.GetSession(ctx, g.cfg.DB, tenantOfTurn(ctx), v.SessionID)
+	if err != nil || s.OutboundHandoffID == "" {
+		return v
+	}
+	h, err := g.handoffOf(ctx, s.TenantID, s.OutboundHandoffID)
+	if err != nil {
+		g.cfg.Logger.Warn("handoff of a turn unreadable", "session_id", s.ID, "error", err)
+		return v
+	}
+	var payload struct {
+		Metadata struct {
+			TurnCount int `json:"turn_count"`
+		} `json:"metadata"`
+	}
+	if hr, err := conversation.GetHandoff(ctx, g.cfg.DB, s.TenantID, h.HandoffID); err == nil &&
+		json.Unmarshal(hr.Payload, &payload) == nil && payload.Metadata.TurnCount == v.TurnNumber {
+		v.Handoff = h
+	}
+	return v
+}
+
+func tenantOfTurn(ctx context.Context) string {
+	t, _ := ctx.Value(tenantKey{}).(string)
+	return t
 }
 
 func (g *Gateway) listTurns(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -9,20 +10,33 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/praetorhq/praetor/internal/conversation"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 )
 
-// replySubject carries every turn.responded as published (core NATS sees
-// the subject before the stream adds its partition token).
-var replySubject = contracts.TurnRespondedSpec.FilterSubject()
+// Subjects the gateway listens to on core NATS (which sees a subject before
+// the stream adds its partition token): every turn.responded, for the
+// replies; every session.started, for the sessions handoffs start; every
+// task.merged, for the background tasks' progress.
+var (
+	replySubject   = contracts.TurnRespondedSpec.FilterSubject()
+	startedSubject = contracts.SessionStartedSpec.FilterSubject()
+	mergedSubject  = contracts.TaskMergedSpec.FilterSubject()
+)
 
-// broker hands replies to the requests waiting for a turn and to the
-// streams open on a session.
+// sseEvent is one Server-Sent Event for a session's streams.
+type sseEvent struct {
+	name string
+	data any
+}
+
+// broker hands replies to the requests waiting for a turn, and events to
+// the streams open on a session.
 type broker struct {
 	mu      sync.Mutex
 	turns   map[string][]chan contracts.TurnResponded
-	streams map[string]map[chan contracts.TurnResponded]struct{}
+	streams map[string]map[chan sseEvent]struct{}
 	closed  bool
 	// done closes with the broker, releasing the requests waiting for a
 	// reply.
@@ -31,7 +45,7 @@ type broker struct {
 
 func newBroker() *broker {
 	return &broker{turns: map[string][]chan contracts.TurnResponded{},
-		streams: map[string]map[chan contracts.TurnResponded]struct{}{}, done: make(chan struct{})}
+		streams: map[string]map[chan sseEvent]struct{}{}, done: make(chan struct{})}
 }
 
 func (b *broker) awaitTurn(turnID string) (<-chan contracts.TurnResponded, func()) {
@@ -57,10 +71,10 @@ func (b *broker) awaitTurn(turnID string) (<-chan contracts.TurnResponded, func(
 	}
 }
 
-// subscribe opens a stream of a session's replies; the channel closes when
+// subscribe opens a stream of a session's events; the channel closes when
 // the broker does.
-func (b *broker) subscribe(sessionID string) (<-chan contracts.TurnResponded, func()) {
-	ch := make(chan contracts.TurnResponded, 16)
+func (b *broker) subscribe(sessionID string) (<-chan sseEvent, func()) {
+	ch := make(chan sseEvent, 16)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
@@ -68,7 +82,7 @@ func (b *broker) subscribe(sessionID string) (<-chan contracts.TurnResponded, fu
 		return ch, func() {}
 	}
 	if b.streams[sessionID] == nil {
-		b.streams[sessionID] = map[chan contracts.TurnResponded]struct{}{}
+		b.streams[sessionID] = map[chan sseEvent]struct{}{}
 	}
 	b.streams[sessionID][ch] = struct{}{}
 	return ch, func() {
@@ -86,17 +100,26 @@ func (b *broker) subscribe(sessionID string) (<-chan contracts.TurnResponded, fu
 
 func (b *broker) publish(r contracts.TurnResponded) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	for _, ch := range b.turns[r.TurnID] {
 		select {
 		case ch <- r:
 		default:
 		}
 	}
-	for ch := range b.streams[r.SessionID] {
+	b.mu.Unlock()
+	c := r.Completeness
+	b.send(r.SessionID, sseEvent{"turn", turnView{TurnID: r.TurnID, SessionID: r.SessionID, Status: "answered",
+		TurnNumber: r.TurnNumber, Reply: r.Text, Phase: r.Phase, Completeness: &c, Sidebar: r.Sidebar, Degraded: r.Degraded}})
+}
+
+// send hands an event to the streams open on a session.
+func (b *broker) send(sessionID string, ev sseEvent) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.streams[sessionID] {
 		select {
-		case ch <- r:
-		default: // a stream that does not keep up skips a reply; GET gives the state
+		case ch <- ev:
+		default: // a stream that does not keep up skips an event; GET gives the state
 		}
 	}
 }
@@ -114,7 +137,7 @@ func (b *broker) close() {
 			close(ch)
 		}
 	}
-	b.streams = map[string]map[chan contracts.TurnResponded]struct{}{}
+	b.streams = map[string]map[chan sseEvent]struct{}{}
 }
 
 func (g *Gateway) onReply(msg *nats.Msg) {
@@ -131,9 +154,75 @@ func (g *Gateway) onReply(msg *nats.Msg) {
 	g.replies.publish(*r)
 }
 
-// stream serves a session's replies as Server-Sent Events: an initial
-// "state" event with the session, then a "turn" event per reply, and a
-// comment every 15s to keep proxies from closing the connection.
+// handoffEvent is the SSE "handoff" event: the session handed off, and the
+// session to follow.
+type handoffEvent struct {
+	HandoffID       string `json:"handoff_id"`
+	SourceSessionID string `json:"source_session_id"`
+	TargetSessionID string `json:"target_session_id"`
+	TargetEngineID  string `json:"target_engine_id"`
+	Reason          string `json:"reason"`
+}
+
+// onStarted tells the streams of a session that handed off that its target
+// session now exists (its session.started), so clients switch to a session
+// they can post to.
+func (g *Gateway) onStarted(msg *nats.Msg) {
+	ev, err := events.Decode(msg.Header, msg.Data)
+	if err != nil {
+		g.cfg.Logger.Warn("unreadable session.started on the bus", "subject", msg.Subject, "error", err)
+		return
+	}
+	st, err := contracts.DecodeAs[contracts.SessionStarted](ev)
+	if err != nil || st.InboundHandoffID == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, err := conversation.GetHandoff(ctx, g.cfg.DB, st.TenantID, st.InboundHandoffID)
+	if err != nil {
+		g.cfg.Logger.Warn("handoff of a started session not found", "session_id", st.SessionID,
+			"handoff_id", st.InboundHandoffID, "error", err)
+		return
+	}
+	g.replies.send(h.SourceSessionID, sseEvent{"handoff", handoffEvent{HandoffID: h.ID, SourceSessionID: h.SourceSessionID,
+		TargetSessionID: st.SessionID, TargetEngineID: st.EngineID, Reason: h.TransitionReason}})
+}
+
+// taskEvent is the SSE "task" event: a background task's new status, and
+// the session's sidebar after it.
+type taskEvent struct {
+	SessionID string          `json:"session_id"`
+	TaskID    string          `json:"task_id"`
+	Attempt   int             `json:"attempt"`
+	Status    string          `json:"status"`
+	Note      string          `json:"note,omitempty"`
+	Sidebar   json.RawMessage `json:"sidebar,omitempty"`
+}
+
+// onMerged tells a session's streams that a background task's outcome was
+// merged into it.
+func (g *Gateway) onMerged(msg *nats.Msg) {
+	ev, err := events.Decode(msg.Header, msg.Data)
+	if err != nil {
+		g.cfg.Logger.Warn("unreadable task.merged on the bus", "subject", msg.Subject, "error", err)
+		return
+	}
+	m, err := contracts.DecodeAs[contracts.TaskMerged](ev)
+	if err != nil {
+		g.cfg.Logger.Warn("task.merged breaks its contract", "subject", msg.Subject, "error", err)
+		return
+	}
+	g.replies.send(m.SessionID, sseEvent{"task", taskEvent{SessionID: m.SessionID, TaskID: m.TaskID, Attempt: m.Attempt,
+		Status: m.Status, Note: m.Note, Sidebar: m.Sidebar}})
+}
+
+// stream serves a session's events as Server-Sent Events: an initial
+// "state" event with the session, then a "turn" event per reply, a "task"
+// event per background task outcome merged, a "handoff" event once the
+// session's handoff has started its target session (follow
+// target_session_id: the next message goes there), and a comment every 15s
+// to keep proxies from closing the connection.
 func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 	s, ok := g.session(w, r)
 	if !ok {
@@ -150,7 +239,7 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	v, _ := viewSession(s, false)
+	v, _ := g.viewSession(r.Context(), s, false)
 	writeSSE(w, "state", v)
 	flusher.Flush()
 	keepalive := time.NewTicker(15 * time.Second)
@@ -161,14 +250,11 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-keepalive.C:
 			fmt.Fprint(w, ": keepalive\n\n")
-		case reply, open := <-replies:
+		case ev, open := <-replies:
 			if !open {
 				return
 			}
-			c := reply.Completeness
-			writeSSE(w, "turn", turnView{TurnID: reply.TurnID, SessionID: reply.SessionID, Status: "answered",
-				TurnNumber: reply.TurnNumber, Reply: reply.Text, Phase: reply.Phase, Completeness: &c,
-				Sidebar: reply.Sidebar, Degraded: reply.Degraded})
+			writeSSE(w, ev.name, ev.data)
 		}
 		flusher.Flush()
 	}

@@ -18,6 +18,45 @@
 // Process is pure given its dependencies: it neither reads nor writes a
 // store and publishes nothing. Its Result carries the reply, the new state,
 // the sidebar and every effect to persist or publish (log rows, checkpoints,
-// tasks to dispatch, a fired exit transition), so the service can commit
-// them in one transaction with its inbox and outbox.
+// tasks to dispatch, a fired exit transition with its handoff, the I-PASS
+// check of a first reply after a handoff), so the service can commit them in
+// one transaction with its inbox and outbox. Merge is its counterpart for a
+// background task's outcome between turns.
+//
+// # Handoffs
+//
+// At step 17 the first exit transition whose conditions hold maps working
+// memory to an EngineHandoff (the context mapper registered for the
+// transition) and validates it. A valid handoff fires the transition once:
+// the reply ends by saying where the conversation goes, and the service
+// writes eng_handoffs, marks the session handed_off and publishes
+// handoff.created with the turn. A handoff that fails validation is not
+// written: the reasons are logged, counted and kept in working memory
+// (HandoffRejection, which the API shows), and the session goes on. A
+// consumer of handoff.created starts the target engine's session with the
+// handoff in its working memory and publishes its session.started, handoff
+// included, so a replay starts it alike.
+//
+// The first reply of the target session is the answer to the user's next
+// message, which goes to the target session: the gateway says so (the turn
+// that handed off names the target session, the stream sends a "handoff"
+// event once it exists, the old session refuses messages and names it).
+// The target engine does not greet on its own: a greeting would be a model
+// call outside any turn, with no user message to answer, that a replay
+// could not place. Its context opens with the handoff's executive summary
+// and, for that first reply, the instruction to acknowledge it; the reply
+// is then checked (I-PASS) and the verdict stored with the handoff, never
+// blocking.
+//
+// # Background tasks and concurrency
+//
+// Tasks dispatched at step 8 run in the background service; their answers
+// (task.completed, task.failed on PRAETOR_TASKS) are routed by the runner
+// onto the session's subject of the turns stream (task.returned), so the
+// keyed consumer merges them between turns, in the session's order, and a
+// replay of the session merges them at the same place. Each write of a
+// session also names the version it read (conversation.SaveSession); a
+// write that finds another is refused and its work redone on the fresh
+// state, which guards against overlapping handlers (one outliving its ack
+// wait) on SQLite and PostgreSQL alike.
 package runner

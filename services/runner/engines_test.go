@@ -356,8 +356,17 @@ func checkTurn(t *testing.T, s *session, res *runner.Result, turn int) {
 		t.Errorf("turn %d: completeness %+v against threshold %v", turn, res.Completeness, def.CompletenessModel.ReadyThreshold)
 	}
 	// The sidebar follows its configuration: static sections always,
-	// dynamic ones while their condition holds (in their phases).
+	// dynamic ones while their condition holds (in their phases); then the
+	// background tasks, once there are some.
 	sb, cfg := res.Sidebar, def.SidebarConfig
+	bt := st.BackgroundTasks
+	if n := len(bt.Pending) + len(bt.Completed); n > 0 {
+		last := sb.Sections[len(sb.Sections)-1]
+		if last.ID != runner.SidebarTasksSection || len(last.Items) != n || !last.Visible {
+			t.Fatalf("turn %d: %d tasks, sidebar ends with %+v", turn, n, last)
+		}
+		sb.Sections = sb.Sections[:len(sb.Sections)-1]
+	}
 	if len(sb.Sections) != len(cfg.StaticSections)+len(cfg.DynamicSections) {
 		t.Fatalf("turn %d: %d sections", turn, len(sb.Sections))
 	}
@@ -439,7 +448,7 @@ func runScript(t *testing.T, engineID string, script []scriptedTurn) (*session, 
 func visibleSections(res *runner.Result) []string {
 	var out []string
 	for _, sec := range res.Sidebar.Sections {
-		if sec.Visible {
+		if sec.Visible && sec.ID != runner.SidebarTasksSection {
 			out = append(out, sec.ID)
 		}
 	}

@@ -265,8 +265,17 @@ func TestOfflineExplorationConversation(t *testing.T) {
 	if last.Effects.Exit == nil || last.Effects.Exit.TargetEngine != "project-discovery" {
 		t.Errorf("exit = %+v", last.Effects.Exit)
 	}
-	if len(last.Effects.Tasks) != 0 || len(st.BackgroundTasks.Pending) != 1 || st.BackgroundTasks.Pending[0].TaskID != "landscape_research" {
-		t.Errorf("background tasks = %+v", st.BackgroundTasks)
+	// The landscape research was dispatched once; no worker answered (this
+	// test runs no background service), so after twice its timeout (60s ×
+	// 2, twice; the test clock moves a minute a turn) its strategy settled
+	// it: degraded, with the engine's degraded behaviour for the agent.
+	bt := st.BackgroundTasks
+	if len(last.Effects.Tasks) != 0 || len(bt.Pending) != 0 || len(bt.Completed) != 1 {
+		t.Fatalf("background tasks = %+v", bt)
+	}
+	if r := bt.Completed[0]; r.TaskID != "landscape_research" || r.Status != engine.TaskDegraded || r.Attempt != 1 ||
+		!strings.Contains(r.Error, "no answer") || r.SettledAtTurn != 6 {
+		t.Errorf("landscape research = %+v", r)
 	}
 }
 

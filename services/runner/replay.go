@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -12,8 +13,11 @@ import (
 	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
-// ReplayedTurn is one turn of a session rebuilt from its events.
+// ReplayedTurn is one turn of a session rebuilt from its events, or one
+// background task outcome merged between turns (TaskID set).
 type ReplayedTurn struct {
+	// TaskID names the background task of a merge ("" for a turn).
+	TaskID     string `json:"task_id,omitempty"`
 	TurnNumber int    `json:"turn_number"`
 	TurnID     string `json:"turn_id"`
 	Phase      string `json:"phase"`
@@ -39,16 +43,19 @@ type ReplayResult struct {
 // ErrNoSessionStart is returned when the events hold no session.started.
 var ErrNoSessionStart = errors.New("replay: no session.started event for the session")
 
-// Replay rebuilds a session by folding its events through the runner: the
-// session.started event gives the initial working memory, each turn.extracted
-// a turn (at the event's time), and the runner's model answers come from r's
-// LLM, which for an audit is a record.Replayer of the session's
-// llm.call.recorded events, so no model is called. Each turn's state hash is
-// compared with the one its turn.responded recorded.
+// Replay rebuilds a session by folding its events, in stream order, through
+// the runner: the session.started event gives the initial working memory
+// (with its inbound handoff, if any), each turn.extracted a turn (at the
+// event's time), each task.returned a background task outcome merged
+// between turns, where the live run merged it; the runner's model answers
+// come from r's LLM, which for an audit is a record.Replayer of the
+// session's llm.call.recorded events, so no model is called. Each turn's
+// state hash is compared with the one its turn.responded recorded, and
+// each merge's with its task.merged.
 func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEvents []event.Event) (*ReplayResult, error) {
 	var (
 		start    *contracts.SessionStarted
-		turns    []event.Event
+		steps    []event.Event
 		recorded = map[string]string{}
 	)
 	for _, ev := range sessionEvents {
@@ -59,14 +66,20 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 				return nil, err
 			}
 			start = s
-		case contracts.TurnExtractedSpec.Type:
-			turns = append(turns, ev)
+		case contracts.TurnExtractedSpec.Type, contracts.TaskReturnedSpec.Type:
+			steps = append(steps, ev)
 		case contracts.TurnRespondedSpec.Type:
 			tr, err := contracts.DecodeAs[contracts.TurnResponded](ev)
 			if err != nil {
 				return nil, err
 			}
 			recorded[tr.TurnID] = tr.StateHash
+		case contracts.TaskMergedSpec.Type:
+			tm, err := contracts.DecodeAs[contracts.TaskMerged](ev)
+			if err != nil {
+				return nil, err
+			}
+			recorded[mergeKey(tm.TaskID, tm.Attempt)] = tm.StateHash
 		}
 	}
 	if start == nil {
@@ -81,15 +94,38 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 			start.SessionID, start.EngineID, start.EngineVersion, def.Version)
 	}
 	ctx = llm.WithOwner(ctx, start.TenantID, start.SessionID)
-	mem := engine.NewWorkingMemory(def, start.SessionID, start.ProjectID)
-	mem.UpdatedAt = start.StartedAt.UTC()
+	r = r.withEngines(engines)
+	mem, err := StartMemory(def, *start)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
 	out := &ReplayResult{SessionID: start.SessionID, EngineID: start.EngineID, Turns: []ReplayedTurn{}}
 	seen := map[string]bool{}
-	for _, ev := range turns {
+	for _, ev := range steps {
 		if seen[ev.ID()] {
 			continue // a republished copy
 		}
 		seen[ev.ID()] = true
+		if ev.Type() == contracts.TaskReturnedSpec.Type {
+			tr, err := contracts.DecodeAs[contracts.TaskReturned](ev)
+			if err != nil {
+				return nil, err
+			}
+			mg, err := r.Merge(def, mem, OutcomeOf(*tr))
+			if err != nil {
+				return nil, fmt.Errorf("replay: task %s attempt %d: %w", tr.TaskID, tr.Attempt, err)
+			}
+			if !mg.Applied {
+				continue
+			}
+			rt := ReplayedTurn{TaskID: tr.TaskID, TurnNumber: mg.State.TurnNumber, TurnID: ev.ID(), Phase: mg.State.Phase.Current,
+				StateHash: mg.StateHash, RecordedHash: recorded[mergeKey(tr.TaskID, tr.Attempt)]}
+			rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
+			out.Diverged = out.Diverged || !rt.Match
+			out.Turns = append(out.Turns, rt)
+			mem = mg.State
+			continue
+		}
 		te, err := contracts.DecodeAs[contracts.TurnExtracted](ev)
 		if err != nil {
 			return nil, err
@@ -120,4 +156,25 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 	}
 	out.StateHash = hash
 	return out, nil
+}
+
+// mergeKey identifies a task outcome's merge among a session's events.
+func mergeKey(taskID string, attempt int) string { return fmt.Sprintf("task:%s/%d", taskID, attempt) }
+
+// StartMemory is the working memory a session starts with, as its
+// session.started says: a new memory of the engine at the start time,
+// holding the inbound handoff if the session began with one. The gateway,
+// the handoff consumer and Replay all start sessions through it, so a
+// replay starts where the live run did.
+func StartMemory(def *engine.Definition, s contracts.SessionStarted) (*engine.WorkingMemory, error) {
+	m := engine.NewWorkingMemory(def, s.SessionID, s.ProjectID)
+	m.UpdatedAt = s.StartedAt.UTC()
+	if s.InboundHandoff != nil {
+		b, err := json.Marshal(s.InboundHandoff)
+		if err != nil {
+			return nil, fmt.Errorf("session %s: inbound handoff: %w", s.SessionID, err)
+		}
+		m.InboundHandoff = b
+	}
+	return m, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/internal/engine/sidebar"
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/pkg/contracts"
@@ -28,16 +29,23 @@ type Result struct {
 	State     *engine.WorkingMemory `json:"state"`
 	StateHash string                `json:"state_hash"`
 
-	Phase          string                   `json:"phase"`
-	PhaseChange    *PhaseChange             `json:"phase_change,omitempty"`
-	PhaseBlockedBy []string                 `json:"phase_blocked_by,omitempty"`
-	Completeness   engine.CompletenessState `json:"completeness"`
-	Sidebar        sidebar.State            `json:"sidebar"`
-	Techniques     []string                 `json:"techniques"`
-	Modes          []engine.Mode            `json:"modes"`
-	Context        ContextInfo              `json:"context"`
-	QA             QAReport                 `json:"qa"`
-	Telemetry      Telemetry                `json:"telemetry"`
+	Phase          string       `json:"phase"`
+	PhaseChange    *PhaseChange `json:"phase_change,omitempty"`
+	PhaseBlockedBy []string     `json:"phase_blocked_by,omitempty"`
+	// Stalled are the background tasks progress waits for (stall): phase
+	// and exit transitions wait, and the reply says so.
+	Stalled []string `json:"stalled,omitempty"`
+	// HandoffRejected is set when an exit transition's conditions held but
+	// its handoff failed validation: nothing was handed off, and the
+	// session goes on.
+	HandoffRejected *engine.HandoffRejection `json:"handoff_rejected,omitempty"`
+	Completeness    engine.CompletenessState `json:"completeness"`
+	Sidebar         sidebar.State            `json:"sidebar"`
+	Techniques      []string                 `json:"techniques"`
+	Modes           []engine.Mode            `json:"modes"`
+	Context         ContextInfo              `json:"context"`
+	QA              QAReport                 `json:"qa"`
+	Telemetry       Telemetry                `json:"telemetry"`
 
 	// Effects are what the caller persists or publishes.
 	Effects Effects `json:"effects"`
@@ -77,10 +85,28 @@ type Effects struct {
 	// Checkpoints are eng_state_checkpoints rows: one before a compression,
 	// one every N turns.
 	Checkpoints []Checkpoint `json:"checkpoints"`
-	// Exit is an exit transition that fired (the handoff issue executes it).
+	// Exit is an exit transition that fired, with its validated handoff:
+	// the service writes it to eng_handoffs and publishes handoff.created.
 	Exit *ExitTransition `json:"exit,omitempty"`
-	// Tasks are background tasks to dispatch (the background issue runs them).
-	Tasks []engine.TaskRecord `json:"tasks"`
+	// Tasks are background tasks to dispatch as task.dispatched.
+	Tasks []TaskDispatch `json:"tasks"`
+	// Verification is the I-PASS check of this reply, the first of a
+	// session that started with a handoff.
+	Verification *handoff.Verification `json:"verification,omitempty"`
+}
+
+// TaskDispatch is one attempt of a background task to dispatch.
+type TaskDispatch struct {
+	TaskID  string `json:"task_id"`
+	Handler string `json:"handler"`
+	Attempt int    `json:"attempt"`
+	// Timeout bounds the attempt: the task's estimated duration times the
+	// runner's TaskTimeoutFactor.
+	Timeout time.Duration `json:"timeout"`
+	// NotBefore is when the attempt may start (a retry's backoff).
+	NotBefore time.Time `json:"not_before,omitzero"`
+	// Input is the tasks.Input of the task, as JSON.
+	Input json.RawMessage `json:"input"`
 }
 
 // Checkpoint reasons.
@@ -104,6 +130,11 @@ type ExitTransition struct {
 	Reason       string  `json:"reason"`
 	AtTurn       int     `json:"at_turn"`
 	Completeness float64 `json:"completeness"`
+	// HandoffID and TargetSessionID are derived from the turn, so a re-run
+	// of the turn names the same handoff and target session.
+	HandoffID       string                  `json:"handoff_id"`
+	TargetSessionID string                  `json:"target_session_id"`
+	Handoff         contracts.EngineHandoff `json:"handoff"`
 }
 
 // Telemetry is step 15's summary of a turn, for metrics.

@@ -14,6 +14,7 @@ import (
 	"github.com/praetorhq/praetor/internal/engine/completeness"
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/internal/engine/obligation"
 	"github.com/praetorhq/praetor/internal/engine/phase"
 	"github.com/praetorhq/praetor/internal/engine/sidebar"
@@ -82,7 +83,38 @@ type Config struct {
 	ResponseMaxTokens int
 	// ResponseMaxChars is where QA cuts an overlong reply (default 4000).
 	ResponseMaxChars int
+
+	// Mappers map working memory to the handoff of an exit transition
+	// (default handoff.Builtin(): the shipped engines' mappers, and the
+	// generic one for the others).
+	Mappers *handoff.Mappers
+	// Engines, when set, name the target engine in the handover line of a
+	// reply and refuse an exit to an engine that is not loaded. The service
+	// and Replay set it from their catalog.
+	Engines *engine.Catalog
+	// TaskStrategy decides what a failed background task leads to (default
+	// strategy.ConfigDriven, the seed's).
+	TaskStrategy strategy.TaskFailureStrategy
+	// TaskTimeoutFactor sets an attempt's timeout: the task's
+	// estimated_duration times this (default 2).
+	TaskTimeoutFactor float64
+	// Intelligence, when set, gives lines of background intelligence for a
+	// session's project (the memory service). The service asks it at each
+	// turn; lines that changed are merged into working memory after the
+	// turn, in the session's order, so a replay sees them where the live run
+	// did. Errors are logged and the turn goes on.
+	Intelligence Intelligence
 }
+
+// Intelligence is the memory service as the runner uses it: lines of
+// background intelligence (decisions, patterns) for a tenant's project.
+type Intelligence interface {
+	Background(ctx context.Context, tenantID, projectID string) ([]string, error)
+}
+
+// DefaultTaskTimeoutFactor multiplies a task's estimated duration into the
+// timeout of one attempt.
+const DefaultTaskTimeoutFactor = 2
 
 // WithDefaults fills unset fields.
 func (c Config) WithDefaults() Config {
@@ -107,6 +139,13 @@ func (c Config) WithDefaults() Config {
 	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, 16<<10)
 	c.ResponseMaxTokens = cmp.Or(c.ResponseMaxTokens, 600)
 	c.ResponseMaxChars = cmp.Or(c.ResponseMaxChars, 4000)
+	if c.Mappers == nil {
+		c.Mappers = handoff.Builtin()
+	}
+	if c.TaskStrategy == nil {
+		c.TaskStrategy = strategy.ConfigDriven{}
+	}
+	c.TaskTimeoutFactor = cmp.Or(c.TaskTimeoutFactor, DefaultTaskTimeoutFactor)
 	return c
 }
 
@@ -120,7 +159,21 @@ func (c Config) validate() error {
 	if c.MaxMessageBytes < 1 || c.ResponseMaxTokens < 1 || c.ResponseMaxChars < 1 {
 		return errors.New("runner: limits must be positive")
 	}
+	if c.TaskTimeoutFactor <= 0 {
+		return errors.New("runner: TaskTimeoutFactor must be positive")
+	}
 	return nil
+}
+
+// withEngines returns a runner that knows the engines (for handover lines
+// and exit checks), unless it knows some already.
+func (r *Runner) withEngines(cat *engine.Catalog) *Runner {
+	if r.cfg.Engines != nil || cat == nil {
+		return r
+	}
+	cfg := r.cfg
+	cfg.Engines = cat
+	return &Runner{cfg: cfg}
 }
 
 // Runner runs the 19-step loop for any engine. It is safe for concurrent
@@ -169,7 +222,7 @@ func Steps() []string {
 // clock, it returns the same result. A failed response generation gives a
 // degraded reply: the turn is still answered.
 func (r *Runner) Process(ctx context.Context, def *engine.Definition, state *engine.WorkingMemory, in Input) (*Result, error) {
-	res := &Result{Effects: Effects{Tasks: []engine.TaskRecord{}, Checkpoints: []Checkpoint{}}}
+	res := &Result{Effects: Effects{Tasks: []TaskDispatch{}, Checkpoints: []Checkpoint{}}}
 	step := func(name string) { res.Steps = append(res.Steps, name) }
 
 	// 1. Pre-processing: validate the input, load the state, open the turn.
@@ -215,13 +268,20 @@ func (r *Runner) Process(ctx context.Context, def *engine.Definition, state *eng
 	m.Obligations = obligation.Evaluate(def, m, r.cfg.Registry)
 	m.Completeness = completeness.Evaluate(def, m, r.cfg.Registry)
 
-	// 6-7. Phase transition: evaluate the triggers, execute if allowed.
+	// 6-7. Phase transition: evaluate the triggers, execute if allowed. A
+	// stalled background task blocks progress: no transition until it
+	// completes.
 	machine := phase.New(def, r.cfg.Registry)
 	step("phase-transition-eval")
 	ev := machine.EvaluateTransition(m)
 	step("phase-transition-exec")
+	res.Stalled = stalledNames(def, m)
 	if ev.ShouldTransition {
-		if ok, why := machine.CanTransition(ev.From, ev.Target, m); !ok {
+		ok, why := machine.CanTransition(ev.From, ev.Target, m)
+		for _, n := range res.Stalled {
+			ok, why = false, append(why, fmt.Sprintf("waiting for background task %s (stalled)", n))
+		}
+		if !ok {
 			res.PhaseBlockedBy = why
 		} else if err := machine.ExecuteTransition(ev.From, ev.Target, m); err != nil {
 			return nil, fmt.Errorf("runner: %w", err)
@@ -231,9 +291,30 @@ func (r *Runner) Process(ctx context.Context, def *engine.Definition, state *eng
 	}
 	cur, _ := def.Phase(m.Phase.Current)
 
-	// 8. Background tasks: dispatch those whose trigger holds.
+	// 8. Background tasks: those whose attempt went unanswered for too long
+	// fail (their strategy decides what next); dispatch those whose trigger
+	// holds, and, in a new phase, again those an earlier phase left as gaps.
 	step("background-tasks")
-	res.Effects.Tasks = append(res.Effects.Tasks, tasks.Dispatch(m, tasks.Due(def, m, r.cfg.Registry))...)
+	var recs []engine.TaskRecord
+	for _, late := range tasks.Overdue(def, m, r.cfg.TaskTimeoutFactor, now) {
+		d, _ := tasks.Fail(def, m, r.cfg.TaskStrategy, late.TaskID, late.Attempt,
+			tasks.Failure{Message: "no answer from the background workers in time"}, now)
+		if rec, ok := m.BackgroundTasks.Task(late.TaskID); ok && d.NextAttempt > 0 {
+			recs = append(recs, rec)
+		}
+	}
+	recs = append(recs, tasks.Dispatch(m, tasks.Due(def, m, r.cfg.Registry))...)
+	if res.PhaseChange != nil {
+		recs = append(recs, tasks.Refill(def, m)...)
+	}
+	for _, rec := range recs {
+		d, err := r.dispatch(def, m, rec)
+		if err != nil {
+			return nil, err
+		}
+		res.Effects.Tasks = append(res.Effects.Tasks, d)
+	}
+	res.Stalled = stalledNames(def, m) // an overdue task may have stalled
 
 	// 9. Technique selection.
 	step("technique-selection")
@@ -261,7 +342,8 @@ func (r *Runner) Process(ctx context.Context, def *engine.Definition, state *eng
 	if err != nil {
 		return nil, err
 	}
-	asmIn := contextasm.Input{Def: def, Memory: m, Message: in.Message, Techniques: chosen, Next: next}
+	asmIn := contextasm.Input{Def: def, Memory: m, Message: in.Message, Techniques: chosen, Next: next,
+		Handoff: inboundSummary(def, m)}
 	assembled := asm.Assemble(asmIn)
 
 	// 11. Compression check: on overflow, checkpoint, compress, reassemble.
@@ -304,9 +386,13 @@ func (r *Runner) Process(ctx context.Context, def *engine.Definition, state *eng
 		res.Provider, res.Model, res.Usage = resp.Provider, resp.Model, resp.Usage
 	}
 
-	// 13. QA check.
+	// 13. QA check; and the user is told what progress waits for.
 	step("qa-check")
 	reply, res.QA = qaCheck(reply, fallback, m, cur, r.cfg.ResponseMaxChars)
+	if len(res.Stalled) > 0 {
+		reply += "\n\n(Waiting for background research: " + strings.Join(res.Stalled, ", ") +
+			". We can go on talking; the next step waits until it completes.)"
+	}
 
 	// 14. Mode classification.
 	step("mode-classification")
@@ -328,21 +414,15 @@ func (r *Runner) Process(ctx context.Context, def *engine.Definition, state *eng
 
 	// 16. Sidebar.
 	step("sidebar")
-	res.Sidebar = sidebar.Build(def, m, r.cfg.Registry)
+	res.Sidebar = withTasks(sidebar.Build(def, m, r.cfg.Registry), def, m)
 
-	// 17. Exit transitions: the first whose conditions all hold fires, once.
+	// 17. Exit transitions: the first whose conditions all hold fires, once,
+	// with a handoff that passes validation (a handoff that fails is not
+	// made, and says why); and the first reply after an inbound handoff is
+	// checked (I-PASS).
 	step("exit-transitions")
-	if m.Exit == nil {
-		env := engine.CondEnv{Memory: m, Registry: r.cfg.Registry, Message: in.Message}
-		for _, x := range def.ExitTransitions {
-			if engine.AllHold(x.Conditions, env) {
-				m.Exit = &engine.ExitState{TargetEngine: x.TargetEngine, Reason: x.Reason, AtTurn: m.TurnNumber}
-				res.Effects.Exit = &ExitTransition{TargetEngine: x.TargetEngine, Reason: x.Reason,
-					AtTurn: m.TurnNumber, Completeness: m.Completeness.Overall}
-				break
-			}
-		}
-	}
+	reply = r.exit(ctx, def, m, in, now, reply, res)
+	res.Effects.Verification = verifyInbound(def, m, reply)
 
 	// 18. Persist state: the reply joins the history; snapshot when due.
 	step("persist-state")

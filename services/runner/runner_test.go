@@ -352,3 +352,26 @@ func TestFromContractRoundTrip(t *testing.T) {
 		t.Errorf("input = %+v", got)
 	}
 }
+
+// A task nobody answers (no background worker runs) fails once twice its
+// timeout has passed, and its strategy applies: here a retry, dispatched
+// again with its backoff.
+func TestUnansweredTaskFollowsItsStrategy(t *testing.T) {
+	def := enginetest.Definition()
+	def.BackgroundTasks = []engine.BackgroundTask{{TaskID: "budget_research", DisplayName: "Budget research", Handler: "research.web",
+		EstimatedDuration: engine.Duration(10 * time.Second),
+		Trigger:           engine.TaskTrigger{Type: engine.TaskTriggerObligationStatus, ObligationIDs: []string{"budget_known"}},
+		FailureStrategy:   engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: 2}}}
+	r := newRunner(t, &fakeLLM{reply: "ok?"})
+	res := process(t, r, def, nil, input(t, def, nil, "hi", nil))
+	if len(res.Effects.Tasks) != 1 || res.Effects.Tasks[0].Timeout != 20*time.Second {
+		t.Fatalf("dispatch = %+v", res.Effects.Tasks)
+	}
+	// The clock moves a minute a turn: past twice the 20s timeout.
+	res = process(t, r, def, res.State, input(t, def, res.State, "hi again", nil))
+	rec, _ := res.State.BackgroundTasks.Task("budget_research")
+	if len(res.Effects.Tasks) != 1 || res.Effects.Tasks[0].Attempt != 2 || rec.Status != engine.TaskRetrying ||
+		!res.Effects.Tasks[0].NotBefore.Equal(res.ProcessedAt.Add(5*time.Second)) {
+		t.Fatalf("after the deadline: dispatch %+v, record %+v", res.Effects.Tasks, rec)
+	}
+}

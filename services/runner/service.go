@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -15,16 +17,27 @@ import (
 	"github.com/praetorhq/praetor/internal/conversation"
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/sidebar"
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 )
 
-// Consumer is the durable consumer (service role) of the runner.
-const Consumer = "runner"
+// Consumers (service roles) of the runner: the session's turns and task
+// outcomes, in the session's order; the answers of the background workers,
+// routed into that order; and the handoffs that start sessions.
+const (
+	Consumer         = "runner"
+	ConsumerTasks    = "runner-tasks"
+	ConsumerHandoffs = "runner-handoffs"
+)
 
 const source = "/praetor/runner"
+
+// maxStaleRedo bounds how often one event's work is redone at once after
+// its session changed under it; past that it is redelivered later.
+const maxStaleRedo = 5
 
 // Subscriber starts consumers and encodes events; *events.Bus is one.
 type Subscriber interface {
@@ -51,15 +64,39 @@ type ServiceConfig struct {
 }
 
 // Service consumes turn.extracted, runs the rest of the turn and publishes
-// turn.responded. A session's turns are handled one at a time in order; the
-// new state, the reply, the checkpoints and the turn.responded event commit
-// with the inbox row, so a redelivered turn is answered once.
+// turn.responded; it merges background task outcomes into the session
+// between turns, executes handoffs, and starts the sessions handoffs lead
+// to.
+//
+// A session's turns and task outcomes are handled one at a time in stream
+// order (a keyed consumer on the session's subject; the workers' answers on
+// PRAETOR_TASKS are first routed there as task.returned). The new state,
+// the reply, the checkpoints, the handoff and the events to emit commit with
+// the inbox row, so a redelivered event has one effect. As a second guard,
+// each write names the session version it read (conversation.SaveSession):
+// should two handlers of one session ever overlap (a handler outliving its
+// ack wait), the later write is refused and its work redone on the fresh
+// state, so no update is lost.
 type Service struct {
-	cfg      ServiceConfig
-	inbox    *delivery.Inbox
-	sub      *events.Subscription
-	answered prometheus.Counter
-	degraded prometheus.Counter
+	cfg       ServiceConfig
+	runner    *Runner
+	inbox     *delivery.Inbox
+	tasksIn   *delivery.Inbox
+	handoffIn *delivery.Inbox
+	m         serviceMetrics
+
+	mu   sync.Mutex
+	subs []*events.Subscription
+	// afterRead, in tests, runs between reading a session and committing
+	// its new state, so a test can change the session in between.
+	afterRead func(kind string)
+}
+
+type serviceMetrics struct {
+	answered, degraded, conflicts prometheus.Counter
+	handoffs, verifications       *prometheus.CounterVec
+	dispatched                    prometheus.Counter
+	merged                        *prometheus.CounterVec
 }
 
 // NewService returns the service; Start subscribes it.
@@ -71,68 +108,165 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	in, err := delivery.NewInbox(delivery.InboxConfig{DB: cfg.DB, Encoder: cfg.Bus, Consumer: Consumer, Relay: cfg.Relay, Now: cfg.Now})
-	if err != nil {
+	inbox := func(consumer string) (*delivery.Inbox, error) {
+		return delivery.NewInbox(delivery.InboxConfig{DB: cfg.DB, Encoder: cfg.Bus, Consumer: consumer, Relay: cfg.Relay, Now: cfg.Now})
+	}
+	s := &Service{cfg: cfg, runner: cfg.Runner.withEngines(cfg.Engines)}
+	var err error
+	if s.inbox, err = inbox(Consumer); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, inbox: in,
+	if s.tasksIn, err = inbox(ConsumerTasks); err != nil {
+		return nil, err
+	}
+	if s.handoffIn, err = inbox(ConsumerHandoffs); err != nil {
+		return nil, err
+	}
+	s.m = serviceMetrics{
 		answered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "praetor_turns_answered_total", Help: "Turns the runner answered."}),
 		degraded: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "praetor_responses_degraded_total",
 			Help: "Turns answered with the fallback reply because response generation failed."}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "praetor_session_write_conflicts_total",
+			Help: "Session writes refused because the session changed since it was read; the work was redone."}),
+		handoffs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "praetor_handoffs_total",
+			Help: "Exit transitions that fired, by outcome: created (written and published) or rejected (failed validation, not written)."},
+			[]string{"outcome"}),
+		verifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "praetor_handoff_verifications_total",
+			Help: "I-PASS checks of the first reply after a handoff, by result (verified, unverified)."},
+			[]string{"result"}),
+		dispatched: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "praetor_background_tasks_dispatched_total", Help: "Background task attempts the runner dispatched."}),
+		merged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "praetor_task_outcomes_merged_total",
+			Help: "Background task outcomes merged into sessions, by the task's status after the merge."}, []string{"status"}),
 	}
 	if cfg.Registerer != nil {
-		for _, c := range []prometheus.Collector{s.answered, s.degraded} {
+		for _, c := range []prometheus.Collector{s.m.answered, s.m.degraded, s.m.conflicts, s.m.handoffs,
+			s.m.verifications, s.m.dispatched, s.m.merged} {
 			if err := cfg.Registerer.Register(c); err != nil {
 				return nil, err
 			}
 		}
 	}
+	if missing := s.runner.cfg.Mappers.Unmapped(cfg.Engines.All()); len(missing) > 0 {
+		cfg.Logger.Warn("exit transitions without a context mapper of their own use the generic one", "transitions", missing)
+	}
 	return s, nil
 }
 
-// Start subscribes to turn.extracted.
+// Start subscribes to the session events (turn.extracted, task.returned),
+// the workers' answers (task.completed, task.failed) and handoff.created.
 func (s *Service) Start(ctx context.Context) error {
-	sub, err := s.cfg.Bus.Subscribe(ctx, events.ConsumerConfig{
-		Stream: contracts.StreamTurns, Name: Consumer, Keyed: true,
-		Subjects:       []string{contracts.TurnExtractedSpec.FilterSubject()},
-		HandlerTimeout: 5 * time.Minute, AckWait: s.cfg.AckWait,
-	}, s.inbox.Handler(s.work))
-	if err != nil {
-		return err
+	s.mu.Lock()
+	started := len(s.subs) > 0
+	s.mu.Unlock()
+	if started {
+		return errors.New("runner: already started")
 	}
-	s.sub = sub
+	for _, c := range []struct {
+		cfg events.ConsumerConfig
+		h   events.Handler
+	}{
+		{events.ConsumerConfig{Stream: contracts.StreamTurns, Name: Consumer, Keyed: true,
+			Subjects:       []string{contracts.TurnExtractedSpec.FilterSubject(), contracts.TaskReturnedSpec.FilterSubject()},
+			HandlerTimeout: 5 * time.Minute, AckWait: s.cfg.AckWait}, s.redoStale(s.inbox.Handler(s.work))},
+		{events.ConsumerConfig{Stream: contracts.StreamTasks, Name: ConsumerTasks,
+			Subjects: []string{contracts.TaskCompletedSpec.FilterSubject(), contracts.TaskFailedSpec.FilterSubject()},
+			AckWait:  s.cfg.AckWait}, s.sessionTasks(s.tasksIn.TxHandler(s.route))},
+		{events.ConsumerConfig{Stream: contracts.StreamHandoffs, Name: ConsumerHandoffs, Keyed: true,
+			Subjects: []string{contracts.HandoffCreatedSpec.FilterSubject()}, AckWait: s.cfg.AckWait},
+			s.handoffIn.Handler(s.startTarget)},
+	} {
+		sub, err := s.cfg.Bus.Subscribe(ctx, c.cfg, c.h)
+		if err != nil {
+			_ = s.Stop(context.WithoutCancel(ctx))
+			return err
+		}
+		s.mu.Lock()
+		s.subs = append(s.subs, sub)
+		s.mu.Unlock()
+	}
 	return nil
 }
 
-// Stop drains the consumer.
+// Stop drains the consumers; calling it twice is harmless.
 func (s *Service) Stop(ctx context.Context) error {
-	if s.sub == nil {
-		return nil
+	s.mu.Lock()
+	subs := s.subs
+	s.subs = nil
+	s.mu.Unlock()
+	var errs []error
+	for _, sub := range subs {
+		errs = append(errs, sub.Stop(ctx))
 	}
-	return s.sub.Stop(ctx)
+	return errors.Join(errs...)
 }
 
+// redoStale runs h again, at once, when its commit found that the session
+// had changed since its work read it: the work is redone on the fresh
+// state. Past maxStaleRedo tries the error goes back to the consumer, which
+// redelivers the event later.
+func (s *Service) redoStale(h events.Handler) events.Handler {
+	return func(ctx context.Context, ev event.Event) error {
+		for i := 1; ; i++ {
+			err := h(ctx, ev)
+			if !errors.Is(err, conversation.ErrStale) {
+				return err
+			}
+			s.m.conflicts.Inc()
+			s.cfg.Logger.Debug("session changed under the handler; redoing its work", "event_id", ev.ID(),
+				"event_type", ev.Type(), "try", i, "error", err)
+			if i == maxStaleRedo || ctx.Err() != nil {
+				return err
+			}
+		}
+	}
+}
+
+// work handles one event of a session's order.
 func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, error) {
+	if ev.Type() == contracts.TaskReturnedSpec.Type {
+		return s.merge(ctx, ev)
+	}
+	return s.turn(ctx, ev)
+}
+
+// load reads a session, its engine and its working memory.
+func (s *Service) load(ctx context.Context, tenantID, sessionID, what string) (conversation.Session, *engine.Definition, *engine.WorkingMemory, error) {
+	sess, err := conversation.GetSession(ctx, s.cfg.DB, tenantID, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return sess, nil, nil, events.Permanent(fmt.Errorf("%s names unknown session %s", what, sessionID))
+	}
+	if err != nil {
+		return sess, nil, nil, err
+	}
+	def, ok := s.cfg.Engines.Get(sess.EngineID)
+	if !ok {
+		return sess, nil, nil, events.Permanent(fmt.Errorf("session %s runs engine %q, which is not loaded", sess.ID, sess.EngineID))
+	}
+	var mem engine.WorkingMemory
+	if err := json.Unmarshal(sess.State, &mem); err != nil {
+		return sess, nil, nil, events.Permanent(fmt.Errorf("session %s: working memory: %w", sess.ID, err))
+	}
+	if s.afterRead != nil {
+		s.afterRead(what)
+	}
+	return sess, def, &mem, nil
+}
+
+func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, error) {
 	te, err := contracts.DecodeAs[contracts.TurnExtracted](ev)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := conversation.GetSession(ctx, s.cfg.DB, te.TenantID, te.SessionID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, events.Permanent(fmt.Errorf("turn %s names unknown session %s", te.TurnID, te.SessionID))
-	}
+	sess, def, mem, err := s.load(ctx, te.TenantID, te.SessionID, "turn "+te.TurnID)
 	if err != nil {
 		return nil, err
-	}
-	def, ok := s.cfg.Engines.Get(sess.EngineID)
-	if !ok {
-		return nil, events.Permanent(fmt.Errorf("session %s runs engine %q, which is not loaded", sess.ID, sess.EngineID))
-	}
-	var mem engine.WorkingMemory
-	if err := json.Unmarshal(sess.State, &mem); err != nil {
-		return nil, events.Permanent(fmt.Errorf("session %s: working memory: %w", sess.ID, err))
 	}
 	in, err := FromContract(*te, sess.ProjectID)
 	if err != nil {
@@ -141,7 +275,7 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	in.Now = ev.Time()
 	// Every model call of the turn (reply, summary) belongs to the session.
 	ctx = llm.WithOwner(ctx, te.TenantID, te.SessionID)
-	res, err := s.cfg.Runner.Process(ctx, def, &mem, in)
+	res, err := s.runner.Process(ctx, def, mem, in)
 	switch {
 	case errors.Is(err, ErrDuplicateTurn):
 		return func(context.Context, store.Querier) ([]event.Event, error) { return nil, nil }, nil
@@ -152,17 +286,54 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	case err != nil:
 		return nil, err
 	}
-	return s.commit(sess, te, res)
+	return s.commitTurn(sess, te, res, s.intelligence(ctx, sess, mem, te.TurnID, ev.Time()))
 }
 
-// commit is the step that persists a processed turn.
-func (s *Service) commit(sess conversation.Session, te *contracts.TurnExtracted, res *Result) (delivery.Step, error) {
+// intelligence asks the memory service for the project's background
+// intelligence; lines that differ from the session's come back as a
+// task.returned, merged right after this turn. Errors are logged: the turn
+// goes on without.
+func (s *Service) intelligence(ctx context.Context, sess conversation.Session, mem *engine.WorkingMemory, turnID string,
+	at time.Time) []event.Event {
+	src := s.runner.cfg.Intelligence
+	if src == nil {
+		return nil
+	}
+	lines, err := src.Background(ctx, sess.TenantID, sess.ProjectID)
+	if err != nil {
+		s.cfg.Logger.Warn("background intelligence unavailable; the turn goes on without it", "session_id", sess.ID,
+			"project_id", sess.ProjectID, "error", err)
+		return nil
+	}
+	if lines == nil {
+		lines = []string{}
+	}
+	if slices.Equal(lines, mem.BackgroundTasks.Intelligence) || (len(lines) == 0 && len(mem.BackgroundTasks.Intelligence) == 0) {
+		return nil
+	}
+	out, _ := json.Marshal(lines)
+	ev, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(turnID, "intelligence"), Source: source, Time: at},
+		contracts.TaskReturned{TenantID: sess.TenantID, SessionID: sess.ID, TaskID: IntelligenceTaskID, Attempt: 1,
+			Completed: true, Output: out, ReturnedAt: at})
+	if err != nil {
+		s.cfg.Logger.Warn("background intelligence not recorded", "session_id", sess.ID, "error", err)
+		return nil
+	}
+	return []event.Event{ev}
+}
+
+// commitTurn is the step that persists a processed turn: the session's new
+// state (handed off when its exit transition fired), the answered turn, the
+// checkpoints, the handoff row and the I-PASS verdict, and the events:
+// turn.responded, then handoff.created, the tasks to dispatch and the
+// intelligence to merge.
+func (s *Service) commitTurn(sess conversation.Session, te *contracts.TurnExtracted, res *Result, extra []event.Event) (delivery.Step, error) {
 	now := s.cfg.Now().UTC()
 	state, err := json.Marshal(res.State)
 	if err != nil {
 		return nil, events.Permanent(err)
 	}
-	sidebar, err := json.Marshal(res.Sidebar)
+	sb, err := json.Marshal(res.Sidebar)
 	if err != nil {
 		return nil, events.Permanent(err)
 	}
@@ -175,10 +346,35 @@ func (s *Service) commit(sess conversation.Session, te *contracts.TurnExtracted,
 	if err != nil {
 		return nil, events.Permanent(err)
 	}
-	sess.State, sess.StateHash, sess.Sidebar = state, res.StateHash, sidebar
+	emitted := []event.Event{out}
+
+	var hrow *conversation.Handoff
+	if x := res.Effects.Exit; x != nil {
+		hrow, emitted, err = s.handoff(sess, x, res.ProcessedAt, emitted)
+		if err != nil {
+			return nil, err
+		}
+		sess.Status, sess.OutboundHandoffID = conversation.StatusHandedOff, x.HandoffID
+	}
+	for _, d := range res.Effects.Tasks {
+		ev, err := s.dispatchEvent(sess, d, res.ProcessedAt)
+		if err != nil {
+			return nil, err
+		}
+		emitted = append(emitted, ev)
+	}
+	emitted = append(emitted, extra...)
+	var verification json.RawMessage
+	if v := res.Effects.Verification; v != nil && sess.InboundHandoffID != "" {
+		if verification, err = json.Marshal(v); err != nil {
+			return nil, events.Permanent(err)
+		}
+	}
+
+	sess.State, sess.StateHash, sess.Sidebar = state, res.StateHash, sb
 	sess.Phase, sess.Completeness, sess.TurnCount, sess.UpdatedAt = res.Phase, res.Completeness.Overall, res.State.TurnNumber, now
 	turn := conversation.Turn{ID: te.TurnID, TenantID: te.TenantID, SessionID: sess.ID, TurnNumber: res.State.TurnNumber,
-		Reply: res.Reply, Phase: res.Phase, Completeness: res.Completeness.Overall, Sidebar: sidebar,
+		Reply: res.Reply, Phase: res.Phase, Completeness: res.Completeness.Overall, Sidebar: sb,
 		Degraded: payload.Degraded, RespondedAt: &now}
 	return func(ctx context.Context, tx store.Querier) ([]event.Event, error) {
 		if err := conversation.SaveSession(ctx, tx, sess); err != nil {
@@ -196,10 +392,247 @@ func (s *Service) commit(sess conversation.Session, te *contracts.TurnExtracted,
 				return nil, err
 			}
 		}
-		s.answered.Inc()
-		if res.Degraded {
-			s.degraded.Inc()
+		if hrow != nil {
+			if err := conversation.CreateHandoff(ctx, tx, *hrow); err != nil {
+				return nil, err
+			}
 		}
+		if verification != nil {
+			err := conversation.RecordVerification(ctx, tx, sess.TenantID, sess.InboundHandoffID, res.Effects.Verification.Verified, verification)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, err
+			}
+		}
+		s.count(sess, res)
+		return emitted, nil
+	}, nil
+}
+
+// count updates the metrics and logs of a committed turn. (A transaction
+// retried by the store counts twice; these are operational figures.)
+func (s *Service) count(sess conversation.Session, res *Result) {
+	s.m.answered.Inc()
+	if res.Degraded {
+		s.m.degraded.Inc()
+	}
+	s.m.dispatched.Add(float64(len(res.Effects.Tasks)))
+	switch {
+	case res.Effects.Exit != nil:
+		s.m.handoffs.WithLabelValues("created").Inc()
+		s.cfg.Logger.Info("handoff created", "session_id", sess.ID, "handoff_id", res.Effects.Exit.HandoffID,
+			"target_engine_id", res.Effects.Exit.TargetEngine, "target_session_id", res.Effects.Exit.TargetSessionID)
+	case res.HandoffRejected != nil:
+		s.m.handoffs.WithLabelValues("rejected").Inc()
+	}
+	if v := res.Effects.Verification; v != nil {
+		if v.Verified {
+			s.m.verifications.WithLabelValues("verified").Inc()
+			return
+		}
+		s.m.verifications.WithLabelValues("unverified").Inc()
+		s.cfg.Logger.Warn("handoff not verified: the first reply does not acknowledge it (the conversation goes on)",
+			"session_id", sess.ID, "handoff_id", sess.InboundHandoffID, "score", v.Score,
+			"acknowledged", v.Details.OverallAcknowledgment, "identity_match", v.Details.IdentityMatch,
+			"project_match", v.Details.ProjectMatch)
+	}
+}
+
+// handoff is the eng_handoffs row and the handoff.created event of a fired
+// exit transition, appended to emitted.
+func (s *Service) handoff(sess conversation.Session, x *ExitTransition, at time.Time, emitted []event.Event) (*conversation.Handoff, []event.Event, error) {
+	payload, err := json.Marshal(x.Handoff)
+	if err != nil {
+		return nil, nil, events.Permanent(err)
+	}
+	row := &conversation.Handoff{ID: x.HandoffID, TenantID: sess.TenantID, ProjectID: sess.ProjectID,
+		SourceEngineID: sess.EngineID, SourceSessionID: sess.ID, TargetEngineID: x.TargetEngine,
+		TargetSessionID: x.TargetSessionID, Payload: payload, TransitionReason: x.Reason, CreatedAt: at.UTC()}
+	ev, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(x.HandoffID, "created"), Source: source, Time: at},
+		contracts.HandoffCreated{TenantID: sess.TenantID, HandoffID: x.HandoffID, ProjectID: sess.ProjectID,
+			SourceEngineID: sess.EngineID, SourceSessionID: sess.ID, TargetEngineID: x.TargetEngine,
+			TargetSessionID: x.TargetSessionID, Payload: payload})
+	if err != nil {
+		return nil, nil, events.Permanent(err)
+	}
+	return row, append(emitted, ev), nil
+}
+
+// DispatchEventID is the id of a task attempt's task.dispatched event.
+func DispatchEventID(sessionID, taskID string, attempt int) string {
+	return events.DeriveID(sessionID, fmt.Sprintf("task/%s/%d", taskID, attempt))
+}
+
+func (s *Service) dispatchEvent(sess conversation.Session, d TaskDispatch, at time.Time) (event.Event, error) {
+	ev, err := contracts.NewEvent(contracts.Meta{ID: DispatchEventID(sess.ID, d.TaskID, d.Attempt), Source: source, Time: at},
+		contracts.TaskDispatched{TenantID: sess.TenantID, TaskID: d.TaskID, Kind: TaskKind, Handler: d.Handler,
+			OwnerID: sess.ID, Attempt: d.Attempt, Timeout: d.Timeout, NotBefore: d.NotBefore, Input: d.Input})
+	if err != nil {
+		return event.Event{}, events.Permanent(err)
+	}
+	return ev, nil
+}
+
+// merge handles a task.returned: the outcome merges into working memory
+// (Runner.Merge); the new state, a task.merged for the gateway and the
+// replay, and the attempts to dispatch (a retry) commit together. An
+// outcome the session no longer waits for changes nothing.
+func (s *Service) merge(ctx context.Context, ev event.Event) (delivery.Step, error) {
+	tr, err := contracts.DecodeAs[contracts.TaskReturned](ev)
+	if err != nil {
+		return nil, err
+	}
+	sess, def, mem, err := s.load(ctx, tr.TenantID, tr.SessionID, "task "+tr.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	mg, err := s.runner.Merge(def, mem, OutcomeOf(*tr))
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	if !mg.Applied {
+		s.m.merged.WithLabelValues(contracts.TaskStatusIgnored).Inc()
+		s.cfg.Logger.Info("task outcome ignored: the session does not wait for it", "session_id", sess.ID,
+			"task_id", tr.TaskID, "attempt", tr.Attempt)
+		return func(context.Context, store.Querier) ([]event.Event, error) { return nil, nil }, nil
+	}
+	state, err := json.Marshal(mg.State)
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	sb, err := json.Marshal(mg.Sidebar)
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	at := cmp.Or(tr.ReturnedAt, ev.Time())
+	merged, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(ev.ID(), "merged"), Source: source, Time: at},
+		contracts.TaskMerged{TenantID: sess.TenantID, SessionID: sess.ID, TaskID: tr.TaskID, Attempt: tr.Attempt,
+			Status: mg.Status, Note: mg.Note, Sidebar: sb, StateHash: mg.StateHash})
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	emitted := []event.Event{merged}
+	for _, d := range mg.Tasks {
+		dev, err := s.dispatchEvent(sess, d, at)
+		if err != nil {
+			return nil, err
+		}
+		emitted = append(emitted, dev)
+	}
+	sess.State, sess.StateHash, sess.Sidebar = state, mg.StateHash, sb
+	sess.Completeness, sess.UpdatedAt = mg.State.Completeness.Overall, s.cfg.Now().UTC()
+	return func(ctx context.Context, tx store.Querier) ([]event.Event, error) {
+		if err := conversation.SaveSession(ctx, tx, sess); err != nil {
+			return nil, err
+		}
+		s.m.merged.WithLabelValues(mg.Status).Inc()
+		s.m.dispatched.Add(float64(len(mg.Tasks)))
+		return emitted, nil
+	}, nil
+}
+
+// sessionTasks passes on the answers to the sessions' background tasks
+// only: the workflow runs' answers on the same subjects are the
+// orchestrator's, and need no inbox row here.
+func (s *Service) sessionTasks(h events.Handler) events.Handler {
+	return func(ctx context.Context, ev event.Event) error {
+		var kind struct {
+			Kind string `json:"kind"`
+		}
+		if err := json.Unmarshal(ev.Data(), &kind); err == nil && kind.Kind != TaskKind {
+			return nil
+		}
+		return h(ctx, ev)
+	}
+}
+
+// route hands a background worker's answer to its session's order as a
+// task.returned; answers to other owners' tasks (workflow runs) are left to
+// their consumers.
+func (s *Service) route(_ context.Context, _ store.Querier, ev event.Event) ([]event.Event, error) {
+	p, err := contracts.Decode(ev)
+	if err != nil {
+		return nil, err
+	}
+	var tr contracts.TaskReturned
+	switch a := p.(type) {
+	case *contracts.TaskCompleted:
+		if a.Kind != TaskKind {
+			return nil, nil
+		}
+		tr = contracts.TaskReturned{TenantID: a.TenantID, SessionID: a.OwnerID, TaskID: a.TaskID, Attempt: a.Attempt,
+			Completed: true, Output: a.Output}
+	case *contracts.TaskFailed:
+		if a.Kind != TaskKind {
+			return nil, nil
+		}
+		tr = contracts.TaskReturned{TenantID: a.TenantID, SessionID: a.OwnerID, TaskID: a.TaskID, Attempt: a.Attempt,
+			Error: a.Error, Permanent: a.Permanent}
+	default:
+		return nil, nil
+	}
+	tr.ReturnedAt = ev.Time().UTC()
+	out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(ev.ID(), "returned"), Source: source, Time: ev.Time()}, tr)
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	return []event.Event{out}, nil
+}
+
+// startTarget handles a handoff.created: it starts the target engine's
+// session, holding the handoff in its working memory, and publishes its
+// session.started (with the handoff, so a replay of the session starts it
+// the same way). A session already started is left as it is.
+func (s *Service) startTarget(ctx context.Context, ev event.Event) (delivery.Step, error) {
+	hc, err := contracts.DecodeAs[contracts.HandoffCreated](ev)
+	if err != nil {
+		return nil, err
+	}
+	eh, err := hc.Handoff()
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	def, ok := s.cfg.Engines.Get(hc.TargetEngineID)
+	if !ok {
+		return nil, events.Permanent(fmt.Errorf("handoff %s targets engine %q, which is not loaded", hc.HandoffID, hc.TargetEngineID))
+	}
+	at := ev.Time().UTC()
+	started := contracts.SessionStarted{TenantID: hc.TenantID, SessionID: hc.TargetSessionID, ProjectID: hc.ProjectID,
+		EngineID: def.EngineID, EngineVersion: def.Version, InboundHandoffID: hc.HandoffID, InboundHandoff: &eh, StartedAt: at}
+	mem, err := StartMemory(def, started)
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	state, err := json.Marshal(mem)
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	hash, err := engine.StateHash(mem)
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	sb, err := json.Marshal(sidebar.Build(def, mem, s.runner.cfg.Registry))
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	sess := conversation.Session{ID: hc.TargetSessionID, TenantID: hc.TenantID, ProjectID: hc.ProjectID, EngineID: def.EngineID,
+		EngineVersion: def.Version, Status: conversation.StatusActive, Phase: mem.Phase.Current, State: state, StateHash: hash,
+		Sidebar: sb, InboundHandoffID: hc.HandoffID, CreatedAt: at, UpdatedAt: at}
+	out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(hc.HandoffID, "target-started"), Source: source, Time: at}, started)
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	return func(ctx context.Context, tx store.Querier) ([]event.Event, error) {
+		switch _, err := conversation.GetSession(ctx, tx, hc.TenantID, hc.TargetSessionID); {
+		case err == nil:
+			return nil, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+		if err := conversation.CreateSession(ctx, tx, sess); err != nil {
+			return nil, err
+		}
+		s.cfg.Logger.Info("session started from a handoff", "session_id", sess.ID, "engine_id", def.EngineID,
+			"handoff_id", hc.HandoffID, "source_session_id", hc.SourceSessionID)
 		return []event.Event{out}, nil
 	}, nil
 }

@@ -63,9 +63,14 @@ type Input struct {
 	Techniques []string
 	// Next is the obligation to ask for next (nil: nothing left).
 	Next *engine.Obligation
-	// Handoff is the formatted inbound handoff; when empty and the memory
-	// has one, its JSON is shown.
+	// Handoff is the formatted inbound handoff (the executive summary of
+	// package handoff, framed by its own ═ title block; other text gets
+	// HeaderHandoff); when empty and the memory has one, its JSON is shown.
 	Handoff string
+	// Intelligence are lines of background intelligence besides the
+	// memory's tasks and its stored intelligence (e.g. a provider asked
+	// this turn).
+	Intelligence []string
 }
 
 // Part is one assembled section.
@@ -176,7 +181,7 @@ func (a *Assembler) Assemble(in Input) Assembled {
 	budget := func(f float64) int { return int(float64(rest) * f) }
 
 	parts[SectionObligations] = a.fitTail(SectionObligations, HeaderObligations, renderObligations(in), budget(al.Obligations))
-	parts[SectionBackground] = a.fitTail(SectionBackground, HeaderBackground, renderBackground(in.Memory), budget(al.BackgroundIntelligence))
+	parts[SectionBackground] = a.fitTail(SectionBackground, HeaderBackground, renderBackground(in), budget(al.BackgroundIntelligence))
 	parts[SectionExtraction] = a.fitTail(SectionExtraction, HeaderExtraction, renderExtraction(in), budget(al.ExtractionSummary))
 	hist, full := a.fitHistory(in.Memory, budget(al.ConversationHistory))
 	parts[SectionHistory] = hist
@@ -317,6 +322,9 @@ func renderHandoff(in Input) string {
 	if text == "" {
 		return ""
 	}
+	if strings.HasPrefix(text, "═") {
+		return text // titled by the summary itself
+	}
 	return HeaderHandoff + "\n" + text
 }
 
@@ -393,24 +401,76 @@ func renderObligations(in Input) []string {
 	return lines
 }
 
-func renderBackground(m *engine.WorkingMemory) []string {
+// renderBackground lists the background tasks' results, the failures the
+// agent must work around (degraded: how to proceed; gap: what is missing),
+// what progress waits for (stalled), what still runs, and the lines of
+// background intelligence.
+func renderBackground(in Input) []string {
+	m := in.Memory
+	name := func(id string) string {
+		for _, t := range in.Def.BackgroundTasks {
+			if t.TaskID == id && t.DisplayName != "" {
+				return t.DisplayName
+			}
+		}
+		return id
+	}
 	var lines []string
 	for _, t := range m.BackgroundTasks.Completed {
-		if len(t.Result) == 0 {
-			continue
+		switch t.Status {
+		case engine.TaskDegraded:
+			lines = append(lines, fmt.Sprintf("- %s: unavailable (%s); proceed this way: %s", name(t.TaskID), clip(oneLine(t.Error), 160), oneLine(t.Note)))
+		case engine.TaskGap:
+			lines = append(lines, fmt.Sprintf("- gap: %s (background task failed; proceed without it, and fill it from the user if you can)", name(t.TaskID)))
+		default:
+			if len(t.Result) > 0 {
+				lines = append(lines, fmt.Sprintf("- %s: %s", name(t.TaskID), clip(resultText(t.Result), 600)))
+			}
 		}
-		lines = append(lines, fmt.Sprintf("- %s: %s", t.TaskID, clip(oneLine(string(t.Result)), 600)))
-	}
-	for _, g := range m.BackgroundTasks.Gaps {
-		lines = append(lines, "- gap: "+g+" (background task failed; proceed without it)")
 	}
 	for _, t := range m.BackgroundTasks.Pending {
-		lines = append(lines, fmt.Sprintf("- %s: still running", t.TaskID))
+		switch t.Status {
+		case engine.TaskStalled:
+			lines = append(lines, fmt.Sprintf("- %s: WAITING — progress is blocked until it completes; tell the user you are waiting for this background research", name(t.TaskID)))
+		case engine.TaskRetrying:
+			lines = append(lines, fmt.Sprintf("- %s: failed once, being retried (attempt %d)", name(t.TaskID), t.Attempt))
+		default:
+			lines = append(lines, fmt.Sprintf("- %s: still running", name(t.TaskID)))
+		}
+	}
+	for _, l := range append(slices.Clone(m.BackgroundTasks.Intelligence), in.Intelligence...) {
+		if l = oneLine(l); l != "" {
+			lines = append(lines, "- "+clip(l, 600))
+		}
 	}
 	if len(lines) == 0 {
 		lines = []string{"(no background research yet)"}
 	}
 	return lines
+}
+
+// resultText renders a task result: its summary and findings when it has
+// them (as the research handlers answer), else its JSON on one line.
+func resultText(raw json.RawMessage) string {
+	var r struct {
+		Summary  string `json:"summary"`
+		Findings []struct {
+			Title  string `json:"title"`
+			Detail string `json:"detail"`
+		} `json:"findings"`
+	}
+	if json.Unmarshal(raw, &r) != nil || r.Summary == "" {
+		return oneLine(string(raw))
+	}
+	parts := []string{oneLine(r.Summary)}
+	for _, f := range r.Findings {
+		p := oneLine(f.Title)
+		if f.Detail != "" {
+			p += " (" + oneLine(f.Detail) + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " | ")
 }
 
 func renderExtraction(in Input) []string {

@@ -2,6 +2,7 @@ package contextasm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -284,5 +285,60 @@ func TestLLMSummarizer(t *testing.T) {
 	if f.req.Purpose != contextasm.PurposeSummarize || !strings.Contains(f.req.Messages[1].Content, "[turn 1] user: We want a tracker") ||
 		!strings.Contains(f.req.Messages[1].Content, "before") {
 		t.Errorf("request = %+v", f.req)
+	}
+}
+
+// A formatted handoff summary opens the context as it is, under its own
+// title block, above the phase instructions.
+func TestFormattedHandoffOnTop(t *testing.T) {
+	def := enginetest.Definition()
+	m := conversation(def, 1)
+	summary := "═══════\nHANDOFF CONTEXT — READ THIS FIRST\n═══════\nSource: exploration → Target: testing\n═══════"
+	got := assemble(t, def, m, summary)
+	if !strings.HasPrefix(got.Text, summary+"\n\n"+contextasm.HeaderPhase) {
+		t.Errorf("context does not open with the summary, then the phase:\n%s", got.Text)
+	}
+	if strings.Contains(got.Text, contextasm.HeaderHandoff) {
+		t.Error("the summary got a second title")
+	}
+}
+
+// The background section shows each task state the agent must act on.
+func TestBackgroundSection(t *testing.T) {
+	def := enginetest.Definition()
+	def.BackgroundTasks = []engine.BackgroundTask{
+		{TaskID: "scan", DisplayName: "Competitive scan"}, {TaskID: "costs", DisplayName: "Cost research"},
+		{TaskID: "risks", DisplayName: "Risk review"}, {TaskID: "market", DisplayName: "Market research"},
+		{TaskID: "legal", DisplayName: "Legal check"}, {TaskID: "peers", DisplayName: "Peer lookup"}}
+	m := conversation(def, 2)
+	m.BackgroundTasks = engine.BackgroundTaskState{
+		Completed: []engine.TaskRecord{
+			{TaskID: "scan", Status: engine.TaskCompleted, Result: json.RawMessage(`{"summary":"Three products do this","findings":[{"title":"Jobber","detail":"field service"}]}`)},
+			{TaskID: "costs", Status: engine.TaskDegraded, Error: "search API down", Note: "Quote no figures"},
+			{TaskID: "risks", Status: engine.TaskGap, Error: "timed out"}},
+		Pending: []engine.TaskRecord{{TaskID: "market", Status: engine.TaskStalled, Attempt: 2},
+			{TaskID: "legal", Status: engine.TaskRetrying, Attempt: 3}, {TaskID: "peers", Status: engine.TaskPending, Attempt: 1}},
+		Gaps:         []string{"risks"},
+		Intelligence: []string{"Decision (2026-01): the team standardised on Azure"},
+	}
+	a, err := contextasm.New(contextasm.Config{Tokenizer: tokenizer(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := a.Assemble(contextasm.Input{Def: def, Memory: m, Message: "hi", Intelligence: []string{"Pattern: offline-first apps"}})
+	bg, _ := got.Part(contextasm.SectionBackground)
+	for _, want := range []string{
+		"- Competitive scan: Three products do this | Jobber (field service)",
+		"- Cost research: unavailable (search API down); proceed this way: Quote no figures",
+		"- gap: Risk review",
+		"- Market research: WAITING",
+		"- Legal check: failed once, being retried (attempt 3)",
+		"- Peer lookup: still running",
+		"- Decision (2026-01): the team standardised on Azure",
+		"- Pattern: offline-first apps",
+	} {
+		if !strings.Contains(bg.Text, want) {
+			t.Errorf("background section lacks %q:\n%s", want, bg.Text)
+		}
 	}
 }

@@ -10,7 +10,13 @@
 //   - Reply (purpose "response") parses the context assembled by the runner
 //     and asks for the most important unmet obligation of the phase, in the
 //     manner of the active techniques;
-//   - Summarize (purpose "summarize") condenses history for summarize_old.
+//   - Summarize (purpose "summarize") condenses history for summarize_old;
+//   - Research (purpose "research") answers the background research
+//     handlers with findings derived from the task and the session's facts.
+//
+// The reply skill also acknowledges an inbound handoff in the session's
+// first reply, restating its decisions, constraints, gaps and
+// sensitivities, as the I-PASS check expects of a model.
 //
 // All are deterministic and safe for concurrent use. Register them with
 // Skills: for purpose, skill := range offlineskill.Skills() { o.Handle(purpose, skill) }.
@@ -21,6 +27,7 @@ import (
 
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/engine/tasks"
 	"github.com/praetorhq/praetor/internal/llm"
 )
 
@@ -33,5 +40,6 @@ func Skills() map[string]func(context.Context, llm.Request) (string, error) {
 		extraction.Purpose:          Extraction,
 		PurposeResponse:             Reply,
 		contextasm.PurposeSummarize: Summarize,
+		tasks.PurposeResearch:       Research,
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -15,8 +16,11 @@ import (
 	"github.com/praetorhq/praetor/internal/engine/builtin"
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/internal/engine/offlineskill"
+	"github.com/praetorhq/praetor/internal/engine/tasks"
 	"github.com/praetorhq/praetor/internal/llm"
+	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
 func discovery(t testing.TB) *engine.Definition {
@@ -299,7 +303,80 @@ func TestHelpers(t *testing.T) {
 			t.Errorf("Negated(%q) = %t, want %t", in, got, want)
 		}
 	}
-	if len(offlineskill.Skills()) != 3 {
-		t.Error("Skills() should give extraction, response and summarize")
+	if len(offlineskill.Skills()) != 4 {
+		t.Error("Skills() should give extraction, response, summarize and research")
+	}
+}
+
+// The first reply after a handoff restates it, so the I-PASS check passes
+// offline; later replies do not repeat it.
+func TestReplyAcknowledgesAHandoff(t *testing.T) {
+	h := contracts.EngineHandoff{
+		Metadata: contracts.HandoffMetadata{SourceEngineID: "exploration", SourceEngineName: "Exploration", TargetEngineID: "project-discovery",
+			HandoffDate: time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC), SessionID: "s1", ProjectID: "p1", TurnCount: 10,
+			CompletenessScore: 0.7, TransitionReason: "decided"},
+		PhaseResults: []contracts.PhaseResult{{PhaseName: "DELIBERATION", CompletionPercentage: 70, KeyOutputs: "a decision"}},
+		ActionList: contracts.ActionList{
+			DecisionsReached:      []contracts.Decision{{Decision: "off-the-shelf tool", Confidence: 0.8, Reasoning: "it is cheap and fast to start"}},
+			ConstraintsIdentified: []contracts.IdentifiedConstraint{{Constraint: "Budget limited to $5,000", Implication: "fit it"}},
+		},
+		SituationAwareness: contracts.SituationAwareness{UserConfidenceLevel: "medium", KnowledgeGapsRevealed: []string{"how hosting works"}},
+		AccumulatedContext: contracts.AccumulatedContext{TechnicalLevel: "beginner"},
+		RelationalState:    contracts.RelationalState{TrustLevel: "medium", Rapport: "Cordial", Sensitivities: []string{"the budget is tight"}},
+	}
+	summary := handoff.Format(h, "Project Discovery")
+	prompt := func(history string) llm.Request {
+		sys := summary + "\n\n" + contextasm.HeaderPhase + "\nPhase: OPENING | Opening | 1 of 5 | turn 1 in phase\nMode blend: extract 70% \n\n" +
+			contextasm.HeaderObligations + "\n" + contextasm.NextPrefix + "core_problem_defined | The core problem is defined | ask: What problem do you want to solve?\n\n" +
+			contextasm.HeaderHistory + "\n" + history
+		return llm.Request{Purpose: offlineskill.PurposeResponse, Messages: []llm.Message{{Role: llm.System, Content: sys}, {Role: llm.User, Content: "Yes, let's go."}}}
+	}
+	first, err := offlineskill.Reply(context.Background(), prompt("(this is the first turn)"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Picking up from Exploration.", "off-the-shelf tool", "Budget limited to $5,000", "how hosting works",
+		"the budget is tight", "What problem do you want to solve?"} {
+		if !strings.Contains(first, want) {
+			t.Errorf("first reply lacks %q: %s", want, first)
+		}
+	}
+	if v := handoff.Verify(h, first, handoff.Receiver{EngineID: "project-discovery", ProjectID: "p1"}); !v.Verified {
+		t.Errorf("the offline acknowledgment does not verify: %+v", v.Details)
+	}
+	later, _ := offlineskill.Reply(context.Background(), prompt("[turn 1] assistant: Picking up from Exploration."))
+	if strings.Contains(later, "Picking up") {
+		t.Errorf("a later reply restates the handoff: %s", later)
+	}
+}
+
+func TestResearchIsDeterministic(t *testing.T) {
+	ask := func(handler string) (tasks.Findings, string) {
+		t.Helper()
+		body, _ := json.Marshal(tasks.ResearchRequest{Handler: handler, Task: tasks.Input{TaskID: "competitive_scan",
+			DisplayName: "Competitive scan", Facts: []string{"Core problem: technicians lose track of jobs", "Primary user: field technicians"}}})
+		out, err := offlineskill.Research(context.Background(), llm.Request{Purpose: tasks.PurposeResearch,
+			Messages: []llm.Message{{Role: llm.System, Content: "research"}, {Role: llm.User, Content: string(body)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f tasks.Findings
+		if err := json.Unmarshal([]byte(out), &f); err != nil {
+			t.Fatalf("answer is not findings: %v: %s", err, out)
+		}
+		return f, out
+	}
+	for _, h := range []string{"research.competitors", "research.solution_landscape", "something.else"} {
+		f, out := ask(h)
+		_, again := ask(h)
+		if out != again || f.Summary == "" || len(f.Findings) == 0 || f.Source != "offline" {
+			t.Errorf("%s: %s / %s", h, out, again)
+		}
+	}
+	if f, _ := ask("research.competitors"); !strings.Contains(f.Summary, "technicians lose track of jobs") {
+		t.Errorf("findings ignore the session's facts: %+v", f)
+	}
+	if _, err := offlineskill.Research(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.User, Content: "hi"}}}); err == nil {
+		t.Error("a request that is not research was answered")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/internal/llm"
 )
 
@@ -28,6 +29,15 @@ type ReplyPrompt struct {
 	LastReply string
 	// Message is the user's message.
 	Message string
+	// Handoff is the inbound handoff the context opens with, if any.
+	Handoff *HandoffSummary
+}
+
+// HandoffSummary is what the reply skill reads of an inbound handoff's
+// executive summary (package handoff's Format).
+type HandoffSummary struct {
+	Source                                      string
+	Decisions, Constraints, Gaps, Sensitivities []string
 }
 
 var (
@@ -91,7 +101,78 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 	if ms := lastReplyRe.FindAllStringSubmatch(hist, -1); len(ms) > 0 {
 		p.LastReply = ms[len(ms)-1][1]
 	}
+	p.Handoff = parseHandoff(section(sys, handoff.Title))
 	return p, nil
+}
+
+var (
+	sourceLineRe   = regexp.MustCompile(`^Source: (.+?) → Target: `)
+	decisionLineRe = regexp.MustCompile(`^✓ Chose "(.+)" \(confidence`)
+	sectionLineRe  = regexp.MustCompile(`^─── (.+) ───$`)
+)
+
+// parseHandoff reads the executive summary of an inbound handoff.
+func parseHandoff(text string) *HandoffSummary {
+	if text == "" {
+		return nil
+	}
+	h := &HandoffSummary{}
+	cur := ""
+	for _, l := range strings.Split(text, "\n") {
+		if m := sourceLineRe.FindStringSubmatch(l); m != nil {
+			h.Source = m[1]
+			continue
+		}
+		if m := sectionLineRe.FindStringSubmatch(l); m != nil {
+			cur = m[1]
+			continue
+		}
+		item, bullet := strings.CutPrefix(l, "• ")
+		switch {
+		case cur == handoff.SectionDecisions:
+			if m := decisionLineRe.FindStringSubmatch(l); m != nil {
+				h.Decisions = append(h.Decisions, m[1])
+			}
+		case !bullet:
+		case cur == handoff.SectionConstraints:
+			c, _, _ := strings.Cut(item, " → ")
+			h.Constraints = append(h.Constraints, c)
+		case cur == handoff.SectionGaps:
+			h.Gaps = append(h.Gaps, item)
+		case cur == handoff.SectionSensitive:
+			h.Sensitivities = append(h.Sensitivities, item)
+		}
+	}
+	if h.Source == "" {
+		return nil
+	}
+	return h
+}
+
+// acknowledge restates an inbound handoff at the start of the session's
+// first reply: where the conversation comes from, what was decided, the
+// constraints, what is still open and what to be careful about.
+func acknowledge(h *HandoffSummary) string {
+	list := func(xs []string) string {
+		if len(xs) > 6 {
+			xs = append(xs[:6:6], fmt.Sprintf("and %d more", len(xs)-6))
+		}
+		return strings.Join(xs, "; ")
+	}
+	parts := []string{"Picking up from " + h.Source + "."}
+	if len(h.Decisions) > 0 {
+		parts = append(parts, "You decided on "+list(h.Decisions)+".")
+	}
+	if len(h.Constraints) > 0 {
+		parts = append(parts, "I have noted your constraints: "+list(h.Constraints)+".")
+	}
+	if len(h.Gaps) > 0 {
+		parts = append(parts, "Still open: "+list(h.Gaps)+".")
+	}
+	if len(h.Sensitivities) > 0 {
+		parts = append(parts, "I will keep in mind: "+list(h.Sensitivities)+".")
+	}
+	return strings.Join(parts, " ")
 }
 
 // section returns the text under a header, up to the next blank line.
@@ -124,6 +205,9 @@ func Reply(_ context.Context, req llm.Request) (string, error) {
 // Compose writes the reply for a parsed prompt.
 func Compose(p ReplyPrompt) string {
 	var parts []string
+	if p.Handoff != nil && p.LastReply == "" {
+		parts = append(parts, acknowledge(p.Handoff))
+	}
 	if o := opener(p); o != "" {
 		parts = append(parts, o)
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -37,39 +38,69 @@ var ErrPermanent = errors.New("permanent task failure")
 // DefaultRetryDelay is the first backoff when a retry strategy sets none.
 const DefaultRetryDelay = 5 * time.Second
 
+// MaxStallBackoff caps the wait between the attempts of a stalled task.
+const MaxStallBackoff = 5 * time.Minute
+
 // ConfigDriven is the seed's v1 strategy: it reads failure_strategy from the
-// task definition. retry waits retry_delay × 2^(attempt-1) (5s, 10s, 20s)
-// while attempts remain, then falls back to then (default
-// proceed-with-gap); a permanent error skips the retries.
+// task definition.
+//
+//   - retry waits retry_delay × 2^(attempt-1) (5s, 10s, 20s by default)
+//     while attempts remain (max_retries), then falls back to then (default
+//     proceed-with-gap); a permanent error skips the retries;
+//   - degrade proceeds without the result, with the degraded behaviour as
+//     the agent's instruction;
+//   - stall blocks progress until the task succeeds: it is tried again
+//     with the same doubling backoff, capped at MaxStallBackoff, for as long
+//     as the error may pass (a permanent error leaves it stalled, for an
+//     operator to fix);
+//   - proceed-with-gap proceeds and flags the gap.
 type ConfigDriven struct{}
 
 // HandleFailure implements TaskFailureStrategy.
 func (ConfigDriven) HandleFailure(task engine.BackgroundTask, err error, attempt int) Decision {
 	fs := task.FailureStrategy
+	delay := cmp.Or(fs.RetryDelay.D(), DefaultRetryDelay)
+	permanent := errors.Is(err, ErrPermanent)
+	name := cmp.Or(task.DisplayName, task.TaskID)
 	switch fs.Type {
 	case engine.FailureRetry:
-		if attempt <= fs.MaxRetries && !errors.Is(err, ErrPermanent) {
-			delay := cmp.Or(fs.RetryDelay.D(), DefaultRetryDelay)
-			return Decision{Action: engine.FailureRetry, RetryAfter: delay << (attempt - 1), NextAttempt: attempt + 1}
+		if attempt <= fs.MaxRetries && !permanent {
+			return Decision{Action: engine.FailureRetry, RetryAfter: backoff(delay, attempt), NextAttempt: attempt + 1}
 		}
 		then := cmp.Or(fs.Then, engine.FailureProceedWithGap)
 		return ConfigDriven{}.HandleFailure(engine.BackgroundTask{TaskID: task.TaskID, DisplayName: task.DisplayName,
-			FailureStrategy: engine.FailureStrategy{Type: then, DegradedBehavior: fs.DegradedBehavior}}, err, attempt)
+			FailureStrategy: engine.FailureStrategy{Type: then, RetryDelay: fs.RetryDelay, DegradedBehavior: fs.DegradedBehavior}},
+			err, attempt)
 	case engine.FailureDegrade:
-		return Decision{Action: engine.FailureDegrade, Note: cmp.Or(fs.DegradedBehavior, "proceed without "+task.DisplayName)}
+		return Decision{Action: engine.FailureDegrade, Note: cmp.Or(fs.DegradedBehavior, "proceed without "+name)}
 	case engine.FailureStall:
-		return Decision{Action: engine.FailureStall, Note: "Waiting for " + task.DisplayName + "..."}
+		d := Decision{Action: engine.FailureStall, Note: "Waiting for " + name + "..."}
+		if !permanent {
+			d.RetryAfter, d.NextAttempt = min(backoff(delay, attempt), MaxStallBackoff), attempt+1
+		}
+		return d
 	default:
-		return Decision{Action: engine.FailureProceedWithGap, Note: fmt.Sprintf("%s is unavailable", cmp.Or(task.DisplayName, task.TaskID))}
+		return Decision{Action: engine.FailureProceedWithGap, Note: fmt.Sprintf("%s is unavailable", name)}
 	}
 }
 
-// RecordFailure applies a decision to working memory: retry keeps the task
-// pending with the next attempt; stall keeps it pending (so it keeps
-// blocking a phase transition if it does); degrade and proceed-with-gap move
-// it to completed with that status, and proceed-with-gap also records the
-// gap for later phases to fill.
-func RecordFailure(m *engine.WorkingMemory, taskID string, err error, d Decision) {
+// backoff is delay × 2^(attempt-1), without overflowing.
+func backoff(delay time.Duration, attempt int) time.Duration {
+	d := delay
+	for i := 1; i < attempt && d < MaxStallBackoff*1024; i++ {
+		d *= 2
+	}
+	return d
+}
+
+// RecordFailure applies a decision, taken at time at on turn count turn, to
+// working memory: retry keeps the task pending (retrying) with the next
+// attempt, not before its backoff; stall keeps it pending (stalled), so it
+// blocks progress, with its next attempt if there is one; degrade and
+// proceed-with-gap settle it with that status and the note, and
+// proceed-with-gap also records the gap for later phases to fill. It
+// reports whether the task was awaited.
+func RecordFailure(m *engine.WorkingMemory, taskID string, err error, d Decision, at time.Time) bool {
 	bt := &m.BackgroundTasks
 	idx := -1
 	for i, t := range bt.Pending {
@@ -78,24 +109,32 @@ func RecordFailure(m *engine.WorkingMemory, taskID string, err error, d Decision
 		}
 	}
 	if idx < 0 {
-		return
+		return false
 	}
+	t := &bt.Pending[idx]
+	t.Error = errString(err)
 	switch d.Action {
-	case engine.FailureRetry:
-		bt.Pending[idx].Attempt = d.NextAttempt
-		bt.Pending[idx].Error = errString(err)
-	case engine.FailureStall:
-		bt.Pending[idx].Status = "stalled"
-		bt.Pending[idx].Error = errString(err)
-	default:
-		t := bt.Pending[idx]
-		t.Status, t.Error = string(d.Action), errString(err)
-		bt.Pending = append(bt.Pending[:idx], bt.Pending[idx+1:]...)
-		bt.Completed = append(bt.Completed, t)
-		if d.Action == engine.FailureProceedWithGap {
-			bt.Gaps = append(bt.Gaps, taskID)
+	case engine.FailureRetry, engine.FailureStall:
+		t.Status = engine.TaskRetrying
+		if d.Action == engine.FailureStall {
+			t.Status, t.Note = engine.TaskStalled, d.Note
 		}
+		if d.NextAttempt > 0 {
+			t.Attempt, t.DispatchedAt, t.NotBefore = d.NextAttempt, at.UTC(), at.UTC().Add(d.RetryAfter)
+		}
+	default:
+		done := *t
+		done.Status, done.Note, done.SettledAtTurn = engine.TaskDegraded, d.Note, m.TurnNumber
+		if d.Action == engine.FailureProceedWithGap {
+			done.Status = engine.TaskGap
+			if !slices.Contains(bt.Gaps, taskID) {
+				bt.Gaps = append(bt.Gaps, taskID)
+			}
+		}
+		bt.Pending = slices.Delete(bt.Pending, idx, idx+1)
+		bt.Completed = append(bt.Completed, done)
 	}
+	return true
 }
 
 func errString(err error) string {

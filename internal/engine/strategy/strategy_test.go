@@ -84,8 +84,20 @@ func TestConfigDrivenFailure(t *testing.T) {
 			errors.New("x"), 2, Decision{Action: engine.FailureDegrade, Note: "use the user's info"}},
 		{"degrade", engine.BackgroundTask{FailureStrategy: engine.FailureStrategy{Type: engine.FailureDegrade, DegradedBehavior: "skip enrichment"}},
 			errors.New("x"), 1, Decision{Action: engine.FailureDegrade, Note: "skip enrichment"}},
-		{"stall", engine.BackgroundTask{DisplayName: "background research", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall}},
-			errors.New("x"), 1, Decision{Action: engine.FailureStall, Note: "Waiting for background research..."}},
+		{"stall tries again", engine.BackgroundTask{DisplayName: "background research", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall}},
+			errors.New("x"), 1, Decision{Action: engine.FailureStall, Note: "Waiting for background research...", RetryAfter: 5 * time.Second, NextAttempt: 2}},
+		{"stall backs off", engine.BackgroundTask{DisplayName: "background research", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall}},
+			errors.New("x"), 3, Decision{Action: engine.FailureStall, Note: "Waiting for background research...", RetryAfter: 20 * time.Second, NextAttempt: 4}},
+		{"stall backoff is capped", engine.BackgroundTask{DisplayName: "background research", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall}},
+			errors.New("x"), 60, Decision{Action: engine.FailureStall, Note: "Waiting for background research...", RetryAfter: MaxStallBackoff, NextAttempt: 61}},
+		{"stall on a permanent error waits", engine.BackgroundTask{DisplayName: "background research", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall}},
+			fmt.Errorf("panic: %w", ErrPermanent), 1, Decision{Action: engine.FailureStall, Note: "Waiting for background research..."}},
+		{"configured delay", engine.BackgroundTask{DisplayName: "R", FailureStrategy: engine.FailureStrategy{Type: engine.FailureRetry,
+			MaxRetries: 3, RetryDelay: engine.Duration(2 * time.Second)}},
+			errors.New("x"), 3, Decision{Action: engine.FailureRetry, RetryAfter: 8 * time.Second, NextAttempt: 4}},
+		{"retry then stall", engine.BackgroundTask{DisplayName: "R", FailureStrategy: engine.FailureStrategy{Type: engine.FailureRetry,
+			MaxRetries: 1, Then: engine.FailureStall}},
+			errors.New("x"), 2, Decision{Action: engine.FailureStall, Note: "Waiting for R...", RetryAfter: 10 * time.Second, NextAttempt: 3}},
 	}
 	for _, tt := range tests {
 		if got := (ConfigDriven{}).HandleFailure(tt.task, tt.err, tt.attempt); got != tt.want {
@@ -95,14 +107,27 @@ func TestConfigDrivenFailure(t *testing.T) {
 }
 
 func TestRecordFailure(t *testing.T) {
-	m := &engine.WorkingMemory{BackgroundTasks: engine.BackgroundTaskState{Pending: []engine.TaskRecord{{TaskID: "a", Attempt: 1}, {TaskID: "b", Attempt: 1}}}}
-	RecordFailure(m, "a", errors.New("timeout"), Decision{Action: engine.FailureRetry, NextAttempt: 2})
-	if m.BackgroundTasks.Pending[0].Attempt != 2 {
-		t.Errorf("retry: %+v", m.BackgroundTasks.Pending)
+	at := time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC)
+	m := &engine.WorkingMemory{TurnNumber: 4, BackgroundTasks: engine.BackgroundTaskState{Pending: []engine.TaskRecord{
+		{TaskID: "a", Attempt: 1}, {TaskID: "b", Attempt: 1}, {TaskID: "c", Attempt: 1}, {TaskID: "d", Attempt: 1}}}}
+	RecordFailure(m, "a", errors.New("timeout"), Decision{Action: engine.FailureRetry, NextAttempt: 2, RetryAfter: 5 * time.Second}, at)
+	if a := m.BackgroundTasks.Pending[0]; a.Attempt != 2 || a.Status != engine.TaskRetrying || !a.NotBefore.Equal(at.Add(5*time.Second)) || a.Error != "timeout" {
+		t.Errorf("retry: %+v", a)
 	}
-	RecordFailure(m, "b", errors.New("gone"), Decision{Action: engine.FailureProceedWithGap})
-	if len(m.BackgroundTasks.Pending) != 1 || len(m.BackgroundTasks.Completed) != 1 || m.BackgroundTasks.Completed[0].Status != "proceed-with-gap" ||
-		!slices.Equal(m.BackgroundTasks.Gaps, []string{"b"}) {
+	RecordFailure(m, "b", errors.New("gone"), Decision{Action: engine.FailureProceedWithGap, Note: "B is unavailable"}, at)
+	if len(m.BackgroundTasks.Pending) != 3 || len(m.BackgroundTasks.Completed) != 1 || m.BackgroundTasks.Completed[0].Status != "proceed-with-gap" ||
+		m.BackgroundTasks.Completed[0].SettledAtTurn != 4 || !slices.Equal(m.BackgroundTasks.Gaps, []string{"b"}) {
 		t.Errorf("gap: %+v", m.BackgroundTasks)
+	}
+	RecordFailure(m, "c", errors.New("down"), Decision{Action: engine.FailureDegrade, Note: "skip it"}, at)
+	if c, _ := m.BackgroundTasks.Task("c"); c.Status != engine.TaskDegraded || c.Note != "skip it" || m.BackgroundTasks.IsPending("c") {
+		t.Errorf("degrade: %+v", c)
+	}
+	RecordFailure(m, "d", errors.New("down"), Decision{Action: engine.FailureStall, Note: "Waiting for D...", NextAttempt: 2, RetryAfter: time.Minute}, at)
+	if st := m.BackgroundTasks.Stalled(); len(st) != 1 || st[0].TaskID != "d" || st[0].Attempt != 2 || st[0].Note != "Waiting for D..." {
+		t.Errorf("stall: %+v", st)
+	}
+	if RecordFailure(m, "zzz", errors.New("x"), Decision{Action: engine.FailureDegrade}, at) {
+		t.Error("a task nobody awaits was recorded")
 	}
 }

@@ -1,8 +1,10 @@
-// Package tasks is the trigger side of the background task manager: after
-// each turn it finds the engine's background tasks whose trigger holds and
-// records them as dispatched. Running them, collecting results and applying
-// failure strategies is the background service's work (issue 4); the
-// failure strategy itself is in package strategy.
+// Package tasks is the session side of the background task manager, as
+// pure functions of working memory: after each turn it finds the engine's
+// background tasks whose trigger holds and records them as dispatched
+// (Due, Dispatch), and it merges what comes back — a result (Complete) or a
+// failure, to which the failure strategy of package strategy applies
+// (Fail) — and dispatches again the tasks a phase left as gaps (Refill).
+// The tasks themselves run in the background service.
 //
 // Triggers:
 //   - low_confidence: some obligation (of obligation_ids, or any) that has
@@ -16,9 +18,13 @@ package tasks
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/strategy"
 )
 
 // Due returns the tasks to dispatch now, in definition order.
@@ -65,14 +71,234 @@ func Fires(tr engine.TaskTrigger, m *engine.WorkingMemory, reg *engine.Registry)
 	return false
 }
 
-// Dispatch records the tasks as pending from the current turn, attempt 1,
-// and returns their records.
+// Dispatch records the tasks as pending from the current turn (at the
+// memory's UpdatedAt), attempt 1, and returns their records.
 func Dispatch(m *engine.WorkingMemory, ts []engine.BackgroundTask) []engine.TaskRecord {
 	var out []engine.TaskRecord
 	for _, t := range ts {
-		r := engine.TaskRecord{TaskID: t.TaskID, Handler: t.Handler, Attempt: 1, DispatchedAtTurn: m.TurnNumber, Status: "pending"}
+		r := engine.TaskRecord{TaskID: t.TaskID, Handler: t.Handler, Attempt: 1, DispatchedAtTurn: m.TurnNumber,
+			Status: engine.TaskPending, DispatchedAt: m.UpdatedAt}
 		m.BackgroundTasks.Pending = append(m.BackgroundTasks.Pending, r)
 		out = append(out, r)
+	}
+	return out
+}
+
+// Refill dispatches again, as their next attempt, the tasks left as gaps by
+// proceed-with-gap: a later phase may fill what an earlier one could not.
+// Call it when the phase changes; it returns the new records.
+func Refill(def *engine.Definition, m *engine.WorkingMemory) []engine.TaskRecord {
+	bt := &m.BackgroundTasks
+	var out []engine.TaskRecord
+	for _, id := range bt.Gaps {
+		if _, ok := Lookup(def, id); !ok {
+			continue
+		}
+		i := slices.IndexFunc(bt.Completed, func(t engine.TaskRecord) bool { return t.TaskID == id })
+		if i < 0 {
+			continue
+		}
+		r := bt.Completed[i]
+		bt.Completed = slices.Delete(bt.Completed, i, i+1)
+		r = engine.TaskRecord{TaskID: r.TaskID, Handler: r.Handler, Attempt: r.Attempt + 1, DispatchedAtTurn: m.TurnNumber,
+			Status: engine.TaskPending, DispatchedAt: m.UpdatedAt}
+		bt.Pending = append(bt.Pending, r)
+		out = append(out, r)
+	}
+	if len(out) > 0 {
+		bt.Gaps = slices.DeleteFunc(bt.Gaps, func(id string) bool {
+			return slices.ContainsFunc(out, func(r engine.TaskRecord) bool { return r.TaskID == id })
+		})
+		if len(bt.Gaps) == 0 {
+			bt.Gaps = nil
+		}
+	}
+	return out
+}
+
+// awaited returns the index of the pending record of taskID's attempt, or -1
+// when the session does not wait for that attempt (a duplicate, or an
+// attempt a retry has replaced).
+func awaited(m *engine.WorkingMemory, taskID string, attempt int) int {
+	return slices.IndexFunc(m.BackgroundTasks.Pending, func(t engine.TaskRecord) bool {
+		return t.TaskID == taskID && t.Attempt == attempt
+	})
+}
+
+// Complete merges a task's result: the awaited attempt settles as
+// completed, with its result, on the current turn count. It reports whether
+// the attempt was awaited; a result nobody waits for changes nothing.
+func Complete(m *engine.WorkingMemory, taskID string, attempt int, result json.RawMessage) bool {
+	i := awaited(m, taskID, attempt)
+	if i < 0 {
+		return false
+	}
+	bt := &m.BackgroundTasks
+	r := bt.Pending[i]
+	r.Status, r.Result, r.Error, r.Note, r.NotBefore = engine.TaskCompleted, append(json.RawMessage(nil), result...), "", "", time.Time{}
+	r.SettledAtTurn = m.TurnNumber
+	bt.Pending = slices.Delete(bt.Pending, i, i+1)
+	bt.Completed = append(bt.Completed, r)
+	return true
+}
+
+// Fail merges a failed attempt: the task definition's failure strategy
+// decides (s; default strategy.ConfigDriven), and the decision is recorded
+// at time at. A permanent failure (a panic, a bad input) wraps
+// strategy.ErrPermanent, so retries are skipped. It returns the decision and
+// whether the attempt was awaited.
+func Fail(def *engine.Definition, m *engine.WorkingMemory, s strategy.TaskFailureStrategy, taskID string, attempt int,
+	cause error, at time.Time) (strategy.Decision, bool) {
+	if awaited(m, taskID, attempt) < 0 {
+		return strategy.Decision{}, false
+	}
+	task, ok := Lookup(def, taskID)
+	if !ok {
+		// The engine no longer defines the task: nothing to retry it with.
+		task = engine.BackgroundTask{TaskID: taskID, FailureStrategy: engine.FailureStrategy{Type: engine.FailureProceedWithGap}}
+	}
+	if s == nil {
+		s = strategy.ConfigDriven{}
+	}
+	d := s.HandleFailure(task, cause, attempt)
+	strategy.RecordFailure(m, taskID, cause, d, at)
+	return d, true
+}
+
+// Failure is the error of a failed attempt as a worker reported it.
+type Failure struct {
+	Message   string
+	Permanent bool
+}
+
+func (f Failure) Error() string { return f.Message }
+
+// Unwrap makes a permanent failure strategy.ErrPermanent.
+func (f Failure) Unwrap() error {
+	if f.Permanent {
+		return strategy.ErrPermanent
+	}
+	return nil
+}
+
+var _ error = Failure{}
+
+// Describe says in a line what a task record's state means, for the
+// context and the page.
+func Describe(def *engine.Definition, r engine.TaskRecord) string {
+	name := r.TaskID
+	if t, ok := Lookup(def, r.TaskID); ok {
+		name = cmp.Or(t.DisplayName, t.TaskID)
+	}
+	switch r.Status {
+	case engine.TaskCompleted:
+		return name + ": completed"
+	case engine.TaskDegraded:
+		return fmt.Sprintf("%s: failed; proceed without it — %s", name, r.Note)
+	case engine.TaskGap:
+		return fmt.Sprintf("%s: failed; a gap to fill later — %s", name, r.Note)
+	case engine.TaskStalled:
+		return fmt.Sprintf("%s: progress waits for it (attempt %d)", name, r.Attempt)
+	case engine.TaskRetrying:
+		return fmt.Sprintf("%s: retrying (attempt %d)", name, r.Attempt)
+	}
+	return name + ": running"
+}
+
+// Lookup returns the engine's definition of a background task.
+func Lookup(def *engine.Definition, taskID string) (engine.BackgroundTask, bool) {
+	for _, t := range def.BackgroundTasks {
+		if t.TaskID == taskID {
+			return t, true
+		}
+	}
+	return engine.BackgroundTask{}, false
+}
+
+// PurposeResearch is the LLM request purpose of research handlers.
+const PurposeResearch = "research"
+
+// Input is what a dispatched background task carries to its handler: the
+// task as the engine defines it and what the session knows so far.
+type Input struct {
+	TaskID      string `json:"task_id"`
+	DisplayName string `json:"display_name"`
+	Description string `json:"description,omitempty"`
+	EngineID    string `json:"engine_id"`
+	ProjectID   string `json:"project_id,omitempty"`
+	Phase       string `json:"phase,omitempty"`
+	// Facts are the session's extracted fields, "Display name: value".
+	Facts []string `json:"facts,omitempty"`
+}
+
+// ResearchRequest is the user message (as JSON) of a research handler's
+// model request: the handler's name and the task's input.
+type ResearchRequest struct {
+	Handler string `json:"handler"`
+	Task    Input  `json:"task"`
+}
+
+// Findings is the result of a research handler.
+type Findings struct {
+	Summary  string    `json:"summary"`
+	Findings []Finding `json:"findings"`
+	// Source says where the findings come from ("offline" when the offline
+	// provider stood in for a model).
+	Source string `json:"source,omitempty"`
+}
+
+// Finding is one item of research.
+type Finding struct {
+	Title  string `json:"title"`
+	Detail string `json:"detail"`
+}
+
+// NewInput builds the input of a task from the session's memory: the task
+// definition and the fields extracted so far, in schema order (values
+// clipped), so the handler researches what this user said.
+func NewInput(def *engine.Definition, m *engine.WorkingMemory, t engine.BackgroundTask) Input {
+	in := Input{TaskID: t.TaskID, DisplayName: cmp.Or(t.DisplayName, t.TaskID), Description: t.Description,
+		EngineID: def.EngineID, ProjectID: m.ProjectID, Phase: m.Phase.Current}
+	for _, f := range def.ExtractionSchema.Fields {
+		x, ok := m.Extraction.Fields[f.Path]
+		if !ok || x.IsNull() {
+			continue
+		}
+		v := string(x.Value)
+		var s string
+		if json.Unmarshal(x.Value, &s) == nil {
+			v = s
+		}
+		if r := []rune(v); len(r) > 200 {
+			v = string(r[:200]) + "…"
+		}
+		in.Facts = append(in.Facts, cmp.Or(f.DisplayName, f.Path)+": "+v)
+		if len(in.Facts) == 40 {
+			break
+		}
+	}
+	return in
+}
+
+// Overdue returns the awaited tasks whose attempt has had no answer for
+// twice its timeout (the task's estimated duration times factor) after it
+// could start, at time now: the worker pool is down or lost it. Without a
+// timeout (no estimated duration) a task is never overdue.
+func Overdue(def *engine.Definition, m *engine.WorkingMemory, factor float64, now time.Time) []engine.TaskRecord {
+	var out []engine.TaskRecord
+	for _, r := range m.BackgroundTasks.Pending {
+		t, ok := Lookup(def, r.TaskID)
+		timeout := time.Duration(float64(t.EstimatedDuration.D()) * factor)
+		if !ok || timeout <= 0 || r.DispatchedAt.IsZero() {
+			continue
+		}
+		from := r.DispatchedAt
+		if r.NotBefore.After(from) {
+			from = r.NotBefore
+		}
+		if now.Sub(from) > 2*timeout {
+			out = append(out, r)
+		}
 	}
 	return out
 }

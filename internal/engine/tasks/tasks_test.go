@@ -1,7 +1,10 @@
 package tasks_test
 
 import (
+	"encoding/json"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/enginetest"
@@ -57,5 +60,147 @@ func TestDueAndDispatch(t *testing.T) {
 				t.Errorf("dispatched twice: %+v", again)
 			}
 		})
+	}
+}
+
+// dispatched is a memory of the test engine whose task "research" (with
+// strategy fs) was dispatched at turn 2.
+func dispatched(t *testing.T, fs engine.FailureStrategy) (*engine.Definition, *engine.WorkingMemory) {
+	t.Helper()
+	def := enginetest.Definition()
+	def.BackgroundTasks = []engine.BackgroundTask{{TaskID: "research", DisplayName: "Research", Handler: "research.web",
+		Trigger: engine.TaskTrigger{Type: engine.TaskTriggerCustom, Evaluator: "always"}, FailureStrategy: fs}}
+	m := enginetest.Memory(def)
+	m.TurnNumber, m.UpdatedAt = 2, epoch
+	if recs := tasks.Dispatch(m, def.BackgroundTasks); len(recs) != 1 || !recs[0].DispatchedAt.Equal(epoch) {
+		t.Fatalf("dispatch = %+v", recs)
+	}
+	return def, m
+}
+
+var epoch = time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC)
+
+func TestCompleteMergesTheAwaitedAttemptOnce(t *testing.T) {
+	_, m := dispatched(t, engine.FailureStrategy{Type: engine.FailureDegrade})
+	if tasks.Complete(m, "research", 2, json.RawMessage(`{"a":1}`)) {
+		t.Fatal("an attempt nobody awaits was merged")
+	}
+	m.TurnNumber = 3
+	if !tasks.Complete(m, "research", 1, json.RawMessage(`{"a":1}`)) {
+		t.Fatal("the awaited attempt was not merged")
+	}
+	if tasks.Complete(m, "research", 1, json.RawMessage(`{"a":2}`)) {
+		t.Fatal("a duplicate was merged again")
+	}
+	r, _ := m.BackgroundTasks.Task("research")
+	if r.Status != engine.TaskCompleted || string(r.Result) != `{"a":1}` || r.SettledAtTurn != 3 || len(m.BackgroundTasks.Pending) != 0 {
+		t.Errorf("record = %+v", r)
+	}
+}
+
+// Each failure strategy of the seed, merged into working memory.
+func TestFailureStrategies(t *testing.T) {
+	boom := tasks.Failure{Message: "search API timed out"}
+	panicked := tasks.Failure{Message: "handler panicked: nil map", Permanent: true}
+	type attempt struct {
+		err        error
+		wantStatus string
+		wantNext   int           // the attempt now awaited (0: settled)
+		wantWait   time.Duration // the backoff before it
+	}
+	tests := []struct {
+		name     string
+		fs       engine.FailureStrategy
+		attempts []attempt
+		gap      bool
+	}{
+		{"retry 5s 10s 20s then the gap", engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: 3},
+			[]attempt{{boom, engine.TaskRetrying, 2, 5 * time.Second}, {boom, engine.TaskRetrying, 3, 10 * time.Second},
+				{boom, engine.TaskRetrying, 4, 20 * time.Second}, {boom, engine.TaskGap, 0, 0}}, true},
+		{"retry with a configured delay then degrade", engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: 1,
+			RetryDelay: engine.Duration(time.Second), Then: engine.FailureDegrade, DegradedBehavior: "use what the user said"},
+			[]attempt{{boom, engine.TaskRetrying, 2, time.Second}, {boom, engine.TaskDegraded, 0, 0}}, false},
+		{"a panic skips the retries", engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: 3},
+			[]attempt{{panicked, engine.TaskGap, 0, 0}}, true},
+		{"degrade", engine.FailureStrategy{Type: engine.FailureDegrade, DegradedBehavior: "skip enrichment"},
+			[]attempt{{boom, engine.TaskDegraded, 0, 0}}, false},
+		{"stall tries until it succeeds", engine.FailureStrategy{Type: engine.FailureStall},
+			[]attempt{{boom, engine.TaskStalled, 2, 5 * time.Second}, {boom, engine.TaskStalled, 3, 10 * time.Second}}, false},
+		{"stall on a panic waits", engine.FailureStrategy{Type: engine.FailureStall},
+			[]attempt{{panicked, engine.TaskStalled, 1, 0}}, false},
+		{"proceed with gap", engine.FailureStrategy{Type: engine.FailureProceedWithGap},
+			[]attempt{{boom, engine.TaskGap, 0, 0}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			def, m := dispatched(t, tt.fs)
+			at := epoch
+			for i, a := range tt.attempts {
+				at = at.Add(time.Minute)
+				if _, ok := tasks.Fail(def, m, nil, "research", i+1, a.err, at); !ok {
+					t.Fatalf("attempt %d was not awaited", i+1)
+				}
+				r, _ := m.BackgroundTasks.Task("research")
+				if r.Status != a.wantStatus || r.Error != a.err.Error() {
+					t.Fatalf("attempt %d: record %+v, want status %s", i+1, r, a.wantStatus)
+				}
+				if a.wantNext == 0 {
+					if m.BackgroundTasks.IsPending("research") || r.Note == "" {
+						t.Fatalf("attempt %d: not settled with a note: %+v", i+1, r)
+					}
+					continue
+				}
+				if r.Attempt != a.wantNext || (a.wantWait > 0 && !r.NotBefore.Equal(at.Add(a.wantWait))) {
+					t.Fatalf("attempt %d: record %+v, want attempt %d not before %s", i+1, r, a.wantNext, at.Add(a.wantWait))
+				}
+			}
+			if got := slices.Contains(m.BackgroundTasks.Gaps, "research"); got != tt.gap {
+				t.Errorf("gap flagged = %t, want %t", got, tt.gap)
+			}
+			if stalled := len(m.BackgroundTasks.Stalled()) > 0; stalled != (tt.fs.Type == engine.FailureStall) {
+				t.Errorf("stalled = %t", stalled)
+			}
+		})
+	}
+}
+
+// A gap is dispatched again when a later phase comes.
+func TestRefillAGap(t *testing.T) {
+	def, m := dispatched(t, engine.FailureStrategy{Type: engine.FailureProceedWithGap})
+	tasks.Fail(def, m, nil, "research", 1, tasks.Failure{Message: "down"}, epoch)
+	if len(m.BackgroundTasks.Gaps) != 1 {
+		t.Fatalf("gaps = %v", m.BackgroundTasks.Gaps)
+	}
+	m.TurnNumber = 5
+	recs := tasks.Refill(def, m)
+	if len(recs) != 1 || recs[0].Attempt != 2 || recs[0].DispatchedAtTurn != 5 || !m.BackgroundTasks.IsPending("research") ||
+		len(m.BackgroundTasks.Gaps) != 0 {
+		t.Fatalf("refill = %+v, state %+v", recs, m.BackgroundTasks)
+	}
+	if again := tasks.Refill(def, m); len(again) != 0 {
+		t.Errorf("refilled twice: %+v", again)
+	}
+	if !tasks.Complete(m, "research", 2, json.RawMessage(`{}`)) {
+		t.Error("the refill's result was not merged")
+	}
+}
+
+func TestOverdue(t *testing.T) {
+	def, m := dispatched(t, engine.FailureStrategy{Type: engine.FailureDegrade})
+	def.BackgroundTasks[0].EstimatedDuration = engine.Duration(30 * time.Second)
+	if late := tasks.Overdue(def, m, 2, epoch.Add(2*time.Minute)); len(late) != 0 {
+		t.Fatalf("overdue at twice the timeout: %+v", late)
+	}
+	if late := tasks.Overdue(def, m, 2, epoch.Add(2*time.Minute+time.Second)); len(late) != 1 || late[0].TaskID != "research" {
+		t.Fatalf("not overdue past twice the timeout: %+v", late)
+	}
+	// A retry counts from when it may start.
+	m.BackgroundTasks.Pending[0].NotBefore = epoch.Add(time.Hour)
+	if late := tasks.Overdue(def, m, 2, epoch.Add(time.Hour+time.Minute)); len(late) != 0 {
+		t.Errorf("a retry waiting for its backoff is overdue: %+v", late)
+	}
+	def.BackgroundTasks[0].EstimatedDuration = 0
+	if late := tasks.Overdue(def, m, 2, epoch.Add(1000*time.Hour)); len(late) != 0 {
+		t.Errorf("a task without a duration is overdue: %+v", late)
 	}
 }

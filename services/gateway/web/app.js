@@ -1,5 +1,7 @@
 // The Praetor page: start a session with an engine, chat, and watch the
-// sidebar (phase, progress, obligations) update with every reply.
+// sidebar (phase, progress, obligations, background research) update with
+// every reply. When the engine hands the conversation to another engine,
+// the page follows it: the next message goes to the new session.
 "use strict";
 const $ = (id) => document.getElementById(id);
 let session = null;
@@ -95,15 +97,76 @@ function renderSidebar(sb, phase) {
   }
 }
 
+// Sessions the page has switched to after a handoff, so a handoff is
+// followed once whichever way the page learns of it.
+const followed = new Set();
+
+// follow switches to the session a handoff started: the conversation goes
+// on there, the chat so far stays on the page.
+async function follow(h) {
+  if (!h || !h.target_session_id || followed.has(h.target_session_id)) return;
+  followed.add(h.target_session_id);
+  addLine("system", `Handed off to ${h.target_engine_id}${h.reason ? ": " + h.reason : ""}. Your next message goes there.`);
+  try {
+    const next = await api("GET", `/v1/sessions/${h.target_session_id}`);
+    setSession(next);
+  } catch (err) {
+    followed.delete(h.target_session_id);
+    showError(err);
+  }
+}
+
 function setActive(s) {
-  $("session").textContent = `Session ${s.session_id} · ${s.engine_id} · ${s.status}`;
+  const from = s.inbound_handoff ? ` · continued from ${s.inbound_handoff.source_engine_id}` : "";
+  $("session").textContent = `Session ${s.session_id} · ${s.engine_id} · ${s.status}${from}`;
+  $("session").dataset.status = s.status;
   const active = s.status === "active";
   $("message").disabled = !active;
   $("sendbtn").disabled = !active;
-  if (!active) {
-    const where = s.handoffs && s.handoffs.outbound ? ` (handed off: ${s.handoffs.outbound})` : "";
-    addLine("system", `This session is ${s.status}${where}: start a new one to go on.`);
+  if (active) return;
+  const h = s.outbound_handoff;
+  if (h && h.target_started) {
+    follow(h);
+  } else if (h) {
+    addLine("system", `This session handed off to ${h.target_engine_id}; waiting for the new session to start…`);
+  } else {
+    addLine("system", `This session is ${s.status}: start a new one to go on.`);
   }
+}
+
+// renderTasks lists the session's background research and its status.
+function renderTasks(bt) {
+  const box = $("tasks");
+  box.replaceChildren();
+  const list = (bt && bt.tasks) || [];
+  box.hidden = list.length === 0;
+  if (list.length === 0) return;
+  const h = document.createElement("h3");
+  h.textContent = "Background research";
+  box.appendChild(h);
+  const ul = document.createElement("ul");
+  for (const t of list) {
+    const li = document.createElement("li");
+    li.dataset.testid = "task";
+    li.dataset.task = t.task_id;
+    li.dataset.status = t.status;
+    const label = document.createElement("span");
+    label.textContent = t.display_name;
+    label.title = t.note || t.error || "";
+    const st = document.createElement("span");
+    st.className = "status " + t.status;
+    st.textContent = t.status === "stalled" ? "waiting" : t.status;
+    li.append(label, st);
+    ul.appendChild(li);
+  }
+  box.appendChild(ul);
+}
+
+async function refreshTasks(sid) {
+  try {
+    const bt = await api("GET", `/v1/sessions/${sid}/tasks`);
+    if (session && session.session_id === sid) renderTasks(bt);
+  } catch (err) { /* the sidebar shows the tasks too */ }
 }
 
 function setSession(s) {
@@ -114,20 +177,28 @@ function setSession(s) {
   $("session").dataset.engine = s.engine_id;
   setActive(s);
   renderSidebar(s.sidebar, s.phase);
+  renderTasks(s.background_tasks);
+  if (s.inbound_handoff) {
+    addLine("system", `Now with ${s.engine_id}, which starts from what ${s.inbound_handoff.source_engine_id} handed over.`);
+  }
   if (stream) stream.close();
   stream = new EventSource(`/v1/sessions/${s.session_id}/stream`);
   // The state comes first, and again after a reconnect.
   stream.addEventListener("state", (e) => {
     const st = JSON.parse(e.data);
     renderSidebar(st.sidebar, st.phase);
+    if (st.outbound_handoff && st.outbound_handoff.target_started) follow(st.outbound_handoff);
   });
   stream.addEventListener("turn", (e) => showReply(JSON.parse(e.data)));
-  stream.addEventListener("handoff", async (e) => {
-    const h = JSON.parse(e.data);
-    addLine("system", `Handing off to ${h.target_engine_id}: ${h.reason || ""}`);
-    const next = await api("GET", `/v1/sessions/${h.target_session_id}`);
-    setSession(next);
+  // A background task's outcome was merged: the sidebar changed with it.
+  stream.addEventListener("task", (e) => {
+    const t = JSON.parse(e.data);
+    if (!session || session.session_id !== t.session_id) return;
+    if (t.sidebar) renderSidebar(t.sidebar);
+    refreshTasks(t.session_id);
   });
+  // The handoff's target session has started: go on there.
+  stream.addEventListener("handoff", (e) => follow(JSON.parse(e.data)));
 }
 
 async function start(e) {
@@ -174,7 +245,13 @@ async function send(e) {
   }
   try {
     const s = await api("GET", `/v1/sessions/${sid}`);
-    if (s.status !== "active" && session.session_id === sid) setActive(s);
+    if (session.session_id !== sid) return;
+    renderTasks(s.background_tasks);
+    const r = s.handoff_rejection;
+    if (r && t.turn_number && r.at_turn === t.turn_number) {
+      addLine("system", `Could not hand off to ${r.target_engine}: ${r.errors.join("; ")}. The conversation goes on here.`);
+    }
+    if (s.status !== "active") setActive(s);
   } catch (err) { showError(err); }
 }
 

@@ -1,0 +1,98 @@
+package handoff
+
+// The context mappers of the shipped engines' exit transitions. Each knows
+// its source engine's extraction schema (engines/*.yaml), as custom
+// evaluators do; what every engine has is mapped by FromFields.
+
+// Exploration → Project Discovery: the decision reached, with its
+// reasoning and the tradeoffs weighed, the options ruled out, the
+// constraints and risks, and what the user learnt.
+var explorationToProjectDiscovery = Fields{
+	Decision: "decision.decision_made", Confidence: "decision.confidence",
+	Reasoning:  []string{"decision.reasoning", "decision.tradeoffs"},
+	Eliminated: []string{"solution_landscape.eliminated_options"},
+	Constraints: []Constraint{{Path: "decision.constraints",
+		Implication: "The requirements must fit within it"}},
+	Risks:           []string{"decision.risks"},
+	Gaps:            []string{"initial_state.knowledge_gaps"},
+	Goals:           []string{"initial_state.goals"},
+	PainPoints:      []string{"initial_state.problem_statement"},
+	Concepts:        []string{"understanding.concepts_taught"},
+	Understood:      "understanding.teach_back_passed",
+	PriorExperience: []string{"initial_state.prior_knowledge"},
+	TechnicalLevel:  "initial_state.technical_level",
+	OpenQuestions:   []string{"understanding.questions"},
+	Sensitivities:   []string{"understanding.misconceptions"},
+}
+
+// Project Discovery → Exploration: the requirements as constraints on the
+// options to explore, the goals and pains behind them.
+var projectDiscoveryToExploration = Fields{
+	Constraints: []Constraint{
+		{Path: "constraints.budget", Label: "Budget", Implication: "Only options within it are worth exploring"},
+		{Path: "constraints.timeline", Label: "Timeline", Implication: "Options must be deliverable in time"},
+		{Path: "constraints.technical", Label: "Technical", Implication: "Options must run on it"},
+		{Path: "constraints.integrations", Label: "Integration", Implication: "Options must integrate with it"},
+		{Path: "constraints.team", Label: "Team", Implication: "Options must suit who builds and runs it"},
+	},
+	Assumptions:     []string{"success_criteria.mvp_scope"},
+	Goals:           []string{"purpose_and_problem.desired_outcome", "success_criteria.metrics"},
+	PainPoints:      []string{"purpose_and_problem.core_problem", "users_and_personas.pain_points"},
+	PriorExperience: []string{"purpose_and_problem.current_solution"},
+	OpenQuestions:   []string{"edge_cases.cases"},
+	Sensitivities:   []string{"non_functional_screening.security"},
+}
+
+// businessProfile maps a confirmed business profile; implication says what
+// a constraint means for the target engine.
+func businessProfile(implication string) Fields {
+	return Fields{
+		Constraints: []Constraint{
+			{Path: "growth_and_scaling.scaling_constraints", Implication: implication},
+			{Path: "regulatory_and_compliance.regulations", Label: "Regulation", Implication: implication},
+			{Path: "financial_model.funding", Label: "Funding", Implication: implication},
+		},
+		Gaps:            []string{"team_composition.skill_gaps", "data_and_analytics.data_gaps"},
+		Goals:           []string{"growth_and_scaling.growth_goals", "growth_and_scaling.top_priorities"},
+		PainPoints:      []string{"operations.bottlenecks", "technology_stack.tech_pain_points", "customer_experience.complaints"},
+		PriorExperience: []string{"technology_stack.current_systems"},
+		TechnicalLevel:  "technology_stack.digital_maturity",
+		Sensitivities:   []string{"regulatory_and_compliance.data_privacy", "regulatory_and_compliance.compliance_risks"},
+	}
+}
+
+// Ideation → Exploration: the framed problem, its constraints and
+// assumptions, to explore solution options for.
+var ideationToExploration = Fields{
+	Eliminated:    []string{"evaluation.eliminated_ideas"},
+	Constraints:   []Constraint{{Path: "problem_space.constraints", Implication: "Options must respect it"}},
+	Assumptions:   []string{"problem_space.assumptions"},
+	Gaps:          []string{"problem_space.root_causes"},
+	Goals:         []string{"problem_space.success_criteria"},
+	PainPoints:    []string{"problem_space.problem_statement", "problem_space.impact"},
+	OpenQuestions: []string{"problem_space.how_might_we"},
+}
+
+// Ideation → Project Discovery: the selected idea, why, and what it must
+// respect, to define its requirements.
+var ideationToProjectDiscovery = Fields{
+	Decision: "selection.selected_idea", Confidence: "selection.confidence",
+	Reasoning:   []string{"selection.selection_rationale", "refinement.refined_concept"},
+	Eliminated:  []string{"evaluation.eliminated_ideas"},
+	Constraints: []Constraint{{Path: "problem_space.constraints", Implication: "The requirements must respect it"}},
+	Assumptions: []string{"problem_space.assumptions"},
+	Risks:       []string{"refinement.risks"},
+	Goals:       []string{"selection.success_metrics", "problem_space.success_criteria"},
+	PainPoints:  []string{"problem_space.problem_statement"},
+}
+
+func builtinMappers() map[string]Mapper {
+	return map[string]Mapper{
+		Name("exploration", "project-discovery"):      FromFields(explorationToProjectDiscovery),
+		Name("project-discovery", "exploration"):      FromFields(projectDiscoveryToExploration),
+		Name("business-profile", "ideation"):          FromFields(businessProfile("Ideas must respect it")),
+		Name("business-profile", "project-discovery"): FromFields(businessProfile("The project must respect it")),
+		Name("ideation", "exploration"):               FromFields(ideationToExploration),
+		Name("ideation", "project-discovery"):         FromFields(ideationToProjectDiscovery),
+	}
+}

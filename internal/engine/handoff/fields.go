@@ -1,0 +1,397 @@
+package handoff
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/pkg/contracts"
+)
+
+// Constraint names an extraction field holding constraints.
+type Constraint struct {
+	Path string
+	// Label prefixes each value ("Budget" gives "Budget: $60k").
+	Label string
+	// Implication is what the constraint means for the target engine.
+	Implication string
+}
+
+// Fields says which extraction fields of the source engine feed which parts
+// of the handoff; FromFields builds a mapper from it. Paths name fields of
+// the source engine's extraction schema; list fields give one item per
+// value, objects their name.
+type Fields struct {
+	// Decision is the decision field; Confidence its confidence (in [0, 1]
+	// or on a 1-10 scale; the field's extraction confidence when absent);
+	// Reasoning the fields joined into its reasoning.
+	Decision   string
+	Confidence string
+	Reasoning  []string
+
+	Eliminated  []string
+	Constraints []Constraint
+	// Assumptions are carried forward; Risks too, flagged for review.
+	Assumptions []string
+	Risks       []string
+
+	Gaps       []string
+	Goals      []string
+	PainPoints []string
+
+	Concepts []string
+	// Understood is a boolean field: true means the concepts are solidly
+	// understood (basic otherwise).
+	Understood      string
+	PriorExperience []string
+	// TechnicalLevel is a field whose value says the user's level.
+	TechnicalLevel string
+
+	OpenQuestions []string
+	Sensitivities []string
+}
+
+// Generic is the context mapper of engines that register none: it maps
+// what every engine's working memory has — phases, obligations, completeness
+// gaps, deferred obligations, failed background research and the
+// socio-emotional state — and no engine-specific field.
+func Generic(in Input) contracts.EngineHandoff { return FromFields(Fields{})(in) }
+
+// FromFields returns the mapper that fills the framework's parts of a
+// handoff (metadata, phase results, trust and rapport, deferred obligations,
+// open gaps) and the engine's parts from the fields f names.
+func FromFields(f Fields) Mapper {
+	return func(in Input) contracts.EngineHandoff {
+		m, def := in.Memory, in.Source
+		h := contracts.EngineHandoff{
+			Metadata: contracts.HandoffMetadata{
+				SourceEngineID: def.EngineID, SourceEngineName: def.Name, TargetEngineID: in.TargetEngineID,
+				HandoffDate: in.Now.UTC(), SessionID: m.SessionID, ProjectID: m.ProjectID, TurnCount: m.TurnNumber,
+				CompletenessScore: engine.Clamp01(m.Completeness.Overall), TransitionReason: in.Reason,
+			},
+			PhaseResults: phaseResults(def, m),
+		}
+		al := &h.ActionList
+		al.DecisionsReached, al.OptionsEliminated = []contracts.Decision{}, []contracts.EliminatedOption{}
+		al.ConstraintsIdentified, al.AssumptionsCarriedForward = []contracts.IdentifiedConstraint{}, []contracts.CarriedAssumption{}
+
+		confidence := 0.0
+		if f.Decision != "" {
+			if d := strings.Join(values(m, f.Decision), ", "); d != "" {
+				confidence = decisionConfidence(m, f)
+				al.DecisionsReached = append(al.DecisionsReached, contracts.Decision{Decision: d, Confidence: confidence,
+					Reasoning: strings.Join(valuesOf(m, f.Reasoning), "; ")})
+			}
+		}
+		for _, o := range valuesOf(m, f.Eliminated) {
+			al.OptionsEliminated = append(al.OptionsEliminated, contracts.EliminatedOption{Option: o, Reasons: []string{}})
+		}
+		for _, c := range f.Constraints {
+			for _, v := range values(m, c.Path) {
+				text := v
+				if c.Label != "" {
+					text = c.Label + ": " + v
+				}
+				al.ConstraintsIdentified = append(al.ConstraintsIdentified, contracts.IdentifiedConstraint{Constraint: text, Implication: c.Implication})
+			}
+		}
+		for _, a := range valuesOf(m, f.Assumptions) {
+			al.AssumptionsCarriedForward = append(al.AssumptionsCarriedForward, contracts.CarriedAssumption{Assumption: a})
+		}
+		for _, r := range valuesOf(m, f.Risks) {
+			al.AssumptionsCarriedForward = append(al.AssumptionsCarriedForward,
+				contracts.CarriedAssumption{Assumption: "Risk: " + r, WarrantsReview: true})
+		}
+
+		sa := &h.SituationAwareness
+		sa.UserConfidenceLevel = confidenceLevel(len(al.DecisionsReached) > 0, confidence, m.SocioEmotional)
+		sa.KnowledgeGapsRevealed = valuesOf(m, f.Gaps)
+		for _, id := range m.BackgroundTasks.Gaps {
+			sa.KnowledgeGapsRevealed = append(sa.KnowledgeGapsRevealed, "Background research did not complete: "+taskName(def, id))
+		}
+		if len(sa.KnowledgeGapsRevealed) == 0 {
+			// No gap in the user's knowledge was recorded: what the source
+			// engine could not settle is the gap the target inherits.
+			sa.KnowledgeGapsRevealed = openRequired(m)
+		}
+		sa.UserGoals, sa.KeyPainPoints = valuesOf(m, f.Goals), valuesOf(m, f.PainPoints)
+
+		ac := &h.AccumulatedContext
+		level := contracts.UnderstandingBasic
+		if f.Understood != "" && isTrue(m, f.Understood) {
+			level = contracts.UnderstandingSolid
+		}
+		ac.ConceptsTaught = []contracts.TaughtConcept{}
+		for _, c := range valuesOf(m, f.Concepts) {
+			ac.ConceptsTaught = append(ac.ConceptsTaught, contracts.TaughtConcept{Concept: c, UnderstandingLevel: level})
+		}
+		ac.PriorExperience = valuesOf(m, f.PriorExperience)
+		ac.TechnicalLevel = technicalLevel(strings.Join(values(m, f.TechnicalLevel), " "))
+
+		rs := &h.RelationalState
+		rs.TrustLevel = trustLevel(m.SocioEmotional.Trust)
+		rs.Rapport = rapport(m.SocioEmotional)
+		rs.OpenQuestions = valuesOf(m, f.OpenQuestions)
+		rs.Sensitivities = valuesOf(m, f.Sensitivities)
+		for _, id := range deferred(m) {
+			d := id
+			if o, ok := def.Obligation(id); ok {
+				d = strings.TrimSuffix(o.Description, ".")
+			}
+			rs.OpenQuestions = append(rs.OpenQuestions, "Put off by the user: "+d)
+			rs.Sensitivities = append(rs.Sensitivities, "The user preferred not to answer yet: "+d)
+		}
+		if m.SocioEmotional.Friction >= 0.3 {
+			rs.Sensitivities = append(rs.Sensitivities, "The user grew impatient with questions; do not ask again for what is known")
+		}
+		for _, p := range [](*[]string){&sa.KnowledgeGapsRevealed, &sa.UserGoals, &sa.KeyPainPoints, &ac.PriorExperience,
+			&rs.OpenQuestions, &rs.Sensitivities} {
+			if *p == nil {
+				*p = []string{}
+			}
+		}
+		return h
+	}
+}
+
+// phaseResults reports each phase left and the current one: its
+// completeness when it ended (now, for the current phase), the fields
+// extracted during it, and its focus obligations still open.
+func phaseResults(def *engine.Definition, m *engine.WorkingMemory) []contracts.PhaseResult {
+	recs := append(slices.Clone(m.Phase.History), engine.PhaseRecord{PhaseID: m.Phase.Current,
+		EnteredAtTurn: m.Phase.EnteredAtTurn, ExitedAtTurn: m.TurnNumber, Completeness: m.Completeness.Overall})
+	out := make([]contracts.PhaseResult, 0, len(recs))
+	for _, r := range recs {
+		pr := contracts.PhaseResult{PhaseName: r.PhaseID, RemainingGaps: []string{},
+			CompletionPercentage: int(math.Round(engine.Clamp01(r.Completeness) * 100))}
+		var outputs []string
+		for _, fd := range def.ExtractionSchema.Fields {
+			x, ok := m.Extraction.Fields[fd.Path]
+			if !ok || x.IsNull() || !slices.ContainsFunc(x.ExtractedFromTurns, func(t int) bool {
+				return t > r.EnteredAtTurn && t <= r.ExitedAtTurn
+			}) {
+				continue
+			}
+			outputs = append(outputs, fmt.Sprintf("%s: %s", cmp.Or(fd.DisplayName, fd.Path), short(render(x.Value), 60)))
+		}
+		switch {
+		case len(outputs) == 0:
+			pr.KeyOutputs = fmt.Sprintf("Nothing new was captured in %d turns", max(r.ExitedAtTurn-r.EnteredAtTurn, 0))
+		case len(outputs) > 6:
+			pr.KeyOutputs = strings.Join(outputs[:6], "; ") + fmt.Sprintf("; and %d more", len(outputs)-6)
+		default:
+			pr.KeyOutputs = strings.Join(outputs, "; ")
+		}
+		if p, ok := def.Phase(r.PhaseID); ok {
+			focus := def.PhaseFocus(p)
+			for _, o := range m.Obligations.Items {
+				if slices.Contains(focus, o.Category) && o.Status != engine.StatusSatisfied && o.Status != engine.StatusDeferred {
+					pr.RemainingGaps = append(pr.RemainingGaps, strings.TrimSuffix(o.Description, "."))
+				}
+			}
+		}
+		out = append(out, pr)
+	}
+	return out
+}
+
+// openRequired lists the required obligations not yet satisfied.
+func openRequired(m *engine.WorkingMemory) []string {
+	out := []string{}
+	for _, o := range m.Obligations.Items {
+		if o.Required && o.Status != engine.StatusSatisfied && o.Status != engine.StatusDeferred {
+			out = append(out, "Still open: "+strings.TrimSuffix(o.Description, "."))
+		}
+	}
+	return out
+}
+
+func deferred(m *engine.WorkingMemory) []string {
+	ids := make([]string, 0, len(m.Extraction.Deferred))
+	for id := range m.Extraction.Deferred {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func taskName(def *engine.Definition, id string) string {
+	for _, t := range def.BackgroundTasks {
+		if t.TaskID == id {
+			return cmp.Or(t.DisplayName, id)
+		}
+	}
+	return id
+}
+
+func decisionConfidence(m *engine.WorkingMemory, f Fields) float64 {
+	if f.Confidence != "" {
+		var x float64
+		if m.Extraction.Decode(f.Confidence, &x) {
+			if x > 1 {
+				x /= 10 // a 1-10 scale
+			}
+			return round4(engine.Clamp01(x))
+		}
+	}
+	if fd, ok := m.Extraction.Get(f.Decision); ok {
+		return round4(engine.Clamp01(fd.Confidence))
+	}
+	return 0
+}
+
+// confidenceLevel follows the seed: high above 0.8 for a decision, medium
+// otherwise, and low when the user is at odds with the conversation.
+func confidenceLevel(decided bool, confidence float64, se engine.SocioEmotional) string {
+	switch {
+	case decided && confidence > 0.8:
+		return contracts.LevelHigh
+	case se.Friction >= 0.5 || se.Trust < 0.35:
+		return contracts.LevelLow
+	}
+	return contracts.LevelMedium
+}
+
+// trustLevel follows the seed: high above 0.7, and low below 0.35.
+func trustLevel(trust float64) string {
+	switch {
+	case trust > 0.7:
+		return contracts.LevelHigh
+	case trust < 0.35:
+		return contracts.LevelLow
+	}
+	return contracts.LevelMedium
+}
+
+func rapport(se engine.SocioEmotional) string {
+	switch {
+	case se.Friction >= 0.4:
+		return "Strained: the user showed frustration"
+	case se.Rapport >= 0.6 && se.Friction < 0.2:
+		return "Collaborative and engaged"
+	}
+	return "Cordial and businesslike"
+}
+
+// technicalLevel reads a free-text level ("non-technical", "developer",
+// "mostly paper") into the handoff's scale; intermediate when unknown.
+func technicalLevel(v string) string {
+	v = strings.ToLower(v)
+	switch {
+	case v == "":
+		return contracts.TechnicalIntermediate
+	case strings.Contains(v, "expert"):
+		return contracts.TechnicalExpert
+	case strings.Contains(v, "advanced"), strings.Contains(v, "developer"), strings.Contains(v, "engineer"),
+		strings.Contains(v, "fully digital"), strings.Contains(v, "high"):
+		return contracts.TechnicalAdvanced
+	case strings.Contains(v, "beginner"), strings.Contains(v, "not technical"), strings.Contains(v, "non-technical"),
+		strings.Contains(v, "paper"), strings.Contains(v, "low"), strings.Contains(v, "basic"):
+		return contracts.TechnicalBeginner
+	}
+	return contracts.TechnicalIntermediate
+}
+
+func isTrue(m *engine.WorkingMemory, path string) bool {
+	var b bool
+	return m.Extraction.Decode(path, &b) && b
+}
+
+// valuesOf is values of each path, in order, without repeats.
+func valuesOf(m *engine.WorkingMemory, paths []string) []string {
+	out := []string{}
+	for _, p := range paths {
+		for _, v := range values(m, p) {
+			if !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// values returns a field's value as text items: a list gives one item per
+// element, an object its name (or its first text member), a scalar itself.
+func values(m *engine.WorkingMemory, path string) []string {
+	if path == "" {
+		return nil
+	}
+	f, ok := m.Extraction.Get(path)
+	if !ok || f.IsNull() {
+		return nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(f.Value, &list) == nil {
+		var out []string
+		for _, x := range list {
+			if s := render(x); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	if s := render(f.Value); s != "" {
+		return []string{s}
+	}
+	return nil
+}
+
+// render turns a JSON value into text for people.
+func render(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return strings.TrimSpace(string(raw))
+	}
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return strings.TrimSpace(x)
+	case bool:
+		if x {
+			return "yes"
+		}
+		return "no"
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case []any:
+		parts := make([]string, 0, len(x))
+		for _, e := range x {
+			b, _ := json.Marshal(e)
+			if s := render(b); s != "" {
+				parts = append(parts, s)
+			}
+		}
+		return strings.Join(parts, ", ")
+	case map[string]any:
+		for _, k := range []string{"name", "option", "title", "value", "label", "text"} {
+			if s, ok := x[k].(string); ok && strings.TrimSpace(s) != "" {
+				return strings.TrimSpace(s)
+			}
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			if s, ok := x[k].(string); ok && strings.TrimSpace(s) != "" {
+				return strings.TrimSpace(s)
+			}
+		}
+	}
+	return strings.TrimSpace(string(raw))
+}
+
+func short(s string, n int) string {
+	s = oneLine(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

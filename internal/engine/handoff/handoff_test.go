@@ -1,0 +1,343 @@
+package handoff_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/builtin"
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
+	"github.com/praetorhq/praetor/pkg/contracts"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+var at = time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC)
+
+// makeHandoff is the seed's example handoff (Exploration → Project
+// Discovery), edited by edit.
+func makeHandoff(edit func(*contracts.EngineHandoff)) contracts.EngineHandoff {
+	h := contracts.EngineHandoff{
+		Metadata: contracts.HandoffMetadata{SourceEngineID: "exploration", SourceEngineName: "Exploration Engine",
+			TargetEngineID: "project-discovery", HandoffDate: at, SessionID: "sess_abc123", ProjectID: "proj_xyz789",
+			TurnCount: 15, CompletenessScore: 0.75, TransitionReason: "User reached decision and ready to define requirements"},
+		PhaseResults: []contracts.PhaseResult{{PhaseName: "DELIBERATION", CompletionPercentage: 75,
+			KeyOutputs: "Decision: Custom Web App; Constraints: budget and timeline", RemainingGaps: []string{}}},
+		ActionList: contracts.ActionList{
+			DecisionsReached: []contracts.Decision{{Decision: "Custom Web App", Confidence: 0.85,
+				Reasoning: "Full control over the product, better long-term TCO at scale"}},
+			OptionsEliminated: []contracts.EliminatedOption{
+				{Option: "WordPress", Reasons: []string{"Not flexible enough", "vendor lock-in concerns"}},
+				{Option: "No-Code Platform", Reasons: []string{"Scalability limitations"}}},
+			ConstraintsIdentified: []contracts.IdentifiedConstraint{
+				{Constraint: "Budget: $50k-$75k initial build"}, {Constraint: "Timeline: 6 months to MVP"},
+				{Constraint: "Must integrate with Stripe and QuickBooks"}},
+			AssumptionsCarriedForward: []contracts.CarriedAssumption{},
+		},
+		SituationAwareness: contracts.SituationAwareness{UserConfidenceLevel: contracts.LevelHigh,
+			KnowledgeGapsRevealed: []string{"User unclear on hosting requirements", "Unsure about authentication approach (OAuth vs custom)"},
+			UserGoals:             []string{}, KeyPainPoints: []string{}},
+		AccumulatedContext: contracts.AccumulatedContext{ConceptsTaught: []contracts.TaughtConcept{
+			{Concept: "API Design", UnderstandingLevel: contracts.UnderstandingSolid},
+			{Concept: "Database Normalization", UnderstandingLevel: contracts.UnderstandingBasic},
+			{Concept: "Microservices vs Monolith", UnderstandingLevel: contracts.UnderstandingSolid}},
+			PriorExperience: []string{}, TechnicalLevel: contracts.TechnicalIntermediate},
+		RelationalState: contracts.RelationalState{TrustLevel: contracts.LevelHigh, Rapport: "Collaborative and engaged",
+			OpenQuestions: []string{}, Sensitivities: []string{}},
+	}
+	if edit != nil {
+		edit(&h)
+	}
+	return h
+}
+
+// The seed's validation rules, each broken once.
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*contracts.EngineHandoff)
+		want string // an error containing this; empty: valid
+	}{
+		{"the seed's example", nil, ""},
+		{"only a gap", func(h *contracts.EngineHandoff) {
+			h.ActionList.DecisionsReached, h.ActionList.ConstraintsIdentified = nil, nil
+		}, ""},
+		{"nothing identified", func(h *contracts.EngineHandoff) {
+			h.ActionList.DecisionsReached, h.ActionList.ConstraintsIdentified = nil, nil
+			h.SituationAwareness.KnowledgeGapsRevealed = []string{" "}
+		}, "no decision, constraint or knowledge gap"},
+		{"short reasoning", func(h *contracts.EngineHandoff) { h.ActionList.DecisionsReached[0].Reasoning = "It is cheaper." },
+			"decisions_reached[0].reasoning: 14 characters; more than 20 are required"},
+		{"reasoning of exactly 20", func(h *contracts.EngineHandoff) {
+			h.ActionList.DecisionsReached[0].Reasoning = strings.Repeat("a", 20)
+		}, "more than 20"},
+		{"placeholder reasoning", func(h *contracts.EngineHandoff) {
+			h.ActionList.DecisionsReached[0].Reasoning = "TODO: fill in the reasoning later on"
+		}, "placeholder"},
+		{"dots for reasoning", func(h *contracts.EngineHandoff) {
+			h.ActionList.DecisionsReached[0].Reasoning = "......................."
+		}, "placeholder"},
+		{"confidence above 1", func(h *contracts.EngineHandoff) { h.ActionList.DecisionsReached[0].Confidence = 8.5 },
+			"confidence: 8.5 is not in [0, 1]"},
+		{"negative confidence", func(h *contracts.EngineHandoff) { h.ActionList.DecisionsReached[0].Confidence = -0.1 }, "confidence"},
+		{"self transition", func(h *contracts.EngineHandoff) { h.Metadata.TargetEngineID = "exploration" }, "hands off to itself"},
+		{"no metadata", func(h *contracts.EngineHandoff) { h.Metadata = contracts.HandoffMetadata{} },
+			"metadata.source_engine_id: is required"},
+		{"no phase results", func(h *contracts.EngineHandoff) { h.PhaseResults = nil }, "phase_results: at least one"},
+		{"placeholder key outputs", func(h *contracts.EngineHandoff) { h.PhaseResults[0].KeyOutputs = "Phase X key outputs..." },
+			"key_outputs"},
+		{"no situation awareness", func(h *contracts.EngineHandoff) {
+			h.SituationAwareness.UserConfidenceLevel = ""
+		}, "situation_awareness.user_confidence_level"},
+		{"no accumulated context", func(h *contracts.EngineHandoff) { h.AccumulatedContext = contracts.AccumulatedContext{} },
+			"accumulated_context.technical_level"},
+		{"an unknown understanding", func(h *contracts.EngineHandoff) {
+			h.AccumulatedContext.ConceptsTaught[0].UnderstandingLevel = "great"
+		}, "concepts_taught[0].understanding_level"},
+		{"no relational state", func(h *contracts.EngineHandoff) { h.RelationalState = contracts.RelationalState{} },
+			"relational_state.trust_level"},
+		{"completeness out of range", func(h *contracts.EngineHandoff) { h.Metadata.CompletenessScore = 75 }, "completeness_score"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := handoff.Validate(makeHandoff(tt.edit))
+			joined := strings.Join(r.Errors, "\n")
+			switch {
+			case tt.want == "" && (!r.Valid || r.Err() != nil):
+				t.Fatalf("errors = %v, want valid", r.Errors)
+			case tt.want != "" && (r.Valid || !strings.Contains(joined, tt.want) || r.Err() == nil):
+				t.Fatalf("result = %+v, want an error containing %q", r, tt.want)
+			}
+		})
+	}
+}
+
+func TestIsPlaceholder(t *testing.T) {
+	for text, want := range map[string]bool{
+		"": true, "   ": true, "...": true, "N/A": true, "n/a.": true, "TBD": true, "unknown": true, "-": true,
+		"lorem ipsum dolor sit amet": true, "Phase X key outputs...": true, "todo: write it": true,
+		"Full control over the product, better long-term TCO at scale...": false,
+		"It is cheap and fast to start":                                   false,
+		"The team knows Azure":                                            false,
+	} {
+		if got := handoff.IsPlaceholder(text); got != want {
+			t.Errorf("IsPlaceholder(%q) = %t, want %t", text, got, want)
+		}
+	}
+}
+
+// The executive summary, pinned by a golden file: the seed's layout, and
+// the sections the I-PASS check asks for.
+func TestFormat(t *testing.T) {
+	h := makeHandoff(func(h *contracts.EngineHandoff) {
+		h.RelationalState.Sensitivities = []string{"The budget is tight"}
+		h.ActionList.AssumptionsCarriedForward = []contracts.CarriedAssumption{{Assumption: "Risk: hosting costs", WarrantsReview: true}}
+	})
+	got := handoff.Format(h, "Project Requirements Discovery")
+	path := filepath.Join("testdata", "format.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./internal/engine/handoff -update writes it)", err)
+	}
+	if got+"\n" != string(want) {
+		t.Errorf("summary changed (run with -update if on purpose):\n%s", got)
+	}
+	lines := strings.Split(got, "\n")
+	if lines[0] != handoff.Rule || lines[1] != handoff.Title || lines[len(lines)-1] != handoff.Rule {
+		t.Errorf("the summary is not framed by the seed's title block:\n%s", got)
+	}
+	order := []string{"Source: Exploration Engine → Target: Project Requirements Discovery",
+		"Session: sess_abc123 | Project: proj_xyz789 | Turns: 15 | Completeness: 0.75",
+		"─── DECISIONS REACHED ───", `✓ Chose "Custom Web App" (confidence: 0.85)`,
+		"─── OPTIONS ELIMINATED ───", "✗ WordPress — Not flexible enough, vendor lock-in concerns",
+		"─── CONSTRAINTS IDENTIFIED ───", "• Budget: $50k-$75k initial build",
+		"─── KNOWLEDGE GAPS ───", "• User unclear on hosting requirements",
+		"─── CONCEPTS TAUGHT ───", "• API Design (solid understanding)",
+		"─── SENSITIVITIES ───", "─── USER PROFILE ───", "Technical Level: Intermediate", "Confidence: High", "Trust: High",
+		"Rapport: Collaborative and engaged"}
+	at := -1
+	for _, want := range order {
+		i := slices.Index(lines, want)
+		if i <= at {
+			t.Fatalf("%q missing or out of the seed's order in:\n%s", want, got)
+		}
+		at = i
+	}
+	if strings.Contains(got, "\n\n") {
+		t.Error("the summary has a blank line; the context assembler separates sections with them")
+	}
+}
+
+func TestVerifyIPASS(t *testing.T) {
+	receiver := handoff.Receiver{EngineID: "project-discovery", ProjectID: "proj_xyz789"}
+	onlyDecision := makeHandoff(func(h *contracts.EngineHandoff) {
+		h.ActionList.ConstraintsIdentified = nil
+		h.SituationAwareness.KnowledgeGapsRevealed = nil
+	})
+	full := makeHandoff(func(h *contracts.EngineHandoff) {
+		h.RelationalState.Sensitivities = []string{"The budget is tight"}
+	})
+	tests := []struct {
+		name      string
+		h         contracts.EngineHandoff
+		reply     string
+		receiver  handoff.Receiver
+		verified  bool
+		decisions float64 // want DecisionsAcknowledged > this
+	}{
+		// The seed's scenario.
+		{"the seed's acknowledgment", onlyDecision, "Great! You decided on a Custom Web App. Let's define the requirements...",
+			receiver, true, 0.5},
+		{"everything acknowledged, with inflections", full,
+			"Welcome over from exploration. You chose a custom web app; the budget of $50k-$75k for the initial build, " +
+				"6 months to the MVP timeline and integrating Stripe and QuickBooks are noted. We still need to settle hosting " +
+				"requirements and the authentication approach (OAuth or custom). I know the budget is tight.",
+			receiver, true, 0.5},
+		{"a reply that ignores the handoff", full, "Hello! What would you like to build today?", receiver, false, -1},
+		{"half is not more than half", makeHandoff(func(h *contracts.EngineHandoff) {
+			h.ActionList.ConstraintsIdentified = []contracts.IdentifiedConstraint{{Constraint: "Timeline: 6 months to MVP"}}
+			h.SituationAwareness.KnowledgeGapsRevealed = nil
+		}), "So, a custom web app it is.", receiver, false, 0.5},
+		{"the wrong engine", onlyDecision, "You decided on a Custom Web App.",
+			handoff.Receiver{EngineID: "ideation", ProjectID: "proj_xyz789"}, false, 0.5},
+		{"the wrong project", onlyDecision, "You decided on a Custom Web App.",
+			handoff.Receiver{EngineID: "project-discovery", ProjectID: "other"}, false, 0.5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := handoff.Verify(tt.h, tt.reply, tt.receiver)
+			if v.Verified != tt.verified {
+				t.Fatalf("verified = %t, want %t: %+v", v.Verified, tt.verified, v.Details)
+			}
+			if tt.decisions >= 0 && v.Details.DecisionsAcknowledged <= tt.decisions {
+				t.Errorf("decisions acknowledged = %v, want > %v", v.Details.DecisionsAcknowledged, tt.decisions)
+			}
+			if v.Score < 0 || v.Score > 1 || (tt.verified && v.Score < 0.5) {
+				t.Errorf("score = %v", v.Score)
+			}
+			for _, e := range v.Details.Elements {
+				for _, k := range e.Keywords {
+					if len([]rune(k)) <= 3 || k != strings.ToLower(k) {
+						t.Errorf("keyword %q of %q is not a keyword", k, e.Text)
+					}
+				}
+			}
+		})
+	}
+	v := handoff.Verify(full, "Hello! What would you like to build today?", receiver)
+	if !v.Details.IdentityMatch || !v.Details.ProjectMatch || v.Details.OverallAcknowledgment != 0 ||
+		v.Details.Components[handoff.KindSensitivity].Total != 1 || len(v.Details.Elements) != 7 {
+		t.Errorf("details of an unacknowledged handoff = %+v", v.Details)
+	}
+}
+
+func TestKeywordsAndJaccard(t *testing.T) {
+	if got := handoff.Keywords("The user is unclear on the hosting requirements, and THE hosting costs."); !slices.Equal(got,
+		[]string{"unclear", "hosting", "requirements", "costs"}) {
+		t.Errorf("keywords = %v", got)
+	}
+	set := func(xs ...string) map[string]bool {
+		m := map[string]bool{}
+		for _, x := range xs {
+			m[x] = true
+		}
+		return m
+	}
+	if j := handoff.Jaccard(set("a", "b", "c"), set("b", "c", "d")); j != 0.5 {
+		t.Errorf("jaccard = %v, want 0.5", j)
+	}
+}
+
+func TestMapperRegistry(t *testing.T) {
+	reg, err := builtin.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _, err := builtin.Load(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := handoff.Builtin()
+	// Every exit transition the shipped engines declare has its own mapper.
+	if missing := m.Unmapped(cat.All()); len(missing) != 0 {
+		t.Errorf("exit transitions without a context mapper: %v", missing)
+	}
+	var declared []string
+	for _, d := range cat.All() {
+		for _, x := range d.ExitTransitions {
+			declared = append(declared, handoff.Name(d.EngineID, x.TargetEngine))
+		}
+	}
+	slices.Sort(declared)
+	if !slices.Equal(declared, m.Names()) {
+		t.Errorf("mappers %v for the declared transitions %v", m.Names(), declared)
+	}
+	if err := m.Register("exploration", "project-discovery", handoff.Generic); err == nil {
+		t.Error("a second mapper for a transition was registered")
+	}
+
+	// An engine without a mapper of its own gets the generic one; without a
+	// fallback, Map says which transition has none.
+	def := enginetest.Definition()
+	mem := enginetest.Memory(def)
+	mem.TurnNumber = 3
+	in := handoff.Input{Source: def, Memory: mem, TargetEngineID: "elsewhere", Reason: "The user asked to go elsewhere", Now: at}
+	if _, specific := m.Lookup("testing", "elsewhere"); specific {
+		t.Error("the test engine has a mapper of its own")
+	}
+	h, err := m.Map(in)
+	if err != nil || h.Metadata.SourceEngineID != "testing" || h.Metadata.TargetEngineID != "elsewhere" || h.Metadata.TurnCount != 3 {
+		t.Fatalf("generic map = %+v, %v", h.Metadata, err)
+	}
+	if r := handoff.Validate(h); !r.Valid {
+		t.Errorf("the generic handoff of a fresh session is invalid: %v", r.Errors)
+	}
+	if _, err := handoff.NewMappers().Map(in); err == nil || !strings.Contains(err.Error(), "testing->elsewhere") {
+		t.Errorf("map without a mapper = %v", err)
+	}
+}
+
+// The generic mapper carries what every engine knows: deferred obligations
+// become open questions and sensitivities, a failed background task a
+// knowledge gap, friction a sensitivity and low trust, phases their results.
+func TestGenericMapper(t *testing.T) {
+	def := enginetest.Definition()
+	mem := enginetest.Memory(def)
+	mem.TurnNumber = 4
+	enginetest.Set(mem, "basics.goal", "ship a task tracker", 0.9, 1)
+	mem.Phase.History = []engine.PhaseRecord{{PhaseID: "INTRO", EnteredAtTurn: 0, ExitedAtTurn: 2, TurnsInPhase: 2, Completeness: 0.3}}
+	mem.Phase.Current, mem.Phase.EnteredAtTurn = "DETAILS", 2
+	mem.Extraction.Deferred = map[string]int{"budget_known": 3}
+	mem.BackgroundTasks.Gaps = []string{"market"}
+	mem.SocioEmotional = engine.SocioEmotional{Rapport: 0.3, Trust: 0.2, Friction: 0.6}
+	h := handoff.Generic(handoff.Input{Source: def, Memory: mem, TargetEngineID: "elsewhere", Reason: "asked", Now: at})
+	if len(h.PhaseResults) != 2 || h.PhaseResults[0].PhaseName != "INTRO" || h.PhaseResults[0].CompletionPercentage != 30 ||
+		!strings.Contains(h.PhaseResults[0].KeyOutputs, "Goal: ship a task tracker") || h.PhaseResults[1].PhaseName != "DETAILS" {
+		t.Errorf("phase results = %+v", h.PhaseResults)
+	}
+	if !slices.Contains(h.SituationAwareness.KnowledgeGapsRevealed, "Background research did not complete: market") {
+		t.Errorf("gaps = %v", h.SituationAwareness.KnowledgeGapsRevealed)
+	}
+	if !slices.ContainsFunc(h.RelationalState.OpenQuestions, func(s string) bool { return strings.Contains(s, "The budget is known") }) ||
+		len(h.RelationalState.Sensitivities) != 2 {
+		t.Errorf("relational state = %+v", h.RelationalState)
+	}
+	if h.RelationalState.TrustLevel != contracts.LevelLow || h.SituationAwareness.UserConfidenceLevel != contracts.LevelLow ||
+		!strings.HasPrefix(h.RelationalState.Rapport, "Strained") {
+		t.Errorf("levels = %s, %s, %q", h.RelationalState.TrustLevel, h.SituationAwareness.UserConfidenceLevel, h.RelationalState.Rapport)
+	}
+	if !h.Metadata.HandoffDate.Equal(at) {
+		t.Errorf("date = %v", h.Metadata.HandoffDate)
+	}
+}

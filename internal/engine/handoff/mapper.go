@@ -1,0 +1,137 @@
+package handoff
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/pkg/contracts"
+)
+
+// Input is what a context mapper reads: the source session at the turn its
+// exit transition fired.
+type Input struct {
+	// Source is the engine handing off; Memory its session's working memory.
+	Source *engine.Definition
+	Memory *engine.WorkingMemory
+	// TargetEngineID and Reason are the exit transition's.
+	TargetEngineID string
+	Reason         string
+	// Now is the handoff's date (the turn's time, for replay).
+	Now time.Time
+}
+
+// Mapper is a context mapper: it turns a session's working memory into the
+// handoff for one exit transition. It must be pure (a function of its input)
+// so a replay maps the same handoff.
+type Mapper func(Input) contracts.EngineHandoff
+
+// Name is the name a mapper is registered under: "source->target".
+func Name(source, target string) string { return source + "->" + target }
+
+// ErrDuplicate is returned when a mapper name is registered twice.
+var ErrDuplicate = errors.New("already registered")
+
+// ErrNoMapper is returned by Map for a transition without a mapper.
+var ErrNoMapper = errors.New("no context mapper")
+
+// Mappers holds the context mappers by name, and the fallback used for a
+// transition that has none. Register everything before use; reads are safe
+// from any goroutine.
+type Mappers struct {
+	mu       sync.RWMutex
+	byName   map[string]Mapper
+	fallback Mapper
+}
+
+// NewMappers returns an empty registry without a fallback.
+func NewMappers() *Mappers { return &Mappers{byName: map[string]Mapper{}} }
+
+// Register adds the mapper of the transition from source to target.
+func (r *Mappers) Register(source, target string, fn Mapper) error {
+	if source == "" || target == "" || fn == nil {
+		return errors.New("register context mapper: source, target and mapper are required")
+	}
+	name := Name(source, target)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.byName[name]; ok {
+		return fmt.Errorf("register context mapper %s: %w", name, ErrDuplicate)
+	}
+	r.byName[name] = fn
+	return nil
+}
+
+// SetFallback sets the mapper of transitions that have none (nil: none).
+func (r *Mappers) SetFallback(fn Mapper) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fallback = fn
+}
+
+// Lookup returns the mapper of a transition: its own, or the fallback
+// (specific is then false).
+func (r *Mappers) Lookup(source, target string) (fn Mapper, specific bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if fn, ok := r.byName[Name(source, target)]; ok {
+		return fn, true
+	}
+	return r.fallback, false
+}
+
+// Names returns the registered names, sorted.
+func (r *Mappers) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Map builds the handoff of in's transition with its mapper.
+func (r *Mappers) Map(in Input) (contracts.EngineHandoff, error) {
+	fn, _ := r.Lookup(in.Source.EngineID, in.TargetEngineID)
+	if fn == nil {
+		return contracts.EngineHandoff{}, fmt.Errorf("%w for %s", ErrNoMapper, Name(in.Source.EngineID, in.TargetEngineID))
+	}
+	return fn(in), nil
+}
+
+// Unmapped lists the exit transitions of the engines that have no mapper
+// of their own ("source->target", sorted): they are served by the fallback,
+// or fail when there is none.
+func (r *Mappers) Unmapped(engines []*engine.Definition) []string {
+	var out []string
+	for _, d := range engines {
+		for _, x := range d.ExitTransitions {
+			if _, ok := r.Lookup(d.EngineID, x.TargetEngine); !ok {
+				out = append(out, Name(d.EngineID, x.TargetEngine))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Builtin returns the context mappers of the shipped engines' exit
+// transitions, with Generic as the fallback for engines loaded from
+// directories.
+func Builtin() *Mappers {
+	r := NewMappers()
+	for name, fn := range builtinMappers() {
+		source, target, _ := strings.Cut(name, "->")
+		if err := r.Register(source, target, fn); err != nil {
+			panic(err) // a duplicate in builtinMappers, which only a change here causes
+		}
+	}
+	r.SetFallback(Generic)
+	return r
+}

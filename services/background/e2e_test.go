@@ -1,0 +1,249 @@
+package background_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/internal/store/postgres"
+	"github.com/praetorhq/praetor/internal/testenv"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/pkg/events/eventstest"
+	"github.com/praetorhq/praetor/services/runner/runnertest"
+)
+
+// A praetor serve --services background process is SIGKILLed while it
+// runs a research task (its offline model answers slowly): another
+// background process takes the task over after the ack wait, and the task
+// completes once and is merged into the session once.
+func TestSIGKILLedBackgroundProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds praetor and runs it as processes; runs without -short")
+	}
+	dbURL := testenv.Postgres(t)
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	bin := filepath.Join(t.TempDir(), "praetor")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/praetor").CombinedOutput(); err != nil {
+		t.Fatalf("build praetor: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(bin, "migrate", "--database-url", dbURL).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	db, err := postgres.Open(ctx, postgres.Config{URL: dbURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := store.CreateTenant(ctx, db, store.Tenant{ID: "acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := store.CreateToken(ctx, db, "acme", "e2e", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"NATS_URL=" + srv.ClientURL(), "DATABASE_URL=" + dbURL}
+	serve := func(services string, extra ...string) (*proc, string) {
+		t.Helper()
+		addr := freeAddr(t)
+		p := startProc(t, bin, env, append([]string{"serve", "--services", services, "--http-addr", addr, "--log-level", "warn",
+			"--ack-wait", "2s", "--drain-timeout", "5s"}, extra...)...)
+		waitOK(t, "http://"+addr+"/readyz", 30*time.Second)
+		return p, addr
+	}
+	_, front := serve("gateway,extractor,runner")
+	doomed, doomedAddr := serve("background", "--llm-offline-latency", "20s")
+
+	api := func(method, path string, body, out any) int {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, "http://"+front+path, rd)
+		req.Header.Set("Authorization", "Bearer "+token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		defer res.Body.Close()
+		data, _ := io.ReadAll(res.Body)
+		if out != nil {
+			_ = json.Unmarshal(data, out)
+		}
+		return res.StatusCode
+	}
+	var sess struct {
+		SessionID string `json:"session_id"`
+	}
+	if code := api("POST", "/v1/sessions", map[string]string{"engine_id": "project-discovery", "project_id": "field-app"}, &sess); code != 201 {
+		t.Fatalf("create a session: %d", code)
+	}
+	for _, msg := range []string{
+		"Hi! Our field technicians keep losing track of their jobs because everything runs on paper and spreadsheets. We want to build a mobile app to fix that.",
+		"Last month we missed three urgent repairs and lost a big customer. That's why it became a priority now.",
+	} {
+		var turn struct {
+			Status string `json:"status"`
+		}
+		if code := api("POST", "/v1/sessions/"+sess.SessionID+"/turns?wait=30s", map[string]string{"message": msg}, &turn); code != 200 {
+			t.Fatalf("turn: %d %+v", code, turn)
+		}
+	}
+	// The competitive scan is dispatched; the doomed worker runs it (its
+	// model takes 20s) and dies mid-task.
+	runnertest.WaitFor(t, 30*time.Second, "the doomed worker to run the task", func() bool {
+		return strings.Contains(get(t, "http://"+doomedAddr+"/metrics"), "praetor_background_tasks_running 1")
+	})
+	if err := doomed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-doomed.done
+	doomed.done <- nil
+	serve("background")
+
+	type task struct {
+		TaskID  string          `json:"task_id"`
+		Status  string          `json:"status"`
+		Attempt int             `json:"attempt"`
+		Result  json.RawMessage `json:"result"`
+	}
+	var scan task
+	runnertest.WaitFor(t, 60*time.Second, "the task to complete on the other worker", func() bool {
+		var tv struct {
+			Tasks []task `json:"tasks"`
+		}
+		api("GET", "/v1/sessions/"+sess.SessionID+"/tasks", nil, &tv)
+		for _, x := range tv.Tasks {
+			if x.TaskID == "competitive_scan" && x.Status == "completed" {
+				scan = x
+				return true
+			}
+		}
+		return false
+	})
+	if scan.Attempt != 1 || !strings.Contains(string(scan.Result), "Existing products") {
+		t.Errorf("the completed scan = %+v", scan)
+	}
+
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: contracts.Subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(stream, ceType string) int {
+		n := 0
+		err := bus.Replay(ctx, events.ReplayConfig{Stream: stream}, func(r events.Record) error {
+			if r.Err == nil && r.Event.Type() == ceType {
+				var p struct {
+					TaskID string `json:"task_id"`
+				}
+				_ = json.Unmarshal(r.Event.Data(), &p)
+				if p.TaskID == "competitive_scan" {
+					n++
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if d, c, m := count(contracts.StreamTasks, contracts.TaskDispatchedSpec.Type), count(contracts.StreamTasks, contracts.TaskCompletedSpec.Type),
+		count(contracts.StreamTurns, contracts.TaskMergedSpec.Type); d != 1 || c != 1 || m != 1 {
+		t.Errorf("the scan was dispatched %d, completed %d and merged %d times; want once each", d, c, m)
+	}
+}
+
+type proc struct {
+	cmd  *exec.Cmd
+	out  *lockedBuffer
+	done chan error
+}
+
+func startProc(t *testing.T, bin string, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), out: &lockedBuffer{}, done: make(chan error, 1)}
+	p.cmd.Env = append(os.Environ(), env...)
+	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("praetor %s output:\n%s", strings.Join(args, " "), p.out)
+		}
+	})
+	return p
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	res, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
+
+func waitOK(t *testing.T, url string, within time.Duration) {
+	t.Helper()
+	runnertest.WaitFor(t, within, url, func() bool {
+		res, err := http.Get(url)
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode == http.StatusOK
+	})
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}

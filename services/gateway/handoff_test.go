@@ -1,0 +1,219 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/conversation"
+	"github.com/praetorhq/praetor/services/gateway/gatewaytest"
+)
+
+// The exploration conversation of the runner's tests: a yoga studio owner
+// learns the options for a booking system and decides.
+var explorationScript = []string{
+	"I want to figure out the best way to build a booking system for my yoga studio.",
+	"I've heard of tools like Mindbody, but I have never built software myself.",
+	"I'm not sure how hosting works and I don't understand what a custom build would cost.",
+	"We are considering an off-the-shelf tool like Mindbody, a no-code platform, or a custom build.",
+	"I like that an off-the-shelf tool is cheap and quick to start.",
+	"I'm worried about monthly fees and being locked in.",
+	"In my own words: an off-the-shelf tool is fastest, no-code is flexible, and a custom build gives full control but costs the most.",
+	"Our budget is limited to $5,000 and we must be live within two months.",
+	"For us, speed matters more than control, so cost versus flexibility is the main tradeoff.",
+	"I'll go with the off-the-shelf tool because it is cheap and fast to start.",
+}
+
+type handoffSummary struct {
+	HandoffID       string          `json:"handoff_id"`
+	SourceEngineID  string          `json:"source_engine_id"`
+	SourceSessionID string          `json:"source_session_id"`
+	TargetEngineID  string          `json:"target_engine_id"`
+	TargetSessionID string          `json:"target_session_id"`
+	Reason          string          `json:"reason"`
+	TargetStarted   bool            `json:"target_started"`
+	Verified        bool            `json:"verified"`
+	Verification    json.RawMessage `json:"verification_result"`
+	Direction       string          `json:"direction"`
+	Payload         struct {
+		Metadata struct {
+			SessionID string `json:"session_id"`
+			TurnCount int    `json:"turn_count"`
+		} `json:"metadata"`
+		ActionList struct {
+			DecisionsReached []struct {
+				Decision  string `json:"decision"`
+				Reasoning string `json:"reasoning"`
+			} `json:"decisions_reached"`
+			ConstraintsIdentified []struct {
+				Constraint string `json:"constraint"`
+			} `json:"constraints_identified"`
+		} `json:"action_list"`
+	} `json:"payload"`
+}
+
+type handoffSession struct {
+	SessionID       string          `json:"session_id"`
+	EngineID        string          `json:"engine_id"`
+	Status          string          `json:"status"`
+	InboundHandoff  *handoffSummary `json:"inbound_handoff"`
+	OutboundHandoff *handoffSummary `json:"outbound_handoff"`
+	Handoffs        struct {
+		Inbound  string `json:"inbound"`
+		Outbound string `json:"outbound"`
+	} `json:"handoffs"`
+	BackgroundTasks struct {
+		Tasks []struct {
+			TaskID string          `json:"task_id"`
+			Status string          `json:"status"`
+			Result json.RawMessage `json:"result"`
+		} `json:"tasks"`
+	} `json:"background_tasks"`
+}
+
+// Exploration → Project Discovery through the real services over
+// JetStream: the decision fires the exit transition, the handoff is written
+// and published, the gateway tells the stream and the API which session to
+// follow (the old one refuses messages and names it), the target session
+// starts with the handoff, its first reply acknowledges it, and the I-PASS
+// verdict is stored.
+func TestExplorationHandsOffToProjectDiscovery(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	src := n.CreateSession(t, "", "exploration")
+	stream, res := n.OpenStream(t, src, "")
+	if stream == nil {
+		t.Fatalf("open the stream: %d %s", res.Status, res.Body)
+	}
+
+	type turn struct {
+		gatewaytest.Turn
+		Handoff *handoffSummary `json:"handoff"`
+	}
+	var last turn
+	for i, msg := range explorationScript {
+		res := n.Post(t, "/v1/sessions/"+src+"/turns?wait=30s", "", map[string]string{"message": msg})
+		if res.Status != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", i+1, res.Status, res.Body)
+		}
+		res.Decode(t, &last)
+		if last.Handoff != nil && i < len(explorationScript)-1 {
+			t.Fatalf("handed off at turn %d, before the decision", i+1)
+		}
+	}
+	h := last.Handoff
+	if h == nil || h.TargetEngineID != "project-discovery" || h.SourceSessionID != src || h.TargetSessionID == "" ||
+		!strings.Contains(last.Reply, "handing you over") {
+		t.Fatalf("the decision's turn = %+v (reply %q)", h, last.Reply)
+	}
+
+	// The stream says where to go once the target session exists.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ev := stream.Next(t, time.Until(deadline))
+		if ev.Name != "handoff" {
+			continue // the replies and background tasks before it
+		}
+		var he handoffSummary
+		if err := json.Unmarshal([]byte(ev.Data), &he); err != nil || he.TargetSessionID != h.TargetSessionID ||
+			he.TargetEngineID != "project-discovery" || he.Reason == "" || he.HandoffID != h.HandoffID {
+			t.Fatalf("handoff event %s (%v), want target %s", ev.Data, err, h.TargetSessionID)
+		}
+		break
+	}
+
+	var s handoffSession
+	n.Get(t, "/v1/sessions/"+src, "").Decode(t, &s)
+	if s.Status != conversation.StatusHandedOff || s.OutboundHandoff == nil || s.OutboundHandoff.TargetSessionID != h.TargetSessionID ||
+		!s.OutboundHandoff.TargetStarted || s.Handoffs.Outbound != h.HandoffID {
+		t.Fatalf("source session = %+v", s)
+	}
+	// The old session refuses messages and names the one to use.
+	res = n.Post(t, "/v1/sessions/"+src+"/turns", "", map[string]string{"message": "Hello?"})
+	var refused struct {
+		Code    string          `json:"code"`
+		Error   string          `json:"error"`
+		Handoff *handoffSummary `json:"handoff"`
+	}
+	res.Decode(t, &refused)
+	if res.Status != http.StatusConflict || refused.Code != "session_not_active" || refused.Handoff == nil ||
+		refused.Handoff.TargetSessionID != h.TargetSessionID || !strings.Contains(refused.Error, h.TargetSessionID) {
+		t.Fatalf("posting to the handed-off session: %d %s", res.Status, res.Body)
+	}
+
+	target := h.TargetSessionID
+	var ts handoffSession
+	n.Get(t, "/v1/sessions/"+target, "").Decode(t, &ts)
+	if ts.EngineID != "project-discovery" || ts.Status != conversation.StatusActive || ts.InboundHandoff == nil ||
+		ts.InboundHandoff.SourceSessionID != src || ts.InboundHandoff.Verified || len(ts.InboundHandoff.Verification) != 0 {
+		t.Fatalf("target session = %+v", ts)
+	}
+	var list struct {
+		Handoffs []handoffSummary `json:"handoffs"`
+	}
+	n.Get(t, "/v1/sessions/"+target+"/handoffs", "").Decode(t, &list)
+	if len(list.Handoffs) != 1 || list.Handoffs[0].Direction != "inbound" {
+		t.Fatalf("target's handoffs = %+v", list.Handoffs)
+	}
+	p := list.Handoffs[0].Payload
+	if p.Metadata.SessionID != src || p.Metadata.TurnCount != len(explorationScript) || len(p.ActionList.DecisionsReached) != 1 ||
+		p.ActionList.DecisionsReached[0].Decision != "off-the-shelf tool" || len(p.ActionList.DecisionsReached[0].Reasoning) <= 20 ||
+		len(p.ActionList.ConstraintsIdentified) == 0 {
+		t.Fatalf("handoff payload = %+v", p)
+	}
+
+	// The target engine's first reply acknowledges the handoff; the
+	// verification is stored with the handoff.
+	first := n.Say(t, "", target, "Yes, let's define the requirements.")
+	if !strings.Contains(first.Reply, "Picking up from") || !strings.Contains(first.Reply, "off-the-shelf tool") {
+		t.Errorf("the first reply does not acknowledge the handoff: %q", first.Reply)
+	}
+	n.Get(t, "/v1/sessions/"+target, "").Decode(t, &ts)
+	if !ts.InboundHandoff.Verified || !json.Valid(ts.InboundHandoff.Verification) {
+		t.Fatalf("after the first reply: %+v", ts.InboundHandoff)
+	}
+	var v struct {
+		Verified bool    `json:"verified"`
+		Score    float64 `json:"score"`
+		Details  struct {
+			IdentityMatch         bool    `json:"identity_match"`
+			ProjectMatch          bool    `json:"project_match"`
+			DecisionsAcknowledged float64 `json:"decisions_acknowledged"`
+			OverallAcknowledgment float64 `json:"overall_acknowledgment"`
+		} `json:"details"`
+	}
+	if err := json.Unmarshal(ts.InboundHandoff.Verification, &v); err != nil || !v.Verified || !v.Details.IdentityMatch ||
+		!v.Details.ProjectMatch || v.Details.DecisionsAcknowledged <= 0.5 || v.Details.OverallAcknowledgment <= 0.5 {
+		t.Errorf("verification = %s (%v)", ts.InboundHandoff.Verification, err)
+	}
+	row, err := conversation.GetHandoff(context.Background(), n.DB, n.DevTenant, h.HandoffID)
+	if err != nil || !row.Verified || row.TargetSessionID != target {
+		t.Errorf("eng_handoffs row = %+v, %v", row, err)
+	}
+	// A second reply is not checked again.
+	n.Say(t, "", target, "It is for our yoga studio's bookings.")
+	again, _ := conversation.GetHandoff(context.Background(), n.DB, n.DevTenant, h.HandoffID)
+	if string(again.Verification) != string(row.Verification) {
+		t.Error("the verification changed after the second reply")
+	}
+
+	// The background research the exploration ran came back into it.
+	gatewaytest.WaitFor(t, 30*time.Second, "the landscape research", func() bool {
+		var tv struct {
+			Tasks []struct {
+				TaskID string `json:"task_id"`
+				Status string `json:"status"`
+			} `json:"tasks"`
+		}
+		n.Get(t, "/v1/sessions/"+src+"/tasks", "").Decode(t, &tv)
+		for _, task := range tv.Tasks {
+			if task.TaskID == "landscape_research" && task.Status == "completed" {
+				return true
+			}
+		}
+		return false
+	})
+}

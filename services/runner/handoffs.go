@@ -1,0 +1,132 @@
+package runner
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
+	"github.com/praetorhq/praetor/internal/engine/tasks"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+)
+
+// HandoffID is the id of the handoff a turn makes, and TargetSessionID the
+// id of the session it starts: both derived from the turn, so a re-run of
+// the turn (after a crash, or in a replay) names the same ones.
+func HandoffID(turnID string) string { return events.DeriveID(turnID, "handoff") }
+
+// TargetSessionID is the session a handoff starts.
+func TargetSessionID(handoffID string) string { return events.DeriveID(handoffID, "target-session") }
+
+// firstReplyNote asks the receiving engine to acknowledge the handoff in its
+// first reply, which the I-PASS check then verifies.
+const firstReplyNote = "This is your first reply since the handoff: acknowledge, in a sentence or two, the decisions, " +
+	"constraints, open questions and sensitivities above, then go on."
+
+// inboundSummary is the executive summary of the session's inbound handoff
+// for the top of its context, or "" without one.
+func inboundSummary(def *engine.Definition, m *engine.WorkingMemory) string {
+	h, ok := inbound(m)
+	if !ok {
+		return ""
+	}
+	text := handoff.Format(h, def.Name)
+	if m.TurnNumber == 1 {
+		text += "\n" + firstReplyNote
+	}
+	return text
+}
+
+// inbound decodes the handoff the session started with.
+func inbound(m *engine.WorkingMemory) (contracts.EngineHandoff, bool) {
+	var h contracts.EngineHandoff
+	if len(m.InboundHandoff) == 0 || string(m.InboundHandoff) == "null" || json.Unmarshal(m.InboundHandoff, &h) != nil {
+		return h, false
+	}
+	return h, true
+}
+
+// verifyInbound checks the first reply of a session that started with a
+// handoff (I-PASS); nil for any other reply.
+func verifyInbound(def *engine.Definition, m *engine.WorkingMemory, reply string) *handoff.Verification {
+	h, ok := inbound(m)
+	if !ok || m.TurnNumber != 1 {
+		return nil
+	}
+	v := handoff.Verify(h, reply, handoff.Receiver{EngineID: def.EngineID, ProjectID: m.ProjectID})
+	return &v
+}
+
+// exit is step 17: the first exit transition whose conditions all hold
+// fires, unless a stalled task blocks progress. Its context mapper builds
+// the handoff; when the handoff passes validation the transition fires
+// once (m.Exit), its effect carries the handoff to write and publish, and
+// the reply tells the user where the conversation goes; when it does not,
+// nothing is handed off, the rejection is kept in working memory and the
+// result, and the conversation goes on (the transition may fire on a later
+// turn). It returns the reply.
+func (r *Runner) exit(ctx context.Context, def *engine.Definition, m *engine.WorkingMemory, in Input, now time.Time,
+	reply string, res *Result) string {
+	if m.Exit != nil || len(res.Stalled) > 0 {
+		return reply
+	}
+	env := engine.CondEnv{Memory: m, Registry: r.cfg.Registry, Message: in.Message}
+	for _, x := range def.ExitTransitions {
+		if !engine.AllHold(x.Conditions, env) {
+			continue
+		}
+		reject := func(errs []string) string {
+			m.HandoffRejection = &engine.HandoffRejection{TargetEngine: x.TargetEngine, AtTurn: m.TurnNumber, Errors: errs}
+			res.HandoffRejected = m.HandoffRejection
+			r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "handoff rejected: not written",
+				slog.String("engine_id", def.EngineID), slog.String("session_id", m.SessionID),
+				slog.String("target_engine_id", x.TargetEngine), slog.Int("turn", m.TurnNumber), slog.Any("errors", errs))
+			return reply
+		}
+		var target *engine.Definition
+		if r.cfg.Engines != nil {
+			t, ok := r.cfg.Engines.Get(x.TargetEngine)
+			if !ok {
+				return reject([]string{fmt.Sprintf("target engine %s is not loaded", x.TargetEngine)})
+			}
+			target = t
+		}
+		h, err := r.cfg.Mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: x.TargetEngine, Reason: x.Reason, Now: now})
+		if err != nil {
+			return reject([]string{err.Error()})
+		}
+		if v := handoff.Validate(h); !v.Valid {
+			return reject(v.Errors)
+		}
+		id := HandoffID(in.TurnID)
+		m.Exit = &engine.ExitState{TargetEngine: x.TargetEngine, Reason: x.Reason, AtTurn: m.TurnNumber, HandoffID: id}
+		m.HandoffRejection = nil
+		res.Effects.Exit = &ExitTransition{TargetEngine: x.TargetEngine, Reason: x.Reason, AtTurn: m.TurnNumber,
+			Completeness: m.Completeness.Overall, HandoffID: id, TargetSessionID: TargetSessionID(id), Handoff: h}
+		name := x.TargetEngine
+		if target != nil {
+			name = cmp.Or(target.Name, name)
+		}
+		return reply + "\n\nI am handing you over to " + name + " to go on from here (" + x.Reason +
+			"). Your next message goes there."
+	}
+	return reply
+}
+
+// stalledNames are the display names of the tasks progress waits for.
+func stalledNames(def *engine.Definition, m *engine.WorkingMemory) []string {
+	var out []string
+	for _, t := range m.BackgroundTasks.Stalled() {
+		name := t.TaskID
+		if d, ok := tasks.Lookup(def, t.TaskID); ok {
+			name = cmp.Or(d.DisplayName, name)
+		}
+		out = append(out, name)
+	}
+	return out
+}

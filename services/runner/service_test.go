@@ -1,0 +1,564 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/praetorhq/praetor/internal/conversation"
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
+	"github.com/praetorhq/praetor/internal/engine/tasks"
+	"github.com/praetorhq/praetor/internal/llm"
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/services/runner/runnertest"
+)
+
+var t0 = time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC)
+
+// replies answers every response request with the reply its function
+// gives for the request; it is safe for concurrent use.
+type replies func(req llm.Request) string
+
+func (f replies) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	return &llm.Response{Content: f(req), Provider: "fake", Model: "fake-1"}, nil
+}
+
+func fixed(text string) replies { return func(llm.Request) string { return text } }
+
+// newService builds the runner service on a bench, not started.
+func newService(t *testing.T, rig *runnertest.Rig, l Completer, edit func(*Config)) (*Service, *prometheus.Registry) {
+	t.Helper()
+	cfg := Config{LLM: l, Registry: rig.Registry, Logger: rig.Logger}
+	if edit != nil {
+		edit(&cfg)
+	}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s, err := NewService(ServiceConfig{DB: rig.DB, Bus: rig.Bus, Relay: rig.Relay, Engines: rig.Engines, Runner: r,
+		Logger: rig.Logger, Registerer: reg, AckWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, reg
+}
+
+func start(t *testing.T, s *Service) {
+	t.Helper()
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Stop(ctx); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+}
+
+// pendingSession stores an exploration session whose landscape research
+// was dispatched, and returns its id.
+func pendingSession(t *testing.T, rig *runnertest.Rig, id string) string {
+	t.Helper()
+	def, _ := rig.Engines.Get("exploration")
+	m := engine.NewWorkingMemory(def, id, "proj")
+	m.UpdatedAt = t0
+	task, _ := tasks.Lookup(def, "landscape_research")
+	tasks.Dispatch(m, []engine.BackgroundTask{task})
+	rig.SaveNew(t, def, m)
+	return id
+}
+
+// A background task's result and a turn of the same session race: the
+// turn's work reads the session, the task result is merged and committed
+// meanwhile, then the turn commits. The turn's write names the version it
+// read, is refused, and its work is redone on the merged state: both
+// updates are in the session, on SQLite and on PostgreSQL.
+func TestTaskResultRacingATurnLosesNothing(t *testing.T) {
+	for _, pg := range []bool{false, true} {
+		name := "sqlite"
+		if pg {
+			name = "postgres"
+		}
+		t.Run(name, func(t *testing.T) {
+			rig := runnertest.New(t, runnertest.Options{Postgres: pg})
+			s, reg := newService(t, rig, fixed("Which options have you looked at?"), nil)
+			sid := pendingSession(t, rig, "race-1")
+			turnEv := runnertest.Event(t, "turn-ev", t0.Add(time.Minute),
+				runnertest.Turn(sid, 1, "I want to figure out the best way to build a booking system.", nil))
+			taskEv := runnertest.Event(t, "task-ev", t0.Add(2*time.Minute), contracts.TaskReturned{TenantID: runnertest.Tenant,
+				SessionID: sid, TaskID: "landscape_research", Attempt: 1, Completed: true,
+				Output: json.RawMessage(`{"summary":"three kinds of solution","findings":[]}`), ReturnedAt: t0.Add(2 * time.Minute)})
+
+			read, release := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			s.afterRead = func(kind string) {
+				if strings.HasPrefix(kind, "turn ") {
+					once.Do(func() { close(read); <-release })
+				}
+			}
+			h := s.redoStale(s.inbox.Handler(s.work))
+			turnDone := make(chan error, 1)
+			go func() { turnDone <- h(context.Background(), turnEv) }()
+			<-read // the turn has read the session, and waits
+			if err := h(context.Background(), taskEv); err != nil {
+				t.Fatalf("merge: %v", err)
+			}
+			close(release)
+			if err := <-turnDone; err != nil {
+				t.Fatalf("turn: %v", err)
+			}
+
+			sess, m := rig.Session(t, sid)
+			rec, _ := m.BackgroundTasks.Task("landscape_research")
+			if m.TurnNumber != 1 || rec.Status != engine.TaskCompleted || !strings.Contains(string(rec.Result), "three kinds") {
+				t.Fatalf("the session lost an update: turn %d, task %+v", m.TurnNumber, rec)
+			}
+			if sess.Version != 2 || sess.TurnCount != 1 {
+				t.Errorf("version %d, turn count %d; want 2 writes and 1 turn", sess.Version, sess.TurnCount)
+			}
+			if got := testutil.ToFloat64(s.m.conflicts); got != 1 {
+				t.Errorf("conflicts = %v, want 1 (the turn redone once)", got)
+			}
+			// The redone turn saw the research: its context carried it.
+			if c := testutil.ToFloat64(s.m.answered); c != 1 {
+				t.Errorf("answered = %v", c)
+			}
+			_ = reg
+		})
+	}
+}
+
+// Over JetStream: a turn and the task result published together are both
+// merged, in the session's order.
+func TestTaskResultAndTurnOverJetStream(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	s, _ := newService(t, rig, fixed("Which options have you looked at?"), nil)
+	start(t, s)
+	sid := pendingSession(t, rig, "js-1")
+	rig.Publish(t, "js-turn-1", t0.Add(time.Minute), runnertest.Turn(sid, 1, "I want to build a booking system.", nil))
+	// The worker's answer, as the background service publishes it.
+	rig.Publish(t, "js-done", t0.Add(time.Minute), contracts.TaskCompleted{TenantID: runnertest.Tenant, TaskID: "landscape_research",
+		Kind: TaskKind, OwnerID: sid, Attempt: 1, Output: json.RawMessage(`{"summary":"three kinds of solution","findings":[]}`)})
+	rig.Publish(t, "js-turn-2", t0.Add(2*time.Minute), runnertest.Turn(sid, 2, "I have heard of Mindbody.", nil))
+	runnertest.WaitFor(t, 30*time.Second, "both turns and the result", func() bool {
+		_, m := rig.Session(t, sid)
+		r, _ := m.BackgroundTasks.Task("landscape_research")
+		return m.TurnNumber == 2 && r.Status == engine.TaskCompleted
+	})
+	merged := rig.Events(t, contracts.StreamTurns, contracts.TaskMergedSpec.Type)
+	if len(merged) != 1 {
+		t.Fatalf("%d task.merged events, want 1", len(merged))
+	}
+	tm, _ := contracts.DecodeAs[contracts.TaskMerged](merged[0])
+	if tm.Status != contracts.TaskStatusCompleted || tm.SessionID != sid || tm.StateHash == "" {
+		t.Errorf("task.merged = %+v", tm)
+	}
+	// Another owner's answers (a workflow run's) are not the runner's: they
+	// are passed over, while the session's next answer is routed.
+	rig.Publish(t, "wf-done", t0, contracts.TaskCompleted{TenantID: runnertest.Tenant, TaskID: "run1/design/1", Kind: "architect",
+		OwnerID: "run1", Attempt: 1})
+	rig.Publish(t, "js-again", t0.Add(3*time.Minute), contracts.TaskFailed{TenantID: runnertest.Tenant, TaskID: "landscape_research",
+		Kind: TaskKind, OwnerID: sid, Attempt: 1, Error: "late duplicate"})
+	runnertest.WaitFor(t, 10*time.Second, "the late answer routed", func() bool {
+		return len(rig.Events(t, contracts.StreamTurns, contracts.TaskReturnedSpec.Type)) == 2
+	})
+	for _, ev := range rig.Events(t, contracts.StreamTurns, contracts.TaskReturnedSpec.Type) {
+		if tr, _ := contracts.DecodeAs[contracts.TaskReturned](ev); tr.SessionID != sid {
+			t.Errorf("routed another owner's answer: %+v", tr)
+		}
+	}
+	// The late failure of a completed task changes nothing.
+	runnertest.WaitFor(t, 10*time.Second, "the late answer handled", func() bool {
+		done, err := store.Handled(context.Background(), rig.DB, Consumer, events.DeriveID("js-again", "returned"))
+		return err == nil && done
+	})
+	if _, m := rig.Session(t, sid); len(m.BackgroundTasks.Completed) != 1 || m.BackgroundTasks.Completed[0].Status != engine.TaskCompleted {
+		t.Errorf("tasks after a late duplicate: %+v", m.BackgroundTasks)
+	}
+}
+
+// handoffEngine is an engine that hands off to exploration when the user
+// asks to explore options.
+const handoffEngine = `
+engine_id: handing
+name: Handing Engine
+description: An engine that hands off to exploration.
+version: 1.0.0
+engine_type: extract-dominant
+initial_phase: START
+phases:
+  - id: START
+    display_name: Start
+    order: 1
+    mode_blend: {extract: 70, validate: 30}
+    active_techniques: [open_ended_questions]
+    agent_instructions: Ask about the goal.
+obligations:
+  - id: goal_known
+    category: basics
+    description: The goal is known
+    required: true
+    fields: [basics.goal]
+  - id: budget_known
+    category: basics
+    description: The budget is known
+    required: true
+    fields: [basics.budget]
+completeness_model:
+  type: obligation
+  ready_threshold: 0.5
+  heuristics:
+    - {id: basics, weight: 1.0, category: basics}
+context_config:
+  max_tokens: 4000
+  allocation: {obligations: 0.4, conversation_history: 0.3, background_intelligence: 0.2, extraction_summary: 0.1}
+information_ratio: {user: 70, system: 30}
+sidebar_config:
+  static_sections:
+    - {id: basics, title: Basics, obligation_categories: [basics]}
+  phase_indicator: {show: true}
+  progress_bar: {show: true}
+available_techniques: [open_ended_questions]
+exit_transitions:
+  - target_engine: exploration
+    reason: The user wants to explore the options
+    conditions:
+      - type: user_request
+        keywords: [explore options]
+system_prompt_template: "You are {{.EngineName}}."
+extraction_schema:
+  fields:
+    - {path: basics.goal, display_name: Goal, description: What the user wants, value_type: string, required: true}
+    - {path: basics.budget, display_name: Budget, description: The budget, value_type: string, required: true}
+`
+
+// budgetMapper is the handing engine's context mapper: its budget is a
+// constraint on the options to explore.
+var budgetMapper = handoff.FromFields(handoff.Fields{Goals: []string{"basics.goal"},
+	Constraints: []handoff.Constraint{{Path: "basics.budget", Label: "Budget", Implication: "Options must fit it"}}})
+
+func handingMappers(t *testing.T) *handoff.Mappers {
+	t.Helper()
+	m := handoff.Builtin()
+	if err := m.Register("handing", "exploration", budgetMapper); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// A handoff that fails validation is not written: no eng_handoffs row, no
+// handoff.created, the session stays active and goes on, the reason is in
+// its working memory (what the API shows), the log and the metrics. A
+// valid one on a later turn is written and published, and the session is
+// handed off.
+func TestRejectedHandoffIsNotWritten(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{Engines: map[string]string{"handing.yaml": handoffEngine}})
+	mappers := handoff.NewMappers()
+	invalid := true
+	if err := mappers.Register("handing", "exploration", func(in handoff.Input) contracts.EngineHandoff {
+		h := budgetMapper(in)
+		if invalid {
+			h.ActionList.DecisionsReached = []contracts.Decision{{Decision: "build it", Confidence: 0.9, Reasoning: "TBD"}}
+		}
+		return h
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s, reg := newService(t, rig, fixed("What is your budget?"), func(c *Config) { c.Mappers = mappers })
+	sid := rig.CreateSession(t, "handing", "hand-1")
+	h := s.redoStale(s.inbox.Handler(s.work))
+	say := func(n int, msg string, fields map[string]any) {
+		t.Helper()
+		ev := runnertest.Event(t, runnertest.TurnID(sid, n), t0.Add(time.Duration(n)*time.Minute), runnertest.Turn(sid, n, msg, fields))
+		if err := h(context.Background(), ev); err != nil {
+			t.Fatalf("turn %d: %v", n, err)
+		}
+	}
+	say(1, "Our goal is a booking app. Can we explore options?", map[string]any{"basics.goal": "a booking app"})
+
+	sess, m := rig.Session(t, sid)
+	if sess.Status != conversation.StatusActive || sess.OutboundHandoffID != "" || m.Exit != nil {
+		t.Fatalf("the session handed off with an invalid handoff: %+v", sess)
+	}
+	if r := m.HandoffRejection; r == nil || r.TargetEngine != "exploration" || r.AtTurn != 1 ||
+		!slices.ContainsFunc(r.Errors, func(e string) bool { return strings.Contains(e, "reasoning") && strings.Contains(e, "placeholder") }) {
+		t.Fatalf("rejection = %+v", m.HandoffRejection)
+	}
+	if hs, _ := conversation.ListHandoffs(context.Background(), rig.DB, runnertest.Tenant, sid); len(hs) != 0 {
+		t.Fatalf("eng_handoffs has %+v", hs)
+	}
+	if !strings.Contains(rig.Logs(), "handoff rejected: not written") || !strings.Contains(rig.Logs(), "placeholder") {
+		t.Error("the rejection and its reason are not logged")
+	}
+	if got := testutil.ToFloat64(s.m.handoffs.WithLabelValues("rejected")); got != 1 {
+		t.Errorf("rejected handoffs = %v", got)
+	}
+	turn, err := conversation.GetTurn(context.Background(), rig.DB, runnertest.Tenant, runnertest.TurnID(sid, 1))
+	if err == nil && strings.Contains(turn.Reply, "handing you over") {
+		t.Errorf("the reply announces a handoff that did not happen: %q", turn.Reply)
+	}
+
+	invalid = false
+	say(2, "The budget is $5k. Let's explore options now.", map[string]any{"basics.goal": "a booking app", "basics.budget": "$5k"})
+	sess, m = rig.Session(t, sid)
+	if sess.Status != conversation.StatusHandedOff || m.Exit == nil || m.Exit.HandoffID != HandoffID(runnertest.TurnID(sid, 2)) ||
+		sess.OutboundHandoffID != m.Exit.HandoffID || m.HandoffRejection != nil {
+		t.Fatalf("after a valid handoff: status %s, exit %+v, rejection %+v", sess.Status, m.Exit, m.HandoffRejection)
+	}
+	hs, err := conversation.ListHandoffs(context.Background(), rig.DB, runnertest.Tenant, sid)
+	if err != nil || len(hs) != 1 || hs[0].TargetEngineID != "exploration" || hs[0].TargetSessionID != TargetSessionID(hs[0].ID) {
+		t.Fatalf("handoffs = %+v, %v", hs, err)
+	}
+	var payload contracts.EngineHandoff
+	if err := json.Unmarshal(hs[0].Payload, &payload); err != nil || !handoff.Validate(payload).Valid ||
+		payload.Metadata.SessionID != sid || payload.Metadata.TurnCount != 2 {
+		t.Errorf("stored payload = %+v, %v", payload.Metadata, err)
+	}
+	_ = reg
+}
+
+// The whole path of a handoff through the service over JetStream: the
+// source turn writes and publishes it, the consumer starts the target
+// session with the handoff in its memory (and its session.started), the
+// target's first reply is checked (I-PASS) and the verdict stored; a reply
+// that ignores the handoff is stored unverified, counted and logged, and
+// the conversation goes on. A replay of the target session from its events
+// rebuilds its state.
+func TestHandoffStartsTheTargetAndVerifiesItsFirstReply(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		verified bool
+	}{{"acknowledged", true}, {"ignored", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			rig := runnertest.New(t, runnertest.Options{Engines: map[string]string{"handing.yaml": handoffEngine}})
+			l := replies(func(req llm.Request) string {
+				sys := req.Messages[0].Content
+				if strings.Contains(sys, handoff.Title) && tc.verified {
+					return "Picking up from the handing engine: your goal is a booking app and the budget of $5k is noted. What options have you heard of?"
+				}
+				return "What options have you heard of?"
+			})
+			s, _ := newService(t, rig, l, func(c *Config) { c.Mappers = handingMappers(t) })
+			start(t, s)
+			sid := rig.CreateSession(t, "handing", "hand-2")
+			rig.Publish(t, "t1", t0.Add(time.Minute), runnertest.Turn(sid, 1, "Our goal is a booking app; the budget is $5k. Can we explore options?",
+				map[string]any{"basics.goal": "a booking app", "basics.budget": "$5k"}))
+			target := TargetSessionID(HandoffID(runnertest.TurnID(sid, 1)))
+			runnertest.WaitFor(t, 30*time.Second, "the target session", func() bool {
+				_, err := conversation.GetSession(context.Background(), rig.DB, runnertest.Tenant, target)
+				return err == nil
+			})
+			tsess, tm := rig.Session(t, target)
+			var in contracts.EngineHandoff
+			if tsess.EngineID != "exploration" || tsess.InboundHandoffID == "" || json.Unmarshal(tm.InboundHandoff, &in) != nil ||
+				in.Metadata.SessionID != sid {
+				t.Fatalf("target session %+v with handoff %s", tsess, tm.InboundHandoff)
+			}
+			rig.Publish(t, "t2", t0.Add(2*time.Minute), runnertest.Turn(target, 1, "Yes, let's look at the options.", nil))
+			var h conversation.Handoff
+			runnertest.WaitFor(t, 30*time.Second, "the verification", func() bool {
+				h, _ = conversation.GetHandoff(context.Background(), rig.DB, runnertest.Tenant, tsess.InboundHandoffID)
+				return len(h.Verification) > 0
+			})
+			var v handoff.Verification
+			if err := json.Unmarshal(h.Verification, &v); err != nil || h.Verified != tc.verified || v.Verified != tc.verified ||
+				!v.Details.IdentityMatch || !v.Details.ProjectMatch {
+				t.Fatalf("verified %t, result %s (%v); want %t", h.Verified, h.Verification, err, tc.verified)
+			}
+			result := "verified"
+			if !tc.verified {
+				result = "unverified"
+				if !strings.Contains(rig.Logs(), "handoff not verified") {
+					t.Error("an unverified handoff is not logged")
+				}
+			}
+			if got := testutil.ToFloat64(s.m.verifications.WithLabelValues(result)); got != 1 {
+				t.Errorf("%s verifications = %v", result, got)
+			}
+			// The conversation went on: the turn was answered either way.
+			if _, m := rig.Session(t, target); m.TurnNumber != 1 {
+				t.Errorf("the target's turn was not answered: turn %d", m.TurnNumber)
+			}
+
+			// praetor replay --session rebuilds the target from its events.
+			runnertest.WaitFor(t, 10*time.Second, "the turn.responded", func() bool {
+				evs := rig.SessionEvents(t, target)
+				return slices.ContainsFunc(evs, func(e event.Event) bool { return e.Type() == contracts.TurnRespondedSpec.Type })
+			})
+			replayRunner, err := New(Config{LLM: l, Registry: rig.Registry, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := Replay(context.Background(), replayRunner, rig.Engines, rig.SessionEvents(t, target))
+			if err != nil {
+				t.Fatal(err)
+			}
+			live, _ := rig.Session(t, target)
+			if res.Diverged || res.StateHash != live.StateHash || len(res.State.InboundHandoff) == 0 {
+				t.Errorf("replay: diverged %t, hash %s, live %s", res.Diverged, res.StateHash, live.StateHash)
+			}
+		})
+	}
+}
+
+// A retry comes back as a new dispatch not before its backoff; a stale
+// outcome (an attempt a retry replaced) is ignored.
+func TestFailedTaskIsRetriedWithBackoff(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	s, _ := newService(t, rig, fixed("Anything else?"), nil)
+	def, _ := rig.Engines.Get("project-discovery")
+	m := engine.NewWorkingMemory(def, "retry-1", "proj")
+	task, _ := tasks.Lookup(def, "competitive_scan")
+	tasks.Dispatch(m, []engine.BackgroundTask{task})
+	rig.SaveNew(t, def, m)
+	h := s.redoStale(s.inbox.Handler(s.work))
+	failed := t0.Add(time.Minute)
+	fail := func(id string, attempt int) {
+		t.Helper()
+		ev := runnertest.Event(t, id, failed, contracts.TaskReturned{TenantID: runnertest.Tenant, SessionID: "retry-1",
+			TaskID: "competitive_scan", Attempt: attempt, Error: "search API timed out", ReturnedAt: failed})
+		if err := h(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail("f1", 1)
+	_, m = rig.Session(t, "retry-1")
+	r, _ := m.BackgroundTasks.Task("competitive_scan")
+	if r.Status != engine.TaskRetrying || r.Attempt != 2 || !r.NotBefore.Equal(failed.Add(5*time.Second)) {
+		t.Fatalf("after a failure: %+v", r)
+	}
+	fail("f1-again", 1) // attempt 1 again: replaced by attempt 2, ignored
+	if _, m2 := rig.Session(t, "retry-1"); !slices.EqualFunc(m2.BackgroundTasks.Pending, m.BackgroundTasks.Pending,
+		func(a, b engine.TaskRecord) bool { return a.Attempt == b.Attempt && a.Status == b.Status }) {
+		t.Errorf("a stale outcome changed the task: %+v", m2.BackgroundTasks.Pending)
+	}
+	// The outbox holds the second attempt's dispatch, not before 5s.
+	var dispatch contracts.TaskDispatched
+	runnertest.WaitFor(t, 10*time.Second, "the retry's dispatch", func() bool {
+		for _, ev := range rig.Events(t, contracts.StreamTasks, contracts.TaskDispatchedSpec.Type) {
+			if ev.ID() == DispatchEventID("retry-1", "competitive_scan", 2) {
+				d, _ := contracts.DecodeAs[contracts.TaskDispatched](ev)
+				dispatch = *d
+				return true
+			}
+		}
+		return false
+	})
+	if dispatch.Attempt != 2 || !dispatch.NotBefore.Equal(failed.Add(5*time.Second)) || dispatch.Kind != TaskKind ||
+		dispatch.Handler != "research.competitors" || dispatch.Timeout != 90*time.Second {
+		t.Errorf("retry dispatch = %+v", dispatch)
+	}
+	var in tasks.Input
+	if err := json.Unmarshal(dispatch.Input, &in); err != nil || in.TaskID != "competitive_scan" || in.DisplayName != "Competitive scan" {
+		t.Errorf("dispatch input = %s (%v)", dispatch.Input, err)
+	}
+}
+
+// intelligence is a memory service stand-in.
+type intelligence struct {
+	mu    sync.Mutex
+	lines []string
+	err   error
+	asked int
+}
+
+func (i *intelligence) Background(_ context.Context, tenantID, projectID string) ([]string, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.asked++
+	if tenantID != runnertest.Tenant || projectID != "proj" {
+		return nil, errors.New("wrong scope")
+	}
+	return slices.Clone(i.lines), i.err
+}
+
+// Background intelligence from the memory service is merged into the
+// session after the turn that asked for it, in the session's order (so a
+// replay meets it there), and shows in the next turns' background section;
+// a failing memory service is logged and the turns go on.
+func TestIntelligenceJoinsTheBackgroundSection(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	var mu sync.Mutex
+	var prompts []string
+	l := replies(func(req llm.Request) string {
+		mu.Lock()
+		prompts = append(prompts, req.Messages[0].Content)
+		mu.Unlock()
+		return "What else?"
+	})
+	intel := &intelligence{lines: []string{"Decision (project proj): bookings must sync with Google Calendar"}}
+	s, _ := newService(t, rig, l, func(c *Config) { c.Intelligence = intel })
+	start(t, s)
+	sid := rig.CreateSession(t, "exploration", "intel-1")
+	say := func(n int) *engine.WorkingMemory {
+		t.Helper()
+		rig.Publish(t, runnertest.TurnID(sid, n), t0.Add(time.Duration(n)*time.Minute), runnertest.Turn(sid, n, "Tell me more.", nil))
+		var m *engine.WorkingMemory
+		runnertest.WaitFor(t, 20*time.Second, "the turn", func() bool {
+			_, m = rig.Session(t, sid)
+			return m.TurnNumber == n
+		})
+		return m
+	}
+	say(1)
+	runnertest.WaitFor(t, 20*time.Second, "the intelligence merged", func() bool {
+		_, m := rig.Session(t, sid)
+		return len(m.BackgroundTasks.Intelligence) == 1
+	})
+	say(2)
+	mu.Lock()
+	first, second := prompts[0], prompts[1]
+	mu.Unlock()
+	const line = "- Decision (project proj): bookings must sync with Google Calendar"
+	if strings.Contains(first, line) || !strings.Contains(second, line) {
+		t.Errorf("the line should join the context from the turn after it was fetched:\nfirst:\n%s\nsecond:\n%s", first, second)
+	}
+	// Unchanged lines are not merged again.
+	if n := len(rig.Events(t, contracts.StreamTurns, contracts.TaskReturnedSpec.Type)); n != 1 {
+		t.Errorf("%d intelligence merges, want 1", n)
+	}
+	intel.mu.Lock()
+	intel.err = errors.New("memory service down")
+	intel.mu.Unlock()
+	if m := say(3); len(m.BackgroundTasks.Intelligence) != 1 {
+		t.Errorf("a failing memory service changed the session: %v", m.BackgroundTasks.Intelligence)
+	}
+	if !strings.Contains(rig.Logs(), "background intelligence unavailable") {
+		t.Error("the memory service's failure is not logged")
+	}
+	// The replay meets the intelligence where the live run did.
+	runnertest.WaitFor(t, 10*time.Second, "three replies", func() bool {
+		n := 0
+		for _, ev := range rig.SessionEvents(t, sid) {
+			if ev.Type() == contracts.TurnRespondedSpec.Type {
+				n++
+			}
+		}
+		return n == 3
+	})
+	r, _ := New(Config{LLM: l, Registry: rig.Registry, Logger: slog.New(slog.DiscardHandler)})
+	res, err := Replay(context.Background(), r, rig.Engines, rig.SessionEvents(t, sid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live, _ := rig.Session(t, sid); res.Diverged || res.StateHash != live.StateHash {
+		t.Errorf("replay: diverged %v, hash %s, live %s", res.Diverged, res.StateHash, live.StateHash)
+	}
+}
