@@ -81,9 +81,16 @@ type chatSession struct {
 	Status       string  `json:"status"`
 	Phase        string  `json:"phase"`
 	Completeness float64 `json:"completeness"`
-	Handoffs     *struct {
-		Outbound string `json:"outbound"`
-	} `json:"handoffs"`
+	// OutboundHandoff is set once the session handed off: its target is
+	// where the conversation goes on.
+	OutboundHandoff *chatHandoff `json:"outbound_handoff"`
+}
+
+type chatHandoff struct {
+	TargetEngineID  string `json:"target_engine_id"`
+	TargetSessionID string `json:"target_session_id"`
+	Reason          string `json:"reason"`
+	TargetStarted   bool   `json:"target_started"`
 }
 
 type chatTurn struct {
@@ -92,6 +99,8 @@ type chatTurn struct {
 	Phase        string   `json:"phase"`
 	Completeness *float64 `json:"completeness"`
 	Degraded     bool     `json:"degraded"`
+	// Handoff is set on the turn whose exit transition fired.
+	Handoff *chatHandoff `json:"handoff"`
 }
 
 func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string, in io.Reader, out io.Writer) error {
@@ -139,10 +148,39 @@ func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string
 			note = ", degraded"
 		}
 		fmt.Fprintf(out, "%s> %s\n   [%s · %.0f%%%s]\n", s.EngineID, t.Reply, t.Phase, *t.Completeness*100, note)
+		if t.Handoff == nil {
+			continue
+		}
+		next, err := followHandoff(ctx, c, s.SessionID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "(handed off to %s: %s)\ncontinuing in session %s with %s.\n",
+			next.TargetEngineID, next.Reason, next.TargetSessionID, next.TargetEngineID)
+		s.SessionID, s.EngineID = next.TargetSessionID, next.TargetEngineID
+	}
+}
+
+// followHandoff waits until the target session of a session's handoff
+// exists (the runner starts it right after the turn that fired it) and
+// returns the handoff.
+func followHandoff(ctx context.Context, c *apiClient, sessionID string) (*chatHandoff, error) {
+	const wait = 30 * time.Second
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
 		var now chatSession
-		if c.do(ctx, http.MethodGet, "/v1/sessions/"+s.SessionID, nil, &now) == nil && now.Status != "active" &&
-			now.Handoffs != nil && now.Handoffs.Outbound != "" {
-			fmt.Fprintf(out, "(the session handed off: %s)\n", now.Handoffs.Outbound)
+		err := c.do(ctx, http.MethodGet, "/v1/sessions/"+sessionID, nil, &now)
+		if err == nil && now.OutboundHandoff != nil && now.OutboundHandoff.TargetStarted {
+			return now.OutboundHandoff, nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("its target session did not start within %s", wait)
+			}
+			return nil, fmt.Errorf("session %s handed off, but %w (GET /v1/sessions/%s shows it)", sessionID, err, sessionID)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

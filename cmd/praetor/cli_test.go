@@ -74,6 +74,27 @@ func TestChat(t *testing.T) {
 		t.Errorf("no phase and completeness after a reply:\n%s", text)
 	}
 
+	// An exploration that reaches its decision hands off to project
+	// discovery; chat follows the handoff and the next message goes there.
+	script, err := os.Open(filepath.Join("testdata", "exploration-chat.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer script.Close()
+	cmd = exec.Command(binary, "chat", "--url", "http://"+httpAddr, "--engine", "exploration")
+	cmd.Stdin = script
+	out, err = cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chat through a handoff: %v\n%s", err, out)
+	}
+	text = string(out)
+	if n := strings.Count(text, "exploration> "); n != 10 {
+		t.Errorf("%d exploration replies, want 10 (the handoff fires at the decision):\n%s", n, text)
+	}
+	if !strings.Contains(text, "(handed off to project-discovery") || strings.Count(text, "project-discovery> ") != 1 {
+		t.Errorf("chat did not follow the handoff to project-discovery:\n%s", text)
+	}
+
 	cmd = exec.Command(binary, "chat", "--url", "http://"+httpAddr, "--engine", "nope")
 	out, err = cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "no engine") {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,4 +172,50 @@ func TestMemoryCommandsOnNeo4jAndPostgres(t *testing.T) {
 	must(t, "saved (new)", append([]string{"save-decision", "--project", "shop", "--title", `Lucene: "quotes" && (parens) || [range]`}, flags...)...)
 	must(t, `Lucene: "quotes"`, append([]string{"get", "--project", "shop"}, flags...)...)
 	refused(t, "tenant "+tenant+" does not exist", append([]string{"token", "issue", "--name", "x"}, flags...)...)
+}
+
+// What memory knows of a project reaches a conversation about it: the
+// runner of praetor dev reads the project's graph and merges the lines into
+// the session's background intelligence.
+func TestMemoryIsBackgroundIntelligence(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := "--data-dir=" + dir
+	must(t, "registered", "add-project", d, "--project", "shop")
+	must(t, "saved (new)", "save-decision", d, "--project", "shop", "--title", "Use PostgreSQL for orders", "--rationale", "the team knows it")
+
+	httpAddr := freeAddr(t)
+	start(t, nil, "dev", d, "--http-addr", httpAddr, "--nats-listen", "")
+	waitHTTP(t, "http://"+httpAddr+"/readyz", 30*time.Second)
+	ctx := context.Background()
+	c := &apiClient{base: "http://" + httpAddr, http: &http.Client{Timeout: time.Minute}}
+	type view struct {
+		SessionID       string `json:"session_id"`
+		BackgroundTasks struct {
+			Intelligence []string `json:"intelligence"`
+		} `json:"background_tasks"`
+	}
+	var s view
+	if err := c.do(ctx, http.MethodPost, "/v1/sessions", map[string]string{"engine_id": "project-discovery", "project_id": "shop"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	var turn chatTurn
+	if err := c.do(ctx, http.MethodPost, "/v1/sessions/"+s.SessionID+"/turns?wait=30s",
+		map[string]string{"message": "We want customers to order online from our shop."}, &turn); err != nil || turn.Status != "answered" {
+		t.Fatalf("turn: %v %+v", err, turn)
+	}
+	want := "[project decision] Use PostgreSQL for orders: the team knows it"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if err := c.do(ctx, http.MethodGet, "/v1/sessions/"+s.SessionID, nil, &s); err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(s.BackgroundTasks.Intelligence, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's background intelligence = %q, want %q", s.BackgroundTasks.Intelligence, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

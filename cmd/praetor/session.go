@@ -69,17 +69,27 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	if err != nil {
 		return err
 	}
+	merges := 0
+	for _, t := range res.Turns {
+		if t.TaskID != "" {
+			merges++
+		}
+	}
 	for _, t := range res.Turns {
 		mark := "ok"
 		if !t.Match {
 			mark = "DIVERGED (recorded " + t.RecordedHash + ")"
+		}
+		if t.TaskID != "" { // a background task's result merged after turn TurnNumber
+			fmt.Fprintf(stderr, "  merge %-14s %s  %s\n", t.TaskID, t.StateHash, mark)
+			continue
 		}
 		fmt.Fprintf(stderr, "turn %d  %-16s %s  %s\n", t.TurnNumber, t.Phase, t.StateHash, mark)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(map[string]any{"session_id": res.SessionID, "engine_id": res.EngineID,
-		"turns": len(res.Turns), "state_hash": res.StateHash, "state": res.State}); err != nil {
+		"turns": len(res.Turns) - merges, "merges": merges, "state_hash": res.StateHash, "state": res.State}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "session %s rebuilt from %d events and %d recorded model calls: state hash %s\n",

@@ -5,10 +5,12 @@ package wiring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"sync"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/builtin"
@@ -52,7 +54,9 @@ func Services(opts Options) map[string]node.Factory {
 	all := map[string]node.Factory{
 		"gateway":   func(ctx context.Context, d node.Deps) (node.Service, error) { return newGateway(d, opts.Gateway) },
 		"extractor": newExtractor,
-		"runner":    newRunner,
+		"runner": func(ctx context.Context, d node.Deps) (node.Service, error) {
+			return newRunner(ctx, d, opts.LookupEnv)
+		},
 		// orchestrator consumes workflow.requested and carries the runs on;
 		// agent-worker runs their attempts. PRAETOR_WORKFLOW_* configure both.
 		"orchestrator": orchestrator.ServiceFactory(opts.LookupEnv),
@@ -130,16 +134,51 @@ func newExtractor(_ context.Context, d node.Deps) (node.Service, error) {
 		Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait})
 }
 
-func newRunner(_ context.Context, d node.Deps) (node.Service, error) {
+// newRunner builds the runner service. It reads the project's graph memory
+// as background intelligence (the memory service's graph: embedded in dev,
+// Neo4j from NEO4J_URI in serve); a serve node without NEO4J_URI runs
+// without it.
+func newRunner(ctx context.Context, d node.Deps, lookup func(string) (string, bool)) (node.Service, error) {
 	useOfflineSkills(d)
 	cfg := runner.Config{LLM: d.LLM, Registry: d.EngineRegistry, Logger: d.Logger}
 	if d.Offline == nil {
 		cfg.Summarizer = contextasm.LLMSummarizer{LLM: d.LLM}
 	}
-	r, err := runner.New(cfg)
+	intel, closeIntel, err := memory.OpenBackground(ctx, d, lookup)
+	var unset *memory.SettingError
+	switch {
+	case errors.As(err, &unset):
+		d.Logger.Info("runner: no background intelligence from memory", "reason", err)
+		closeIntel = func(context.Context) error { return nil }
+	case err != nil:
+		return nil, fmt.Errorf("runner: memory for background intelligence: %w", err)
+	default:
+		cfg.Intelligence = intel
+	}
+	svc, err := func() (node.Service, error) {
+		r, err := runner.New(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return runner.NewService(runner.ServiceConfig{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, Runner: r,
+			Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait})
+	}()
 	if err != nil {
+		_ = closeIntel(ctx)
 		return nil, err
 	}
-	return runner.NewService(runner.ServiceConfig{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, Runner: r,
-		Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait})
+	return &closing{Service: svc, close: closeIntel}, nil
+}
+
+// closing is a service that releases a resource after it stopped.
+type closing struct {
+	node.Service
+	close func(context.Context) error
+	once  sync.Once
+}
+
+func (c *closing) Stop(ctx context.Context) error {
+	err := c.Service.Stop(ctx)
+	c.once.Do(func() { err = errors.Join(err, c.close(ctx)) })
+	return err
 }
