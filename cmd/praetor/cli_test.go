@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/testenv"
 )
 
 func TestValidate(t *testing.T) {
@@ -54,9 +56,9 @@ information_ratio: {user: 70, system: 20}
 }
 
 func TestChat(t *testing.T) {
-	httpAddr := freeAddr(t)
+	httpAddr := testenv.FreeAddr(t)
 	start(t, nil, "dev", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-listen", "")
-	waitHTTP(t, "http://"+httpAddr+"/readyz", 30*time.Second)
+	testenv.WaitHTTP(t, "http://"+httpAddr+"/readyz", 30*time.Second)
 	cmd := exec.Command(binary, "chat", "--url", "http://"+httpAddr, "--engine", "project-discovery")
 	cmd.Stdin = strings.NewReader("Our technicians keep losing track of their jobs. We want a mobile app.\n\nAbout 40 technicians.\n")
 	out, err := cmd.CombinedOutput()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/praetorhq/praetor/internal/llm/openai/openaitest"
+	"github.com/praetorhq/praetor/internal/testenv"
 )
 
 // TestModelAnswersThatDoNotParse runs praetor dev against an
@@ -24,12 +25,12 @@ func TestModelAnswersThatDoNotParse(t *testing.T) {
 		}
 		return openaitest.Reply{Content: "Thanks. Who will use the app day to day?"}
 	}
-	httpAddr := freeAddr(t)
+	httpAddr := testenv.FreeAddr(t)
 	p := start(t, []string{"PRAETOR_LLM_API_KEY=sk-test", "OPENAI_API_KEY="},
 		"dev", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-listen", "",
 		"--llm-provider", "openai", "--llm-base-url", model.BaseURL(), "--llm-model", "gpt-test")
 	base := "http://" + httpAddr
-	waitHTTP(t, base+"/readyz", 30*time.Second)
+	testenv.WaitHTTP(t, base+"/readyz", 30*time.Second)
 
 	post := func(path string, body any, out any) int {
 		b, _ := json.Marshal(body)
@@ -82,11 +83,11 @@ func TestModelAnswersThatDoNotParse(t *testing.T) {
 	if len(log.Extractions) != 0 {
 		t.Errorf("a degraded turn logged %d extractions, want none", len(log.Extractions))
 	}
-	metrics := waitHTTP(t, base+"/metrics", 5*time.Second)
+	metrics := testenv.WaitHTTP(t, base+"/metrics", 5*time.Second)
 	if !strings.Contains(metrics, "praetor_extractions_degraded_total 1") {
 		t.Errorf("the degraded extraction is not counted:\n%s", grepLines(metrics, "degraded"))
 	}
-	if !strings.Contains(p.out.String(), "extraction degraded") {
+	if !strings.Contains(p.Output(), "extraction degraded") {
 		t.Errorf("the degraded extraction is not logged")
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -43,7 +42,7 @@ type cluster struct {
 }
 
 type replica struct {
-	*proc
+	*testenv.Process
 	http string
 	args []string
 }
@@ -82,11 +81,11 @@ func newCluster(t *testing.T) *cluster {
 // serve starts a praetor serve replica running services.
 func (c *cluster) serve(services string, extra ...string) *replica {
 	c.t.Helper()
-	addr := freeAddr(c.t)
+	addr := testenv.FreeAddr(c.t)
 	args := append([]string{"serve", "--services", services, "--http-addr", addr, "--log-level", "warn",
 		"--ack-wait", "2s", "--drain-timeout", "5s"}, extra...)
-	r := &replica{proc: start(c.t, []string{"NATS_URL=" + c.natsURL, "DATABASE_URL=" + c.dbURL}, args...), http: addr, args: args}
-	waitHTTP(c.t, "http://"+addr+"/readyz", 30*time.Second)
+	r := &replica{Process: start(c.t, []string{"NATS_URL=" + c.natsURL, "DATABASE_URL=" + c.dbURL}, args...), http: addr, args: args}
+	testenv.WaitHTTP(c.t, "http://"+addr+"/readyz", 30*time.Second)
 	c.replicas = append(c.replicas, r)
 	return r
 }
@@ -352,11 +351,7 @@ func TestKillDuringTurn(t *testing.T) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
-		if err := worker.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		<-worker.done
-		worker.done <- nil
+		worker.Kill(t)
 		worker = c.serve("extractor,runner", slow...)
 
 		deadline := time.Now().Add(30 * time.Second)

@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/testenv"
 )
 
 // binary is the praetor built once for the end-to-end tests.
@@ -25,9 +21,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "praetor")
-	if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build praetor: %v\n%s", err, out)
+	if binary, err = testenv.BuildPraetor(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -35,98 +30,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func freeAddr(t *testing.T) string {
+// start runs the praetor under test with args.
+func start(t *testing.T, env []string, args ...string) *testenv.Process {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// syncBuffer is a buffer the process's output copier and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// proc is a praetor process under test.
-type proc struct {
-	cmd  *exec.Cmd
-	out  *syncBuffer
-	done chan error
-}
-
-func start(t *testing.T, env []string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(binary, args...), out: &syncBuffer{}, done: make(chan error, 1)}
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		if t.Failed() {
-			// A stuck process tells where it is stuck.
-			_ = p.cmd.Process.Signal(syscall.SIGQUIT)
-			select {
-			case <-p.done:
-				p.done <- nil
-			case <-time.After(2 * time.Second):
-			}
-		}
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("praetor %s output:\n%s", strings.Join(args, " "), p.out)
-		}
-	})
-	return p
-}
-
-func waitHTTP(t *testing.T, url string, within time.Duration) string {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return string(body)
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer 200 within %s (last error %v)", url, within, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return testenv.StartProcess(t, binary, env, args...)
 }
 
 func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
-	httpAddr, natsAddr := freeAddr(t), freeAddr(t)
+	httpAddr, natsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
 	p := start(t, nil, "dev", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-listen", natsAddr)
 	began := time.Now()
-	waitHTTP(t, "http://"+httpAddr+"/healthz", 20*time.Second)
+	testenv.WaitHTTP(t, "http://"+httpAddr+"/healthz", 20*time.Second)
 	t.Logf("healthz answered %s after start", time.Since(began).Round(time.Millisecond))
-	if body := waitHTTP(t, "http://"+httpAddr+"/readyz", 5*time.Second); !strings.Contains(body, "ready") {
+	if body := testenv.WaitHTTP(t, "http://"+httpAddr+"/readyz", 5*time.Second); !strings.Contains(body, "ready") {
 		t.Errorf("readyz = %q", body)
 	}
-	metrics := waitHTTP(t, "http://"+httpAddr+"/metrics", 5*time.Second)
+	metrics := testenv.WaitHTTP(t, "http://"+httpAddr+"/metrics", 5*time.Second)
 	for _, name := range []string{"praetor_llm_record_failures_total", "go_goroutines"} {
 		if !strings.Contains(metrics, name) {
 			t.Errorf("metrics lack %s", name)
@@ -137,23 +56,22 @@ func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "replayed 0 messages") {
 		t.Errorf("replay: %v\n%s", err, out)
 	}
-	if !strings.Contains(p.out.String(), "offline") {
+	if !strings.Contains(p.Output(), "offline") {
 		t.Errorf("the log does not say the offline provider is in use")
 	}
 
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-p.done:
-		if err != nil {
+	case <-p.Exited():
+		if err := p.Err(); err != nil {
 			t.Fatalf("exit after SIGTERM: %v, want status 0", err)
 		}
-		p.done <- nil
 	case <-time.After(20 * time.Second):
 		t.Fatal("praetor did not exit within 20s of SIGTERM")
 	}
-	if !strings.Contains(p.out.String(), "praetor stopped") {
+	if !strings.Contains(p.Output(), "praetor stopped") {
 		t.Errorf("no clean stop in the log")
 	}
 }

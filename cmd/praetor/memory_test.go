@@ -184,9 +184,9 @@ func TestMemoryIsBackgroundIntelligence(t *testing.T) {
 	must(t, "registered", "add-project", d, "--project", "shop")
 	must(t, "saved (new)", "save-decision", d, "--project", "shop", "--title", "Use PostgreSQL for orders", "--rationale", "the team knows it")
 
-	httpAddr := freeAddr(t)
+	httpAddr := testenv.FreeAddr(t)
 	start(t, nil, "dev", d, "--http-addr", httpAddr, "--nats-listen", "")
-	waitHTTP(t, "http://"+httpAddr+"/readyz", 30*time.Second)
+	testenv.WaitHTTP(t, "http://"+httpAddr+"/readyz", 30*time.Second)
 	ctx := context.Background()
 	c := &apiClient{base: "http://" + httpAddr, http: &http.Client{Timeout: time.Minute}}
 	type view struct {

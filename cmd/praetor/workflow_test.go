@@ -59,7 +59,7 @@ tasks:
 	return dir, effects, started
 }
 
-func waitFile(t *testing.T, path string, within time.Duration, p *proc) {
+func waitFile(t *testing.T, path string, within time.Duration, p *testenv.Process) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -70,9 +70,8 @@ func waitFile(t *testing.T, path string, within time.Duration, p *proc) {
 			t.Fatalf("%s did not appear within %s", path, within)
 		}
 		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("praetor exited (%v) before %s appeared", err, path)
+		case <-p.Exited():
+			t.Fatalf("praetor exited (%v) before %s appeared", p.Err(), path)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -103,11 +102,7 @@ func TestWorkflowSIGKILLThenResume(t *testing.T) {
 			state := filepath.Join(dir, "state")
 			p := start(t, nil, "workflow", "run", filepath.Join(dir, "wf.yaml"), "--state-dir", state, "--run-id", "kill-1")
 			waitFile(t, started, 30*time.Second, p)
-			if err := p.cmd.Process.Kill(); err != nil { // SIGKILL: no cleanup, no last write
-				t.Fatal(err)
-			}
-			<-p.done
-			p.done <- nil
+			p.Kill(t) // SIGKILL: no cleanup, no last write
 
 			raw, err := os.ReadFile(filepath.Join(state, "workflow-state.json"))
 			if err != nil {

@@ -5,14 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -39,9 +34,9 @@ func TestSIGKILLedBackgroundProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	bin := filepath.Join(t.TempDir(), "praetor")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/praetor").CombinedOutput(); err != nil {
-		t.Fatalf("build praetor: %v\n%s", err, out)
+	bin, err := testenv.BuildPraetor(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
 	if out, err := exec.Command(bin, "migrate", "--database-url", dbURL).CombinedOutput(); err != nil {
 		t.Fatalf("migrate: %v\n%s", err, out)
@@ -60,12 +55,12 @@ func TestSIGKILLedBackgroundProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{"NATS_URL=" + srv.ClientURL(), "DATABASE_URL=" + dbURL}
-	serve := func(services string, extra ...string) (*proc, string) {
+	serve := func(services string, extra ...string) (*testenv.Process, string) {
 		t.Helper()
-		addr := freeAddr(t)
-		p := startProc(t, bin, env, append([]string{"serve", "--services", services, "--http-addr", addr, "--log-level", "warn",
+		addr := testenv.FreeAddr(t)
+		p := testenv.StartProcess(t, bin, env, append([]string{"serve", "--services", services, "--http-addr", addr, "--log-level", "warn",
 			"--ack-wait", "2s", "--drain-timeout", "5s"}, extra...)...)
-		waitOK(t, "http://"+addr+"/readyz", 30*time.Second)
+		testenv.WaitHTTP(t, "http://"+addr+"/readyz", 30*time.Second)
 		return p, addr
 	}
 	_, front := serve("gateway,extractor,runner")
@@ -113,11 +108,7 @@ func TestSIGKILLedBackgroundProcess(t *testing.T) {
 	runnertest.WaitFor(t, 30*time.Second, "the doomed worker to run the task", func() bool {
 		return strings.Contains(get(t, "http://"+doomedAddr+"/metrics"), "praetor_background_tasks_running 1")
 	})
-	if err := doomed.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-doomed.done
-	doomed.done <- nil
+	doomed.Kill(t)
 	serve("background")
 
 	type task struct {
@@ -173,41 +164,6 @@ func TestSIGKILLedBackgroundProcess(t *testing.T) {
 	}
 }
 
-type proc struct {
-	cmd  *exec.Cmd
-	out  *lockedBuffer
-	done chan error
-}
-
-func startProc(t *testing.T, bin string, env []string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), out: &lockedBuffer{}, done: make(chan error, 1)}
-	p.cmd.Env = append(os.Environ(), env...)
-	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.done <- p.cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("praetor %s output:\n%s", strings.Join(args, " "), p.out)
-		}
-	})
-	return p
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func get(t *testing.T, url string) string {
 	t.Helper()
 	res, err := http.Get(url)
@@ -217,33 +173,4 @@ func get(t *testing.T, url string) string {
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
 	return string(b)
-}
-
-func waitOK(t *testing.T, url string, within time.Duration) {
-	t.Helper()
-	runnertest.WaitFor(t, within, url, func() bool {
-		res, err := http.Get(url)
-		if err != nil {
-			return false
-		}
-		res.Body.Close()
-		return res.StatusCode == http.StatusOK
-	})
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/praetorhq/praetor/internal/wiring"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +12,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/testenv"
+	"github.com/praetorhq/praetor/internal/wiring"
 
 	"github.com/praetorhq/praetor/internal/engine/builtin"
 	"github.com/praetorhq/praetor/internal/llm/provider"
@@ -52,7 +54,7 @@ type Node struct {
 	// the node.
 	HTTP *http.Client
 
-	logs *syncBuffer
+	logs *testenv.Buffer
 	stop func() error
 }
 
@@ -72,7 +74,7 @@ func Start(t testing.TB, opts Options) *Node {
 	if err != nil {
 		t.Fatalf("load the shipped engines: %v", err)
 	}
-	n := &Node{logs: &syncBuffer{}, HTTP: &http.Client{Transport: &http.Transport{}, Timeout: 2 * time.Minute}}
+	n := &Node{logs: &testenv.Buffer{}, HTTP: &http.Client{Transport: &http.Transport{}, Timeout: 2 * time.Minute}}
 	log := slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var (
 		mu   sync.Mutex
@@ -321,20 +323,3 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 
 // ErrClosed is returned by Stream.Next once the stream has ended.
 var ErrClosed = errors.New("gatewaytest: stream closed")
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
