@@ -101,6 +101,7 @@ NATS_URL, DATABASE_URL, OPENAI_API_KEY and OPENAI_BASE_URL are read as well.`),
 		chatCommand(g, rootFlags),
 		workflowCommand(g, rootFlags),
 		memoryCommand(g, rootFlags),
+		tenantCommand(g, rootFlags),
 		versionCommand(g, rootFlags),
 	}
 	err := root.Parse(args, ff.WithEnvVarPrefix("PRAETOR"))
