@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -103,24 +104,36 @@ func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg) error {
 	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
 		return fmt.Errorf("events: publish %s: %w", msg.Subject, err)
 	}
-	b.cfg.Metrics.published.WithLabelValues(msgType(msg)).Inc()
+	b.cfg.Metrics.publishedOf(msgType(msg)).Inc()
 	return nil
 }
 
 // PublishBatch sends events asynchronously with at most Config.BatchWindow
 // acknowledgements outstanding, and returns when every one is acknowledged.
-// Events are stored in the order given. On failure it returns a *BatchError
-// naming the events that were not acknowledged; republishing them all is safe.
+// Events are stored in the order given. An event that cannot be routed or
+// lacks a required attribute fails the batch before anything is sent. On a
+// later failure it returns a *BatchError naming the events that were not
+// acknowledged; republishing them all is safe.
 func (b *Bus) PublishBatch(ctx context.Context, evs []event.Event) error {
-	msgs := make([]*nats.Msg, len(evs))
+	// Check everything first, encode each event only as it goes out: the
+	// first is on the wire at once, and the server stores while the rest
+	// are encoded.
+	subjects := make([]string, len(evs))
 	for i, ev := range evs {
-		m, err := b.encode(ctx, ev)
+		subject, err := b.route(ev)
 		if err != nil {
 			return err
 		}
-		msgs[i] = m
+		if err := checkRequired(ev.SpecVersion(), ev.ID(), ev.Source(), ev.Type()); err != nil {
+			return fmt.Errorf("events: batch event %d: %w", i, err)
+		}
+		subjects[i] = subject
 	}
-	return b.PublishMsgs(ctx, msgs)
+	return b.publishAll(ctx, len(evs), func(i int) (*nats.Msg, error) {
+		ev := evs[i]
+		propagateTrace(ctx, &ev)
+		return Encode(subjects[i], ev)
+	})
 }
 
 // BatchError reports the messages of a batch that were not acknowledged.
@@ -138,11 +151,17 @@ func (e *BatchError) Unwrap() error { return e.Err }
 
 // PublishMsgs is PublishBatch for messages already in binary content mode.
 func (b *Bus) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
+	return b.publishAll(ctx, len(msgs), func(i int) (*nats.Msg, error) { return msgs[i], nil })
+}
+
+// publishAll publishes the messages msg(0) … msg(n-1) in order, keeping at
+// most Config.BatchWindow acknowledgements outstanding in a ring.
+func (b *Bus) publishAll(ctx context.Context, n int, msg func(i int) (*nats.Msg, error)) error {
 	type pending struct {
-		i int
-		f jetstream.PubAckFuture
+		i   int
+		msg *nats.Msg
+		f   jetstream.PubAckFuture
 	}
-	window := make([]pending, 0, min(b.cfg.BatchWindow, len(msgs)))
 	var berr BatchError
 	fail := func(i int, err error) {
 		berr.Failed = append(berr.Failed, i)
@@ -153,10 +172,18 @@ func (b *Bus) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
 	timer := time.NewTimer(b.cfg.PublishTimeout)
 	defer timer.Stop()
 	wait := func(p pending) {
+		// With the window full, the oldest acknowledgement has usually
+		// arrived: take it without arming the timer.
+		select {
+		case <-p.f.Ok():
+			b.cfg.Metrics.publishedOf(msgType(p.msg)).Inc()
+			return
+		default:
+		}
 		timer.Reset(b.cfg.PublishTimeout)
 		select {
 		case <-p.f.Ok():
-			b.cfg.Metrics.published.WithLabelValues(msgType(msgs[p.i])).Inc()
+			b.cfg.Metrics.publishedOf(msgType(p.msg)).Inc()
 		case err := <-p.f.Err():
 			fail(p.i, err)
 		case <-timer.C:
@@ -165,22 +192,32 @@ func (b *Bus) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
 			fail(p.i, ctx.Err())
 		}
 	}
-	for i, m := range msgs {
-		if len(window) == cap(window) {
-			wait(window[0])
-			window = window[1:]
+	ring := make([]pending, min(b.cfg.BatchWindow, n))
+	head, count := 0, 0
+	for i := range n {
+		if count == len(ring) {
+			wait(ring[head])
+			head, count = (head+1)%len(ring), count-1
+		}
+		m, err := msg(i)
+		if err != nil {
+			fail(i, err)
+			continue
 		}
 		f, err := b.js.PublishMsgAsync(m)
 		if err != nil {
 			fail(i, err)
 			continue
 		}
-		window = append(window, pending{i, f})
+		ring[(head+count)%len(ring)] = pending{i, m, f}
+		count++
 	}
-	for _, p := range window {
-		wait(p)
+	for ; count > 0; count-- {
+		wait(ring[head])
+		head = (head + 1) % len(ring)
 	}
 	if berr.Err != nil {
+		slices.Sort(berr.Failed)
 		return &berr
 	}
 	return nil
@@ -193,15 +230,24 @@ func (b *Bus) Encode(ctx context.Context, ev event.Event) (*nats.Msg, error) {
 }
 
 func (b *Bus) encode(ctx context.Context, ev event.Event) (*nats.Msg, error) {
-	if b.cfg.Subject == nil {
-		return nil, errors.New("events: Config.Subject is required to publish events")
-	}
-	subject, err := b.cfg.Subject(ev)
+	subject, err := b.route(ev)
 	if err != nil {
-		return nil, fmt.Errorf("events: route %s: %w", ev.Type(), err)
+		return nil, err
 	}
 	propagateTrace(ctx, &ev)
 	return Encode(subject, ev)
+}
+
+// route returns the subject of ev.
+func (b *Bus) route(ev event.Event) (string, error) {
+	if b.cfg.Subject == nil {
+		return "", errors.New("events: Config.Subject is required to publish events")
+	}
+	subject, err := b.cfg.Subject(ev)
+	if err != nil {
+		return "", fmt.Errorf("events: route %s: %w", ev.Type(), err)
+	}
+	return subject, nil
 }
 
 func msgType(m *nats.Msg) string {

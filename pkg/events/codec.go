@@ -29,7 +29,9 @@ var ErrDecode = errors.New("decode cloudevent")
 // percent-encoded ce- headers, data as the body, datacontenttype as
 // Content-Type and the event id as Nats-Msg-Id.
 func Encode(subject string, ev event.Event) (*nats.Msg, error) {
-	if err := checkRequired(ev.SpecVersion(), ev.ID(), ev.Source(), ev.Type()); err != nil {
+	// Source() formats a URL each time: call it once.
+	source := ev.Source()
+	if err := checkRequired(ev.SpecVersion(), ev.ID(), source, ev.Type()); err != nil {
 		return nil, fmt.Errorf("encode cloudevent: %w", err)
 	}
 	var exts map[string]any
@@ -47,7 +49,7 @@ func Encode(subject string, ev event.Event) (*nats.Msg, error) {
 	}
 	set("ce-specversion", ev.SpecVersion())
 	set("ce-id", percentEncode(ev.ID()))
-	set("ce-source", percentEncode(ev.Source()))
+	set("ce-source", percentEncode(source))
 	set("ce-type", percentEncode(ev.Type()))
 	if s := ev.Subject(); s != "" {
 		set("ce-subject", percentEncode(s))
@@ -89,12 +91,22 @@ func checkRequired(spec, id, source, typ string) error {
 	return nil
 }
 
+// decoded holds an event's context with the optional attributes it points
+// at, so that decoding costs one allocation for all of them instead of one
+// each.
+type decoded struct {
+	ec                   event.EventContextV1
+	subject, contentType string
+	time                 types.Timestamp
+}
+
 // Decode reads a NATS message in binary content mode as a CloudEvent. It fails
 // (wrapping ErrDecode) on a missing required attribute, a malformed value or
 // an invalid extension name.
 func Decode(h nats.Header, data []byte) (event.Event, error) {
-	var spec string
-	ec := &event.EventContextV1{}
+	var spec, source string
+	d := &decoded{}
+	ec := &d.ec
 	for name, vs := range h {
 		if len(vs) == 0 || len(name) <= len(headerPrefix) || !strings.EqualFold(name[:len(headerPrefix)], headerPrefix) {
 			continue
@@ -117,11 +129,12 @@ func Decode(h nats.Header, data []byte) (event.Event, error) {
 			if !ok {
 				return event.Event{}, fmt.Errorf("%w: ce-source %q is not a URI reference", ErrDecode, v)
 			}
-			ec.Source = ref
+			ec.Source, source = ref, v
 		case "type":
 			ec.Type = v
 		case "subject":
-			ec.Subject = &v
+			d.subject = v
+			ec.Subject = &d.subject
 		case "dataschema":
 			u := types.ParseURI(v)
 			if u == nil {
@@ -129,13 +142,15 @@ func Decode(h nats.Header, data []byte) (event.Event, error) {
 			}
 			ec.DataSchema = u
 		case "datacontenttype":
-			ec.DataContentType = &v
+			d.contentType = v
+			ec.DataContentType = &d.contentType
 		case "time":
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
 				return event.Event{}, fmt.Errorf("%w: ce-time %q: %v", ErrDecode, v, err)
 			}
-			ec.Time = &types.Timestamp{Time: t}
+			d.time.Time = t
+			ec.Time = &d.time
 		default:
 			if !event.IsExtensionNameValid(attr) {
 				return event.Event{}, fmt.Errorf("%w: invalid extension name %q", ErrDecode, attr)
@@ -146,11 +161,14 @@ func Decode(h nats.Header, data []byte) (event.Event, error) {
 			ec.Extensions[attr] = v
 		}
 	}
-	if err := checkRequired(spec, ec.ID, ec.Source.String(), ec.Type); err != nil {
+	// The source as sent, not ec.Source.String(): re-serialising a URL
+	// costs more than the rest of the check.
+	if err := checkRequired(spec, ec.ID, source, ec.Type); err != nil {
 		return event.Event{}, fmt.Errorf("%w: %v", ErrDecode, err)
 	}
-	if ct := h.Get(HeaderContentType); ct != "" {
-		ec.DataContentType = &ct
+	if ct := h[HeaderContentType]; len(ct) > 0 && ct[0] != "" {
+		d.contentType = ct[0]
+		ec.DataContentType = &d.contentType
 	}
 	ev := event.Event{Context: ec}
 	if len(data) > 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -115,9 +116,13 @@ type Subscription struct {
 	cfg     ConsumerConfig
 	handler Handler
 
-	ctx     context.Context // cancelled when a drain runs out of time
-	cancel  context.CancelFunc
-	ccs     []jetstream.ConsumeContext
+	ctx    context.Context // cancelled when a drain runs out of time
+	cancel context.CancelFunc
+	ccs    []jetstream.ConsumeContext
+	// jobs feeds the workers of an unkeyed consumer; closed once its
+	// subscription has drained.
+	jobs    chan jetstream.Msg
+	workers sync.WaitGroup
 	cons    []jetstream.Consumer
 	metrics *serviceMetrics
 	polled  chan struct{} // closed when the backlog poller has ended
@@ -145,17 +150,9 @@ func (b *Bus) Subscribe(ctx context.Context, cfg ConsumerConfig, h Handler) (*Su
 		return nil, err
 	}
 
-	m, log := b.cfg.Metrics, b.cfg.Logger
-	// The handler timeout is kept by the consumer's per-message timer (see
-	// watch), not by a Timeout middleware: one timer a message, not two.
-	chain := []Middleware{Recover(log, m, cfg.Name), Logging(log, cfg.Name), Measure(m, cfg.Name), Trace()}
-	if cfg.Validate != nil {
-		chain = append(chain, Validate(cfg.Validate))
-	}
-	chain = append(chain, cfg.Middleware...)
-
+	m := b.cfg.Metrics
 	sctx, cancel := context.WithCancel(context.Background())
-	s := &Subscription{bus: b, cfg: cfg, handler: Chain(h, chain...), ctx: sctx, cancel: cancel,
+	s := &Subscription{bus: b, cfg: cfg, handler: standardChain(h, b.cfg.Logger, m, cfg), ctx: sctx, cancel: cancel,
 		metrics: m.forService(cfg.Name)}
 
 	var err error
@@ -174,6 +171,20 @@ func (b *Bus) Subscribe(ctx context.Context, cfg ConsumerConfig, h Handler) (*Su
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
 	return s, nil
+}
+
+// standardChain wraps h in the middleware every consumer runs. Two of the
+// standard behaviours are kept by the consumer itself rather than by
+// middleware: the handler timeout, by the per-message watch timer that also
+// sends progress (one timer a message, not two), and the handling time, by
+// process, which looks the event type's collectors up once for the duration
+// and the outcome.
+func standardChain(h Handler, log *slog.Logger, m *Metrics, cfg ConsumerConfig) Handler {
+	chain := []Middleware{Recover(log, m, cfg.Name), Logging(log, cfg.Name), Trace()}
+	if cfg.Validate != nil {
+		chain = append(chain, Validate(cfg.Validate))
+	}
+	return Chain(h, append(chain, cfg.Middleware...)...)
 }
 
 // pollBacklog keeps praetor_consumer_backlog{service} current: the events
@@ -228,9 +239,39 @@ func (s *Subscription) consumerConfig(name string, subjects []string, maxAckPend
 	return cc
 }
 
-// startShared runs one durable consumer with Concurrency pull
-// subscriptions, each handling its messages inline: no hand-off between
-// goroutines on the hot path.
+// Pull subscriptions lose a pull request now and then under load (nats.go
+// issue 1622, reproduced here with raw jetstream and small batches): the
+// client counts messages as requested that the server will never send, and
+// the subscription sits idle until it misses the server's heartbeats and
+// pulls afresh. pullHeartbeat bounds that pause to twice its value, instead
+// of the 30s of nats.go's default; the cost is one heartbeat from the server
+// per subscription every pullHeartbeat while idle.
+const (
+	pullHeartbeat = 5 * time.Second
+	pullExpiry    = 4 * pullHeartbeat
+)
+
+// pullOpts are the options of every pull subscription of a consumer.
+func (s *Subscription) pullOpts(maxMessages int) []jetstream.PullConsumeOpt {
+	return []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(maxMessages),
+		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), s.consumeErrors()}
+}
+
+// sharedFeeds is how many pull subscriptions feed an unkeyed consumer's
+// workers: with two, a subscription that lost its pull request (see
+// pullHeartbeat) slows the consumer down instead of stopping it.
+const sharedFeeds = 2
+
+// startShared runs one durable consumer whose messages go, from sharedFeeds
+// pull subscriptions, to a pool of Concurrency workers, each taking the next
+// message as soon as it is free. A slow handler holds up only its own
+// message, and the subscriptions keep at most Concurrency messages each
+// ahead of the pool, so a message waits in this process about two handler
+// runs at most before a worker starts it and extends its AckWait.
+//
+// The hand-off through a channel costs a goroutine switch; in exchange one
+// subscription serves many workers, so the client sends a pull request every
+// Concurrency/2 messages instead of every few messages per worker.
 func (s *Subscription) startShared(ctx context.Context) error {
 	cons, err := s.bus.js.CreateOrUpdateConsumer(ctx, s.cfg.Stream,
 		s.consumerConfig(s.cfg.Name, s.cfg.Subjects, max(8*s.cfg.Concurrency, 256)))
@@ -238,8 +279,14 @@ func (s *Subscription) startShared(ctx context.Context) error {
 		return fmt.Errorf("events: consumer %s on %s: %w", s.cfg.Name, s.cfg.Stream, err)
 	}
 	s.cons = append(s.cons, cons)
+	s.jobs = make(chan jetstream.Msg)
 	for range s.cfg.Concurrency {
-		cc, err := cons.Consume(s.process, jetstream.PullMaxMessages(8), s.consumeErrors())
+		s.workers.Add(1)
+		go s.newWorker().run(s.jobs, &s.workers)
+	}
+	feed := func(msg jetstream.Msg) { s.jobs <- msg }
+	for range sharedFeeds {
+		cc, err := cons.Consume(feed, s.pullOpts(s.cfg.Concurrency)...)
 		if err != nil {
 			return fmt.Errorf("events: consume %s: %w", s.cfg.Name, err)
 		}
@@ -272,7 +319,7 @@ func (s *Subscription) startKeyed(ctx context.Context) error {
 			return fmt.Errorf("events: consumer %s on %s: %w", name, s.cfg.Stream, err)
 		}
 		s.cons = append(s.cons, cons)
-		cc, err := cons.Consume(s.process, jetstream.PullMaxMessages(64), s.consumeErrors())
+		cc, err := cons.Consume(s.newWorker().process, s.pullOpts(64)...)
 		if err != nil {
 			return fmt.Errorf("events: consume %s: %w", name, err)
 		}
@@ -307,9 +354,40 @@ func (s *Subscription) consumeErrors() jetstream.PullConsumeOpt {
 	})
 }
 
+// worker handles one message at a time: as one goroutine of an unkeyed
+// consumer's pool, or as the handler of a keyed consumer's partition
+// subscription (nats.go calls a subscription's handler from one goroutine).
+// So its state, the watch timer above all, is reused from one message to the
+// next instead of being made for each.
+type worker struct {
+	s *Subscription
+
+	mu       sync.Mutex
+	timer    *time.Timer // fires watch; stopped while no message is handled
+	msg      jetstream.Msg
+	cancel   context.CancelCauseFunc
+	deadline time.Time
+}
+
+// run handles jobs until the channel closes.
+func (w *worker) run(jobs <-chan jetstream.Msg, done *sync.WaitGroup) {
+	defer done.Done()
+	for msg := range jobs {
+		w.process(msg)
+	}
+}
+
+func (s *Subscription) newWorker() *worker {
+	w := &worker{s: s}
+	w.timer = time.AfterFunc(time.Hour, w.watch)
+	w.timer.Stop()
+	return w
+}
+
 // process handles one message and settles it: ack, nak with backoff, or
 // dead-letter and terminate.
-func (s *Subscription) process(msg jetstream.Msg) {
+func (w *worker) process(msg jetstream.Msg) {
+	s := w.s
 	meta, err := msg.Metadata()
 	if err != nil {
 		// Not a JetStream message; nothing to settle.
@@ -326,9 +404,12 @@ func (s *Subscription) process(msg jetstream.Msg) {
 		return
 	}
 	hctx, cancel := context.WithCancelCause(withDelivery(s.ctx, d))
-	stop := s.watch(msg, cancel)
+	start := time.Now()
+	w.start(msg, cancel, start)
 	err = s.handler(hctx, ev)
-	stop()
+	w.stop()
+	tm := s.metrics.of(ev.Type())
+	tm.seconds.Observe(time.Since(start).Seconds())
 	if err != nil && errors.Is(context.Cause(hctx), errHandlerTimeout) {
 		err = fmt.Errorf("%w after %s: %w", errHandlerTimeout, s.cfg.HandlerTimeout, err)
 	}
@@ -340,7 +421,7 @@ func (s *Subscription) process(msg jetstream.Msg) {
 			s.bus.cfg.Logger.Warn("ack failed; the event will be redelivered", "service", s.cfg.Name,
 				"event_id", ev.ID(), "error", aerr)
 		}
-		s.metrics.of(ev.Type()).ok.Inc()
+		tm.ok.Inc()
 	case IsPermanent(err):
 		s.deadLetter(msg, d, ev.Type(), causePermanent, err)
 	case meta.NumDelivered >= uint64(s.cfg.MaxDeliver):
@@ -352,7 +433,7 @@ func (s *Subscription) process(msg jetstream.Msg) {
 			delay = re.After
 		}
 		_ = msg.NakWithDelay(delay)
-		s.metrics.of(ev.Type()).retry.Inc()
+		tm.retry.Inc()
 	}
 }
 
@@ -382,39 +463,46 @@ func (s *Subscription) deadLetter(msg jetstream.Msg, d Delivery, ceType, cause s
 // HandlerTimeout; the event is redelivered.
 var errHandlerTimeout = errors.New("handler timed out")
 
-// watch keeps one timer for a message being handled: every half AckWait it
-// tells the server the message is still being worked on, so a handler may run
-// longer than AckWait without a redelivery, and at HandlerTimeout it cancels
-// the handler's context.
-func (s *Subscription) watch(msg jetstream.Msg, cancel context.CancelCauseFunc) (stop func()) {
-	interval := s.cfg.AckWait / 2
-	deadline := time.Now().Add(s.cfg.HandlerTimeout)
-	next := func(now time.Time) time.Duration { return max(min(interval, deadline.Sub(now)), 0) }
-	var mu sync.Mutex
-	stopped := false
-	mu.Lock()
-	defer mu.Unlock()
-	var t *time.Timer
-	t = time.AfterFunc(next(time.Now()), func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
-		now := time.Now()
-		if !now.Before(deadline) {
-			cancel(errHandlerTimeout)
-			return
-		}
-		_ = msg.InProgress()
-		t.Reset(next(now))
-	})
-	return func() {
-		mu.Lock()
-		stopped = true
-		t.Stop()
-		mu.Unlock()
+// start arms the worker's timer for a message whose handler starts now:
+// every half AckWait the timer tells the server the message is still being
+// worked on, so a handler may run longer than AckWait without a redelivery,
+// and at HandlerTimeout it cancels the handler's context.
+func (w *worker) start(msg jetstream.Msg, cancel context.CancelCauseFunc, now time.Time) {
+	w.mu.Lock()
+	w.msg, w.cancel, w.deadline = msg, cancel, now.Add(w.s.cfg.HandlerTimeout)
+	w.timer.Reset(w.next(now))
+	w.mu.Unlock()
+}
+
+// stop disarms the timer once the handler has returned.
+func (w *worker) stop() {
+	w.mu.Lock()
+	w.timer.Stop()
+	w.msg, w.cancel = nil, nil
+	w.mu.Unlock()
+}
+
+func (w *worker) next(now time.Time) time.Duration {
+	return max(min(w.s.cfg.AckWait/2, w.deadline.Sub(now)), 0)
+}
+
+// watch runs when the timer fires. A firing that raced with stop finds no
+// message and does nothing; one that raced with stop and the next start acts
+// for the next message, which is harmless: its deadline is checked, and an
+// early progress report only extends its AckWait.
+func (w *worker) watch() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.msg == nil {
+		return
 	}
+	now := time.Now()
+	if !now.Before(w.deadline) {
+		w.cancel(errHandlerTimeout)
+		return
+	}
+	_ = w.msg.InProgress()
+	w.timer.Reset(w.next(now))
 }
 
 // Stop drains the subscription: it stops pulling, lets the events already
@@ -431,6 +519,12 @@ func (s *Subscription) Stop(ctx context.Context) error {
 		go func() {
 			for _, cc := range s.ccs {
 				<-cc.Closed()
+			}
+			// Every received message has been handed to a worker: let
+			// them finish.
+			if s.jobs != nil {
+				close(s.jobs)
+				s.workers.Wait()
 			}
 			close(done)
 		}()

@@ -44,14 +44,31 @@ type Delivery struct {
 
 type deliveryKey struct{}
 
+// deliveryCtx carries the delivery of the event being handled. It answers
+// Value with a pointer to its own copy, so neither putting the delivery in
+// the context nor reading it back allocates a boxed copy.
+type deliveryCtx struct {
+	context.Context
+	d Delivery
+}
+
+func (c *deliveryCtx) Value(key any) any {
+	if _, ok := key.(deliveryKey); ok {
+		return &c.d
+	}
+	return c.Context.Value(key)
+}
+
 // DeliveryFrom returns the delivery of the event being handled.
 func DeliveryFrom(ctx context.Context) (Delivery, bool) {
-	d, ok := ctx.Value(deliveryKey{}).(Delivery)
-	return d, ok
+	if d, ok := ctx.Value(deliveryKey{}).(*Delivery); ok {
+		return *d, true
+	}
+	return Delivery{}, false
 }
 
 func withDelivery(ctx context.Context, d Delivery) context.Context {
-	return context.WithValue(ctx, deliveryKey{}, d)
+	return &deliveryCtx{Context: ctx, d: d}
 }
 
 // Recover turns a handler panic into a retryable error (the event is naked
@@ -103,12 +120,13 @@ func Logging(logger *slog.Logger, service string) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, ev event.Event) error {
 			err := next(ctx, ev)
-			d, _ := DeliveryFrom(ctx)
 			if err != nil {
+				d, _ := DeliveryFrom(ctx)
 				logger.Warn("event handler failed", "service", service, "event_id", ev.ID(), "event_type", ev.Type(),
 					"subject", d.Subject, "stream_seq", d.StreamSeq, "delivery", d.NumDelivered,
 					"permanent", IsPermanent(err), "error", err)
 			} else if logger.Enabled(ctx, slog.LevelDebug) {
+				d, _ := DeliveryFrom(ctx)
 				logger.Debug("event handled", "service", service, "event_id", ev.ID(), "event_type", ev.Type(),
 					"subject", d.Subject, "stream_seq", d.StreamSeq)
 			}
@@ -162,7 +180,11 @@ func WithTrace(ctx context.Context, tc TraceContext) context.Context {
 func Trace() Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, ev event.Event) error {
-			if tc, ok := ParseTraceParent(extString(ev, ExtTraceParent)); ok {
+			tp := extString(ev, ExtTraceParent)
+			if tp == "" {
+				return next(ctx, ev)
+			}
+			if tc, ok := ParseTraceParent(tp); ok {
 				tc.State = extString(ev, ExtTraceState)
 				ctx = WithTrace(ctx, tc)
 			}
@@ -171,17 +193,21 @@ func Trace() Middleware {
 	}
 }
 
-// ParseTraceParent parses a W3C traceparent header value.
+// ParseTraceParent parses a W3C traceparent header value: version 00, a
+// 32-digit trace id and a 16-digit span id that are not all zeros, and
+// 2-digit flags, all lowercase hexadecimal. It reads the value in place; the
+// fields of the result share its memory.
 func ParseTraceParent(s string) (TraceContext, bool) {
-	parts := strings.Split(s, "-")
-	if len(parts) != 4 || parts[0] != "00" || len(parts[1]) != 32 || len(parts[2]) != 16 || len(parts[3]) != 2 {
+	// 00-<32 hex>-<16 hex>-<2 hex>
+	const size = 2 + 1 + 32 + 1 + 16 + 1 + 2
+	if len(s) != size || s[2] != '-' || s[35] != '-' || s[52] != '-' || s[:2] != "00" {
 		return TraceContext{}, false
 	}
-	if !isHex(parts[1]) || !isHex(parts[2]) || !isHex(parts[3]) ||
-		parts[1] == strings.Repeat("0", 32) || parts[2] == strings.Repeat("0", 16) {
+	tc := TraceContext{TraceID: s[3:35], SpanID: s[36:52], Flags: s[53:]}
+	if !isHex(tc.TraceID) || !isHex(tc.SpanID) || !isHex(tc.Flags) || allZeros(tc.TraceID) || allZeros(tc.SpanID) {
 		return TraceContext{}, false
 	}
-	return TraceContext{TraceID: parts[1], SpanID: parts[2], Flags: parts[3]}, true
+	return tc, true
 }
 
 // Child returns the trace context of a new span in the same trace.
@@ -216,10 +242,18 @@ func propagateTrace(ctx context.Context, ev *event.Event) {
 	}
 }
 
+// isHex reports whether s is lowercase hexadecimal, as trace context
+// requires.
 func isHex(s string) bool {
-	_, err := hex.DecodeString(s)
-	return err == nil && strings.ToLower(s) == s
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
+
+func allZeros(s string) bool { return strings.Trim(s, "0") == "" }
 
 func randomHex(n int) string {
 	b := make([]byte, n)

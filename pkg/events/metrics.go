@@ -10,6 +10,7 @@ import (
 // per registry with NewMetrics and share them between buses and consumers.
 type Metrics struct {
 	published   *prometheus.CounterVec
+	publishedBy sync.Map // event type → prometheus.Counter
 	handled     *prometheus.CounterVec
 	handleTime  *prometheus.HistogramVec
 	deadLetters *prometheus.CounterVec
@@ -62,6 +63,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// publishedOf is the published counter of one event type, looked up once:
+// resolving labels hashes them and takes a lock, on every publish otherwise.
+func (m *Metrics) publishedOf(ceType string) prometheus.Counter {
+	if c, ok := m.publishedBy.Load(ceType); ok {
+		return c.(prometheus.Counter)
+	}
+	c, _ := m.publishedBy.LoadOrStore(ceType, m.published.WithLabelValues(ceType))
+	return c.(prometheus.Counter)
 }
 
 // serviceMetrics caches the collectors of one service per event type, so the

@@ -71,8 +71,8 @@ func (tp Topic) Pattern() string { return tp.Prefix + ".*.*" }
 // Route is the Config.Subject of the topic: tenant and partitionkey
 // extensions become the last two tokens.
 func (tp Topic) Route(ev event.Event) (string, error) {
-	tenant, _ := ev.Extensions()["tenant"].(string)
-	key, _ := ev.Extensions()["partitionkey"].(string)
+	tenant := events.ExtensionString(ev, "tenant")
+	key := events.ExtensionString(ev, "partitionkey")
 	if tenant == "" || key == "" {
 		return "", fmt.Errorf("event %s lacks tenant or partitionkey", ev.ID())
 	}
