@@ -83,6 +83,31 @@ func GetSession(ctx context.Context, q store.Querier, tenantID, id string) (Sess
 	return s, nil
 }
 
+// handledExpr is true when the consumer $3 has handled the event $4: the
+// inbox look-up of internal/delivery (store.Handled), folded into a read a
+// handler makes anyway (delivery.InboxConfig.CheckInWork).
+const handledExpr = `EXISTS (SELECT 1 FROM inbox WHERE consumer = $3 AND event_id = $4)`
+
+// GetSessionForEvent is GetSession for a handler of an event: it also says
+// whether consumer has handled eventID already (its inbox row), in the same
+// round trip.
+func GetSessionForEvent(ctx context.Context, q store.Querier, tenantID, id, consumer, eventID string) (Session, bool, error) {
+	var handled bool
+	row := q.QueryRow(ctx, `SELECT `+sessionColumns+`, `+handledExpr+` FROM elicitation_sessions
+		WHERE tenant_id = $1 AND id = $2`, tenantID, id, consumer, eventID)
+	s, err := scanSession(row, &handled)
+	if errors.Is(err, store.ErrNotFound) {
+		// No session; the event may still be one handled before.
+		if handled, herr := store.Handled(ctx, q, consumer, eventID); herr != nil || handled {
+			return Session{}, handled, herr
+		}
+	}
+	if err != nil {
+		return Session{}, false, fmt.Errorf("session %s: %w", id, err)
+	}
+	return s, handled, nil
+}
+
 // ListSessions returns a tenant's sessions, newest first.
 func ListSessions(ctx context.Context, q store.Querier, tenantID string, limit int) ([]Session, error) {
 	rows, err := q.Query(ctx, `SELECT `+sessionColumns+` FROM elicitation_sessions WHERE tenant_id = $1
@@ -131,14 +156,17 @@ func SaveSession(ctx context.Context, q store.Querier, s Session) error {
 	return fmt.Errorf("save session %s read at version %d, now %d: %w", s.ID, s.Version, version, ErrStale)
 }
 
-func scanSession(row store.Row) (Session, error) {
+// scanSession scans sessionColumns, then the extra columns that follow
+// them into extra.
+func scanSession(row store.Row, extra ...any) (Session, error) {
 	var (
 		s                Session
 		state            string
 		sidebar, in, out *string
 	)
-	err := row.Scan(&s.ID, &s.TenantID, &s.ProjectID, &s.EngineID, &s.EngineVersion, &s.Status, &s.Phase,
-		&s.Completeness, &s.TurnCount, &state, &s.StateHash, &sidebar, &in, &out, &s.CreatedAt, &s.UpdatedAt, &s.Version)
+	err := row.Scan(append([]any{&s.ID, &s.TenantID, &s.ProjectID, &s.EngineID, &s.EngineVersion, &s.Status, &s.Phase,
+		&s.Completeness, &s.TurnCount, &state, &s.StateHash, &sidebar, &in, &out, &s.CreatedAt, &s.UpdatedAt, &s.Version},
+		extra...)...)
 	if err != nil {
 		return Session{}, err
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/praetorhq/praetor/internal/store"
@@ -37,25 +39,53 @@ type ExtractionLogEntry struct {
 }
 
 // LogExtractions appends entries to the log; an entry whose id is already
-// there (a re-run of the same turn derives the same ids) is skipped.
+// there (a re-run of the same turn derives the same ids) is skipped. A turn's
+// entries go in one statement.
 func LogExtractions(ctx context.Context, q store.Querier, entries ...ExtractionLogEntry) error {
-	for _, e := range entries {
-		var value *string
-		if len(e.Value) > 0 {
-			s := string(e.Value)
-			value = &s
+	const cols = 13
+	for len(entries) > 0 {
+		batch := entries[:min(len(entries), logBatch)]
+		entries = entries[len(batch):]
+		var b strings.Builder
+		b.WriteString(`INSERT INTO eng_extractions_log (id, tenant_id, session_id, project_id, message_id, engine_id,
+			field_path, extracted_value, confidence, extraction_type, reasoning, turn_number, created_at) VALUES `)
+		args := make([]any, 0, cols*len(batch))
+		for i, e := range batch {
+			var value *string
+			if len(e.Value) > 0 {
+				s := string(e.Value)
+				value = &s
+			}
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteByte('(')
+			for c := range cols {
+				if c > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteByte('$')
+				b.WriteString(strconv.Itoa(cols*i + c + 1))
+			}
+			b.WriteByte(')')
+			args = append(args, e.ID, e.TenantID, e.SessionID, e.ProjectID, e.MessageID, e.EngineID, e.FieldPath, value,
+				e.Confidence, e.Type, nullString(e.Reasoning), e.TurnNumber, e.CreatedAt.UTC())
 		}
-		_, err := q.Exec(ctx, `INSERT INTO eng_extractions_log (id, tenant_id, session_id, project_id, message_id, engine_id,
-			field_path, extracted_value, confidence, extraction_type, reasoning, turn_number, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING`,
-			e.ID, e.TenantID, e.SessionID, e.ProjectID, e.MessageID, e.EngineID, e.FieldPath, value, e.Confidence,
-			e.Type, nullString(e.Reasoning), e.TurnNumber, e.CreatedAt.UTC())
-		if err != nil {
-			return fmt.Errorf("log extraction of %s: %w", e.FieldPath, err)
+		b.WriteString(` ON CONFLICT (id) DO NOTHING`)
+		if _, err := q.Exec(ctx, b.String(), args...); err != nil {
+			paths := make([]string, len(batch))
+			for i, e := range batch {
+				paths[i] = e.FieldPath
+			}
+			return fmt.Errorf("log extractions of %s: %w", strings.Join(paths, ", "), err)
 		}
 	}
 	return nil
 }
+
+// logBatch bounds the rows of one insert: 13 parameters a row stays far
+// below SQLite's and PostgreSQL's limits.
+const logBatch = 500
 
 // MarkSuperseded links an earlier entry to the entry that replaced it.
 func MarkSuperseded(ctx context.Context, q store.Querier, tenantID, entryID, byEntryID string) error {
@@ -126,6 +156,49 @@ func GetExtractionState(ctx context.Context, q store.Querier, tenantID, sessionI
 	}
 	st.Extraction = json.RawMessage(ext)
 	return st, nil
+}
+
+// sessionColumnsOf is sessionColumns qualified by a table alias.
+func sessionColumnsOf(alias string) string {
+	cols := strings.Split(sessionColumns, ",")
+	for i, c := range cols {
+		cols[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+var extractionInputQuery = `SELECT ` + sessionColumnsOf("s") + `, e.turn_number, e.extraction_json, ` + handledExpr + `
+	FROM elicitation_sessions s LEFT JOIN eng_extraction_state e ON e.session_id = s.id AND e.tenant_id = s.tenant_id
+	WHERE s.tenant_id = $1 AND s.id = $2`
+
+// GetSessionExtraction reads, in one round trip, what the extractor needs
+// to extract a turn of a session: the session, its extraction state (zero
+// before the first turn) and whether consumer has handled eventID already
+// (its inbox row; see delivery.InboxConfig.CheckInWork).
+func GetSessionExtraction(ctx context.Context, q store.Querier, tenantID, sessionID, consumer, eventID string) (Session, ExtractionState, bool, error) {
+	var (
+		number  *int
+		ext     *string
+		handled bool
+	)
+	s, err := scanSession(q.QueryRow(ctx, extractionInputQuery, tenantID, sessionID, consumer, eventID), &number, &ext, &handled)
+	if errors.Is(err, store.ErrNotFound) {
+		// No session; the event may still be one handled before.
+		if handled, herr := store.Handled(ctx, q, consumer, eventID); herr != nil || handled {
+			return Session{}, ExtractionState{}, handled, herr
+		}
+	}
+	if err != nil {
+		return Session{}, ExtractionState{}, false, fmt.Errorf("session %s: %w", sessionID, err)
+	}
+	var st ExtractionState
+	if number != nil {
+		st.TurnNumber = *number
+	}
+	if ext != nil {
+		st.Extraction = json.RawMessage(*ext)
+	}
+	return s, st, handled, nil
 }
 
 // SaveExtractionState writes a session's extraction state.

@@ -51,12 +51,25 @@ type InboxConfig struct {
 	Encoder Encoder
 	// Consumer names the inbox: the service role handling the events. Required.
 	Consumer string
-	// Relay, when set, is kicked after a commit that emitted events, so they
-	// go out at once instead of at its next poll.
+	// Relay, when set, publishes the events a commit emitted right after
+	// the commit (Relay.PublishCommitted), before the handler returns;
+	// without one they wait in the outbox for a relay's pass.
 	Relay *Relay
 	// Now is the clock of inbox rows. Default: time.Now.
 	Now func() time.Time
+	// CheckInWork says that the Work looks the event up in the inbox
+	// itself, folded into its first read (conversation.GetSessionForEvent),
+	// and returns ErrHandled when it was handled: the Inbox then does not
+	// look it up first, which saves a round trip per event. Exactly once
+	// does not rest on the look-up either way (the inbox row written with
+	// the effects does); it spares a redelivery the work and its model
+	// calls.
+	CheckInWork bool
 }
+
+// ErrHandled is returned by a Work that found the event handled already
+// (InboxConfig.CheckInWork): the event is acknowledged with no effect.
+var ErrHandled = errors.New("delivery: event handled already")
 
 // Inbox wraps handlers so their effects commit exactly once.
 type Inbox struct{ cfg InboxConfig }
@@ -81,14 +94,19 @@ const systemTenant = "system"
 // Handler returns an events.Handler running w exactly once in effect.
 func (in *Inbox) Handler(w Work) events.Handler {
 	return func(ctx context.Context, ev event.Event) error {
-		done, err := store.Handled(ctx, in.cfg.DB, in.cfg.Consumer, ev.ID())
-		if err != nil {
-			return err
-		}
-		if done {
-			return nil // a redelivery of a committed event
+		if !in.cfg.CheckInWork {
+			done, err := store.Handled(ctx, in.cfg.DB, in.cfg.Consumer, ev.ID())
+			if err != nil {
+				return err
+			}
+			if done {
+				return in.redelivered(ctx)
+			}
 		}
 		step, err := w(ctx, ev)
+		if errors.Is(err, ErrHandled) {
+			return in.redelivered(ctx)
+		}
 		if err != nil {
 			return err
 		}
@@ -103,11 +121,23 @@ func (in *Inbox) TxHandler(h func(ctx context.Context, tx store.Querier, ev even
 	})
 }
 
+// redelivered settles a redelivery of an event committed before. The
+// delivery that committed it may have died, or failed to publish, before
+// its events went out: the relay drains the outbox first, so they are
+// published before anything this acknowledgement lets through.
+func (in *Inbox) redelivered(ctx context.Context) error {
+	if in.cfg.Relay == nil {
+		return nil
+	}
+	return in.cfg.Relay.drain(ctx)
+}
+
 func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 	tenant := events.ExtensionString(ev, TenantExtension)
 	tenant = cmp.Or(tenant, systemTenant)
-	emitted := false
+	var emitted []store.OutboxMessage
 	err := in.cfg.DB.Tx(ctx, func(tx store.Querier) error {
+		emitted = nil // a store may run fn again; only the committed run counts
 		first, err := store.MarkHandled(ctx, tx, tenant, in.cfg.Consumer, ev.ID(), in.cfg.Now())
 		if err != nil || !first {
 			return err // !first: another delivery committed it meanwhile
@@ -120,14 +150,18 @@ func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 		if err != nil {
 			return events.Permanent(err)
 		}
-		emitted = len(msgs) > 0
+		emitted = msgs
 		return store.Enqueue(ctx, tx, msgs...)
 	})
 	if err != nil {
 		return err
 	}
-	if emitted && in.cfg.Relay != nil {
-		in.cfg.Relay.Kick()
+	if len(emitted) > 0 && in.cfg.Relay != nil {
+		if err := in.cfg.Relay.PublishCommitted(ctx, emitted); err != nil {
+			// Committed, not yet published: the relay's passes will. The
+			// event is redelivered, and acknowledged once they have.
+			return fmt.Errorf("publish the events of %s: %w", ev.ID(), err)
+		}
 	}
 	return nil
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/store"
@@ -287,6 +289,203 @@ func TestRelaysKeepOrder(t *testing.T) {
 			if want := fmt.Sprintf("o%03d", i); id != want {
 				t.Fatalf("position %d holds %s, want %s: relays broke the order", i, id, want)
 			}
+		}
+	})
+}
+
+// publisher is the bus as the relay's publisher, counting what it sends and
+// failing while fail is set.
+type publisher struct {
+	bus  *events.Bus
+	fail atomic.Bool
+	mu   sync.Mutex
+	sent map[string]int // Nats-Msg-Id -> messages sent
+	// hold, when set, blocks PublishMsgs until it is closed; entered
+	// receives a value as each call starts waiting.
+	hold, entered chan struct{}
+}
+
+func (p *publisher) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
+	if p.hold != nil {
+		p.entered <- struct{}{}
+		<-p.hold
+	}
+	if p.fail.Load() {
+		return errors.New("nats is down")
+	}
+	p.mu.Lock()
+	for _, m := range msgs {
+		p.sent[m.Header.Get(nats.MsgIdHdr)]++
+	}
+	p.mu.Unlock()
+	return p.bus.PublishMsgs(ctx, msgs)
+}
+
+func (p *publisher) count(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sent[id]
+}
+
+func (r *rig) relayWith(t *testing.T, pub delivery.Publisher) *delivery.Relay {
+	t.Helper()
+	// A long interval: only kicks and the handlers publish.
+	rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: pub, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rl.Stop(context.Background()) })
+	return rl
+}
+
+func unsent(t *testing.T, db store.DB) int {
+	t.Helper()
+	rows, err := store.Unsent(context.Background(), db, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(rows)
+}
+
+// A handler's events are in the stream when it returns, before its input
+// is acknowledged, and are marked sent in the outbox soon after; no relay
+// pass publishes them again.
+func TestCommitPublishesBeforeReturning(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		pub := &publisher{bus: r.bus, sent: map[string]int{}}
+		rl := r.relayWith(t, pub)
+		h := r.inbox(t, rl).TxHandler(effect)
+		for i := range 5 {
+			id := fmt.Sprintf("p%d", i)
+			if err := h(context.Background(), eventstest.NewEvent(id, "k", i)); err != nil {
+				t.Fatal(err)
+			}
+			if got := r.streamMsgs(t); len(got) != i+1 || got[i] != events.DeriveID(id, "out") {
+				t.Fatalf("after handling %s the stream holds %v", id, got)
+			}
+		}
+		eventstest.Eventually(t, 5*time.Second, "the outbox marked sent", func() bool { return unsent(t, r.db) == 0 })
+		if n, _, err := rl.Flush(context.Background()); err != nil || n != 0 {
+			t.Fatalf("a pass after the handlers published %d (%v), want 0", n, err)
+		}
+		for i := range 5 {
+			if n := pub.count(events.DeriveID(fmt.Sprintf("p%d", i), "out")); n != 1 {
+				t.Errorf("event %d published %d times, want 1", i, n)
+			}
+		}
+	})
+}
+
+// A pass that runs while a handler publishes its events leaves them to the
+// handler.
+func TestPassSkipsEventsBeingPublished(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		pub := &publisher{bus: r.bus, sent: map[string]int{}, hold: make(chan struct{}), entered: make(chan struct{}, 4)}
+		rl := r.relayWith(t, pub)
+		h := r.inbox(t, rl).TxHandler(effect)
+		done := make(chan error, 1)
+		go func() { done <- h(context.Background(), eventstest.NewEvent("s1", "k", 0)) }()
+		<-pub.entered // committed, and being published by the handler
+		flushed := make(chan int, 1)
+		go func() {
+			n, _, _ := rl.Flush(context.Background())
+			flushed <- n
+		}()
+		select {
+		case n := <-flushed:
+			if n != 0 {
+				t.Errorf("the pass published %d events being published by their handler, want 0", n)
+			}
+		case <-pub.entered:
+			t.Error("the pass publishes an event its handler is publishing")
+		}
+		close(pub.hold)
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if n := pub.count(events.DeriveID("s1", "out")); n != 1 {
+			t.Errorf("published %d times, want 1", n)
+		}
+	})
+}
+
+// When publishing after the commit fails, the handler fails (its input is
+// not acknowledged) and nothing is lost: the redelivery finds the event
+// handled, has the relay publish what waits in the outbox, and only then
+// succeeds.
+func TestPublishFailureAfterCommit(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		pub := &publisher{bus: r.bus, sent: map[string]int{}}
+		rl := r.relayWith(t, pub)
+		h := r.inbox(t, rl).TxHandler(effect)
+		ev := eventstest.NewEvent("f1", "k", 0)
+		pub.fail.Store(true)
+		if err := h(context.Background(), ev); err == nil {
+			t.Fatal("the handler succeeded though its events were not published")
+		}
+		if n := effects(t, r.db, "f1"); n != 1 {
+			t.Fatalf("%d effects, want 1 (committed)", n)
+		}
+		if got := r.streamMsgs(t); len(got) != 0 {
+			t.Fatalf("stream holds %v while publishing fails", got)
+		}
+		if err := h(context.Background(), ev); err == nil {
+			t.Fatal("the redelivery succeeded while the events still cannot be published")
+		}
+		pub.fail.Store(false)
+		if err := h(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.streamMsgs(t); len(got) != 1 || got[0] != events.DeriveID("f1", "out") {
+			t.Fatalf("after the redelivery the stream holds %v", got)
+		}
+		if n := effects(t, r.db, "f1"); n != 1 {
+			t.Fatalf("%d effects, want 1", n)
+		}
+		if n := unsent(t, r.db); n != 0 {
+			t.Fatalf("%d outbox rows unsent", n)
+		}
+	})
+}
+
+// With CheckInWork the inbox does not look the event up first: the work
+// does, and its ErrHandled acknowledges the event with no effect.
+func TestCheckInWork(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		in, err := delivery.NewInbox(delivery.InboxConfig{DB: r.db, Encoder: r.bus, Consumer: "worker", CheckInWork: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		works := 0
+		h := in.Handler(func(ctx context.Context, ev event.Event) (delivery.Step, error) {
+			works++
+			done, err := store.Handled(ctx, r.db, "worker", ev.ID())
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				return nil, delivery.ErrHandled
+			}
+			return func(ctx context.Context, tx store.Querier) ([]event.Event, error) { return effect(ctx, tx, ev) }, nil
+		})
+		ev := eventstest.NewEvent("w1", "k", 0)
+		for range 3 {
+			if err := h(context.Background(), ev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if works != 3 {
+			t.Errorf("work ran %d times for 3 deliveries, want 3 (no look-up before it)", works)
+		}
+		if n := effects(t, r.db, "w1"); n != 1 {
+			t.Fatalf("%d effects after 3 deliveries, want 1", n)
 		}
 	})
 }

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +42,12 @@ type RelayConfig struct {
 // Relay publishes the outbox. Every process that writes to the outbox runs
 // one; a leadership lock taken per pass lets one relay publish at a time,
 // in outbox order, so events of one key keep their order.
+//
+// A handler that has just committed events does not wait for a pass to read
+// them back: it publishes them itself through PublishCommitted before it
+// acknowledges its input, which keeps a key's order too (the key's next
+// event is handled only after that acknowledgement), and the relay marks
+// them sent in batches. Passes skip the events being published that way.
 type Relay struct {
 	cfg  RelayConfig
 	kick chan struct{}
@@ -47,6 +56,16 @@ type Relay struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 	started bool
+
+	// inflight holds the event ids PublishCommitted is publishing or has
+	// published and not yet marked sent.
+	inflightMu sync.Mutex
+	inflight   map[string]struct{}
+	// toMark are published event ids waiting to be marked sent; marking
+	// signals the marker.
+	toMark  []string
+	marking chan struct{}
+	marked  chan struct{} // closed when the marker has ended
 }
 
 // NewRelay returns a relay; Start runs it.
@@ -63,7 +82,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if cfg.Batch < 1 || cfg.Interval <= 0 {
 		return nil, errors.New("delivery: relay Batch and Interval must be positive")
 	}
-	return &Relay{cfg: cfg, kick: make(chan struct{}, 1)}, nil
+	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]struct{}{}, marking: make(chan struct{}, 1)}, nil
 }
 
 // Kick asks the relay to publish now.
@@ -84,7 +103,9 @@ func (r *Relay) Start(ctx context.Context) error {
 	r.started = true
 	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.done = make(chan struct{})
+	r.marked = make(chan struct{})
 	go r.run(ctx)
+	go r.markLoop(ctx)
 	return nil
 }
 
@@ -92,19 +113,137 @@ func (r *Relay) Start(ctx context.Context) error {
 // stay in the outbox for the next relay. Calling it twice is harmless.
 func (r *Relay) Stop(ctx context.Context) error {
 	r.mu.Lock()
-	cancel, done := r.cancel, r.done
+	cancel, done, marked := r.cancel, r.done, r.marked
 	r.cancel = nil
 	r.mu.Unlock()
 	if cancel == nil {
 		return nil
 	}
 	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	for _, ch := range []chan struct{}{done, marked} {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
+	return nil
+}
+
+// PublishCommitted publishes events a transaction has just committed to the
+// outbox (encoded as the outbox holds them), in the order given, and
+// returns once the stream has stored them; they are marked sent soon after.
+// Call it after the commit and before acknowledging the input: the key's
+// next event then finds them published. When it fails, nothing is lost: the
+// rows stay unsent for the relay's passes (it is kicked), and the caller
+// should not acknowledge its input yet.
+func (r *Relay) PublishCommitted(ctx context.Context, msgs []store.OutboxMessage) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	out := make([]*nats.Msg, len(msgs))
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = &nats.Msg{Subject: m.Subject, Header: nats.Header(m.Header), Data: m.Data}
+		ids[i] = m.EventID
+	}
+	r.inflightMu.Lock()
+	for _, id := range ids {
+		r.inflight[id] = struct{}{}
+	}
+	r.inflightMu.Unlock()
+	if err := r.cfg.Publisher.PublishMsgs(ctx, out); err != nil {
+		r.settle(ids)
+		r.Kick()
+		return err
+	}
+	// Under r.mu, so that a Stop under way either sees these ids in its
+	// marker's last batch or leaves them to be marked here.
+	r.mu.Lock()
+	running := r.cancel != nil
+	if running {
+		r.inflightMu.Lock()
+		r.toMark = append(r.toMark, ids...)
+		r.inflightMu.Unlock()
+	}
+	r.mu.Unlock()
+	if !running {
+		// No marker: mark them now (the caller waits, as a pass would).
+		defer r.settle(ids)
+		return markSent(ctx, r.cfg.DB, ids, r.cfg.Now())
+	}
+	select {
+	case r.marking <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// settle ends the in-flight state of events.
+func (r *Relay) settle(ids []string) {
+	r.inflightMu.Lock()
+	for _, id := range ids {
+		delete(r.inflight, id)
+	}
+	r.inflightMu.Unlock()
+}
+
+// markLoop marks the events PublishCommitted published, in batches: all that
+// wait when a batch starts. A failed mark is logged; those rows are
+// published again by a pass, and the stream drops the copies.
+func (r *Relay) markLoop(ctx context.Context) {
+	defer close(r.marked)
+	for {
+		var stop bool
+		select {
+		case <-ctx.Done():
+			stop = true
+		case <-r.marking:
+		}
+		r.inflightMu.Lock()
+		ids := r.toMark
+		r.toMark = nil
+		r.inflightMu.Unlock()
+		for len(ids) > 0 {
+			n := min(len(ids), markBatch)
+			// The caller's context may be gone: marking is bookkeeping
+			// that should still happen.
+			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if err := markSent(mctx, r.cfg.DB, ids[:n], r.cfg.Now()); err != nil {
+				r.cfg.Logger.Warn("outbox: marking published events failed; a relay pass publishes them again",
+					"events", n, "error", err)
+			}
+			cancel()
+			r.settle(ids[:n])
+			ids = ids[n:]
+		}
+		if stop {
+			return
+		}
+	}
+}
+
+// markBatch bounds the event ids of one UPDATE.
+const markBatch = 500
+
+// markSent marks outbox rows sent by event id (unique in the outbox).
+func markSent(ctx context.Context, q store.Querier, eventIDs []string, at time.Time) error {
+	var b strings.Builder
+	b.WriteString(`UPDATE outbox SET sent_at = $1 WHERE sent_at IS NULL AND event_id IN (`)
+	args := make([]any, 0, len(eventIDs)+1)
+	args = append(args, at.UTC())
+	for i, id := range eventIDs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(i+2))
+		args = append(args, id)
+	}
+	b.WriteString(")")
+	if _, err := q.Exec(ctx, b.String(), args...); err != nil {
+		return fmt.Errorf("mark %d published events sent: %w", len(eventIDs), err)
+	}
+	return nil
 }
 
 func (r *Relay) run(ctx context.Context) {
@@ -186,20 +325,27 @@ func (r *Relay) run1(ctx context.Context, all bool) (published int, leader bool,
 		if err != nil || len(rows) == 0 {
 			return published, true, err
 		}
-		msgs := make([]*nats.Msg, len(rows))
-		ids := make([]int64, len(rows))
-		for i, row := range rows {
-			msgs[i] = &nats.Msg{Subject: row.Subject, Header: nats.Header(row.Header), Data: row.Data}
-			ids[i] = row.ID
+		msgs := make([]*nats.Msg, 0, len(rows))
+		ids := make([]int64, 0, len(rows))
+		r.inflightMu.Lock()
+		for _, row := range rows {
+			if _, ok := r.inflight[row.EventID]; ok {
+				continue // its handler publishes it (PublishCommitted)
+			}
+			msgs = append(msgs, &nats.Msg{Subject: row.Subject, Header: nats.Header(row.Header), Data: row.Data})
+			ids = append(ids, row.ID)
 		}
-		if err := r.cfg.Publisher.PublishMsgs(ctx, msgs); err != nil {
-			return published, true, err
+		r.inflightMu.Unlock()
+		if len(msgs) > 0 {
+			if err := r.cfg.Publisher.PublishMsgs(ctx, msgs); err != nil {
+				return published, true, err
+			}
+			if err := store.MarkSent(ctx, r.cfg.DB, ids, r.cfg.Now()); err != nil {
+				return published, true, err
+			}
+			published += len(msgs)
 		}
-		if err := store.MarkSent(ctx, r.cfg.DB, ids, r.cfg.Now()); err != nil {
-			return published, true, err
-		}
-		published += len(rows)
-		if !all || len(rows) < r.cfg.Batch {
+		if !all || len(rows) < r.cfg.Batch || len(msgs) == 0 {
 			return published, true, nil
 		}
 	}

@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // StateHash is the SHA-256 (hex) of the canonical JSON of a working memory.
@@ -39,77 +39,321 @@ func HashCanonical(canonical []byte) string {
 // integers written as integers and other numbers in Go's shortest float
 // form.
 func CanonicalJSON(v any) ([]byte, error) {
-	raw, err := json.Marshal(v)
+	_, c, err := MarshalCanonical(v)
+	return c, err
+}
+
+// MarshalCanonical returns both json.Marshal's encoding of v and its
+// canonical form (CanonicalJSON), for callers that store the one and hash
+// the other: one encoding pass instead of two.
+func MarshalCanonical(v any) (raw, canonical []byte, err error) {
+	raw, err = json.Marshal(v)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return Canonicalize(raw)
+	canonical, err = Canonicalize(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, canonical, nil
 }
 
 // Canonicalize rewrites a JSON document in canonical form (see CanonicalJSON).
+// Two documents that decode to the same value (encoding/json into any, with
+// numbers as json.Number, the last of duplicate keys winning) have the same
+// canonical form. It works on the bytes in one pass, without building the
+// decoded value: the state of a session is canonicalized on every turn.
 func Canonicalize(raw []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
+	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw))}
+	c.skipSpace()
+	if err := c.value(0); err != nil {
 		return nil, err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	c.skipSpace()
+	if c.pos != len(c.in) {
 		return nil, errors.New("canonical json: data after the JSON value")
 	}
-	var buf bytes.Buffer
-	if err := writeCanonical(&buf, doc); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return c.out, nil
 }
 
-func writeCanonical(buf *bytes.Buffer, v any) error {
-	switch x := v.(type) {
-	case nil:
-		buf.WriteString("null")
-	case bool:
-		if x {
-			buf.WriteString("true")
-		} else {
-			buf.WriteString("false")
+// maxCanonicalDepth is encoding/json's nesting limit, kept so the same
+// documents are refused.
+const maxCanonicalDepth = 10000
+
+// canonicalizer writes the canonical form of in to out. Object members are
+// written as they come; an object whose keys are not already in order is
+// then rewritten in place from a copy of its members.
+type canonicalizer struct {
+	in      []byte
+	pos     int
+	out     []byte
+	members []member // a stack: each open object's members above its base
+	scratch []byte
+}
+
+// member is one "key":value written to out[start:end], with its decoded key
+// (a slice of the input when it needed no decoding).
+type member struct {
+	key        []byte
+	start, end int
+}
+
+func (c *canonicalizer) errorf(format string, args ...any) error {
+	return fmt.Errorf("canonical json: offset %d: "+format, append([]any{c.pos}, args...)...)
+}
+
+func (c *canonicalizer) skipSpace() {
+	for c.pos < len(c.in) {
+		switch c.in[c.pos] {
+		case ' ', '\t', '\n', '\r':
+			c.pos++
+		default:
+			return
 		}
-	case json.Number:
-		buf.WriteString(canonicalNumber(x))
-	case string:
-		writeString(buf, x)
-	case []any:
-		buf.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if err := writeCanonical(buf, e); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte(']')
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		buf.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			writeString(buf, k)
-			buf.WriteByte(':')
-			if err := writeCanonical(buf, x[k]); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte('}')
-	default:
-		return fmt.Errorf("canonical json: unexpected %T", v)
 	}
+}
+
+func (c *canonicalizer) value(depth int) error {
+	if c.pos >= len(c.in) {
+		return c.errorf("unexpected end of JSON input")
+	}
+	switch b := c.in[c.pos]; {
+	case b == '{':
+		if depth >= maxCanonicalDepth {
+			return c.errorf("exceeded max depth")
+		}
+		return c.object(depth + 1)
+	case b == '[':
+		if depth >= maxCanonicalDepth {
+			return c.errorf("exceeded max depth")
+		}
+		return c.array(depth + 1)
+	case b == '"':
+		s, plain, err := c.str()
+		if err != nil {
+			return err
+		}
+		c.appendStr(s, plain)
+		return nil
+	case b == '-' || b >= '0' && b <= '9':
+		return c.number()
+	default:
+		for _, lit := range []string{"true", "false", "null"} {
+			if len(c.in)-c.pos >= len(lit) && string(c.in[c.pos:c.pos+len(lit)]) == lit {
+				c.out = append(c.out, lit...)
+				c.pos += len(lit)
+				return nil
+			}
+		}
+		return c.errorf("invalid character %q looking for a value", b)
+	}
+}
+
+func (c *canonicalizer) array(depth int) error {
+	c.pos++ // [
+	c.out = append(c.out, '[')
+	c.skipSpace()
+	if c.pos < len(c.in) && c.in[c.pos] == ']' {
+		c.pos++
+		c.out = append(c.out, ']')
+		return nil
+	}
+	for {
+		c.skipSpace()
+		if err := c.value(depth); err != nil {
+			return err
+		}
+		c.skipSpace()
+		if c.pos >= len(c.in) {
+			return c.errorf("unexpected end of JSON input")
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+			c.out = append(c.out, ',')
+		case ']':
+			c.pos++
+			c.out = append(c.out, ']')
+			return nil
+		default:
+			return c.errorf("invalid character %q after array element", c.in[c.pos])
+		}
+	}
+}
+
+func (c *canonicalizer) object(depth int) error {
+	c.pos++ // {
+	c.out = append(c.out, '{')
+	base := len(c.members)
+	defer func() { c.members = c.members[:base] }()
+	c.skipSpace()
+	if c.pos < len(c.in) && c.in[c.pos] == '}' {
+		c.pos++
+		c.out = append(c.out, '}')
+		return nil
+	}
+	for {
+		c.skipSpace()
+		if c.pos >= len(c.in) || c.in[c.pos] != '"' {
+			return c.errorf("looking for the beginning of an object key string")
+		}
+		start := len(c.out)
+		key, plain, err := c.str()
+		if err != nil {
+			return err
+		}
+		c.appendStr(key, plain)
+		c.skipSpace()
+		if c.pos >= len(c.in) || c.in[c.pos] != ':' {
+			return c.errorf("looking for ':' after an object key")
+		}
+		c.pos++
+		c.out = append(c.out, ':')
+		c.skipSpace()
+		if err := c.value(depth); err != nil {
+			return err
+		}
+		c.members = append(c.members, member{key: key, start: start, end: len(c.out)})
+		c.skipSpace()
+		if c.pos >= len(c.in) {
+			return c.errorf("unexpected end of JSON input")
+		}
+		switch c.in[c.pos] {
+		case ',':
+			c.pos++
+			c.out = append(c.out, ',')
+		case '}':
+			c.pos++
+			c.sortMembers(c.members[base:])
+			c.out = append(c.out, '}')
+			return nil
+		default:
+			return c.errorf("invalid character %q after object key:value pair", c.in[c.pos])
+		}
+	}
+}
+
+// sortMembers rewrites the members of the object being closed (the tail of
+// out) in key order, keeping the last of duplicate keys, as decoding into a
+// map would.
+func (c *canonicalizer) sortMembers(ms []member) {
+	ordered := true
+	for i := 1; i < len(ms); i++ {
+		if bytes.Compare(ms[i-1].key, ms[i].key) >= 0 {
+			ordered = false
+			break
+		}
+	}
+	if ordered {
+		return
+	}
+	from := ms[0].start
+	c.scratch = append(c.scratch[:0], c.out[from:]...)
+	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
+	c.out = c.out[:from]
+	for i, m := range ms {
+		if i+1 < len(ms) && bytes.Equal(ms[i+1].key, m.key) {
+			continue // a later duplicate wins
+		}
+		if len(c.out) > from {
+			c.out = append(c.out, ',')
+		}
+		c.out = append(c.out, c.scratch[m.start-from:m.end-from]...)
+	}
+}
+
+// str reads a string token and returns its decoded value, as encoding/json
+// decodes it (invalid UTF-8 and lone surrogates become U+FFFD). A string
+// without escapes comes back as a slice of the input, and plain reports it:
+// its canonical form is then the token itself.
+func (c *canonicalizer) str() (s []byte, plain bool, err error) {
+	start := c.pos
+	c.pos++ // "
+	escaped := false
+	for c.pos < len(c.in) {
+		b := c.in[c.pos]
+		switch {
+		case b == '"':
+			c.pos++
+			body := c.in[start+1 : c.pos-1]
+			if !escaped && utf8.Valid(body) {
+				return body, true, nil
+			}
+			var d string
+			if err := json.Unmarshal(c.in[start:c.pos], &d); err != nil {
+				return nil, false, fmt.Errorf("canonical json: %w", err)
+			}
+			return []byte(d), false, nil
+		case b == '\\':
+			escaped = true
+			c.pos += 2 // the escape itself is checked by json.Unmarshal
+		case b < 0x20:
+			return nil, false, c.errorf("invalid character %q in string literal", b)
+		default:
+			c.pos++
+		}
+	}
+	return nil, false, c.errorf("unexpected end of JSON input")
+}
+
+// appendStr appends the canonical form of a string str returned.
+func (c *canonicalizer) appendStr(s []byte, plain bool) {
+	if plain {
+		// No escapes and valid UTF-8: no byte needs escaping either (a raw
+		// control character would have been refused).
+		c.out = append(c.out, '"')
+		c.out = append(c.out, s...)
+		c.out = append(c.out, '"')
+		return
+	}
+	c.out = appendCanonicalString(c.out, s)
+}
+
+func (c *canonicalizer) number() error {
+	start := c.pos
+	digits := func() int {
+		n := 0
+		for c.pos < len(c.in) && c.in[c.pos] >= '0' && c.in[c.pos] <= '9' {
+			c.pos++
+			n++
+		}
+		return n
+	}
+	if c.in[c.pos] == '-' {
+		c.pos++
+	}
+	switch {
+	case c.pos < len(c.in) && c.in[c.pos] == '0':
+		c.pos++
+	case digits() == 0:
+		return c.errorf("invalid number")
+	}
+	integer := true
+	if c.pos < len(c.in) && c.in[c.pos] == '.' {
+		c.pos++
+		integer = false
+		if digits() == 0 {
+			return c.errorf("invalid number: no digits after the decimal point")
+		}
+	}
+	if c.pos < len(c.in) && (c.in[c.pos] == 'e' || c.in[c.pos] == 'E') {
+		c.pos++
+		integer = false
+		if c.pos < len(c.in) && (c.in[c.pos] == '+' || c.in[c.pos] == '-') {
+			c.pos++
+		}
+		if digits() == 0 {
+			return c.errorf("invalid number: no digits in the exponent")
+		}
+	}
+	lit := c.in[start:c.pos]
+	if integer && string(lit) != "-0" {
+		// The grammar allows no leading zeros: the literal is already the
+		// integer's canonical form.
+		c.out = append(c.out, lit...)
+		return nil
+	}
+	c.out = append(c.out, canonicalNumber(json.Number(lit))...)
 	return nil
 }
 
@@ -131,29 +375,39 @@ func canonicalNumber(n json.Number) string {
 
 const hexDigits = "0123456789abcdef"
 
-// writeString writes s as a JSON string: quote, backslash and control
-// characters escaped, invalid UTF-8 replaced by U+FFFD, nothing else.
-func writeString(buf *bytes.Buffer, s string) {
-	buf.WriteByte('"')
-	for _, r := range s { // ranging over a string yields U+FFFD for bad bytes
-		switch {
-		case r == '"':
-			buf.WriteString(`\"`)
-		case r == '\\':
-			buf.WriteString(`\\`)
-		case r == '\n':
-			buf.WriteString(`\n`)
-		case r == '\r':
-			buf.WriteString(`\r`)
-		case r == '\t':
-			buf.WriteString(`\t`)
-		case r < 0x20:
-			buf.WriteString(`\u00`)
-			buf.WriteByte(hexDigits[r>>4])
-			buf.WriteByte(hexDigits[r&0xf])
-		default:
-			buf.WriteRune(r)
+// appendCanonicalString appends s as a JSON string: quote, backslash and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD, nothing else.
+func appendCanonicalString(out []byte, s []byte) []byte {
+	out = append(out, '"')
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b >= utf8.RuneSelf {
+			r, n := utf8.DecodeRune(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				out = utf8.AppendRune(out, utf8.RuneError)
+			} else {
+				out = append(out, s[i:i+n]...)
+			}
+			i += n
+			continue
 		}
+		switch {
+		case b == '"':
+			out = append(out, '\\', '"')
+		case b == '\\':
+			out = append(out, '\\', '\\')
+		case b == '\n':
+			out = append(out, '\\', 'n')
+		case b == '\r':
+			out = append(out, '\\', 'r')
+		case b == '\t':
+			out = append(out, '\\', 't')
+		case b < 0x20:
+			out = append(out, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xf])
+		default:
+			out = append(out, b)
+		}
+		i++
 	}
-	buf.WriteByte('"')
+	return append(out, '"')
 }

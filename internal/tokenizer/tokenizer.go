@@ -70,9 +70,7 @@ func (t *Tokenizer) Count(text string) int {
 		return t.countCached(text)
 	}
 	n := 0
-	for _, c := range splitChunks(text) {
-		n += t.countCached(c)
-	}
+	forChunks(text, func(c string) { n += t.countCached(c) })
 	return n
 }
 
@@ -119,6 +117,13 @@ func (t *Tokenizer) Truncate(text string, max int) (string, bool) {
 // whole text. FuzzChunkedCountIsExact checks it.
 func splitChunks(text string) []string {
 	var out []string
+	forChunks(text, func(c string) { out = append(out, c) })
+	return out
+}
+
+// forChunks calls f with each chunk of splitChunks, in order, without
+// building the list: a prompt is counted at every call.
+func forChunks(text string, f func(chunk string)) {
 	start := 0
 	for i := 0; i < len(text); i++ {
 		if text[i] != '\n' && text[i] != '\r' {
@@ -130,13 +135,12 @@ func splitChunks(text string) []string {
 				last = j
 			}
 		}
-		out = append(out, text[start:last+1])
+		f(text[start : last+1])
 		start, i = last+1, last
 	}
 	if start < len(text) {
-		out = append(out, text[start:])
+		f(text[start:])
 	}
-	return out
 }
 
 func isSpace(c byte) bool {

@@ -84,7 +84,8 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := delivery.NewInbox(delivery.InboxConfig{DB: cfg.DB, Encoder: cfg.Bus, Consumer: Consumer, Relay: cfg.Relay, Now: cfg.Now})
+	in, err := delivery.NewInbox(delivery.InboxConfig{DB: cfg.DB, Encoder: cfg.Bus, Consumer: Consumer, Relay: cfg.Relay, Now: cfg.Now,
+		CheckInWork: true})
 	if err != nil {
 		return nil, err
 	}
@@ -129,20 +130,19 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	if err != nil {
 		return nil, err
 	}
-	sess, err := conversation.GetSession(ctx, s.cfg.DB, turn.TenantID, turn.SessionID)
-	if errors.Is(err, store.ErrNotFound) {
+	// One read: the session, its extraction state, and the inbox look-up.
+	sess, st, handled, err := conversation.GetSessionExtraction(ctx, s.cfg.DB, turn.TenantID, turn.SessionID, Consumer, ev.ID())
+	switch {
+	case err == nil && handled:
+		return nil, delivery.ErrHandled
+	case errors.Is(err, store.ErrNotFound):
 		return nil, events.Permanent(fmt.Errorf("turn %s names unknown session %s", turn.TurnID, turn.SessionID))
-	}
-	if err != nil {
+	case err != nil:
 		return nil, err
 	}
 	def, ok := s.cfg.Engines.Get(sess.EngineID)
 	if !ok {
 		return nil, events.Permanent(fmt.Errorf("session %s runs engine %q, which is not loaded", sess.ID, sess.EngineID))
-	}
-	st, err := conversation.GetExtractionState(ctx, s.cfg.DB, turn.TenantID, turn.SessionID)
-	if err != nil {
-		return nil, err
 	}
 	current := engine.NewExtraction()
 	if len(st.Extraction) > 0 {
@@ -154,8 +154,8 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 		}
 	}
 	// The runner's memory gives the conversation so far and the obligation
-	// its last reply asked about.
-	var mem engine.WorkingMemory
+	// its last reply asked about; only those two are decoded.
+	var mem memoryView
 	if err := json.Unmarshal(sess.State, &mem); err != nil {
 		return nil, events.Permanent(fmt.Errorf("session %s: working memory: %w", sess.ID, err))
 	}
@@ -183,10 +183,7 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	if err != nil {
 		return nil, events.Permanent(err)
 	}
-	extracted, err := json.Marshal(res.Extraction)
-	if err != nil {
-		return nil, events.Permanent(err)
-	}
+	extracted := payload.Extraction // the state saved is the one published
 	return func(ctx context.Context, tx store.Querier) ([]event.Event, error) {
 		if err := conversation.SaveExtractionState(ctx, tx, turn.TenantID, sess.ID,
 			conversation.ExtractionState{TurnNumber: number, Extraction: extracted}, now); err != nil {
@@ -202,6 +199,16 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 		}
 		return []event.Event{out}, nil
 	}, nil
+}
+
+// memoryView is the part of the runner's working memory (engine.WorkingMemory)
+// the extractor reads: decoding only these fields skips the allocations of
+// the rest.
+type memoryView struct {
+	History     []engine.Message `json:"history"`
+	Obligations struct {
+		Focus string `json:"focus"`
+	} `json:"obligations"`
 }
 
 func logRows(tenant string, at time.Time, entries []extraction.LogEntry) []conversation.ExtractionLogEntry {

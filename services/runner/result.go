@@ -54,6 +54,20 @@ type Result struct {
 	Steps []string `json:"steps"`
 	// ProcessedAt is the injected clock's time of the turn.
 	ProcessedAt time.Time `json:"processed_at"`
+
+	// stateJSON is State as json.Marshal encodes it, kept from the
+	// encoding that also gave StateHash so the service stores it without
+	// encoding the memory again.
+	stateJSON json.RawMessage
+}
+
+// StateJSON returns State encoded as JSON (json.Marshal's encoding, as
+// elicitation_sessions.state_json holds it).
+func (r *Result) StateJSON() (json.RawMessage, error) {
+	if r.stateJSON != nil {
+		return r.stateJSON, nil
+	}
+	return json.Marshal(r.State)
 }
 
 // PhaseChange is a phase transition executed this turn.
@@ -158,9 +172,14 @@ func (r *Result) Responded(tenantID, turnID string) (contracts.TurnResponded, er
 	if err != nil {
 		return contracts.TurnResponded{}, err
 	}
+	return r.responded(tenantID, turnID, sb), nil
+}
+
+// responded is Responded with the sidebar already encoded.
+func (r *Result) responded(tenantID, turnID string, sb json.RawMessage) contracts.TurnResponded {
 	return contracts.TurnResponded{
 		TenantID: tenantID, SessionID: r.State.SessionID, TurnID: turnID, TurnNumber: r.State.TurnNumber,
 		Text: r.Reply, Phase: r.Phase, Completeness: r.Completeness.Overall, Sidebar: sb, Provider: r.Provider,
 		Degraded: r.Degraded || r.Telemetry.ExtractionDegraded, DegradedReason: r.DegradedReason, StateHash: r.StateHash,
-	}, nil
+	}
 }

@@ -104,6 +104,10 @@ type Config struct {
 	// turn, in the session's order, so a replay sees them where the live run
 	// did. Errors are logged and the turn goes on.
 	Intelligence Intelligence
+	// IntelligenceTTL is how long the lines read for a project serve later
+	// turns of its sessions (default DefaultIntelligenceTTL, 2s); a negative
+	// value reads them at every turn.
+	IntelligenceTTL time.Duration
 }
 
 // Intelligence is the memory service as the runner uses it: lines of
@@ -146,6 +150,7 @@ func (c Config) WithDefaults() Config {
 		c.TaskStrategy = strategy.ConfigDriven{}
 	}
 	c.TaskTimeoutFactor = cmp.Or(c.TaskTimeoutFactor, DefaultTaskTimeoutFactor)
+	c.IntelligenceTTL = cmp.Or(c.IntelligenceTTL, DefaultIntelligenceTTL)
 	return c
 }
 
@@ -188,6 +193,9 @@ func New(cfg Config) (*Runner, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if _, cached := cfg.Intelligence.(*cachedIntelligence); cfg.Intelligence != nil && cfg.IntelligenceTTL > 0 && !cached {
+		cfg.Intelligence = newCachedIntelligence(cfg.Intelligence, cfg.IntelligenceTTL)
+	}
 	return &Runner{cfg: cfg}, nil
 }
 
@@ -222,12 +230,26 @@ func Steps() []string {
 // clock, it returns the same result. A failed response generation gives a
 // degraded reply: the turn is still answered.
 func (r *Runner) Process(ctx context.Context, def *engine.Definition, state *engine.WorkingMemory, in Input) (*Result, error) {
-	res := &Result{Effects: Effects{Tasks: []TaskDispatch{}, Checkpoints: []Checkpoint{}}}
+	return r.process(ctx, def, state, in, false)
+}
+
+// processOwned is Process for a caller that hands state over: a memory it
+// has just decoded from JSON and normalized (NormalizeDecoded), and will not
+// use again. The turn works on it instead of on a copy, which would be the
+// same value (a copy is a JSON round trip, and state already is one) at the
+// cost of encoding and decoding the whole memory. state becomes the
+// result's State.
+func (r *Runner) processOwned(ctx context.Context, def *engine.Definition, state *engine.WorkingMemory, in Input) (*Result, error) {
+	return r.process(ctx, def, state, in, true)
+}
+
+func (r *Runner) process(ctx context.Context, def *engine.Definition, state *engine.WorkingMemory, in Input, owned bool) (*Result, error) {
+	res := &Result{Effects: Effects{Tasks: []TaskDispatch{}, Checkpoints: []Checkpoint{}}, Steps: make([]string, 0, 19)}
 	step := func(name string) { res.Steps = append(res.Steps, name) }
 
 	// 1. Pre-processing: validate the input, load the state, open the turn.
 	step("pre-processing")
-	m, err := r.preprocess(def, state, in)
+	m, err := r.preprocess(def, state, in, owned)
 	if err != nil {
 		return nil, err
 	}
@@ -427,10 +449,11 @@ func (r *Runner) Process(ctx context.Context, def *engine.Definition, state *eng
 	// 18. Persist state: the reply joins the history; snapshot when due.
 	step("persist-state")
 	m.History = append(m.History, engine.Message{Role: engine.RoleAssistant, Content: reply, Turn: m.TurnNumber})
-	canon, err := engine.CanonicalJSON(m)
+	raw, canon, err := engine.MarshalCanonical(m)
 	if err != nil {
 		return nil, fmt.Errorf("runner: state: %w", err)
 	}
+	res.stateJSON = raw
 	if r.cfg.Checkpoints.Due(def, m) {
 		res.Effects.Checkpoints = append(res.Effects.Checkpoints, Checkpoint{AtTurn: m.TurnNumber,
 			Reason: CheckpointPeriodic, State: canon, ContextTokens: m.Context.Tokens})
@@ -447,8 +470,9 @@ func (r *Runner) Process(ctx context.Context, def *engine.Definition, state *eng
 }
 
 // preprocess is step 1: it checks the input and returns a copy of the state
-// with the turn opened (number, message, history).
-func (r *Runner) preprocess(def *engine.Definition, state *engine.WorkingMemory, in Input) (*engine.WorkingMemory, error) {
+// (the state itself when the caller handed it over) with the turn opened
+// (number, message, history).
+func (r *Runner) preprocess(def *engine.Definition, state *engine.WorkingMemory, in Input, owned bool) (*engine.WorkingMemory, error) {
 	if strings.TrimSpace(in.Message) == "" {
 		return nil, ErrEmptyMessage
 	}
@@ -465,7 +489,10 @@ func (r *Runner) preprocess(def *engine.Definition, state *engine.WorkingMemory,
 		if state.EngineID != def.EngineID {
 			return nil, fmt.Errorf("%w: state is %q, engine is %q", ErrEngineMismatch, state.EngineID, def.EngineID)
 		}
-		m = state.Clone()
+		m = state
+		if !owned {
+			m = state.Clone()
+		}
 	}
 	switch {
 	case in.TurnNumber <= m.TurnNumber:

@@ -108,18 +108,21 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	inbox := func(consumer string) (*delivery.Inbox, error) {
-		return delivery.NewInbox(delivery.InboxConfig{DB: cfg.DB, Encoder: cfg.Bus, Consumer: consumer, Relay: cfg.Relay, Now: cfg.Now})
+	inbox := func(consumer string, checkInWork bool) (*delivery.Inbox, error) {
+		return delivery.NewInbox(delivery.InboxConfig{DB: cfg.DB, Encoder: cfg.Bus, Consumer: consumer, Relay: cfg.Relay, Now: cfg.Now,
+			CheckInWork: checkInWork})
 	}
 	s := &Service{cfg: cfg, runner: cfg.Runner.withEngines(cfg.Engines)}
 	var err error
-	if s.inbox, err = inbox(Consumer); err != nil {
+	// The session's events look themselves up in the inbox as they read
+	// the session (load).
+	if s.inbox, err = inbox(Consumer, true); err != nil {
 		return nil, err
 	}
-	if s.tasksIn, err = inbox(ConsumerTasks); err != nil {
+	if s.tasksIn, err = inbox(ConsumerTasks, false); err != nil {
 		return nil, err
 	}
-	if s.handoffIn, err = inbox(ConsumerHandoffs); err != nil {
+	if s.handoffIn, err = inbox(ConsumerHandoffs, false); err != nil {
 		return nil, err
 	}
 	s.m = serviceMetrics{
@@ -236,13 +239,17 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	return s.turn(ctx, ev)
 }
 
-// load reads a session, its engine and its working memory.
-func (s *Service) load(ctx context.Context, tenantID, sessionID, what string) (conversation.Session, *engine.Definition, *engine.WorkingMemory, error) {
-	sess, err := conversation.GetSession(ctx, s.cfg.DB, tenantID, sessionID)
-	if errors.Is(err, store.ErrNotFound) {
+// load reads a session, its engine and its working memory for the event
+// ev of the session's order; delivery.ErrHandled when the runner has
+// handled ev already (the inbox look-up rides along with the read).
+func (s *Service) load(ctx context.Context, ev event.Event, tenantID, sessionID, what string) (conversation.Session, *engine.Definition, *engine.WorkingMemory, error) {
+	sess, handled, err := conversation.GetSessionForEvent(ctx, s.cfg.DB, tenantID, sessionID, Consumer, ev.ID())
+	switch {
+	case err == nil && handled:
+		return sess, nil, nil, delivery.ErrHandled
+	case errors.Is(err, store.ErrNotFound):
 		return sess, nil, nil, events.Permanent(fmt.Errorf("%s names unknown session %s", what, sessionID))
-	}
-	if err != nil {
+	case err != nil:
 		return sess, nil, nil, err
 	}
 	def, ok := s.cfg.Engines.Get(sess.EngineID)
@@ -251,6 +258,11 @@ func (s *Service) load(ctx context.Context, tenantID, sessionID, what string) (c
 	}
 	var mem engine.WorkingMemory
 	if err := json.Unmarshal(sess.State, &mem); err != nil {
+		return sess, nil, nil, events.Permanent(fmt.Errorf("session %s: working memory: %w", sess.ID, err))
+	}
+	// As the copy a turn used to work on: the turn now works on mem itself
+	// (processOwned).
+	if err := mem.NormalizeDecoded(); err != nil {
 		return sess, nil, nil, events.Permanent(fmt.Errorf("session %s: working memory: %w", sess.ID, err))
 	}
 	if s.afterRead != nil {
@@ -264,7 +276,7 @@ func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, erro
 	if err != nil {
 		return nil, err
 	}
-	sess, def, mem, err := s.load(ctx, te.TenantID, te.SessionID, "turn "+te.TurnID)
+	sess, def, mem, err := s.load(ctx, ev, te.TenantID, te.SessionID, "turn "+te.TurnID)
 	if err != nil {
 		return nil, err
 	}
@@ -273,9 +285,24 @@ func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, erro
 		return nil, events.Permanent(err)
 	}
 	in.Now = ev.Time()
+	// The background intelligence is read while the turn runs: it waits on
+	// another store, and it is merged after the turn whatever the turn does.
+	var intel chan []event.Event
+	if s.runner.cfg.Intelligence != nil {
+		intel = make(chan []event.Event, 1)
+		go func(ctx context.Context, known []string) {
+			intel <- s.intelligence(ctx, sess, known, te.TurnID, ev.Time())
+		}(ctx, mem.BackgroundTasks.Intelligence)
+	}
 	// Every model call of the turn (reply, summary) belongs to the session.
 	ctx = llm.WithOwner(ctx, te.TenantID, te.SessionID)
-	res, err := s.runner.Process(ctx, def, mem, in)
+	// mem was just decoded (and normalized) for this turn alone: the turn
+	// may work on it.
+	res, err := s.runner.processOwned(ctx, def, mem, in)
+	var extra []event.Event
+	if intel != nil {
+		extra = <-intel
+	}
 	switch {
 	case errors.Is(err, ErrDuplicateTurn):
 		return func(context.Context, store.Querier) ([]event.Event, error) { return nil, nil }, nil
@@ -286,14 +313,14 @@ func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, erro
 	case err != nil:
 		return nil, err
 	}
-	return s.commitTurn(sess, te, res, s.intelligence(ctx, sess, mem, te.TurnID, ev.Time()))
+	return s.commitTurn(sess, te, res, extra)
 }
 
 // intelligence asks the memory service for the project's background
 // intelligence; lines that differ from the session's come back as a
 // task.returned, merged right after this turn. Errors are logged: the turn
 // goes on without.
-func (s *Service) intelligence(ctx context.Context, sess conversation.Session, mem *engine.WorkingMemory, turnID string,
+func (s *Service) intelligence(ctx context.Context, sess conversation.Session, known []string, turnID string,
 	at time.Time) []event.Event {
 	src := s.runner.cfg.Intelligence
 	if src == nil {
@@ -308,7 +335,7 @@ func (s *Service) intelligence(ctx context.Context, sess conversation.Session, m
 	if lines == nil {
 		lines = []string{}
 	}
-	if slices.Equal(lines, mem.BackgroundTasks.Intelligence) || (len(lines) == 0 && len(mem.BackgroundTasks.Intelligence) == 0) {
+	if slices.Equal(lines, known) || (len(lines) == 0 && len(known) == 0) {
 		return nil
 	}
 	out, _ := json.Marshal(lines)
@@ -329,7 +356,7 @@ func (s *Service) intelligence(ctx context.Context, sess conversation.Session, m
 // intelligence to merge.
 func (s *Service) commitTurn(sess conversation.Session, te *contracts.TurnExtracted, res *Result, extra []event.Event) (delivery.Step, error) {
 	now := s.cfg.Now().UTC()
-	state, err := json.Marshal(res.State)
+	state, err := res.StateJSON()
 	if err != nil {
 		return nil, events.Permanent(err)
 	}
@@ -337,10 +364,7 @@ func (s *Service) commitTurn(sess conversation.Session, te *contracts.TurnExtrac
 	if err != nil {
 		return nil, events.Permanent(err)
 	}
-	payload, err := res.Responded(te.TenantID, te.TurnID)
-	if err != nil {
-		return nil, events.Permanent(err)
-	}
+	payload := res.responded(te.TenantID, te.TurnID, sb)
 	out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(te.TurnID, "responded"), Source: source,
 		Time: res.ProcessedAt}, payload)
 	if err != nil {
@@ -481,7 +505,7 @@ func (s *Service) merge(ctx context.Context, ev event.Event) (delivery.Step, err
 	if err != nil {
 		return nil, err
 	}
-	sess, def, mem, err := s.load(ctx, tr.TenantID, tr.SessionID, "task "+tr.TaskID)
+	sess, def, mem, err := s.load(ctx, ev, tr.TenantID, tr.SessionID, "task "+tr.TaskID)
 	if err != nil {
 		return nil, err
 	}

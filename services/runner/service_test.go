@@ -504,7 +504,9 @@ func TestIntelligenceJoinsTheBackgroundSection(t *testing.T) {
 		return "What else?"
 	})
 	intel := &intelligence{lines: []string{"Decision (project proj): bookings must sync with Google Calendar"}}
-	s, _ := newService(t, rig, l, func(c *Config) { c.Intelligence = intel })
+	// Read at every turn (no TTL), so the memory service's failure shows at
+	// the third.
+	s, _ := newService(t, rig, l, func(c *Config) { c.Intelligence, c.IntelligenceTTL = intel, -1 })
 	start(t, s)
 	sid := rig.CreateSession(t, "exploration", "intel-1")
 	say := func(n int) *engine.WorkingMemory {

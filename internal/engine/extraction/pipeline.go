@@ -59,6 +59,7 @@ func (c Config) validate() error {
 type Pipeline struct {
 	cfg     Config
 	schemas sync.Map // *engine.Definition -> json.RawMessage; loaded definitions do not change
+	parts   sync.Map // *engine.Definition -> *promptParts
 }
 
 // New returns a pipeline.
@@ -104,8 +105,12 @@ func (p *Pipeline) Extract(ctx context.Context, r Request) (Result, error) {
 	if !ok {
 		schema, _ = p.schemas.LoadOrStore(r.Def, AnswerSchema(r.Def))
 	}
-	req := BuildRequest(PromptInput{Def: r.Def, Current: r.Current, Message: r.Message, History: hist, Focus: r.Focus,
-		Schema: schema.(json.RawMessage)})
+	parts, ok := p.parts.Load(r.Def)
+	if !ok {
+		parts, _ = p.parts.LoadOrStore(r.Def, newPromptParts(r.Def))
+	}
+	req := buildRequest(PromptInput{Def: r.Def, Current: r.Current, Message: r.Message, History: hist, Focus: r.Focus,
+		Schema: schema.(json.RawMessage)}, parts.(*promptParts))
 	req.TenantID, req.Scope = r.TenantID, r.Scope
 	// CompleteJSON checks the answer against the schema (paths, types,
 	// confidences, obligation ids) and re-asks with the reason; ParseAnswer

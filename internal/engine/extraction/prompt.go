@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/llm"
@@ -83,37 +84,91 @@ Each block below holds JSON, one item per line.`
 // <conversation> and <user_message>. Because every block holds JSON encoded
 // with HTML escaping, a user's text can never close a block early.
 func BuildRequest(in PromptInput) llm.Request {
-	p := Prompt{EngineID: in.Def.EngineID, EngineName: in.Def.Name, Message: in.Message}
-	for _, f := range in.Def.ExtractionSchema.Fields {
+	return buildRequest(in, newPromptParts(in.Def))
+}
+
+// promptParts are the parts of an engine's extraction prompt that depend on
+// its definition alone, encoded once (a Pipeline keeps them per loaded
+// definition): the request differs from turn to turn only by the fields'
+// current values, the focus, the conversation and the message. The bytes
+// are those the whole prompt would have encoded, so the request, and its
+// hash in the LLM record, are the same.
+type promptParts struct {
+	engine      string
+	fields      []json.RawMessage // each field's line without its current value
+	obligations string            // the whole <obligations> block
+	focus       map[string]string // the <focus> block, by obligation id
+}
+
+func newPromptParts(def *engine.Definition) *promptParts {
+	pp := &promptParts{focus: map[string]string{}}
+	var b strings.Builder
+	block(&b, "engine", map[string]string{"engine_id": def.EngineID, "name": def.Name})
+	pp.engine = b.String()
+	for _, f := range def.ExtractionSchema.Fields {
 		pf := PromptField{Path: f.Path, DisplayName: f.DisplayName, Description: f.Description,
 			ValueType: f.ValueType, Required: f.Required, Cues: f.Cues}
 		if th := f.Threshold(); th != engine.DefaultConfidenceThreshold {
 			pf.ConfidenceThreshold = th
 		}
-		if cur, ok := in.Current.Fields[f.Path]; ok {
-			pf.Current, pf.CurrentConfidence = cur.Value, cur.Confidence
+		line, err := json.Marshal(pf)
+		if err != nil {
+			line = nil // the line is "null", whatever its current value
 		}
-		p.Fields = append(p.Fields, pf)
+		pp.fields = append(pp.fields, line)
 	}
-	for _, o := range in.Def.Obligations {
+	obligations := make([]PromptObligation, 0, len(def.Obligations))
+	for _, o := range def.Obligations {
 		// The list only serves deferrals: ids and descriptions suffice.
-		p.Obligations = append(p.Obligations, PromptObligation{ID: o.ID, Description: o.Description})
-		if o.ID == in.Focus {
-			p.Focus = &PromptObligation{ID: o.ID, Description: o.Description, Fields: o.Fields, Question: o.Question}
-		}
+		obligations = append(obligations, PromptObligation{ID: o.ID, Description: o.Description})
+		b.Reset()
+		block(&b, "focus", &PromptObligation{ID: o.ID, Description: o.Description, Fields: o.Fields, Question: o.Question})
+		pp.focus[o.ID] = b.String()
 	}
-	p.Conversation = in.History
+	b.Reset()
+	block(&b, "obligations", anySlice(obligations)...)
+	pp.obligations = b.String()
+	return pp
+}
+
+// currentValue is the tail of a field's prompt line: PromptField's last two
+// members.
+type currentValue struct {
+	Current           json.RawMessage `json:"current,omitempty"`
+	CurrentConfidence float64         `json:"current_confidence,omitempty"`
+}
+
+func buildRequest(in PromptInput, pp *promptParts) llm.Request {
 	var b strings.Builder
-	block(&b, "engine", map[string]string{"engine_id": p.EngineID, "name": p.EngineName})
-	block(&b, "fields", anySlice(p.Fields)...)
-	block(&b, "obligations", anySlice(p.Obligations)...)
-	if p.Focus != nil {
-		block(&b, "focus", p.Focus)
+	b.WriteString(pp.engine)
+	b.WriteString("<fields>\n")
+	for i, f := range in.Def.ExtractionSchema.Fields {
+		line := pp.fields[i]
+		var cur currentValue
+		if c, ok := in.Current.Fields[f.Path]; ok {
+			cur = currentValue{Current: c.Value, CurrentConfidence: c.Confidence}
+		}
+		switch tail, err := json.Marshal(cur); {
+		case line == nil || err != nil:
+			b.WriteString("null")
+		case len(tail) == 2: // {}: no current value
+			b.Write(line)
+		default: // the line's members, then the tail's
+			b.Write(line[:len(line)-1])
+			b.WriteByte(',')
+			b.Write(tail[1:])
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("</fields>\n")
+	b.WriteString(pp.obligations)
+	if f, ok := pp.focus[in.Focus]; ok {
+		b.WriteString(f)
 	} else {
 		block(&b, "focus")
 	}
-	block(&b, "conversation", anySlice(p.Conversation)...)
-	block(&b, "user_message", p.Message)
+	block(&b, "conversation", anySlice(in.History)...)
+	block(&b, "user_message", in.Message)
 	temp := 0.0
 	schema := in.Schema
 	if schema == nil {
@@ -140,7 +195,9 @@ func anySlice[T any](xs []T) []any {
 }
 
 func block(b *strings.Builder, name string, items ...any) {
-	fmt.Fprintf(b, "<%s>\n", name)
+	b.WriteByte('<')
+	b.WriteString(name)
+	b.WriteString(">\n")
 	for _, it := range items {
 		j, err := json.Marshal(it) // HTML-escaped: "<" never appears inside
 		if err != nil {
@@ -149,14 +206,19 @@ func block(b *strings.Builder, name string, items ...any) {
 		b.Write(j)
 		b.WriteByte('\n')
 	}
-	fmt.Fprintf(b, "</%s>\n", name)
+	b.WriteString("</")
+	b.WriteString(name)
+	b.WriteString(">\n")
 }
 
 // ErrNotExtractionPrompt is returned by ParsePrompt for a request it did not build.
 var ErrNotExtractionPrompt = errors.New("not an extraction prompt")
 
 // ParsePrompt reads back the blocks of a request built by BuildRequest; the
-// offline provider answers from it exactly what a model would read.
+// offline provider answers from it exactly what a model would read. Field
+// lines it has read before are not decoded again (most repeat from turn to
+// turn), so the fields of the prompts it returns share their cues with one
+// another: treat them as read-only.
 func ParsePrompt(req llm.Request) (Prompt, error) {
 	var content string
 	for i := len(req.Messages) - 1; i >= 0; i-- {
@@ -177,8 +239,7 @@ func ParsePrompt(req llm.Request) (Prompt, error) {
 	}{
 		{"engine", func(l []byte) error { return json.Unmarshal(l, &eng) }, true},
 		{"fields", func(l []byte) error {
-			var f PromptField
-			err := json.Unmarshal(l, &f)
+			f, err := parsedFields.parse(l)
 			p.Fields = append(p.Fields, f)
 			return err
 		}, true},
@@ -223,6 +284,38 @@ func ParsePrompt(req llm.Request) (Prompt, error) {
 		}
 	}
 	return p, nil
+}
+
+// fieldCache remembers decoded field lines, up to maxCachedFieldBytes of
+// them; past that it starts afresh.
+type fieldCache struct {
+	mu    sync.Mutex
+	m     map[string]PromptField
+	bytes int
+}
+
+const maxCachedFieldBytes = 8 << 20
+
+var parsedFields fieldCache
+
+func (c *fieldCache) parse(line []byte) (PromptField, error) {
+	c.mu.Lock()
+	f, ok := c.m[string(line)]
+	c.mu.Unlock()
+	if ok {
+		return f, nil
+	}
+	if err := json.Unmarshal(line, &f); err != nil {
+		return f, err
+	}
+	c.mu.Lock()
+	if c.m == nil || c.bytes+len(line) > maxCachedFieldBytes {
+		c.m, c.bytes = map[string]PromptField{}, 0
+	}
+	c.m[string(line)] = f
+	c.bytes += len(line)
+	c.mu.Unlock()
+	return f, nil
 }
 
 // blockLines returns the non-empty lines between <name> and </name>.

@@ -1,0 +1,179 @@
+package engine
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"testing"
+)
+
+// referenceCanonicalize is the first, simple implementation of Canonicalize
+// (decode into any, write back sorted). The one-pass Canonicalize must give
+// the same bytes, or fail where it fails: stored state hashes depend on it.
+func referenceCanonicalize(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var doc any
+	if err := dec.Decode(&doc); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("canonical json: data after the JSON value")
+	}
+	var buf bytes.Buffer
+	if err := referenceWrite(&buf, doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func referenceWrite(buf *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case nil:
+		buf.WriteString("null")
+	case bool:
+		fmt.Fprint(buf, x)
+	case json.Number:
+		buf.WriteString(canonicalNumber(x))
+	case string:
+		referenceString(buf, x)
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := referenceWrite(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			referenceString(buf, k)
+			buf.WriteByte(':')
+			if err := referenceWrite(buf, x[k]); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte('}')
+	default:
+		return fmt.Errorf("canonical json: unexpected %T", v)
+	}
+	return nil
+}
+
+func referenceString(buf *bytes.Buffer, s string) {
+	buf.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			buf.WriteString(`\"`)
+		case r == '\\':
+			buf.WriteString(`\\`)
+		case r == '\n':
+			buf.WriteString(`\n`)
+		case r == '\r':
+			buf.WriteString(`\r`)
+		case r == '\t':
+			buf.WriteString(`\t`)
+		case r < 0x20:
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hexDigits[r>>4])
+			buf.WriteByte(hexDigits[r&0xf])
+		default:
+			buf.WriteRune(r)
+		}
+	}
+	buf.WriteByte('"')
+}
+
+var canonicalCases = []string{
+	`{"b":1,"a":[true,null,"x"]}`,
+	` { "a" : 1.0 , "b" : 1e2 } `,
+	`{"s":"<&>"}`, `0.1`, `12345678901234567890`, `-0`, `-0.0`, `2.5e-7`, `1E400`, `-1e-400`,
+	`{"n":{"z":{},"y":[]}}`,
+	`{"a":1,"a":2}`, `{"b":{"x":1,"x":[2]},"a":0,"b":3}`,
+	`{"\u0062":1,"a":2,"b":0}`,
+	`"a\"b\\c"`, `"line\nbreak\ttab\u0001"`, `"\u00e9\u2028<>&"`, `"\ud800"`, `"\ud83d\ude00"`,
+	"\"bad \xff byte\"", "{\"k\xff\":1,\"k\":2}", `"\/"`,
+	`[]`, `{}`, `[ ]`, `{ }`, `[1,[2,[3,{"z":1,"a":2}]]]`,
+	`true`, `false`, `null`,
+	// refused
+	``, ` `, `{`, `[1,]`, `{"a":1,}`, `{"a"}`, `{"a":}`, `{a:1}`, `[1 2]`, `1 2`, `"x`, "\"a\x01\"",
+	`01`, `-`, `1.`, `.5`, `1e`, `1e+`, `+1`, `tru`, `truex`, `nul`, `"\x"`, `"\u12"`, `[1]]`, `{"a":1}}`,
+	`"\`, `{"a":1 "b":2}`, "\xef\xbb\xbf1",
+}
+
+func TestCanonicalizeMatchesReference(t *testing.T) {
+	for _, in := range canonicalCases {
+		checkCanonical(t, []byte(in))
+	}
+	// A real working memory, as the runner hashes it every turn.
+	def := minimalDef(t)
+	m := NewWorkingMemory(def, "s1", "p1")
+	m.Extraction.Fields["basics.goal"] = ExtractedField{Value: json.RawMessage(`{"y":"z","x":1.50,"w":[3,2,1]}`),
+		Confidence: 0.8, ExtractedFromTurns: []int{1}}
+	m.History = append(m.History, Message{Role: RoleUser, Content: "Hi <there> & \"you\"\n\ttab \u2028", Turn: 1})
+	raw, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCanonical(t, raw)
+}
+
+func checkCanonical(t *testing.T, in []byte) {
+	t.Helper()
+	want, werr := referenceCanonicalize(in)
+	got, gerr := Canonicalize(in)
+	switch {
+	case (werr == nil) != (gerr == nil):
+		t.Errorf("Canonicalize(%q): error %v, reference error %v", in, gerr, werr)
+	case werr == nil && !bytes.Equal(got, want):
+		t.Errorf("Canonicalize(%q) = %s, reference %s", in, got, want)
+	}
+}
+
+func FuzzCanonicalizeMatchesReference(f *testing.F) {
+	for _, c := range canonicalCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) { checkCanonical(t, in) })
+}
+
+func BenchmarkCanonicalJSON(b *testing.B) {
+	def := minimalDef(b)
+	m := NewWorkingMemory(def, "s1", "p1")
+	for i := range 20 {
+		m.History = append(m.History, Message{Role: RoleUser, Content: fmt.Sprintf("message %d with some words in it, like a user would write", i), Turn: i})
+	}
+	raw, _ := json.Marshal(m)
+	b.Run("reference", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := referenceCanonicalize(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("onepass", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Canonicalize(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

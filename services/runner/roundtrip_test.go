@@ -1,0 +1,80 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/delivery"
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/services/runner/runnertest"
+)
+
+// TestTurnRoundTrips counts the store calls the runner makes to answer a
+// turn, on SQLite and PostgreSQL: one read (the session, with the inbox
+// look-up), one transaction (inbox row, session, turn, outbox; a checkpoint
+// every fifth turn) and, after publishing the reply itself, its share of a
+// batched "mark sent" — no outbox read by a relay. The performance
+// section asks for fewer round trips per turn; this keeps them from
+// creeping back.
+func TestTurnRoundTrips(t *testing.T) {
+	for _, pg := range []bool{false, true} {
+		name := "sqlite"
+		if pg {
+			name = "postgres"
+		}
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			rig := runnertest.New(t, runnertest.Options{Postgres: pg})
+			// This test's relay, on the counted store, is the only one.
+			if err := rig.Relay.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			db := runnertest.NewCountingDB(rig.DB)
+			relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: rig.Bus, Logger: rig.Logger, Interval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := relay.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = relay.Stop(context.Background()) })
+			r, err := New(Config{LLM: fixed("What does the team need most?"), Registry: rig.Registry, Logger: rig.Logger})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := NewService(ServiceConfig{DB: db, Bus: rig.Bus, Relay: relay, Engines: rig.Engines, Runner: r,
+				Logger: rig.Logger, AckWait: time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start(t, s)
+			sid := rig.CreateSession(t, "project-discovery", "rt-1")
+
+			const turns = 10
+			db.Reset()
+			for n := 1; n <= turns; n++ {
+				rig.Publish(t, fmt.Sprintf("rt-turn-%d", n), t0.Add(time.Duration(n)*time.Minute),
+					runnertest.Turn(sid, n, fmt.Sprintf("Message number %d about the field technicians.", n), nil))
+				runnertest.WaitFor(t, 10*time.Second, fmt.Sprintf("turn %d answered and marked sent", n), func() bool {
+					sess, _ := rig.Session(t, sid)
+					unsent, err := store.Unsent(ctx, rig.DB, 10)
+					return err == nil && sess.TurnCount == n && len(unsent) == 0
+				})
+			}
+			c := db.Counts()
+			t.Logf("%d turns: %d transactions, %d statements in them, %d outside, %d locks; %.1f round trips a turn",
+				turns, c.Transactions, c.TxStatements, c.Statements, c.Locks, float64(c.RoundTrips())/turns)
+			if c.Transactions != turns {
+				t.Errorf("%d transactions for %d turns, want one a turn", c.Transactions, turns)
+			}
+			if max := 2 * turns; c.Statements > max {
+				t.Errorf("%d statements outside transactions for %d turns, want at most %d (the read, the mark)", c.Statements, turns, max)
+			}
+			if max := 4*turns + turns/5; c.TxStatements > max {
+				t.Errorf("%d statements in transactions for %d turns, want at most %d", c.TxStatements, turns, max)
+			}
+		})
+	}
+}

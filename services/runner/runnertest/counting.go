@@ -1,0 +1,117 @@
+package runnertest
+
+import (
+	"context"
+	"sync"
+
+	"github.com/praetorhq/praetor/internal/store"
+)
+
+// Counts are the store calls a CountingDB has seen.
+type Counts struct {
+	// Statements run outside a transaction (each one round trip).
+	Statements int
+	// Transactions, and the statements run inside them.
+	Transactions, TxStatements int
+	// Locks taken with TryLock (on PostgreSQL an advisory lock: a round
+	// trip to take it and one to release it; on SQLite none).
+	Locks   int
+	dialect store.Dialect
+}
+
+// RoundTrips is the number of exchanges with the database server the calls
+// took: one a statement, plus BEGIN and COMMIT for each transaction, plus
+// two a lock on PostgreSQL.
+func (c Counts) RoundTrips() int {
+	n := c.Statements + c.TxStatements + 2*c.Transactions
+	if c.dialect == store.Postgres {
+		n += 2 * c.Locks
+	}
+	return n
+}
+
+// CountingDB is a store.DB that counts the calls made through it, to measure
+// the round trips and transactions a piece of work costs.
+type CountingDB struct {
+	store.DB
+
+	mu sync.Mutex
+	c  Counts
+}
+
+// NewCountingDB counts the calls made to db through it.
+func NewCountingDB(db store.DB) *CountingDB { return &CountingDB{DB: db} }
+
+// Counts returns the counts so far.
+func (d *CountingDB) Counts() Counts {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	c := d.c
+	c.dialect = d.DB.Dialect()
+	return c
+}
+
+// Reset sets the counts to zero.
+func (d *CountingDB) Reset() {
+	d.mu.Lock()
+	d.c = Counts{}
+	d.mu.Unlock()
+}
+
+func (d *CountingDB) add(f func(c *Counts)) {
+	d.mu.Lock()
+	f(&d.c)
+	d.mu.Unlock()
+}
+
+// Exec implements store.Querier.
+func (d *CountingDB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	d.add(func(c *Counts) { c.Statements++ })
+	return d.DB.Exec(ctx, query, args...)
+}
+
+// Query implements store.Querier.
+func (d *CountingDB) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
+	d.add(func(c *Counts) { c.Statements++ })
+	return d.DB.Query(ctx, query, args...)
+}
+
+// QueryRow implements store.Querier.
+func (d *CountingDB) QueryRow(ctx context.Context, query string, args ...any) store.Row {
+	d.add(func(c *Counts) { c.Statements++ })
+	return d.DB.QueryRow(ctx, query, args...)
+}
+
+// TryLock implements store.DB.
+func (d *CountingDB) TryLock(ctx context.Context, name string) (func(), bool, error) {
+	d.add(func(c *Counts) { c.Locks++ })
+	return d.DB.TryLock(ctx, name)
+}
+
+// Tx implements store.DB. A transaction the store runs again counts again.
+func (d *CountingDB) Tx(ctx context.Context, fn func(tx store.Querier) error) error {
+	return d.DB.Tx(ctx, func(tx store.Querier) error {
+		d.add(func(c *Counts) { c.Transactions++ })
+		return fn(countingTx{tx, d})
+	})
+}
+
+type countingTx struct {
+	store.Querier
+	d *CountingDB
+}
+
+func (t countingTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	t.d.add(func(c *Counts) { c.TxStatements++ })
+	return t.Querier.Exec(ctx, query, args...)
+}
+
+func (t countingTx) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
+	t.d.add(func(c *Counts) { c.TxStatements++ })
+	return t.Querier.Query(ctx, query, args...)
+}
+
+func (t countingTx) QueryRow(ctx context.Context, query string, args ...any) store.Row {
+	t.d.add(func(c *Counts) { c.TxStatements++ })
+	return t.Querier.QueryRow(ctx, query, args...)
+}
