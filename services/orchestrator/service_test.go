@@ -3,11 +3,12 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
-	"github.com/praetorhq/praetor/internal/store/testdb"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/store/testdb"
 
 	"github.com/prometheus/client_golang/prometheus"
 

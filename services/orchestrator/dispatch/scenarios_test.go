@@ -3,12 +3,14 @@ package dispatch_test
 import (
 	"context"
 	"errors"
-	"github.com/praetorhq/praetor/internal/store/testdb"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/store/testdb"
 
 	"github.com/google/uuid"
 
@@ -153,9 +155,10 @@ func mustHash(t *testing.T, s engine.State) string {
 	return h
 }
 
-// Scenario: State persistence between runs — A COMPLETED, B PENDING when
-// the orchestrator stops (its write of B's dispatch fails); a fresh one
-// resumes from the store, skips A, runs B and C.
+// Scenario: State persistence between runs — the orchestrator stops when
+// its write of A's answer and B's dispatch (one change) fails, so B never
+// goes out; a fresh one resumes from the store, finds A's answer recorded
+// by the dispatcher (A is not run again), and runs B and C.
 func TestScenarioResumeSkipsCompleted(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, db store.DB) {
@@ -166,7 +169,7 @@ func TestScenarioResumeSkipsCompleted(t *testing.T) {
 
 		o1 := c.orchestrator()
 		crashing := failingStore{Store: o1.store, fail: func(evs []engine.Event) bool {
-			return len(evs) > 0 && evs[0].Type == engine.EventWorkRequested && evs[0].TaskID == "b"
+			return slices.ContainsFunc(evs, func(ev engine.Event) bool { return ev.Type == engine.EventWorkRequested && ev.TaskID == "b" })
 		}}
 		_, err := o1.executor(t, func(cfg *executor.Config) { cfg.Store = crashing }).Run(orchtest.Ctx(t), b, executor.RunOptions{RunID: "run-resume"})
 		if !errors.Is(err, executor.ErrPersist) {

@@ -81,55 +81,68 @@ func (e Event) ID() string { return fmt.Sprintf("%s/%d", e.RunID, e.Seq) }
 // context from the event, applies the transition, and checks that the
 // transition emits the very same event. For RUN_STARTED, s is ignored.
 func Apply(s State, e Event) (State, error) {
+	ch := NewChange(s)
+	if err := ch.Apply(e); err != nil {
+		return s, err
+	}
+	return ch.State(), nil
+}
+
+// Apply folds one event into the change's state, as Apply does. After an
+// error the change is of no further use: a transition that emitted another
+// event than the recorded one has already been applied to it.
+func (ch *Change) Apply(e Event) error {
 	if e.Type == EventRunStarted {
 		if e.Start == nil {
-			return State{}, fmt.Errorf("%w: event %d: RUN_STARTED without start", ErrBadEvent, e.Seq)
+			return fmt.Errorf("%w: event %d: RUN_STARTED without start", ErrBadEvent, e.Seq)
 		}
 		if e.Seq != 1 {
-			return State{}, fmt.Errorf("%w: RUN_STARTED has seq %d, want 1", ErrBadEvent, e.Seq)
+			return fmt.Errorf("%w: RUN_STARTED has seq %d, want 1", ErrBadEvent, e.Seq)
 		}
 		got, ev, err := Start(*e.Start, NewCtx(e.At, e.Start.Seed, 1))
 		if err != nil {
-			return State{}, fmt.Errorf("replay event 1: %w", err)
+			return fmt.Errorf("replay event 1: %w", err)
 		}
-		return got, same(ev, e)
+		if err := same(ev, e); err != nil {
+			return err
+		}
+		// The new state's maps are its own: nobody else holds them yet.
+		*ch = Change{s: got, ownTasks: true, ownArts: true}
+		return nil
 	}
+	s := ch.s
 	if e.RunID != s.RunID {
-		return s, fmt.Errorf("%w: event %d belongs to run %q, state to %q", ErrBadEvent, e.Seq, e.RunID, s.RunID)
+		return fmt.Errorf("%w: event %d belongs to run %q, state to %q", ErrBadEvent, e.Seq, e.RunID, s.RunID)
 	}
 	if e.Seq != s.Seq+1 {
-		return s, fmt.Errorf("%w: event seq %d does not follow state seq %d", ErrBadEvent, e.Seq, s.Seq)
+		return fmt.Errorf("%w: event seq %d does not follow state seq %d", ErrBadEvent, e.Seq, s.Seq)
 	}
 	c := NewCtx(e.At, s.Seed, e.Seq)
 	var (
-		next State
-		ev   Event
-		err  error
+		ev  Event
+		err error
 	)
 	switch e.Type {
 	case EventWorkRequested:
-		next, ev, err = ApplyAction(s, Action{Type: RequestWork, TaskID: e.TaskID}, c)
+		ev, err = ch.ApplyAction(Action{Type: RequestWork, TaskID: e.TaskID}, c)
 	case EventApprovalRequested:
-		next, ev, err = ApplyAction(s, Action{Type: RequestApproval, TaskID: e.TaskID}, c)
+		ev, err = ch.ApplyAction(Action{Type: RequestApproval, TaskID: e.TaskID}, c)
 	case EventAnnotated:
-		next, ev, err = ApplyAction(s, Action{Type: Annotate, TaskID: e.TaskID, Key: e.Key, Value: e.Value}, c)
+		ev, err = ch.ApplyAction(Action{Type: Annotate, TaskID: e.TaskID, Key: e.Key, Value: e.Value}, c)
 	case EventAgentResponded:
 		r := Response{TaskID: e.TaskID, Attempt: e.Attempt, DispatchID: e.DispatchID,
 			Outputs: e.Outputs, Handover: e.Handover, Error: e.Error}
 		r.OK = TaskStatus(e.Status) == TaskCompleted
-		next, ev, err = ApplyResponse(s, r, c)
+		ev, err = ch.ApplyResponse(r, c)
 	case EventRunFinalized:
-		next, ev, err = Finalize(s, Finalization{Reason: e.Reason}, c)
+		ev, err = ch.Finalize(Finalization{Reason: e.Reason}, c)
 	default:
-		return s, fmt.Errorf("%w: event %d has unknown type %q", ErrBadEvent, e.Seq, e.Type)
+		return fmt.Errorf("%w: event %d has unknown type %q", ErrBadEvent, e.Seq, e.Type)
 	}
 	if err != nil {
-		return s, fmt.Errorf("replay event %d (%s): %w", e.Seq, e.Type, err)
+		return fmt.Errorf("replay event %d (%s): %w", e.Seq, e.Type, err)
 	}
-	if err := same(ev, e); err != nil {
-		return s, err
-	}
-	return next, nil
+	return same(ev, e)
 }
 
 // Fold rebuilds a run's state from its events, in order.
@@ -137,14 +150,13 @@ func Fold(events []Event) (State, error) {
 	if len(events) == 0 {
 		return State{}, fmt.Errorf("%w: no events", ErrBadEvent)
 	}
-	var s State
+	var ch Change
 	for _, e := range events {
-		var err error
-		if s, err = Apply(s, e); err != nil {
+		if err := ch.Apply(e); err != nil {
 			return State{}, err
 		}
 	}
-	return s, nil
+	return ch.State(), nil
 }
 
 // same checks that a re-applied transition emitted the recorded event.

@@ -3,7 +3,6 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -53,9 +52,15 @@ const (
 // ("1m30s"), which is readable in the state file and canonical.
 type Duration time.Duration
 
-// MarshalJSON writes the duration as a string.
+// MarshalJSON writes the duration as a string. Its text (digits, '.',
+// '-', unit letters, 'µ') needs no escaping, so it is quoted as it is: a
+// state's plan holds one per task, written with every snapshot.
 func (d Duration) MarshalJSON() ([]byte, error) {
-	return json.Marshal(time.Duration(d).String())
+	s := time.Duration(d).String()
+	b := make([]byte, 0, len(s)+2)
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), nil
 }
 
 // UnmarshalJSON reads a duration string.
@@ -306,23 +311,6 @@ func clonePtr[T any](p *T) *T {
 	return &v
 }
 
-// next is the copy a transition changes: a new task map whose TaskStates
-// are shared with s, to be replaced (never modified) where the transition
-// changes a task. Copying pointers rather than structs keeps a transition
-// cheap on large plans. The artifact map is shared too until
-// withArtifacts.
-func (s State) next() State {
-	n := s
-	n.Tasks = maps.Clone(s.Tasks)
-	return n
-}
-
-// withArtifacts gives n its own artifact map before a transition adds to it.
-func (s State) withArtifacts() State {
-	s.Artifacts = maps.Clone(s.Artifacts)
-	return s
-}
-
 // task returns a copy of a task's state, to change and put back with put.
 func (s State) task(id string) TaskState {
 	if t := s.Tasks[id]; t != nil {
@@ -421,28 +409,66 @@ func (p Plan) validate() error {
 }
 
 // Upstream returns every task that id depends on, directly or through other
+// tasks, in plan order. It indexes the plan first; to ask about many tasks
+// of one plan, use a PlanIndex.
+func (p Plan) Upstream(id string) []string { return NewPlanIndex(p).Upstream(id) }
+
+// PlanIndex finds the tasks of one plan by id in constant time, where
+// Plan.Task scans the plan: on a large plan asked about every task (context
+// assembly looks up each task's upstream tasks) the scans add up to
+// O(tasks²).
+type PlanIndex struct {
+	plan Plan
+	pos  map[string]int
+}
+
+// NewPlanIndex indexes a plan. Plans never change, so neither does the
+// index.
+func NewPlanIndex(p Plan) *PlanIndex {
+	pos := make(map[string]int, len(p.Tasks))
+	for i, t := range p.Tasks {
+		if _, dup := pos[t.ID]; !dup {
+			pos[t.ID] = i // the first, as Plan.Task finds it
+		}
+	}
+	return &PlanIndex{plan: p, pos: pos}
+}
+
+// Task returns the plan's task with the given id.
+func (x *PlanIndex) Task(id string) (PlanTask, bool) {
+	i, ok := x.pos[id]
+	if !ok {
+		return PlanTask{}, false
+	}
+	return x.plan.Tasks[i], true
+}
+
+// Upstream returns every task that id depends on, directly or through other
 // tasks, in plan order.
-func (p Plan) Upstream(id string) []string {
-	need := map[string]bool{}
-	var mark func(string)
-	mark = func(x string) {
-		t, ok := p.Task(x)
+func (x *PlanIndex) Upstream(id string) []string {
+	need := map[int]bool{}
+	stack := []string{id}
+	for len(stack) > 0 {
+		t, ok := x.Task(stack[len(stack)-1])
+		stack = stack[:len(stack)-1]
 		if !ok {
-			return
+			continue
 		}
 		for _, d := range t.DependsOn {
-			if !need[d] {
-				need[d] = true
-				mark(d)
+			if i, ok := x.pos[d]; ok && !need[i] {
+				need[i] = true
+				stack = append(stack, d)
 			}
 		}
 	}
-	mark(id)
-	var out []string
-	for _, t := range p.Tasks {
-		if need[t.ID] {
-			out = append(out, t.ID)
-		}
+	at := make([]int, 0, len(need))
+	for i := range need {
+		at = append(at, i)
+	}
+	slices.Sort(at)
+	out := make([]string, len(at))
+	for k, i := range at {
+		out[k] = x.plan.Tasks[i].ID
 	}
 	return out
 }

@@ -98,49 +98,59 @@ func Start(info StartInfo, c Ctx) (State, Event, error) {
 
 // ApplyAction applies a REQUEST_WORK, REQUEST_APPROVAL or ANNOTATE action.
 func ApplyAction(s State, a Action, c Ctx) (State, Event, error) {
-	if err := s.accepting(c); err != nil {
+	ch := NewChange(s)
+	ev, err := ch.ApplyAction(a, c)
+	if err != nil {
 		return s, Event{}, err
+	}
+	return ch.State(), ev, nil
+}
+
+// ApplyAction applies a REQUEST_WORK, REQUEST_APPROVAL or ANNOTATE action
+// to the change's state.
+func (ch *Change) ApplyAction(a Action, c Ctx) (Event, error) {
+	if err := ch.s.accepting(c); err != nil {
+		return Event{}, err
 	}
 	now := c.now()
 	switch a.Type {
 	case RequestWork, RequestApproval:
-		return s.request(a, now)
+		return ch.request(a, now)
 	case Annotate:
-		return s.annotate(a, now)
+		return ch.annotate(a, now)
 	default:
-		return s, Event{}, fmt.Errorf("%w: unknown action type %q", ErrInvalidAction, a.Type)
+		return Event{}, fmt.Errorf("%w: unknown action type %q", ErrInvalidAction, a.Type)
 	}
 }
 
-func (s State) request(a Action, now time.Time) (State, Event, error) {
+func (ch *Change) request(a Action, now time.Time) (Event, error) {
+	s := ch.s
 	pt, ok := s.Plan.Task(a.TaskID)
 	if !ok {
-		return s, Event{}, fmt.Errorf("%w: %q", ErrUnknownTask, a.TaskID)
+		return Event{}, fmt.Errorf("%w: %q", ErrUnknownTask, a.TaskID)
 	}
 	want := RequestWork
 	if pt.Kind == KindApproval {
 		want = RequestApproval
 	}
 	if a.Type != want {
-		return s, Event{}, fmt.Errorf("%w: task %q is a %s task, request it with %s", ErrInvalidAction, pt.ID, pt.Kind, want)
+		return Event{}, fmt.Errorf("%w: task %q is a %s task, request it with %s", ErrInvalidAction, pt.ID, pt.Kind, want)
 	}
 	t := s.task(pt.ID)
 	if t.Status != TaskPending {
-		return s, Event{}, fmt.Errorf("%w: task %q is %s, not PENDING", ErrInvalidAction, pt.ID, t.Status)
+		return Event{}, fmt.Errorf("%w: task %q is %s, not PENDING", ErrInvalidAction, pt.ID, t.Status)
 	}
 	for _, d := range pt.DependsOn {
 		if st := s.Tasks[d].Status; st != TaskCompleted {
-			return s, Event{}, fmt.Errorf("%w: task %q depends on %q, which is %s", ErrInvalidAction, pt.ID, d, st)
+			return Event{}, fmt.Errorf("%w: task %q depends on %q, which is %s", ErrInvalidAction, pt.ID, d, st)
 		}
 	}
 	if t.RetryAt != nil && now.Before(*t.RetryAt) {
-		return s, Event{}, fmt.Errorf("%w: task %q may retry at %s, not before", ErrInvalidAction, pt.ID, t.RetryAt.Format(time.RFC3339Nano))
+		return Event{}, fmt.Errorf("%w: task %q may retry at %s, not before", ErrInvalidAction, pt.ID, t.RetryAt.Format(time.RFC3339Nano))
 	}
 	if s.Iterations >= s.Limits.MaxIterations {
-		return s, Event{}, fmt.Errorf("%w (%d)", ErrMaxIterations, s.Limits.MaxIterations)
+		return Event{}, fmt.Errorf("%w (%d)", ErrMaxIterations, s.Limits.MaxIterations)
 	}
-	n := s.next()
-	n.Iterations++
 	t.Status = TaskRunning
 	t.Iterations++
 	t.DispatchID = DispatchID(s.RunID, pt.ID, t.Iterations)
@@ -148,85 +158,104 @@ func (s State) request(a Action, now time.Time) (State, Event, error) {
 	if t.StartedAt == nil {
 		t.StartedAt = &now
 	}
-	n.Tasks[pt.ID] = &t
 	typ := EventWorkRequested
 	if a.Type == RequestApproval {
 		typ = EventApprovalRequested
 	}
-	return n.emit(Event{Type: typ, At: now, TaskID: pt.ID, Attempt: t.Iterations,
+	ev, h, err := s.stamp(Event{Type: typ, At: now, TaskID: pt.ID, Attempt: t.Iterations,
 		DispatchID: t.DispatchID, Status: string(TaskRunning)})
+	if err != nil {
+		return Event{}, err
+	}
+	ch.s.Iterations++
+	ch.putTask(pt.ID, &t)
+	ch.commit(ev, h)
+	return ev, nil
 }
 
-func (s State) annotate(a Action, now time.Time) (State, Event, error) {
+func (ch *Change) annotate(a Action, now time.Time) (Event, error) {
 	if a.Key == "" || strings.Contains(a.Key, ":") {
-		return s, Event{}, fmt.Errorf("%w: annotation key %q must be non-empty and hold no ':' (reserved for task outputs)", ErrInvalidAction, a.Key)
+		return Event{}, fmt.Errorf("%w: annotation key %q must be non-empty and hold no ':' (reserved for task outputs)", ErrInvalidAction, a.Key)
 	}
 	if a.TaskID != "" {
-		if _, ok := s.Plan.Task(a.TaskID); !ok {
-			return s, Event{}, fmt.Errorf("%w: annotation of %q", ErrUnknownTask, a.TaskID)
+		if _, ok := ch.s.Plan.Task(a.TaskID); !ok {
+			return Event{}, fmt.Errorf("%w: annotation of %q", ErrUnknownTask, a.TaskID)
 		}
 	}
 	if len(a.Value) == 0 {
-		return s, Event{}, fmt.Errorf("%w: annotation %q has no value", ErrInvalidAction, a.Key)
+		return Event{}, fmt.Errorf("%w: annotation %q has no value", ErrInvalidAction, a.Key)
 	}
 	v, err := canonicalize(a.Value)
 	if err != nil {
-		return s, Event{}, fmt.Errorf("%w: annotation %q is not JSON: %v", ErrInvalidAction, a.Key, err)
+		return Event{}, fmt.Errorf("%w: annotation %q is not JSON: %v", ErrInvalidAction, a.Key, err)
 	}
-	n := s.withArtifacts()
-	n.Artifacts[a.Key] = Artifact{Kind: ArtifactAnnotation, Task: a.TaskID, Value: v, At: now}
-	return n.emit(Event{Type: EventAnnotated, At: now, TaskID: a.TaskID, Key: a.Key, Value: v})
+	ev, h, err := ch.s.stamp(Event{Type: EventAnnotated, At: now, TaskID: a.TaskID, Key: a.Key, Value: v})
+	if err != nil {
+		return Event{}, err
+	}
+	ch.putArtifact(a.Key, Artifact{Kind: ArtifactAnnotation, Task: a.TaskID, Value: v, At: now})
+	ch.commit(ev, h)
+	return ev, nil
 }
 
 // ApplyResponse applies an agent's answer to the task's current attempt.
 func ApplyResponse(s State, r Response, c Ctx) (State, Event, error) {
-	if err := s.accepting(c); err != nil {
+	ch := NewChange(s)
+	ev, err := ch.ApplyResponse(r, c)
+	if err != nil {
 		return s, Event{}, err
+	}
+	return ch.State(), ev, nil
+}
+
+// ApplyResponse applies an agent's answer to the task's current attempt in
+// the change's state.
+func (ch *Change) ApplyResponse(r Response, c Ctx) (Event, error) {
+	s := ch.s
+	if err := s.accepting(c); err != nil {
+		return Event{}, err
 	}
 	pt, ok := s.Plan.Task(r.TaskID)
 	if !ok {
-		return s, Event{}, fmt.Errorf("%w: %q", ErrUnknownTask, r.TaskID)
+		return Event{}, fmt.Errorf("%w: %q", ErrUnknownTask, r.TaskID)
 	}
 	t := s.task(pt.ID)
 	if t.Status != TaskRunning || r.Attempt != t.Iterations || r.DispatchID != t.DispatchID {
-		return s, Event{}, fmt.Errorf("%w: task %q is %s at attempt %d (%s); response is for attempt %d (%s)",
+		return Event{}, fmt.Errorf("%w: task %q is %s at attempt %d (%s); response is for attempt %d (%s)",
 			ErrStaleResponse, pt.ID, t.Status, t.Iterations, t.DispatchID, r.Attempt, r.DispatchID)
 	}
 	now := c.now()
-	n := s.next()
 	ev := Event{Type: EventAgentResponded, At: now, TaskID: pt.ID, Attempt: r.Attempt, DispatchID: r.DispatchID}
+	var arts []Artifact
 	if r.OK {
 		if r.Error != nil {
-			return s, Event{}, fmt.Errorf("%w: task %q: a successful response carries an error", ErrInvalidResponse, pt.ID)
+			return Event{}, fmt.Errorf("%w: task %q: a successful response carries an error", ErrInvalidResponse, pt.ID)
 		}
 		outs, err := matchOutputs(pt, r.Outputs)
 		if err != nil {
-			return s, Event{}, err
+			return Event{}, err
 		}
 		handover, err := canonicalHandover(pt.ID, r.Handover)
 		if err != nil {
-			return s, Event{}, err
+			return Event{}, err
 		}
 		t.Status = TaskCompleted
 		t.CompletedAt = &now
 		t.Outputs = make([]string, len(outs))
-		if len(outs) > 0 {
-			n = n.withArtifacts()
-		}
+		arts = make([]Artifact, len(outs))
 		for i, o := range outs {
 			t.Outputs[i] = o.Name
-			n.Artifacts[pt.ID+":"+o.Name] = Artifact{Kind: ArtifactOutput, Task: pt.ID, Name: o.Name,
-				Path: o.Path, SHA256: o.SHA256, Size: o.Size, At: now}
+			arts[i] = Artifact{Kind: ArtifactOutput, Task: pt.ID, Name: o.Name, Path: o.Path, SHA256: o.SHA256, Size: o.Size, At: now}
 		}
 		t.Handover = handover
 		t.Error = nil
 		ev.Outputs, ev.Handover = outs, handover
 	} else {
 		if r.Error == nil || r.Error.Message == "" {
-			return s, Event{}, fmt.Errorf("%w: task %q: a failed response needs an error message", ErrInvalidResponse, pt.ID)
+			return Event{}, fmt.Errorf("%w: task %q: a failed response needs an error message", ErrInvalidResponse, pt.ID)
 		}
 		if len(r.Outputs) > 0 || len(r.Handover) > 0 {
-			return s, Event{}, fmt.Errorf("%w: task %q: a failed response carries outputs", ErrInvalidResponse, pt.ID)
+			return Event{}, fmt.Errorf("%w: task %q: a failed response carries outputs", ErrInvalidResponse, pt.ID)
 		}
 		e := *r.Error
 		e.Attempt = r.Attempt
@@ -242,8 +271,16 @@ func ApplyResponse(s State, r Response, c Ctx) (State, Event, error) {
 		ev.Error = &e
 	}
 	ev.Status = string(t.Status)
-	n.Tasks[pt.ID] = &t
-	return n.emit(ev)
+	ev, h, err := s.stamp(ev)
+	if err != nil {
+		return Event{}, err
+	}
+	for _, a := range arts {
+		ch.putArtifact(pt.ID+":"+a.Name, a)
+	}
+	ch.putTask(pt.ID, &t)
+	ch.commit(ev, h)
+	return ev, nil
 }
 
 // matchOutputs checks that a successful response has exactly the declared
@@ -310,8 +347,19 @@ func backoff(l Limits, attempt int, c Ctx) time.Duration {
 // Finalize closes the run. It needs no attempt out: the executor lets running
 // attempts finish, or aborts them, first.
 func Finalize(s State, f Finalization, c Ctx) (State, Event, error) {
-	if err := s.accepting(c); err != nil {
+	ch := NewChange(s)
+	ev, err := ch.Finalize(f, c)
+	if err != nil {
 		return s, Event{}, err
+	}
+	return ch.State(), ev, nil
+}
+
+// Finalize closes the run of the change's state.
+func (ch *Change) Finalize(f Finalization, c Ctx) (Event, error) {
+	s := ch.s
+	if err := s.accepting(c); err != nil {
+		return Event{}, err
 	}
 	var running, failed, notRun []string
 	for _, pt := range s.Plan.Tasks {
@@ -325,34 +373,43 @@ func Finalize(s State, f Finalization, c Ctx) (State, Event, error) {
 		}
 	}
 	if len(running) > 0 {
-		return s, Event{}, fmt.Errorf("%w: %s", ErrTasksRunning, strings.Join(running, ", "))
+		return Event{}, fmt.Errorf("%w: %s", ErrTasksRunning, strings.Join(running, ", "))
 	}
 	now := c.now()
-	n := s.next()
-	n.FinishedAt = &now
+	var (
+		status RunStatus
+		reason string
+	)
 	switch {
 	case f.Reason != "":
-		n.Status, n.Error = RunFailed, f.Reason
+		status, reason = RunFailed, f.Reason
 	case len(failed) > 0:
 		e := s.Tasks[failed[0]].Error
 		msg := "failed"
 		if e != nil {
 			msg = e.Message
 		}
-		n.Status = RunFailed
-		n.Error = fmt.Sprintf("task %s failed: %s", failed[0], msg)
+		status = RunFailed
+		reason = fmt.Sprintf("task %s failed: %s", failed[0], msg)
 		if len(failed) > 1 {
-			n.Error += fmt.Sprintf(" (and %d more failed: %s)", len(failed)-1, strings.Join(failed[1:], ", "))
+			reason += fmt.Sprintf(" (and %d more failed: %s)", len(failed)-1, strings.Join(failed[1:], ", "))
 		}
 	case len(notRun) > 0:
-		n.Status = RunFailed
-		n.Error = "tasks never ran: " + strings.Join(notRun, ", ")
+		status = RunFailed
+		reason = "tasks never ran: " + strings.Join(notRun, ", ")
 	default:
-		n.Status = RunCompleted
+		status = RunCompleted
 	}
 	// The event carries the run's error as its reason, so a replay of it
 	// yields the same error and status.
-	return n.emit(Event{Type: EventRunFinalized, At: now, Status: string(n.Status), Reason: n.Error})
+	ev, h, err := s.stamp(Event{Type: EventRunFinalized, At: now, Status: string(status), Reason: reason})
+	if err != nil {
+		return Event{}, err
+	}
+	ch.s.FinishedAt = &now
+	ch.s.Status, ch.s.Error = status, reason
+	ch.commit(ev, h)
+	return ev, nil
 }
 
 // accepting checks the context and that the run still takes inputs.
@@ -371,13 +428,24 @@ func (s State) accepting(c Ctx) error {
 
 // emit numbers the event, extends the log hash, and returns both.
 func (s State) emit(e Event) (State, Event, error) {
-	e.Seq = s.Seq + 1
-	e.RunID = s.RunID
-	h, err := chain(s.LogHash, e)
+	e, h, err := s.stamp(e)
 	if err != nil {
 		return s, Event{}, err
 	}
 	s.Seq = e.Seq
 	s.LogHash = h
 	return s, e, nil
+}
+
+// stamp numbers the event that follows s and computes the log hash after
+// it, changing nothing: a transition stamps its event before it changes the
+// state, so a failure leaves the state as it was.
+func (s State) stamp(e Event) (Event, string, error) {
+	e.Seq = s.Seq + 1
+	e.RunID = s.RunID
+	h, err := chain(s.LogHash, e)
+	if err != nil {
+		return Event{}, "", err
+	}
+	return e, h, nil
 }

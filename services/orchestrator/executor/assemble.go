@@ -24,10 +24,11 @@ type Artifacts interface {
 // now, upstream outputs as they were stored, checked against their hashes),
 // and the task's definition. maxBytes bounds each input file.
 func Assemble(ctx context.Context, b *definition.Bundle, arts Artifacts, s engine.State, taskID string, maxBytes int64) (agent.Context, error) {
-	return assemble(ctx, b, arts, s, taskID, maxBytes)
+	return assemble(ctx, b, arts, s, engine.NewPlanIndex(s.Plan), taskID, maxBytes)
 }
 
-func assemble(ctx context.Context, b *definition.Bundle, arts Artifacts, s engine.State, taskID string, maxBytes int64) (agent.Context, error) {
+// assemble is Assemble with the index of s's plan, which a run builds once.
+func assemble(ctx context.Context, b *definition.Bundle, arts Artifacts, s engine.State, plan *engine.PlanIndex, taskID string, maxBytes int64) (agent.Context, error) {
 	rt, ok := b.Task(taskID)
 	if !ok {
 		return agent.Context{}, fmt.Errorf("task %s is not in workflow %s", taskID, b.Workflow.Name)
@@ -37,7 +38,7 @@ func assemble(ctx context.Context, b *definition.Bundle, arts Artifacts, s engin
 		c.Instructions = rt.Task.Description
 	}
 	c.Constitution = rt.Constitution.Render()
-	for _, up := range s.Plan.Upstream(taskID) {
+	for _, up := range plan.Upstream(taskID) {
 		if t := s.Tasks[up]; t.Status == engine.TaskCompleted && len(t.Handover) > 0 {
 			c.Handover = append(c.Handover, agent.Handover{TaskID: up, State: t.Handover})
 		}

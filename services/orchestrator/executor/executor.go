@@ -11,6 +11,14 @@
 // it once) rather than starting a new attempt. A Save that fails is
 // critical: the run stops at once and Run returns the error.
 //
+// The answers that arrive together are applied together, and saved in one
+// change with the dispatches they make ready (or with the run's end): one
+// Save, one transaction, between an answer and the next attempt, and the
+// engine's task map copied once per change rather than once per transition
+// (engine.Change). On-failure and on-loop-exit hooks need the end of their
+// task durable first, so a batch with such hooks to run is saved before
+// them, on its own.
+//
 // The three ports are small consumer-side interfaces: Dispatcher (in process
 // an agent.Router; across NATS a JetStream task.dispatched publisher that
 // waits for task.completed), StateStore (filestore for CLI mode; PostgreSQL

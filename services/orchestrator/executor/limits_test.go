@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -256,7 +257,7 @@ func TestPersistFailureStopsTheRun(t *testing.T) {
 	e := newEnv(t, chainABC, map[string]string{"brief.md": "brief"})
 	m := mock.New(mock.Config{})
 	broken := failingStore{Store: e.store, fail: func(_ engine.State, evs []engine.Event) bool {
-		return len(evs) == 1 && evs[0].Type == engine.EventAgentResponded && evs[0].TaskID == "a"
+		return slices.ContainsFunc(evs, func(ev engine.Event) bool { return ev.Type == engine.EventAgentResponded && ev.TaskID == "a" })
 	}}
 	s, err := e.executor(t, router(m), func(c *executor.Config) { c.Store = broken }).
 		Run(context.Background(), e.bundle, executor.RunOptions{RunID: "run-critical"})

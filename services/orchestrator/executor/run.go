@@ -21,8 +21,18 @@ type run struct {
 	b   *definition.Bundle
 	s   engine.State
 	log *slog.Logger
+	// plan indexes s.Plan, which no transition changes.
+	plan *engine.PlanIndex
 	// saved is the last state the store accepted: what a failed run returns.
 	saved engine.State
+	// change holds the transitions applied since the last save, unsaved
+	// (their events in unsaved), so the answers a batch brings and the
+	// dispatches they make ready are saved together: one transaction, not
+	// two, between an answer and the next attempt. Nothing outside the loop
+	// sees a change before it is saved: attempts launch, and hooks that
+	// follow a task's end run, only after their save.
+	change  *engine.Change
+	unsaved []engine.Event
 
 	results  chan outcome
 	inflight map[string]*flight
@@ -43,6 +53,10 @@ type outcome struct {
 	// interrupted means the run is stopping: the attempt was cut short and
 	// is not recorded, so it is re-dispatched on resume.
 	interrupted bool
+	// answered is when the Dispatcher returned (zero when the attempt
+	// never reached it): when the tasks this answer makes ready, or whose
+	// slot it frees, became ready to dispatch.
+	answered time.Time
 }
 
 // abortCause cancels attempts when the run must stop (run timeout): they
@@ -53,12 +67,39 @@ func (a abortCause) Error() string { return a.reason }
 
 func (x *Executor) newRun(b *definition.Bundle, s engine.State) *run {
 	return &run{
-		x: x, b: b, s: s, saved: s,
+		x: x, b: b, s: s, saved: s, plan: engine.NewPlanIndex(s.Plan),
 		log: x.cfg.Logger.With("run", s.RunID, "workflow", s.Workflow),
 		// At most one attempt per task is out, so this never blocks.
 		results:  make(chan outcome, len(s.Plan.Tasks)),
 		inflight: map[string]*flight{},
 	}
+}
+
+// cur is the run's state, unsaved transitions included. Read it only, and
+// not past the next transition.
+func (r *run) cur() engine.State {
+	if r.change != nil {
+		return r.change.View()
+	}
+	return r.s
+}
+
+// edit returns the change the next transitions go to.
+func (r *run) edit() *engine.Change {
+	if r.change == nil {
+		r.change = engine.NewChange(r.s)
+	}
+	return r.change
+}
+
+// flush saves the unsaved transitions, if any.
+func (r *run) flush(ctx context.Context) error {
+	ch, evs := r.change, r.unsaved
+	r.change, r.unsaved = nil, nil
+	if len(evs) == 0 {
+		return nil
+	}
+	return r.persist(ctx, ch.State(), evs)
 }
 
 // persist saves a change; a failure is critical.
@@ -92,21 +133,30 @@ func (r *run) loop(ctx context.Context, redispatch []string) (state engine.State
 			r.x.metrics.inflight.Dec()
 		}
 	}()
+	// Latencies are wall-clock times, whatever the transitions' Clock.
+	start := time.Now()
 	for _, id := range redispatch {
 		t := r.s.Tasks[id]
-		r.launch(context.WithValue(runCtx, redispatchKey{}, true), id, t.Iterations, t.DispatchID)
+		r.launch(context.WithValue(runCtx, redispatchKey{}, true), start, id, t.Iterations, t.DispatchID)
 	}
+	// readyAt is when the tasks the next decision dispatches became ready
+	// (dependencies done, a slot free): the earliest answer of the batch
+	// just handled, or the decision itself when no answer preceded it.
+	var readyAt time.Time
 
 	done := ctx.Done()
 	interrupted := false
 	aborting := ""
 	for r.s.Status == engine.RunRunning {
 		now := r.x.cfg.Clock()
+		if readyAt.IsZero() {
+			readyAt = time.Now()
+		}
 		free := r.x.cfg.MaxParallel - len(r.inflight)
 		if interrupted || aborting != "" {
 			free = 0
 		}
-		d := engine.DecideN(r.s, now, max(free, 0))
+		d := engine.DecideN(r.cur(), now, max(free, 0))
 
 		if d.Abort != "" && aborting == "" {
 			aborting = d.Abort
@@ -116,6 +166,9 @@ func (r *run) loop(ctx context.Context, redispatch []string) (state engine.State
 			}
 		}
 		if interrupted && len(r.inflight) == 0 {
+			if err := r.flush(ctx); err != nil {
+				return r.saved, err
+			}
 			r.log.Info("workflow run interrupted; resume to continue", "seq", r.s.Seq)
 			return r.saved, fmt.Errorf("%w: %s: %w", ErrInterrupted, r.s.RunID, context.Cause(ctx))
 		}
@@ -129,9 +182,13 @@ func (r *run) loop(ctx context.Context, redispatch []string) (state engine.State
 			// DecideN gave no more than the free slots, and dispatching
 			// changes neither retry times nor the deadline, so the decision's
 			// WakeAt still holds: go on to wait.
-			if err := r.dispatch(ctx, runCtx, d.Actions); err != nil {
+			if err := r.dispatch(ctx, runCtx, readyAt, d.Actions); err != nil {
 				return r.saved, err
 			}
+		} else if err := r.flush(ctx); err != nil {
+			// Nothing to dispatch: save what the last answers changed
+			// before waiting for more.
+			return r.saved, err
 		}
 
 		var (
@@ -162,6 +219,7 @@ func (r *run) loop(ctx context.Context, redispatch []string) (state engine.State
 		if timer != nil {
 			timer.Stop()
 		}
+		readyAt = time.Time{}
 		// Take this outcome and every other one already waiting: one save
 		// and one decision per batch, not per attempt.
 		if got {
@@ -174,6 +232,11 @@ func (r *run) loop(ctx context.Context, redispatch []string) (state engine.State
 					more = false
 				}
 			}
+			for _, o := range batch {
+				if !o.answered.IsZero() && (readyAt.IsZero() || o.answered.Before(readyAt)) {
+					readyAt = o.answered
+				}
+			}
 			if err := r.handle(ctx, batch); err != nil {
 				return r.saved, err
 			}
@@ -184,7 +247,20 @@ func (r *run) loop(ctx context.Context, redispatch []string) (state engine.State
 
 var errLoopEnded = errors.New("executor: run loop ended")
 
-type redispatchKey struct{}
+type (
+	redispatchKey struct{}
+	readyKey      struct{}
+)
+
+// ReadyAt reports when the attempt being dispatched under ctx became ready
+// to go out: its dependencies done and a slot free (the answer that made it
+// so reached the executor), or the run started or resumed. From then to an
+// agent starting it is the attempt's dispatch latency; a Dispatcher may pass
+// it on for measurements.
+func ReadyAt(ctx context.Context) (time.Time, bool) {
+	v, ok := ctx.Value(readyKey{}).(time.Time)
+	return v, ok
+}
 
 // Redispatched reports whether the attempt being dispatched under ctx was
 // in flight when the run was last stopped: dispatched before, by this or an
@@ -196,35 +272,34 @@ func Redispatched(ctx context.Context) bool {
 	return v
 }
 
-// dispatch records the actions (RUNNING, new attempt), saves, then launches
-// the attempts: a crash in between re-dispatches the same attempts.
-func (r *run) dispatch(ctx, runCtx context.Context, acts []engine.Action) error {
-	s := r.s
-	evs := make([]engine.Event, 0, len(acts))
+// dispatch records the actions (RUNNING, new attempt), saves them with
+// the answers not saved yet, then launches the attempts: a crash in between
+// re-dispatches the same attempts.
+func (r *run) dispatch(ctx, runCtx context.Context, readyAt time.Time, acts []engine.Action) error {
+	ch := r.edit()
 	for _, a := range acts {
-		next, ev, err := engine.ApplyAction(s, a, engine.Next(s, r.x.cfg.Clock()))
+		ev, err := ch.ApplyAction(a, ch.Next(r.x.cfg.Clock()))
 		if err != nil {
-			return fmt.Errorf("executor: run %s: %w", s.RunID, err)
+			return fmt.Errorf("executor: run %s: %w", r.s.RunID, err)
 		}
-		s = next
-		evs = append(evs, ev)
+		r.unsaved = append(r.unsaved, ev)
 	}
-	if err := r.persist(ctx, s, evs); err != nil {
+	if err := r.flush(ctx); err != nil {
 		return err
 	}
 	for _, a := range acts {
 		t := r.s.Tasks[a.TaskID]
-		r.launch(runCtx, a.TaskID, t.Iterations, t.DispatchID)
+		r.launch(runCtx, readyAt, a.TaskID, t.Iterations, t.DispatchID)
 	}
 	return nil
 }
 
 // launch starts an attempt goroutine.
-func (r *run) launch(runCtx context.Context, taskID string, attempt int, dispatchID string) {
-	pt, _ := r.s.Plan.Task(taskID)
+func (r *run) launch(runCtx context.Context, readyAt time.Time, taskID string, attempt int, dispatchID string) {
+	pt, _ := r.plan.Task(taskID)
 	t := agent.Task{RunID: r.s.RunID, TaskID: taskID, DispatchID: dispatchID, Attempt: attempt,
 		Agent: pt.Agent, Kind: string(pt.Kind), Outputs: pt.Outputs, Timeout: time.Duration(pt.Timeout)}
-	actx, cancel := context.WithCancelCause(runCtx)
+	actx, cancel := context.WithCancelCause(context.WithValue(runCtx, readyKey{}, readyAt))
 	r.inflight[taskID] = &flight{task: t, cancel: cancel, start: time.Now()}
 	r.x.metrics.inflight.Inc()
 	snapshot := r.s // states are never modified in place, so sharing one is safe
@@ -239,14 +314,13 @@ func (r *run) launch(runCtx context.Context, taskID string, attempt int, dispatc
 }
 
 // handle applies a batch of attempt outcomes — every one that was waiting
-// — and saves them in one change; then, with the change durable, it runs
-// the on-failure and on-loop-exit hooks of the tasks that ended.
+// — to the run's change, which the loop saves with the dispatches they make
+// ready (or alone, when there are none). When a task that ended has
+// on-failure or on-loop-exit hooks, the change is saved at once instead, and
+// the hooks run with it durable.
 func (r *run) handle(ctx context.Context, batch []outcome) error {
-	s := r.s
-	var (
-		evs   []engine.Event
-		ended []hooks.Event
-	)
+	ch := r.edit()
+	var ended []hooks.Event
 	for _, o := range batch {
 		if f := r.inflight[o.task.TaskID]; f != nil {
 			r.x.metrics.duration.WithLabelValues(o.task.Agent).Observe(time.Since(f.start).Seconds())
@@ -257,86 +331,98 @@ func (r *run) handle(ctx context.Context, batch []outcome) error {
 			r.x.metrics.attempts.WithLabelValues("interrupted").Inc()
 			continue
 		}
-		var noteEvs []engine.Event
-		s, noteEvs = r.applyNotes(s, o.notes)
-		evs = append(evs, noteEvs...)
-		next, ev, err := engine.ApplyResponse(s, o.resp, engine.Next(s, r.x.cfg.Clock()))
+		r.unsaved = append(r.unsaved, r.applyNotes(ch, o.notes)...)
+		ev, err := ch.ApplyResponse(o.resp, ch.Next(r.x.cfg.Clock()))
 		if errors.Is(err, engine.ErrStaleResponse) {
 			r.log.Warn("stale response dropped", "task", o.task.TaskID, "attempt", o.task.Attempt, "error", err)
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("executor: run %s: %w", s.RunID, err)
+			return fmt.Errorf("executor: run %s: %w", r.s.RunID, err)
 		}
-		s = next
-		evs = append(evs, ev)
-		ts := s.Tasks[o.task.TaskID]
-		log := r.log.With("task", o.task.TaskID, "attempt", o.task.Attempt, "status", ts.Status)
+		r.unsaved = append(r.unsaved, ev)
+		ts := ch.Task(o.task.TaskID)
 		switch ts.Status {
 		case engine.TaskCompleted:
 			r.x.metrics.attempts.WithLabelValues("completed").Inc()
-			log.Info("task completed")
+			if r.log.Enabled(ctx, slog.LevelInfo) {
+				r.log.Info("task completed", "task", o.task.TaskID, "attempt", o.task.Attempt, "status", ts.Status)
+			}
 		case engine.TaskPending:
 			r.x.metrics.attempts.WithLabelValues("retry").Inc()
-			log.Warn("attempt failed; retrying", "error", ts.Error.Message, "retry_at", ts.RetryAt)
+			r.log.Warn("attempt failed; retrying", "task", o.task.TaskID, "attempt", o.task.Attempt, "status", ts.Status,
+				"error", ts.Error.Message, "retry_at", ts.RetryAt)
 		case engine.TaskFailed:
 			r.x.metrics.attempts.WithLabelValues("failed").Inc()
-			log.Error("task failed", "kind", ts.Error.Kind, "error", ts.Error.Message)
+			r.log.Error("task failed", "task", o.task.TaskID, "attempt", o.task.Attempt, "status", ts.Status,
+				"kind", ts.Error.Kind, "error", ts.Error.Message)
 		}
 		if ts.Status.Terminal() {
-			ended = append(ended, hooks.Event{RunID: s.RunID, TaskID: o.task.TaskID, Task: o.task,
+			ended = append(ended, hooks.Event{RunID: r.s.RunID, TaskID: o.task.TaskID, Task: o.task,
 				Status: ts.Status, Iterations: ts.Iterations, Error: ts.Error})
 		}
 	}
-	if len(evs) > 0 {
-		if err := r.persist(ctx, s, evs); err != nil {
-			return err
-		}
+	type call struct {
+		e hooks.Event
+		p hooks.Point
 	}
-	var notes []hooks.Annotation
+	var calls []call
 	for _, e := range ended {
 		points := []hooks.Point{hooks.OnLoopExit}
 		if e.Status == engine.TaskFailed {
 			points = []hooks.Point{hooks.OnFailure, hooks.OnLoopExit}
 		}
 		for _, p := range points {
-			e.Point = p
-			n, err := r.x.cfg.Hooks.Run(ctx, e)
-			if err != nil {
-				r.log.Warn("hook failed", "point", p, "task", e.TaskID, "error", err)
+			if r.x.cfg.Hooks.Has(p, e.TaskID) {
+				calls = append(calls, call{e, p})
 			}
-			notes = append(notes, n...)
 		}
 	}
-	if s, evs := r.applyNotes(r.s, notes); len(evs) > 0 {
-		return r.persist(ctx, s, evs)
+	if len(calls) == 0 {
+		return nil
 	}
-	return nil
+	if err := r.flush(ctx); err != nil {
+		return err
+	}
+	var notes []hooks.Annotation
+	for _, c := range calls {
+		e := c.e
+		e.Point = c.p
+		n, err := r.x.cfg.Hooks.Run(ctx, e)
+		if err != nil {
+			r.log.Warn("hook failed", "point", c.p, "task", e.TaskID, "error", err)
+		}
+		notes = append(notes, n...)
+	}
+	r.unsaved = append(r.unsaved, r.applyNotes(r.edit(), notes)...)
+	return r.flush(ctx)
 }
 
-// applyNotes applies hook annotations; an invalid one is a hook's bug and is
-// logged, not fatal.
-func (r *run) applyNotes(s engine.State, notes []hooks.Annotation) (engine.State, []engine.Event) {
+// applyNotes applies hook annotations to a change and returns their
+// events; an invalid one is a hook's bug and is logged, not fatal.
+func (r *run) applyNotes(ch *engine.Change, notes []hooks.Annotation) []engine.Event {
 	var evs []engine.Event
 	for _, n := range notes {
-		next, ev, err := engine.ApplyAction(s, engine.Action{Type: engine.Annotate, TaskID: n.TaskID, Key: n.Key, Value: n.Value},
-			engine.Next(s, r.x.cfg.Clock()))
+		ev, err := ch.ApplyAction(engine.Action{Type: engine.Annotate, TaskID: n.TaskID, Key: n.Key, Value: n.Value},
+			ch.Next(r.x.cfg.Clock()))
 		if err != nil {
 			r.log.Warn("hook annotation rejected", "key", n.Key, "error", err)
 			continue
 		}
-		s = next
 		evs = append(evs, ev)
 	}
-	return s, evs
+	return evs
 }
 
+// finalize closes the run, in one save with the last answers.
 func (r *run) finalize(ctx context.Context, f engine.Finalization) error {
-	next, ev, err := engine.Finalize(r.s, f, engine.Next(r.s, r.x.cfg.Clock()))
+	ch := r.edit()
+	ev, err := ch.Finalize(f, ch.Next(r.x.cfg.Clock()))
 	if err != nil {
 		return fmt.Errorf("executor: run %s: %w", r.s.RunID, err)
 	}
-	if err := r.persist(ctx, next, []engine.Event{ev}); err != nil {
+	r.unsaved = append(r.unsaved, ev)
+	if err := r.flush(ctx); err != nil {
 		return err
 	}
 	r.x.metrics.runs.WithLabelValues(string(r.s.Status)).Inc()
@@ -372,12 +458,13 @@ func (r *run) attempt(ctx context.Context, s engine.State, t agent.Task) outcome
 	if err != nil {
 		return fail(engine.ErrorHook, !events.IsPermanent(err), err)
 	}
-	actx, err := assemble(ctx, r.b, r.x.cfg.Artifacts, s, t.TaskID, r.x.cfg.MaxOutputBytes)
+	actx, err := assemble(ctx, r.b, r.x.cfg.Artifacts, s, r.plan, t.TaskID, r.x.cfg.MaxOutputBytes)
 	if err != nil {
 		return fail(engine.ErrorInternal, false, err)
 	}
 
 	res, err := r.call(ctx, t, actx)
+	o.answered = time.Now()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			return fail(engine.ErrorTimeout, true, fmt.Errorf("attempt timed out after %s: %w", t.Timeout, err))

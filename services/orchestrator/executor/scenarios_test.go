@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -96,25 +97,40 @@ func TestScenarioFullPipeline(t *testing.T) {
 //	And skips task A (already COMPLETED)
 //	And continues from task B
 //
-// The first run stops when recording B's dispatch fails — which is also the
-// "a state write that fails is critical" rule: B is never dispatched.
+// The Given is the state a first process leaves when it dies right after
+// saving A's answer: written here with the engine's transitions, A's output
+// in the store. (The executor saves an answer together with the dispatches
+// it makes ready, so a crash of its own leaves either both or neither; see
+// TestCrashBeforeDispatchResumes.)
 func TestScenarioResumeSkipsCompleted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, chainABC, map[string]string{"brief.md": "brief"})
-	first := mock.New(mock.Config{})
-	crashing := failingStore{Store: e.store, fail: func(_ engine.State, evs []engine.Event) bool {
-		return len(evs) > 0 && evs[0].Type == engine.EventWorkRequested && evs[0].TaskID == "b"
-	}}
-	x1 := e.executor(t, router(first), func(c *executor.Config) { c.Store = crashing })
-	s1, err := x1.Run(context.Background(), e.bundle, executor.RunOptions{RunID: "run-resume"})
-	if !errors.Is(err, executor.ErrPersist) || !errors.Is(err, errDiskFull) {
-		t.Fatalf("first run error = %v, want ErrPersist wrapping the write error", err)
+	ctx := context.Background()
+	const runID = "run-resume"
+	now := time.Now()
+	s, start, err := engine.Start(engine.StartInfo{RunID: runID, Workflow: e.bundle.Workflow.Name, Project: e.bundle.ProjectDir,
+		Seed: 7, Limits: e.bundle.Limits(), Plan: e.bundle.Plan()}, engine.NewCtx(now, 7, 1))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := first.TaskIDs(); !reflect.DeepEqual(got, []string{"a"}) {
-		t.Fatalf("first run dispatched %v; after the failed write it must not proceed to b", got)
+	s, requested, err := engine.ApplyAction(s, engine.Action{Type: engine.RequestWork, TaskID: "a"}, engine.Next(s, now))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := statuses(s1); got["a"] != engine.TaskCompleted || got["b"] != engine.TaskPending {
-		t.Fatalf("returned state = %v, want the last saved one (a COMPLETED, b PENDING)", got)
+	ref, err := e.store.Put(ctx, runID, "a", "a.md", []byte("A's design, from the first process"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, answered, err := engine.ApplyResponse(s, engine.Response{TaskID: "a", Attempt: 1, DispatchID: s.Tasks["a"].DispatchID,
+		OK: true, Outputs: []engine.OutputRef{ref}}, engine.Next(s, now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Save(ctx, s, []engine.Event{start, requested, answered}); err != nil {
+		t.Fatal(err)
+	}
+	if got := statuses(s); got["a"] != engine.TaskCompleted || got["b"] != engine.TaskPending {
+		t.Fatalf("given state = %v, want a COMPLETED, b PENDING", got)
 	}
 
 	// A fresh process: new store over the same directory, new executor, new agent.
@@ -124,7 +140,7 @@ func TestScenarioResumeSkipsCompleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := x2.Resume(context.Background(), e.bundle, "run-resume")
+	s2, err := x2.Resume(ctx, e.bundle, runID)
 	if err != nil {
 		t.Fatalf("Resume: %v", err)
 	}
@@ -135,8 +151,54 @@ func TestScenarioResumeSkipsCompleted(t *testing.T) {
 		t.Fatalf("resumed run = %s, a iterations %d", s2.Status, s2.Tasks["a"].Iterations)
 	}
 	// B read A's output as stored by the first process.
-	if in := second.CallsFor("b")[0].Context.Inputs; len(in) != 1 || !strings.Contains(in[0].Content, "Mock output of task a") {
+	if in := second.CallsFor("b")[0].Context.Inputs; len(in) != 1 || in[0].Content != "A's design, from the first process" {
 		t.Fatalf("b's input after resume = %+v", in)
+	}
+}
+
+// A state write that fails is critical: when the save of A's answer and
+// B's dispatch fails, B is never dispatched and the run stops. The saved
+// state still has A in flight, so a fresh process dispatches A again under
+// the same dispatch id (a worker or a durable runtime answers it once) and
+// goes on to B and C.
+func TestCrashBeforeDispatchResumes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, chainABC, map[string]string{"brief.md": "brief"})
+	first := mock.New(mock.Config{})
+	crashing := failingStore{Store: e.store, fail: func(_ engine.State, evs []engine.Event) bool {
+		return slices.ContainsFunc(evs, func(ev engine.Event) bool { return ev.Type == engine.EventWorkRequested && ev.TaskID == "b" })
+	}}
+	x1 := e.executor(t, router(first), func(c *executor.Config) { c.Store = crashing })
+	s1, err := x1.Run(context.Background(), e.bundle, executor.RunOptions{RunID: "run-crash"})
+	if !errors.Is(err, executor.ErrPersist) || !errors.Is(err, errDiskFull) {
+		t.Fatalf("first run error = %v, want ErrPersist wrapping the write error", err)
+	}
+	if got := first.TaskIDs(); !reflect.DeepEqual(got, []string{"a"}) {
+		t.Fatalf("first run dispatched %v; after the failed write it must not proceed to b", got)
+	}
+	if got := statuses(s1); got["a"] != engine.TaskRunning || got["b"] != engine.TaskPending {
+		t.Fatalf("returned state = %v, want the last saved one (a RUNNING, b PENDING)", got)
+	}
+	aID := s1.Tasks["a"].DispatchID
+
+	fresh := newStore(t, e.dir)
+	second := mock.New(mock.Config{})
+	x2, err := executor.New(executor.Config{Dispatcher: router(second), Store: fresh, Artifacts: fresh})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := x2.Resume(context.Background(), e.bundle, "run-crash")
+	if err != nil {
+		t.Fatalf("Resume: %v", err)
+	}
+	if got := strings.Join(second.TaskIDs(), ","); got != "a,b,c" {
+		t.Fatalf("resumed run dispatched %s, want a (in flight), b, c", got)
+	}
+	if a := second.CallsFor("a")[0].Task; a.DispatchID != aID || a.Attempt != 1 {
+		t.Fatalf("a re-dispatched as %s attempt %d, want %s attempt 1", a.DispatchID, a.Attempt, aID)
+	}
+	if s2.Status != engine.RunCompleted || s2.Tasks["a"].Iterations != 1 {
+		t.Fatalf("resumed run = %s, a iterations %d", s2.Status, s2.Tasks["a"].Iterations)
 	}
 }
 

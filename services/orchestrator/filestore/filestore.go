@@ -251,14 +251,16 @@ func (s *Store) Load(_ context.Context, runID string) (engine.State, error) {
 	} else if err != nil {
 		return engine.State{}, err
 	}
+	ch := engine.NewChange(st)
 	for _, e := range events {
 		if e.Seq <= st.Seq {
 			continue
 		}
-		if st, err = engine.Apply(st, e); err != nil {
+		if err := ch.Apply(e); err != nil {
 			return engine.State{}, fmt.Errorf("%w: run %s: %v", ErrCorrupt, runID, err)
 		}
 	}
+	st = ch.State()
 	if st.RunID == "" {
 		return engine.State{}, fmt.Errorf("run %s in %s: %w", runID, s.dir, store.ErrNotFound)
 	}

@@ -144,6 +144,23 @@ func (r *Registry) OnFailure(task string, fn Func) { r.Register(OnFailure, task,
 // OnLoopExit registers an on-loop-exit hook.
 func (r *Registry) OnLoopExit(task string, fn Func) { r.Register(OnLoopExit, task, fn) }
 
+// Has reports whether a hook is registered at p for task (by its id or
+// AllTasks): whether Run at that point would call anything. A nil registry
+// has none.
+func (r *Registry) Has(p Point, task string) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, h := range r.hooks[p] {
+		if h.pattern == AllTasks || h.pattern == task {
+			return true
+		}
+	}
+	return false
+}
+
 // Run calls the hooks of e.Point that match e.TaskID, in registration
 // order, and returns the annotations they recorded. A nil registry runs
 // nothing. A panicking hook is reported as its error.

@@ -62,3 +62,29 @@ func TestRunOrderMatchingAndErrors(t *testing.T) {
 		t.Fatal("Annotate outside a hook succeeded")
 	}
 }
+
+func TestHas(t *testing.T) {
+	t.Parallel()
+	r := New()
+	r.OnFailure("a", func(context.Context, Event) error { return nil })
+	r.OnLoopExit(AllTasks, func(context.Context, Event) error { return nil })
+	cases := []struct {
+		point Point
+		task  string
+		want  bool
+	}{
+		{OnFailure, "a", true},
+		{OnFailure, "b", false},
+		{OnLoopExit, "b", true},
+		{PreTask, "a", false},
+	}
+	for _, c := range cases {
+		if got := r.Has(c.point, c.task); got != c.want {
+			t.Errorf("Has(%s, %s) = %v, want %v", c.point, c.task, got, c.want)
+		}
+	}
+	var nilReg *Registry
+	if nilReg.Has(OnFailure, "a") {
+		t.Error("a nil registry has a hook")
+	}
+}

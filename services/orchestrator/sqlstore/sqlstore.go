@@ -11,10 +11,13 @@
 // `praetor replay --workflow` can rebuild the run from the stream.
 //
 // The events are the truth and the snapshot a cache: a snapshot is written
-// on a run's first and last change and whenever SnapshotEvery events have
-// passed since the last one, and Load folds the events after it. Writing the
+// on a run's first and last change and whenever enough events have passed
+// since the last one (SnapshotEvery, or by default as many as the run has
+// tasks, at least 256), and Load folds the events after it. Writing the
 // whole state on every change would cost O(tasks) per change, O(tasks²) per
-// run. A change is accepted only on top of the sequence number stored (an
+// run; so would a snapshot every fixed number of events on large plans. An
+// interval that grows with the plan keeps snapshots O(tasks) per run, and
+// a Load folds at most about one event per task. A change is accepted only on top of the sequence number stored (an
 // optimistic check), so two orchestrators that both think they hold a run
 // cannot interleave their changes.
 //
@@ -23,7 +26,6 @@
 package sqlstore
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,6 +35,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/praetorhq/praetor/internal/delivery"
@@ -65,16 +68,31 @@ type Config struct {
 	Encoder delivery.Encoder
 	// Relay, when set, is kicked after a change that wrote to the outbox.
 	Relay Kicker
+	// RelayDelay lets the changes of that long gather before the relay is
+	// kicked: one relay pass (a lock, a read of the outbox, the publish, a
+	// write to mark it) for all of them rather than one per change, which
+	// on a busy run is several a second less work for the database, and
+	// the relay's lock held less often. The workflow.* events reach the
+	// stream up to that much later; the state and the outbox commit as
+	// before. Default DefaultRelayDelay; negative kicks at once.
+	RelayDelay time.Duration
 	// SnapshotEvery is how many events may pass between two snapshots of a
-	// running run. Default 256; 1 snapshots every change.
+	// running run; 1 snapshots every change. Default (0): as many as the
+	// run has tasks, at least 256 — a snapshot costs O(tasks), so a fixed
+	// interval would cost O(tasks²) per run on large plans.
 	SnapshotEvery int
 	// Now stamps updated_at and created_at. Default time.Now.
 	Now func() time.Time
 }
 
+// DefaultRelayDelay is the default Config.RelayDelay.
+const DefaultRelayDelay = 20 * time.Millisecond
+
 // WithDefaults fills the defaults.
 func (c Config) WithDefaults() Config {
-	c.SnapshotEvery = cmp.Or(c.SnapshotEvery, 256)
+	if c.RelayDelay == 0 {
+		c.RelayDelay = DefaultRelayDelay
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -87,8 +105,8 @@ func (c Config) validate() error {
 		return errors.New("sqlstore: DB is required")
 	case !contracts.ValidToken(c.TenantID):
 		return fmt.Errorf("sqlstore: tenant id %q must be 1-128 of [A-Za-z0-9_-]", c.TenantID)
-	case c.SnapshotEvery < 1:
-		return errors.New("sqlstore: SnapshotEvery must be at least 1")
+	case c.SnapshotEvery < 0:
+		return errors.New("sqlstore: SnapshotEvery must not be negative (0 is the default)")
 	}
 	return nil
 }
@@ -107,6 +125,9 @@ type Store struct {
 	// first change (SetSource, SetLease).
 	sources map[string]string
 	leases  map[string]lease
+
+	// kickDue is set while a delayed kick of the relay is pending.
+	kickDue atomic.Bool
 }
 
 type lease struct {
@@ -157,7 +178,7 @@ func (s *Store) Save(ctx context.Context, st engine.State, evs []engine.Event) e
 		owner, leaseUntil = &ls.owner, nullTime(&ls.until)
 	}
 	snapshot := first || !known || len(evs) == 0 || st.Status != engine.RunRunning ||
-		st.Seq-last >= int64(s.cfg.SnapshotEvery)
+		st.Seq-last >= int64(s.snapshotEvery(st))
 
 	var stateJSON, hash string
 	if snapshot {
@@ -222,12 +243,25 @@ func (s *Store) Save(ctx context.Context, st engine.State, evs []engine.Event) e
 				args = append(args, stateJSON, hash)
 			}
 			q += ` WHERE tenant_id = $1 AND id = $2 AND seq = $8`
-			n, err := tx.Exec(ctx, q, args...)
-			if err != nil {
-				return fmt.Errorf("sqlstore: update run %s: %w", st.RunID, err)
-			}
-			if n == 0 {
-				return s.conflict(ctx, tx, st.RunID, prev)
+			if s.cfg.DB.Dialect() == store.Postgres && len(rows) > 0 && len(rows) <= maxRowsPerInsert {
+				// One statement, one round trip: the update, and the events
+				// inserted only when it matched.
+				n, err := tx.Exec(ctx, updateAndInsert(q, len(args), rows), appendEventArgs(args, rows)...)
+				if err != nil {
+					return fmt.Errorf("sqlstore: update run %s and insert its events: %w", st.RunID, err)
+				}
+				if n == 0 {
+					return s.conflict(ctx, tx, st.RunID, prev)
+				}
+				rows = nil
+			} else {
+				n, err := tx.Exec(ctx, q, args...)
+				if err != nil {
+					return fmt.Errorf("sqlstore: update run %s: %w", st.RunID, err)
+				}
+				if n == 0 {
+					return s.conflict(ctx, tx, st.RunID, prev)
+				}
 			}
 		}
 		if err := insertEvents(ctx, tx, tenant, st.RunID, rows); err != nil {
@@ -259,9 +293,36 @@ func (s *Store) Save(ctx context.Context, st engine.State, evs []engine.Event) e
 	}
 	s.mu.Unlock()
 	if len(msgs) > 0 && s.cfg.Relay != nil {
-		s.cfg.Relay.Kick()
+		s.kick()
 	}
 	return nil
+}
+
+// kick asks the relay to publish: once RelayDelay has passed since the
+// first change not kicked for yet, or at once.
+func (s *Store) kick() {
+	if s.cfg.RelayDelay <= 0 {
+		s.cfg.Relay.Kick()
+		return
+	}
+	if s.kickDue.CompareAndSwap(false, true) {
+		time.AfterFunc(s.cfg.RelayDelay, func() {
+			s.kickDue.Store(false)
+			s.cfg.Relay.Kick()
+		})
+	}
+}
+
+// minSnapshotEvery is the default interval between snapshots of a small
+// run.
+const minSnapshotEvery = 256
+
+// snapshotEvery is the interval between snapshots of st's run.
+func (s *Store) snapshotEvery(st engine.State) int {
+	if s.cfg.SnapshotEvery > 0 {
+		return s.cfg.SnapshotEvery
+	}
+	return max(minSnapshotEvery, len(st.Plan.Tasks))
 }
 
 // SetSource records where a run about to start comes from (opaque to the
@@ -334,6 +395,39 @@ func eventRows(evs []engine.Event) ([]eventRow, error) {
 	return rows, nil
 }
 
+// updateAndInsert makes the run row's update (whose first two parameters
+// are the tenant and run, and which has nargs of them) and the insert of
+// rows one PostgreSQL statement: the events are inserted only when the
+// update matched, so the statement's row count is the events' when it did,
+// zero when it did not.
+func updateAndInsert(update string, nargs int, rows []eventRow) string {
+	var b strings.Builder
+	b.Grow(len(update) + 200 + 70*len(rows))
+	b.WriteString(`WITH run AS (`)
+	b.WriteString(update)
+	b.WriteString(` RETURNING 1) INSERT INTO workflow_events (tenant_id, run_id, seq, type, task_id, event_json, at) SELECT $1, $2, v.seq, v.type, v.task_id, v.event_json, v.at FROM (VALUES `)
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		p := nargs + 1 + 5*i
+		fmt.Fprintf(&b, "($%d::bigint, $%d::text, $%d::text, $%d::text, $%d::timestamptz)", p, p+1, p+2, p+3, p+4)
+	}
+	b.WriteString(`) AS v (seq, type, task_id, event_json, at) WHERE EXISTS (SELECT 1 FROM run)`)
+	return b.String()
+}
+
+// appendEventArgs appends the parameters of rows, as updateAndInsert
+// numbers them.
+func appendEventArgs(args []any, rows []eventRow) []any {
+	out := make([]any, 0, len(args)+5*len(rows))
+	out = append(out, args...)
+	for _, r := range rows {
+		out = append(out, r.seq, r.typ, r.task, r.json, r.at)
+	}
+	return out
+}
+
 func insertEvents(ctx context.Context, tx store.Querier, tenant, runID string, rows []eventRow) error {
 	for len(rows) > 0 {
 		n := min(len(rows), maxRowsPerInsert)
@@ -383,11 +477,13 @@ func (s *Store) Load(ctx context.Context, runID string) (engine.State, error) {
 		if err != nil {
 			return engine.State{}, err
 		}
+		ch := engine.NewChange(st)
 		for _, e := range evs {
-			if st, err = engine.Apply(st, e); err != nil {
+			if err := ch.Apply(e); err != nil {
 				return engine.State{}, fmt.Errorf("%w: run %s: %v", ErrCorrupt, runID, err)
 			}
 		}
+		st = ch.State()
 	}
 	if st.Seq != seq {
 		return engine.State{}, fmt.Errorf("%w: run %s is at event %d, its stored events reach %d", ErrCorrupt, runID, seq, st.Seq)

@@ -3,10 +3,12 @@ package sqlstore_test
 import (
 	"context"
 	"errors"
-	"github.com/praetorhq/praetor/internal/store/testdb"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/store/testdb"
 
 	"go.uber.org/goleak"
 
@@ -240,6 +242,138 @@ func TestResults(t *testing.T) {
 		}
 		if _, err := r.Load(ctx, "acme", "run-r/a/1"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("after prune = %v", err)
+		}
+	})
+}
+
+// By default the interval between snapshots grows with the plan: a run of
+// 300 tasks is snapshotted after 300 events, not every 256 (a snapshot is
+// the whole state, O(tasks)); either way it loads back whole.
+func TestDefaultSnapshotIntervalFollowsThePlan(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
+		ctx := orchtest.Ctx(t)
+		st := newStore(t, db, "acme", 0)
+		const n = 300
+		p := engine.Plan{}
+		for i := range n {
+			p.Tasks = append(p.Tasks, engine.PlanTask{ID: fmt.Sprintf("t%03d", i), Agent: "mock", Kind: engine.KindWork,
+				Timeout: engine.Duration(time.Minute)})
+		}
+		now := time.Now()
+		s, ev, err := engine.Start(engine.StartInfo{RunID: "big", Workflow: "w", Plan: p, Seed: 1}, engine.NewCtx(now, 1, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Save(ctx, s, []engine.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		snapshotAt := func() int64 {
+			t.Helper()
+			var seq int64
+			if err := db.QueryRow(ctx, `SELECT snapshot_seq FROM workflow_runs WHERE tenant_id = $1 AND id = $2`, "acme", "big").Scan(&seq); err != nil {
+				t.Fatal(err)
+			}
+			return seq
+		}
+		for i := range n {
+			s, ev, err = engine.ApplyAction(s, engine.Action{Type: engine.RequestWork, TaskID: p.Tasks[i].ID}, engine.Next(s, now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Save(ctx, s, []engine.Event{ev}); err != nil {
+				t.Fatal(err)
+			}
+			if i == n-2 {
+				if got := snapshotAt(); got != 1 {
+					t.Fatalf("after %d events the snapshot is at event %d, want still 1 (the interval is the plan's %d tasks)", s.Seq-1, got, n)
+				}
+			}
+		}
+		if got := snapshotAt(); got != s.Seq {
+			t.Fatalf("after %d events the snapshot is at event %d, want %d", s.Seq-1, got, s.Seq)
+		}
+		loaded, err := st.Load(ctx, "big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h1, err1 := engine.Hash(loaded)
+		h2, err2 := engine.Hash(s)
+		if err1 != nil || err2 != nil || h1 != h2 {
+			t.Fatalf("the loaded run differs from the saved one (%v, %v)", err1, err2)
+		}
+	})
+}
+
+// kicks counts the relay kicks.
+type kicks struct{ c chan struct{} }
+
+func (k kicks) Kick() { k.c <- struct{}{} }
+
+// Changes saved within RelayDelay of each other kick the relay once, after
+// the delay; a negative delay kicks it at every change.
+func TestRelayKicksGather(t *testing.T) {
+	t.Parallel()
+	db := testdb.SQLite(t)
+	ctx := orchtest.Ctx(t)
+	run := func(t *testing.T, delay time.Duration, runID string) (kicks, func()) {
+		t.Helper()
+		k := kicks{c: make(chan struct{}, 100)}
+		st, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: "acme", Encoder: orchtest.Encoder{}, Relay: k, RelayDelay: delay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		p := engine.Plan{Tasks: []engine.PlanTask{
+			{ID: "a", Agent: "mock", Kind: engine.KindWork, Timeout: engine.Duration(time.Minute)},
+			{ID: "b", Agent: "mock", Kind: engine.KindWork, Timeout: engine.Duration(time.Minute)},
+		}}
+		s, ev, err := engine.Start(engine.StartInfo{RunID: runID, Workflow: "w", Plan: p, Seed: 1}, engine.NewCtx(now, 1, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Save(ctx, s, []engine.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		return k, func() {
+			for _, id := range []string{"a", "b"} {
+				next, ev, err := engine.ApplyAction(s, engine.Action{Type: engine.RequestWork, TaskID: id}, engine.Next(s, now))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Save(ctx, next, []engine.Event{ev}); err != nil {
+					t.Fatal(err)
+				}
+				s = next
+			}
+		}
+	}
+	t.Run("gathered", func(t *testing.T) {
+		k, more := run(t, time.Hour, "gathered")
+		more()
+		if n := len(k.c); n != 0 {
+			t.Fatalf("%d kicks before the delay passed", n)
+		}
+	})
+	t.Run("after the delay", func(t *testing.T) {
+		k, more := run(t, 20*time.Millisecond, "delayed")
+		select {
+		case <-k.c:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no kick after the delay")
+		}
+		more()
+		select {
+		case <-k.c:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no kick for the later changes")
+		}
+	})
+	t.Run("at once", func(t *testing.T) {
+		k, more := run(t, -1, "at-once")
+		more()
+		if n := len(k.c); n != 3 {
+			t.Fatalf("%d kicks for 3 changes, want one each", n)
 		}
 	})
 }

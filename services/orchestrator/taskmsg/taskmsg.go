@@ -48,6 +48,25 @@ const ExtErrorClass = "errorclass"
 // event, or a redelivery, can be one a worker has already handled.
 const ExtRedispatch = "redispatch"
 
+// ExtReadyAt carries (RFC 3339, nanoseconds) when the orchestrator found a
+// dispatched attempt ready to go out: the start of its dispatch latency,
+// which a worker measures to its start. Informational only.
+const ExtReadyAt = "readyat"
+
+// SetReadyAt stamps a task.dispatched event with ExtReadyAt.
+func SetReadyAt(ev *event.Event, at time.Time) {
+	ev.SetExtension(ExtReadyAt, at.UTC().Format(time.RFC3339Nano))
+}
+
+// ReadyAt reads ExtReadyAt; zero when absent or malformed.
+func ReadyAt(ev event.Event) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, events.ExtensionString(ev, ExtReadyAt))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
 // Redispatch reports whether a task.dispatched event carries ExtRedispatch.
 func Redispatch(ev event.Event) bool {
 	v := events.ExtensionString(ev, ExtRedispatch)

@@ -24,6 +24,14 @@
 // transaction (one WAL flush) for all of them, each still with its own
 // inbox row, and each event acknowledged only once its transaction has
 // committed. Under load that is most of the worker's database cost.
+//
+// Once committed, the answers are published at once, by the pool itself,
+// with the very bytes (and Nats-Msg-Id) written to the outbox: the
+// orchestrator waits on them, and the relay's pass (a lock shared by every
+// relay on the database, a read of the outbox, a write to mark it) would
+// sit on that path. The outbox rows stay the durable copy: the next relay
+// pass publishes them again, and the stream's duplicate window drops the
+// copy; a publish that fails kicks the relay, which then delivers them.
 package worker
 
 import (
@@ -37,6 +45,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/praetorhq/praetor/internal/delivery"
@@ -47,11 +56,14 @@ import (
 	"github.com/praetorhq/praetor/services/orchestrator/taskmsg"
 )
 
-// Bus runs durable consumers and encodes the answers for the outbox;
-// *events.Bus is one.
+// Bus runs durable consumers, encodes the answers for the outbox and
+// publishes them; *events.Bus is one.
 type Bus interface {
 	Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error)
 	delivery.Encoder
+	// PublishMsgs publishes encoded messages and waits for their
+	// acknowledgements.
+	PublishMsgs(ctx context.Context, msgs []*nats.Msg) error
 }
 
 // DefaultMaxResultBytes bounds an answer's data unless configured: under the
@@ -61,6 +73,9 @@ const DefaultMaxResultBytes = 1<<20 - 64<<10
 // Observation is one attempt as a worker started it, for measurements.
 type Observation struct {
 	Task agent.Task
+	// ReadyAt is when the orchestrator found the attempt ready to go out
+	// (taskmsg.ExtReadyAt); zero when the event does not say.
+	ReadyAt time.Time
 	// DispatchedAt is when the orchestrator published the attempt.
 	DispatchedAt time.Time
 	// StartedAt is when this worker began it.
@@ -73,7 +88,8 @@ type Config struct {
 	Bus Bus
 	// DB holds the inbox and outbox. Required.
 	DB store.DB
-	// Relay, when set, is kicked after each answer so it goes out at once.
+	// Relay, when set, is kicked when answers could not be published
+	// straight after their commit, so it delivers them from the outbox.
 	Relay *delivery.Relay
 	// Runtime runs attempts, by agent (an agent.Router). Required.
 	Runtime agent.Runtime
@@ -163,7 +179,9 @@ type commit struct {
 	consumer string
 	eventID  string
 	answer   event.Event
-	done     chan error
+	// msg is answer encoded, for the outbox and the stream.
+	msg  *nats.Msg
+	done chan error
 }
 
 // New returns a pool; Start runs it.
@@ -312,39 +330,79 @@ func (p *Pool) committer(ctx context.Context) {
 				more = false
 			}
 		}
-		err := p.commitBatch(ctx, batch)
+		batch = p.encode(ctx, batch)
+		if len(batch) == 0 {
+			continue
+		}
+		msgs, err := p.commitBatch(ctx, batch)
 		for _, c := range batch {
 			c.done <- err
+		}
+		if len(msgs) > 0 {
+			p.publish(ctx, msgs)
 		}
 	}
 }
 
+// encode encodes the answers of a batch, as the outbox keeps them and the
+// stream gets them, and returns the commits whose answer encoded; the
+// others fail at once, alone (a permanent error: the answer cannot be
+// routed).
+func (p *Pool) encode(ctx context.Context, batch []commit) []commit {
+	ok := batch[:0]
+	for _, c := range batch {
+		m, err := p.cfg.Bus.Encode(ctx, c.answer)
+		if err != nil {
+			c.done <- events.Permanent(fmt.Errorf("worker: encode answer %s: %w", c.answer.ID(), err))
+			continue
+		}
+		c.msg = m
+		ok = append(ok, c)
+	}
+	return ok
+}
+
 // commitBatch writes the inbox rows of a batch and the answers of those
-// not handled before, in one transaction.
-func (p *Pool) commitBatch(ctx context.Context, batch []commit) error {
+// not handled before, in one transaction, and returns those answers'
+// messages, to publish.
+func (p *Pool) commitBatch(ctx context.Context, batch []commit) ([]*nats.Msg, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	emitted := false
+	var msgs []*nats.Msg
 	err := p.cfg.DB.Tx(ctx, func(tx store.Querier) error {
 		now := p.cfg.Now()
-		answers := make([]event.Event, 0, len(batch))
+		msgs = msgs[:0] // the transaction may run again
+		rows := make([]store.OutboxMessage, 0, len(batch))
 		for _, c := range batch {
 			first, err := store.MarkHandled(ctx, tx, c.tenant, c.consumer, c.eventID, now)
 			if err != nil {
 				return err
 			}
-			if first { // else another delivery of it committed meanwhile
-				answers = append(answers, c.answer)
+			if !first {
+				continue // another delivery of it committed meanwhile
 			}
+			msgs = append(msgs, c.msg)
+			rows = append(rows, store.OutboxMessage{TenantID: c.tenant, EventID: c.answer.ID(),
+				Subject: c.msg.Subject, Header: c.msg.Header, Data: c.msg.Data})
 		}
-		emitted = len(answers) > 0
-		return delivery.Emit(ctx, tx, p.cfg.Bus, answers...)
+		return store.Enqueue(ctx, tx, rows...)
 	})
-	if err == nil && emitted && p.cfg.Relay != nil {
-		p.cfg.Relay.Kick()
-	}
 	p.metrics.batch.Observe(float64(len(batch)))
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return msgs, nil
+}
+
+// publish sends committed answers straight to the stream. On failure the
+// relay is kicked: the outbox has them.
+func (p *Pool) publish(ctx context.Context, msgs []*nats.Msg) {
+	if err := p.cfg.Bus.PublishMsgs(ctx, msgs); err != nil {
+		p.cfg.Logger.Warn("publishing answers failed; the outbox relay will deliver them", "answers", len(msgs), "error", err)
+		if p.cfg.Relay != nil {
+			p.cfg.Relay.Kick()
+		}
+	}
 }
 
 // work runs one attempt, outside any transaction, and returns its answer.
@@ -358,7 +416,7 @@ func (p *Pool) work(ctx context.Context, ev event.Event) (string, event.Event, e
 	start := time.Now()
 	p.metrics.latency.Observe(max(start.Sub(ev.Time()), 0).Seconds())
 	if p.cfg.Observe != nil {
-		p.cfg.Observe(Observation{Task: t, DispatchedAt: ev.Time(), StartedAt: start})
+		p.cfg.Observe(Observation{Task: t, ReadyAt: taskmsg.ReadyAt(ev), DispatchedAt: ev.Time(), StartedAt: start})
 	}
 	log := p.cfg.Logger.With("run", t.RunID, "task", t.TaskID, "dispatch", t.DispatchID, "agent", t.Agent)
 

@@ -23,6 +23,8 @@ type nopBus struct{}
 func (nopBus) Subscribe(context.Context, events.ConsumerConfig, events.Handler) (*events.Subscription, error) {
 	return nil, errors.New("not here")
 }
+func (nopBus) PublishMsgs(context.Context, []*nats.Msg) error { return nil }
+
 func (nopBus) Encode(context.Context, event.Event) (*nats.Msg, error) {
 	return nil, errors.New("not here")
 }
