@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/praetorhq/praetor/internal/wiring"
-	"github.com/praetorhq/praetor/services/gateway"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/wiring"
+	"github.com/praetorhq/praetor/services/gateway"
 
 	"github.com/peterbourgon/ff/v4"
 

@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/praetorhq/praetor/internal/wiring"
 	"io"
 	"log/slog"
+
+	"github.com/praetorhq/praetor/internal/wiring"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 

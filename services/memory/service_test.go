@@ -3,7 +3,6 @@ package memory_test
 import (
 	"context"
 	"errors"
-	"github.com/praetorhq/praetor/internal/store/testdb"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/store/testdb"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/modelcontextprotocol/go-sdk/mcp"

@@ -6,10 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"github.com/praetorhq/praetor/internal/tokenizer"
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/tokenizer"
 
 	"github.com/praetorhq/praetor/internal/llm"
 )

@@ -2,13 +2,14 @@ package mcpserver_test
 
 import (
 	"encoding/json"
-	"github.com/praetorhq/praetor/internal/store/testdb"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/store/testdb"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"

@@ -3,11 +3,12 @@ package sqlmemory_test
 import (
 	"context"
 	"errors"
-	"github.com/praetorhq/praetor/internal/store/testdb"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/praetorhq/praetor/internal/store/testdb"
 
 	"go.uber.org/goleak"
 
