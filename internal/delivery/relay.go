@@ -4,10 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -170,7 +167,7 @@ func (r *Relay) PublishCommitted(ctx context.Context, msgs []store.OutboxMessage
 	if !running {
 		// No marker: mark them now (the caller waits, as a pass would).
 		defer r.settle(ids)
-		return markSent(ctx, r.cfg.DB, ids, r.cfg.Now())
+		return store.MarkSentEvents(ctx, r.cfg.DB, ids, r.cfg.Now())
 	}
 	select {
 	case r.marking <- struct{}{}:
@@ -204,46 +201,21 @@ func (r *Relay) markLoop(ctx context.Context) {
 		ids := r.toMark
 		r.toMark = nil
 		r.inflightMu.Unlock()
-		for len(ids) > 0 {
-			n := min(len(ids), markBatch)
+		if len(ids) > 0 {
 			// The caller's context may be gone: marking is bookkeeping
 			// that should still happen.
 			mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if err := markSent(mctx, r.cfg.DB, ids[:n], r.cfg.Now()); err != nil {
+			if err := store.MarkSentEvents(mctx, r.cfg.DB, ids, r.cfg.Now()); err != nil {
 				r.cfg.Logger.Warn("outbox: marking published events failed; a relay pass publishes them again",
-					"events", n, "error", err)
+					"events", len(ids), "error", err)
 			}
 			cancel()
-			r.settle(ids[:n])
-			ids = ids[n:]
+			r.settle(ids)
 		}
 		if stop {
 			return
 		}
 	}
-}
-
-// markBatch bounds the event ids of one UPDATE.
-const markBatch = 500
-
-// markSent marks outbox rows sent by event id (unique in the outbox).
-func markSent(ctx context.Context, q store.Querier, eventIDs []string, at time.Time) error {
-	var b strings.Builder
-	b.WriteString(`UPDATE outbox SET sent_at = $1 WHERE sent_at IS NULL AND event_id IN (`)
-	args := make([]any, 0, len(eventIDs)+1)
-	args = append(args, at.UTC())
-	for i, id := range eventIDs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("$" + strconv.Itoa(i+2))
-		args = append(args, id)
-	}
-	b.WriteString(")")
-	if _, err := q.Exec(ctx, b.String(), args...); err != nil {
-		return fmt.Errorf("mark %d published events sent: %w", len(eventIDs), err)
-	}
-	return nil
 }
 
 func (r *Relay) run(ctx context.Context) {

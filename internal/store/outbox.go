@@ -128,24 +128,34 @@ const markSentBatch = 500
 // MarkSent marks messages as sent at a time. Ids already marked keep their
 // first time; unknown ids are ignored.
 func MarkSent(ctx context.Context, q Querier, ids []int64, at time.Time) error {
-	for len(ids) > 0 {
-		n := min(len(ids), markSentBatch)
-		batch := ids[:n]
-		ids = ids[n:]
+	return markSent(ctx, q, "id", ids, at)
+}
+
+// MarkSentEvents is MarkSent for messages named by their event ids (unique
+// in the outbox).
+func MarkSentEvents(ctx context.Context, q Querier, eventIDs []string, at time.Time) error {
+	return markSent(ctx, q, "event_id", eventIDs, at)
+}
+
+func markSent[K int64 | string](ctx context.Context, q Querier, column string, keys []K, at time.Time) error {
+	for len(keys) > 0 {
+		n := min(len(keys), markSentBatch)
+		batch := keys[:n]
+		keys = keys[n:]
 		var b strings.Builder
-		b.WriteString(`UPDATE outbox SET sent_at = $1 WHERE sent_at IS NULL AND id IN (`)
+		b.WriteString(`UPDATE outbox SET sent_at = $1 WHERE sent_at IS NULL AND ` + column + ` IN (`)
 		args := make([]any, 0, len(batch)+1)
 		args = append(args, at.UTC())
-		for i, id := range batch {
+		for i, k := range batch {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			b.WriteString("$" + strconv.Itoa(i+2))
-			args = append(args, id)
+			args = append(args, k)
 		}
 		b.WriteString(")")
 		if _, err := q.Exec(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("mark sent: %w", err)
+			return fmt.Errorf("mark %d outbox messages sent: %w", len(batch), err)
 		}
 	}
 	return nil
