@@ -610,25 +610,11 @@ a worker is used, rather than running it a second time.`),
 			if err != nil {
 				return err
 			}
-			if len(args) > 1 {
-				return fmt.Errorf("resume takes at most one run id, got %q", args)
-			}
-			if err := bf.check(); err != nil {
-				return err
-			}
-			log, err := quietLogger(g)
-			if err != nil {
-				return err
-			}
-			be, err := openBackend(ctx, bf, log, true)
+			be, runID, log, err := openRun(ctx, g, bf, "resume", args, true)
 			if err != nil {
 				return err
 			}
 			defer be.close()
-			runID, err := pickRun(ctx, be.runs, args)
-			if err != nil {
-				return err
-			}
 			src, err := be.runs.source(ctx, runID)
 			if err != nil && workflow == "" {
 				return fmt.Errorf("run %s: %w (give its workflow file with --workflow)", runID, err)
@@ -653,6 +639,31 @@ a worker is used, rather than running it a second time.`),
 			})
 		},
 	}
+}
+
+// openRun is how the commands on one run (resume, status) start: at most
+// one RUN argument, the backend open, and the run picked.
+func openRun(ctx context.Context, g *globals, bf backendFlags, cmd string, args []string, withDispatch bool) (*backend, string, *slog.Logger, error) {
+	if len(args) > 1 {
+		return nil, "", nil, fmt.Errorf("%s takes at most one run id, got %q", cmd, args)
+	}
+	if err := bf.check(); err != nil {
+		return nil, "", nil, err
+	}
+	log, err := quietLogger(g)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	be, err := openBackend(ctx, bf, log, withDispatch)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	runID, err := pickRun(ctx, be.runs, args)
+	if err != nil {
+		be.close()
+		return nil, "", nil, err
+	}
+	return be, runID, log, nil
 }
 
 // pickRun is the run named on the command line, or the latest one.
@@ -881,25 +892,11 @@ rebuild the stored state (same hash).`),
 			if err != nil {
 				return err
 			}
-			if len(args) > 1 {
-				return fmt.Errorf("status takes at most one run id, got %q", args)
-			}
-			if err := bf.check(); err != nil {
-				return err
-			}
-			log, err := quietLogger(g)
-			if err != nil {
-				return err
-			}
-			be, err := openBackend(ctx, bf, log, false)
+			be, runID, _, err := openRun(ctx, g, bf, "status", args, false)
 			if err != nil {
 				return err
 			}
 			defer be.close()
-			runID, err := pickRun(ctx, be.runs, args)
-			if err != nil {
-				return err
-			}
 			s, err := be.runs.Load(ctx, runID)
 			if errors.Is(err, store.ErrNotFound) {
 				return fmt.Errorf("no run %s in %s", runID, be.runs.where())
