@@ -126,7 +126,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			"CloudEvent is printed with \"error\", its headers and its base64 data.",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
-			if workflowRun != "" {
+			if workflowRun != "" || session != "" {
 				nc, closeConn, err := toolConn(natsURL, dataDir)
 				if err != nil {
 					return err
@@ -136,17 +136,8 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 				if err != nil {
 					return err
 				}
-				return replayWorkflow(ctx, bus, tenant, workflowRun, g.stdout, g.stderr)
-			}
-			if session != "" {
-				nc, closeConn, err := toolConn(natsURL, dataDir)
-				if err != nil {
-					return err
-				}
-				defer closeConn()
-				bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
-				if err != nil {
-					return err
+				if workflowRun != "" {
+					return replayWorkflow(ctx, bus, tenant, workflowRun, g.stdout, g.stderr)
 				}
 				return replaySession(ctx, bus, session, enginesDirs, g.stdout, g.stderr)
 			}
