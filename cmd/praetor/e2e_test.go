@@ -20,8 +20,6 @@ import (
 	"github.com/praetorhq/praetor/internal/engine/extraction"
 	"github.com/praetorhq/praetor/internal/engine/offlineskill"
 	"github.com/praetorhq/praetor/internal/llm/offline"
-	"github.com/praetorhq/praetor/internal/store"
-	"github.com/praetorhq/praetor/internal/store/postgres"
 	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
@@ -60,21 +58,7 @@ func newCluster(t *testing.T) *cluster {
 	if c.bus, err = events.New(nc, events.Config{Subject: contracts.Subject}); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(binary, "migrate", "--database-url", dbURL).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
-	ctx := context.Background()
-	db, err := postgres.Open(ctx, postgres.Config{URL: dbURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := store.CreateTenant(ctx, db, store.Tenant{ID: "acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if c.token, _, err = store.CreateToken(ctx, db, "acme", "e2e", nil); err != nil {
-		t.Fatal(err)
-	}
+	c.token = testenv.PrepareTenant(t, binary, dbURL, "acme")
 	return c
 }
 

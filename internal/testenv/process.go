@@ -153,3 +153,24 @@ func WaitHTTP(t testing.TB, url string, within time.Duration) string {
 type statusError struct{ code int }
 
 func (e *statusError) Error() string { return "status " + http.StatusText(e.code) }
+
+// PrepareTenant readies the database at dbURL as an operator does, with
+// the praetor binary bin: it migrates it, adds the tenant and returns a new
+// API token of it.
+func PrepareTenant(t testing.TB, bin, dbURL, tenant string) (token string) {
+	t.Helper()
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(bin, append(args, "--database-url", dbURL)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("praetor %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
+		}
+		return strings.TrimSpace(string(out))
+	}
+	run("migrate")
+	run("tenant", "add", "--tenant", tenant)
+	return run("tenant", "token", "issue", "--tenant", tenant, "--name", "e2e")
+}

@@ -6,13 +6,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/praetorhq/praetor/internal/store"
-	"github.com/praetorhq/praetor/internal/store/postgres"
 	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
@@ -38,22 +35,8 @@ func TestSIGKILLedBackgroundProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(bin, "migrate", "--database-url", dbURL).CombinedOutput(); err != nil {
-		t.Fatalf("migrate: %v\n%s", err, out)
-	}
+	token := testenv.PrepareTenant(t, bin, dbURL, "acme")
 	ctx := context.Background()
-	db, err := postgres.Open(ctx, postgres.Config{URL: dbURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if err := store.CreateTenant(ctx, db, store.Tenant{ID: "acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	token, _, err := store.CreateToken(ctx, db, "acme", "e2e", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := []string{"NATS_URL=" + srv.ClientURL(), "DATABASE_URL=" + dbURL}
 	serve := func(services string, extra ...string) (*testenv.Process, string) {
 		t.Helper()
