@@ -17,9 +17,12 @@ const maxCachedProjects = 4096
 // cachedIntelligence remembers each project's lines of background
 // intelligence for a while: every turn asks for them, and reading a
 // project's memory costs more than the rest of the turn's reads, while its
-// lines change rarely. Lines that change reach the session a little later,
-// at most the TTL; where they do is recorded (task.returned), so a replay
-// still sees them where the live run did. Errors are not remembered.
+// lines change rarely. Cached lines only ever confirm that nothing changed:
+// lines that differ from a session's are read afresh (Fresh) before they are
+// recorded, so a replica whose cache is older than a session never sets it
+// back. New lines reach a session at most the TTL late; where they do is
+// recorded (task.returned), so a replay sees them where the live run did.
+// Errors are not remembered.
 type cachedIntelligence struct {
 	src Intelligence
 	ttl time.Duration
@@ -31,6 +34,7 @@ type cachedIntelligence struct {
 
 type cachedLines struct {
 	lines []string
+	read  time.Time // when the read that gave them began
 	until time.Time
 }
 
@@ -42,22 +46,33 @@ func newCachedIntelligence(src Intelligence, ttl time.Duration) *cachedIntellige
 // callers must not change them.
 func (c *cachedIntelligence) Background(ctx context.Context, tenantID, projectID string) ([]string, error) {
 	key := [2]string{tenantID, projectID}
-	now := c.now()
 	c.mu.Lock()
 	e, ok := c.m[key]
 	c.mu.Unlock()
-	if ok && now.Before(e.until) {
+	if ok && c.now().Before(e.until) {
 		return e.lines, nil
 	}
+	return c.Fresh(ctx, tenantID, projectID)
+}
+
+// Fresh reads the project's lines from the source and remembers them,
+// unless a read that began later has already given newer ones, which it
+// returns instead.
+func (c *cachedIntelligence) Fresh(ctx context.Context, tenantID, projectID string) ([]string, error) {
+	key := [2]string{tenantID, projectID}
+	start := c.now()
 	lines, err := c.src.Background(ctx, tenantID, projectID)
 	if err != nil {
 		return nil, err
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[key]; ok && e.read.After(start) {
+		return e.lines, nil
+	}
 	if len(c.m) >= maxCachedProjects {
 		clear(c.m)
 	}
-	c.m[key] = cachedLines{lines: lines, until: now.Add(c.ttl)}
-	c.mu.Unlock()
+	c.m[key] = cachedLines{lines: lines, read: start, until: start.Add(c.ttl)}
 	return lines, nil
 }

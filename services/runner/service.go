@@ -332,11 +332,24 @@ func (s *Service) intelligence(ctx context.Context, sess conversation.Session, k
 			"project_id", sess.ProjectID, "error", err)
 		return nil
 	}
+	same := func(lines []string) bool { return slices.Equal(lines, known) || (len(lines) == 0 && len(known) == 0) }
+	if same(lines) {
+		return nil
+	}
+	// Remembered lines only confirm that nothing changed: the session may
+	// hold newer ones, merged by another replica.
+	if c, ok := src.(*cachedIntelligence); ok {
+		if lines, err = c.Fresh(ctx, sess.TenantID, sess.ProjectID); err != nil {
+			s.cfg.Logger.Warn("background intelligence unavailable; the turn goes on without it", "session_id", sess.ID,
+				"project_id", sess.ProjectID, "error", err)
+			return nil
+		}
+		if same(lines) {
+			return nil
+		}
+	}
 	if lines == nil {
 		lines = []string{}
-	}
-	if slices.Equal(lines, known) || (len(lines) == 0 && len(known) == 0) {
-		return nil
 	}
 	out, _ := json.Marshal(lines)
 	ev, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(turnID, "intelligence"), Source: source, Time: at},

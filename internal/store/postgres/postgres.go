@@ -69,18 +69,23 @@ type DB struct {
 	sqldb     *sql.DB
 	cfg       Config
 	closeOnce sync.Once
+	// schema is the schema the connections work in (search_path): locks
+	// are per schema, as the tables are.
+	schema string
 }
 
 var _ store.Migratable = (*DB)(nil)
 
 // TryLock implements store.DB with a session advisory lock on a connection
-// held until unlock.
+// held until unlock. Advisory locks span the database; the key names the
+// schema too, so that stores in two schemas of one database (tests, tenants
+// apart) do not take each other's locks.
 func (db *DB) TryLock(ctx context.Context, name string) (func(), bool, error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("lock %s: %w", name, err)
 	}
-	key := lockKey(name)
+	key := lockKey(db.schema, name)
 	var ok bool
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
 		conn.Release()
@@ -104,10 +109,10 @@ func (db *DB) TryLock(ctx context.Context, name string) (func(), bool, error) {
 	}, true, nil
 }
 
-// lockKey maps a lock name to an advisory lock key.
-func lockKey(name string) int64 {
+// lockKey maps a lock name in a schema to an advisory lock key.
+func lockKey(schema, name string) int64 {
 	h := fnv.New64a()
-	_, _ = h.Write([]byte("praetor/" + name))
+	_, _ = h.Write([]byte("praetor/" + schema + "/" + name))
 	return int64(h.Sum64())
 }
 
@@ -133,12 +138,13 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
+	var schema string
+	if err := pool.QueryRow(pctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect to %s:%d database %s: %w",
 			pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database, err)
 	}
-	return &DB{pool: pool, sqldb: stdlib.OpenDBFromPool(pool), cfg: cfg}, nil
+	return &DB{pool: pool, sqldb: stdlib.OpenDBFromPool(pool), cfg: cfg, schema: schema}, nil
 }
 
 // Pool returns the underlying pool, for what the port does not cover (COPY,
