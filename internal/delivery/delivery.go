@@ -123,22 +123,28 @@ func (in *Inbox) TxHandler(h func(ctx context.Context, tx store.Querier, ev even
 
 // redelivered settles a redelivery of an event committed before. The
 // delivery that committed it may have died, or failed to publish, before
-// its events went out: the relay drains the outbox first, so they are
-// published before anything this acknowledgement lets through.
+// its events went out, or may still be publishing them: the relay first
+// catches up with everything committed so far (Relay.CatchUp), so those
+// events are in the stream before anything this acknowledgement lets
+// through, the key's next event above all.
 func (in *Inbox) redelivered(ctx context.Context) error {
 	if in.cfg.Relay == nil {
 		return nil
 	}
-	return in.cfg.Relay.drain(ctx)
+	return in.cfg.Relay.CatchUp(ctx)
 }
 
 func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 	tenant := events.ExtensionString(ev, TenantExtension)
 	tenant = cmp.Or(tenant, systemTenant)
-	var emitted []store.OutboxMessage
+	var (
+		emitted []store.OutboxMessage
+		again   bool
+	)
 	err := in.cfg.DB.Tx(ctx, func(tx store.Querier) error {
 		emitted = nil // a store may run fn again; only the committed run counts
 		first, err := store.MarkHandled(ctx, tx, tenant, in.cfg.Consumer, ev.ID(), in.cfg.Now())
+		again = !first
 		if err != nil || !first {
 			return err // !first: another delivery committed it meanwhile
 		}
@@ -155,6 +161,9 @@ func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 	})
 	if err != nil {
 		return err
+	}
+	if again {
+		return in.redelivered(ctx)
 	}
 	if len(emitted) > 0 && in.cfg.Relay != nil {
 		if err := in.cfg.Relay.PublishCommitted(ctx, emitted); err != nil {

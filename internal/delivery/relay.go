@@ -250,6 +250,44 @@ func (r *Relay) run(ctx context.Context) {
 	}
 }
 
+// CatchUp publishes every message committed to the outbox before it was
+// called and still unsent, in outbox order, and marks them sent. It takes
+// no lock and skips nothing, not even the messages this process's handlers
+// are publishing: a message published twice is dropped by the stream as a
+// duplicate, while one skipped could reach the stream after the next event
+// of its key. A redelivery of a committed event is acknowledged only after
+// it (Inbox); it is rare, and costs at most a copy of the backlog.
+func (r *Relay) CatchUp(ctx context.Context) error {
+	head, err := store.OutboxHead(ctx, r.cfg.DB)
+	if err != nil {
+		return err
+	}
+	for {
+		rows, err := store.Unsent(ctx, r.cfg.DB, r.cfg.Batch)
+		if err != nil {
+			return err
+		}
+		msgs := make([]*nats.Msg, 0, len(rows))
+		ids := make([]int64, 0, len(rows))
+		for _, row := range rows {
+			if row.ID > head {
+				break // committed after the call; rows come in id order
+			}
+			msgs = append(msgs, &nats.Msg{Subject: row.Subject, Header: nats.Header(row.Header), Data: row.Data})
+			ids = append(ids, row.ID)
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+		if err := r.cfg.Publisher.PublishMsgs(ctx, msgs); err != nil {
+			return err
+		}
+		if err := store.MarkSent(ctx, r.cfg.DB, ids, r.cfg.Now()); err != nil {
+			return err
+		}
+	}
+}
+
 // relayLock is the store lock that makes one relay the publisher.
 const relayLock = "outbox-relay"
 
