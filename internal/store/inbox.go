@@ -35,3 +35,146 @@ func PruneInbox(ctx context.Context, q Querier, before time.Time) (int64, error)
 	}
 	return n, nil
 }
+
+// Handling is one event a consumer handled, with the message its handling
+// emits, if any.
+type Handling struct {
+	TenantID string
+	Consumer string
+	EventID  string
+	// Emit, when set, is enqueued in the outbox — only when the event was
+	// not handled before.
+	Emit *OutboxMessage
+}
+
+// MarkHandledAll is MarkHandled and Enqueue for several handled events in
+// one commit: their inbox rows, and the messages of those handled for the
+// first time, which it reports (first[i] for hs[i]; an event twice in hs is
+// first only once). On PostgreSQL it is one statement, so one round trip
+// for the whole batch (run again, as Tx would be, on a serialization
+// failure); on SQLite one transaction.
+func MarkHandledAll(ctx context.Context, db DB, at time.Time, hs []Handling) (first []bool, err error) {
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	for _, h := range hs {
+		if h.TenantID == "" || h.Consumer == "" || h.EventID == "" {
+			return nil, errors.New("mark handled: tenant id, consumer and event id must all be set")
+		}
+	}
+	if db.Dialect() != Postgres {
+		return markHandledTx(ctx, db, at, hs)
+	}
+	var (
+		consumers, events, tenants []string
+		emits                      []OutboxMessage
+		emitConsumer, emitEvent    []string
+	)
+	seen := make(map[[2]string]bool, len(hs))
+	for _, h := range hs {
+		consumers, events, tenants = append(consumers, h.Consumer), append(events, h.EventID), append(tenants, h.TenantID)
+		k := [2]string{h.Consumer, h.EventID}
+		again := seen[k] // an event twice: the first handling alone emits
+		seen[k] = true
+		if h.Emit != nil && !again {
+			emits = append(emits, *h.Emit)
+			emitConsumer, emitEvent = append(emitConsumer, h.Consumer), append(emitEvent, h.EventID)
+		}
+	}
+	cols, err := newOutboxColumns(emits, at)
+	if err != nil {
+		return nil, err
+	}
+	// The inbox insert returns the rows it wrote, which are the events
+	// handled for the first time; the outbox insert takes the messages of
+	// those alone.
+	const q = `WITH h AS (
+			INSERT INTO inbox (consumer, event_id, tenant_id, handled_at)
+			SELECT i.consumer, i.event_id, i.tenant_id, $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS i (consumer, event_id, tenant_id)
+			ON CONFLICT (consumer, event_id) DO NOTHING
+			RETURNING consumer, event_id),
+		o AS (
+			INSERT INTO outbox (tenant_id, event_id, subject, header, data, created_at)
+			SELECT m.tenant_id, m.event_id, m.subject, m.header::jsonb, m.data, m.created_at
+			FROM unnest($5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::bytea[], $12::timestamptz[])
+				WITH ORDINALITY AS m (consumer, handled, tenant_id, event_id, subject, header, data, created_at, ord)
+			WHERE EXISTS (SELECT 1 FROM h WHERE h.consumer = m.consumer AND h.event_id = m.handled)
+			ORDER BY m.ord
+			ON CONFLICT (event_id) DO NOTHING)
+		SELECT consumer, event_id FROM h`
+	args := []any{consumers, events, tenants, at.UTC(),
+		emitConsumer, emitEvent, cols.tenant, cols.event, cols.subject, cols.header, cols.data, cols.created}
+	// The statement commits on its own, at the server's default isolation;
+	// under a serializable one it may fail for a concurrent transaction,
+	// and then runs again, as Tx would: nothing of it was committed.
+	var fresh map[[2]string]bool
+	for attempt := 1; ; attempt++ {
+		fresh, err = markHandledStatement(ctx, db, q, args)
+		if err == nil || !SerializationFailure(err) || attempt >= maxStatementAttempts {
+			break
+		}
+		t := time.NewTimer(time.Duration(attempt) * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("mark %d events handled: %w", len(hs), err)
+	}
+	first = make([]bool, len(hs))
+	for i, h := range hs {
+		k := [2]string{h.Consumer, h.EventID}
+		first[i] = fresh[k]
+		delete(fresh, k) // the same event twice: the first is first
+	}
+	return first, nil
+}
+
+// maxStatementAttempts bounds the runs of a statement that failed for a
+// concurrent transaction.
+const maxStatementAttempts = 10
+
+// markHandledStatement runs MarkHandledAll's statement and returns the
+// inbox rows it wrote.
+func markHandledStatement(ctx context.Context, db DB, q string, args []any) (map[[2]string]bool, error) {
+	rows, err := db.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	fresh := map[[2]string]bool{}
+	for rows.Next() {
+		var k [2]string
+		if err := rows.Scan(&k[0], &k[1]); err != nil {
+			return nil, err
+		}
+		fresh[k] = true
+	}
+	return fresh, rows.Err()
+}
+
+// markHandledTx is MarkHandledAll in a transaction, a statement a row.
+func markHandledTx(ctx context.Context, db DB, at time.Time, hs []Handling) ([]bool, error) {
+	first := make([]bool, len(hs))
+	err := db.Tx(ctx, func(tx Querier) error {
+		var emits []OutboxMessage
+		for i, h := range hs {
+			ok, err := MarkHandled(ctx, tx, h.TenantID, h.Consumer, h.EventID, at)
+			if err != nil {
+				return err
+			}
+			first[i] = ok // the transaction may run again: every entry is set
+			if ok && h.Emit != nil {
+				emits = append(emits, *h.Emit)
+			}
+		}
+		return Enqueue(ctx, tx, emits...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return first, nil
+}

@@ -45,30 +45,16 @@ func Enqueue(ctx context.Context, q Querier, msgs ...OutboxMessage) error {
 		b.WriteString(`INSERT INTO outbox (tenant_id, event_id, subject, header, data, created_at) VALUES `)
 		args := make([]any, 0, 6*n)
 		for i, m := range batch {
-			if m.TenantID == "" || m.EventID == "" || m.Subject == "" {
-				return fmt.Errorf("enqueue: message %d (event %q): tenant id, event id and subject must all be set", i, m.EventID)
-			}
-			header := []byte("{}")
-			if len(m.Header) > 0 {
-				var err error
-				if header, err = json.Marshal(m.Header); err != nil {
-					return fmt.Errorf("enqueue event %s: header: %w", m.EventID, err)
-				}
-			}
-			data := m.Data
-			if data == nil {
-				data = []byte{} // nil would be NULL, and the column is NOT NULL
-			}
-			created := m.CreatedAt
-			if created.IsZero() {
-				created = now
+			header, data, created, err := outboxRow(i, m, now)
+			if err != nil {
+				return err
 			}
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			p := 6 * i
 			fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d, $%d)", p+1, p+2, p+3, p+4, p+5, p+6)
-			args = append(args, m.TenantID, m.EventID, m.Subject, string(header), data, created.UTC())
+			args = append(args, m.TenantID, m.EventID, m.Subject, header, data, created)
 		}
 		b.WriteString(` ON CONFLICT (event_id) DO NOTHING`)
 		if _, err := q.Exec(ctx, b.String(), args...); err != nil {
@@ -76,6 +62,79 @@ func Enqueue(ctx context.Context, q Querier, msgs ...OutboxMessage) error {
 		}
 	}
 	return nil
+}
+
+// outboxRow checks message i of an enqueue and returns the columns that
+// are not stored as given: the header as JSON, the data never nil (NULL, in
+// a NOT NULL column), the creation time in UTC, now when unset.
+func outboxRow(i int, m OutboxMessage, now time.Time) (header string, data []byte, created time.Time, err error) {
+	if m.TenantID == "" || m.EventID == "" || m.Subject == "" {
+		return "", nil, time.Time{}, fmt.Errorf("enqueue: message %d (event %q): tenant id, event id and subject must all be set", i, m.EventID)
+	}
+	header = "{}"
+	if len(m.Header) > 0 {
+		b, err := json.Marshal(m.Header)
+		if err != nil {
+			return "", nil, time.Time{}, fmt.Errorf("enqueue event %s: header: %w", m.EventID, err)
+		}
+		header = string(b)
+	}
+	data = m.Data
+	if data == nil {
+		data = []byte{}
+	}
+	created = m.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	return header, data, created.UTC(), nil
+}
+
+// outboxColumns are messages as PostgreSQL arrays, one per column, for
+// unnest: a statement whose text does not depend on the number of rows is
+// prepared once per connection, and has no limit on bound parameters.
+type outboxColumns struct {
+	tenant, event, subject, header []string
+	data                           [][]byte
+	created                        []time.Time
+}
+
+func newOutboxColumns(msgs []OutboxMessage, now time.Time) (outboxColumns, error) {
+	c := outboxColumns{tenant: make([]string, len(msgs)), event: make([]string, len(msgs)), subject: make([]string, len(msgs)),
+		header: make([]string, len(msgs)), data: make([][]byte, len(msgs)), created: make([]time.Time, len(msgs))}
+	for i, m := range msgs {
+		h, d, at, err := outboxRow(i, m, now)
+		if err != nil {
+			return outboxColumns{}, err
+		}
+		c.tenant[i], c.event[i], c.subject[i], c.header[i], c.data[i], c.created[i] = m.TenantID, m.EventID, m.Subject, h, d, at
+	}
+	return c, nil
+}
+
+func (c outboxColumns) args() []any {
+	return []any{c.tenant, c.event, c.subject, c.header, c.data, c.created}
+}
+
+// PostgresEnqueue returns an INSERT of msgs into the outbox, and its
+// arguments, to run as a data-modifying WITH query of a larger PostgreSQL
+// statement: what Enqueue does, in the round trip (and the commit) of the
+// statement's other work. Its parameters are numbered from first (six of
+// them); the rows are inserted only where cond, a SQL condition, holds
+// ("true" for always), in the order of msgs. PostgreSQL only: SQLite has
+// no data-modifying WITH queries.
+func PostgresEnqueue(msgs []OutboxMessage, first int, cond string) (string, []any, error) {
+	cols, err := newOutboxColumns(msgs, time.Now())
+	if err != nil {
+		return "", nil, err
+	}
+	p := func(k int) int { return first + k }
+	q := fmt.Sprintf(`INSERT INTO outbox (tenant_id, event_id, subject, header, data, created_at)
+		SELECT m.tenant_id, m.event_id, m.subject, m.header::jsonb, m.data, m.created_at
+		FROM unnest($%d::text[], $%d::text[], $%d::text[], $%d::text[], $%d::bytea[], $%d::timestamptz[])
+			WITH ORDINALITY AS m (tenant_id, event_id, subject, header, data, created_at, ord)
+		WHERE %s ORDER BY m.ord ON CONFLICT (event_id) DO NOTHING`, p(0), p(1), p(2), p(3), p(4), p(5), cond)
+	return q, cols.args(), nil
 }
 
 // enqueueBatch bounds the rows of one INSERT, well under both dialects'

@@ -75,3 +75,13 @@ type Migratable interface {
 	// for SQLite). It belongs to the DB: Close closes it, callers do not.
 	SQLDB() *sql.DB
 }
+
+// SerializationFailure reports whether err is a PostgreSQL serialization
+// failure or deadlock (SQLSTATE 40001, 40P01): what failed may succeed when
+// run again from the start. Tx retries these itself; a statement run on its
+// own (outside Tx), under a serializable default isolation, can meet them
+// too.
+func SerializationFailure(err error) bool {
+	var e interface{ SQLState() string }
+	return errors.As(err, &e) && (e.SQLState() == "40001" || e.SQLState() == "40P01")
+}

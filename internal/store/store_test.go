@@ -1,10 +1,13 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHashToken(t *testing.T) {
@@ -78,5 +81,85 @@ func TestTenantValidate(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("validate(%.20q, %.20q) = %v, want an error mentioning %q", tc.tenant.ID, tc.tenant.Name, err, tc.want)
 		}
+	}
+}
+
+// pgError is an error with a SQLSTATE, as the PostgreSQL driver's are.
+type pgError string
+
+func (e pgError) Error() string    { return "ERROR (SQLSTATE " + string(e) + ")" }
+func (e pgError) SQLState() string { return string(e) }
+
+func TestSerializationFailure(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{pgError("40001"), true},
+		{fmt.Errorf("mark handled: %w", pgError("40P01")), true},
+		{pgError("23505"), false},
+		{errors.New("connection reset"), false},
+		{nil, false},
+	} {
+		if got := SerializationFailure(tc.err); got != tc.want {
+			t.Errorf("SerializationFailure(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// flakyPostgres is a PostgreSQL DB whose queries fail with the errors
+// given, in turn, then answer with the rows given.
+type flakyPostgres struct {
+	DB
+	errs    []error
+	queries int
+	rows    [][2]string
+}
+
+func (f *flakyPostgres) Dialect() Dialect { return Postgres }
+
+func (f *flakyPostgres) Query(context.Context, string, ...any) (Rows, error) {
+	f.queries++
+	if len(f.errs) > 0 {
+		err := f.errs[0]
+		f.errs = f.errs[1:]
+		return nil, err
+	}
+	return &keyRows{rows: f.rows}, nil
+}
+
+type keyRows struct {
+	rows [][2]string
+	cur  [2]string
+}
+
+func (r *keyRows) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	r.cur, r.rows = r.rows[0], r.rows[1:]
+	return true
+}
+
+func (r *keyRows) Scan(dest ...any) error {
+	*dest[0].(*string), *dest[1].(*string) = r.cur[0], r.cur[1]
+	return nil
+}
+
+func (r *keyRows) Err() error { return nil }
+func (r *keyRows) Close()     {}
+
+// MarkHandledAll's statement, which commits on its own, runs again when it
+// fails for a concurrent transaction, as Tx would; other failures are its.
+func TestMarkHandledAllRetriesSerializationFailures(t *testing.T) {
+	hs := []Handling{{TenantID: "acme", Consumer: "w", EventID: "d1"}, {TenantID: "acme", Consumer: "w", EventID: "d2"}}
+	db := &flakyPostgres{errs: []error{pgError("40001"), pgError("40P01")}, rows: [][2]string{{"w", "d2"}}}
+	first, err := MarkHandledAll(context.Background(), db, time.Now(), hs)
+	if err != nil || db.queries != 3 || !slices.Equal(first, []bool{false, true}) {
+		t.Fatalf("MarkHandledAll = %v, %v after %d queries; want [false true] after 3", first, err, db.queries)
+	}
+	db = &flakyPostgres{errs: []error{pgError("23505")}}
+	if _, err := MarkHandledAll(context.Background(), db, time.Now(), hs); err == nil || db.queries != 1 {
+		t.Fatalf("MarkHandledAll with another failure = %v after %d queries; want that failure, at once", err, db.queries)
 	}
 }

@@ -46,6 +46,8 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"Tokens", testTokens},
 		{"Inbox", testInbox},
 		{"InboxInTx", testInboxInTx},
+		{"MarkHandledAll", testMarkHandledAll},
+		{"PostgresEnqueue", testPostgresEnqueue},
 		{"OutboxEnqueue", testOutboxEnqueue},
 		{"OutboxMarkSentAndPrune", testOutboxMarkSentAndPrune},
 		{"TryLock", testTryLock},
@@ -823,6 +825,124 @@ func testInboxInTx(t *testing.T, db store.DB) {
 	}
 	if got := counter(t, db, "effect"); got != 1 {
 		t.Errorf("effect applied %d times, want once", got)
+	}
+}
+
+func testMarkHandledAll(t *testing.T, db store.DB) {
+	c := ctx(t)
+	at := time.Date(2025, 5, 1, 0, 0, 0, 0, time.UTC)
+	reply := func(id string) *store.OutboxMessage {
+		return &store.OutboxMessage{TenantID: "acme", EventID: id, Subject: "praetor.task.completed.acme." + id,
+			Header: map[string][]string{"Nats-Msg-Id": {id}}, Data: []byte(`{"id":"` + id + `"}`), CreatedAt: at}
+	}
+	h := func(consumer, event string, emit *store.OutboxMessage) store.Handling {
+		return store.Handling{TenantID: "acme", Consumer: consumer, EventID: event, Emit: emit}
+	}
+	first, err := store.MarkHandledAll(c, db, at, []store.Handling{
+		h("worker", "d1", reply("a1")), h("worker", "d2", reply("a2")), h("worker", "d3", nil), h("other", "d1", reply("o1")),
+	})
+	if err != nil {
+		t.Fatalf("MarkHandledAll: %v", err)
+	}
+	if want := []bool{true, true, true, true}; !slices.Equal(first, want) {
+		t.Errorf("first = %v, want %v", first, want)
+	}
+	// A redelivery of d1 and d3, a new d4, and d4 again in the same batch:
+	// only d4's first handling is first, and only its message is enqueued.
+	first, err = store.MarkHandledAll(c, db, at.Add(time.Hour), []store.Handling{
+		h("worker", "d1", reply("a1-again")), h("worker", "d4", reply("a4")), h("worker", "d3", reply("a3-late")), h("worker", "d4", reply("a4-twice")),
+	})
+	if err != nil {
+		t.Fatalf("MarkHandledAll, second batch: %v", err)
+	}
+	if want := []bool{false, true, false, false}; !slices.Equal(first, want) {
+		t.Errorf("second batch first = %v, want %v", first, want)
+	}
+	got, err := store.Unsent(c, db, 100)
+	if err != nil {
+		t.Fatalf("Unsent: %v", err)
+	}
+	var ids []string
+	for _, m := range got {
+		ids = append(ids, m.EventID)
+	}
+	if want := []string{"a1", "a2", "o1", "a4"}; !slices.Equal(ids, want) {
+		t.Fatalf("outbox = %v, want %v (the messages of first handlings, in order)", ids, want)
+	}
+	want := *reply("a1")
+	want.ID = got[0].ID
+	if !reflect.DeepEqual(got[0], want) {
+		t.Errorf("outbox[0] = %+v, want %+v", got[0], want)
+	}
+	for _, k := range [][2]string{{"worker", "d1"}, {"worker", "d3"}, {"worker", "d4"}, {"other", "d1"}} {
+		if ok, err := store.Handled(c, db, k[0], k[1]); err != nil || !ok {
+			t.Errorf("Handled(%s, %s) = %v, %v; want true", k[0], k[1], ok, err)
+		}
+	}
+	if ok, _ := store.Handled(c, db, "other", "d2"); ok {
+		t.Error("Handled(other, d2) = true: another consumer's row")
+	}
+	if first, err := store.MarkHandledAll(c, db, at, nil); err != nil || first != nil {
+		t.Errorf("MarkHandledAll(nothing) = %v, %v", first, err)
+	}
+	if _, err := store.MarkHandledAll(c, db, at, []store.Handling{h("worker", "d9", nil), {TenantID: "acme", EventID: "d10"}}); err == nil {
+		t.Error("MarkHandledAll with no consumer succeeded")
+	}
+	if _, err := store.MarkHandledAll(c, db, at, []store.Handling{h("worker", "d11", &store.OutboxMessage{TenantID: "acme", EventID: "x"})}); err == nil {
+		t.Error("MarkHandledAll with a message without subject succeeded")
+	}
+	if ok, _ := store.Handled(c, db, "worker", "d9"); ok {
+		t.Error("a rejected batch marked d9 handled")
+	}
+}
+
+// PostgresEnqueue is Enqueue as part of a larger statement: its rows go
+// in, in order, only where its condition holds.
+func testPostgresEnqueue(t *testing.T, db store.DB) {
+	if db.Dialect() != store.Postgres {
+		t.Skip("PostgreSQL only")
+	}
+	c := ctx(t)
+	at := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
+	msg := func(id string) store.OutboxMessage {
+		return store.OutboxMessage{TenantID: "acme", EventID: id, Subject: "praetor.x." + id,
+			Header: map[string][]string{"Nats-Msg-Id": {id}, "X-Multi": {"a", "b"}}, Data: []byte(id), CreatedAt: at}
+	}
+	run := func(cond string, msgs ...store.OutboxMessage) {
+		t.Helper()
+		q, args, err := store.PostgresEnqueue(msgs, 2, cond)
+		if err != nil {
+			t.Fatalf("PostgresEnqueue: %v", err)
+		}
+		var one int
+		if err := db.QueryRow(c, `WITH gate AS (SELECT $1::int AS n), ins AS (`+q+`) SELECT n FROM gate`, append([]any{1}, args...)...).Scan(&one); err != nil || one != 1 {
+			t.Fatalf("statement with PostgresEnqueue = %d, %v", one, err)
+		}
+	}
+	run(`EXISTS (SELECT 1 FROM gate WHERE n = 1)`, msg("e3"), msg("e1"), msg("e2"), msg("e1"))
+	run(`EXISTS (SELECT 1 FROM gate WHERE n = 2)`, msg("e4"))
+	run(`true`, msg("e2"), store.OutboxMessage{TenantID: "acme", EventID: "e5", Subject: "s"})
+	got, err := store.Unsent(c, db, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range got {
+		ids = append(ids, m.EventID)
+	}
+	if want := []string{"e3", "e1", "e2", "e5"}; !slices.Equal(ids, want) {
+		t.Fatalf("outbox = %v, want %v (in order, each once, none where the condition failed)", ids, want)
+	}
+	want := msg("e3")
+	want.ID = got[0].ID
+	if !reflect.DeepEqual(got[0], want) {
+		t.Errorf("outbox[0] = %+v, want %+v", got[0], want)
+	}
+	if e5 := got[3]; e5.Header != nil || e5.Data != nil || e5.CreatedAt.IsZero() {
+		t.Errorf("a message without header and data came back as %+v", e5)
+	}
+	if _, _, err := store.PostgresEnqueue([]store.OutboxMessage{{TenantID: "acme", Subject: "s"}}, 1, "true"); err == nil {
+		t.Error("PostgresEnqueue without an event id succeeded")
 	}
 }
 

@@ -50,6 +50,8 @@ type latencies struct {
 	mu                          sync.Mutex
 	dispatch, transport, answer []time.Duration
 	started                     map[string]time.Time
+	// obs keeps every observation, for the breakdown (phases).
+	obs []worker.Observation
 }
 
 func (l *latencies) observe(o worker.Observation) {
@@ -58,6 +60,7 @@ func (l *latencies) observe(o worker.Observation) {
 		ready = o.DispatchedAt
 	}
 	l.mu.Lock()
+	l.obs = append(l.obs, o)
 	l.dispatch = append(l.dispatch, o.StartedAt.Sub(ready))
 	l.transport = append(l.transport, o.StartedAt.Sub(o.DispatchedAt))
 	if l.started != nil {
@@ -128,7 +131,8 @@ func (l *latencies) report(b *testing.B) {
 // the executor taking the answer, the commit of the change that records it
 // and the dispatch, context assembly, the publish and the delivery. The
 // publish-ms figures are the transport part alone: task.dispatched
-// published to the worker starting it. tx/task, db-rt/task (round trips:
+// published to the worker starting it; wait-ms, commit-ms and launch-ms
+// are the parts before it (timedStore.phases). tx/task, db-rt/task (round trips:
 // begins, statements, commits, lock attempts), lock/task and lockmiss/task
 // (relay passes, and those that found another relay holding the lock)
 // count what every process of the cluster asks of the database.
@@ -143,22 +147,63 @@ func BenchmarkFanOutFanInJetStream(b *testing.B) {
 }
 
 // timedStore times the executor's saves: each commits one change of a run
-// (its events, the run row, the outbox), and the run waits on it.
+// (its events, the run row, the outbox), and the run waits on it. It
+// notes, per dispatch, when the save that records it began and ended.
 type timedStore struct {
 	*sqlstore.Store
-	mu sync.Mutex
-	d  []time.Duration
-	ev int
+	mu    sync.Mutex
+	d     []time.Duration
+	ev    int
+	saved map[string][2]time.Time
 }
 
 func (t *timedStore) Save(ctx context.Context, s engine.State, evs []engine.Event) error {
 	start := time.Now()
 	err := t.Store.Save(ctx, s, evs)
+	end := time.Now()
 	t.mu.Lock()
-	t.d = append(t.d, time.Since(start))
+	t.d = append(t.d, end.Sub(start))
 	t.ev += len(evs)
+	for _, e := range evs {
+		if e.Type == engine.EventWorkRequested {
+			t.saved[e.DispatchID] = [2]time.Time{start, end}
+		}
+	}
 	t.mu.Unlock()
 	return err
+}
+
+// phases splits each attempt's dispatch latency in four, reported at p50
+// and p99: wait, from ready to the start of the save that records its
+// dispatch (the save in progress, the answers taken, the decision); commit,
+// that save; launch, from its end to the publish (the attempt goroutine,
+// context assembly, encoding); and publish-ms, the transport, as above.
+// The sum of the parts' p99s is not the p99 of the whole.
+func (t *timedStore) phases(b *testing.B, obs []worker.Observation) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var wait, commit, launch []time.Duration
+	for _, o := range obs {
+		s, ok := t.saved[o.Task.DispatchID]
+		if !ok || o.ReadyAt.IsZero() {
+			continue
+		}
+		wait = append(wait, s[0].Sub(o.ReadyAt))
+		commit = append(commit, s[1].Sub(s[0]))
+		launch = append(launch, o.DispatchedAt.Sub(s[1]))
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for _, p := range []struct {
+		name string
+		d    []time.Duration
+	}{{"wait", wait}, {"commit", commit}, {"launch", launch}} {
+		if len(p.d) == 0 {
+			continue
+		}
+		slices.Sort(p.d)
+		b.ReportMetric(ms(p.d[len(p.d)/2]), "p50-"+p.name+"-ms")
+		b.ReportMetric(ms(p.d[min(len(p.d)-1, len(p.d)*99/100)]), "p99-"+p.name+"-ms")
+	}
 }
 
 func (t *timedStore) report(b *testing.B) {
@@ -195,7 +240,7 @@ func benchFan(b *testing.B, db *countingDB, n int) {
 		cfg.Observe = lat.observe
 	})
 	o := c.orchestrator()
-	saves := &timedStore{Store: o.store}
+	saves := &timedStore{Store: o.store, saved: map[string][2]time.Time{}}
 	x := o.executor(b, func(cfg *executor.Config) {
 		cfg.MaxParallel = benchParallel
 		cfg.Store = saves
@@ -212,6 +257,9 @@ func benchFan(b *testing.B, db *countingDB, n int) {
 	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tasks/s")
 	lat.report(b)
 	saves.report(b)
+	lat.mu.Lock()
+	saves.phases(b, lat.obs)
+	lat.mu.Unlock()
 	tasks := float64(n * b.N)
 	b.ReportMetric(float64(db.txs.Load())/tasks, "tx/task")
 	b.ReportMetric(float64(db.txBodies.Load()-db.txs.Load())/tasks, "txretry/task")

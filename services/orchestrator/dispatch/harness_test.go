@@ -45,7 +45,7 @@ func newCluster(t testing.TB, db store.DB) *cluster {
 	return &cluster{t: t, nats: orchtest.StartNATS(t), db: db, snapshotEvery: 8}
 }
 
-func startRelay(t testing.TB, db store.DB, bus *events.Bus) *delivery.Relay {
+func startRelay(t testing.TB, db store.DB, bus delivery.Publisher) *delivery.Relay {
 	t.Helper()
 	r, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: bus, Logger: orchtest.Logger(t), Interval: 100 * time.Millisecond})
 	if err != nil {
@@ -224,7 +224,10 @@ func (s *seq) get() []string {
 	return append([]string(nil), s.list...)
 }
 
-// txSignal is a DB whose transactions report when they end.
+// txSignal is a DB whose commits report when they end: its transactions,
+// and its queries, each a statement committed on its own (a worker's
+// answers on PostgreSQL are one: store.MarkHandledAll), once their rows are
+// closed.
 type txSignal struct {
 	store.DB
 	ended chan error
@@ -232,9 +235,32 @@ type txSignal struct {
 
 func (d txSignal) Tx(ctx context.Context, fn func(tx store.Querier) error) error {
 	err := d.DB.Tx(ctx, fn)
+	d.signal(err)
+	return err
+}
+
+func (d txSignal) Query(ctx context.Context, q string, args ...any) (store.Rows, error) {
+	rows, err := d.DB.Query(ctx, q, args...)
+	if err != nil {
+		d.signal(err)
+		return nil, err
+	}
+	return signalRows{Rows: rows, d: d}, nil
+}
+
+func (d txSignal) signal(err error) {
 	select {
 	case d.ended <- err:
 	default:
 	}
-	return err
+}
+
+type signalRows struct {
+	store.Rows
+	d txSignal
+}
+
+func (r signalRows) Close() {
+	r.Rows.Close()
+	r.d.signal(r.Rows.Err())
 }

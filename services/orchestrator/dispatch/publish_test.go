@@ -3,7 +3,9 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -18,29 +20,59 @@ import (
 	"github.com/praetorhq/praetor/services/orchestrator/worker"
 )
 
-// failingPublish is a worker's bus whose direct publishes fail.
+// failingPublish is a worker's bus (and its relay's publisher) on which the
+// first publish of each message fails: the worker's own, straight after
+// its commit.
 type failingPublish struct {
 	worker.Bus
+	mu    sync.Mutex
+	seen  map[string]bool
 	tries atomic.Int64
 }
 
-func (f *failingPublish) PublishMsgs(context.Context, []*nats.Msg) error {
-	f.tries.Add(1)
-	return errors.New("nats: connection closed")
+func (f *failingPublish) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
+	f.mu.Lock()
+	again := true
+	for _, m := range msgs {
+		id := m.Header.Get(nats.MsgIdHdr)
+		again = again && f.seen[id]
+		f.seen[id] = true
+	}
+	f.mu.Unlock()
+	if !again {
+		f.tries.Add(1)
+		return errors.New("nats: connection closed")
+	}
+	return f.Bus.PublishMsgs(ctx, msgs)
 }
 
 // A worker publishes its answers itself once they commit; when that fails,
 // the outbox still has them and the relay, kicked, delivers them: the run
-// completes, each task run once, each answer on the stream once.
+// completes, each task run once, each answer on the stream once. Both ways
+// of publishing are covered: through the worker's relay, and by the worker
+// alone when it has none (some relay's pass then delivers them).
 func TestAnswersReachTheOrchestratorWhenTheDirectPublishFails(t *testing.T) {
 	t.Parallel()
+	for _, withRelay := range []bool{true, false} {
+		t.Run(fmt.Sprintf("relay=%v", withRelay), func(t *testing.T) {
+			t.Parallel()
+			answersReachTheOrchestrator(t, withRelay)
+		})
+	}
+}
+
+func answersReachTheOrchestrator(t *testing.T, withRelay bool) {
 	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		c := newCluster(t, db)
 		m := mock.New(mock.Config{})
 		var bus *failingPublish
 		w := c.worker(router(m), []string{"mock"}, func(cfg *worker.Config) {
-			bus = &failingPublish{Bus: cfg.Bus}
+			bus = &failingPublish{Bus: cfg.Bus, seen: map[string]bool{}}
 			cfg.Bus = bus
+			cfg.Relay = nil
+			if withRelay {
+				cfg.Relay = startRelay(t, c.db, bus)
+			}
 		})
 		o := c.orchestrator()
 		b := orchtest.Bundle(t, diamond, registry, nil)

@@ -3,12 +3,15 @@
 // ArtifactStore, the agent results the JetStream dispatcher receives, and the
 // leases by which orchestrators share runs.
 //
-// Save writes one change in one transaction: the change's engine events
+// Save writes one change in one commit: the change's engine events
 // (workflow_events), the run row (workflow_runs: status, sequence number and,
 // now and then, a snapshot of the whole state with its hash), and — when an
 // Encoder is configured — the change's workflow.* events in the outbox, so
 // the event log gets every change exactly when the database does, and
-// `praetor replay --workflow` can rebuild the run from the stream.
+// `praetor replay --workflow` can rebuild the run from the stream. On
+// PostgreSQL every change after a run's first is a single statement (one
+// round trip, since the run waits on each save before it dispatches); a
+// run's first change, and every change on SQLite, is a transaction.
 //
 // The events are the truth and the snapshot a cache: a snapshot is written
 // on a run's first and last change and whenever enough events have passed
@@ -152,7 +155,7 @@ func (s *Store) TenantID() string { return s.cfg.TenantID }
 const maxRowsPerInsert = 500
 
 // Save writes a change: its events, the run row, and the outbox, in one
-// transaction. It returns once the change is committed.
+// commit. It returns once the change is committed.
 func (s *Store) Save(ctx context.Context, st engine.State, evs []engine.Event) error {
 	if st.RunID == "" {
 		return errors.New("sqlstore: save a state without a run id")
@@ -208,8 +211,118 @@ func (s *Store) Save(ctx context.Context, st engine.State, evs []engine.Event) e
 		}
 	}
 
+	if s.cfg.DB.Dialect() == store.Postgres && !first {
+		err = s.saveStatement(ctx, st, evs, snapshot, stateJSON, hash, rows, msgs, now)
+	} else {
+		err = s.saveTx(ctx, st, evs, first, snapshot, stateJSON, hash, source, owner, leaseUntil, rows, msgs, now)
+	}
+	if err != nil {
+		if !errors.Is(err, ErrConflict) {
+			err = fmt.Errorf("sqlstore: save run %s at event %d: %w", st.RunID, st.Seq, err)
+		}
+		return err
+	}
+	s.mu.Lock()
+	switch {
+	case st.Status != engine.RunRunning:
+		delete(s.snapshots, st.RunID) // finished: nothing more to decide
+	case snapshot:
+		s.snapshots[st.RunID] = st.Seq
+	}
+	if first {
+		delete(s.sources, st.RunID)
+		delete(s.leases, st.RunID)
+	}
+	s.mu.Unlock()
+	if len(msgs) > 0 && s.cfg.Relay != nil {
+		s.kick()
+	}
+	return nil
+}
+
+// saveStatement saves a change that follows another on PostgreSQL in one
+// statement, committed on its own: the run row's update, and — only when
+// it matched — the events and the outbox messages. One round trip, where a
+// transaction takes four (begin, two statements, commit), each of which the
+// run's next change waits on. The statement's text does not depend on the
+// number of events, so each connection prepares it once.
+func (s *Store) saveStatement(ctx context.Context, st engine.State, evs []engine.Event, snapshot bool, stateJSON, hash string,
+	rows []eventRow, msgs []store.OutboxMessage, now time.Time) error {
+	prev := st.Seq
+	if len(evs) > 0 {
+		prev = evs[0].Seq - 1
+	}
+	args := []any{s.cfg.TenantID, st.RunID, string(st.Status), st.Seq, nullString(st.Error), nullTime(st.FinishedAt), now, prev}
+	update := `UPDATE workflow_runs SET status = $3, seq = $4, error = $5, finished_at = $6, updated_at = $7`
+	if snapshot {
+		update += `, snapshot_seq = $4, state_json = $9, state_hash = $10`
+		args = append(args, stateJSON, hash)
+	}
+	update += ` WHERE tenant_id = $1 AND id = $2 AND seq = $8 RETURNING 1`
+	seqs, types, tasks, jsons, ats := make([]int64, len(rows)), make([]string, len(rows)), make([]*string, len(rows)),
+		make([]string, len(rows)), make([]time.Time, len(rows))
+	for i, r := range rows {
+		seqs[i], types[i], tasks[i], jsons[i], ats[i] = r.seq, r.typ, r.task, r.json, r.at
+	}
+	p := len(args) + 1
+	args = append(args, seqs, types, tasks, jsons, ats)
+	outbox, oargs, err := store.PostgresEnqueue(msgs, p+5, `EXISTS (SELECT 1 FROM run)`)
+	if err != nil {
+		return fmt.Errorf("sqlstore: run %s: outbox: %w", st.RunID, err)
+	}
+	args = append(args, oargs...)
+	q := fmt.Sprintf(`WITH run AS (%s),
+		events AS (INSERT INTO workflow_events (tenant_id, run_id, seq, type, task_id, event_json, at)
+			SELECT $1, $2, v.seq, v.type, v.task_id, v.event_json, v.at
+			FROM unnest($%d::bigint[], $%d::text[], $%d::text[], $%d::text[], $%d::timestamptz[]) AS v (seq, type, task_id, event_json, at)
+			WHERE EXISTS (SELECT 1 FROM run)),
+		outbox AS (%s)
+		SELECT count(*) FROM run`, update, p, p+1, p+2, p+3, p+4, outbox)
+	// The statement runs at the server's default isolation: the run row's
+	// sequence check and the tables' keys keep it correct at any level. Under
+	// a serializable default it may fail for a concurrent transaction, as a
+	// transaction would; like one (store.DB.Tx) it is then run again, which
+	// is safe because nothing of it was committed.
+	for attempt := 1; ; attempt++ {
+		var n int64
+		err = s.cfg.DB.QueryRow(ctx, q, args...).Scan(&n)
+		if err != nil && store.SerializationFailure(err) && attempt < maxStatementAttempts {
+			if err := sleep(ctx, time.Duration(attempt)*time.Millisecond); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sqlstore: update run %s, insert its events and outbox: %w", st.RunID, err)
+		}
+		if n == 0 {
+			return s.conflict(ctx, s.cfg.DB, st.RunID, prev)
+		}
+		return nil
+	}
+}
+
+// maxStatementAttempts bounds the runs of a save's statement that failed
+// for a concurrent transaction.
+const maxStatementAttempts = 10
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// saveTx saves a change in a transaction: a run's first change, and every
+// change on SQLite.
+func (s *Store) saveTx(ctx context.Context, st engine.State, evs []engine.Event, first, snapshot bool, stateJSON, hash string,
+	source, owner *string, leaseUntil *time.Time, rows []eventRow, msgs []store.OutboxMessage, now time.Time) error {
 	tenant := s.cfg.TenantID
-	err = s.cfg.DB.Tx(ctx, func(tx store.Querier) error {
+	return s.cfg.DB.Tx(ctx, func(tx store.Querier) error {
 		if first {
 			var def *string
 			if evs[0].Start != nil {
@@ -243,25 +356,12 @@ func (s *Store) Save(ctx context.Context, st engine.State, evs []engine.Event) e
 				args = append(args, stateJSON, hash)
 			}
 			q += ` WHERE tenant_id = $1 AND id = $2 AND seq = $8`
-			if s.cfg.DB.Dialect() == store.Postgres && len(rows) > 0 && len(rows) <= maxRowsPerInsert {
-				// One statement, one round trip: the update, and the events
-				// inserted only when it matched.
-				n, err := tx.Exec(ctx, updateAndInsert(q, len(args), rows), appendEventArgs(args, rows)...)
-				if err != nil {
-					return fmt.Errorf("sqlstore: update run %s and insert its events: %w", st.RunID, err)
-				}
-				if n == 0 {
-					return s.conflict(ctx, tx, st.RunID, prev)
-				}
-				rows = nil
-			} else {
-				n, err := tx.Exec(ctx, q, args...)
-				if err != nil {
-					return fmt.Errorf("sqlstore: update run %s: %w", st.RunID, err)
-				}
-				if n == 0 {
-					return s.conflict(ctx, tx, st.RunID, prev)
-				}
+			n, err := tx.Exec(ctx, q, args...)
+			if err != nil {
+				return fmt.Errorf("sqlstore: update run %s: %w", st.RunID, err)
+			}
+			if n == 0 {
+				return s.conflict(ctx, tx, st.RunID, prev)
 			}
 		}
 		if err := insertEvents(ctx, tx, tenant, st.RunID, rows); err != nil {
@@ -274,28 +374,6 @@ func (s *Store) Save(ctx context.Context, st engine.State, evs []engine.Event) e
 		}
 		return nil
 	})
-	if err != nil {
-		if !errors.Is(err, ErrConflict) {
-			err = fmt.Errorf("sqlstore: save run %s at event %d: %w", st.RunID, st.Seq, err)
-		}
-		return err
-	}
-	s.mu.Lock()
-	switch {
-	case st.Status != engine.RunRunning:
-		delete(s.snapshots, st.RunID) // finished: nothing more to decide
-	case snapshot:
-		s.snapshots[st.RunID] = st.Seq
-	}
-	if first {
-		delete(s.sources, st.RunID)
-		delete(s.leases, st.RunID)
-	}
-	s.mu.Unlock()
-	if len(msgs) > 0 && s.cfg.Relay != nil {
-		s.kick()
-	}
-	return nil
 }
 
 // kick asks the relay to publish: once RelayDelay has passed since the
@@ -393,39 +471,6 @@ func eventRows(evs []engine.Event) ([]eventRow, error) {
 		rows[i] = eventRow{seq: e.Seq, typ: string(e.Type), task: nullString(e.TaskID), json: string(b), at: e.At.UTC()}
 	}
 	return rows, nil
-}
-
-// updateAndInsert makes the run row's update (whose first two parameters
-// are the tenant and run, and which has nargs of them) and the insert of
-// rows one PostgreSQL statement: the events are inserted only when the
-// update matched, so the statement's row count is the events' when it did,
-// zero when it did not.
-func updateAndInsert(update string, nargs int, rows []eventRow) string {
-	var b strings.Builder
-	b.Grow(len(update) + 200 + 70*len(rows))
-	b.WriteString(`WITH run AS (`)
-	b.WriteString(update)
-	b.WriteString(` RETURNING 1) INSERT INTO workflow_events (tenant_id, run_id, seq, type, task_id, event_json, at) SELECT $1, $2, v.seq, v.type, v.task_id, v.event_json, v.at FROM (VALUES `)
-	for i := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		p := nargs + 1 + 5*i
-		fmt.Fprintf(&b, "($%d::bigint, $%d::text, $%d::text, $%d::text, $%d::timestamptz)", p, p+1, p+2, p+3, p+4)
-	}
-	b.WriteString(`) AS v (seq, type, task_id, event_json, at) WHERE EXISTS (SELECT 1 FROM run)`)
-	return b.String()
-}
-
-// appendEventArgs appends the parameters of rows, as updateAndInsert
-// numbers them.
-func appendEventArgs(args []any, rows []eventRow) []any {
-	out := make([]any, 0, len(args)+5*len(rows))
-	out = append(out, args...)
-	for _, r := range rows {
-		out = append(out, r.seq, r.typ, r.task, r.json, r.at)
-	}
-	return out
 }
 
 func insertEvents(ctx context.Context, tx store.Querier, tenant, runID string, rows []eventRow) error {

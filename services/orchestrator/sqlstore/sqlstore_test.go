@@ -187,14 +187,31 @@ func TestConflictsAndTenants(t *testing.T) {
 		if err := st.Save(ctx, s2, []engine.Event{ev2}); err != nil {
 			t.Fatal(err)
 		}
-		// Another orchestrator still at s1 makes its own change 2.
+		// Another orchestrator still at s1 makes its own changes 2 and 3.
 		other, ev2b, err := engine.ApplyAction(s1, engine.Action{Type: engine.RequestWork, TaskID: "a"}, engine.Next(s1, time.Now().Add(time.Second)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = newStore(t, db, "acme", 256).Save(ctx, other, []engine.Event{ev2b})
+		other, ev3b, err := engine.ApplyAction(other, engine.Action{Type: engine.Annotate, TaskID: "a", Key: "k", Value: []byte(`1`)},
+			engine.Next(other, time.Now().Add(time.Second)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outbox := func() int {
+			t.Helper()
+			var n int
+			if err := db.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+		before := outbox()
+		err = newStore(t, db, "acme", 256).Save(ctx, other, []engine.Event{ev2b, ev3b})
 		if !errors.Is(err, sqlstore.ErrConflict) || !strings.Contains(err.Error(), "is at event 2") {
 			t.Fatalf("interleaved change = %v, want ErrConflict naming the stored event", err)
+		}
+		if after := outbox(); after != before {
+			t.Fatalf("the refused change left %d messages in the outbox", after-before)
 		}
 		loaded, err := st.Load(ctx, "run-c")
 		if err != nil || loaded.Seq != 2 || hash(t, loaded) != hash(t, s2) {
@@ -374,6 +391,71 @@ func TestRelayKicksGather(t *testing.T) {
 		more()
 		if n := len(k.c); n != 3 {
 			t.Fatalf("%d kicks for 3 changes, want one each", n)
+		}
+	})
+}
+
+// sqlStateError is a database error with a SQLSTATE, as PostgreSQL's are.
+type sqlStateError string
+
+func (e sqlStateError) Error() string {
+	return "ERROR: could not serialize access (SQLSTATE " + string(e) + ")"
+}
+func (e sqlStateError) SQLState() string { return string(e) }
+
+// failOnce fails the first queries of a save's statement with err.
+type failOnce struct {
+	store.DB
+	times int
+	err   error
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
+func (f *failOnce) QueryRow(ctx context.Context, q string, args ...any) store.Row {
+	if strings.HasPrefix(q, "WITH run AS") && f.times > 0 {
+		f.times--
+		return errRow{f.err}
+	}
+	return f.DB.QueryRow(ctx, q, args...)
+}
+
+// On PostgreSQL a change is one statement outside a transaction; when it
+// fails for a concurrent transaction (a serialization failure, under a
+// serializable default isolation) it runs again, as a transaction would;
+// any other failure is the save's.
+func TestSaveStatementRetriesSerializationFailures(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
+		if db.Dialect() != store.Postgres {
+			t.Skip("PostgreSQL only")
+		}
+		ctx := orchtest.Ctx(t)
+		flaky := &failOnce{DB: db, times: 2, err: sqlStateError("40001")}
+		st := newStore(t, flaky, "acme", 256)
+		s1, ev1 := startState(t, "run-retry")
+		if err := st.Save(ctx, s1, []engine.Event{ev1}); err != nil {
+			t.Fatal(err)
+		}
+		s2, ev2, err := engine.ApplyAction(s1, engine.Action{Type: engine.RequestWork, TaskID: "a"}, engine.Next(s1, time.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Save(ctx, s2, []engine.Event{ev2}); err != nil || flaky.times != 0 {
+			t.Fatalf("save after two serialization failures = %v (failures left %d), want it saved", err, flaky.times)
+		}
+		if loaded, err := st.Load(ctx, "run-retry"); err != nil || hash(t, loaded) != hash(t, s2) {
+			t.Fatalf("load = %v", err)
+		}
+		flaky.times, flaky.err = 1, sqlStateError("23505")
+		s3, ev3, err := engine.ApplyAction(s2, engine.Action{Type: engine.Annotate, TaskID: "a", Key: "k", Value: []byte(`1`)}, engine.Next(s2, time.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Save(ctx, s3, []engine.Event{ev3}); err == nil || !strings.Contains(err.Error(), "23505") {
+			t.Fatalf("save with another failure = %v, want that failure", err)
 		}
 	})
 }

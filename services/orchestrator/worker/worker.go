@@ -12,8 +12,8 @@
 // agent registry) on the task and context the event carries, and answers
 // with task.completed (the result, outputs base64 in the JSON, up to a size
 // limit) or task.failed. The answer is written through the inbox and outbox
-// (store.MarkHandled and delivery.Emit): the inbox row "this pool handled
-// this dispatch" and the answer commit in one transaction. A worker killed
+// (store.MarkHandledAll): the inbox row "this pool handled this dispatch"
+// and the answer commit together. A worker killed
 // mid-attempt has committed nothing, so the event is redelivered (after the
 // consumer's AckWait) and another worker runs it; a redelivery of a
 // committed attempt is acknowledged without running it again. Either way one
@@ -21,17 +21,20 @@
 // a duplicate.
 //
 // The answers of attempts that finish together commit together: one
-// transaction (one WAL flush) for all of them, each still with its own
-// inbox row, and each event acknowledged only once its transaction has
-// committed. Under load that is most of the worker's database cost.
+// commit (one WAL flush) for all of them — on PostgreSQL one statement, one
+// round trip —, each still with its own inbox row, and each event
+// acknowledged only once it has committed. Under load that is most of the
+// worker's database cost.
 //
 // Once committed, the answers are published at once, by the pool itself,
 // with the very bytes (and Nats-Msg-Id) written to the outbox: the
 // orchestrator waits on them, and the relay's pass (a lock shared by every
 // relay on the database, a read of the outbox, a write to mark it) would
-// sit on that path. The outbox rows stay the durable copy: the next relay
-// pass publishes them again, and the stream's duplicate window drops the
-// copy; a publish that fails kicks the relay, which then delivers them.
+// sit on that path. They go through the pool's relay (PublishCommitted),
+// which marks them sent afterwards, so its passes do not publish them a
+// second time. The outbox rows stay the durable copy: a publish that fails
+// kicks the relay, which then delivers them, and any copy a pass does send
+// is dropped by the stream's duplicate window.
 package worker
 
 import (
@@ -88,8 +91,10 @@ type Config struct {
 	Bus Bus
 	// DB holds the inbox and outbox. Required.
 	DB store.DB
-	// Relay, when set, is kicked when answers could not be published
-	// straight after their commit, so it delivers them from the outbox.
+	// Relay, when set, publishes the answers straight after their commit
+	// and marks them sent (or, when that fails, delivers them from the
+	// outbox). Without one the pool publishes them itself, and some relay's
+	// pass publishes them again, as duplicates the stream drops.
 	Relay *delivery.Relay
 	// Runtime runs attempts, by agent (an agent.Router). Required.
 	Runtime agent.Runtime
@@ -363,45 +368,48 @@ func (p *Pool) encode(ctx context.Context, batch []commit) []commit {
 }
 
 // commitBatch writes the inbox rows of a batch and the answers of those
-// not handled before, in one transaction, and returns those answers'
-// messages, to publish.
-func (p *Pool) commitBatch(ctx context.Context, batch []commit) ([]*nats.Msg, error) {
+// not handled before, in one commit (on PostgreSQL one statement), and
+// returns those answers, to publish.
+func (p *Pool) commitBatch(ctx context.Context, batch []commit) ([]store.OutboxMessage, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	var msgs []*nats.Msg
-	err := p.cfg.DB.Tx(ctx, func(tx store.Querier) error {
-		now := p.cfg.Now()
-		msgs = msgs[:0] // the transaction may run again
-		rows := make([]store.OutboxMessage, 0, len(batch))
-		for _, c := range batch {
-			first, err := store.MarkHandled(ctx, tx, c.tenant, c.consumer, c.eventID, now)
-			if err != nil {
-				return err
-			}
-			if !first {
-				continue // another delivery of it committed meanwhile
-			}
-			msgs = append(msgs, c.msg)
-			rows = append(rows, store.OutboxMessage{TenantID: c.tenant, EventID: c.answer.ID(),
-				Subject: c.msg.Subject, Header: c.msg.Header, Data: c.msg.Data})
-		}
-		return store.Enqueue(ctx, tx, rows...)
-	})
+	hs := make([]store.Handling, len(batch))
+	for i, c := range batch {
+		hs[i] = store.Handling{TenantID: c.tenant, Consumer: c.consumer, EventID: c.eventID,
+			Emit: &store.OutboxMessage{TenantID: c.tenant, EventID: c.answer.ID(), Subject: c.msg.Subject,
+				Header: c.msg.Header, Data: c.msg.Data}}
+	}
+	first, err := store.MarkHandledAll(ctx, p.cfg.DB, p.cfg.Now(), hs)
 	p.metrics.batch.Observe(float64(len(batch)))
 	if err != nil {
 		return nil, err
 	}
-	return msgs, nil
+	var out []store.OutboxMessage
+	for i, h := range hs {
+		if first[i] { // otherwise another delivery of it committed meanwhile
+			out = append(out, *h.Emit)
+		}
+	}
+	return out, nil
 }
 
-// publish sends committed answers straight to the stream. On failure the
-// relay is kicked: the outbox has them.
-func (p *Pool) publish(ctx context.Context, msgs []*nats.Msg) {
-	if err := p.cfg.Bus.PublishMsgs(ctx, msgs); err != nil {
-		p.cfg.Logger.Warn("publishing answers failed; the outbox relay will deliver them", "answers", len(msgs), "error", err)
-		if p.cfg.Relay != nil {
-			p.cfg.Relay.Kick()
+// publish sends committed answers straight to the stream: through the
+// relay when there is one, which then marks them sent (its passes skip
+// them, rather than read them back and publish them a second time for the
+// stream to drop), or on failure is kicked to deliver them from the outbox.
+func (p *Pool) publish(ctx context.Context, rows []store.OutboxMessage) {
+	var err error
+	if p.cfg.Relay != nil {
+		err = p.cfg.Relay.PublishCommitted(ctx, rows)
+	} else {
+		msgs := make([]*nats.Msg, len(rows))
+		for i, r := range rows {
+			msgs[i] = &nats.Msg{Subject: r.Subject, Header: nats.Header(r.Header), Data: r.Data}
 		}
+		err = p.cfg.Bus.PublishMsgs(ctx, msgs)
+	}
+	if err != nil {
+		p.cfg.Logger.Warn("publishing answers failed; the outbox relay will deliver them", "answers", len(rows), "error", err)
 	}
 }
 
