@@ -79,25 +79,9 @@ func (b *Bus) Replay(ctx context.Context, cfg ReplayConfig, fn func(Record) erro
 		if err != nil {
 			return fmt.Errorf("events: replay %s: %w", cfg.Stream, err)
 		}
-		n := 0
-		for msg := range mb.Messages() {
-			n++
-			meta, err := msg.Metadata()
-			if err != nil {
-				return fmt.Errorf("events: replay %s: %w", cfg.Stream, err)
-			}
-			r := Record{
-				Delivery: Delivery{Stream: meta.Stream, Subject: msg.Subject(), StreamSeq: meta.Sequence.Stream,
-					NumDelivered: meta.NumDelivered, Timestamp: meta.Timestamp},
-				Header: msg.Headers(), Data: msg.Data(),
-			}
-			r.Event, r.Err = Decode(msg.Headers(), msg.Data())
-			if err := fn(r); err != nil {
-				return err
-			}
-			if meta.Sequence.Stream >= last || meta.NumPending == 0 {
-				return drainErr(mb.Error())
-			}
+		n, done, err := replayBatch(mb, last, fn)
+		if err != nil || done {
+			return err
 		}
 		if err := drainErr(mb.Error()); err != nil {
 			return fmt.Errorf("events: replay %s: %w", cfg.Stream, err)
@@ -106,6 +90,36 @@ func (b *Bus) Replay(ctx context.Context, cfg ReplayConfig, fn func(Record) erro
 			return ctx.Err()
 		}
 	}
+}
+
+// replayBatch hands a fetched batch's messages to fn, up to the stream's
+// last sequence (done). Whatever it returns, it reads the batch to its end
+// first: the client's fetch goroutine lives until then.
+func replayBatch(mb jetstream.MessageBatch, last uint64, fn func(Record) error) (n int, done bool, err error) {
+	defer func() {
+		for range mb.Messages() {
+		}
+	}()
+	for msg := range mb.Messages() {
+		n++
+		meta, err := msg.Metadata()
+		if err != nil {
+			return n, true, fmt.Errorf("events: replay: %w", err)
+		}
+		r := Record{
+			Delivery: Delivery{Stream: meta.Stream, Subject: msg.Subject(), StreamSeq: meta.Sequence.Stream,
+				NumDelivered: meta.NumDelivered, Timestamp: meta.Timestamp},
+			Header: msg.Headers(), Data: msg.Data(),
+		}
+		r.Event, r.Err = Decode(msg.Headers(), msg.Data())
+		if err := fn(r); err != nil {
+			return n, true, err
+		}
+		if meta.Sequence.Stream >= last || meta.NumPending == 0 {
+			return n, true, drainErr(mb.Error())
+		}
+	}
+	return n, false, nil
 }
 
 func drainErr(err error) error {
