@@ -144,6 +144,27 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = sub.Unsubscribe() })
+	// PRAETOR_BENCH_STAGES=1 also times when each turn's turn.received and
+	// turn.extracted reach a subscriber, by event id (the Nats-Msg-Id
+	// header; no decoding), and reports the p50/p99 of each stage: gateway
+	// (due to turn.received), extractor (to turn.extracted), runner (to
+	// turn.responded). It adds the client's work to cpu-ms/turn.
+	stages := os.Getenv("PRAETOR_BENCH_STAGES") == "1"
+	staged := map[string]time.Time{} // event id -> arrival
+	if stages {
+		for _, spec := range []*contracts.Spec{contracts.TurnReceivedSpec, contracts.TurnExtractedSpec} {
+			s, err := nc.Subscribe(spec.FilterSubject(), func(m *nats.Msg) {
+				now := time.Now()
+				mu.Lock()
+				staged[m.Header.Get(nats.MsgIdHdr)] = now
+				mu.Unlock()
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = s.Unsubscribe() })
+		}
+	}
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
 	post := func(path string, body any, out any) error {
@@ -223,6 +244,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	mu.Lock()
 	clear(sent)
 	clear(arrived)
+	clear(staged)
 	mu.Unlock()
 
 	// The figures cover the timed turns only: process CPU (every service,
@@ -284,7 +306,52 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	b.ReportMetric(pct(0.5), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/turn")
+	if stages {
+		reportStages(b, sent, arrived, staged)
+	}
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(b.N), "allocs/turn")
+}
+
+// reportStages reports the p50 and p99 of each stage of the turns (see
+// PRAETOR_BENCH_STAGES), and how the slowest 1% of turns spent their time.
+func reportStages(b *testing.B, sent, arrived, staged map[string]time.Time) {
+	type turn struct{ gw, ext, run, total time.Duration }
+	var ts []turn
+	for id, due := range sent {
+		rec, ok1 := staged[id]
+		ext, ok2 := staged[events.DeriveID(id, "extracted")]
+		done, ok3 := arrived[id]
+		if ok1 && ok2 && ok3 {
+			ts = append(ts, turn{rec.Sub(due), ext.Sub(rec), done.Sub(ext), done.Sub(due)})
+		}
+	}
+	if len(ts) == 0 {
+		b.Fatal("no turn seen at every stage")
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for _, st := range []struct {
+		name string
+		of   func(turn) time.Duration
+	}{{"gw", func(t turn) time.Duration { return t.gw }}, {"ext", func(t turn) time.Duration { return t.ext }},
+		{"run", func(t turn) time.Duration { return t.run }}} {
+		ds := make([]time.Duration, len(ts))
+		for i, t := range ts {
+			ds[i] = st.of(t)
+		}
+		slices.Sort(ds)
+		b.ReportMetric(ms(ds[len(ds)/2]), st.name+"-p50-ms")
+		b.ReportMetric(ms(ds[int(0.99*float64(len(ds)-1))]), st.name+"-p99-ms")
+	}
+	// The slowest 1%: the mean of each stage, to say where the tail is.
+	slices.SortFunc(ts, func(a, b turn) int { return int(b.total - a.total) })
+	tail := ts[:max(1, len(ts)/100)]
+	var sum turn
+	for _, t := range tail {
+		sum.gw, sum.ext, sum.run = sum.gw+t.gw, sum.ext+t.ext, sum.run+t.run
+	}
+	n := time.Duration(len(tail))
+	b.Logf("slowest %d turns: mean gateway %.1f ms, extractor %.1f ms, runner %.1f ms", len(tail),
+		ms(sum.gw/n), ms(sum.ext/n), ms(sum.run/n))
 }
 
 // processCPU is the CPU time (user and system) this process has used.

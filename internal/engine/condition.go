@@ -37,8 +37,9 @@ func (c Condition) Holds(env CondEnv) bool {
 		}
 		return env.Registry.Evaluate(c.EvaluatorName, m)+1e-9 >= c.Threshold
 	case CondUserRequest:
+		msg := LowerText(env.Message)
 		for _, k := range c.Keywords {
-			if ContainsPhrase(env.Message, k) {
+			if msg.Contains(k) {
 				return true
 			}
 		}
@@ -65,11 +66,27 @@ func ContainsPhrase(text, phrase string) bool {
 // PhraseIndex is the byte offset, in strings.ToLower(text), of the first
 // whole-word, case-insensitive occurrence of phrase, or -1.
 func PhraseIndex(text, phrase string) int {
+	return LowerText(text).Index(phrase)
+}
+
+// Text is a text lowered once for many phrase look-ups: ContainsPhrase
+// lowers its text at every call, and cue lists look up dozens of phrases
+// in the same sentence.
+type Text struct{ lower string }
+
+// LowerText prepares text for phrase look-ups.
+func LowerText(text string) Text { return Text{lower: strings.ToLower(text)} }
+
+// Contains is ContainsPhrase(text, phrase).
+func (t Text) Contains(phrase string) bool { return t.Index(phrase) >= 0 }
+
+// Index is PhraseIndex(text, phrase).
+func (t Text) Index(phrase string) int {
 	phrase = strings.TrimSpace(phrase)
 	if phrase == "" {
 		return -1
 	}
-	lt, lp := strings.ToLower(text), strings.ToLower(phrase)
+	lt, lp := t.lower, strings.ToLower(phrase)
 	for from := 0; from <= len(lt)-len(lp); {
 		i := strings.Index(lt[from:], lp)
 		if i < 0 {

@@ -78,11 +78,12 @@ func updateSocioEmotional(m *engine.WorkingMemory, in Input) {
 
 func countCues(text string, cues []string, limit int) int {
 	n := 0
+	t := engine.LowerText(text)
 	for _, c := range cues {
 		if n == limit {
 			break
 		}
-		if engine.ContainsPhrase(text, c) {
+		if t.Contains(c) {
 			n++
 		}
 	}

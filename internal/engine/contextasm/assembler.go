@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/technique"
@@ -305,10 +307,42 @@ func (a *Assembler) count(text string) int {
 }
 
 func renderMessage(m engine.Message) string {
-	return fmt.Sprintf("[turn %d] %s: %s", m.Turn, m.Role, oneLine(m.Content))
+	return "[turn " + strconv.Itoa(m.Turn) + "] " + m.Role + ": " + oneLine(m.Content)
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine collapses every run of white space to one space and trims the
+// ends; text that has nothing to collapse (most of it) comes back as is.
+func oneLine(s string) string {
+	if isOneLine(s) {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// isOneLine reports whether oneLine would leave s unchanged: no white
+// space but single spaces between words.
+func isOneLine(s string) bool {
+	space := true // at the start, a space would be trimmed
+	for i := 0; i < len(s); {
+		r, n := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(s[i:])
+		}
+		i += n
+		switch {
+		case r == ' ':
+			if space {
+				return false
+			}
+			space = true
+		case unicode.IsSpace(r):
+			return false
+		default:
+			space = false
+		}
+	}
+	return !space || s == ""
+}
 
 func renderHandoff(in Input) string {
 	text := in.Handoff
@@ -377,7 +411,7 @@ func renderObligations(in Input) []string {
 		if it.Required {
 			req = ", required"
 		}
-		return fmt.Sprintf("- %s [%s%s]: %s", it.ID, st, req, oneLine(it.Description))
+		return "- " + it.ID + " [" + st + req + "]: " + oneLine(it.Description)
 	}
 	var inFocus, other []string
 	for _, it := range m.Obligations.Items {
@@ -480,12 +514,24 @@ func renderExtraction(in Input) []string {
 		if !ok {
 			continue
 		}
-		turns := make([]string, len(x.ExtractedFromTurns))
+		b := make([]byte, 0, 64+len(f.Path)+len(f.DisplayName)+min(len(x.Value), 4*400+3))
+		b = append(b, "- "...)
+		b = append(b, f.Path...)
+		b = append(b, " ("...)
+		b = append(b, f.DisplayName...)
+		b = append(b, "): "...)
+		b = append(b, clip(string(x.Value), 400)...)
+		b = append(b, " [confidence "...)
+		b = strconv.AppendFloat(b, x.Confidence, 'f', 2, 64)
+		b = append(b, ", turns "...)
 		for i, t := range x.ExtractedFromTurns {
-			turns[i] = strconv.Itoa(t)
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(t), 10)
 		}
-		lines = append(lines, fmt.Sprintf("- %s (%s): %s [confidence %.2f, turns %s]",
-			f.Path, f.DisplayName, clip(string(x.Value), 400), x.Confidence, strings.Join(turns, ",")))
+		b = append(b, ']')
+		lines = append(lines, string(b))
 	}
 	if len(lines) == 0 {
 		lines = []string{"(nothing extracted yet)"}

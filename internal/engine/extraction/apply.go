@@ -114,8 +114,13 @@ var correctionMarkers = []string{"actually", "instead", "rather", "correction", 
 
 // CorrectionMarker returns the first correction marker in text, or "".
 func CorrectionMarker(text string) string {
+	return CorrectionMarkerIn(engine.LowerText(text))
+}
+
+// CorrectionMarkerIn is CorrectionMarker of a text prepared for look-ups.
+func CorrectionMarkerIn(text engine.Text) string {
 	for _, m := range correctionMarkers {
-		if engine.ContainsPhrase(text, m) {
+		if text.Contains(m) {
 			return m
 		}
 	}

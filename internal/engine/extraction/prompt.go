@@ -1,7 +1,6 @@
 package extraction
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -215,10 +214,11 @@ func block(b *strings.Builder, name string, items ...any) {
 var ErrNotExtractionPrompt = errors.New("not an extraction prompt")
 
 // ParsePrompt reads back the blocks of a request built by BuildRequest; the
-// offline provider answers from it exactly what a model would read. Field
-// lines it has read before are not decoded again (most repeat from turn to
-// turn), so the fields of the prompts it returns share their cues with one
-// another: treat them as read-only.
+// offline provider answers from it exactly what a model would read. Lines
+// it has read before are not decoded again (the field definitions, the
+// obligations and most of the conversation repeat from turn to turn), so
+// the prompts it returns share their cues, obligation fields and messages
+// with one another: treat them as read-only.
 func ParsePrompt(req llm.Request) (Prompt, error) {
 	var content string
 	for i := len(req.Messages) - 1; i >= 0; i-- {
@@ -232,46 +232,46 @@ func ParsePrompt(req llm.Request) (Prompt, error) {
 		EngineID string `json:"engine_id"`
 		Name     string `json:"name"`
 	}
-	steps := []struct {
+	steps := [...]struct {
 		name string
-		into func(line []byte) error
+		into func(line string) error
 		need bool
 	}{
-		{"engine", func(l []byte) error { return json.Unmarshal(l, &eng) }, true},
-		{"fields", func(l []byte) error {
+		{"engine", func(l string) error { return json.Unmarshal([]byte(l), &eng) }, true},
+		{"fields", func(l string) error {
 			f, err := parsedFields.parse(l)
 			p.Fields = append(p.Fields, f)
 			return err
 		}, true},
-		{"obligations", func(l []byte) error {
-			var o PromptObligation
-			err := json.Unmarshal(l, &o)
+		{"obligations", func(l string) error {
+			o, err := parsedObligations.parse(l)
 			p.Obligations = append(p.Obligations, o)
 			return err
 		}, false},
-		{"focus", func(l []byte) error {
-			var o PromptObligation
-			err := json.Unmarshal(l, &o)
+		{"focus", func(l string) error {
+			o, err := parsedObligations.parse(l)
 			p.Focus = &o
 			return err
 		}, false},
-		{"conversation", func(l []byte) error {
-			var m engine.Message
-			err := json.Unmarshal(l, &m)
+		{"conversation", func(l string) error {
+			m, err := parsedMessages.parse(l)
 			p.Conversation = append(p.Conversation, m)
 			return err
 		}, false},
-		{"user_message", func(l []byte) error { return json.Unmarshal(l, &p.Message) }, true},
+		{"user_message", func(l string) error { return json.Unmarshal([]byte(l), &p.Message) }, true},
 	}
 	for _, s := range steps {
-		lines, ok := blockLines(content, s.name)
+		block, ok := blockBody(content, s.name)
 		if !ok {
 			if s.need {
 				return Prompt{}, fmt.Errorf("%w: no <%s> block", ErrNotExtractionPrompt, s.name)
 			}
 			continue
 		}
-		for _, l := range lines {
+		for l := range strings.SplitSeq(block, "\n") {
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
 			if err := s.into(l); err != nil {
 				return Prompt{}, fmt.Errorf("%w: <%s>: %v", ErrNotExtractionPrompt, s.name, err)
 			}
@@ -286,55 +286,53 @@ func ParsePrompt(req llm.Request) (Prompt, error) {
 	return p, nil
 }
 
-// fieldCache remembers decoded field lines, up to maxCachedFieldBytes of
-// them; past that it starts afresh.
-type fieldCache struct {
+// lineCache remembers decoded lines, up to maxCachedLineBytes of them; past
+// that it starts afresh.
+type lineCache[T any] struct {
 	mu    sync.Mutex
-	m     map[string]PromptField
+	m     map[string]T
 	bytes int
 }
 
-const maxCachedFieldBytes = 8 << 20
+const maxCachedLineBytes = 8 << 20
 
-var parsedFields fieldCache
+var (
+	parsedFields      lineCache[PromptField]
+	parsedObligations lineCache[PromptObligation]
+	parsedMessages    lineCache[engine.Message]
+)
 
-func (c *fieldCache) parse(line []byte) (PromptField, error) {
+func (c *lineCache[T]) parse(line string) (T, error) {
 	c.mu.Lock()
-	f, ok := c.m[string(line)]
+	v, ok := c.m[line]
 	c.mu.Unlock()
 	if ok {
-		return f, nil
+		return v, nil
 	}
-	if err := json.Unmarshal(line, &f); err != nil {
-		return f, err
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
+		return v, err
 	}
 	c.mu.Lock()
-	if c.m == nil || c.bytes+len(line) > maxCachedFieldBytes {
-		c.m, c.bytes = map[string]PromptField{}, 0
+	if c.m == nil || c.bytes+len(line) > maxCachedLineBytes {
+		c.m, c.bytes = map[string]T{}, 0
 	}
-	c.m[string(line)] = f
+	c.m[strings.Clone(line)] = v // not the slice of a whole prompt
 	c.bytes += len(line)
 	c.mu.Unlock()
-	return f, nil
+	return v, nil
 }
 
-// blockLines returns the non-empty lines between <name> and </name>.
-func blockLines(content, name string) ([][]byte, bool) {
+// blockBody returns the text between <name> and </name>.
+func blockBody(content, name string) (string, bool) {
 	open, end := "<"+name+">\n", "</"+name+">"
 	i := strings.Index(content, open)
 	if i < 0 {
-		return nil, false
+		return "", false
 	}
 	rest := content[i+len(open):]
 	j := strings.Index(rest, end)
 	if j < 0 {
-		return nil, false
+		return "", false
 	}
-	var out [][]byte
-	for _, l := range bytes.Split([]byte(rest[:j]), []byte("\n")) {
-		if len(bytes.TrimSpace(l)) > 0 {
-			out = append(out, l)
-		}
-	}
-	return out, true
+	return rest[:j], true
 }

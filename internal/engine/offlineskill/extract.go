@@ -63,7 +63,7 @@ func Extract(p extraction.Prompt) Answer {
 	if msg == "" {
 		return ans
 	}
-	sentences := Sentences(msg)
+	sentences := prepare(Sentences(msg))
 	focus := map[string]bool{}
 	if p.Focus != nil {
 		for _, f := range p.Focus.Fields {
@@ -76,7 +76,7 @@ func Extract(p extraction.Prompt) Answer {
 			continue
 		}
 		known := len(f.Current) > 0 && string(f.Current) != "null" && f.CurrentConfidence >= f.ConfidenceThreshold
-		if fa, ok := matchField(f, msg, sentences, known, inFocus); ok {
+		if fa, ok := matchField(f, sentences, known, inFocus); ok {
 			ans.Fields[f.Path] = fa
 		}
 	}
@@ -117,21 +117,38 @@ func promptField(p extraction.Prompt, path string) *extraction.PromptField {
 	return nil
 }
 
+// sentence is a sentence of the message, prepared once for the cues of
+// every field.
+type sentence struct {
+	text       string
+	lower      engine.Text
+	correction bool // it holds a correction marker
+}
+
+func prepare(ss []string) []sentence {
+	out := make([]sentence, len(ss))
+	for i, s := range ss {
+		out[i] = sentence{text: s, lower: engine.LowerText(s)}
+		out[i].correction = extraction.CorrectionMarkerIn(out[i].lower) != ""
+	}
+	return out
+}
+
 // matchField tries a field's cues: patterns, then values, then keywords.
-func matchField(f extraction.PromptField, msg string, sentences []string, known, inFocus bool) (fieldAnswer, bool) {
-	conf := func(base float64, sentence string) float64 {
+func matchField(f extraction.PromptField, sentences []sentence, known, inFocus bool) (fieldAnswer, bool) {
+	conf := func(base float64, s sentence) float64 {
 		c := base
 		if f.Cues.Confidence > 0 {
 			c = f.Cues.Confidence
 		}
-		if extraction.CorrectionMarker(sentence) != "" {
+		if s.correction {
 			c = max(c, confCorrection)
 		}
 		return max(c, f.ConfidenceThreshold)
 	}
 	// A known field is left alone unless asked about or corrected.
-	allowed := func(sentence string) bool {
-		return !known || inFocus || extraction.CorrectionMarker(sentence) != ""
+	allowed := func(s sentence) bool {
+		return !known || inFocus || s.correction
 	}
 	for _, pat := range f.Cues.Patterns {
 		re, err := compile(pat)
@@ -139,7 +156,7 @@ func matchField(f extraction.PromptField, msg string, sentences []string, known,
 			continue
 		}
 		for _, s := range sentences {
-			m := re.FindStringSubmatch(s)
+			m := re.FindStringSubmatch(s.text)
 			if m == nil || !allowed(s) {
 				continue
 			}
@@ -152,7 +169,7 @@ func matchField(f extraction.PromptField, msg string, sentences []string, known,
 	for _, cv := range f.Cues.Values {
 		for _, s := range sentences {
 			for _, w := range cv.When {
-				if engine.ContainsPhrase(s, w) && allowed(s) {
+				if s.lower.Contains(w) && allowed(s) {
 					return fieldAnswer{Value: cv.Value, Confidence: conf(confValue, s),
 						Reasoning: fmt.Sprintf("%q means %v", w, cv.Value)}, true
 				}
@@ -161,10 +178,10 @@ func matchField(f extraction.PromptField, msg string, sentences []string, known,
 	}
 	for _, s := range sentences {
 		for _, kw := range f.Cues.Keywords {
-			if !engine.ContainsPhrase(s, kw) || !allowed(s) {
+			if !s.lower.Contains(kw) || !allowed(s) {
 				continue
 			}
-			if v, ok := valueFromText(f.ValueType, s, kw); ok {
+			if v, ok := valueFromText(f.ValueType, s.text, kw); ok {
 				return fieldAnswer{Value: v, Confidence: conf(confKeyword, s),
 					Reasoning: fmt.Sprintf("the sentence mentions %q", kw)}, true
 			}
@@ -347,8 +364,9 @@ var declinePhrases = []string{"skip", "not sure", "don't know", "do not know", "
 
 // Declines reports whether the user puts the question off.
 func Declines(text string) bool {
+	t := engine.LowerText(text)
 	for _, p := range declinePhrases {
-		if engine.ContainsPhrase(text, p) {
+		if t.Contains(p) {
 			return true
 		}
 	}

@@ -47,10 +47,11 @@ func (HeuristicClassifier) Classify(_ context.Context, text string) ([]engine.Mo
 		i int
 	}
 	var all []sc
+	lt := engine.LowerText(text)
 	for i, m := range engine.Modes() {
 		n := 0
 		for _, c := range modeCues[m] {
-			if engine.ContainsPhrase(text, c) {
+			if lt.Contains(c) {
 				n++
 			}
 		}
