@@ -136,13 +136,21 @@ func (l *latencies) report(b *testing.B) {
 // begins, statements, commits, lock attempts), lock/task and lockmiss/task
 // (relay passes, and those that found another relay holding the lock)
 // count what every process of the cluster asks of the database.
+//
+// Each adapter runs at two operating points, by the attempts in flight
+// (the executor's MaxParallel and the worker pool's concurrency): 12, where
+// the commit and transport of one attempt seldom queue behind another's on
+// two cores, and 64, which gives the most tasks/s at the cost of queueing
+// in the dispatch latency. BENCH_PARALLEL=N runs N alone.
 func BenchmarkFanOutFanInJetStream(b *testing.B) {
 	const n = 1000
 	for _, a := range testdb.Adapters() {
-		b.Run(a.Name, func(b *testing.B) {
-			db := &countingDB{DB: a.Open(b)}
-			benchFan(b, db, n)
-		})
+		for _, parallel := range benchParallel {
+			b.Run(fmt.Sprintf("%s/inflight%d", a.Name, parallel), func(b *testing.B) {
+				db := &countingDB{DB: a.Open(b)}
+				benchFan(b, db, n, parallel)
+			})
+		}
 	}
 }
 
@@ -220,29 +228,30 @@ func (t *timedStore) report(b *testing.B) {
 	b.ReportMetric(float64(t.ev)/float64(len(t.d)), "events/save")
 }
 
-// benchParallel is the attempts in flight: the executor's MaxParallel and
-// the worker pool's concurrency, so attempts do not queue in the worker.
-var benchParallel = 64
+// benchParallel are the attempts in flight of each run: the executor's
+// MaxParallel and the worker pool's concurrency, so attempts do not queue
+// in the worker.
+var benchParallel = []int{12, 64}
 
 func init() {
 	if v, err := strconv.Atoi(os.Getenv("BENCH_PARALLEL")); err == nil && v > 0 {
-		benchParallel = v
+		benchParallel = []int{v}
 	}
 }
 
-func benchFan(b *testing.B, db *countingDB, n int) {
+func benchFan(b *testing.B, db *countingDB, n, parallel int) {
 	bundle := fanOutFanIn(b, n)
 	c := newCluster(b, db)
 	c.snapshotEvery = 0 // the store's default
 	lat := &latencies{started: map[string]time.Time{}}
 	c.worker(router(mock.New(mock.Config{})), []string{"mock"}, func(cfg *worker.Config) {
-		cfg.Concurrency = benchParallel
+		cfg.Concurrency = parallel
 		cfg.Observe = lat.observe
 	})
 	o := c.orchestrator()
 	saves := &timedStore{Store: o.store, saved: map[string][2]time.Time{}}
 	x := o.executor(b, func(cfg *executor.Config) {
-		cfg.MaxParallel = benchParallel
+		cfg.MaxParallel = parallel
 		cfg.Store = saves
 		cfg.Dispatcher = timedDispatcher{cfg.Dispatcher, lat}
 	})
@@ -273,11 +282,17 @@ func benchFan(b *testing.B, db *countingDB, n int) {
 
 // BenchmarkRawJetStreamRoundTrip is the transport alone, in the same
 // conditions: 1,000 request messages published with acknowledgement (as
-// many in flight as the workflow benchmark), each consumed by a durable
+// many in flight as the workflow benchmark's operating points), each consumed by a durable
 // pull consumer that publishes a reply, consumed by another. No store, no
 // CloudEvents, no engine: the ceiling the workflow path is measured
 // against.
 func BenchmarkRawJetStreamRoundTrip(b *testing.B) {
+	for _, parallel := range benchParallel {
+		b.Run(fmt.Sprintf("inflight%d", parallel), func(b *testing.B) { benchRaw(b, parallel) })
+	}
+}
+
+func benchRaw(b *testing.B, parallel int) {
 	const n = 1000
 	srv := orchtest.StartNATS(b)
 	reqJS := orchtest.NewJetStream(b, srv.Conn(b))
@@ -298,7 +313,7 @@ func BenchmarkRawJetStreamRoundTrip(b *testing.B) {
 			b.Error(err)
 		}
 		_ = m.Ack()
-	}, jetstream.PullMaxMessages(benchParallel))
+	}, jetstream.PullMaxMessages(parallel))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -316,7 +331,7 @@ func BenchmarkRawJetStreamRoundTrip(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		slots := make(chan struct{}, benchParallel)
+		slots := make(chan struct{}, parallel)
 		var wg sync.WaitGroup
 		for k := range n {
 			slots <- struct{}{}
@@ -333,7 +348,7 @@ func BenchmarkRawJetStreamRoundTrip(b *testing.B) {
 			go func() { <-done; <-slots }()
 		}
 		wg.Wait()
-		for range benchParallel {
+		for range parallel {
 			slots <- struct{}{}
 		}
 		rcc.Stop()
