@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"runtime"
@@ -82,7 +81,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		}
 		cfg.Streams.Partitions = n
 	}
-	natsAddr := freeAddrB(b)
+	natsAddr := testenv.FreeAddr(b)
 	switch storeKind {
 	case "sqlite":
 		cfg.Dev, cfg.DataDir, cfg.NATSListen = true, b.TempDir(), natsAddr
@@ -379,13 +378,4 @@ func benchToken(b *testing.B, url string) string {
 		b.Fatal(err)
 	}
 	return secret
-}
-
-func freeAddrB(b *testing.B) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/praetorhq/praetor/internal/conversation"
 	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/internal/store/testdb"
 )
 
 // A working memory comes back byte for byte as it was written: values kept
@@ -16,7 +17,7 @@ import (
 func TestStateKeepsItsBytes(t *testing.T) {
 	const state = `{"turn_number":1,"fields":{"budget":{"value":{"max":90000,"currency":"EUR","min":50000},"confidence":0.8}}}`
 	const extraction = `{"zeta":1,"alpha":{"b":2,"a":1}}`
-	stores(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := context.Background()
 		s := conversation.Session{ID: "s1", TenantID: "acme", ProjectID: "p1", EngineID: "exploration",
 			EngineVersion: "1.0.0", Status: conversation.StatusActive, Phase: "OPENING",

@@ -9,44 +9,13 @@ import (
 
 	"github.com/praetorhq/praetor/internal/conversation"
 	"github.com/praetorhq/praetor/internal/store"
-	"github.com/praetorhq/praetor/internal/store/postgres"
-	"github.com/praetorhq/praetor/internal/store/sqlite"
-	"github.com/praetorhq/praetor/internal/testenv"
+	"github.com/praetorhq/praetor/internal/store/testdb"
 )
-
-func stores(t *testing.T, fn func(t *testing.T, db store.DB)) {
-	open := map[string]func(t *testing.T) store.DB{
-		"sqlite": func(t *testing.T) store.DB {
-			db, err := sqlite.Open(context.Background(), sqlite.Config{Path: t.TempDir() + "/p.db"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		},
-		"postgres": func(t *testing.T) store.DB {
-			db, err := postgres.Open(context.Background(), postgres.Config{URL: testenv.Postgres(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return db
-		},
-	}
-	for name, o := range open {
-		t.Run(name, func(t *testing.T) {
-			db := o(t)
-			t.Cleanup(func() { _ = db.Close() })
-			if _, err := store.Migrate(context.Background(), db); err != nil {
-				t.Fatal(err)
-			}
-			fn(t, db)
-		})
-	}
-}
 
 var t0 = time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
 
 func TestSessionsAndTurns(t *testing.T) {
-	stores(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := context.Background()
 		s := conversation.Session{ID: "s1", TenantID: "acme", ProjectID: "p1", EngineID: "project-discovery",
 			EngineVersion: "1.0.0", Status: conversation.StatusActive, Phase: "OPENING",
@@ -104,7 +73,7 @@ func TestSessionsAndTurns(t *testing.T) {
 }
 
 func TestExtractionLogAndState(t *testing.T) {
-	stores(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := context.Background()
 		first := conversation.ExtractionLogEntry{ID: "e1", TenantID: "acme", SessionID: "s1", ProjectID: "p1", MessageID: "m1",
 			EngineID: "pd", FieldPath: "purpose.core_problem", Value: json.RawMessage(`"website"`), Confidence: 0.7,
@@ -162,7 +131,7 @@ func TestExtractionLogAndState(t *testing.T) {
 // Two writers read the same version: the first write wins, the second is
 // refused as stale and writes nothing, on both stores.
 func TestSaveSessionRefusesAStaleWrite(t *testing.T) {
-	stores(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := context.Background()
 		s := conversation.Session{ID: "s1", TenantID: "acme", ProjectID: "p1", EngineID: "project-discovery",
 			EngineVersion: "1.0.0", Status: conversation.StatusActive, Phase: "OPENING",
@@ -192,7 +161,7 @@ func TestSaveSessionRefusesAStaleWrite(t *testing.T) {
 }
 
 func TestHandoffs(t *testing.T) {
-	stores(t, func(t *testing.T, db store.DB) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := context.Background()
 		h := conversation.Handoff{ID: "h1", TenantID: "acme", ProjectID: "p1", SourceEngineID: "exploration", SourceSessionID: "s1",
 			TargetEngineID: "project-discovery", TargetSessionID: "s2", Payload: json.RawMessage(`{"metadata":{"session_id":"s1"}}`),

@@ -7,28 +7,10 @@ import (
 	"time"
 
 	"github.com/praetorhq/praetor/internal/conversation"
-	"github.com/praetorhq/praetor/internal/delivery"
-	"github.com/praetorhq/praetor/internal/engine/offlineskill"
-	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/services/runner/runnertest"
 )
-
-// skills answers with the offline skills, as the offline provider does.
-type skills struct{}
-
-func (skills) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	skill, ok := offlineskill.Skills()[req.Purpose]
-	if !ok {
-		return nil, fmt.Errorf("no skill for %q", req.Purpose)
-	}
-	out, err := skill(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return &llm.Response{Content: out, Provider: "skills"}, nil
-}
 
 // TestTurnRoundTrips counts the store calls the extractor makes to extract
 // a turn, on SQLite and PostgreSQL: one read (session, extraction state
@@ -45,19 +27,8 @@ func TestTurnRoundTrips(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			rig := runnertest.New(t, runnertest.Options{Postgres: pg})
-			if err := rig.Relay.Stop(ctx); err != nil {
-				t.Fatal(err)
-			}
-			db := runnertest.NewCountingDB(rig.DB)
-			relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: rig.Bus, Logger: rig.Logger, Interval: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := relay.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = relay.Stop(context.Background()) })
-			s, err := New(Config{DB: db, Bus: rig.Bus, Relay: relay, Engines: rig.Engines, LLM: skills{}, Logger: rig.Logger,
+			db, relay := rig.Counted(t)
+			s, err := New(Config{DB: db, Bus: rig.Bus, Relay: relay, Engines: rig.Engines, LLM: runnertest.Skills{}, Logger: rig.Logger,
 				AckWait: time.Second})
 			if err != nil {
 				t.Fatal(err)

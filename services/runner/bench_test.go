@@ -8,26 +8,9 @@ import (
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
-	"github.com/praetorhq/praetor/internal/engine/offlineskill"
-	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/services/runner"
+	"github.com/praetorhq/praetor/services/runner/runnertest"
 )
-
-// skillsLLM answers with the offline skills directly, without the offline
-// provider's token accounting, to measure the framework alone.
-type skillsLLM struct{}
-
-func (skillsLLM) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	skill, ok := offlineskill.Skills()[req.Purpose]
-	if !ok {
-		return nil, fmt.Errorf("no skill for %q", req.Purpose)
-	}
-	out, err := skill(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return &llm.Response{Content: out, Provider: "skills"}, nil
-}
 
 // BenchmarkTurn measures one offline turn of project-discovery at turn 10:
 // extraction (prompt, offline skill, schema check, apply) and the runner's
@@ -42,10 +25,10 @@ func benchTurn(b *testing.B, direct bool) {
 	s := newSession(b, "project-discovery")
 	if direct {
 		var err error
-		if s.pipe, err = extraction.New(extraction.Config{LLM: skillsLLM{}}); err != nil {
+		if s.pipe, err = extraction.New(extraction.Config{LLM: runnertest.Skills{}}); err != nil {
 			b.Fatal(err)
 		}
-		if s.run, err = runner.New(runner.Config{LLM: skillsLLM{}, Registry: s.reg, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+		if s.run, err = runner.New(runner.Config{LLM: runnertest.Skills{}, Registry: s.reg, Logger: slog.New(slog.DiscardHandler)}); err != nil {
 			b.Fatal(err)
 		}
 	} else {

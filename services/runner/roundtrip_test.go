@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/services/runner/runnertest"
 )
@@ -28,18 +27,7 @@ func TestTurnRoundTrips(t *testing.T) {
 			ctx := context.Background()
 			rig := runnertest.New(t, runnertest.Options{Postgres: pg})
 			// This test's relay, on the counted store, is the only one.
-			if err := rig.Relay.Stop(ctx); err != nil {
-				t.Fatal(err)
-			}
-			db := runnertest.NewCountingDB(rig.DB)
-			relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: rig.Bus, Logger: rig.Logger, Interval: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := relay.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = relay.Stop(context.Background()) })
+			db, relay := rig.Counted(t)
 			r, err := New(Config{LLM: fixed("What does the team need most?"), Registry: rig.Registry, Logger: rig.Logger})
 			if err != nil {
 				t.Fatal(err)

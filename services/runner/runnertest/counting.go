@@ -3,7 +3,10 @@ package runnertest
 import (
 	"context"
 	"sync"
+	"testing"
+	"time"
 
+	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/store"
 )
 
@@ -114,4 +117,25 @@ func (t countingTx) Query(ctx context.Context, query string, args ...any) (store
 func (t countingTx) QueryRow(ctx context.Context, query string, args ...any) store.Row {
 	t.d.add(func(c *Counts) { c.TxStatements++ })
 	return t.Querier.QueryRow(ctx, query, args...)
+}
+
+// Counted stops the rig's relay and returns the rig's store wrapped in a
+// CountingDB, with a relay of its own on it (started, stopped at cleanup),
+// so that every call a service and its relay make is counted.
+func (r *Rig) Counted(t testing.TB) (*CountingDB, *delivery.Relay) {
+	t.Helper()
+	ctx := context.Background()
+	if err := r.Relay.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	db := NewCountingDB(r.DB)
+	relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: r.Bus, Logger: r.Logger, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := relay.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = relay.Stop(context.Background()) })
+	return db, relay
 }

@@ -8,12 +8,10 @@
 package runnertest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -28,6 +26,7 @@ import (
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/internal/store/testdb"
+	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/pkg/events/eventstest"
@@ -61,14 +60,14 @@ type Rig struct {
 	Registry *engine.Registry
 	// Logger writes to Logs, printed when the test fails.
 	Logger *slog.Logger
-	logs   *syncBuffer
+	logs   *testenv.Buffer
 }
 
 // New starts a bench that lives until the test ends.
 func New(t testing.TB, opts Options) *Rig {
 	t.Helper()
 	ctx := context.Background()
-	r := &Rig{logs: &syncBuffer{}}
+	r := &Rig{logs: &testenv.Buffer{}}
 	r.Logger = slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -277,21 +276,4 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for an outcome
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
