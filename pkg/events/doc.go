@@ -50,14 +50,17 @@
 //     workers.
 //
 // Unkeyed consumers (tasks, LLM records) have one durable consumer with many
-// outstanding messages and a pool of workers.
+// outstanding messages, pulled by two subscriptions per process into a pool
+// of ConsumerConfig.Concurrency workers.
 //
 // # Exactly-once effect
 //
 // Delivery is at least once. Handlers that change state make it exactly once
 // in effect with the inbox and outbox of package internal/delivery: the state
 // change, the "handled" inbox row and the events to emit commit in one
-// transaction, and a relay publishes the outbox. Handlers derive the ids of
+// transaction; the handler then publishes those events and acknowledges its
+// input once the stream holds them, and a relay publishes whatever a crash
+// or a failed publish left in the outbox. Handlers derive the ids of
 // the events they emit from the input event (DeriveID), so a re-run emits the
 // same ids and the stream's duplicate window and the consumers' inboxes drop
 // the copies.
