@@ -54,6 +54,8 @@ type Relay struct {
 	done    chan struct{}
 	started bool
 
+	catchUp sync.Mutex // one CatchUp at a time
+
 	// inflight holds the event ids PublishCommitted is publishing or has
 	// published and not yet marked sent.
 	inflightMu sync.Mutex
@@ -257,7 +259,13 @@ func (r *Relay) run(ctx context.Context) {
 // duplicate, while one skipped could reach the stream after the next event
 // of its key. A redelivery of a committed event is acknowledged only after
 // it (Inbox); it is rare, and costs at most a copy of the backlog.
+//
+// The catch-ups of one process run one at a time: after a crash many
+// redeliveries arrive together, and each would otherwise publish the whole
+// backlog; in turn, each finds only what is still unsent.
 func (r *Relay) CatchUp(ctx context.Context) error {
+	r.catchUp.Lock()
+	defer r.catchUp.Unlock()
 	head, err := store.OutboxHead(ctx, r.cfg.DB)
 	if err != nil {
 		return err
