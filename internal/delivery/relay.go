@@ -54,7 +54,7 @@ type Relay struct {
 	done    chan struct{}
 	started bool
 
-	catchUp sync.Mutex // one CatchUp at a time
+	catchUp chan struct{} // holds a token while a CatchUp runs: one at a time
 
 	// inflight holds the event ids PublishCommitted is publishing or has
 	// published and not yet marked sent.
@@ -81,7 +81,8 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if cfg.Batch < 1 || cfg.Interval <= 0 {
 		return nil, errors.New("delivery: relay Batch and Interval must be positive")
 	}
-	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]struct{}{}, marking: make(chan struct{}, 1)}, nil
+	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]struct{}{}, marking: make(chan struct{}, 1),
+		catchUp: make(chan struct{}, 1)}, nil
 }
 
 // Kick asks the relay to publish now.
@@ -264,8 +265,12 @@ func (r *Relay) run(ctx context.Context) {
 // redeliveries arrive together, and each would otherwise publish the whole
 // backlog; in turn, each finds only what is still unsent.
 func (r *Relay) CatchUp(ctx context.Context) error {
-	r.catchUp.Lock()
-	defer r.catchUp.Unlock()
+	select {
+	case r.catchUp <- struct{}{}:
+		defer func() { <-r.catchUp }()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 	head, err := store.OutboxHead(ctx, r.cfg.DB)
 	if err != nil {
 		return err

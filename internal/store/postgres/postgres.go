@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -69,25 +68,27 @@ type DB struct {
 	sqldb     *sql.DB
 	cfg       Config
 	closeOnce sync.Once
-	// schema is the schema the connections work in (search_path): locks
-	// are per schema, as the tables are.
-	schema string
 }
 
 var _ store.Migratable = (*DB)(nil)
 
 // TryLock implements store.DB with a session advisory lock on a connection
 // held until unlock. Advisory locks span the database; the key names the
-// schema too, so that stores in two schemas of one database (tests, tenants
-// apart) do not take each other's locks.
+// schema the connection works in (current_schema(), read with the lock, so
+// a schema created after Open counts), so that stores in two schemas of one
+// database (tests, tenants apart) do not take each other's locks.
 func (db *DB) TryLock(ctx context.Context, name string) (func(), bool, error) {
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("lock %s: %w", name, err)
 	}
-	key := lockKey(db.schema, name)
-	var ok bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+	var (
+		key int64
+		ok  bool
+	)
+	if err := conn.QueryRow(ctx, `SELECT k, pg_try_advisory_lock(k)
+		FROM (SELECT hashtextextended('praetor/' || coalesce(current_schema(), '') || '/' || $1, 0) AS k) AS l`,
+		name).Scan(&key, &ok); err != nil {
 		conn.Release()
 		return nil, false, fmt.Errorf("lock %s: %w", name, err)
 	}
@@ -107,13 +108,6 @@ func (db *DB) TryLock(ctx context.Context, name string) (func(), bool, error) {
 			conn.Release()
 		})
 	}, true, nil
-}
-
-// lockKey maps a lock name in a schema to an advisory lock key.
-func lockKey(schema, name string) int64 {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte("praetor/" + schema + "/" + name))
-	return int64(h.Sum64())
 }
 
 // Open connects to PostgreSQL and checks that it answers.
@@ -138,13 +132,12 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
-	var schema string
-	if err := pool.QueryRow(pctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
+	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect to %s:%d database %s: %w",
 			pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database, err)
 	}
-	return &DB{pool: pool, sqldb: stdlib.OpenDBFromPool(pool), cfg: cfg, schema: schema}, nil
+	return &DB{pool: pool, sqldb: stdlib.OpenDBFromPool(pool), cfg: cfg}, nil
 }
 
 // Pool returns the underlying pool, for what the port does not cover (COPY,
