@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -486,6 +487,36 @@ func TestCheckInWork(t *testing.T) {
 		}
 		if n := effects(t, r.db, "w1"); n != 1 {
 			t.Fatalf("%d effects after 3 deliveries, want 1", n)
+		}
+	})
+}
+
+// A step that emits an event the server would refuse commits nothing and
+// fails permanently, so the consumer dead-letters its input with the reason
+// instead of leaving an unpublishable row in the outbox.
+func TestTooLargeEventIsPermanentAndCommitsNothing(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		huge := strings.Repeat("x", int(r.bus.Conn().MaxPayload()))
+		h := r.inbox(t, nil).TxHandler(func(ctx context.Context, tx store.Querier, ev event.Event) ([]event.Event, error) {
+			out, err := effect(ctx, tx, ev)
+			if err != nil {
+				return nil, err
+			}
+			if err := out[0].SetData(event.ApplicationJSON, []byte(`"`+huge+`"`)); err != nil {
+				return nil, err
+			}
+			return out, nil
+		})
+		err := h(context.Background(), eventstest.NewEvent("in-big", "k", 0))
+		if !events.IsPermanent(err) || !errors.Is(err, events.ErrTooLarge) {
+			t.Fatalf("handling = %v, want a permanent ErrTooLarge", err)
+		}
+		if n := effects(t, r.db, "in-big"); n != 0 {
+			t.Errorf("%d effects committed, want 0", n)
+		}
+		if n := unsent(t, r.db); n != 0 {
+			t.Errorf("%d rows left in the outbox, want 0", n)
 		}
 	})
 }

@@ -223,10 +223,40 @@ func (b *Bus) publishAll(ctx context.Context, n int, msg func(i int) (*nats.Msg,
 	return nil
 }
 
+// ErrTooLarge is returned by Encode for an event whose message the server
+// would refuse.
+var ErrTooLarge = errors.New("events: event larger than the server accepts")
+
 // Encode routes ev to its subject and writes it in binary content mode,
-// continuing the trace found in ctx. The outbox stores what it returns.
+// continuing the trace found in ctx. The outbox stores what it returns, to
+// publish after its transaction commits; so it refuses here (ErrTooLarge)
+// an event the server would refuse then, which would sit in the outbox
+// unpublishable, holding up the relay behind it.
 func (b *Bus) Encode(ctx context.Context, ev event.Event) (*nats.Msg, error) {
-	return b.encode(ctx, ev)
+	m, err := b.encode(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	if size, most := msgSize(m), b.nc.MaxPayload(); most > 0 && int64(size) > most {
+		return nil, fmt.Errorf("%w: %s %s is %d bytes with its headers; the server's max_payload is %d",
+			ErrTooLarge, ev.Type(), ev.ID(), size, most)
+	}
+	return m, nil
+}
+
+// msgSize is the size of m as the server counts it against max_payload:
+// its data and its header block.
+func msgSize(m *nats.Msg) int {
+	n := len(m.Data)
+	if len(m.Header) > 0 {
+		n += len("NATS/1.0\r\n\r\n")
+		for k, vs := range m.Header {
+			for _, v := range vs {
+				n += len(k) + len(": \r\n") + len(v)
+			}
+		}
+	}
+	return n
 }
 
 func (b *Bus) encode(ctx context.Context, ev event.Event) (*nats.Msg, error) {

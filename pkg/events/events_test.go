@@ -1,9 +1,12 @@
 package events_test
 
 import (
+	"errors"
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"go.uber.org/goleak"
 
@@ -45,4 +48,39 @@ func TestConformanceExternal(t *testing.T) {
 		t.Cleanup(nc.Close)
 		return nc
 	}})
+}
+
+// An event the server would refuse is refused when it is encoded for an
+// outbox, before its transaction commits; one just under the limit passes
+// and the server takes it.
+func TestEncodeRefusesAnEventTheServerWould(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	nc := eventstest.Connect(t, srv)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(nc, events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	most := int(nc.MaxPayload())
+	sized := func(n int) event.Event {
+		ev := eventstest.NewEvent("big", "k", 0)
+		if err := ev.SetData(event.ApplicationJSON, []byte(`"`+strings.Repeat("x", n-2)+`"`)); err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	if _, err := bus.Encode(t.Context(), sized(most)); !errors.Is(err, events.ErrTooLarge) {
+		t.Fatalf("Encode of an event of %d bytes of data: %v, want ErrTooLarge", most, err)
+	}
+	ok := sized(most - 4096) // room for the headers
+	m, err := bus.Encode(t.Context(), ok)
+	if err != nil {
+		t.Fatalf("Encode of an event under max_payload: %v", err)
+	}
+	if err := bus.PublishMsg(t.Context(), m); err != nil {
+		t.Fatalf("the server refused what Encode let through: %v", err)
+	}
 }
