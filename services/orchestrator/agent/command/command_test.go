@@ -26,7 +26,10 @@ func script(t *testing.T, body string, change func(*Config)) *Runtime {
 	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := Config{Path: path, WorkDir: t.TempDir(), KillGrace: 200 * time.Millisecond,
+	// Run by /bin/sh rather than exec'd: a file this process has just
+	// written may still be open for writing in a child that a parallel test
+	// forked meanwhile, and exec fails with "text file busy" (ETXTBSY).
+	cfg := Config{Path: "/bin/sh", Args: []string{path}, WorkDir: t.TempDir(), KillGrace: 200 * time.Millisecond,
 		LookupEnv: func(k string) (string, bool) {
 			switch k {
 			case "PATH":
