@@ -141,10 +141,8 @@ func (r *Relay) PublishCommitted(ctx context.Context, msgs []store.OutboxMessage
 	if len(msgs) == 0 {
 		return nil
 	}
-	out := make([]*nats.Msg, len(msgs))
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {
-		out[i] = &nats.Msg{Subject: m.Subject, Header: nats.Header(m.Header), Data: m.Data}
 		ids[i] = m.EventID
 	}
 	r.inflightMu.Lock()
@@ -152,7 +150,7 @@ func (r *Relay) PublishCommitted(ctx context.Context, msgs []store.OutboxMessage
 		r.inflight[id] = struct{}{}
 	}
 	r.inflightMu.Unlock()
-	if err := r.cfg.Publisher.PublishMsgs(ctx, out); err != nil {
+	if err := r.cfg.Publisher.PublishMsgs(ctx, OutboxMsgs(msgs)); err != nil {
 		r.settle(ids)
 		r.Kick()
 		return err
@@ -280,25 +278,40 @@ func (r *Relay) CatchUp(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		msgs := make([]*nats.Msg, 0, len(rows))
-		ids := make([]int64, 0, len(rows))
-		for _, row := range rows {
-			if row.ID > head {
-				break // committed after the call; rows come in id order
-			}
-			msgs = append(msgs, &nats.Msg{Subject: row.Subject, Header: nats.Header(row.Header), Data: row.Data})
-			ids = append(ids, row.ID)
+		// Rows come in id order; those past head were committed after the
+		// call.
+		n := 0
+		for n < len(rows) && rows[n].ID <= head {
+			n++
 		}
-		if len(msgs) == 0 {
+		if n == 0 {
 			return nil
 		}
-		if err := r.cfg.Publisher.PublishMsgs(ctx, msgs); err != nil {
-			return err
-		}
-		if err := store.MarkSent(ctx, r.cfg.DB, ids, r.cfg.Now()); err != nil {
+		if err := r.send(ctx, rows[:n]); err != nil {
 			return err
 		}
 	}
+}
+
+// send publishes outbox rows in order and marks them sent.
+func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) error {
+	if err := r.cfg.Publisher.PublishMsgs(ctx, OutboxMsgs(rows)); err != nil {
+		return err
+	}
+	ids := make([]int64, len(rows))
+	for i, row := range rows {
+		ids[i] = row.ID
+	}
+	return store.MarkSent(ctx, r.cfg.DB, ids, r.cfg.Now())
+}
+
+// OutboxMsgs returns the messages outbox rows hold, as they are published.
+func OutboxMsgs(rows []store.OutboxMessage) []*nats.Msg {
+	msgs := make([]*nats.Msg, len(rows))
+	for i, row := range rows {
+		msgs[i] = &nats.Msg{Subject: row.Subject, Header: nats.Header(row.Header), Data: row.Data}
+	}
+	return msgs
 }
 
 // relayLock is the store lock that makes one relay the publisher.
@@ -348,27 +361,21 @@ func (r *Relay) run1(ctx context.Context, all bool) (published int, leader bool,
 		if err != nil || len(rows) == 0 {
 			return published, true, err
 		}
-		msgs := make([]*nats.Msg, 0, len(rows))
-		ids := make([]int64, 0, len(rows))
+		todo := make([]store.OutboxMessage, 0, len(rows))
 		r.inflightMu.Lock()
 		for _, row := range rows {
-			if _, ok := r.inflight[row.EventID]; ok {
-				continue // its handler publishes it (PublishCommitted)
+			if _, ok := r.inflight[row.EventID]; !ok { // else its handler publishes it (PublishCommitted)
+				todo = append(todo, row)
 			}
-			msgs = append(msgs, &nats.Msg{Subject: row.Subject, Header: nats.Header(row.Header), Data: row.Data})
-			ids = append(ids, row.ID)
 		}
 		r.inflightMu.Unlock()
-		if len(msgs) > 0 {
-			if err := r.cfg.Publisher.PublishMsgs(ctx, msgs); err != nil {
+		if len(todo) > 0 {
+			if err := r.send(ctx, todo); err != nil {
 				return published, true, err
 			}
-			if err := store.MarkSent(ctx, r.cfg.DB, ids, r.cfg.Now()); err != nil {
-				return published, true, err
-			}
-			published += len(msgs)
+			published += len(todo)
 		}
-		if !all || len(rows) < r.cfg.Batch || len(msgs) == 0 {
+		if !all || len(rows) < r.cfg.Batch || len(todo) == 0 {
 			return published, true, nil
 		}
 	}

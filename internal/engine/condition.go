@@ -57,27 +57,21 @@ func AllHold(conds []Condition, env CondEnv) bool {
 	return true
 }
 
-// ContainsPhrase reports whether text contains phrase as whole words,
-// ignoring case: "app" is in "a mobile app." but not in "happy".
-func ContainsPhrase(text, phrase string) bool {
-	return PhraseIndex(text, phrase) >= 0
-}
-
 // PhraseIndex is the byte offset, in strings.ToLower(text), of the first
 // whole-word, case-insensitive occurrence of phrase, or -1.
 func PhraseIndex(text, phrase string) int {
 	return LowerText(text).Index(phrase)
 }
 
-// Text is a text lowered once for many phrase look-ups: ContainsPhrase
-// lowers its text at every call, and cue lists look up dozens of phrases
-// in the same sentence.
+// Text is a text lowered once for many phrase look-ups: cue lists look up
+// dozens of phrases in the same sentence.
 type Text struct{ lower string }
 
 // LowerText prepares text for phrase look-ups.
 func LowerText(text string) Text { return Text{lower: strings.ToLower(text)} }
 
-// Contains is ContainsPhrase(text, phrase).
+// Contains reports whether the text contains phrase as whole words,
+// ignoring case: "app" is in "a mobile app." but not in "happy".
 func (t Text) Contains(phrase string) bool { return t.Index(phrase) >= 0 }
 
 // Index is PhraseIndex(text, phrase).

@@ -104,23 +104,13 @@ func MarkHandledAll(ctx context.Context, db DB, at time.Time, hs []Handling) (fi
 		SELECT consumer, event_id FROM h`
 	args := []any{consumers, events, tenants, at.UTC(),
 		emitConsumer, emitEvent, cols.tenant, cols.event, cols.subject, cols.header, cols.data, cols.created}
-	// The statement commits on its own, at the server's default isolation;
-	// under a serializable one it may fail for a concurrent transaction,
-	// and then runs again, as Tx would: nothing of it was committed.
+	// The statement commits on its own, at the server's default isolation
+	// (Retry).
 	var fresh map[[2]string]bool
-	for attempt := 1; ; attempt++ {
+	err = Retry(ctx, func() (err error) {
 		fresh, err = markHandledStatement(ctx, db, q, args)
-		if err == nil || !SerializationFailure(err) || attempt >= maxStatementAttempts {
-			break
-		}
-		t := time.NewTimer(time.Duration(attempt) * time.Millisecond)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		}
-	}
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("mark %d events handled: %w", len(hs), err)
 	}
@@ -132,10 +122,6 @@ func MarkHandledAll(ctx context.Context, db DB, at time.Time, hs []Handling) (fi
 	}
 	return first, nil
 }
-
-// maxStatementAttempts bounds the runs of a statement that failed for a
-// concurrent transaction.
-const maxStatementAttempts = 10
 
 // markHandledStatement runs MarkHandledAll's statement and returns the
 // inbox rows it wrote.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"time"
 )
 
 // Dialect names a SQL dialect.
@@ -78,10 +79,33 @@ type Migratable interface {
 
 // SerializationFailure reports whether err is a PostgreSQL serialization
 // failure or deadlock (SQLSTATE 40001, 40P01): what failed may succeed when
-// run again from the start. Tx retries these itself; a statement run on its
-// own (outside Tx), under a serializable default isolation, can meet them
-// too.
+// run again from the start.
 func SerializationFailure(err error) bool {
 	var e interface{ SQLState() string }
 	return errors.As(err, &e) && (e.SQLState() == "40001" || e.SQLState() == "40P01")
+}
+
+// maxStatementAttempts bounds the runs of Retry.
+const maxStatementAttempts = 10
+
+// Retry runs fn, a statement that commits on its own (outside Tx), again
+// while it fails with a serialization failure, as Tx does for a
+// transaction: under a serializable default isolation a concurrent
+// transaction can make it fail, and nothing of a failed run was committed.
+// It waits a millisecond more before each new run, and gives up after
+// maxStatementAttempts runs or when ctx ends.
+func Retry(ctx context.Context, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil || !SerializationFailure(err) || attempt >= maxStatementAttempts {
+			return err
+		}
+		t := time.NewTimer(time.Duration(attempt) * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
+	}
 }

@@ -135,19 +135,6 @@ func Logging(logger *slog.Logger, service string) Middleware {
 	}
 }
 
-// Measure records the handler's duration.
-func Measure(m *Metrics, service string) Middleware {
-	sm := m.forService(service)
-	return func(next Handler) Handler {
-		return func(ctx context.Context, ev event.Event) error {
-			start := time.Now()
-			err := next(ctx, ev)
-			sm.of(ev.Type()).seconds.Observe(time.Since(start).Seconds())
-			return err
-		}
-	}
-}
-
 // ExtTraceParent and ExtTraceState are the CloudEvents distributed-tracing
 // extension attributes, holding W3C trace context.
 const (

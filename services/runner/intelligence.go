@@ -45,14 +45,21 @@ func newCachedIntelligence(src Intelligence, ttl time.Duration) *cachedIntellige
 // Background implements Intelligence. The lines it returns are shared:
 // callers must not change them.
 func (c *cachedIntelligence) Background(ctx context.Context, tenantID, projectID string) ([]string, error) {
-	key := [2]string{tenantID, projectID}
+	lines, _, err := c.lines(ctx, tenantID, projectID)
+	return lines, err
+}
+
+// lines is Background that also says whether the lines were remembered
+// rather than read now.
+func (c *cachedIntelligence) lines(ctx context.Context, tenantID, projectID string) (lines []string, remembered bool, err error) {
 	c.mu.Lock()
-	e, ok := c.m[key]
+	e, ok := c.m[[2]string{tenantID, projectID}]
 	c.mu.Unlock()
 	if ok && c.now().Before(e.until) {
-		return e.lines, nil
+		return e.lines, true, nil
 	}
-	return c.Fresh(ctx, tenantID, projectID)
+	lines, err = c.Fresh(ctx, tenantID, projectID)
+	return lines, false, err
 }
 
 // Fresh reads the project's lines from the source and remembers them,

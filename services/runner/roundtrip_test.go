@@ -18,51 +18,33 @@ import (
 // section asks for fewer round trips per turn; this keeps them from
 // creeping back.
 func TestTurnRoundTrips(t *testing.T) {
-	for _, pg := range []bool{false, true} {
-		name := "sqlite"
-		if pg {
-			name = "postgres"
+	runnertest.ForEachStore(t, func(t *testing.T, rig *runnertest.Rig) {
+		ctx := context.Background()
+		// This test's relay, on the counted store, is the only one.
+		db, relay := rig.Counted(t)
+		r, err := New(Config{LLM: fixed("What does the team need most?"), Registry: rig.Registry, Logger: rig.Logger})
+		if err != nil {
+			t.Fatal(err)
 		}
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			rig := runnertest.New(t, runnertest.Options{Postgres: pg})
-			// This test's relay, on the counted store, is the only one.
-			db, relay := rig.Counted(t)
-			r, err := New(Config{LLM: fixed("What does the team need most?"), Registry: rig.Registry, Logger: rig.Logger})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := NewService(ServiceConfig{DB: db, Bus: rig.Bus, Relay: relay, Engines: rig.Engines, Runner: r,
-				Logger: rig.Logger, AckWait: time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			start(t, s)
-			sid := rig.CreateSession(t, "project-discovery", "rt-1")
+		s, err := NewService(ServiceConfig{DB: db, Bus: rig.Bus, Relay: relay, Engines: rig.Engines, Runner: r,
+			Logger: rig.Logger, AckWait: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start(t, s)
+		sid := rig.CreateSession(t, "project-discovery", "rt-1")
 
-			const turns = 10
-			db.Reset()
-			for n := 1; n <= turns; n++ {
-				rig.Publish(t, fmt.Sprintf("rt-turn-%d", n), t0.Add(time.Duration(n)*time.Minute),
-					runnertest.Turn(sid, n, fmt.Sprintf("Message number %d about the field technicians.", n), nil))
-				runnertest.WaitFor(t, 10*time.Second, fmt.Sprintf("turn %d answered and marked sent", n), func() bool {
-					sess, _ := rig.Session(t, sid)
-					unsent, err := store.Unsent(ctx, rig.DB, 10)
-					return err == nil && sess.TurnCount == n && len(unsent) == 0
-				})
-			}
-			c := db.Counts()
-			t.Logf("%d turns: %d transactions, %d statements in them, %d outside, %d locks; %.1f round trips a turn",
-				turns, c.Transactions, c.TxStatements, c.Statements, c.Locks, float64(c.RoundTrips())/turns)
-			if c.Transactions != turns {
-				t.Errorf("%d transactions for %d turns, want one a turn", c.Transactions, turns)
-			}
-			if max := 2 * turns; c.Statements > max {
-				t.Errorf("%d statements outside transactions for %d turns, want at most %d (the read, the mark)", c.Statements, turns, max)
-			}
-			if max := 4*turns + turns/5; c.TxStatements > max {
-				t.Errorf("%d statements in transactions for %d turns, want at most %d", c.TxStatements, turns, max)
-			}
-		})
-	}
+		const turns = 10
+		db.Reset()
+		for n := 1; n <= turns; n++ {
+			rig.Publish(t, fmt.Sprintf("rt-turn-%d", n), t0.Add(time.Duration(n)*time.Minute),
+				runnertest.Turn(sid, n, fmt.Sprintf("Message number %d about the field technicians.", n), nil))
+			runnertest.WaitFor(t, 10*time.Second, fmt.Sprintf("turn %d answered and marked sent", n), func() bool {
+				sess, _ := rig.Session(t, sid)
+				unsent, err := store.Unsent(ctx, rig.DB, 10)
+				return err == nil && sess.TurnCount == n && len(unsent) == 0
+			})
+		}
+		db.Counts().CheckTurns(t, turns, 4*turns+turns/5) // a checkpoint every fifth turn
+	})
 }

@@ -326,27 +326,29 @@ func (s *Service) intelligence(ctx context.Context, sess conversation.Session, k
 	if src == nil {
 		return nil
 	}
-	lines, err := src.Background(ctx, sess.TenantID, sess.ProjectID)
+	same := func(lines []string) bool { return slices.Equal(lines, known) || (len(lines) == 0 && len(known) == 0) }
+	var (
+		lines []string
+		err   error
+	)
+	if c, ok := src.(*cachedIntelligence); ok {
+		var remembered bool
+		lines, remembered, err = c.lines(ctx, sess.TenantID, sess.ProjectID)
+		// Remembered lines only confirm that nothing changed: the session
+		// may hold newer ones, merged by another replica.
+		if err == nil && remembered && !same(lines) {
+			lines, err = c.Fresh(ctx, sess.TenantID, sess.ProjectID)
+		}
+	} else {
+		lines, err = src.Background(ctx, sess.TenantID, sess.ProjectID)
+	}
 	if err != nil {
 		s.cfg.Logger.Warn("background intelligence unavailable; the turn goes on without it", "session_id", sess.ID,
 			"project_id", sess.ProjectID, "error", err)
 		return nil
 	}
-	same := func(lines []string) bool { return slices.Equal(lines, known) || (len(lines) == 0 && len(known) == 0) }
 	if same(lines) {
 		return nil
-	}
-	// Remembered lines only confirm that nothing changed: the session may
-	// hold newer ones, merged by another replica.
-	if c, ok := src.(*cachedIntelligence); ok {
-		if lines, err = c.Fresh(ctx, sess.TenantID, sess.ProjectID); err != nil {
-			s.cfg.Logger.Warn("background intelligence unavailable; the turn goes on without it", "session_id", sess.ID,
-				"project_id", sess.ProjectID, "error", err)
-			return nil
-		}
-		if same(lines) {
-			return nil
-		}
 	}
 	if lines == nil {
 		lines = []string{}

@@ -91,58 +91,51 @@ func pendingSession(t *testing.T, rig *runnertest.Rig, id string) string {
 // read, is refused, and its work is redone on the merged state: both
 // updates are in the session, on SQLite and on PostgreSQL.
 func TestTaskResultRacingATurnLosesNothing(t *testing.T) {
-	for _, pg := range []bool{false, true} {
-		name := "sqlite"
-		if pg {
-			name = "postgres"
+	runnertest.ForEachStore(t, func(t *testing.T, rig *runnertest.Rig) {
+		s, reg := newService(t, rig, fixed("Which options have you looked at?"), nil)
+		sid := pendingSession(t, rig, "race-1")
+		turnEv := runnertest.Event(t, "turn-ev", t0.Add(time.Minute),
+			runnertest.Turn(sid, 1, "I want to figure out the best way to build a booking system.", nil))
+		taskEv := runnertest.Event(t, "task-ev", t0.Add(2*time.Minute), contracts.TaskReturned{TenantID: runnertest.Tenant,
+			SessionID: sid, TaskID: "landscape_research", Attempt: 1, Completed: true,
+			Output: json.RawMessage(`{"summary":"three kinds of solution","findings":[]}`), ReturnedAt: t0.Add(2 * time.Minute)})
+
+		read, release := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		s.afterRead = func(kind string) {
+			if strings.HasPrefix(kind, "turn ") {
+				once.Do(func() { close(read); <-release })
+			}
 		}
-		t.Run(name, func(t *testing.T) {
-			rig := runnertest.New(t, runnertest.Options{Postgres: pg})
-			s, reg := newService(t, rig, fixed("Which options have you looked at?"), nil)
-			sid := pendingSession(t, rig, "race-1")
-			turnEv := runnertest.Event(t, "turn-ev", t0.Add(time.Minute),
-				runnertest.Turn(sid, 1, "I want to figure out the best way to build a booking system.", nil))
-			taskEv := runnertest.Event(t, "task-ev", t0.Add(2*time.Minute), contracts.TaskReturned{TenantID: runnertest.Tenant,
-				SessionID: sid, TaskID: "landscape_research", Attempt: 1, Completed: true,
-				Output: json.RawMessage(`{"summary":"three kinds of solution","findings":[]}`), ReturnedAt: t0.Add(2 * time.Minute)})
+		h := s.redoStale(s.inbox.Handler(s.work))
+		turnDone := make(chan error, 1)
+		go func() { turnDone <- h(context.Background(), turnEv) }()
+		<-read // the turn has read the session, and waits
+		if err := h(context.Background(), taskEv); err != nil {
+			t.Fatalf("merge: %v", err)
+		}
+		close(release)
+		if err := <-turnDone; err != nil {
+			t.Fatalf("turn: %v", err)
+		}
 
-			read, release := make(chan struct{}), make(chan struct{})
-			var once sync.Once
-			s.afterRead = func(kind string) {
-				if strings.HasPrefix(kind, "turn ") {
-					once.Do(func() { close(read); <-release })
-				}
-			}
-			h := s.redoStale(s.inbox.Handler(s.work))
-			turnDone := make(chan error, 1)
-			go func() { turnDone <- h(context.Background(), turnEv) }()
-			<-read // the turn has read the session, and waits
-			if err := h(context.Background(), taskEv); err != nil {
-				t.Fatalf("merge: %v", err)
-			}
-			close(release)
-			if err := <-turnDone; err != nil {
-				t.Fatalf("turn: %v", err)
-			}
-
-			sess, m := rig.Session(t, sid)
-			rec, _ := m.BackgroundTasks.Task("landscape_research")
-			if m.TurnNumber != 1 || rec.Status != engine.TaskCompleted || !strings.Contains(string(rec.Result), "three kinds") {
-				t.Fatalf("the session lost an update: turn %d, task %+v", m.TurnNumber, rec)
-			}
-			if sess.Version != 2 || sess.TurnCount != 1 {
-				t.Errorf("version %d, turn count %d; want 2 writes and 1 turn", sess.Version, sess.TurnCount)
-			}
-			if got := testutil.ToFloat64(s.m.conflicts); got != 1 {
-				t.Errorf("conflicts = %v, want 1 (the turn redone once)", got)
-			}
-			// The redone turn saw the research: its context carried it.
-			if c := testutil.ToFloat64(s.m.answered); c != 1 {
-				t.Errorf("answered = %v", c)
-			}
-			_ = reg
-		})
-	}
+		sess, m := rig.Session(t, sid)
+		rec, _ := m.BackgroundTasks.Task("landscape_research")
+		if m.TurnNumber != 1 || rec.Status != engine.TaskCompleted || !strings.Contains(string(rec.Result), "three kinds") {
+			t.Fatalf("the session lost an update: turn %d, task %+v", m.TurnNumber, rec)
+		}
+		if sess.Version != 2 || sess.TurnCount != 1 {
+			t.Errorf("version %d, turn count %d; want 2 writes and 1 turn", sess.Version, sess.TurnCount)
+		}
+		if got := testutil.ToFloat64(s.m.conflicts); got != 1 {
+			t.Errorf("conflicts = %v, want 1 (the turn redone once)", got)
+		}
+		// The redone turn saw the research: its context carried it.
+		if c := testutil.ToFloat64(s.m.answered); c != 1 {
+			t.Errorf("answered = %v", c)
+		}
+		_ = reg
+	})
 }
 
 // Over JetStream: a turn and the task result published together are both

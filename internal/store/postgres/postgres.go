@@ -183,7 +183,7 @@ func (db *DB) QueryRow(ctx context.Context, query string, args ...any) store.Row
 func (db *DB) Tx(ctx context.Context, fn func(tx store.Querier) error) error {
 	for attempt := 1; ; attempt++ {
 		err := db.tx(ctx, fn)
-		if err == nil || !retryable(err) {
+		if err == nil || !store.SerializationFailure(err) {
 			return err
 		}
 		if attempt >= db.cfg.MaxTxAttempts {
@@ -214,21 +214,6 @@ func (db *DB) tx(ctx context.Context, fn func(tx store.Querier) error) (err erro
 		return fmt.Errorf("postgres: commit: %w", err)
 	}
 	return nil
-}
-
-// retryable reports whether a transaction that failed with err may succeed
-// when run again from the start.
-func retryable(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	switch pe.Code {
-	case "40001", // serialization_failure
-		"40P01": // deadlock_detected
-		return true
-	}
-	return false
 }
 
 // backoff returns a random wait before the attempt after the given one:

@@ -7,9 +7,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/praetorhq/praetor/internal/store"
 )
 
-func TestRetryable(t *testing.T) {
+// pgx's errors carry the SQLSTATE that store.SerializationFailure reads:
+// Tx retries what it reports.
+func TestPgErrorsAreSerializationFailures(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
 		want bool
@@ -20,8 +24,8 @@ func TestRetryable(t *testing.T) {
 		{errors.New("40001"), false},
 		{nil, false},
 	} {
-		if got := retryable(tc.err); got != tc.want {
-			t.Errorf("retryable(%v) = %v, want %v", tc.err, got, tc.want)
+		if got := store.SerializationFailure(tc.err); got != tc.want {
+			t.Errorf("SerializationFailure(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }

@@ -281,40 +281,15 @@ func (s *Store) saveStatement(ctx context.Context, st engine.State, evs []engine
 	// The statement runs at the server's default isolation: the run row's
 	// sequence check and the tables' keys keep it correct at any level. Under
 	// a serializable default it may fail for a concurrent transaction, as a
-	// transaction would; like one (store.DB.Tx) it is then run again, which
-	// is safe because nothing of it was committed.
-	for attempt := 1; ; attempt++ {
-		var n int64
-		err = s.cfg.DB.QueryRow(ctx, q, args...).Scan(&n)
-		if err != nil && store.SerializationFailure(err) && attempt < maxStatementAttempts {
-			if err := sleep(ctx, time.Duration(attempt)*time.Millisecond); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("sqlstore: update run %s, insert its events and outbox: %w", st.RunID, err)
-		}
-		if n == 0 {
-			return s.conflict(ctx, s.cfg.DB, st.RunID, prev)
-		}
-		return nil
+	// transaction would, and is run again (store.Retry).
+	var n int64
+	if err := store.Retry(ctx, func() error { return s.cfg.DB.QueryRow(ctx, q, args...).Scan(&n) }); err != nil {
+		return fmt.Errorf("sqlstore: update run %s, insert its events and outbox: %w", st.RunID, err)
 	}
-}
-
-// maxStatementAttempts bounds the runs of a save's statement that failed
-// for a concurrent transaction.
-const maxStatementAttempts = 10
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	if n == 0 {
+		return s.conflict(ctx, s.cfg.DB, st.RunID, prev)
 	}
+	return nil
 }
 
 // saveTx saves a change in a transaction: a run's first change, and every

@@ -402,11 +402,7 @@ func (p *Pool) publish(ctx context.Context, rows []store.OutboxMessage) {
 	if p.cfg.Relay != nil {
 		err = p.cfg.Relay.PublishCommitted(ctx, rows)
 	} else {
-		msgs := make([]*nats.Msg, len(rows))
-		for i, r := range rows {
-			msgs[i] = &nats.Msg{Subject: r.Subject, Header: nats.Header(r.Header), Data: r.Data}
-		}
-		err = p.cfg.Bus.PublishMsgs(ctx, msgs)
+		err = p.cfg.Bus.PublishMsgs(ctx, delivery.OutboxMsgs(rows))
 	}
 	if err != nil {
 		p.cfg.Logger.Warn("publishing answers failed; the outbox relay will deliver them", "answers", len(rows), "error", err)

@@ -139,3 +139,22 @@ func (r *Rig) Counted(t testing.TB) (*CountingDB, *delivery.Relay) {
 	t.Cleanup(func() { _ = relay.Stop(context.Background()) })
 	return db, relay
 }
+
+// CheckTurns checks the store calls counted over turns turns of a service
+// that answers each in one read and one transaction, then marks its
+// published events sent: one transaction a turn, at most two statements a
+// turn outside them, and at most maxInTx statements in them in all.
+func (c Counts) CheckTurns(t testing.TB, turns, maxInTx int) {
+	t.Helper()
+	t.Logf("%d turns: %d transactions, %d statements in them, %d outside, %d locks; %.1f round trips a turn",
+		turns, c.Transactions, c.TxStatements, c.Statements, c.Locks, float64(c.RoundTrips())/float64(turns))
+	if c.Transactions != turns {
+		t.Errorf("%d transactions for %d turns, want one a turn", c.Transactions, turns)
+	}
+	if most := 2 * turns; c.Statements > most {
+		t.Errorf("%d statements outside transactions for %d turns, want at most %d (the read, the mark)", c.Statements, turns, most)
+	}
+	if c.TxStatements > maxInTx {
+		t.Errorf("%d statements in transactions for %d turns, want at most %d", c.TxStatements, turns, maxInTx)
+	}
+}

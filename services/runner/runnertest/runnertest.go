@@ -277,3 +277,15 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		time.Sleep(20 * time.Millisecond) // polling interval, not a wait for an outcome
 	}
 }
+
+// ForEachStore runs fn as a subtest, with a rig of its own, on each store:
+// SQLite, then PostgreSQL.
+func ForEachStore(t *testing.T, fn func(t *testing.T, rig *Rig)) {
+	for _, pg := range []bool{false, true} {
+		name := "sqlite"
+		if pg {
+			name = "postgres"
+		}
+		t.Run(name, func(t *testing.T) { fn(t, New(t, Options{Postgres: pg})) })
+	}
+}
