@@ -11,6 +11,10 @@
 // only the tx given to fn: the DB's own Exec would wait for the writer that
 // fn holds.
 //
+// Each connection keeps its statements prepared, by query text
+// (Config.CachedStatements of them, the least recently used closed first), so
+// a statement that runs again is not parsed again.
+//
 // The driver binds $1, $2, ... by number, as PostgreSQL does (the conformance
 // suite checks it). Times are written as fixed-width UTC text with
 // microseconds, so they sort and compare as times, and read back as time.Time

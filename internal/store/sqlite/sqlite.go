@@ -41,6 +41,9 @@ type Config struct {
 	// MaxTxAttempts is how many times Tx runs fn when the database stays busy
 	// past BusyTimeout. Default 5.
 	MaxTxAttempts int
+	// CachedStatements bounds the prepared statements each connection keeps,
+	// the least recently used closed first. Default 256.
+	CachedStatements int
 }
 
 // WithDefaults returns c with its zero fields set to their defaults.
@@ -48,6 +51,7 @@ func (c Config) WithDefaults() Config {
 	c.BusyTimeout = cmp.Or(c.BusyTimeout, 5*time.Second)
 	c.MaxReaders = cmp.Or(c.MaxReaders, 4)
 	c.MaxTxAttempts = cmp.Or(c.MaxTxAttempts, 5)
+	c.CachedStatements = cmp.Or(c.CachedStatements, defaultCachedStatements)
 	return c
 }
 
@@ -64,6 +68,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxReaders < 1 {
 		errs = append(errs, fmt.Errorf("MaxReaders is %d: want at least 1", c.MaxReaders))
+	}
+	if c.CachedStatements < 1 {
+		errs = append(errs, fmt.Errorf("CachedStatements is %d: want at least 1", c.CachedStatements))
 	}
 	if c.MaxTxAttempts < 1 {
 		errs = append(errs, fmt.Errorf("MaxTxAttempts is %d: want at least 1", c.MaxTxAttempts))
@@ -121,10 +128,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		}
 	}
 
-	writer, err := sql.Open("sqlite", dsn(cfg, false))
-	if err != nil {
-		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
-	}
+	writer := sql.OpenDB(newConnector(dsn(cfg, false), cfg.CachedStatements))
 	// A single writer connection makes writers queue in this process instead
 	// of failing with SQLITE_BUSY, and keeps a Memory database alive.
 	writer.SetMaxOpenConns(1)
@@ -138,11 +142,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
 	if !memory {
-		readers, err := sql.Open("sqlite", dsn(cfg, true))
-		if err != nil {
-			writer.Close()
-			return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
-		}
+		readers := sql.OpenDB(newConnector(dsn(cfg, true), cfg.CachedStatements))
 		readers.SetMaxOpenConns(cfg.MaxReaders)
 		readers.SetMaxIdleConns(cfg.MaxReaders)
 		if err := readers.PingContext(ctx); err != nil {
