@@ -1,7 +1,6 @@
 package contracts
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -9,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
@@ -252,7 +253,10 @@ func Decode(ev event.Event) (Payload, error) {
 		return nil, violation("%s: data content type %q, want %s", spec.Name, mt, event.ApplicationJSON)
 	}
 	p := spec.newPayload()
-	if err := json.Unmarshal(ev.Data(), p); err != nil {
+	// segmentio's decoder reads JSON as encoding/json does, at about twice
+	// the speed (decoding was an eighth of a turn's CPU). Encoding stays with
+	// encoding/json: segmentio lacks omitzero, and hashes need its bytes.
+	if err := fastjson.Unmarshal(ev.Data(), p); err != nil {
 		return nil, violation("%s: decode data: %v", spec.Name, err)
 	}
 	if err := p.Validate(); err != nil {

@@ -14,11 +14,12 @@ package extractor
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
+
+	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/prometheus/client_golang/prometheus"
@@ -146,7 +147,7 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	}
 	current := engine.NewExtraction()
 	if len(st.Extraction) > 0 {
-		if err := json.Unmarshal(st.Extraction, &current); err != nil {
+		if err := fastjson.Unmarshal(st.Extraction, &current); err != nil {
 			return nil, events.Permanent(fmt.Errorf("session %s: extraction state: %w", sess.ID, err))
 		}
 		if current.Fields == nil {
@@ -156,7 +157,7 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	// The runner's memory gives the conversation so far and the obligation
 	// its last reply asked about; only those two are decoded.
 	var mem memoryView
-	if err := json.Unmarshal(sess.State, &mem); err != nil {
+	if err := fastjson.Unmarshal(sess.State, &mem); err != nil {
 		return nil, events.Permanent(fmt.Errorf("session %s: working memory: %w", sess.ID, err))
 	}
 	number := st.TurnNumber + 1

@@ -2,9 +2,10 @@ package runner
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"time"
+
+	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
@@ -67,7 +68,7 @@ func FromContract(te contracts.TurnExtracted, projectID string) (Input, error) {
 		Extraction: engine.NewExtraction(),
 	}
 	if len(bytes.TrimSpace(te.Extraction)) > 0 {
-		if err := json.Unmarshal(te.Extraction, &in.Extraction); err != nil {
+		if err := fastjson.Unmarshal(te.Extraction, &in.Extraction); err != nil {
 			return Input{}, fmt.Errorf("turn.extracted %s: extraction: %w", te.TurnID, err)
 		}
 		if in.Extraction.Fields == nil {

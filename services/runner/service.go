@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	fastjson "github.com/segmentio/encoding/json"
+
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -257,7 +259,7 @@ func (s *Service) load(ctx context.Context, ev event.Event, tenantID, sessionID,
 		return sess, nil, nil, events.Permanent(fmt.Errorf("session %s runs engine %q, which is not loaded", sess.ID, sess.EngineID))
 	}
 	var mem engine.WorkingMemory
-	if err := json.Unmarshal(sess.State, &mem); err != nil {
+	if err := fastjson.Unmarshal(sess.State, &mem); err != nil {
 		return sess, nil, nil, events.Permanent(fmt.Errorf("session %s: working memory: %w", sess.ID, err))
 	}
 	// As the copy a turn used to work on: the turn now works on mem itself
