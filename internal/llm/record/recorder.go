@@ -218,9 +218,21 @@ func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 }
 
 func (r *Recorder) publish(ctx context.Context, rec contracts.LLMCallRecorded, id string) error {
+	// The request, tens of kilobytes of prompt, is already compact JSON
+	// (llm.CanonicalJSON): it is appended to the encoded record as it is,
+	// rather than scanned and copied again by the encoder.
+	request := rec.Request
+	rec.Request = nil
 	ev, err := contracts.NewEvent(contracts.Meta{ID: id, Source: r.cfg.Source, Time: r.cfg.Now()}, rec)
 	if err != nil {
 		return err
+	}
+	if len(request) > 0 {
+		data := ev.Data()
+		withRequest := make([]byte, 0, len(data)+len(`,"request":`)+len(request))
+		withRequest = append(withRequest, data[:len(data)-1]...) // without the closing brace
+		withRequest = append(append(append(withRequest, `,"request":`...), request...), '}')
+		ev.DataEncoded = withRequest
 	}
 	// The answer is already paid for: record it even if the caller's
 	// context ends right after the call.
