@@ -69,8 +69,22 @@ func (t *Tokenizer) Count(text string) int {
 	if !t.chunked {
 		return t.countCached(text)
 	}
+	// One look-up pass under the lock; the chunks not yet counted are
+	// encoded after it, outside.
 	n := 0
-	forChunks(text, func(c string) { n += t.countCached(c) })
+	var missed []string
+	t.mu.Lock()
+	forChunks(text, func(c string) {
+		if k, ok := t.counts[c]; ok {
+			n += k
+		} else {
+			missed = append(missed, c)
+		}
+	})
+	t.mu.Unlock()
+	for _, c := range missed {
+		n += t.countCached(c)
+	}
 	return n
 }
 
@@ -126,9 +140,11 @@ func splitChunks(text string) []string {
 func forChunks(text string, f func(chunk string)) {
 	start := 0
 	for i := 0; i < len(text); i++ {
-		if text[i] != '\n' && text[i] != '\r' {
-			continue
+		next := strings.IndexAny(text[i:], "\n\r")
+		if next < 0 {
+			break
 		}
+		i += next
 		last := i
 		for j := i; j < len(text) && isSpace(text[j]); j++ {
 			if text[j] == '\n' || text[j] == '\r' {
