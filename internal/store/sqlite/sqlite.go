@@ -128,7 +128,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		}
 	}
 
-	writer := sql.OpenDB(newConnector(dsn(cfg, false), cfg.CachedStatements))
+	wc, err := newConnector(dsn(cfg, false), cfg.CachedStatements)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+	}
+	writer := sql.OpenDB(wc)
 	// A single writer connection makes writers queue in this process instead
 	// of failing with SQLITE_BUSY, and keeps a Memory database alive.
 	writer.SetMaxOpenConns(1)
@@ -142,7 +146,12 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
 	if !memory {
-		readers := sql.OpenDB(newConnector(dsn(cfg, true), cfg.CachedStatements))
+		rc, err := newConnector(dsn(cfg, true), cfg.CachedStatements)
+		if err != nil {
+			writer.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
+		}
+		readers := sql.OpenDB(rc)
 		readers.SetMaxOpenConns(cfg.MaxReaders)
 		readers.SetMaxIdleConns(cfg.MaxReaders)
 		if err := readers.PingContext(ctx); err != nil {

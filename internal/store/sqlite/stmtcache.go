@@ -20,29 +20,29 @@ import (
 // defaultCachedStatements bounds the prepared statements kept per connection.
 const defaultCachedStatements = 256
 
-// connector opens the driver's connections, each with a statement cache.
+// connector opens the driver's connections (through the driver's own
+// connector: the driver registered as "sqlite", with whatever functions and
+// hooks are registered on it), each with a statement cache.
 type connector struct {
-	dsn  string
+	driver.Connector
 	size int
-	drv  *sqlite.Driver
 }
 
-func newConnector(dsn string, size int) *connector {
-	return &connector{dsn: dsn, size: size, drv: &sqlite.Driver{}}
+func newConnector(dsn string, size int) (*connector, error) {
+	c, err := sqlite.NewConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return &connector{Connector: c, size: size}, nil
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	conn, err := c.drv.Open(c.dsn)
+	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return newCachingConn(conn, c.size)
 }
-
-func (c *connector) Driver() driver.Driver { return c.drv }
 
 // innerConn is what the driver's connections implement.
 type innerConn interface {
