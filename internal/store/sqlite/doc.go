@@ -11,6 +11,12 @@
 // only the tx given to fn: the DB's own Exec would wait for the writer that
 // fn holds.
 //
+// The writer never checkpoints the log inside a commit: a connection of its
+// own does, beside it, every Config.CheckpointInterval, and starts the log
+// over once it is long, holding the writer only for the last few pages (see
+// checkpointer). Transactions then no longer queue behind a commit that
+// copies a thousand pages and syncs both files.
+//
 // Each connection keeps its statements prepared, by query text
 // (Config.CachedStatements of them, the least recently used closed first), so
 // a statement that runs again is not parsed again.

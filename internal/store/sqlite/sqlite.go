@@ -44,6 +44,15 @@ type Config struct {
 	// CachedStatements bounds the prepared statements each connection keeps,
 	// the least recently used closed first. Default 256.
 	CachedStatements int
+	// CheckpointInterval is how often a connection of its own copies the
+	// write-ahead log into the database file, so that commits never do
+	// (see checkpointer). Default 100ms; negative leaves checkpoints to the
+	// commits, as SQLite does by default.
+	CheckpointInterval time.Duration
+	// RestartFrames is the length of the log, in pages, past which the
+	// checkpointer starts it over, holding the writer for as long as that
+	// takes (see checkpointer). Default 16384 (64 MiB of 4 KiB pages).
+	RestartFrames int
 }
 
 // WithDefaults returns c with its zero fields set to their defaults.
@@ -52,6 +61,8 @@ func (c Config) WithDefaults() Config {
 	c.MaxReaders = cmp.Or(c.MaxReaders, 4)
 	c.MaxTxAttempts = cmp.Or(c.MaxTxAttempts, 5)
 	c.CachedStatements = cmp.Or(c.CachedStatements, defaultCachedStatements)
+	c.CheckpointInterval = cmp.Or(c.CheckpointInterval, 100*time.Millisecond)
+	c.RestartFrames = cmp.Or(c.RestartFrames, 16384)
 	return c
 }
 
@@ -68,6 +79,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxReaders < 1 {
 		errs = append(errs, fmt.Errorf("MaxReaders is %d: want at least 1", c.MaxReaders))
+	}
+	if c.RestartFrames < 1 {
+		errs = append(errs, fmt.Errorf("RestartFrames is %d: want at least 1", c.RestartFrames))
 	}
 	if c.CachedStatements < 1 {
 		errs = append(errs, fmt.Errorf("CachedStatements is %d: want at least 1", c.CachedStatements))
@@ -87,6 +101,7 @@ type DB struct {
 	readers   *sql.DB // queries outside transactions; the writer for Memory
 	cfg       Config
 	closeOnce sync.Once
+	ckpt      *checkpointer // nil for Memory or a negative CheckpointInterval
 
 	locksMu sync.Mutex
 	locks   map[string]bool
@@ -160,6 +175,15 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 			return nil, fmt.Errorf("sqlite: open %s for reading: %w", cfg.Path, err)
 		}
 		db.readers = readers
+		if cfg.CheckpointInterval > 0 {
+			ckpt, err := startCheckpointer(ctx, dsn(cfg, false), writer, cfg.CheckpointInterval, cfg.RestartFrames)
+			if err != nil {
+				readers.Close()
+				writer.Close()
+				return nil, fmt.Errorf("sqlite: open %s for checkpoints: %w", cfg.Path, err)
+			}
+			db.ckpt = ckpt
+		}
 	}
 	return db, nil
 }
@@ -180,6 +204,10 @@ func dsn(cfg Config, reader bool) string {
 		// durable across application crashes and what WAL recommends.
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
+		if cfg.CheckpointInterval > 0 && cfg.Path != Memory {
+			// The checkpointer copies the log; commits never do.
+			q.Add("_pragma", "wal_autocheckpoint(0)")
+		}
 		// BEGIN IMMEDIATE takes the write lock at the start, so two writers
 		// never both read and then deadlock upgrading to write.
 		q.Set("_txlock", "immediate")
@@ -229,8 +257,11 @@ func (db *DB) Ping(ctx context.Context) error {
 func (db *DB) Close() error {
 	var err error
 	db.closeOnce.Do(func() {
+		if db.ckpt != nil {
+			err = db.ckpt.stop()
+		}
 		if db.readers != db.writer {
-			err = db.readers.Close()
+			err = errors.Join(err, db.readers.Close())
 		}
 		err = errors.Join(err, db.writer.Close())
 	})

@@ -1,0 +1,200 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// openForCheckpoints opens a database whose checkpointer never ticks on its
+// own (the test runs its rounds) and restarts the log past restart pages.
+func openForCheckpoints(t *testing.T, restart int) (*DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ckpt.db")
+	db, err := Open(t.Context(), Config{Path: path, CheckpointInterval: time.Hour, RestartFrames: restart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec(t.Context(), `CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	return db, path
+}
+
+// writePages commits n rows of a page each, one transaction apiece.
+func writePages(t *testing.T, db *DB, n int) {
+	t.Helper()
+	body := strings.Repeat("p", 4000)
+	for range n {
+		if _, err := db.Exec(t.Context(), `INSERT INTO pages (body) VALUES ($1)`, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// logBytes is the size of the write-ahead log file. Asking SQLite instead
+// (PRAGMA wal_checkpoint) would checkpoint.
+func logBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path + "-wal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+func TestCommitsNeverCheckpoint(t *testing.T) {
+	db, path := openForCheckpoints(t, 1<<30)
+	// SQLite's default would checkpoint and start the log over past 1,000
+	// pages; with the checkpointer the writer leaves the log to it.
+	writePages(t, db, 1500)
+	if size := logBytes(t, path); size < 1500*4096 {
+		t.Fatalf("log is %d bytes after 1,500 one-page commits: a commit checkpointed", size)
+	}
+	var n int
+	if err := db.QueryRow(t.Context(), `SELECT count(*) FROM pages`).Scan(&n); err != nil || n != 1500 {
+		t.Fatalf("count = %d, %v; want 1500", n, err)
+	}
+}
+
+func TestCheckpointerRestartsTheLog(t *testing.T) {
+	db, path := openForCheckpoints(t, 100)
+	writePages(t, db, 300)
+	first := logBytes(t, path)
+	if err := db.ckpt.checkpoint(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// Restarted, the log is written again from its beginning: the file
+	// keeps its size (give or take a page of the tree's growth). Left to
+	// passive checkpoints it would double.
+	writePages(t, db, 300)
+	if second := logBytes(t, path); second > first*5/4 {
+		t.Fatalf("log grew from %d to %d bytes over a checkpoint round: not restarted", first, second)
+	}
+	assertIntact(t, db, 600)
+}
+
+func TestCheckpointerBesideAReader(t *testing.T) {
+	db, path := openForCheckpoints(t, 100)
+	writePages(t, db, 300)
+	// A reader in the middle of a read holds the log: the restart cannot
+	// happen now, and the round must neither wait for the reader nor fail.
+	rtx, err := db.readers.BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := rtx.QueryRowContext(t.Context(), `SELECT count(*) FROM pages`).Scan(&n); err != nil || n != 300 {
+		t.Fatalf("reader count = %d, %v; want 300", n, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := db.ckpt.checkpoint(ctx); err != nil {
+		t.Fatalf("checkpoint beside a reader: %v", err)
+	}
+	writePages(t, db, 10)
+	// The reader still sees its snapshot.
+	if err := rtx.QueryRowContext(t.Context(), `SELECT count(*) FROM pages`).Scan(&n); err != nil || n != 300 {
+		t.Fatalf("reader count after the round = %d, %v; want its snapshot's 300", n, err)
+	}
+	if err := rtx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	// With the reader gone, the next round restarts the log.
+	grown := logBytes(t, path)
+	if err := db.ckpt.checkpoint(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	writePages(t, db, 300)
+	if after := logBytes(t, path); after > grown*5/4 {
+		t.Fatalf("log grew from %d to %d bytes after the reader left: not restarted", grown, after)
+	}
+	assertIntact(t, db, 610)
+}
+
+func TestCheckpointerSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reopen.db")
+	db, err := Open(t.Context(), Config{Path: path, CheckpointInterval: time.Millisecond, RestartFrames: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(t.Context(), `CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	writePages(t, db, 200) // the checkpointer runs rounds meanwhile
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(t.Context(), Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	assertIntact(t, db, 200)
+}
+
+func assertIntact(t *testing.T, db *DB, rows int) {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(t.Context(), `SELECT count(*) FROM pages`).Scan(&n); err != nil || n != rows {
+		t.Fatalf("count = %d, %v; want %d", n, err, rows)
+	}
+	var ok string
+	if err := db.QueryRow(t.Context(), `PRAGMA integrity_check`).Scan(&ok); err != nil || ok != "ok" {
+		t.Fatalf("integrity_check = %q, %v", ok, err)
+	}
+}
+
+func TestCheckpointerBoundsTheLogUnderLoad(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "load.db")
+	const restart = 256
+	db, err := Open(t.Context(), Config{Path: path, CheckpointInterval: time.Millisecond, RestartFrames: restart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(t.Context(), `CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	// Writers commit without pause and readers read without pause, so the
+	// log is never wholly copied at the moment of a commit: only the
+	// restart step keeps it from growing with every page written.
+	ctx, cancel := context.WithCancel(t.Context())
+	var readers, writers sync.WaitGroup
+	for range 2 {
+		readers.Go(func() {
+			for ctx.Err() == nil {
+				var n int
+				_ = db.QueryRow(ctx, `SELECT max(id) FROM pages`).Scan(&n)
+			}
+		})
+	}
+	const writes = 8000
+	body := strings.Repeat("p", 4000)
+	var written atomic.Int64
+	for range 2 {
+		writers.Go(func() {
+			for written.Add(1) <= writes {
+				if _, err := db.Exec(t.Context(), `INSERT INTO pages (body) VALUES ($1)`, body); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	writers.Wait()
+	cancel()
+	readers.Wait()
+	// Without restarts the log would hold every one of the 8,000 pages;
+	// with them it stays within a few rounds' worth of RestartFrames.
+	if size, bound := logBytes(t, path), int64(8*restart*4096); size > bound {
+		t.Fatalf("log is %d bytes after %d one-page commits; want at most %d", size, writes, bound)
+	}
+	assertIntact(t, db, writes)
+}
