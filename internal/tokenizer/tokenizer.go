@@ -103,7 +103,9 @@ func (t *Tokenizer) countCached(text string) int {
 	if t.bytes+len(text) > maxCachedBytes {
 		t.counts, t.bytes = map[string]int{}, 0
 	}
-	t.counts[text] = n
+	// A copy: text is often a chunk of a whole prompt, which the key
+	// would otherwise keep alive.
+	t.counts[strings.Clone(text)] = n
 	t.bytes += len(text)
 	t.mu.Unlock()
 	return n

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 )
 
 func TestCount(t *testing.T) {
@@ -74,4 +75,29 @@ func FuzzChunkedCountIsExact(f *testing.F) {
 			t.Fatalf("chunked count %d, whole count %d for %q (chunks %q)", got, whole, s, splitChunks(s))
 		}
 	})
+}
+
+// The cache's keys are copies: a chunk of a prompt, kept as a key, would
+// keep the whole prompt alive, and the cache's byte bound, which counts the
+// chunks, would not bound the memory it holds.
+func TestCacheKeepsNoPrompt(t *testing.T) {
+	tok, _ := New("")
+	prompt := strings.Repeat("x", 10) + "\n" + "a chunk no other test counts, " + strings.Repeat("y", 4096) + "\n"
+	tok.Count(prompt)
+	start := uintptr(unsafe.Pointer(unsafe.StringData(prompt)))
+	end := start + uintptr(len(prompt))
+	tok.mu.Lock()
+	defer tok.mu.Unlock()
+	found := 0
+	for k := range tok.counts {
+		if strings.Contains(prompt, k) && len(k) > 10 {
+			found++
+		}
+		if p := uintptr(unsafe.Pointer(unsafe.StringData(k))); len(k) > 0 && p >= start && p < end {
+			t.Fatalf("cache key %.20q... points into the prompt", k)
+		}
+	}
+	if found == 0 {
+		t.Fatal("the prompt's chunks are not in the cache")
+	}
 }
