@@ -143,7 +143,8 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = sub.Unsubscribe() })
-	// PRAETOR_BENCH_STAGES=1 also times when each turn's turn.received and
+	// PRAETOR_BENCH_STAGES=1 (and PRAETOR_BENCH_TURNS, see reportStages)
+	// also times when each turn's turn.received and
 	// turn.extracted reach a subscriber, by event id (the Nats-Msg-Id
 	// header; no decoding), and reports the p50/p99 of each stage: gateway
 	// (due to turn.received), extractor (to turn.extracted), runner (to
@@ -314,20 +315,37 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 // reportStages reports the p50 and p99 of each stage of the turns (see
 // PRAETOR_BENCH_STAGES), and how the slowest 1% of turns spent their time.
 func reportStages(b *testing.B, sent, arrived, staged map[string]time.Time) {
-	type turn struct{ gw, ext, run, total time.Duration }
+	type turn struct {
+		due                 time.Time
+		gw, ext, run, total time.Duration
+	}
 	var ts []turn
 	for id, due := range sent {
 		rec, ok1 := staged[id]
 		ext, ok2 := staged[events.DeriveID(id, "extracted")]
 		done, ok3 := arrived[id]
 		if ok1 && ok2 && ok3 {
-			ts = append(ts, turn{rec.Sub(due), ext.Sub(rec), done.Sub(ext), done.Sub(due)})
+			ts = append(ts, turn{due, rec.Sub(due), ext.Sub(rec), done.Sub(ext), done.Sub(due)})
 		}
 	}
 	if len(ts) == 0 {
 		b.Fatal("no turn seen at every stage")
 	}
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	// PRAETOR_BENCH_TURNS=FILE writes every turn's stages in the order they
+	// were due, to see whether slow turns come alone or in bursts (and how
+	// far apart the bursts are: a periodic stall shows its period).
+	if f := os.Getenv("PRAETOR_BENCH_TURNS"); f != "" {
+		slices.SortFunc(ts, func(a, b turn) int { return a.due.Compare(b.due) })
+		var out strings.Builder
+		out.WriteString("due_ms gateway_ms extractor_ms runner_ms total_ms\n")
+		for _, t := range ts {
+			fmt.Fprintf(&out, "%.3f %.3f %.3f %.3f %.3f\n", ms(t.due.Sub(ts[0].due)), ms(t.gw), ms(t.ext), ms(t.run), ms(t.total))
+		}
+		if err := os.WriteFile(f, []byte(out.String()), 0o644); err != nil {
+			b.Errorf("PRAETOR_BENCH_TURNS: %v", err)
+		}
+	}
 	for _, st := range []struct {
 		name string
 		of   func(turn) time.Duration
