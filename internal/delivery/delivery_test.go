@@ -520,3 +520,56 @@ func TestTooLargeEventIsPermanentAndCommitsNothing(t *testing.T) {
 		}
 	})
 }
+
+// The relay deletes what it sent more than Keep ago, on its own rounds, and
+// never what is unsent, however old.
+func TestRelayPrunesSentMessages(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		ctx := context.Background()
+		h := r.inbox(t, nil).TxHandler(effect) // nothing published yet
+		for i := range 3 {
+			if err := h(ctx, eventstest.NewEvent(fmt.Sprintf("p%d", i), "k", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var clock atomic.Pointer[time.Time]
+		now := time.Now()
+		clock.Store(&now)
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: r.bus, Interval: time.Hour,
+			Keep: time.Hour, PruneInterval: 10 * time.Millisecond, Now: func() time.Time { return *clock.Load() }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _, err := rl.Flush(ctx); err != nil || n != 3 {
+			t.Fatalf("flush = %d, %v; want 3", n, err)
+		}
+		// One more, committed and left unsent.
+		if err := h(ctx, eventstest.NewEvent("p3", "k", 3)); err != nil {
+			t.Fatal(err)
+		}
+		outbox := func() (total int) {
+			t.Helper()
+			if err := r.db.QueryRow(ctx, `SELECT count(*) FROM outbox`).Scan(&total); err != nil {
+				t.Fatal(err)
+			}
+			return total
+		}
+		if n, err := rl.Prune(ctx); err != nil || n != 0 || outbox() != 4 {
+			t.Fatalf("prune within Keep = %d, %v, %d rows left; want nothing pruned of 4", n, err, outbox())
+		}
+		later := now.Add(2 * time.Hour)
+		clock.Store(&later)
+		if err := rl.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rl.Stop(ctx) })
+		deadline := time.Now().Add(time.Minute)
+		for outbox() != 1 && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if left := unsent(t, r.db); outbox() != 1 || left != 1 {
+			t.Fatalf("after Keep: %d rows, %d unsent; want only the unsent one left", outbox(), left)
+		}
+	})
+}

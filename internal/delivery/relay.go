@@ -34,6 +34,14 @@ type RelayConfig struct {
 	Interval time.Duration
 	// Now is the clock of sent_at. Default: time.Now.
 	Now func() time.Time
+	// Keep is how long sent messages stay in the outbox, to look at, before
+	// the relay deletes them: the stream holds them for good, and the
+	// outbox needs only what is unsent. The relay prunes every
+	// PruneInterval. Default: 1h; negative keeps them forever.
+	Keep time.Duration
+	// PruneInterval is how often the relay deletes messages sent more than
+	// Keep ago. Default: 1m.
+	PruneInterval time.Duration
 }
 
 // Relay publishes the outbox. Every process that writes to the outbox runs
@@ -65,6 +73,7 @@ type Relay struct {
 	toMark  []string
 	marking chan struct{}
 	marked  chan struct{} // closed when the marker has ended
+	pruned  chan struct{} // closed when the pruner has ended
 }
 
 // NewRelay returns a relay; Start runs it.
@@ -75,11 +84,13 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	cfg.Batch = cmp.Or(cfg.Batch, 256)
 	cfg.Interval = cmp.Or(cfg.Interval, time.Second)
+	cfg.Keep = cmp.Or(cfg.Keep, time.Hour)
+	cfg.PruneInterval = cmp.Or(cfg.PruneInterval, time.Minute)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Batch < 1 || cfg.Interval <= 0 {
-		return nil, errors.New("delivery: relay Batch and Interval must be positive")
+	if cfg.Batch < 1 || cfg.Interval <= 0 || cfg.PruneInterval <= 0 {
+		return nil, errors.New("delivery: relay Batch, Interval and PruneInterval must be positive")
 	}
 	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]struct{}{}, marking: make(chan struct{}, 1),
 		catchUp: make(chan struct{}, 1)}, nil
@@ -104,23 +115,56 @@ func (r *Relay) Start(ctx context.Context) error {
 	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	r.done = make(chan struct{})
 	r.marked = make(chan struct{})
+	r.pruned = make(chan struct{})
 	go r.run(ctx)
 	go r.markLoop(ctx)
+	go r.pruneLoop(ctx)
 	return nil
+}
+
+// Prune deletes the messages sent more than Keep ago and returns how many
+// went; the relay calls it every PruneInterval. Unsent messages are never
+// deleted, however old.
+func (r *Relay) Prune(ctx context.Context) (int64, error) {
+	if r.cfg.Keep < 0 {
+		return 0, nil
+	}
+	return store.PruneSent(ctx, r.cfg.DB, r.cfg.Now().Add(-r.cfg.Keep))
+}
+
+func (r *Relay) pruneLoop(ctx context.Context) {
+	defer close(r.pruned)
+	if r.cfg.Keep < 0 {
+		return
+	}
+	t := time.NewTicker(r.cfg.PruneInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := r.Prune(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("outbox: pruning sent messages failed; the next round tries again", "error", err)
+		} else if n > 0 {
+			r.cfg.Logger.Debug("outbox: pruned sent messages", "messages", n, "sent_before", r.cfg.Keep)
+		}
+	}
 }
 
 // Stop ends the relay after its current pass; messages it has not published
 // stay in the outbox for the next relay. Calling it twice is harmless.
 func (r *Relay) Stop(ctx context.Context) error {
 	r.mu.Lock()
-	cancel, done, marked := r.cancel, r.done, r.marked
+	cancel, done, marked, pruned := r.cancel, r.done, r.marked, r.pruned
 	r.cancel = nil
 	r.mu.Unlock()
 	if cancel == nil {
 		return nil
 	}
 	cancel()
-	for _, ch := range []chan struct{}{done, marked} {
+	for _, ch := range []chan struct{}{done, marked, pruned} {
 		select {
 		case <-ch:
 		case <-ctx.Done():

@@ -221,11 +221,23 @@ func markSent[K int64 | string](ctx context.Context, q Querier, column string, k
 }
 
 // PruneSent deletes the messages sent before a time and returns how many
-// went. Unsent messages are never pruned.
+// went. Unsent messages are never pruned. It deletes pruneBatch rows to a
+// statement, so that on a DB (not in a transaction) no statement holds
+// SQLite's single writer for long.
 func PruneSent(ctx context.Context, q Querier, before time.Time) (int64, error) {
-	n, err := q.Exec(ctx, `DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < $1`, before.UTC())
-	if err != nil {
-		return 0, fmt.Errorf("prune sent: %w", err)
+	var total int64
+	for {
+		n, err := q.Exec(ctx, `DELETE FROM outbox WHERE id IN (
+			SELECT id FROM outbox WHERE sent_at IS NOT NULL AND sent_at < $1 ORDER BY sent_at LIMIT $2)`,
+			before.UTC(), pruneBatch)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune sent: %w", err)
+		}
+		if n < pruneBatch {
+			return total, nil
+		}
 	}
-	return n, nil
 }
+
+const pruneBatch = 1000
