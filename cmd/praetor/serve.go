@@ -44,7 +44,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.IntVar(&f.replicas, 0, "stream-replicas", 1, "replicas of each stream in a NATS cluster")
 	fs.DurationVar(&f.duplicates, 0, "duplicate-window", 2*time.Minute, "window in which a republished event id is dropped")
 	fs.DurationVar(&f.drainTimeout, 0, "drain-timeout", 30*time.Second, "how long a stop waits for in-flight events")
-	fs.DurationVar(&f.outboxKeep, 0, "outbox-keep", time.Hour, "how long published events stay in the outbox table before they are pruned (negative: forever; the stream keeps them regardless)")
+	fs.DurationVar(&f.outboxKeep, 0, "outbox-keep", time.Hour, "how long published events stay in the outbox table before they are pruned (0: the default; negative: forever; the stream keeps them regardless)")
 	fs.StringVar(&f.llmProvider, 0, "llm-provider", "", "auto, openai or offline (auto: openai when an API key is set, else offline)")
 	fs.StringVar(&f.llmModel, 0, "llm-model", "", "model name for the openai provider")
 	fs.StringVar(&f.llmBaseURL, 0, "llm-base-url", "", "OpenAI-compatible base URL (also OPENAI_BASE_URL); the key comes only from PRAETOR_LLM_API_KEY or OPENAI_API_KEY")

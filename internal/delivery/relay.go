@@ -37,7 +37,7 @@ type RelayConfig struct {
 	// Keep is how long sent messages stay in the outbox, to look at, before
 	// the relay deletes them: the stream holds them for good, and the
 	// outbox needs only what is unsent. The relay prunes every
-	// PruneInterval. Default: 1h; negative keeps them forever.
+	// PruneInterval. Default (and zero): 1h; negative keeps them forever.
 	Keep time.Duration
 	// PruneInterval is how often the relay deletes messages sent more than
 	// Keep ago. Default: 1m.
@@ -145,10 +145,19 @@ func (r *Relay) pruneLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if n, err := r.Prune(ctx); err != nil && ctx.Err() == nil {
+		// One process prunes at a time: the others' deletes would only
+		// wait on the same rows.
+		unlock, ok, err := r.cfg.DB.TryLock(ctx, pruneLock)
+		if err == nil && ok {
+			var n int64
+			n, err = r.Prune(ctx)
+			unlock()
+			if n > 0 {
+				r.cfg.Logger.Debug("outbox: pruned sent messages", "messages", n, "sent_before", r.cfg.Now().Add(-r.cfg.Keep))
+			}
+		}
+		if err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Warn("outbox: pruning sent messages failed; the next round tries again", "error", err)
-		} else if n > 0 {
-			r.cfg.Logger.Debug("outbox: pruned sent messages", "messages", n, "sent_before", r.cfg.Keep)
 		}
 	}
 }
@@ -358,8 +367,12 @@ func OutboxMsgs(rows []store.OutboxMessage) []*nats.Msg {
 	return msgs
 }
 
-// relayLock is the store lock that makes one relay the publisher.
-const relayLock = "outbox-relay"
+// relayLock is the store lock that makes one relay the publisher, and
+// pruneLock the one that makes one relay the pruner.
+const (
+	relayLock = "outbox-relay"
+	pruneLock = "outbox-prune"
+)
 
 // drain publishes until the outbox has nothing unsent. When another relay
 // holds the lock it tries again shortly, since that relay may have read the

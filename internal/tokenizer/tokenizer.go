@@ -105,8 +105,10 @@ func (t *Tokenizer) countCached(text string) int {
 	}
 	// A copy: text is often a chunk of a whole prompt, which the key
 	// would otherwise keep alive.
-	t.counts[strings.Clone(text)] = n
-	t.bytes += len(text)
+	if _, ok := t.counts[text]; !ok { // another goroutine may have counted it meanwhile
+		t.counts[strings.Clone(text)] = n
+		t.bytes += len(text)
+	}
 	t.mu.Unlock()
 	return n
 }

@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -14,10 +16,10 @@ import (
 //
 // By default SQLite checkpoints inside the commit that takes the log past
 // 1,000 pages: that commit, and every transaction queued behind the single
-// writer, waits while the pages are copied. Under load that is many times a
-// second, and it is the tail of every write. Here the writer never
-// checkpoints (wal_autocheckpoint is off on its connection); instead, every
-// interval:
+// writer, waits while the pages are copied and both files synced. Under load
+// that is many times a second, and it is the tail of every write. Here the
+// writer never checkpoints (wal_autocheckpoint is off on its connection);
+// instead, every interval:
 //
 //  1. a passive checkpoint copies what has been committed so far. It takes
 //     the checkpoint lock, not the write lock: the writer goes on
@@ -25,46 +27,55 @@ import (
 //  2. Because the writer goes on, the log is seldom wholly copied at the
 //     moment of a commit, and SQLite starts a log over from its beginning
 //     only then: left to passive checkpoints, it would grow without end.
-//     So once it is longer than RestartFrames pages, the checkpointer holds
-//     the writer connection (no transaction of this process can begin) and
-//     runs a RESTART checkpoint, which copies the few pages committed
-//     since and starts the log over (a second passive checkpoint first
-//     copies those committed during step 1, which for a long log are
-//     hundreds). The writer waits for that copy
-//     only, not for the whole log. Readers still on the old log are waited
-//     for by polling every 100µs, up to restartPatience, not in SQLite's
-//     busy handler, whose first sleeps alone come to 8 ms; past it the
-//     next round tries again.
+//     So once it is longer than RestartFrames pages, a second passive
+//     checkpoint copies what was committed during the first (for a long
+//     log, hundreds of pages), then the checkpointer holds the writer
+//     connection (no transaction of this process can begin) and runs a
+//     RESTART checkpoint: it copies the few pages committed since, syncs,
+//     and waits for the readers still on the old log, so that the writer's
+//     next commit starts the log over. Those readers are waited for by
+//     polling every 100µs, up to restartPatience, not in SQLite's busy
+//     handler, whose first sleeps alone come to 8 ms.
+//  3. A restart that could not finish (a reader stayed) is tried again once
+//     the log has grown by another RestartFrames, so a reader that never
+//     ends (a leaked cursor, another process) costs the writer a wait now
+//     and then, not every round.
 //
-// A failed checkpoint is not an error anyone can act on: the next tick tries
-// again, and the log only grows meanwhile.
+// A failing checkpoint leaves the log growing: it is logged after ten
+// failures in a row, and again at every power of ten.
 type checkpointer struct {
-	conn    *sql.Conn
-	db      *sql.DB
+	db      *sql.DB // one connection; reconnected by database/sql if it breaks
 	writer  *sql.DB
 	restart int
+	log     *slog.Logger
 	cancel  context.CancelFunc
 	done    sync.WaitGroup
+
+	// Touched by the loop only (and by tests that run rounds themselves,
+	// with the loop idle).
+	threshold   int // log length past which a round restarts it
+	restartedAt int // log length at the last restart, until a commit resets it
+	lastFrames  int // log length at the last round
+	failures    int // rounds failed in a row
+
+	restarts atomic.Int64 // by the loop, for tests
 }
 
-func startCheckpointer(ctx context.Context, dsn string, writer *sql.DB, every time.Duration, restart int) (*checkpointer, error) {
+func startCheckpointer(ctx context.Context, dsn string, writer *sql.DB, every time.Duration, restart int,
+	log *slog.Logger) (*checkpointer, error) {
 	conn, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(1)
-	c, err := db.Conn(ctx)
-	if err == nil {
-		// Never sleep in SQLite's busy handler (see checkpoint).
-		_, err = c.ExecContext(ctx, "PRAGMA busy_timeout = 0")
-	}
-	if err != nil {
+	db.SetMaxIdleConns(1)
+	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}
 	cctx, cancel := context.WithCancel(context.Background())
-	cp := &checkpointer{conn: c, db: db, writer: writer, restart: restart, cancel: cancel}
+	cp := &checkpointer{db: db, writer: writer, restart: restart, log: log, cancel: cancel, threshold: restart}
 	cp.done.Add(1)
 	go cp.loop(cctx, every)
 	return cp, nil
@@ -80,52 +91,92 @@ func (cp *checkpointer) loop(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		_ = cp.checkpoint(ctx)
+		restarted, err := cp.checkpoint(ctx)
+		if restarted {
+			cp.restarts.Add(1)
+		}
+		switch {
+		case err == nil:
+			cp.failures = 0
+		case ctx.Err() != nil:
+			return
+		default:
+			cp.failures++
+			if n := cp.failures; n >= 10 && isPowerOfTen(n) {
+				cp.log.Warn("sqlite: checkpoints keep failing; the write-ahead log grows until they succeed",
+					"failures_in_a_row", n, "error", err)
+			}
+		}
 	}
 }
 
-// checkpoint runs one round: a passive checkpoint, then a restart when the
-// log has grown past its bound.
-func (cp *checkpointer) checkpoint(ctx context.Context) error {
-	frames, _, err := cp.run(ctx, "PASSIVE")
-	if err != nil || frames <= cp.restart {
-		return err
+func isPowerOfTen(n int) bool {
+	for n%10 == 0 {
+		n /= 10
 	}
-	// Copy (and sync) what was committed during the first pass, still
-	// beside the writer: the remainder left for the writer to wait on is
-	// then what a millisecond commits, not what the first pass took.
+	return n == 1
+}
+
+// checkpoint runs one round (see checkpointer) and reports whether it
+// restarted the log.
+func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err error) {
+	frames, _, err := cp.run(ctx, "PASSIVE")
+	if err != nil {
+		return false, err
+	}
+	if frames < cp.lastFrames {
+		// A commit started the log over (after a full passive copy, with no
+		// reader on the old log): back to the plain threshold.
+		cp.threshold, cp.restartedAt = cp.restart, 0
+	}
+	cp.lastFrames = frames
+	if frames <= cp.threshold || frames == cp.restartedAt {
+		// Short enough; or restarted already, and no commit since to
+		// start it over.
+		return false, nil
+	}
 	if _, _, err := cp.run(ctx, "PASSIVE"); err != nil {
-		return err
+		return false, err
 	}
 	w, err := cp.writer.Conn(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer w.Close()
-	// Readers that began on the old log hold it for as long as their
-	// query runs; those beginning now read the database file. Poll for
-	// the old ones to finish, finely, and give up the round past
-	// restartPatience: the writer is waiting.
+	// The first attempt copies and syncs, which can take longer than the
+	// patience: the wait for readers starts after it.
+	frames, busy, err := cp.run(ctx, "RESTART")
 	deadline := time.Now().Add(restartPatience)
-	for {
-		_, busy, err := cp.run(ctx, "RESTART")
-		if err != nil || !busy || time.Now().After(deadline) {
-			return err
-		}
+	for err == nil && busy && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Microsecond)
+		frames, busy, err = cp.run(ctx, "RESTART")
 	}
+	switch {
+	case err != nil:
+		return false, err
+	case busy:
+		cp.threshold = frames + cp.restart
+		return false, nil
+	}
+	cp.threshold, cp.restartedAt = cp.restart, frames
+	return true, nil
 }
 
 // restartPatience bounds how long a round waits, holding the writer, for
 // readers on the old log.
 const restartPatience = 5 * time.Millisecond
 
-// run runs a checkpoint of the given mode and returns the log's length
-// before it, in pages, and whether it could not finish (readers or a writer
-// in its way).
+// run runs a checkpoint of the given mode and returns the log's length in
+// pages, and whether it could not finish (readers or another process's
+// writer in its way). It never sleeps in SQLite's busy handler: the
+// connection's timeout is set to zero first (again, should database/sql
+// have reconnected).
 func (cp *checkpointer) run(ctx context.Context, mode string) (frames int, busy bool, err error) {
+	if _, err := cp.db.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		return 0, false, err
+	}
 	var blocked, copied int
-	err = cp.conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&blocked, &frames, &copied)
+	err = cp.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&blocked, &frames, &copied)
 	return frames, blocked != 0, err
 }
 
@@ -134,9 +185,5 @@ func (cp *checkpointer) run(ctx context.Context, mode string) (frames int, busy 
 func (cp *checkpointer) stop() error {
 	cp.cancel()
 	cp.done.Wait()
-	err := cp.conn.Close()
-	if err2 := cp.db.Close(); err == nil {
-		err = err2
-	}
-	return err
+	return cp.db.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/url"
 	"os"
@@ -53,6 +54,8 @@ type Config struct {
 	// checkpointer starts it over, holding the writer for as long as that
 	// takes (see checkpointer). Default 16384 (64 MiB of 4 KiB pages).
 	RestartFrames int
+	// Logger receives the checkpointer's warnings. Default: slog.Default().
+	Logger *slog.Logger
 }
 
 // WithDefaults returns c with its zero fields set to their defaults.
@@ -63,6 +66,7 @@ func (c Config) WithDefaults() Config {
 	c.CachedStatements = cmp.Or(c.CachedStatements, defaultCachedStatements)
 	c.CheckpointInterval = cmp.Or(c.CheckpointInterval, 100*time.Millisecond)
 	c.RestartFrames = cmp.Or(c.RestartFrames, 16384)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
@@ -176,7 +180,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		}
 		db.readers = readers
 		if cfg.CheckpointInterval > 0 {
-			ckpt, err := startCheckpointer(ctx, dsn(cfg, false), writer, cfg.CheckpointInterval, cfg.RestartFrames)
+			ckpt, err := startCheckpointer(ctx, dsn(cfg, false), writer, cfg.CheckpointInterval, cfg.RestartFrames, cfg.Logger)
 			if err != nil {
 				readers.Close()
 				writer.Close()
