@@ -129,8 +129,11 @@ func (r *Relay) Prune(ctx context.Context) (int64, error) {
 	if r.cfg.Keep < 0 {
 		return 0, nil
 	}
-	return store.PruneSent(ctx, r.cfg.DB, r.cfg.Now().Add(-r.cfg.Keep))
+	return store.PruneSent(ctx, r.cfg.DB, r.pruneCutoff())
 }
+
+// pruneCutoff is the send time before which messages are pruned now.
+func (r *Relay) pruneCutoff() time.Time { return r.cfg.Now().Add(-r.cfg.Keep) }
 
 func (r *Relay) pruneLoop(ctx context.Context) {
 	defer close(r.pruned)
@@ -149,11 +152,12 @@ func (r *Relay) pruneLoop(ctx context.Context) {
 		// wait on the same rows.
 		unlock, ok, err := r.cfg.DB.TryLock(ctx, pruneLock)
 		if err == nil && ok {
+			before := r.pruneCutoff()
 			var n int64
-			n, err = r.Prune(ctx)
+			n, err = store.PruneSent(ctx, r.cfg.DB, before)
 			unlock()
 			if n > 0 {
-				r.cfg.Logger.Debug("outbox: pruned sent messages", "messages", n, "sent_before", r.cfg.Now().Add(-r.cfg.Keep))
+				r.cfg.Logger.Debug("outbox: pruned sent messages", "messages", n, "sent_before", before)
 			}
 		}
 		if err != nil && ctx.Err() == nil {

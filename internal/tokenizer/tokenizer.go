@@ -100,12 +100,12 @@ func (t *Tokenizer) countCached(text string) int {
 	}
 	n = len(t.enc.EncodeOrdinary(text))
 	t.mu.Lock()
-	if t.bytes+len(text) > maxCachedBytes {
-		t.counts, t.bytes = map[string]int{}, 0
-	}
-	// A copy: text is often a chunk of a whole prompt, which the key
-	// would otherwise keep alive.
 	if _, ok := t.counts[text]; !ok { // another goroutine may have counted it meanwhile
+		if t.bytes+len(text) > maxCachedBytes {
+			t.counts, t.bytes = map[string]int{}, 0
+		}
+		// A copy: text is often a chunk of a whole prompt, which the key
+		// would otherwise keep alive.
 		t.counts[strings.Clone(text)] = n
 		t.bytes += len(text)
 	}

@@ -41,8 +41,9 @@ import (
 //     ends (a leaked cursor, another process) costs the writer a wait now
 //     and then, not every round.
 //
-// A failing checkpoint leaves the log growing: it is logged after ten
-// failures in a row, and again at every power of ten.
+// A failing checkpoint, or a restart a reader keeps failing, leaves the log
+// growing: either is logged after ten rounds in a row, and again at every
+// power of ten.
 type checkpointer struct {
 	db      *sql.DB // one connection; reconnected by database/sql if it breaks
 	writer  *sql.DB
@@ -57,6 +58,7 @@ type checkpointer struct {
 	restartedAt int // log length at the last restart, until a commit resets it
 	lastFrames  int // log length at the last round
 	failures    int // rounds failed in a row
+	stuck       int // restarts given up in a row (a reader stayed)
 
 	restarts atomic.Int64 // by the loop, for tests
 }
@@ -121,13 +123,15 @@ func isPowerOfTen(n int) bool {
 // restarted the log.
 func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err error) {
 	frames, _, err := cp.run(ctx, "PASSIVE")
-	if err != nil {
+	if err != nil || frames < 0 {
+		// -1: another connection holds the checkpoint lock (a checkpoint
+		// of another process, say); nothing learnt, nothing to do.
 		return false, err
 	}
 	if frames < cp.lastFrames {
 		// A commit started the log over (after a full passive copy, with no
 		// reader on the old log): back to the plain threshold.
-		cp.threshold, cp.restartedAt = cp.restart, 0
+		cp.threshold, cp.restartedAt, cp.stuck = cp.restart, 0, 0
 	}
 	cp.lastFrames = frames
 	if frames <= cp.threshold || frames == cp.restartedAt {
@@ -155,10 +159,17 @@ func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err err
 	case err != nil:
 		return false, err
 	case busy:
-		cp.threshold = frames + cp.restart
+		// frames is -1 when the lock itself was taken: back off from the
+		// length this round saw.
+		cp.threshold = max(frames, cp.lastFrames) + cp.restart
+		cp.stuck++
+		if n := cp.stuck; n >= 10 && isPowerOfTen(n) {
+			cp.log.Warn("sqlite: a reader keeps the write-ahead log from starting over; it grows until the reader ends",
+				"restarts_failed_in_a_row", n, "log_pages", cp.lastFrames)
+		}
 		return false, nil
 	}
-	cp.threshold, cp.restartedAt = cp.restart, frames
+	cp.threshold, cp.restartedAt, cp.stuck = cp.restart, frames, 0
 	return true, nil
 }
 
@@ -169,8 +180,9 @@ const restartPatience = 5 * time.Millisecond
 // run runs a checkpoint of the given mode and returns the log's length in
 // pages, and whether it could not finish (readers or another process's
 // writer in its way). It never sleeps in SQLite's busy handler: the
-// connection's timeout is set to zero first (again, should database/sql
-// have reconnected).
+// connection's busy timeout is set to zero first, each time, should
+// database/sql have reconnected. (Not in the connection's DSN: opening
+// waits for locks like any connection.)
 func (cp *checkpointer) run(ctx context.Context, mode string) (frames int, busy bool, err error) {
 	if _, err := cp.db.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
 		return 0, false, err

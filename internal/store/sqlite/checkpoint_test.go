@@ -116,16 +116,23 @@ func TestCheckpointerBesideAReader(t *testing.T) {
 	if restarted, err := db.ckpt.checkpoint(t.Context()); err != nil || restarted {
 		t.Fatalf("round right after a failed restart = restarted %v, %v; want it to wait for more log", restarted, err)
 	}
-	writePages(t, db, 500) // past the raised threshold, whatever the pages a commit takes
+	// With the reader gone, a commit starts the log over by itself (the
+	// round copied it all): the round sees a short log and is back to the
+	// plain threshold.
+	writePages(t, db, 10)
+	if restarted, err := db.ckpt.checkpoint(t.Context()); err != nil || restarted {
+		t.Fatalf("round on a log a commit started over = restarted %v, %v; want nothing to do", restarted, err)
+	}
+	writePages(t, db, 150) // past the plain threshold, not the raised one
 	grown := logBytes(t, path)
 	if restarted, err := db.ckpt.checkpoint(t.Context()); err != nil || !restarted {
-		t.Fatalf("round with the reader gone = restarted %v, %v; want a restart", restarted, err)
+		t.Fatalf("round past the plain threshold = restarted %v, %v; want a restart", restarted, err)
 	}
 	writePages(t, db, 300)
 	if after := logBytes(t, path); after > grown*5/4 {
 		t.Fatalf("log grew from %d to %d bytes after the reader left: not restarted", grown, after)
 	}
-	assertIntact(t, db, 1110)
+	assertIntact(t, db, 770)
 }
 
 func TestCheckpointerSurvivesReopen(t *testing.T) {
@@ -173,8 +180,10 @@ func TestCheckpointerBoundsTheLogUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Writers commit without pause and readers read without pause, so the
-	// log is never wholly copied at the moment of a commit: only the
-	// restart step keeps it from growing with every page written.
+	// log is seldom wholly copied at the moment of a commit: the restart
+	// step keeps it from growing with every page written. (The tests above
+	// check the step itself deterministically; this one, the bound under
+	// load.)
 	ctx, cancel := context.WithCancel(t.Context())
 	var readers, writers sync.WaitGroup
 	for range 2 {
