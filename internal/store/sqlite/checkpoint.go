@@ -104,7 +104,7 @@ func (cp *checkpointer) loop(ctx context.Context, every time.Duration) {
 			return
 		default:
 			cp.failures++
-			if n := cp.failures; n >= 10 && isPowerOfTen(n) {
+			if n := cp.failures; worthWarning(n) {
 				cp.log.Warn("sqlite: checkpoints keep failing; the write-ahead log grows until they succeed",
 					"failures_in_a_row", n, "error", err)
 			}
@@ -112,7 +112,12 @@ func (cp *checkpointer) loop(ctx context.Context, every time.Duration) {
 	}
 }
 
-func isPowerOfTen(n int) bool {
+// worthWarning reports whether the nth trouble in a row is logged: the
+// tenth, then every power of ten.
+func worthWarning(n int) bool {
+	if n < 10 {
+		return false
+	}
 	for n%10 == 0 {
 		n /= 10
 	}
@@ -122,6 +127,12 @@ func isPowerOfTen(n int) bool {
 // checkpoint runs one round (see checkpointer) and reports whether it
 // restarted the log.
 func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err error) {
+	// Never sleep in SQLite's busy handler: set again at every round, should
+	// database/sql have reconnected. (Not in the connection's DSN: opening
+	// waits for locks like any connection.)
+	if _, err := cp.db.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		return false, err
+	}
 	frames, _, err := cp.run(ctx, "PASSIVE")
 	if err != nil || frames < 0 {
 		// -1: another connection holds the checkpoint lock (a checkpoint
@@ -163,7 +174,7 @@ func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err err
 		// length this round saw.
 		cp.threshold = max(frames, cp.lastFrames) + cp.restart
 		cp.stuck++
-		if n := cp.stuck; n >= 10 && isPowerOfTen(n) {
+		if n := cp.stuck; worthWarning(n) {
 			cp.log.Warn("sqlite: a reader keeps the write-ahead log from starting over; it grows until the reader ends",
 				"restarts_failed_in_a_row", n, "log_pages", cp.lastFrames)
 		}
@@ -179,14 +190,8 @@ const restartPatience = 5 * time.Millisecond
 
 // run runs a checkpoint of the given mode and returns the log's length in
 // pages, and whether it could not finish (readers or another process's
-// writer in its way). It never sleeps in SQLite's busy handler: the
-// connection's busy timeout is set to zero first, each time, should
-// database/sql have reconnected. (Not in the connection's DSN: opening
-// waits for locks like any connection.)
+// writer in its way).
 func (cp *checkpointer) run(ctx context.Context, mode string) (frames int, busy bool, err error) {
-	if _, err := cp.db.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
-		return 0, false, err
-	}
 	var blocked, copied int
 	err = cp.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&blocked, &frames, &copied)
 	return frames, blocked != 0, err

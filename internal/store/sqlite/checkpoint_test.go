@@ -11,12 +11,11 @@ import (
 	"time"
 )
 
-// openForCheckpoints opens a database whose checkpointer never ticks on its
-// own (the test runs its rounds) and restarts the log past restart pages.
-func openForCheckpoints(t *testing.T, restart int) (*DB, string) {
+// openPages opens a database with cfg (closed at the end of the test) and
+// creates the table writePages fills.
+func openPages(t *testing.T, cfg Config) *DB {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "ckpt.db")
-	db, err := Open(t.Context(), Config{Path: path, CheckpointInterval: time.Hour, RestartFrames: restart})
+	db, err := Open(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +23,24 @@ func openForCheckpoints(t *testing.T, restart int) (*DB, string) {
 	if _, err := db.Exec(t.Context(), `CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	return db, path
+	return db
+}
+
+// openForCheckpoints opens a database whose checkpointer never ticks on its
+// own (the test runs its rounds) and restarts the log past restart pages.
+func openForCheckpoints(t *testing.T, restart int) (*DB, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ckpt.db")
+	return openPages(t, Config{Path: path, CheckpointInterval: time.Hour, RestartFrames: restart}), path
+}
+
+// round runs one checkpoint round and fails the test unless it restarted
+// the log exactly when want says, without error.
+func round(t *testing.T, ctx context.Context, db *DB, want bool, what string) {
+	t.Helper()
+	if restarted, err := db.ckpt.checkpoint(ctx); err != nil || restarted != want {
+		t.Fatalf("%s = restarted %v, %v; want restarted %v and no error", what, restarted, err, want)
+	}
 }
 
 // writePages commits n rows of a page each, one transaction apiece.
@@ -67,14 +83,10 @@ func TestCheckpointerRestartsTheLog(t *testing.T) {
 	db, path := openForCheckpoints(t, 100)
 	writePages(t, db, 300)
 	first := logBytes(t, path)
-	if restarted, err := db.ckpt.checkpoint(t.Context()); err != nil || !restarted {
-		t.Fatalf("round = restarted %v, %v; want a restart of a log past RestartFrames", restarted, err)
-	}
+	round(t, t.Context(), db, true, "round on a log past RestartFrames")
 	// Until a commit starts it over, the log keeps its length: a second
 	// round must not hold the writer again for it.
-	if restarted, err := db.ckpt.checkpoint(t.Context()); err != nil || restarted {
-		t.Fatalf("second round = restarted %v, %v; want nothing to do", restarted, err)
-	}
+	round(t, t.Context(), db, false, "second round")
 	// Restarted, the log is written again from its beginning: the file
 	// keeps its size (give or take a page of the tree's growth). Left to
 	// passive checkpoints it would double.
@@ -100,9 +112,7 @@ func TestCheckpointerBesideAReader(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	if restarted, err := db.ckpt.checkpoint(ctx); err != nil || restarted {
-		t.Fatalf("round beside a reader = restarted %v, %v; want no restart and no error", restarted, err)
-	}
+	round(t, ctx, db, false, "round beside a reader")
 	writePages(t, db, 10)
 	// The reader still sees its snapshot.
 	if err := rtx.QueryRowContext(t.Context(), `SELECT count(*) FROM pages`).Scan(&n); err != nil || n != 300 {
@@ -113,21 +123,15 @@ func TestCheckpointerBesideAReader(t *testing.T) {
 	}
 	// A failed restart is tried again once the log has grown by another
 	// RestartFrames, not at every round.
-	if restarted, err := db.ckpt.checkpoint(t.Context()); err != nil || restarted {
-		t.Fatalf("round right after a failed restart = restarted %v, %v; want it to wait for more log", restarted, err)
-	}
+	round(t, t.Context(), db, false, "round right after a failed restart")
 	// With the reader gone, a commit starts the log over by itself (the
 	// round copied it all): the round sees a short log and is back to the
 	// plain threshold.
 	writePages(t, db, 10)
-	if restarted, err := db.ckpt.checkpoint(t.Context()); err != nil || restarted {
-		t.Fatalf("round on a log a commit started over = restarted %v, %v; want nothing to do", restarted, err)
-	}
+	round(t, t.Context(), db, false, "round on a log a commit started over")
 	writePages(t, db, 150) // past the plain threshold, not the raised one
 	grown := logBytes(t, path)
-	if restarted, err := db.ckpt.checkpoint(t.Context()); err != nil || !restarted {
-		t.Fatalf("round past the plain threshold = restarted %v, %v; want a restart", restarted, err)
-	}
+	round(t, t.Context(), db, true, "round past the plain threshold")
 	writePages(t, db, 300)
 	if after := logBytes(t, path); after > grown*5/4 {
 		t.Fatalf("log grew from %d to %d bytes after the reader left: not restarted", grown, after)
@@ -137,18 +141,12 @@ func TestCheckpointerBesideAReader(t *testing.T) {
 
 func TestCheckpointerSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "reopen.db")
-	db, err := Open(t.Context(), Config{Path: path, CheckpointInterval: time.Millisecond, RestartFrames: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(t.Context(), `CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
+	db := openPages(t, Config{Path: path, CheckpointInterval: time.Millisecond, RestartFrames: 10})
 	writePages(t, db, 200) // the checkpointer runs rounds meanwhile
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err = Open(t.Context(), Config{Path: path})
+	db, err := Open(t.Context(), Config{Path: path})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,14 +169,7 @@ func assertIntact(t *testing.T, db *DB, rows int) {
 func TestCheckpointerBoundsTheLogUnderLoad(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "load.db")
 	const restart = 256
-	db, err := Open(t.Context(), Config{Path: path, CheckpointInterval: time.Millisecond, RestartFrames: restart})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(t.Context(), `CREATE TABLE pages (id INTEGER PRIMARY KEY, body TEXT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
+	db := openPages(t, Config{Path: path, CheckpointInterval: time.Millisecond, RestartFrames: restart})
 	// Writers commit without pause and readers read without pause, so the
 	// log is seldom wholly copied at the moment of a commit: the restart
 	// step keeps it from growing with every page written. (The tests above

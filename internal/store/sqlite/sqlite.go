@@ -58,6 +58,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// checkpoints reports whether a checkpointer runs (and commits never
+// checkpoint): a file, with a positive CheckpointInterval.
+func (c Config) checkpoints() bool { return c.CheckpointInterval > 0 && c.Path != Memory }
+
 // WithDefaults returns c with its zero fields set to their defaults.
 func (c Config) WithDefaults() Config {
 	c.BusyTimeout = cmp.Or(c.BusyTimeout, 5*time.Second)
@@ -179,7 +183,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 			return nil, fmt.Errorf("sqlite: open %s for reading: %w", cfg.Path, err)
 		}
 		db.readers = readers
-		if cfg.CheckpointInterval > 0 {
+		if cfg.checkpoints() {
 			ckpt, err := startCheckpointer(ctx, dsn(cfg, false), writer, cfg.CheckpointInterval, cfg.RestartFrames, cfg.Logger)
 			if err != nil {
 				readers.Close()
@@ -208,7 +212,7 @@ func dsn(cfg Config, reader bool) string {
 		// durable across application crashes and what WAL recommends.
 		q.Add("_pragma", "journal_mode(WAL)")
 		q.Add("_pragma", "synchronous(NORMAL)")
-		if cfg.CheckpointInterval > 0 && cfg.Path != Memory {
+		if cfg.checkpoints() {
 			// The checkpointer copies the log; commits never do.
 			q.Add("_pragma", "wal_autocheckpoint(0)")
 		}
