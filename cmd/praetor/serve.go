@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/peterbourgon/ff/v4"
 
+	"github.com/praetorhq/praetor/internal/gctune"
 	"github.com/praetorhq/praetor/internal/llm/provider"
 	"github.com/praetorhq/praetor/internal/node"
 )
@@ -122,6 +124,7 @@ drains the consumers and exits 0.`),
 			if err != nil {
 				return err
 			}
+			tuneGC(log)
 			cfg := node.Config{NATSURL: natsURL, DatabaseURL: databaseURL, Migrate: migrate, Logger: log}
 			if err := nf.apply(&cfg); err != nil {
 				return err
@@ -158,6 +161,7 @@ Nothing else to install: NATS JetStream (file storage) and SQLite live under
 			if err != nil {
 				return err
 			}
+			tuneGC(log)
 			cfg := node.Config{Dev: true, DataDir: dataDir, NATSListen: natsListen, Logger: log}
 			if err := nf.apply(&cfg); err != nil {
 				return err
@@ -165,4 +169,15 @@ Nothing else to install: NATS JetStream (file storage) and SQLite live under
 			return node.Run(ctx, cfg)
 		},
 	}
+}
+
+// tuneGC sets the garbage collector's defaults of a process that runs
+// services (see gctune: GOGC 400 and a limit under the container's unless
+// GOGC and GOMEMLIMIT say otherwise) and logs them.
+func tuneGC(log *slog.Logger) {
+	s, err := gctune.Apply(os.Getenv)
+	if err != nil {
+		log.Warn("garbage collector: no container memory limit taken", "err", err)
+	}
+	log.Info("garbage collector", "gc", s)
 }

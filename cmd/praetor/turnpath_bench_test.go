@@ -23,6 +23,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/praetorhq/praetor/internal/gctune"
 	"github.com/praetorhq/praetor/internal/llm/provider"
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/store"
@@ -62,6 +63,12 @@ func BenchmarkTurnPath(b *testing.B) {
 }
 
 func benchTurnPath(b *testing.B, storeKind, mode string) {
+	// The collector settings the praetor binary runs with (see tuneGC);
+	// GOGC=100 measures Go's defaults.
+	gc, err := gctune.Apply(os.Getenv)
+	if err != nil {
+		b.Log(err)
+	}
 	cfg := node.Config{HTTPAddr: "127.0.0.1:0", Available: wiring.Services(wiring.Options{}), DrainTimeout: 5 * time.Second,
 		Logger: slog.New(slog.DiscardHandler), LLM: provider.Config{Provider: provider.Offline},
 		Services: []string{"gateway", "extractor", "runner"}}
@@ -310,6 +317,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		reportStages(b, sent, arrived, staged)
 	}
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(b.N), "allocs/turn")
+	b.ReportMetric(float64(gc.Percent), "gogc")
 }
 
 // reportStages reports the p50 and p99 of each stage of the turns (see
