@@ -1,6 +1,7 @@
 package delivery_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -322,6 +323,10 @@ func (p *publisher) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
 	return p.bus.PublishMsgs(ctx, msgs)
 }
 
+func (p *publisher) DeadLetterUnpublishable(ctx context.Context, source string, msg *nats.Msg, reason string, attempts int) error {
+	return p.bus.DeadLetterUnpublishable(ctx, source, msg, reason, attempts)
+}
+
 func (p *publisher) count(id string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -570,6 +575,123 @@ func TestRelayPrunesSentMessages(t *testing.T) {
 		}
 		if left := unsent(t, r.db); outbox() != 1 || left != 1 {
 			t.Fatalf("after Keep: %d rows, %d unsent; want only the unsent one left", outbox(), left)
+		}
+	})
+}
+
+// outboxRow encodes an event as the outbox holds it, on subject when set.
+func (r *rig) outboxRow(t *testing.T, id, subject string) store.OutboxMessage {
+	t.Helper()
+	m, err := r.bus.Encode(context.Background(), eventstest.NewEvent(id, "k", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.OutboxMessage{TenantID: "t1", EventID: id, Subject: cmp.Or(subject, m.Subject), Header: m.Header, Data: m.Data}
+}
+
+func inOutbox(t *testing.T, db store.DB, eventID string) bool {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(context.Background(), `SELECT COUNT(*) FROM outbox WHERE event_id = $1`, eventID).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
+// A message no stream takes, between messages the server takes, does not
+// hold the relay up: the others are published and marked sent at once, and
+// after DeadLetterAfter passes that publish others while it is refused, it
+// is moved to the dead-letter stream with the server's reason. A pass in
+// which it is all there is to publish does not count: nothing shows the
+// server is up.
+func TestRelayDeadLettersAMessageTheServerRefuses(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		ctx := context.Background()
+		if err := r.bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: r.bus, Interval: time.Hour, DeadLetterAfter: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		enqueue := func(rows ...store.OutboxMessage) {
+			t.Helper()
+			if err := store.Enqueue(ctx, r.db, rows...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		flush := func(pass int, wantErr bool) {
+			t.Helper()
+			_, _, err := rl.Flush(ctx)
+			if (err != nil) != wantErr {
+				t.Fatalf("pass %d: Flush = %v, want an error: %v", pass, err, wantErr)
+			}
+		}
+		enqueue(r.outboxRow(t, "g0", ""), r.outboxRow(t, "poison", "no.stream.takes.this"), r.outboxRow(t, "g1", ""))
+		flush(1, true) // refused once
+		if inOutbox(t, r.db, "poison") == false || unsent(t, r.db) != 1 {
+			t.Fatalf("after pass 1: %d unsent, want the refused message alone", unsent(t, r.db))
+		}
+		flush(2, true) // alone: not counted
+		enqueue(r.outboxRow(t, "g2", ""))
+		flush(3, true) // refused twice
+		if !inOutbox(t, r.db, "poison") {
+			t.Fatal("dead-lettered after two refusals (the pass where it was alone counted), want three")
+		}
+		enqueue(r.outboxRow(t, "g3", ""))
+		flush(4, false) // refused three times: dead-lettered
+		if inOutbox(t, r.db, "poison") || unsent(t, r.db) != 0 {
+			t.Fatalf("after the third refusal: in the outbox %v, %d unsent; want it moved out and nothing unsent",
+				inOutbox(t, r.db, "poison"), unsent(t, r.db))
+		}
+		dls := eventstest.DeadLetters(t, r.bus, "unpublishable", "outbox")
+		if len(dls) != 1 {
+			t.Fatalf("%d dead letters, want 1", len(dls))
+		}
+		if dl := dls[0]; dl.EventID != "poison" || dl.Subject != "no.stream.takes.this" || dl.Cause != events.CauseUnpublishable ||
+			!strings.Contains(dl.Reason, "3 passes") || len(dl.Data) == 0 {
+			t.Errorf("dead letter = %+v, want the refused message, its subject and the server's reason", dl)
+		}
+		if got := strings.Join(r.streamMsgs(t), ","); got != "g0,g1,g2,g3" {
+			t.Errorf("the stream holds %s, want g0,g1,g2,g3", got)
+		}
+		flush(5, false)
+	})
+}
+
+// When the server takes nothing (it is down), no message is counted as
+// refused, however many passes fail: nothing is dead-lettered.
+func TestRelayDeadLettersNothingWhileTheServerTakesNothing(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		ctx := context.Background()
+		if err := r.bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		pub := &publisher{bus: r.bus, sent: map[string]int{}}
+		pub.fail.Store(true)
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: pub, Interval: time.Hour, DeadLetterAfter: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Enqueue(ctx, r.db, r.outboxRow(t, "e0", ""), r.outboxRow(t, "e1", "")); err != nil {
+			t.Fatal(err)
+		}
+		for pass := range 5 {
+			if _, _, err := rl.Flush(ctx); err == nil {
+				t.Fatalf("pass %d succeeded with the server down", pass)
+			}
+		}
+		if n := unsent(t, r.db); n != 2 {
+			t.Fatalf("%d unsent after the outage, want 2", n)
+		}
+		if dls := eventstest.DeadLetters(t, r.bus, "unpublishable", "outbox"); len(dls) != 0 {
+			t.Fatalf("%d dead letters during an outage, want none", len(dls))
+		}
+		pub.fail.Store(false)
+		if n, _, err := rl.Flush(ctx); err != nil || n != 2 {
+			t.Fatalf("after the outage Flush = %d, %v; want both published", n, err)
 		}
 	})
 }

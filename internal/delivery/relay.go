@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -11,12 +12,17 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/pkg/events"
 )
 
 // Publisher publishes messages in order and waits for their
-// acknowledgements; *events.Bus is one.
+// acknowledgements, and dead-letters those the server refuses for good;
+// *events.Bus is one.
 type Publisher interface {
+	// PublishMsgs fails with an *events.BatchError naming the messages
+	// that were not acknowledged.
 	PublishMsgs(ctx context.Context, msgs []*nats.Msg) error
+	DeadLetterUnpublishable(ctx context.Context, source string, msg *nats.Msg, reason string, attempts int) error
 }
 
 // RelayConfig configures a Relay.
@@ -42,6 +48,12 @@ type RelayConfig struct {
 	// PruneInterval is how often the relay deletes messages sent more than
 	// Keep ago. Default: 1m.
 	PruneInterval time.Duration
+	// DeadLetterAfter is how many passes in a row may fail to publish a
+	// message while the server takes the others of its batch before the
+	// relay moves it from the outbox to the dead-letter stream, with the
+	// server's reason. Until then it is published again at every pass (the
+	// passes back off). Default: 5.
+	DeadLetterAfter int
 }
 
 // Relay publishes the outbox. Every process that writes to the outbox runs
@@ -74,6 +86,11 @@ type Relay struct {
 	marking chan struct{}
 	marked  chan struct{} // closed when the marker has ended
 	pruned  chan struct{} // closed when the pruner has ended
+
+	// refusals counts, by event id, the passes in a row that failed to
+	// publish a message while others of its batch got through.
+	refusalsMu sync.Mutex
+	refusals   map[string]int
 }
 
 // NewRelay returns a relay; Start runs it.
@@ -86,14 +103,15 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	cfg.Interval = cmp.Or(cfg.Interval, time.Second)
 	cfg.Keep = cmp.Or(cfg.Keep, time.Hour)
 	cfg.PruneInterval = cmp.Or(cfg.PruneInterval, time.Minute)
+	cfg.DeadLetterAfter = cmp.Or(cfg.DeadLetterAfter, 5)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Batch < 1 || cfg.Interval <= 0 || cfg.PruneInterval <= 0 {
-		return nil, errors.New("delivery: relay Batch, Interval and PruneInterval must be positive")
+	if cfg.Batch < 1 || cfg.Interval <= 0 || cfg.PruneInterval <= 0 || cfg.DeadLetterAfter < 1 {
+		return nil, errors.New("delivery: relay Batch, Interval, PruneInterval and DeadLetterAfter must be positive")
 	}
 	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]struct{}{}, marking: make(chan struct{}, 1),
-		catchUp: make(chan struct{}, 1)}, nil
+		catchUp: make(chan struct{}, 1), refusals: map[string]int{}}, nil
 }
 
 // Kick asks the relay to publish now.
@@ -351,15 +369,81 @@ func (r *Relay) CatchUp(ctx context.Context) error {
 }
 
 // send publishes outbox rows in order and marks them sent.
+//
+// When the server takes some of them and not others, the others are
+// refused one by one (no stream takes the subject, the stream's limits
+// refuse it, ...), not by an outage: those taken are marked sent, and a
+// message refused DeadLetterAfter passes in a row goes to the dead-letter
+// stream, and out of the outbox, instead of holding up every pass behind
+// it. When nothing is taken, nothing is counted: the server may be down.
 func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) error {
-	if err := r.cfg.Publisher.PublishMsgs(ctx, OutboxMsgs(rows)); err != nil {
+	msgs := OutboxMsgs(rows)
+	err := r.cfg.Publisher.PublishMsgs(ctx, msgs)
+	var berr *events.BatchError
+	if err != nil && (!errors.As(err, &berr) || len(berr.Failed) >= len(rows)) {
 		return err
 	}
-	ids := make([]int64, len(rows))
-	for i, row := range rows {
-		ids[i] = row.ID
+	failed := map[int]error{}
+	if berr != nil {
+		for k, i := range berr.Failed {
+			failed[i] = berr.Errs[k]
+		}
 	}
-	return store.MarkSent(ctx, r.cfg.DB, ids, r.cfg.Now())
+	sent := make([]int64, 0, len(rows))
+	var dead []int
+	r.refusalsMu.Lock()
+	for i, row := range rows {
+		ferr, refused := failed[i]
+		if !refused {
+			sent = append(sent, row.ID)
+			delete(r.refusals, row.EventID)
+			continue
+		}
+		r.refusals[row.EventID]++
+		n := r.refusals[row.EventID]
+		if n >= r.cfg.DeadLetterAfter {
+			dead = append(dead, i)
+		} else {
+			r.cfg.Logger.Warn("outbox: the server refused a message; publishing it again at the next passes",
+				"event_id", row.EventID, "subject", row.Subject, "refusals", n, "dead_letter_after", r.cfg.DeadLetterAfter, "error", ferr)
+		}
+	}
+	r.refusalsMu.Unlock()
+	if err := store.MarkSent(ctx, r.cfg.DB, sent, r.cfg.Now()); err != nil {
+		return err
+	}
+	if berr == nil {
+		return nil
+	}
+	for _, i := range dead {
+		if err := r.deadLetter(ctx, rows[i], msgs[i], failed[i]); err != nil {
+			return err
+		}
+	}
+	if len(dead) == len(berr.Failed) {
+		return nil
+	}
+	return err
+}
+
+// deadLetter moves an outbox row the server keeps refusing to the
+// dead-letter stream: copied there first, deleted from the outbox after,
+// so that a crash in between leaves a copy (stored once: its id is fixed)
+// and the row.
+func (r *Relay) deadLetter(ctx context.Context, row store.OutboxMessage, msg *nats.Msg, refusal error) error {
+	reason := fmt.Sprintf("the server refused it %d passes in a row while taking others: %v", r.cfg.DeadLetterAfter, refusal)
+	if err := r.cfg.Publisher.DeadLetterUnpublishable(ctx, "outbox", msg, reason, r.cfg.DeadLetterAfter); err != nil {
+		return fmt.Errorf("outbox: dead-letter event %s: %w", row.EventID, err)
+	}
+	if err := store.DeleteOutbox(ctx, r.cfg.DB, row.ID); err != nil {
+		return fmt.Errorf("outbox: delete dead-lettered event %s: %w", row.EventID, err)
+	}
+	r.refusalsMu.Lock()
+	delete(r.refusals, row.EventID)
+	r.refusalsMu.Unlock()
+	r.cfg.Logger.Error("outbox: message moved to the dead-letter stream", "event_id", row.EventID,
+		"subject", row.Subject, "reason", reason)
+	return nil
 }
 
 // OutboxMsgs returns the messages outbox rows hold, as they are published.

@@ -220,6 +220,15 @@ func markSent[K int64 | string](ctx context.Context, q Querier, column string, k
 	return nil
 }
 
+// DeleteOutbox deletes a message, sent or not: the relay's last step for a
+// message it moved to the dead-letter stream.
+func DeleteOutbox(ctx context.Context, q Querier, id int64) error {
+	if _, err := q.Exec(ctx, `DELETE FROM outbox WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("delete outbox message %d: %w", id, err)
+	}
+	return nil
+}
+
 // PruneSent deletes the messages sent before a time and returns how many
 // went. Unsent messages are never pruned. It deletes pruneBatch rows to a
 // statement, so that on a DB (not in a transaction) no statement holds

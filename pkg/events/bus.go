@@ -138,8 +138,11 @@ func (b *Bus) PublishBatch(ctx context.Context, evs []event.Event) error {
 
 // BatchError reports the messages of a batch that were not acknowledged.
 type BatchError struct {
-	// Failed holds the indexes of the failed messages in the batch.
+	// Failed holds the indexes of the failed messages in the batch, in
+	// order.
 	Failed []int
+	// Errs holds the error of each failed message: Errs[k] is Failed[k]'s.
+	Errs []error
 	// Err is the first failure.
 	Err error
 }
@@ -165,6 +168,7 @@ func (b *Bus) publishAll(ctx context.Context, n int, msg func(i int) (*nats.Msg,
 	var berr BatchError
 	fail := func(i int, err error) {
 		berr.Failed = append(berr.Failed, i)
+		berr.Errs = append(berr.Errs, err)
 		if berr.Err == nil {
 			berr.Err = err
 		}
@@ -217,7 +221,18 @@ func (b *Bus) publishAll(ctx context.Context, n int, msg func(i int) (*nats.Msg,
 		head = (head + 1) % len(ring)
 	}
 	if berr.Err != nil {
-		slices.Sort(berr.Failed)
+		// Failures arrive out of order (a publish error before an older
+		// acknowledgement's timeout): sort the pairs by index.
+		order := make([]int, len(berr.Failed))
+		for k := range order {
+			order[k] = k
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return berr.Failed[a] - berr.Failed[b] })
+		failed, errs := make([]int, len(order)), make([]error, len(order))
+		for k, o := range order {
+			failed[k], errs[k] = berr.Failed[o], berr.Errs[o]
+		}
+		berr.Failed, berr.Errs = failed, errs
 		return &berr
 	}
 	return nil

@@ -446,9 +446,9 @@ func (s *Subscription) deadLetter(msg jetstream.Msg, d Delivery, ceType, cause s
 	dl := DeadLetter{
 		Reason: reason.Error(), Cause: cause, Stream: d.Stream, Consumer: s.cfg.Name,
 		StreamSeq: d.StreamSeq, Deliveries: d.NumDelivered, Subject: d.Subject,
-		Header: msg.Headers(), Data: msg.Data(), At: time.Now().UTC(),
+		Header: msg.Headers(), Data: msg.Data(), EventID: msg.Headers().Get(HeaderMsgID), At: time.Now().UTC(),
 	}
-	if err := s.bus.publishDeadLetter(ctx, dl); err != nil {
+	if err := s.bus.publishDeadLetterOf(ctx, dl); err != nil {
 		s.bus.cfg.Logger.Error("dead-letter publish failed; redelivering", "service", s.cfg.Name,
 			"stream_seq", d.StreamSeq, "error", err)
 		_ = msg.NakWithDelay(s.cfg.backoff(1))

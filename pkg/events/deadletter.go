@@ -22,6 +22,9 @@ const (
 	causeDecode     = "decode"
 	causePermanent  = "permanent"
 	causeMaxDeliver = "max_deliver"
+	// CauseUnpublishable is the cause of a message the stream refused for
+	// good (DeadLetterUnpublishable).
+	CauseUnpublishable = "unpublishable"
 )
 
 // DeadLetter is an event that could not be handled, kept with the original
@@ -30,16 +33,20 @@ type DeadLetter struct {
 	// Reason says why, in words: the decode error, the handler's permanent
 	// error, or the last error before MaxDeliver ran out.
 	Reason string `json:"reason"`
-	// Cause is decode, permanent or max_deliver.
-	Cause      string      `json:"cause"`
-	Stream     string      `json:"stream"`
-	Consumer   string      `json:"consumer"`
-	StreamSeq  uint64      `json:"stream_seq"`
-	Deliveries uint64      `json:"deliveries"`
-	Subject    string      `json:"subject"`
-	Header     nats.Header `json:"header,omitempty"`
-	Data       []byte      `json:"data,omitempty"`
-	At         time.Time   `json:"at"`
+	// Cause is decode, permanent, max_deliver or unpublishable (then
+	// Stream and StreamSeq are empty, Consumer names who tried to publish
+	// and Deliveries counts the tries).
+	Cause      string `json:"cause"`
+	Stream     string `json:"stream"`
+	Consumer   string `json:"consumer"`
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+	Subject    string `json:"subject"`
+	// EventID is the event's id (its Nats-Msg-Id), when it has one.
+	EventID string      `json:"event_id,omitempty"`
+	Header  nats.Header `json:"header,omitempty"`
+	Data    []byte      `json:"data,omitempty"`
+	At      time.Time   `json:"at"`
 }
 
 // DeadLetterSubject is where a consumer's dead letters go.
@@ -47,18 +54,40 @@ func DeadLetterSubject(stream, consumer string) string {
 	return deadLetterPrefix + "." + stream + "." + consumer
 }
 
-func (b *Bus) publishDeadLetter(ctx context.Context, dl DeadLetter) error {
-	ev := event.New()
+// DeadLetterUnpublishable copies a message that never reached a stream,
+// and never will (no stream takes its subject, or the stream refuses it), to
+// the dead-letter stream on praetor.dlq.unpublishable.<source>, with the
+// reason and how many times publishing it was tried. source names who tried:
+// "outbox" for the outbox relay. The copy's id is fixed per (source, event
+// id): copying the same message twice stores it once.
+func (b *Bus) DeadLetterUnpublishable(ctx context.Context, source string, msg *nats.Msg, reason string, attempts int) error {
+	id := msg.Header.Get(HeaderMsgID)
+	if id == "" {
+		return fmt.Errorf("events: dead-letter a message on %s: it has no %s header", msg.Subject, HeaderMsgID)
+	}
+	dl := DeadLetter{Reason: reason, Cause: CauseUnpublishable, Consumer: source, Deliveries: uint64(attempts),
+		Subject: msg.Subject, EventID: id, Header: msg.Header, Data: msg.Data, At: time.Now().UTC()}
+	return b.publishDeadLetter(ctx, "dlq-unpublishable-"+source+"-"+id, DeadLetterSubject("unpublishable", source), dl)
+}
+
+// publishDeadLetterOf copies a message a consumer gave up on.
+func (b *Bus) publishDeadLetterOf(ctx context.Context, dl DeadLetter) error {
 	// The id is fixed per (stream, consumer, sequence): copying the same
 	// message twice, from the handler and from the advisory, stores it once.
-	ev.SetID("dlq-" + dl.Stream + "-" + dl.Consumer + "-" + strconv.FormatUint(dl.StreamSeq, 10))
+	id := "dlq-" + dl.Stream + "-" + dl.Consumer + "-" + strconv.FormatUint(dl.StreamSeq, 10)
+	return b.publishDeadLetter(ctx, id, DeadLetterSubject(dl.Stream, dl.Consumer), dl)
+}
+
+func (b *Bus) publishDeadLetter(ctx context.Context, id, subject string, dl DeadLetter) error {
+	ev := event.New()
+	ev.SetID(id)
 	ev.SetType(DeadLetterType)
 	ev.SetSource("/praetor/events")
 	ev.SetTime(dl.At)
 	if err := ev.SetData(event.ApplicationJSON, dl); err != nil {
 		return err
 	}
-	msg, err := Encode(DeadLetterSubject(dl.Stream, dl.Consumer), ev)
+	msg, err := Encode(subject, ev)
 	if err != nil {
 		return err
 	}
@@ -67,7 +96,7 @@ func (b *Bus) publishDeadLetter(ctx context.Context, dl DeadLetter) error {
 	}
 	b.cfg.Metrics.deadLetters.WithLabelValues(dl.Consumer, dl.Cause).Inc()
 	b.cfg.Logger.Warn("event dead-lettered", "service", dl.Consumer, "stream", dl.Stream,
-		"stream_seq", dl.StreamSeq, "cause", dl.Cause, "reason", dl.Reason)
+		"stream_seq", dl.StreamSeq, "event_id", dl.EventID, "cause", dl.Cause, "reason", dl.Reason)
 	return nil
 }
 
@@ -157,9 +186,9 @@ func (b *Bus) handleAdvisory(msg jetstream.Msg) error {
 	case err != nil:
 		return fmt.Errorf("fetch %s #%d: %w", a.Stream, a.StreamSeq, err)
 	default:
-		dl.Subject, dl.Header, dl.Data = raw.Subject, raw.Header, raw.Data
+		dl.Subject, dl.Header, dl.Data, dl.EventID = raw.Subject, raw.Header, raw.Data, raw.Header.Get(HeaderMsgID)
 	}
-	return b.publishDeadLetter(ctx, dl)
+	return b.publishDeadLetterOf(ctx, dl)
 }
 
 func (w *advisoryWatcher) stop(ctx context.Context) error {

@@ -84,3 +84,66 @@ func TestEncodeRefusesAnEventTheServerWould(t *testing.T) {
 		t.Fatalf("the server refused what Encode let through: %v", err)
 	}
 }
+
+// A batch whose middle message no stream takes fails with a BatchError that
+// names that message alone, with its own error, and the others are stored;
+// DeadLetterUnpublishable then copies the message, with the reason, to the
+// dead-letter stream, once however often it is called.
+func TestRefusedMessageIsNamedAndDeadLettered(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*nats.Msg
+	for i, id := range []string{"a", "nowhere", "c"} {
+		m, err := bus.Encode(ctx, eventstest.NewEvent(id, "k", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	msgs[1].Subject = "no.stream.takes.this"
+	err = bus.PublishMsgs(ctx, msgs)
+	var berr *events.BatchError
+	if !errors.As(err, &berr) {
+		t.Fatalf("PublishMsgs = %v, want a BatchError", err)
+	}
+	if len(berr.Failed) != 1 || berr.Failed[0] != 1 || len(berr.Errs) != 1 || berr.Errs[0] == nil {
+		t.Fatalf("BatchError names %v with %v, want message 1 alone, with its error", berr.Failed, berr.Errs)
+	}
+	var stored []string
+	if err := bus.Replay(ctx, events.ReplayConfig{Stream: topic.Stream}, func(r events.Record) error {
+		stored = append(stored, r.Event.ID())
+		return r.Err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(stored, ",") != "a,c" {
+		t.Fatalf("the stream holds %v, want a,c", stored)
+	}
+
+	for range 2 {
+		if err := bus.DeadLetterUnpublishable(ctx, "outbox", msgs[1], berr.Errs[0].Error(), 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dls := eventstest.DeadLetters(t, bus, "unpublishable", "outbox")
+	if len(dls) != 1 {
+		t.Fatalf("%d dead letters, want 1 (the second copy is a duplicate)", len(dls))
+	}
+	dl := dls[0]
+	if dl.Cause != events.CauseUnpublishable || dl.EventID != "nowhere" || dl.Subject != msgs[1].Subject ||
+		dl.Deliveries != 5 || dl.Reason != berr.Errs[0].Error() || string(dl.Data) != string(msgs[1].Data) ||
+		dl.Header.Get("ce-id") != "nowhere" {
+		t.Errorf("dead letter = %+v, want the refused message whole with its reason", dl)
+	}
+}

@@ -60,13 +60,12 @@ import (
 )
 
 // Bus runs durable consumers, encodes the answers for the outbox and
-// publishes them; *events.Bus is one.
+// publishes them (it is also the publisher of the outbox relay);
+// *events.Bus is one.
 type Bus interface {
 	Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error)
 	delivery.Encoder
-	// PublishMsgs publishes encoded messages and waits for their
-	// acknowledgements.
-	PublishMsgs(ctx context.Context, msgs []*nats.Msg) error
+	delivery.Publisher
 }
 
 // DefaultMaxResultBytes bounds an answer's data unless configured: under the

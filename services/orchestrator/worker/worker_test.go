@@ -24,6 +24,9 @@ func (nopBus) Subscribe(context.Context, events.ConsumerConfig, events.Handler) 
 	return nil, errors.New("not here")
 }
 func (nopBus) PublishMsgs(context.Context, []*nats.Msg) error { return nil }
+func (nopBus) DeadLetterUnpublishable(context.Context, string, *nats.Msg, string, int) error {
+	return nil
+}
 
 func (nopBus) Encode(context.Context, event.Event) (*nats.Msg, error) {
 	return nil, errors.New("not here")
