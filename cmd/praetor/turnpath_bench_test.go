@@ -52,8 +52,9 @@ import (
 // queueing time and say little. Every mode also reports the process CPU and
 // heap allocations per turn over the timed turns (all services, the NATS
 // server and this client; not PostgreSQL's processes), the figures to watch
-// on a shared machine where wall-clock ones are noisy. The postgres variants
-// need DATABASE_URL.
+// on a shared machine where wall-clock ones are noisy, and the bytes it
+// wrote to disk files per turn (SQLite's and NATS's: disk-kB/turn, Linux
+// only). The postgres variants need DATABASE_URL.
 func BenchmarkTurnPath(b *testing.B) {
 	for _, st := range []string{"sqlite", "postgres"} {
 		for _, mode := range []string{"paced100", "paced300", "paced500", "max"} {
@@ -261,6 +262,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	cpu0 := processCPU(b)
+	disk0, diskOK := diskWritten()
 
 	b.ResetTimer()
 	start := time.Now()
@@ -290,6 +292,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	waitAnswered(b.N)
 	b.StopTimer()
 	cpu := processCPU(b) - cpu0
+	disk1, _ := diskWritten()
 	runtime.ReadMemStats(&ms1)
 	mu.Lock()
 	defer mu.Unlock()
@@ -317,7 +320,28 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		reportStages(b, sent, arrived, staged)
 	}
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(b.N), "allocs/turn")
+	if diskOK {
+		b.ReportMetric(float64(disk1-disk0)/1024/float64(b.N), "disk-kB/turn")
+	}
 	b.ReportMetric(float64(gc.Percent), "gogc")
+}
+
+// diskWritten returns the bytes the process has written to files on block
+// devices (Linux's write_bytes in /proc/self/io: pages it dirtied, whether
+// or not the kernel has written them out yet; files on tmpfs do not count),
+// and false where that is not known.
+func diskWritten() (int64, bool) {
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // reportStages reports the p50 and p99 of each stage of the turns (see
