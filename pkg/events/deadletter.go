@@ -204,3 +204,68 @@ func (w *advisoryWatcher) stop(ctx context.Context) error {
 	})
 	return err
 }
+
+// Redriven is what Redrive did with a dead letter.
+type Redriven struct {
+	// DeadLetterSeq is the dead letter's sequence in DeadLetterStream.
+	DeadLetterSeq uint64 `json:"dead_letter_seq"`
+	EventID       string `json:"event_id,omitempty"`
+	Subject       string `json:"subject"`
+	// Stream and StreamSeq are where the stream stored the message again.
+	Stream    string `json:"stream"`
+	StreamSeq uint64 `json:"stream_seq"`
+	// Duplicate is set when the stream already held the event's id within
+	// its duplicate window and stored nothing: redrive it once the window
+	// has passed.
+	Duplicate bool `json:"duplicate"`
+}
+
+// ErrNotRedrivable is wrapped by Redrive's failures that trying again will
+// not mend: no dead letter at that sequence, or one that did not keep its
+// original message.
+var ErrNotRedrivable = errors.New("events: dead letter cannot be redriven")
+
+// Redrive publishes again, on its subject and byte for byte (headers,
+// Nats-Msg-Id included), the original message of the dead letter at
+// sequence seq of DeadLetterStream: once its cause is mended (a bug fixed,
+// a stream created), the event is handled as if it had just arrived. The
+// dead letter stays, as the record of what failed. Redriving twice does no
+// harm: within the duplicate window the stream drops the copy, and after it
+// the consumers' inboxes do.
+func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
+	if seq == 0 {
+		return Redriven{}, fmt.Errorf("%w: sequence 0 (sequences start at 1)", ErrNotRedrivable)
+	}
+	stream, err := b.js.Stream(ctx, DeadLetterStream)
+	if err != nil {
+		return Redriven{}, fmt.Errorf("events: redrive #%d: %w", seq, err)
+	}
+	raw, err := stream.GetMsg(ctx, seq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Redriven{}, fmt.Errorf("%w: no message at sequence %d of %s", ErrNotRedrivable, seq, DeadLetterStream)
+	}
+	if err != nil {
+		return Redriven{}, fmt.Errorf("events: redrive #%d: %w", seq, err)
+	}
+	ev, err := Decode(raw.Header, raw.Data)
+	if err != nil || ev.Type() != DeadLetterType {
+		return Redriven{}, fmt.Errorf("%w: message %d of %s is not a dead letter", ErrNotRedrivable, seq, DeadLetterStream)
+	}
+	var dl DeadLetter
+	if err := json.Unmarshal(ev.Data(), &dl); err != nil {
+		return Redriven{}, fmt.Errorf("%w: dead letter %d: %v", ErrNotRedrivable, seq, err)
+	}
+	if dl.Subject == "" {
+		return Redriven{}, fmt.Errorf("%w: dead letter %d kept no original message (%s)", ErrNotRedrivable, seq, dl.Reason)
+	}
+	ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: dl.Subject, Header: dl.Header, Data: dl.Data})
+	if err != nil {
+		return Redriven{}, fmt.Errorf("events: redrive dead letter %d to %s: %w", seq, dl.Subject, err)
+	}
+	id := dl.EventID
+	if id == "" {
+		id = dl.Header.Get(HeaderMsgID)
+	}
+	return Redriven{DeadLetterSeq: seq, EventID: id, Subject: dl.Subject, Stream: ack.Stream,
+		StreamSeq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}

@@ -1,10 +1,14 @@
 package events_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
@@ -146,4 +150,118 @@ func TestRefusedMessageIsNamedAndDeadLettered(t *testing.T) {
 		dl.Header.Get("ce-id") != "nowhere" {
 		t.Errorf("dead letter = %+v, want the refused message whole with its reason", dl)
 	}
+}
+
+// A dead letter is redriven byte for byte to its subject: a handler that
+// failed for good handles it once its fault is mended (the stream drops the
+// copy while the event's id is in its duplicate window, and says so), and an
+// unpublishable message reaches the stream created for it.
+func TestRedrive(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	const window = 200 * time.Millisecond
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}, Duplicates: window}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	var mended atomic.Bool
+	handled := make(chan string, 4)
+	sub, err := bus.Subscribe(ctx, events.ConsumerConfig{Stream: topic.Stream, Name: "fragile", Subjects: []string{topic.Pattern()}},
+		func(ctx context.Context, ev event.Event) error {
+			if !mended.Load() {
+				return events.Permanent(errors.New("a bug"))
+			}
+			handled <- ev.ID()
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+	if err := bus.Publish(ctx, eventstest.NewEvent("e1", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	var seq uint64
+	eventstest.Eventually(t, 10*time.Second, "e1 dead-lettered", func() bool {
+		seq = deadLetterSeq(t, bus, "e1")
+		return seq > 0
+	})
+
+	got, err := bus.Redrive(ctx, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Duplicate || got.EventID != "e1" {
+		t.Fatalf("redrive within the duplicate window = %+v, want a duplicate of e1", got)
+	}
+	mended.Store(true)
+	// Once the window has passed, the stream forgets the event's id.
+	eventstest.Eventually(t, 10*time.Second, "a redrive stored", func() bool {
+		if got, err = bus.Redrive(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+		return !got.Duplicate
+	})
+	if got.Duplicate || got.Stream != topic.Stream || got.StreamSeq != 2 {
+		t.Fatalf("redrive after the window = %+v, want it stored as message 2 of %s", got, topic.Stream)
+	}
+	select {
+	case id := <-handled:
+		if id != "e1" {
+			t.Fatalf("handled %s, want e1", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the redriven event was not handled")
+	}
+
+	// An unpublishable message reaches the stream made for its subject.
+	m, err := bus.Encode(ctx, eventstest.NewEvent("lost", "k", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Subject = "later.stream.x"
+	if err := bus.DeadLetterUnpublishable(ctx, "outbox", m, "no stream", 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.Redrive(ctx, deadLetterSeq(t, bus, "lost")); err == nil {
+		t.Fatal("redrive to a subject no stream takes succeeded")
+	}
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: "LATER", Subjects: []string{"later.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := bus.Redrive(ctx, deadLetterSeq(t, bus, "lost")); err != nil || got.Stream != "LATER" || got.Duplicate {
+		t.Fatalf("redrive once the stream exists = %+v, %v; want stored in LATER", got, err)
+	}
+
+	if _, err := bus.Redrive(ctx, 999); !errors.Is(err, events.ErrNotRedrivable) {
+		t.Fatalf("redrive of no dead letter = %v, want ErrNotRedrivable", err)
+	}
+	if _, err := bus.Redrive(ctx, 0); !errors.Is(err, events.ErrNotRedrivable) {
+		t.Fatalf("redrive of sequence 0 = %v, want ErrNotRedrivable", err)
+	}
+}
+
+// deadLetterSeq returns the sequence in the dead-letter stream of the dead
+// letter of an event, 0 when there is none.
+func deadLetterSeq(t *testing.T, bus *events.Bus, eventID string) uint64 {
+	t.Helper()
+	var seq uint64
+	err := bus.Replay(t.Context(), events.ReplayConfig{Stream: events.DeadLetterStream}, func(r events.Record) error {
+		var dl events.DeadLetter
+		if r.Err == nil && json.Unmarshal(r.Event.Data(), &dl) == nil && dl.EventID == eventID {
+			seq = r.StreamSeq
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
 }

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/pkg/events/eventstest"
+)
+
+// praetor dlq lists a dead letter and redrives it: refused while no stream
+// takes its subject (exit 1, the reason on stderr), stored once one does.
+func TestDLQListAndRedrive(t *testing.T) {
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := events.Encode("later.x", eventstest.NewEvent("lost-1", "k", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.DeadLetterUnpublishable(ctx, "outbox", m, "no stream takes later.x", 5); err != nil {
+		t.Fatal(err)
+	}
+	dlq := func(sub string, args ...string) (stdout, stderr string, code int) {
+		cmd := exec.Command(binary, append([]string{"dlq", sub, "--nats-url", srv.ClientURL()}, args...)...)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		_ = cmd.Run()
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+
+	out, _, code := dlq("list")
+	var line deadLetterLine
+	if err := json.Unmarshal([]byte(out), &line); code != 0 || err != nil {
+		t.Fatalf("dlq list: exit %d, %v\n%s", code, err, out)
+	}
+	if line.Seq != 1 || line.Cause != events.CauseUnpublishable || line.EventID != "lost-1" || line.Subject != "later.x" ||
+		line.Service != "outbox" || line.Reason != "no stream takes later.x" {
+		t.Errorf("dlq list = %+v, want the dead letter of lost-1", line)
+	}
+	if out, _, _ := dlq("list", "--cause", "decode"); out != "" {
+		t.Errorf("dlq list --cause decode printed %q, want nothing", out)
+	}
+
+	if _, errOut, code := dlq("redrive", "1"); code != 1 || !strings.Contains(errOut, "dead letter 1:") {
+		t.Fatalf("redrive with no stream for the subject: exit %d, want 1 with the reason\n%s", code, errOut)
+	}
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: "LATER", Subjects: []string{"later.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := dlq("redrive", "1")
+	var r events.Redriven
+	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.Stream != "LATER" || r.StreamSeq != 1 || r.EventID != "lost-1" {
+		t.Fatalf("redrive once the stream exists: exit %d, %v, %+v\n%s%s", code, err, r, out, errOut)
+	}
+	if _, errOut, code := dlq("redrive", "x"); code != 1 || !strings.Contains(errOut, `"x" is not a dead letter's sequence`) {
+		t.Errorf("redrive x: exit %d\n%s", code, errOut)
+	}
+}
