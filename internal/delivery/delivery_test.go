@@ -313,7 +313,12 @@ func (p *publisher) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
 		<-p.hold
 	}
 	if p.fail.Load() {
-		return errors.New("nats is down")
+		// As the bus says it: every message failed, each with its error.
+		berr := &events.BatchError{Err: errors.New("nats is down")}
+		for i := range msgs {
+			berr.Failed, berr.Errs = append(berr.Failed, i), append(berr.Errs, berr.Err)
+		}
+		return berr
 	}
 	p.mu.Lock()
 	for _, m := range msgs {
@@ -321,6 +326,10 @@ func (p *publisher) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
 	}
 	p.mu.Unlock()
 	return p.bus.PublishMsgs(ctx, msgs)
+}
+
+func (p *publisher) Refused(ctx context.Context, subject string, err error) bool {
+	return p.bus.Refused(ctx, subject, err)
 }
 
 func (p *publisher) DeadLetterUnpublishable(ctx context.Context, source string, msg *nats.Msg, reason string, attempts int) error {
@@ -598,12 +607,22 @@ func inOutbox(t *testing.T, db store.DB, eventID string) bool {
 	return n == 1
 }
 
+// clock is a relay's clock, moved by the test.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ns.Store(time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+func (c *clock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *clock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
 // A message no stream takes, between messages the server takes, does not
-// hold the relay up: the others are published and marked sent at once, and
-// after DeadLetterAfter passes that publish others while it is refused, it
-// is moved to the dead-letter stream with the server's reason. A pass in
-// which it is all there is to publish does not count: nothing shows the
-// server is up.
+// hold the relay up: the others are published and marked sent at once, the
+// pass goes on past it, and once the server has refused it for
+// DeadLetterAfter it moves to the dead-letter stream with the server's
+// reason.
 func TestRelayDeadLettersAMessageTheServerRefuses(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
 		r := newRig(t, open)
@@ -611,7 +630,9 @@ func TestRelayDeadLettersAMessageTheServerRefuses(t *testing.T) {
 		if err := r.bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
 			t.Fatal(err)
 		}
-		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: r.bus, Interval: time.Hour, DeadLetterAfter: 3})
+		clk := newClock()
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: r.bus, Interval: time.Hour,
+			DeadLetterAfter: time.Minute, Now: clk.now, Batch: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -621,28 +642,30 @@ func TestRelayDeadLettersAMessageTheServerRefuses(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		flush := func(pass int, wantErr bool) {
+		drain := func(pass int, wantErr bool) {
 			t.Helper()
-			_, _, err := rl.Flush(ctx)
+			_, _, err := delivery.DrainForTest(ctx, rl)
 			if (err != nil) != wantErr {
-				t.Fatalf("pass %d: Flush = %v, want an error: %v", pass, err, wantErr)
+				t.Fatalf("pass %d: %v, want an error: %v", pass, err, wantErr)
 			}
 		}
-		enqueue(r.outboxRow(t, "g0", ""), r.outboxRow(t, "poison", "no.stream.takes.this"), r.outboxRow(t, "g1", ""))
-		flush(1, true) // refused once
-		if inOutbox(t, r.db, "poison") == false || unsent(t, r.db) != 1 {
+		// Batches of 2: the pass must go on past the refused one to
+		// publish g1 and g2.
+		enqueue(r.outboxRow(t, "g0", ""), r.outboxRow(t, "poison", "no.stream.takes.this"), r.outboxRow(t, "g1", ""), r.outboxRow(t, "g2", ""))
+		drain(1, true)
+		if !inOutbox(t, r.db, "poison") || unsent(t, r.db) != 1 {
 			t.Fatalf("after pass 1: %d unsent, want the refused message alone", unsent(t, r.db))
 		}
-		flush(2, true) // alone: not counted
-		enqueue(r.outboxRow(t, "g2", ""))
-		flush(3, true) // refused twice
+		clk.advance(59 * time.Second)
+		drain(2, true)
 		if !inOutbox(t, r.db, "poison") {
-			t.Fatal("dead-lettered after two refusals (the pass where it was alone counted), want three")
+			t.Fatal("dead-lettered before DeadLetterAfter had passed")
 		}
+		clk.advance(2 * time.Second)
 		enqueue(r.outboxRow(t, "g3", ""))
-		flush(4, false) // refused three times: dead-lettered
+		drain(3, false)
 		if inOutbox(t, r.db, "poison") || unsent(t, r.db) != 0 {
-			t.Fatalf("after the third refusal: in the outbox %v, %d unsent; want it moved out and nothing unsent",
+			t.Fatalf("after a minute of refusals: in the outbox %v, %d unsent; want it moved out and nothing unsent",
 				inOutbox(t, r.db, "poison"), unsent(t, r.db))
 		}
 		dls := eventstest.DeadLetters(t, r.bus, "unpublishable", "outbox")
@@ -650,18 +673,20 @@ func TestRelayDeadLettersAMessageTheServerRefuses(t *testing.T) {
 			t.Fatalf("%d dead letters, want 1", len(dls))
 		}
 		if dl := dls[0]; dl.EventID != "poison" || dl.Subject != "no.stream.takes.this" || dl.Cause != events.CauseUnpublishable ||
-			!strings.Contains(dl.Reason, "3 passes") || len(dl.Data) == 0 {
+			!strings.Contains(dl.Reason, fmt.Sprintf("refused it %d times since 2026-11-26T09:00:00Z: nats: no response from stream", dl.Deliveries)) ||
+			dl.Deliveries < 3 || len(dl.Data) == 0 {
 			t.Errorf("dead letter = %+v, want the refused message, its subject and the server's reason", dl)
 		}
 		if got := strings.Join(r.streamMsgs(t), ","); got != "g0,g1,g2,g3" {
 			t.Errorf("the stream holds %s, want g0,g1,g2,g3", got)
 		}
-		flush(5, false)
+		drain(4, false)
 	})
 }
 
-// When the server takes nothing (it is down), no message is counted as
-// refused, however many passes fail: nothing is dead-lettered.
+// Failures that may pass (here: the server down, every message failing)
+// are never counted as refusals: however long they last, nothing is
+// dead-lettered, and everything is published once they end.
 func TestRelayDeadLettersNothingWhileTheServerTakesNothing(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
 		r := newRig(t, open)
@@ -671,7 +696,9 @@ func TestRelayDeadLettersNothingWhileTheServerTakesNothing(t *testing.T) {
 		}
 		pub := &publisher{bus: r.bus, sent: map[string]int{}}
 		pub.fail.Store(true)
-		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: pub, Interval: time.Hour, DeadLetterAfter: 1})
+		clk := newClock()
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: pub, Interval: time.Hour,
+			DeadLetterAfter: time.Nanosecond, Now: clk.now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -682,6 +709,7 @@ func TestRelayDeadLettersNothingWhileTheServerTakesNothing(t *testing.T) {
 			if _, _, err := rl.Flush(ctx); err == nil {
 				t.Fatalf("pass %d succeeded with the server down", pass)
 			}
+			clk.advance(time.Hour)
 		}
 		if n := unsent(t, r.db); n != 2 {
 			t.Fatalf("%d unsent after the outage, want 2", n)

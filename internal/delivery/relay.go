@@ -20,8 +20,12 @@ import (
 // *events.Bus is one.
 type Publisher interface {
 	// PublishMsgs fails with an *events.BatchError naming the messages
-	// that were not acknowledged.
+	// that were not acknowledged, each with its error.
 	PublishMsgs(ctx context.Context, msgs []*nats.Msg) error
+	// Refused reports whether err, the failure to publish a message on
+	// subject, is the server refusing it for good (no stream for its
+	// subject, too large), not a failure that may pass.
+	Refused(ctx context.Context, subject string, err error) bool
 	DeadLetterUnpublishable(ctx context.Context, source string, msg *nats.Msg, reason string, attempts int) error
 }
 
@@ -48,17 +52,21 @@ type RelayConfig struct {
 	// PruneInterval is how often the relay deletes messages sent more than
 	// Keep ago. Default: 1m.
 	PruneInterval time.Duration
-	// DeadLetterAfter is how many passes in a row may fail to publish a
-	// message while the server takes the others of its batch before the
-	// relay moves it from the outbox to the dead-letter stream, with the
-	// server's reason. Until then it is published again at every pass (the
-	// passes back off). Default: 5.
-	DeadLetterAfter int
+	// DeadLetterAfter is how long the server may go on refusing a message
+	// for good (Publisher.Refused: no stream takes its subject, or it is too
+	// large) before the relay moves it from the outbox to the dead-letter
+	// stream, with the server's reason. Until then each pass publishes it
+	// again and goes on past it. Other failures (timeouts, a stream that
+	// does not answer, the server down) never count. Default: 1m.
+	DeadLetterAfter time.Duration
 }
 
 // Relay publishes the outbox. Every process that writes to the outbox runs
 // one; a leadership lock taken per pass lets one relay publish at a time,
-// in outbox order, so events of one key keep their order.
+// in outbox order, so events of one key keep their order — but for a
+// message that fails while later ones are stored (it lands after them when
+// published again), and one the server refuses for good, which the passes
+// go on past and which ends in the dead-letter stream (DeadLetterAfter).
 //
 // A handler that has just committed events does not wait for a pass to read
 // them back: it publishes them itself through PublishCommitted before it
@@ -87,10 +95,16 @@ type Relay struct {
 	marked  chan struct{} // closed when the marker has ended
 	pruned  chan struct{} // closed when the pruner has ended
 
-	// refusals counts, by event id, the passes in a row that failed to
-	// publish a message while others of its batch got through.
+	// refusals are the messages the server refuses for good, by event id.
 	refusalsMu sync.Mutex
-	refusals   map[string]int
+	refusals   map[string]refusal
+}
+
+// refusal is a run of refusals of one message: the first, the last, and
+// how many.
+type refusal struct {
+	first, last time.Time
+	n           int
 }
 
 // NewRelay returns a relay; Start runs it.
@@ -103,7 +117,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	cfg.Interval = cmp.Or(cfg.Interval, time.Second)
 	cfg.Keep = cmp.Or(cfg.Keep, time.Hour)
 	cfg.PruneInterval = cmp.Or(cfg.PruneInterval, time.Minute)
-	cfg.DeadLetterAfter = cmp.Or(cfg.DeadLetterAfter, 5)
+	cfg.DeadLetterAfter = cmp.Or(cfg.DeadLetterAfter, time.Minute)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -111,7 +125,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 		return nil, errors.New("delivery: relay Batch, Interval, PruneInterval and DeadLetterAfter must be positive")
 	}
 	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]struct{}{}, marking: make(chan struct{}, 1),
-		catchUp: make(chan struct{}, 1), refusals: map[string]int{}}, nil
+		catchUp: make(chan struct{}, 1), refusals: map[string]refusal{}}, nil
 }
 
 // Kick asks the relay to publish now.
@@ -348,6 +362,7 @@ func (r *Relay) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var refused error
 	for {
 		rows, err := store.Unsent(ctx, r.cfg.DB, r.cfg.Batch)
 		if err != nil {
@@ -360,79 +375,129 @@ func (r *Relay) CatchUp(ctx context.Context) error {
 			n++
 		}
 		if n == 0 {
-			return nil
+			return refused
 		}
-		if err := r.send(ctx, rows[:n]); err != nil {
+		sent, err := r.send(ctx, rows[:n])
+		if err != nil && (!errors.Is(err, errRefused) || sent == 0) {
 			return err
 		}
+		refused = err // go on past them; they stay unsent, so the catch-up fails
 	}
 }
 
-// send publishes outbox rows in order and marks them sent.
-//
-// When the server takes some of them and not others, the others are
-// refused one by one (no stream takes the subject, the stream's limits
-// refuse it, ...), not by an outage: those taken are marked sent, and a
-// message refused DeadLetterAfter passes in a row goes to the dead-letter
-// stream, and out of the outbox, instead of holding up every pass behind
-// it. When nothing is taken, nothing is counted: the server may be down.
-func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) error {
+// errRefused is wrapped by send's error when the server refused messages
+// for good that are not dead-lettered yet (the others are published).
+var errRefused = errors.New("outbox: the server refuses messages")
+
+// send publishes outbox rows in order, marks those the server took as sent,
+// and returns how many it took. When it took all, the error is nil. A
+// message the server refuses for good (Publisher.Refused) is published again
+// by later sends until it has been refused for DeadLetterAfter, then moved to
+// the dead-letter stream; meanwhile the error wraps errRefused, and only
+// then: any other failure is returned as it is, and counts for nothing.
+func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, error) {
 	msgs := OutboxMsgs(rows)
 	err := r.cfg.Publisher.PublishMsgs(ctx, msgs)
 	var berr *events.BatchError
-	if err != nil && (!errors.As(err, &berr) || len(berr.Failed) >= len(rows)) {
-		return err
+	if err != nil && !errors.As(err, &berr) {
+		return 0, err
 	}
 	failed := map[int]error{}
 	if berr != nil {
 		for k, i := range berr.Failed {
-			failed[i] = berr.Errs[k]
+			failed[i] = berr.Err
+			if k < len(berr.Errs) {
+				failed[i] = berr.Errs[k]
+			}
 		}
 	}
 	sent := make([]int64, 0, len(rows))
-	var dead []int
-	r.refusalsMu.Lock()
 	for i, row := range rows {
-		ferr, refused := failed[i]
-		if !refused {
+		if _, ok := failed[i]; !ok {
 			sent = append(sent, row.ID)
-			delete(r.refusals, row.EventID)
+		}
+	}
+	if err := store.MarkSent(ctx, r.cfg.DB, sent, r.cfg.Now()); err != nil {
+		return 0, err
+	}
+	r.forget(rows, failed)
+	if berr == nil {
+		return len(sent), nil
+	}
+	now := r.cfg.Now()
+	refused := 0
+	var other error
+	for _, i := range berr.Failed {
+		row, ferr := rows[i], failed[i]
+		if !r.cfg.Publisher.Refused(ctx, row.Subject, ferr) {
+			other = cmp.Or(other, ferr)
 			continue
 		}
-		r.refusals[row.EventID]++
-		n := r.refusals[row.EventID]
-		if n >= r.cfg.DeadLetterAfter {
-			dead = append(dead, i)
-		} else {
-			r.cfg.Logger.Warn("outbox: the server refused a message; publishing it again at the next passes",
-				"event_id", row.EventID, "subject", row.Subject, "refusals", n, "dead_letter_after", r.cfg.DeadLetterAfter, "error", ferr)
+		f := r.refuse(row.EventID, now)
+		if now.Sub(f.first) < r.cfg.DeadLetterAfter {
+			refused++
+			r.cfg.Logger.Warn("outbox: the server refuses a message; publishing it again at the next passes",
+				"event_id", row.EventID, "subject", row.Subject, "refused_since", f.first, "refusals", f.n,
+				"dead_letter_after", r.cfg.DeadLetterAfter, "error", ferr)
+			continue
+		}
+		if err := r.deadLetter(ctx, row, msgs[i], f, ferr); err != nil {
+			return len(sent), err
 		}
 	}
-	r.refusalsMu.Unlock()
-	if err := store.MarkSent(ctx, r.cfg.DB, sent, r.cfg.Now()); err != nil {
-		return err
+	switch {
+	case other != nil:
+		return len(sent), fmt.Errorf("outbox: %d of %d messages not published: %w", len(berr.Failed), len(rows), other)
+	case refused > 0:
+		return len(sent), fmt.Errorf("%w: %d of %d messages refused", errRefused, refused, len(rows))
 	}
-	if berr == nil {
-		return nil
-	}
-	for _, i := range dead {
-		if err := r.deadLetter(ctx, rows[i], msgs[i], failed[i]); err != nil {
-			return err
+	return len(sent), nil
+}
+
+// refuse records that the server refused a message now, and returns when
+// it began refusing it: the first refusal of a run, where a run ends when
+// no pass has tried the message for a while (another process's relay may
+// have published it meanwhile). Runs that ended are forgotten here too.
+func (r *Relay) refuse(eventID string, now time.Time) refusal {
+	gap := 2*r.cfg.DeadLetterAfter + 2*time.Minute // passes back off to a minute apart
+	r.refusalsMu.Lock()
+	defer r.refusalsMu.Unlock()
+	for id, f := range r.refusals {
+		if now.Sub(f.last) > gap {
+			delete(r.refusals, id)
 		}
 	}
-	if len(dead) == len(berr.Failed) {
-		return nil
+	f, ok := r.refusals[eventID]
+	if !ok {
+		f.first = now
 	}
-	return err
+	f.last = now
+	f.n++
+	r.refusals[eventID] = f
+	return f
+}
+
+// forget ends the refusals of the rows that were published.
+func (r *Relay) forget(rows []store.OutboxMessage, failed map[int]error) {
+	r.refusalsMu.Lock()
+	defer r.refusalsMu.Unlock()
+	if len(r.refusals) == 0 {
+		return
+	}
+	for i, row := range rows {
+		if _, ok := failed[i]; !ok {
+			delete(r.refusals, row.EventID)
+		}
+	}
 }
 
 // deadLetter moves an outbox row the server keeps refusing to the
 // dead-letter stream: copied there first, deleted from the outbox after,
 // so that a crash in between leaves a copy (stored once: its id is fixed)
 // and the row.
-func (r *Relay) deadLetter(ctx context.Context, row store.OutboxMessage, msg *nats.Msg, refusal error) error {
-	reason := fmt.Sprintf("the server refused it %d passes in a row while taking others: %v", r.cfg.DeadLetterAfter, refusal)
-	if err := r.cfg.Publisher.DeadLetterUnpublishable(ctx, "outbox", msg, reason, r.cfg.DeadLetterAfter); err != nil {
+func (r *Relay) deadLetter(ctx context.Context, row store.OutboxMessage, msg *nats.Msg, f refusal, cause error) error {
+	reason := fmt.Sprintf("the server refused it %d times since %s: %v", f.n, f.first.UTC().Format(time.RFC3339), cause)
+	if err := r.cfg.Publisher.DeadLetterUnpublishable(ctx, "outbox", msg, reason, f.n); err != nil {
 		return fmt.Errorf("outbox: dead-letter event %s: %w", row.EventID, err)
 	}
 	if err := store.DeleteOutbox(ctx, r.cfg.DB, row.ID); err != nil {
@@ -492,19 +557,22 @@ func (r *Relay) Flush(ctx context.Context) (published int, leader bool, err erro
 // run1 takes the relay lock and publishes one batch, or every batch when
 // all is set. The lock is held outside any transaction: publishing waits on
 // the network, and a transaction held meanwhile would stall every writer
-// (SQLite's single writer; PostgreSQL's serializable readers). A publish
-// failure marks nothing, so the batch is retried; the copies that did get
-// through are dropped as duplicates.
+// (SQLite's single writer; PostgreSQL's serializable readers). The messages
+// the server took are marked sent; those it did not stay unsent for the next
+// pass, which publishes them again (the stream drops copies of any that did
+// get through). A pass goes on past messages the server refuses for good
+// (send) as long as it publishes others, and then returns that error.
 func (r *Relay) run1(ctx context.Context, all bool) (published int, leader bool, err error) {
 	unlock, ok, err := r.cfg.DB.TryLock(ctx, relayLock)
 	if err != nil || !ok {
 		return 0, false, err
 	}
 	defer unlock()
+	var refused error
 	for {
 		rows, err := store.Unsent(ctx, r.cfg.DB, r.cfg.Batch)
 		if err != nil || len(rows) == 0 {
-			return published, true, err
+			return published, true, cmp.Or(err, refused)
 		}
 		todo := make([]store.OutboxMessage, 0, len(rows))
 		r.inflightMu.Lock()
@@ -515,13 +583,15 @@ func (r *Relay) run1(ctx context.Context, all bool) (published int, leader bool,
 		}
 		r.inflightMu.Unlock()
 		if len(todo) > 0 {
-			if err := r.send(ctx, todo); err != nil {
+			sent, err := r.send(ctx, todo)
+			published += sent
+			if err != nil && (!errors.Is(err, errRefused) || sent == 0) {
 				return published, true, err
 			}
-			published += len(todo)
+			refused = err
 		}
 		if !all || len(rows) < r.cfg.Batch || len(todo) == 0 {
-			return published, true, nil
+			return published, true, refused
 		}
 	}
 }

@@ -238,6 +238,27 @@ func (b *Bus) publishAll(ctx context.Context, n int, msg func(i int) (*nats.Msg,
 	return nil
 }
 
+// Refused reports whether err, the failure to publish a message on subject,
+// says the message can never be stored as it is: it is larger than the
+// server or the stream accepts, or no stream is configured for its subject
+// (asked of the JetStream API, which answers even when the servers of an
+// existing stream do not). Timeouts, disconnections, full streams and a
+// stream that exists but does not answer are not refusals: trying again may
+// work.
+func (b *Bus) Refused(ctx context.Context, subject string, err error) bool {
+	var apiErr *jetstream.APIError
+	switch {
+	case errors.Is(err, nats.ErrMaxPayload):
+		return true
+	case errors.As(err, &apiErr):
+		return apiErr.ErrorCode == jetstream.JSErrCodeStreamMessageExceedsMaximum
+	case errors.Is(err, jetstream.ErrNoStreamResponse):
+		_, serr := b.js.StreamNameBySubject(ctx, subject)
+		return errors.Is(serr, jetstream.ErrStreamNotFound)
+	}
+	return false
+}
+
 // ErrTooLarge is returned by Encode for an event whose message the server
 // would refuse.
 var ErrTooLarge = errors.New("events: event larger than the server accepts")

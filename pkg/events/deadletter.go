@@ -2,6 +2,8 @@ package events
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +48,14 @@ type DeadLetter struct {
 	EventID string      `json:"event_id,omitempty"`
 	Header  nats.Header `json:"header,omitempty"`
 	Data    []byte      `json:"data,omitempty"`
-	At      time.Time   `json:"at"`
+	// DataOmitted is set when the original's data was too large to carry
+	// in a dead letter (which holds it in base64, a third larger) and its
+	// stream keeps it (Stream, StreamSeq): Data is empty, DataSize and
+	// DataSHA256 say what it was.
+	DataOmitted bool      `json:"data_omitted,omitempty"`
+	DataSize    int       `json:"data_size,omitempty"`
+	DataSHA256  string    `json:"data_sha256,omitempty"`
+	At          time.Time `json:"at"`
 }
 
 // DeadLetterSubject is where a consumer's dead letters go.
@@ -90,6 +99,17 @@ func (b *Bus) publishDeadLetter(ctx context.Context, id, subject string, dl Dead
 	msg, err := Encode(subject, ev)
 	if err != nil {
 		return err
+	}
+	if most := b.nc.MaxPayload(); most > 0 && int64(msgSize(msg)) > most && len(dl.Data) > 0 {
+		if dl.Stream == "" {
+			return fmt.Errorf("events: dead letter of %s: %d bytes of data do not fit in a dead letter (it holds them in base64), and no stream holds the original", dl.EventID, len(dl.Data))
+		}
+		// Too large to copy whole, but the stream keeps the original: the
+		// dead letter says what the data was and where it is.
+		sum := sha256.Sum256(dl.Data)
+		dl.DataOmitted, dl.DataSize, dl.DataSHA256 = true, len(dl.Data), hex.EncodeToString(sum[:])
+		dl.Data = nil
+		return b.publishDeadLetter(ctx, id, subject, dl)
 	}
 	if err := b.PublishMsg(ctx, msg); err != nil {
 		return err
@@ -257,6 +277,10 @@ func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 	}
 	if dl.Subject == "" {
 		return Redriven{}, fmt.Errorf("%w: dead letter %d kept no original message (%s)", ErrNotRedrivable, seq, dl.Reason)
+	}
+	if dl.DataOmitted {
+		return Redriven{}, fmt.Errorf("%w: dead letter %d did not keep the original's %d bytes of data (too large); the original is message %d of %s",
+			ErrNotRedrivable, seq, dl.DataSize, dl.StreamSeq, dl.Stream)
 	}
 	ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: dl.Subject, Header: dl.Header, Data: dl.Data})
 	if err != nil {

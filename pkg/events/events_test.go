@@ -2,6 +2,8 @@ package events_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
 	"github.com/praetorhq/praetor/pkg/events"
@@ -108,7 +111,7 @@ func TestRefusedMessageIsNamedAndDeadLettered(t *testing.T) {
 		t.Fatal(err)
 	}
 	var msgs []*nats.Msg
-	for i, id := range []string{"a", "nowhere", "c"} {
+	for i, id := range []string{"a", "nowhere", "c", "huge"} {
 		m, err := bus.Encode(ctx, eventstest.NewEvent(id, "k", i))
 		if err != nil {
 			t.Fatal(err)
@@ -116,13 +119,32 @@ func TestRefusedMessageIsNamedAndDeadLettered(t *testing.T) {
 		msgs = append(msgs, m)
 	}
 	msgs[1].Subject = "no.stream.takes.this"
+	msgs[3].Data = make([]byte, bus.JetStream().Conn().MaxPayload()+1)
 	err = bus.PublishMsgs(ctx, msgs)
 	var berr *events.BatchError
 	if !errors.As(err, &berr) {
 		t.Fatalf("PublishMsgs = %v, want a BatchError", err)
 	}
-	if len(berr.Failed) != 1 || berr.Failed[0] != 1 || len(berr.Errs) != 1 || berr.Errs[0] == nil {
-		t.Fatalf("BatchError names %v with %v, want message 1 alone, with its error", berr.Failed, berr.Errs)
+	// The huge one fails as it is sent, before the other's acknowledgement
+	// is awaited: the failures are named in batch order all the same, each
+	// with its own error.
+	if len(berr.Failed) != 2 || berr.Failed[0] != 1 || berr.Failed[1] != 3 || len(berr.Errs) != 2 ||
+		!errors.Is(berr.Errs[0], jetstream.ErrNoStreamResponse) || !errors.Is(berr.Errs[1], nats.ErrMaxPayload) {
+		t.Fatalf("BatchError names %v with %v, want messages 1 (no stream) and 3 (too large)", berr.Failed, berr.Errs)
+	}
+	for _, tc := range []struct {
+		subject string
+		err     error
+		want    bool
+	}{
+		{"no.stream.takes.this", berr.Errs[0], true},
+		{msgs[3].Subject, berr.Errs[1], true},
+		{msgs[0].Subject, jetstream.ErrNoStreamResponse, false}, // its stream exists: it may answer later
+		{"no.stream.takes.this", errors.New("no acknowledgement within 5s"), false},
+	} {
+		if got := bus.Refused(ctx, tc.subject, tc.err); got != tc.want {
+			t.Errorf("Refused(%s, %v) = %v, want %v", tc.subject, tc.err, got, tc.want)
+		}
 	}
 	var stored []string
 	if err := bus.Replay(ctx, events.ReplayConfig{Stream: topic.Stream}, func(r events.Record) error {
@@ -264,4 +286,60 @@ func deadLetterSeq(t *testing.T, bus *events.Bus, eventID string) uint64 {
 		t.Fatal(err)
 	}
 	return seq
+}
+
+// An event too large for its dead letter to carry its data (base64, a
+// third larger) is dead-lettered all the same, with what the data was and
+// where the stream keeps it; such a dead letter cannot be redriven. A
+// message no stream keeps is not dead-lettered without its data.
+func TestDeadLetterTooLargeToCarryItsData(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	most := int(bus.JetStream().Conn().MaxPayload())
+	big := eventstest.NewEvent("big", "k", 1)
+	big.DataEncoded = []byte(`"` + strings.Repeat("x", most*4/5) + `"`)
+	sub, err := bus.Subscribe(ctx, events.ConsumerConfig{Stream: topic.Stream, Name: "strict", Subjects: []string{topic.Pattern()}},
+		func(context.Context, event.Event) error { return events.Permanent(errors.New("too big for me")) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+	if err := bus.Publish(ctx, big); err != nil {
+		t.Fatal(err)
+	}
+	var dls []events.DeadLetter
+	eventstest.Eventually(t, 10*time.Second, "big dead-lettered", func() bool {
+		dls = eventstest.DeadLetters(t, bus, topic.Stream, "strict")
+		return len(dls) == 1
+	})
+	dl := dls[0]
+	sum := sha256.Sum256(big.DataEncoded)
+	if !dl.DataOmitted || len(dl.Data) != 0 || dl.DataSize != len(big.DataEncoded) || dl.DataSHA256 != hex.EncodeToString(sum[:]) ||
+		dl.StreamSeq != 1 || dl.EventID != "big" {
+		t.Fatalf("dead letter: omitted %v, %d bytes kept, size %d, sha256 %s, stream seq %d; want the data described, not kept",
+			dl.DataOmitted, len(dl.Data), dl.DataSize, dl.DataSHA256, dl.StreamSeq)
+	}
+	if _, err := bus.Redrive(ctx, deadLetterSeq(t, bus, "big")); !errors.Is(err, events.ErrNotRedrivable) ||
+		!strings.Contains(err.Error(), "message 1 of "+topic.Stream) {
+		t.Errorf("redrive of a dead letter without its data = %v, want ErrNotRedrivable naming the original", err)
+	}
+
+	m, err := events.Encode("nowhere.x", big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.DeadLetterUnpublishable(ctx, "outbox", m, "no stream", 1); err == nil {
+		t.Error("an unpublishable message was dead-lettered without its data, which nothing else keeps")
+	}
 }

@@ -24,6 +24,7 @@ func (nopBus) Subscribe(context.Context, events.ConsumerConfig, events.Handler) 
 	return nil, errors.New("not here")
 }
 func (nopBus) PublishMsgs(context.Context, []*nats.Msg) error { return nil }
+func (nopBus) Refused(context.Context, string, error) bool    { return false }
 func (nopBus) DeadLetterUnpublishable(context.Context, string, *nats.Msg, string, int) error {
 	return nil
 }
