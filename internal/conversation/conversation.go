@@ -83,6 +83,33 @@ func GetSession(ctx context.Context, q store.Querier, tenantID, id string) (Sess
 	return s, nil
 }
 
+// GetSessionHead is GetSession without the session's state and sidebar
+// (State and Sidebar are nil): what a caller that needs only its identity,
+// status and handoffs reads, without the kilobytes of working memory.
+func GetSessionHead(ctx context.Context, q store.Querier, tenantID, id string) (Session, error) {
+	var (
+		s       Session
+		in, out *string
+	)
+	err := q.QueryRow(ctx, `SELECT id, tenant_id, project_id, engine_id, engine_version, status, phase, completeness,
+		turn_count, state_hash, inbound_handoff_id, outbound_handoff_id, created_at, updated_at, version
+		FROM elicitation_sessions WHERE tenant_id = $1 AND id = $2`, tenantID, id).
+		Scan(&s.ID, &s.TenantID, &s.ProjectID, &s.EngineID, &s.EngineVersion, &s.Status, &s.Phase, &s.Completeness,
+			&s.TurnCount, &s.StateHash, &in, &out, &s.CreatedAt, &s.UpdatedAt, &s.Version)
+	if err != nil {
+		return Session{}, fmt.Errorf("session %s: %w", id, err)
+	}
+	s.InboundHandoffID, s.OutboundHandoffID = deref(in), deref(out)
+	return s, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
 // handledExpr is true when the consumer $3 has handled the event $4: the
 // inbox look-up of internal/delivery (store.Handled), folded into a read a
 // handler makes anyway (delivery.InboxConfig.CheckInWork).
@@ -174,12 +201,7 @@ func scanSession(row store.Row, extra ...any) (Session, error) {
 	if sidebar != nil {
 		s.Sidebar = json.RawMessage(*sidebar)
 	}
-	if in != nil {
-		s.InboundHandoffID = *in
-	}
-	if out != nil {
-		s.OutboundHandoffID = *out
-	}
+	s.InboundHandoffID, s.OutboundHandoffID = deref(in), deref(out)
 	return s, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -39,6 +40,18 @@ func TestSessionsAndTurns(t *testing.T) {
 		if got.Phase != "CORE_CAPTURE" || got.Completeness != 0.42 || got.TurnCount != 3 || got.StateHash != "h3" ||
 			string(got.Sidebar) != `{"sections": []}` && string(got.Sidebar) != `{"sections":[]}` || !got.UpdatedAt.Equal(s.UpdatedAt) {
 			t.Errorf("session after save = %+v", got)
+		}
+		head, err := conversation.GetSessionHead(ctx, db, "acme", "s1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := got
+		want.State, want.Sidebar = nil, nil
+		if !reflect.DeepEqual(head, want) {
+			t.Errorf("session head = %+v, want the session without state and sidebar %+v", head, want)
+		}
+		if _, err := conversation.GetSessionHead(ctx, db, "other", "s1"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("another tenant reads the session's head: err = %v, want ErrNotFound", err)
 		}
 		other := s
 		other.TenantID = "other"

@@ -381,8 +381,15 @@ func (g *Gateway) listSessions(w http.ResponseWriter, r *http.Request) {
 // session loads the path's session of the request's tenant, answering 404
 // for any other.
 func (g *Gateway) session(w http.ResponseWriter, r *http.Request) (conversation.Session, bool) {
+	return g.sessionWith(w, r, conversation.GetSession)
+}
+
+// sessionWith is session with another reader: conversation.GetSessionHead
+// for a handler that needs no state.
+func (g *Gateway) sessionWith(w http.ResponseWriter, r *http.Request,
+	get func(context.Context, store.Querier, string, string) (conversation.Session, error)) (conversation.Session, bool) {
 	id := r.PathValue("id")
-	s, err := conversation.GetSession(r.Context(), g.cfg.DB, tenantOf(r), id)
+	s, err := get(r.Context(), g.cfg.DB, tenantOf(r), id)
 	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "unknown_session", fmt.Sprintf("no session %q", id))
 		return s, false
@@ -472,7 +479,7 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_message", "message is not valid UTF-8")
 		return
 	}
-	s, ok := g.session(w, r)
+	s, ok := g.sessionWith(w, r, conversation.GetSessionHead) // the state is the runner's business
 	if !ok {
 		return
 	}
