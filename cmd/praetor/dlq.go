@@ -45,12 +45,18 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		Name:      "list",
 		Usage:     "praetor dlq list [--cause C] [--since T]",
 		ShortHelp: "print the dead letters as JSON lines, without their data",
-		LongHelp: "Each line is {\"seq\",\"at\",\"cause\",\"reason\",\"service\",\"stream\",\"stream_seq\",\"subject\",\"event_id\",\"deliveries\"};\n" +
+		LongHelp: "Each line is {\"seq\",\"at\",\"cause\",\"reason\",\"service\",\"stream\",\"stream_seq\",\"subject\",\"event_id\",\"deliveries\"},\n" +
+			"with \"data_omitted\" when the dead letter could not keep the data (it cannot be redriven);\n" +
 			"seq is what `praetor dlq redrive` takes. `praetor replay --stream " + events.DeadLetterStream + "` prints them whole.",
 		Flags: listFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
 				return fmt.Errorf("dlq list takes no arguments, got %q", args)
+			}
+			switch cause {
+			case "", "decode", "permanent", "max_deliver", events.CauseUnpublishable:
+			default:
+				return settingErr("cause", "%q is not one of decode, permanent, max_deliver, unpublishable", cause)
 			}
 			cfg := events.ReplayConfig{Stream: events.DeadLetterStream}
 			if since != "" {
@@ -78,10 +84,12 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		LongHelp: strings.TrimSpace(`
 Each dead letter's original message goes back to its subject byte for byte,
 event id included, and is handled as if it had just arrived; the dead letter
-stays. Redriving twice does no harm: the stream drops a copy within its
-duplicate window (the line says "duplicate": redrive again after it), and the
-services' inboxes drop it after. Prints one JSON line per redriven message;
-exits 1 if any could not be redriven.`),
+stays. Within the stream's duplicate window (2m by default) the stream drops
+the copy: the line says "duplicate", and the command exits 1; redrive after
+the window. Redrive a dead letter once: the services that keep an inbox drop
+a second copy, but an agent worker may run its task again, and live streams
+(the page's) show the event twice. Prints one JSON line per message stored;
+exits 1 if any was not.`),
 		Flags: ff.NewFlagSet("redrive").SetParent(fs),
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) == 0 {
@@ -107,6 +115,11 @@ exits 1 if any could not be redriven.`),
 					}
 					if err := enc.Encode(r); err != nil {
 						return err
+					}
+					if r.Duplicate {
+						failed++
+						fmt.Fprintf(g.stderr, "dead letter %d: %s still holds event %s within its duplicate window; redrive it after the window\n",
+							seq, r.Stream, r.EventID)
 					}
 				}
 				if failed > 0 {
@@ -141,6 +154,9 @@ type deadLetterLine struct {
 	Subject    string    `json:"subject"`
 	EventID    string    `json:"event_id,omitempty"`
 	Deliveries uint64    `json:"deliveries"`
+	// DataOmitted: the dead letter did not keep the data (too large); it
+	// cannot be redriven.
+	DataOmitted bool `json:"data_omitted,omitempty"`
 }
 
 func listDeadLetters(ctx context.Context, bus *events.Bus, cfg events.ReplayConfig, cause string, g *globals) (int, error) {
@@ -161,7 +177,8 @@ func listDeadLetters(ctx context.Context, bus *events.Bus, cfg events.ReplayConf
 		}
 		n++
 		return enc.Encode(deadLetterLine{Seq: r.StreamSeq, At: dl.At, Cause: dl.Cause, Reason: dl.Reason, Service: dl.Consumer,
-			Stream: dl.Stream, StreamSeq: dl.StreamSeq, Subject: dl.Subject, EventID: dl.EventID, Deliveries: dl.Deliveries})
+			Stream: dl.Stream, StreamSeq: dl.StreamSeq, Subject: dl.Subject, EventID: dl.EventID, Deliveries: dl.Deliveries,
+			DataOmitted: dl.DataOmitted})
 	})
 	return n, err
 }

@@ -72,7 +72,15 @@ func TestDLQListAndRedrive(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.Stream != "LATER" || r.StreamSeq != 1 || r.EventID != "lost-1" {
 		t.Fatalf("redrive once the stream exists: exit %d, %v, %+v\n%s%s", code, err, r, out, errOut)
 	}
+	// Again at once: the stream still holds the event's id.
+	out, errOut, code = dlq("redrive", "1")
+	if code != 1 || !strings.Contains(out, `"duplicate":true`) || !strings.Contains(errOut, "within its duplicate window") {
+		t.Errorf("a second redrive within the duplicate window: exit %d, want 1 saying so\n%s%s", code, out, errOut)
+	}
 	if _, errOut, code := dlq("redrive", "x"); code != 1 || !strings.Contains(errOut, `"x" is not a dead letter's sequence`) {
 		t.Errorf("redrive x: exit %d\n%s", code, errOut)
+	}
+	if _, errOut, code := dlq("list", "--cause", "permanet"); code == 0 || !strings.Contains(errOut, "not one of decode") {
+		t.Errorf("list --cause permanet: exit %d\n%s", code, errOut)
 	}
 }

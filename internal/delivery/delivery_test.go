@@ -649,12 +649,18 @@ func TestRelayDeadLettersAMessageTheServerRefuses(t *testing.T) {
 				t.Fatalf("pass %d: %v, want an error: %v", pass, err, wantErr)
 			}
 		}
-		// Batches of 2: the pass must go on past the refused one to
-		// publish g1 and g2.
-		enqueue(r.outboxRow(t, "g0", ""), r.outboxRow(t, "poison", "no.stream.takes.this"), r.outboxRow(t, "g1", ""), r.outboxRow(t, "g2", ""))
+		// Batches of 2, the first all refused: the pass must go on past
+		// them to publish g0, g1 and g2.
+		enqueue(r.outboxRow(t, "poison", "no.stream.takes.this"), r.outboxRow(t, "poison2", "no.stream.takes.this"),
+			r.outboxRow(t, "g0", ""), r.outboxRow(t, "g1", ""), r.outboxRow(t, "g2", ""))
 		drain(1, true)
-		if !inOutbox(t, r.db, "poison") || unsent(t, r.db) != 1 {
-			t.Fatalf("after pass 1: %d unsent, want the refused message alone", unsent(t, r.db))
+		if !inOutbox(t, r.db, "poison") || unsent(t, r.db) != 2 {
+			t.Fatalf("after pass 1: %d unsent, want the two refused messages alone", unsent(t, r.db))
+		}
+		// A redelivery's catch-up is not held up by them: they will never
+		// reach the stream ahead of anything.
+		if err := rl.CatchUp(ctx); err != nil {
+			t.Fatalf("CatchUp with refused messages pending = %v, want nil", err)
 		}
 		clk.advance(59 * time.Second)
 		drain(2, true)
@@ -669,8 +675,8 @@ func TestRelayDeadLettersAMessageTheServerRefuses(t *testing.T) {
 				inOutbox(t, r.db, "poison"), unsent(t, r.db))
 		}
 		dls := eventstest.DeadLetters(t, r.bus, "unpublishable", "outbox")
-		if len(dls) != 1 {
-			t.Fatalf("%d dead letters, want 1", len(dls))
+		if len(dls) != 2 {
+			t.Fatalf("%d dead letters, want 2", len(dls))
 		}
 		if dl := dls[0]; dl.EventID != "poison" || dl.Subject != "no.stream.takes.this" || dl.Cause != events.CauseUnpublishable ||
 			!strings.Contains(dl.Reason, fmt.Sprintf("refused it %d times since 2026-11-26T09:00:00Z: nats: no response from stream", dl.Deliveries)) ||
@@ -720,6 +726,50 @@ func TestRelayDeadLettersNothingWhileTheServerTakesNothing(t *testing.T) {
 		pub.fail.Store(false)
 		if n, _, err := rl.Flush(ctx); err != nil || n != 2 {
 			t.Fatalf("after the outage Flush = %d, %v; want both published", n, err)
+		}
+	})
+}
+
+// A refused message too large for a dead letter to carry (nothing but the
+// outbox keeps it) stays in the outbox, and the passes go on past it.
+func TestRelayKeepsARefusedMessageTooLargeToDeadLetter(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		ctx := context.Background()
+		if err := r.bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		clk := newClock()
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: r.bus, Interval: time.Hour,
+			DeadLetterAfter: time.Minute, Now: clk.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		huge := r.outboxRow(t, "huge", "")
+		huge.Data = make([]byte, r.bus.JetStream().Conn().MaxPayload()+1) // written before the server's limit fell, say
+		if err := store.Enqueue(ctx, r.db, huge, r.outboxRow(t, "g0", "")); err != nil {
+			t.Fatal(err)
+		}
+		for pass := range 3 {
+			if _, _, err := delivery.DrainForTest(ctx, rl); err == nil {
+				t.Fatalf("pass %d: no error with a message refused", pass)
+			}
+			clk.advance(time.Minute)
+			if err := store.Enqueue(ctx, r.db, r.outboxRow(t, fmt.Sprintf("g%d", pass+1), "")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := delivery.DrainForTest(ctx, rl); err == nil {
+			t.Fatal("last pass: no error with a message refused")
+		}
+		if !inOutbox(t, r.db, "huge") || unsent(t, r.db) != 1 {
+			t.Fatalf("%d unsent, huge in the outbox: %v; want it alone, kept", unsent(t, r.db), inOutbox(t, r.db, "huge"))
+		}
+		if got := strings.Join(r.streamMsgs(t), ","); got != "g0,g1,g2,g3" {
+			t.Errorf("the stream holds %s, want g0,g1,g2,g3", got)
+		}
+		if err := rl.CatchUp(ctx); err != nil {
+			t.Errorf("CatchUp = %v, want nil", err)
 		}
 	})
 }

@@ -341,7 +341,9 @@ func (r *Relay) run(ctx context.Context) {
 }
 
 // CatchUp publishes every message committed to the outbox before it was
-// called and still unsent, in outbox order, and marks them sent. It takes
+// called and still unsent, in outbox order, and marks them sent, but for
+// those the server refuses for good (see send), which it leaves to the
+// relay's passes. It takes
 // no lock and skips nothing, not even the messages this process's handlers
 // are publishing: a message published twice is dropped by the stream as a
 // duplicate, while one skipped could reach the stream after the next event
@@ -362,9 +364,9 @@ func (r *Relay) CatchUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var refused error
+	var after int64
 	for {
-		rows, err := store.Unsent(ctx, r.cfg.DB, r.cfg.Batch)
+		rows, err := store.UnsentAfter(ctx, r.cfg.DB, after, r.cfg.Batch)
 		if err != nil {
 			return err
 		}
@@ -375,13 +377,15 @@ func (r *Relay) CatchUp(ctx context.Context) error {
 			n++
 		}
 		if n == 0 {
-			return refused
+			return nil
 		}
-		sent, err := r.send(ctx, rows[:n])
-		if err != nil && (!errors.Is(err, errRefused) || sent == 0) {
+		after = rows[n-1].ID
+		// A message the server refuses for good holds nothing up: it will
+		// not reach the stream ahead of anything. The relay's passes go on
+		// with it, to the dead-letter stream in the end.
+		if _, err := r.send(ctx, rows[:n]); err != nil && !errors.Is(err, errRefused) {
 			return err
 		}
-		refused = err // go on past them; they stay unsent, so the catch-up fails
 	}
 }
 
@@ -427,9 +431,16 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, erro
 	now := r.cfg.Now()
 	refused := 0
 	var other error
+	verdicts := map[string]bool{} // subject and error → Refused, asked once a send
 	for _, i := range berr.Failed {
 		row, ferr := rows[i], failed[i]
-		if !r.cfg.Publisher.Refused(ctx, row.Subject, ferr) {
+		key := row.Subject + "\x00" + ferr.Error()
+		isRefused, ok := verdicts[key]
+		if !ok {
+			isRefused = r.cfg.Publisher.Refused(ctx, row.Subject, ferr)
+			verdicts[key] = isRefused
+		}
+		if !isRefused {
 			other = cmp.Or(other, ferr)
 			continue
 		}
@@ -442,7 +453,13 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, erro
 			continue
 		}
 		if err := r.deadLetter(ctx, row, msgs[i], f, ferr); err != nil {
-			return len(sent), err
+			if !errors.Is(err, events.ErrTooLarge) {
+				return len(sent), err
+			}
+			// Nothing but the outbox can keep it: it stays there, refused.
+			refused++
+			r.cfg.Logger.Error("outbox: a message the server refuses is too large to dead-letter; it stays in the outbox: delete its row, or let the server take it (max_payload)",
+				"event_id", row.EventID, "outbox_id", row.ID, "subject", row.Subject, "bytes", len(row.Data), "error", ferr)
 		}
 	}
 	switch {
@@ -561,19 +578,24 @@ func (r *Relay) Flush(ctx context.Context) (published int, leader bool, err erro
 // the server took are marked sent; those it did not stay unsent for the next
 // pass, which publishes them again (the stream drops copies of any that did
 // get through). A pass goes on past messages the server refuses for good
-// (send) as long as it publishes others, and then returns that error.
+// (send) and past those being published by their handlers, and returns the
+// refusals' error at its end.
 func (r *Relay) run1(ctx context.Context, all bool) (published int, leader bool, err error) {
 	unlock, ok, err := r.cfg.DB.TryLock(ctx, relayLock)
 	if err != nil || !ok {
 		return 0, false, err
 	}
 	defer unlock()
-	var refused error
+	var (
+		refused error
+		after   int64
+	)
 	for {
-		rows, err := store.Unsent(ctx, r.cfg.DB, r.cfg.Batch)
+		rows, err := store.UnsentAfter(ctx, r.cfg.DB, after, r.cfg.Batch)
 		if err != nil || len(rows) == 0 {
 			return published, true, cmp.Or(err, refused)
 		}
+		after = rows[len(rows)-1].ID
 		todo := make([]store.OutboxMessage, 0, len(rows))
 		r.inflightMu.Lock()
 		for _, row := range rows {
@@ -585,12 +607,12 @@ func (r *Relay) run1(ctx context.Context, all bool) (published int, leader bool,
 		if len(todo) > 0 {
 			sent, err := r.send(ctx, todo)
 			published += sent
-			if err != nil && (!errors.Is(err, errRefused) || sent == 0) {
+			if err != nil && !errors.Is(err, errRefused) {
 				return published, true, err
 			}
-			refused = err
+			refused = cmp.Or(refused, err)
 		}
-		if !all || len(rows) < r.cfg.Batch || len(todo) == 0 {
+		if !all || len(rows) < r.cfg.Batch {
 			return published, true, refused
 		}
 	}

@@ -144,12 +144,19 @@ const enqueueBatch = 500
 // Unsent returns up to limit messages not yet sent, oldest (lowest id)
 // first, across tenants: the relay publishes for all of them.
 func Unsent(ctx context.Context, q Querier, limit int) ([]OutboxMessage, error) {
+	return UnsentAfter(ctx, q, 0, limit)
+}
+
+// UnsentAfter is Unsent for the messages after id after: the next page of a
+// pass that goes on past messages it could not publish.
+func UnsentAfter(ctx context.Context, q Querier, after int64, limit int) ([]OutboxMessage, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("unsent: limit %d: want a positive number", limit)
 	}
 	rows, err := q.Query(ctx,
-		`SELECT id, tenant_id, event_id, subject, header, data, created_at, sent_at FROM outbox WHERE sent_at IS NULL ORDER BY id LIMIT $1`,
-		limit)
+		`SELECT id, tenant_id, event_id, subject, header, data, created_at, sent_at FROM outbox
+		WHERE sent_at IS NULL AND id > $1 ORDER BY id LIMIT $2`,
+		after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("unsent: %w", err)
 	}
@@ -220,10 +227,10 @@ func markSent[K int64 | string](ctx context.Context, q Querier, column string, k
 	return nil
 }
 
-// DeleteOutbox deletes a message, sent or not: the relay's last step for a
-// message it moved to the dead-letter stream.
+// DeleteOutbox deletes an unsent message: the relay's last step for a
+// message it moved to the dead-letter stream. One published meanwhile stays.
 func DeleteOutbox(ctx context.Context, q Querier, id int64) error {
-	if _, err := q.Exec(ctx, `DELETE FROM outbox WHERE id = $1`, id); err != nil {
+	if _, err := q.Exec(ctx, `DELETE FROM outbox WHERE id = $1 AND sent_at IS NULL`, id); err != nil {
 		return fmt.Errorf("delete outbox message %d: %w", id, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -68,7 +69,9 @@ func DeadLetterSubject(stream, consumer string) string {
 // the dead-letter stream on praetor.dlq.unpublishable.<source>, with the
 // reason and how many times publishing it was tried. source names who tried:
 // "outbox" for the outbox relay. The copy's id is fixed per (source, event
-// id): copying the same message twice stores it once.
+// id): copying the same message twice stores it once. A message whose data
+// a dead letter cannot carry (it holds it in base64, a third larger than
+// the message) fails with ErrTooLarge: nothing would keep the data.
 func (b *Bus) DeadLetterUnpublishable(ctx context.Context, source string, msg *nats.Msg, reason string, attempts int) error {
 	id := msg.Header.Get(HeaderMsgID)
 	if id == "" {
@@ -102,7 +105,8 @@ func (b *Bus) publishDeadLetter(ctx context.Context, id, subject string, dl Dead
 	}
 	if most := b.nc.MaxPayload(); most > 0 && int64(msgSize(msg)) > most && len(dl.Data) > 0 {
 		if dl.Stream == "" {
-			return fmt.Errorf("events: dead letter of %s: %d bytes of data do not fit in a dead letter (it holds them in base64), and no stream holds the original", dl.EventID, len(dl.Data))
+			return fmt.Errorf("%w: dead letter of %s: %d bytes of data do not fit in a dead letter (it holds them in base64), and no stream holds the original",
+				ErrTooLarge, dl.EventID, len(dl.Data))
 		}
 		// Too large to copy whole, but the stream keeps the original: the
 		// dead letter says what the data was and where it is.
@@ -282,14 +286,24 @@ func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 		return Redriven{}, fmt.Errorf("%w: dead letter %d did not keep the original's %d bytes of data (too large); the original is message %d of %s",
 			ErrNotRedrivable, seq, dl.DataSize, dl.StreamSeq, dl.Stream)
 	}
-	ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: dl.Subject, Header: dl.Header, Data: dl.Data})
+	subject := dl.Subject
+	if dl.Stream != "" {
+		// A partitioned stream stored the subject with the partition it
+		// appended: published again, the subject goes without it.
+		if n, err := b.Partitions(ctx, dl.Stream); err == nil && n > 0 {
+			if i := strings.LastIndexByte(subject, '.'); i > 0 {
+				subject = subject[:i]
+			}
+		}
+	}
+	ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: dl.Header, Data: dl.Data})
 	if err != nil {
-		return Redriven{}, fmt.Errorf("events: redrive dead letter %d to %s: %w", seq, dl.Subject, err)
+		return Redriven{}, fmt.Errorf("events: redrive dead letter %d to %s: %w", seq, subject, err)
 	}
 	id := dl.EventID
 	if id == "" {
 		id = dl.Header.Get(HeaderMsgID)
 	}
-	return Redriven{DeadLetterSeq: seq, EventID: id, Subject: dl.Subject, Stream: ack.Stream,
+	return Redriven{DeadLetterSeq: seq, EventID: id, Subject: subject, Stream: ack.Stream,
 		StreamSeq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }

@@ -1001,6 +1001,10 @@ func testOutboxEnqueue(t *testing.T, db store.DB) {
 	if _, err := store.Unsent(c, db, 0); err == nil {
 		t.Error("Unsent(limit 0) succeeded")
 	}
+	after, err := store.UnsentAfter(c, db, got[1].ID, 10)
+	if err != nil || len(after) != 2 || after[0].EventID != "e3" || after[1].EventID != "e4" {
+		t.Errorf("UnsentAfter(e2's id) = %v, %v; want e3, e4", after, err)
+	}
 	if err := store.Enqueue(c, db, store.OutboxMessage{TenantID: "acme", Subject: "s"}); err == nil {
 		t.Error("Enqueue without an event id succeeded")
 	}
