@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/services/gateway"
 	"github.com/praetorhq/praetor/services/gateway/gatewaytest"
 )
@@ -655,6 +659,43 @@ func TestStream(t *testing.T) {
 
 	_, res = n.OpenStream(t, "no-such-session", "")
 	wantError(t, res, http.StatusNotFound, "unknown_session", "no-such-session")
+}
+
+// A reply published twice (the relay, or a redelivered handler's catch-up,
+// publishes again what it cannot tell was published; the stream drops the
+// copy, but the gateway's subscription sees both) reaches a session's
+// stream once.
+func TestStreamShowsARepublishedReplyOnce(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	id := n.CreateSession(t, "", "project-discovery")
+	stream, res := n.OpenStream(t, id, "")
+	if stream == nil {
+		t.Fatalf("open the stream: status %d: %s", res.Status, res.Body)
+	}
+	if ev := stream.Next(t, 10*time.Second); ev.Name != "state" {
+		t.Fatalf("first event %s, want state", ev.Name)
+	}
+	reply := func(turnID string) event.Event {
+		ev, err := contracts.NewEvent(contracts.Meta{ID: "reply-" + turnID, Source: "/test", Time: time.Now()},
+			contracts.TurnResponded{TenantID: n.DevTenant, SessionID: id, TurnID: turnID, TurnNumber: 1, Text: "Who uses it?", Phase: "OPENING"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ev
+	}
+	for _, ev := range []event.Event{reply("t1"), reply("t1"), reply("t2")} {
+		if err := n.Bus.Publish(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"t1", "t2"} {
+		ev := stream.Next(t, 10*time.Second)
+		var turn gatewaytest.Turn
+		if err := json.Unmarshal([]byte(ev.Data), &turn); ev.Name != "turn" || err != nil || turn.TurnID != want {
+			t.Fatalf("stream event %s %s, want the reply to %s (each reply once)", ev.Name, ev.Data, want)
+		}
+	}
 }
 
 func TestInfoPageAndRoutes(t *testing.T) {

@@ -42,6 +42,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/praetorhq/praetor/pkg/events"
+
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/store"
@@ -102,6 +104,7 @@ func (c Config) validate() error {
 type Gateway struct {
 	cfg     Config
 	replies *broker
+	recent  *recent // events passed on, to drop republished copies
 	subs    []*nats.Subscription
 }
 
@@ -111,7 +114,7 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, replies: newBroker()}, nil
+	return &Gateway{cfg: cfg, replies: newBroker(), recent: newRecent(recentEvents)}, nil
 }
 
 // Start subscribes to turn.responded, session.started and task.merged:
@@ -122,7 +125,7 @@ func (g *Gateway) Start(context.Context) error {
 		subject string
 		h       nats.MsgHandler
 	}{{replySubject, g.onReply}, {startedSubject, g.onStarted}, {mergedSubject, g.onMerged}} {
-		sub, err := g.cfg.Bus.Conn().Subscribe(s.subject, s.h)
+		sub, err := g.cfg.Bus.Conn().Subscribe(s.subject, g.once(s.h))
 		if err != nil {
 			_ = g.Stop(context.Background())
 			return fmt.Errorf("gateway: subscribe to %s: %w", s.subject, err)
@@ -130,6 +133,16 @@ func (g *Gateway) Start(context.Context) error {
 		g.subs = append(g.subs, sub)
 	}
 	return nil
+}
+
+// once passes a message on to h only the first time its event id is seen.
+func (g *Gateway) once(h nats.MsgHandler) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		if id := m.Header.Get(events.HeaderMsgID); id != "" && !g.recent.first(id) {
+			return
+		}
+		h(m)
+	}
 }
 
 // Stop unsubscribes and ends the open streams; calling it twice is harmless.

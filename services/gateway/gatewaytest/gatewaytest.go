@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/praetorhq/praetor/pkg/events"
+
 	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/internal/wiring"
 
@@ -50,6 +52,8 @@ type Node struct {
 	Gateway *gateway.Gateway
 	// DevTenant is the tenant served without a token on loopback.
 	DevTenant string
+	// Bus is the node's event bus, for tests that publish on it.
+	Bus *events.Bus
 	// HTTP is the client the helpers use; its idle connections close with
 	// the node.
 	HTTP *http.Client
@@ -134,7 +138,7 @@ func Start(t testing.TB, opts Options) *Node {
 		t.Fatalf("node did not serve within %s", timeout)
 	}
 	mu.Lock()
-	n.DB, n.Gateway, n.DevTenant = deps.DB, gw, deps.DevTenant
+	n.DB, n.Gateway, n.DevTenant, n.Bus = deps.DB, gw, deps.DevTenant, deps.Bus
 	mu.Unlock()
 	if n.Gateway == nil {
 		t.Fatal("the node started without its gateway")
