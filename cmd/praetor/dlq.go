@@ -87,9 +87,8 @@ event id included, and is handled as if it had just arrived; the dead letter
 stays. Within the stream's duplicate window (2m by default) the stream drops
 the copy: the line says "duplicate", and the command exits 1; redrive after
 the window. Redrive a dead letter once: the services that keep an inbox drop
-a second copy, but an agent worker may run its task again, and live streams
-(the page's) show the event twice. Prints one JSON line per message stored;
-exits 1 if any was not.`),
+a second copy, but an agent worker may run its task again. Prints one JSON
+line per message stored; exits 1 if any was not.`),
 		Flags: ff.NewFlagSet("redrive").SetParent(fs),
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) == 0 {

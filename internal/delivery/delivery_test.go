@@ -662,12 +662,16 @@ func TestRelayDeadLettersAMessageTheServerRefuses(t *testing.T) {
 		if err := rl.CatchUp(ctx); err != nil {
 			t.Fatalf("CatchUp with refused messages pending = %v, want nil", err)
 		}
-		clk.advance(59 * time.Second)
+		clk.advance(5 * time.Second)
+		if n, _, err := delivery.DrainForTest(ctx, rl); err != nil || n != 0 {
+			t.Fatalf("a pass 5s after the refusals = %d published, %v; want them resting, nothing to do", n, err)
+		}
+		clk.advance(25 * time.Second)
 		drain(2, true)
 		if !inOutbox(t, r.db, "poison") {
 			t.Fatal("dead-lettered before DeadLetterAfter had passed")
 		}
-		clk.advance(2 * time.Second)
+		clk.advance(31 * time.Second)
 		enqueue(r.outboxRow(t, "g3", ""))
 		drain(3, false)
 		if inOutbox(t, r.db, "poison") || unsent(t, r.db) != 0 {
@@ -750,7 +754,8 @@ func TestRelayKeepsARefusedMessageTooLargeToDeadLetter(t *testing.T) {
 		if err := store.Enqueue(ctx, r.db, huge, r.outboxRow(t, "g0", "")); err != nil {
 			t.Fatal(err)
 		}
-		for pass := range 3 {
+		// Refused, then refused past DeadLetterAfter and kept.
+		for pass := range 2 {
 			if _, _, err := delivery.DrainForTest(ctx, rl); err == nil {
 				t.Fatalf("pass %d: no error with a message refused", pass)
 			}
@@ -759,17 +764,55 @@ func TestRelayKeepsARefusedMessageTooLargeToDeadLetter(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if _, _, err := delivery.DrainForTest(ctx, rl); err == nil {
-			t.Fatal("last pass: no error with a message refused")
+		// Kept, it is left alone: the relay, running, publishes what a
+		// kick asks for at once, not after backing off.
+		if err := rl.Start(ctx); err != nil {
+			t.Fatal(err)
 		}
-		if !inOutbox(t, r.db, "huge") || unsent(t, r.db) != 1 {
-			t.Fatalf("%d unsent, huge in the outbox: %v; want it alone, kept", unsent(t, r.db), inOutbox(t, r.db, "huge"))
+		t.Cleanup(func() { _ = rl.Stop(context.Background()) })
+		if err := store.Enqueue(ctx, r.db, r.outboxRow(t, "g3", "")); err != nil {
+			t.Fatal(err)
+		}
+		rl.Kick()
+		eventstest.Eventually(t, 10*time.Second, "g3 published after a kick", func() bool { return unsent(t, r.db) == 1 })
+		if !inOutbox(t, r.db, "huge") {
+			t.Fatal("the message too large to dead-letter left the outbox")
 		}
 		if got := strings.Join(r.streamMsgs(t), ","); got != "g0,g1,g2,g3" {
 			t.Errorf("the stream holds %s, want g0,g1,g2,g3", got)
 		}
 		if err := rl.CatchUp(ctx); err != nil {
 			t.Errorf("CatchUp = %v, want nil", err)
+		}
+	})
+}
+
+// A pass that leaves a refused message does not slow the relay: the next
+// kick is served at once, and the refused message rests between its tries.
+func TestRelayServesKicksWhileAMessageIsRefused(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		ctx := context.Background()
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: r.bus, Interval: time.Hour, DeadLetterAfter: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Enqueue(ctx, r.db, r.outboxRow(t, "poison", "no.stream.takes.this"), r.outboxRow(t, "g0", "")); err != nil {
+			t.Fatal(err)
+		}
+		if err := rl.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rl.Stop(context.Background()) })
+		rl.Kick()
+		eventstest.Eventually(t, 10*time.Second, "g0 published", func() bool { return unsent(t, r.db) == 1 })
+		if err := store.Enqueue(ctx, r.db, r.outboxRow(t, "g1", "")); err != nil {
+			t.Fatal(err)
+		}
+		rl.Kick()
+		eventstest.Eventually(t, 10*time.Second, "g1 published after a kick", func() bool { return unsent(t, r.db) == 1 })
+		if got := strings.Join(r.streamMsgs(t), ","); got != "g0,g1" {
+			t.Errorf("the stream holds %s, want g0,g1", got)
 		}
 	})
 }

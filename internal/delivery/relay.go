@@ -105,6 +105,22 @@ type Relay struct {
 type refusal struct {
 	first, last time.Time
 	n           int
+	// kept: too large to dead-letter, it stays in the outbox; this process
+	// does not try it again until the refusal is forgotten (refuse), so it
+	// is logged again every few minutes.
+	kept bool
+}
+
+// resting reports whether a message the server refuses is left out of
+// passes and catch-ups for now: it is tried again DeadLetterAfter/6 after its
+// last refusal (six times before it is dead-lettered), not at every pass,
+// since each try costs a pass the client's wait for an answer that will not
+// come. A kept message is not tried again.
+func (r *Relay) resting(eventID string, now time.Time) bool {
+	r.refusalsMu.Lock()
+	defer r.refusalsMu.Unlock()
+	f, ok := r.refusals[eventID]
+	return ok && (f.kept || now.Sub(f.last) < r.cfg.DeadLetterAfter/6)
 }
 
 // NewRelay returns a relay; Start runs it.
@@ -322,7 +338,9 @@ func (r *Relay) run(ctx context.Context) {
 		}
 		err := r.drain(ctx)
 		switch {
-		case err == nil:
+		case err == nil, errors.Is(err, errRefused):
+			// Refused messages are logged by send and retried on their
+			// own schedule (resting): no reason to slow the others.
 			failures = 0
 		case ctx.Err() != nil:
 			return
@@ -343,7 +361,9 @@ func (r *Relay) run(ctx context.Context) {
 // CatchUp publishes every message committed to the outbox before it was
 // called and still unsent, in outbox order, and marks them sent, but for
 // those the server refuses for good (see send), which it leaves to the
-// relay's passes. It takes
+// relay's passes: if the server takes one later after all (its stream
+// created, max_payload raised), it lands after later events of its key. It
+// takes
 // no lock and skips nothing, not even the messages this process's handlers
 // are publishing: a message published twice is dropped by the stream as a
 // duplicate, while one skipped could reach the stream after the next event
@@ -380,10 +400,20 @@ func (r *Relay) CatchUp(ctx context.Context) error {
 			return nil
 		}
 		after = rows[n-1].ID
-		// A message the server refuses for good holds nothing up: it will
-		// not reach the stream ahead of anything. The relay's passes go on
-		// with it, to the dead-letter stream in the end.
-		if _, err := r.send(ctx, rows[:n]); err != nil && !errors.Is(err, errRefused) {
+		// A message the server refuses for good is left to the relay's
+		// passes (resting, and sent that way if it is tried here): it
+		// cannot be in the stream before the input is acknowledged.
+		now := r.cfg.Now()
+		todo := make([]store.OutboxMessage, 0, n)
+		for _, row := range rows[:n] {
+			if !r.resting(row.EventID, now) {
+				todo = append(todo, row)
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		if _, err := r.send(ctx, todo); err != nil && !errors.Is(err, errRefused) {
 			return err
 		}
 	}
@@ -456,8 +486,10 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, erro
 			if !errors.Is(err, events.ErrTooLarge) {
 				return len(sent), err
 			}
-			// Nothing but the outbox can keep it: it stays there, refused.
+			// Nothing but the outbox can keep it: it stays there, refused,
+			// and this process leaves it alone.
 			refused++
+			r.keep(row.EventID)
 			r.cfg.Logger.Error("outbox: a message the server refuses is too large to dead-letter; it stays in the outbox: delete its row, or let the server take it (max_payload)",
 				"event_id", row.EventID, "outbox_id", row.ID, "subject", row.Subject, "bytes", len(row.Data), "error", ferr)
 		}
@@ -476,7 +508,7 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, erro
 // no pass has tried the message for a while (another process's relay may
 // have published it meanwhile). Runs that ended are forgotten here too.
 func (r *Relay) refuse(eventID string, now time.Time) refusal {
-	gap := 2*r.cfg.DeadLetterAfter + 2*time.Minute // passes back off to a minute apart
+	gap := 2*r.cfg.DeadLetterAfter + 2*time.Minute // tries come DeadLetterAfter/6 apart, passes at most a minute
 	r.refusalsMu.Lock()
 	defer r.refusalsMu.Unlock()
 	for id, f := range r.refusals {
@@ -492,6 +524,15 @@ func (r *Relay) refuse(eventID string, now time.Time) refusal {
 	f.n++
 	r.refusals[eventID] = f
 	return f
+}
+
+// keep marks a refused message that stays in the outbox.
+func (r *Relay) keep(eventID string) {
+	r.refusalsMu.Lock()
+	defer r.refusalsMu.Unlock()
+	f := r.refusals[eventID]
+	f.kept = true
+	r.refusals[eventID] = f
 }
 
 // forget ends the refusals of the rows that were published.
@@ -596,10 +637,11 @@ func (r *Relay) run1(ctx context.Context, all bool) (published int, leader bool,
 			return published, true, cmp.Or(err, refused)
 		}
 		after = rows[len(rows)-1].ID
+		now := r.cfg.Now()
 		todo := make([]store.OutboxMessage, 0, len(rows))
 		r.inflightMu.Lock()
 		for _, row := range rows {
-			if _, ok := r.inflight[row.EventID]; !ok { // else its handler publishes it (PublishCommitted)
+			if _, ok := r.inflight[row.EventID]; !ok && !r.resting(row.EventID, now) { // in flight: its handler publishes it (PublishCommitted)
 				todo = append(todo, row)
 			}
 		}

@@ -290,10 +290,12 @@ func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 	if dl.Stream != "" {
 		// A partitioned stream stored the subject with the partition it
 		// appended: published again, the subject goes without it.
-		if n, err := b.Partitions(ctx, dl.Stream); err == nil && n > 0 {
-			if i := strings.LastIndexByte(subject, '.'); i > 0 {
-				subject = subject[:i]
-			}
+		n, err := b.Partitions(ctx, dl.Stream)
+		if err != nil {
+			return Redriven{}, fmt.Errorf("events: redrive dead letter %d: %w", seq, err)
+		}
+		if i := strings.LastIndexByte(subject, '.'); n > 0 && i > 0 {
+			subject = subject[:i]
 		}
 	}
 	ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: dl.Header, Data: dl.Data})

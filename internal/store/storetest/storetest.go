@@ -1001,6 +1001,17 @@ func testOutboxEnqueue(t *testing.T, db store.DB) {
 	if _, err := store.Unsent(c, db, 0); err == nil {
 		t.Error("Unsent(limit 0) succeeded")
 	}
+	// DeleteOutbox takes an unsent message, never a sent one.
+	if err := store.MarkSent(c, db, []int64{got[0].ID}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.DeleteOutbox(c, db, got[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	var kept int
+	if err := db.QueryRow(c, `SELECT COUNT(*) FROM outbox WHERE id = $1`, got[0].ID).Scan(&kept); err != nil || kept != 1 {
+		t.Fatalf("DeleteOutbox of a sent message: %d rows left, %v; want it kept", kept, err)
+	}
 	after, err := store.UnsentAfter(c, db, got[1].ID, 10)
 	if err != nil || len(after) != 2 || after[0].EventID != "e3" || after[1].EventID != "e4" {
 		t.Errorf("UnsentAfter(e2's id) = %v, %v; want e3, e4", after, err)
