@@ -477,7 +477,7 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, erro
 		f := r.refuse(row.EventID, now)
 		if now.Sub(f.first) < r.cfg.DeadLetterAfter {
 			refused++
-			r.cfg.Logger.Warn("outbox: the server refuses a message; publishing it again at the next passes",
+			r.cfg.Logger.Warn("outbox: the server refuses a message; trying it again later, then moving it to the dead-letter stream",
 				"event_id", row.EventID, "subject", row.Subject, "refused_since", f.first, "refusals", f.n,
 				"dead_letter_after", r.cfg.DeadLetterAfter, "error", ferr)
 			continue
