@@ -46,7 +46,7 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		Usage:     "praetor dlq list [--cause C] [--since T]",
 		ShortHelp: "print the dead letters as JSON lines, without their data",
 		LongHelp: "Each line is {\"seq\",\"at\",\"cause\",\"reason\",\"service\",\"stream\",\"stream_seq\",\"subject\",\"event_id\",\"deliveries\"},\n" +
-			"with \"data_omitted\" when the dead letter could not keep the data (it cannot be redriven);\n" +
+			"with \"data_omitted\" when the dead letter could not keep the data (redrive takes it from its stream's copy);\n" +
 			"seq is what `praetor dlq redrive` takes. `praetor replay --stream " + events.DeadLetterStream + "` prints them whole.",
 		Flags: listFlags,
 		Exec: func(ctx context.Context, args []string) error {
@@ -153,8 +153,8 @@ type deadLetterLine struct {
 	Subject    string    `json:"subject"`
 	EventID    string    `json:"event_id,omitempty"`
 	Deliveries uint64    `json:"deliveries"`
-	// DataOmitted: the dead letter did not keep the data (too large); it
-	// cannot be redriven.
+	// DataOmitted: the dead letter did not keep the data (too large); a
+	// redrive takes it from the stream's copy while the stream keeps it.
 	DataOmitted bool `json:"data_omitted,omitempty"`
 }
 

@@ -246,7 +246,7 @@ type Redriven struct {
 
 // ErrNotRedrivable is wrapped by Redrive's failures that trying again will
 // not mend: no dead letter at that sequence, or one that did not keep its
-// original message.
+// original message (nor its data, which its stream no longer keeps).
 var ErrNotRedrivable = errors.New("events: dead letter cannot be redriven")
 
 // Redrive publishes again, on its subject and byte for byte (headers,
@@ -283,8 +283,11 @@ func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 		return Redriven{}, fmt.Errorf("%w: dead letter %d kept no original message (%s)", ErrNotRedrivable, seq, dl.Reason)
 	}
 	if dl.DataOmitted {
-		return Redriven{}, fmt.Errorf("%w: dead letter %d did not keep the original's %d bytes of data (too large); the original is message %d of %s",
-			ErrNotRedrivable, seq, dl.DataSize, dl.StreamSeq, dl.Stream)
+		// The dead letter kept what the data was; its stream keeps the data.
+		if err := b.originalData(ctx, &dl); err != nil {
+			return Redriven{}, fmt.Errorf("%w: dead letter %d did not keep the original's %d bytes of data (too large), and message %d of %s is not it: %v",
+				ErrNotRedrivable, seq, dl.DataSize, dl.StreamSeq, dl.Stream, err)
+		}
 	}
 	subject := dl.Subject
 	if dl.Stream != "" {
@@ -308,4 +311,26 @@ func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 	}
 	return Redriven{DeadLetterSeq: seq, EventID: id, Subject: subject, Stream: ack.Stream,
 		StreamSeq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// originalData fills in the data a dead letter omitted from the original
+// message its stream keeps, checked against the size and sha256 it kept.
+func (b *Bus) originalData(ctx context.Context, dl *DeadLetter) error {
+	if dl.Stream == "" || dl.StreamSeq == 0 {
+		return errors.New("no stream keeps it")
+	}
+	stream, err := b.js.Stream(ctx, dl.Stream)
+	if err != nil {
+		return err
+	}
+	raw, err := stream.GetMsg(ctx, dl.StreamSeq)
+	if err != nil {
+		return err // jetstream.ErrMsgNotFound once the stream let it go
+	}
+	sum := sha256.Sum256(raw.Data)
+	if len(raw.Data) != dl.DataSize || hex.EncodeToString(sum[:]) != dl.DataSHA256 {
+		return fmt.Errorf("it holds %d other bytes", len(raw.Data))
+	}
+	dl.Data = raw.Data
+	return nil
 }

@@ -303,7 +303,7 @@ func TestDeadLetterTooLargeToCarryItsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}, Duplicates: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
@@ -333,9 +333,37 @@ func TestDeadLetterTooLargeToCarryItsData(t *testing.T) {
 		t.Fatalf("dead letter: omitted %v, %d bytes kept, size %d, sha256 %s, stream seq %d; want the data described, not kept",
 			dl.DataOmitted, len(dl.Data), dl.DataSize, dl.DataSHA256, dl.StreamSeq)
 	}
+	// Redriven, the data comes from the stream's copy, checked against
+	// what the dead letter kept. Once the stream lets it go, it cannot be.
+	handled := make(chan int, 1)
+	sub2, err := bus.Subscribe(ctx, events.ConsumerConfig{Stream: topic.Stream, Name: "roomy", Subjects: []string{topic.Pattern()},
+		DeliverNew: true},
+		func(_ context.Context, ev event.Event) error { handled <- len(ev.Data()); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub2.Stop(context.Background()) })
+	var r events.Redriven
+	eventstest.Eventually(t, 10*time.Second, "a redrive stored", func() bool {
+		if r, err = bus.Redrive(ctx, deadLetterSeq(t, bus, "big")); err != nil {
+			t.Fatal(err)
+		}
+		return !r.Duplicate
+	})
+	select {
+	case n := <-handled:
+		if n != len(big.DataEncoded) {
+			t.Errorf("the redriven event has %d bytes of data, want %d", n, len(big.DataEncoded))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the redriven event was not handled")
+	}
+	if err := bus.JetStream().DeleteStream(ctx, topic.Stream); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := bus.Redrive(ctx, deadLetterSeq(t, bus, "big")); !errors.Is(err, events.ErrNotRedrivable) ||
 		!strings.Contains(err.Error(), "message 1 of "+topic.Stream) {
-		t.Errorf("redrive of a dead letter without its data = %v, want ErrNotRedrivable naming the original", err)
+		t.Errorf("redrive without its data, the stream gone = %v, want ErrNotRedrivable naming the original", err)
 	}
 
 	m, err := events.Encode("nowhere.x", big)
