@@ -37,10 +37,9 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		return fn(bus)
 	}
 
-	var cause, since string
+	var listFilter dlqFilter
 	listFlags := ff.NewFlagSet("list").SetParent(fs)
-	listFlags.StringVar(&cause, 0, "cause", "", "only this cause: decode, permanent, max_deliver or unpublishable")
-	listFlags.StringVar(&since, 0, "since", "", "only dead letters since this time: RFC 3339 or a duration ago (1h)")
+	listFilter.register(listFlags)
 	list := &ff.Command{
 		Name:      "list",
 		Usage:     "praetor dlq list [--cause C] [--since T]",
@@ -53,21 +52,17 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			if len(args) > 0 {
 				return fmt.Errorf("dlq list takes no arguments, got %q", args)
 			}
-			switch cause {
-			case "", "decode", "permanent", "max_deliver", events.CauseUnpublishable:
-			default:
-				return settingErr("cause", "%q is not one of decode, permanent, max_deliver, unpublishable", cause)
-			}
-			cfg := events.ReplayConfig{Stream: events.DeadLetterStream}
-			if since != "" {
-				t, err := parseSince(since, time.Now())
-				if err != nil {
-					return settingErr("since", "%v", err)
-				}
-				cfg.Since = t
+			cfg, err := listFilter.replayConfig()
+			if err != nil {
+				return err
 			}
 			return withBus(ctx, func(bus *events.Bus) error {
-				n, err := listDeadLetters(ctx, bus, cfg, cause, g)
+				enc := json.NewEncoder(g.stdout)
+				n, err := eachDeadLetter(ctx, bus, cfg, listFilter, g, func(seq uint64, dl events.DeadLetter) error {
+					return enc.Encode(deadLetterLine{Seq: seq, At: dl.At, Cause: dl.Cause, Reason: dl.Reason, Service: dl.Consumer,
+						Stream: dl.Stream, StreamSeq: dl.StreamSeq, Subject: dl.Subject, EventID: dl.EventID, Deliveries: dl.Deliveries,
+						DataOmitted: dl.DataOmitted})
+				})
 				if errors.Is(err, jetstream.ErrStreamNotFound) {
 					fmt.Fprintln(g.stderr, "no dead letters: the server has no "+events.DeadLetterStream+" stream yet")
 					return nil
@@ -77,9 +72,16 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			})
 		},
 	}
+	var (
+		redriveFilter dlqFilter
+		all           bool
+	)
+	redriveFlags := ff.NewFlagSet("redrive").SetParent(fs)
+	redriveFlags.BoolVar(&all, 0, "all", "redrive every dead letter that --cause and --since select, instead of SEQ...")
+	redriveFilter.register(redriveFlags)
 	redrive := &ff.Command{
 		Name:      "redrive",
-		Usage:     "praetor dlq redrive SEQ...",
+		Usage:     "praetor dlq redrive SEQ... | --all [--cause C] [--since T]",
 		ShortHelp: "publish dead letters' original messages again, once their cause is mended",
 		LongHelp: strings.TrimSpace(`
 Each dead letter's original message goes back to its subject byte for byte,
@@ -89,10 +91,15 @@ the copy: the line says "duplicate", and the command exits 1; redrive after
 the window. Redrive a dead letter once: the services that keep an inbox drop
 a second copy, but an agent worker may run its task again. Prints one JSON
 line per message stored; exits 1 if any was not.`),
-		Flags: ff.NewFlagSet("redrive").SetParent(fs),
+		Flags: redriveFlags,
 		Exec: func(ctx context.Context, args []string) error {
-			if len(args) == 0 {
-				return errors.New("dlq redrive: give the sequences of the dead letters (see praetor dlq list)")
+			switch {
+			case all && len(args) > 0:
+				return errors.New("dlq redrive: give SEQ... or --all, not both")
+			case !all && len(args) == 0:
+				return errors.New("dlq redrive: give the sequences of the dead letters (see praetor dlq list), or --all")
+			case !all && (redriveFilter.cause != "" || redriveFilter.since != ""):
+				return errors.New("dlq redrive: --cause and --since select dead letters for --all")
 			}
 			seqs := make([]uint64, len(args))
 			for i, a := range args {
@@ -102,7 +109,27 @@ line per message stored; exits 1 if any was not.`),
 				}
 				seqs[i] = n
 			}
+			cfg, err := redriveFilter.replayConfig()
+			if err != nil {
+				return err
+			}
 			return withBus(ctx, func(bus *events.Bus) error {
+				if all {
+					// The dead letters present now: one a redrive fails
+					// into again comes after them.
+					_, err := eachDeadLetter(ctx, bus, cfg, redriveFilter, g, func(seq uint64, _ events.DeadLetter) error {
+						seqs = append(seqs, seq)
+						return nil
+					})
+					if errors.Is(err, jetstream.ErrStreamNotFound) {
+						fmt.Fprintln(g.stderr, "no dead letters: the server has no "+events.DeadLetterStream+" stream yet")
+						return nil
+					}
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(g.stderr, "redriving %d dead letters\n", len(seqs))
+				}
 				enc := json.NewEncoder(g.stdout)
 				failed := 0
 				for _, seq := range seqs {
@@ -158,8 +185,37 @@ type deadLetterLine struct {
 	DataOmitted bool `json:"data_omitted,omitempty"`
 }
 
-func listDeadLetters(ctx context.Context, bus *events.Bus, cfg events.ReplayConfig, cause string, g *globals) (int, error) {
-	enc := json.NewEncoder(g.stdout)
+// dlqFilter selects dead letters by cause and time.
+type dlqFilter struct{ cause, since string }
+
+func (f *dlqFilter) register(fs *ff.FlagSet) {
+	fs.StringVar(&f.cause, 0, "cause", "", "only this cause: decode, permanent, max_deliver or unpublishable")
+	fs.StringVar(&f.since, 0, "since", "", "only dead letters since this time: RFC 3339 or a duration ago (1h)")
+}
+
+// replayConfig checks the filter and returns the read of the dead-letter
+// stream it starts.
+func (f dlqFilter) replayConfig() (events.ReplayConfig, error) {
+	cfg := events.ReplayConfig{Stream: events.DeadLetterStream}
+	switch f.cause {
+	case "", "decode", "permanent", "max_deliver", events.CauseUnpublishable:
+	default:
+		return cfg, settingErr("cause", "%q is not one of decode, permanent, max_deliver, unpublishable", f.cause)
+	}
+	if f.since != "" {
+		t, err := parseSince(f.since, time.Now())
+		if err != nil {
+			return cfg, settingErr("since", "%v", err)
+		}
+		cfg.Since = t
+	}
+	return cfg, nil
+}
+
+// eachDeadLetter calls fn with the sequence and content of each dead letter
+// the filter selects, and returns how many it selected.
+func eachDeadLetter(ctx context.Context, bus *events.Bus, cfg events.ReplayConfig, f dlqFilter, g *globals,
+	fn func(seq uint64, dl events.DeadLetter) error) (int, error) {
 	n := 0
 	err := bus.Replay(ctx, cfg, func(r events.Record) error {
 		var dl events.DeadLetter
@@ -171,13 +227,11 @@ func listDeadLetters(ctx context.Context, bus *events.Bus, cfg events.ReplayConf
 			fmt.Fprintf(g.stderr, "dead letter %d: %v; skipped\n", r.StreamSeq, err)
 			return nil
 		}
-		if cause != "" && dl.Cause != cause {
+		if f.cause != "" && dl.Cause != f.cause {
 			return nil
 		}
 		n++
-		return enc.Encode(deadLetterLine{Seq: r.StreamSeq, At: dl.At, Cause: dl.Cause, Reason: dl.Reason, Service: dl.Consumer,
-			Stream: dl.Stream, StreamSeq: dl.StreamSeq, Subject: dl.Subject, EventID: dl.EventID, Deliveries: dl.Deliveries,
-			DataOmitted: dl.DataOmitted})
+		return fn(r.StreamSeq, dl)
 	})
 	return n, err
 }

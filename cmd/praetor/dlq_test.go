@@ -83,4 +83,27 @@ func TestDLQListAndRedrive(t *testing.T) {
 	if _, errOut, code := dlq("list", "--cause", "permanet"); code == 0 || !strings.Contains(errOut, "not one of decode") {
 		t.Errorf("list --cause permanet: exit %d\n%s", code, errOut)
 	}
+
+	// --all: every dead letter the filters select; lost-1 is still in the
+	// window, lost-2 is stored.
+	m2, err := events.Encode("later.y", eventstest.NewEvent("lost-2", "k", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.DeadLetterUnpublishable(ctx, "outbox", m2, "no stream takes later.y", 5); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = dlq("redrive", "--all", "--cause", events.CauseUnpublishable)
+	if code != 1 || !strings.Contains(errOut, "redriving 2 dead letters") || !strings.Contains(errOut, "1 of 2 dead letters not redriven") ||
+		!strings.Contains(out, `"event_id":"lost-2","subject":"later.y","stream":"LATER","stream_seq":2,"duplicate":false`) {
+		t.Errorf("redrive --all: exit %d, want 1 with lost-2 stored and lost-1 a duplicate\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := dlq("redrive", "--all", "--cause", "decode"); code != 0 || out != "" || !strings.Contains(errOut, "redriving 0 dead letters") {
+		t.Errorf("redrive --all --cause decode: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"--all", "1"}, {"--cause", "permanent", "1"}, {}} {
+		if _, errOut, code := dlq("redrive", args...); code == 0 {
+			t.Errorf("redrive %v: exit 0, want an error\n%s", args, errOut)
+		}
+	}
 }
