@@ -88,9 +88,11 @@ Each dead letter's original message goes back to its subject byte for byte,
 event id included, and is handled as if it had just arrived; the dead letter
 stays. Within the stream's duplicate window (2m by default) the stream drops
 the copy: the line says "duplicate", and the command exits 1; redrive after
-the window. Redrive a dead letter once: the services that keep an inbox drop
-a second copy, but an agent worker may run its task again. Prints one JSON
-line per message stored; exits 1 if any was not.`),
+the window. Redrive an event once: the services that keep an inbox drop a
+second copy, but an agent worker may run its task again. --all takes one
+dead letter an event, but also those redriven before (they stay): narrow it
+with --since. Prints one JSON line per message stored; exits 1 if any was
+not.`),
 		Flags: redriveFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			switch {
@@ -117,7 +119,19 @@ line per message stored; exits 1 if any was not.`),
 				if all {
 					// The dead letters present now: one a redrive fails
 					// into again comes after them.
-					_, err := eachDeadLetter(ctx, bus, cfg, redriveFilter, g, func(seq uint64, _ events.DeadLetter) error {
+					// One dead letter an event: several consumers may have
+					// given up on it, or a redriven copy failed again.
+					first := map[string]uint64{}
+					_, err := eachDeadLetter(ctx, bus, cfg, redriveFilter, g, func(seq uint64, dl events.DeadLetter) error {
+						key := dl.EventID
+						if key == "" {
+							key = fmt.Sprintf("%s/%d", dl.Stream, dl.StreamSeq)
+						}
+						if m, ok := first[key]; ok {
+							fmt.Fprintf(g.stderr, "dead letter %d: the same event as dead letter %d; skipped\n", seq, m)
+							return nil
+						}
+						first[key] = seq
 						seqs = append(seqs, seq)
 						return nil
 					})
@@ -133,6 +147,9 @@ line per message stored; exits 1 if any was not.`),
 				enc := json.NewEncoder(g.stdout)
 				failed := 0
 				for _, seq := range seqs {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
 					r, err := bus.Redrive(ctx, seq)
 					if err != nil {
 						failed++

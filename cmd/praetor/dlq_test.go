@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
@@ -84,26 +85,43 @@ func TestDLQListAndRedrive(t *testing.T) {
 		t.Errorf("list --cause permanet: exit %d\n%s", code, errOut)
 	}
 
-	// --all: every dead letter the filters select; lost-1 is still in the
-	// window, lost-2 is stored.
+	// --all: every dead letter the filters select, one an event; lost-1 is
+	// still in the window, lost-2 is stored, lost-2's second dead letter
+	// (another source gave up on it too) is skipped.
+	time.Sleep(10 * time.Millisecond) // lost-2's dead letters come after since
+	since := time.Now().UTC().Format(time.RFC3339Nano)
 	m2, err := events.Encode("later.y", eventstest.NewEvent("lost-2", "k", 2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bus.DeadLetterUnpublishable(ctx, "outbox", m2, "no stream takes later.y", 5); err != nil {
-		t.Fatal(err)
+	for _, source := range []string{"outbox", "other-outbox"} {
+		if err := bus.DeadLetterUnpublishable(ctx, source, m2, "no stream takes later.y", 5); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, errOut, code := dlq("redrive", "--all", "--since", since); code != 0 || strings.Count(out, "\n") != 1 ||
+		!strings.Contains(out, `"event_id":"lost-2"`) || !strings.Contains(errOut, "redriving 1 dead letters") ||
+		!strings.Contains(errOut, "the same event as dead letter 2; skipped") {
+		t.Fatalf("redrive --all --since: exit %d, want lost-2 alone, once\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = dlq("redrive", "--all", "--cause", events.CauseUnpublishable)
-	if code != 1 || !strings.Contains(errOut, "redriving 2 dead letters") || !strings.Contains(errOut, "1 of 2 dead letters not redriven") ||
-		!strings.Contains(out, `"event_id":"lost-2","subject":"later.y","stream":"LATER","stream_seq":2,"duplicate":false`) {
-		t.Errorf("redrive --all: exit %d, want 1 with lost-2 stored and lost-1 a duplicate\n%s%s", code, out, errOut)
+	if code != 1 || !strings.Contains(errOut, "redriving 2 dead letters") || !strings.Contains(errOut, "2 of 2 dead letters not redriven") ||
+		!strings.Contains(out, `"event_id":"lost-2","subject":"later.y","stream":"LATER","stream_seq":2,"duplicate":true`) {
+		t.Errorf("redrive --all: exit %d, want 1 with lost-1 and lost-2 duplicates (both just stored)\n%s%s", code, out, errOut)
 	}
 	if out, errOut, code := dlq("redrive", "--all", "--cause", "decode"); code != 0 || out != "" || !strings.Contains(errOut, "redriving 0 dead letters") {
 		t.Errorf("redrive --all --cause decode: exit %d\n%s%s", code, out, errOut)
 	}
-	for _, args := range [][]string{{"--all", "1"}, {"--cause", "permanent", "1"}, {}} {
-		if _, errOut, code := dlq("redrive", args...); code == 0 {
-			t.Errorf("redrive %v: exit 0, want an error\n%s", args, errOut)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--all=true", "1"}, "not both"},
+		{[]string{"--cause", "permanent", "1"}, "select dead letters for --all"},
+		{nil, "give the sequences"},
+	} {
+		if _, errOut, code := dlq("redrive", tc.args...); code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("redrive %v: exit %d, want an error saying %q\n%s", tc.args, code, tc.want, errOut)
 		}
 	}
 }

@@ -764,8 +764,17 @@ func TestRelayKeepsARefusedMessageTooLargeToDeadLetter(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// Kept, it is left alone: the relay, running, publishes what a
-		// kick asks for at once, not after backing off.
+		// Kept, it is left alone for a while, then tried again (the
+		// server's limit may have been raised meanwhile).
+		if _, _, err := delivery.DrainForTest(ctx, rl); err != nil {
+			t.Fatalf("a pass soon after it was kept = %v, want it left alone", err)
+		}
+		clk.advance(5 * time.Minute)
+		if _, _, err := delivery.DrainForTest(ctx, rl); err == nil {
+			t.Fatal("a pass minutes after it was kept did not try it again")
+		}
+		// The relay, running, publishes what a kick asks for at once, not
+		// after backing off.
 		if err := rl.Start(ctx); err != nil {
 			t.Fatal(err)
 		}

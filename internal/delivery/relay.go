@@ -105,9 +105,8 @@ type Relay struct {
 type refusal struct {
 	first, last time.Time
 	n           int
-	// kept: too large to dead-letter, it stays in the outbox; this process
-	// does not try it again until the refusal is forgotten (refuse), so it
-	// is logged again every few minutes.
+	// kept: too large to dead-letter, it stays in the outbox; it is tried
+	// again refusalGap after its last try (and logged again if refused).
 	kept bool
 }
 
@@ -115,13 +114,24 @@ type refusal struct {
 // passes and catch-ups for now: it is tried again DeadLetterAfter/6 after its
 // last refusal (six times before it is dead-lettered), not at every pass,
 // since each try costs a pass the client's wait for an answer that will not
-// come. A kept message is not tried again.
+// come. A kept message is tried again refusalGap after its last try.
 func (r *Relay) resting(eventID string, now time.Time) bool {
 	r.refusalsMu.Lock()
 	defer r.refusalsMu.Unlock()
 	f, ok := r.refusals[eventID]
-	return ok && (f.kept || now.Sub(f.last) < r.cfg.DeadLetterAfter/6)
+	switch {
+	case !ok:
+		return false
+	case f.kept:
+		return now.Sub(f.last) < r.refusalGap()
+	}
+	return now.Sub(f.last) < r.cfg.DeadLetterAfter/6
 }
+
+// refusalGap is how long after its last try a message's refusals are
+// forgotten, and a kept message is tried again: tries come DeadLetterAfter/6
+// apart, passes at most a minute.
+func (r *Relay) refusalGap() time.Duration { return 2*r.cfg.DeadLetterAfter + 2*time.Minute }
 
 // NewRelay returns a relay; Start runs it.
 func NewRelay(cfg RelayConfig) (*Relay, error) {
@@ -477,7 +487,7 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, erro
 		f := r.refuse(row.EventID, now)
 		if now.Sub(f.first) < r.cfg.DeadLetterAfter {
 			refused++
-			r.cfg.Logger.Warn("outbox: the server refuses a message; trying it again later, then moving it to the dead-letter stream",
+			r.cfg.Logger.Warn("outbox: the server refuses a message; trying it again later: refused for dead_letter_after, it goes to the dead-letter stream (or stays in the outbox if too large for a dead letter)",
 				"event_id", row.EventID, "subject", row.Subject, "refused_since", f.first, "refusals", f.n,
 				"dead_letter_after", r.cfg.DeadLetterAfter, "error", ferr)
 			continue
@@ -508,7 +518,7 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, erro
 // no pass has tried the message for a while (another process's relay may
 // have published it meanwhile). Runs that ended are forgotten here too.
 func (r *Relay) refuse(eventID string, now time.Time) refusal {
-	gap := 2*r.cfg.DeadLetterAfter + 2*time.Minute // tries come DeadLetterAfter/6 apart, passes at most a minute
+	gap := r.refusalGap()
 	r.refusalsMu.Lock()
 	defer r.refusalsMu.Unlock()
 	for id, f := range r.refusals {

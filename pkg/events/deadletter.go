@@ -253,9 +253,10 @@ var ErrNotRedrivable = errors.New("events: dead letter cannot be redriven")
 // Nats-Msg-Id included), the original message of the dead letter at
 // sequence seq of DeadLetterStream: once its cause is mended (a bug fixed,
 // a stream created), the event is handled as if it had just arrived. The
-// dead letter stays, as the record of what failed. Redriving twice does no
-// harm: within the duplicate window the stream drops the copy, and after it
-// the consumers' inboxes do.
+// dead letter stays, as the record of what failed. Redrive an event once:
+// within the duplicate window the stream drops a second copy, and after it
+// the consumers that keep an inbox do, but not every consumer keeps one (an
+// agent worker looks at its inbox on redeliveries only).
 func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 	if seq == 0 {
 		return Redriven{}, fmt.Errorf("%w: sequence 0 (sequences start at 1)", ErrNotRedrivable)
@@ -285,8 +286,8 @@ func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 	if dl.DataOmitted {
 		// The dead letter kept what the data was; its stream keeps the data.
 		if err := b.originalData(ctx, &dl); err != nil {
-			return Redriven{}, fmt.Errorf("%w: dead letter %d did not keep the original's %d bytes of data (too large), and message %d of %s is not it: %v",
-				ErrNotRedrivable, seq, dl.DataSize, dl.StreamSeq, dl.Stream, err)
+			return Redriven{}, fmt.Errorf("events: redrive dead letter %d, which did not keep the original's %d bytes of data (too large): %w",
+				seq, dl.DataSize, err)
 		}
 	}
 	subject := dl.Subject
@@ -315,21 +316,30 @@ func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 
 // originalData fills in the data a dead letter omitted from the original
 // message its stream keeps, checked against the size and sha256 it kept.
+// Failures that will last wrap ErrNotRedrivable: no stream keeps the
+// original any more, or what it keeps is not it.
 func (b *Bus) originalData(ctx context.Context, dl *DeadLetter) error {
 	if dl.Stream == "" || dl.StreamSeq == 0 {
-		return errors.New("no stream keeps it")
+		return fmt.Errorf("%w: no stream keeps the original", ErrNotRedrivable)
 	}
+	where := fmt.Sprintf("message %d of %s", dl.StreamSeq, dl.Stream)
 	stream, err := b.js.Stream(ctx, dl.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("%w: the original was %s, which no longer exists", ErrNotRedrivable, where)
+	}
 	if err != nil {
 		return err
 	}
 	raw, err := stream.GetMsg(ctx, dl.StreamSeq)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return fmt.Errorf("%w: the original was %s, which the stream no longer keeps", ErrNotRedrivable, where)
+	}
 	if err != nil {
-		return err // jetstream.ErrMsgNotFound once the stream let it go
+		return err
 	}
 	sum := sha256.Sum256(raw.Data)
 	if len(raw.Data) != dl.DataSize || hex.EncodeToString(sum[:]) != dl.DataSHA256 {
-		return fmt.Errorf("it holds %d other bytes", len(raw.Data))
+		return fmt.Errorf("%w: %s holds %d other bytes, not the original's", ErrNotRedrivable, where, len(raw.Data))
 	}
 	dl.Data = raw.Data
 	return nil

@@ -293,7 +293,8 @@ func deadLetterSeq(t *testing.T, bus *events.Bus, eventID string) uint64 {
 
 // An event too large for its dead letter to carry its data (base64, a
 // third larger) is dead-lettered all the same, with what the data was and
-// where the stream keeps it; such a dead letter cannot be redriven. A
+// where the stream keeps it, and a redrive takes the data from there while
+// it is the original. A
 // message no stream keeps is not dead-lettered without its data.
 func TestDeadLetterTooLargeToCarryItsData(t *testing.T) {
 	srv := eventstest.StartServer(t)
@@ -343,9 +344,10 @@ func TestDeadLetterTooLargeToCarryItsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sub2.Stop(context.Background()) })
+	dlSeq := deadLetterSeq(t, bus, "big") // the copy redriven is dead-lettered again by "strict"
 	var r events.Redriven
 	eventstest.Eventually(t, 10*time.Second, "a redrive stored", func() bool {
-		if r, err = bus.Redrive(ctx, deadLetterSeq(t, bus, "big")); err != nil {
+		if r, err = bus.Redrive(ctx, dlSeq); err != nil {
 			t.Fatal(err)
 		}
 		return !r.Duplicate
@@ -358,10 +360,29 @@ func TestDeadLetterTooLargeToCarryItsData(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the redriven event was not handled")
 	}
+	if err := sub.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sub2.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The stream made again holds other data at the original's place.
 	if err := bus.JetStream().DeleteStream(ctx, topic.Stream); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bus.Redrive(ctx, deadLetterSeq(t, bus, "big")); !errors.Is(err, events.ErrNotRedrivable) ||
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Publish(ctx, eventstest.NewEvent("other", "k", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.Redrive(ctx, dlSeq); !errors.Is(err, events.ErrNotRedrivable) || !strings.Contains(err.Error(), "other bytes") {
+		t.Errorf("redrive when the stream holds other data there = %v, want ErrNotRedrivable saying so", err)
+	}
+	if err := bus.JetStream().DeleteStream(ctx, topic.Stream); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.Redrive(ctx, dlSeq); !errors.Is(err, events.ErrNotRedrivable) ||
 		!strings.Contains(err.Error(), "message 1 of "+topic.Stream) {
 		t.Errorf("redrive without its data, the stream gone = %v, want ErrNotRedrivable naming the original", err)
 	}
