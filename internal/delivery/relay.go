@@ -55,9 +55,10 @@ type RelayConfig struct {
 	// DeadLetterAfter is how long the server may go on refusing a message
 	// for good (Publisher.Refused: no stream takes its subject, or it is too
 	// large) before the relay moves it from the outbox to the dead-letter
-	// stream, with the server's reason. Until then each pass publishes it
-	// again and goes on past it. Other failures (timeouts, a stream that
-	// does not answer, the server down) never count. Default: 1m.
+	// stream, with the server's reason. Until then the passes go on past
+	// it, trying it again every DeadLetterAfter/6. Other failures
+	// (timeouts, a stream that does not answer, the server down) never
+	// count. Default: 1m.
 	DeadLetterAfter time.Duration
 }
 
