@@ -54,6 +54,9 @@ func newRig(t *testing.T, open func(*testing.T) store.DB) *rig {
 	if err := r.bus.EnsureStream(ctx, events.StreamConfig{Name: r.topic.Stream, Subjects: []string{r.topic.Pattern()}, Partitions: 4}); err != nil {
 		t.Fatal(err)
 	}
+	if err := r.bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 
@@ -627,9 +630,6 @@ func TestRelayDeadLettersAMessageTheServerRefuses(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
 		r := newRig(t, open)
 		ctx := context.Background()
-		if err := r.bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
-			t.Fatal(err)
-		}
 		clk := newClock()
 		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: r.bus, Interval: time.Hour,
 			DeadLetterAfter: time.Minute, Now: clk.now, Batch: 2})
@@ -701,9 +701,6 @@ func TestRelayDeadLettersNothingWhileTheServerTakesNothing(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
 		r := newRig(t, open)
 		ctx := context.Background()
-		if err := r.bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
-			t.Fatal(err)
-		}
 		pub := &publisher{bus: r.bus, sent: map[string]int{}}
 		pub.fail.Store(true)
 		clk := newClock()
@@ -740,9 +737,6 @@ func TestRelayKeepsARefusedMessageTooLargeToDeadLetter(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
 		r := newRig(t, open)
 		ctx := context.Background()
-		if err := r.bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
-			t.Fatal(err)
-		}
 		clk := newClock()
 		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: r.bus, Interval: time.Hour,
 			DeadLetterAfter: time.Minute, Now: clk.now})

@@ -97,19 +97,8 @@ func TestEncodeRefusesAnEventTheServerWould(t *testing.T) {
 // DeadLetterUnpublishable then copies the message, with the reason, to the
 // dead-letter stream, once however often it is called.
 func TestRefusedMessageIsNamedAndDeadLettered(t *testing.T) {
-	srv := eventstest.StartServer(t)
-	topic := eventstest.NewTopic()
-	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bus, topic := dlqBus(t, events.StreamConfig{})
 	ctx := t.Context()
-	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
 	var msgs []*nats.Msg
 	for i, id := range []string{"a", "nowhere", "c", "huge"} {
 		m, err := bus.Encode(ctx, eventstest.NewEvent(id, "k", i))
@@ -120,7 +109,7 @@ func TestRefusedMessageIsNamedAndDeadLettered(t *testing.T) {
 	}
 	msgs[1].Subject = "no.stream.takes.this"
 	msgs[3].Data = make([]byte, bus.JetStream().Conn().MaxPayload()+1)
-	err = bus.PublishMsgs(ctx, msgs)
+	err := bus.PublishMsgs(ctx, msgs)
 	var berr *events.BatchError
 	if !errors.As(err, &berr) {
 		t.Fatalf("PublishMsgs = %v, want a BatchError", err)
@@ -179,23 +168,11 @@ func TestRefusedMessageIsNamedAndDeadLettered(t *testing.T) {
 // copy while the event's id is in its duplicate window, and says so), and an
 // unpublishable message reaches the stream created for it.
 func TestRedrive(t *testing.T) {
-	srv := eventstest.StartServer(t)
-	topic := eventstest.NewTopic()
-	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := t.Context()
 	const window = 200 * time.Millisecond
 	// Partitioned, as the ordered streams are: the stream stores subjects
 	// with a partition appended, which a redrive must not send.
-	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}, Duplicates: window,
-		Partitions: 4}); err != nil {
-		t.Fatal(err)
-	}
-	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
+	bus, topic := dlqBus(t, events.StreamConfig{Duplicates: window, Partitions: 4})
+	ctx := t.Context()
 	var mended atomic.Bool
 	handled := make(chan string, 4)
 	sub, err := bus.Subscribe(ctx, events.ConsumerConfig{Stream: topic.Stream, Name: "fragile", Subjects: []string{topic.Pattern()}, Keyed: true},
@@ -297,19 +274,8 @@ func deadLetterSeq(t *testing.T, bus *events.Bus, eventID string) uint64 {
 // it is the original. A
 // message no stream keeps is not dead-lettered without its data.
 func TestDeadLetterTooLargeToCarryItsData(t *testing.T) {
-	srv := eventstest.StartServer(t)
-	topic := eventstest.NewTopic()
-	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bus, topic := dlqBus(t, events.StreamConfig{Duplicates: 200 * time.Millisecond})
 	ctx := t.Context()
-	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}, Duplicates: 200 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
 	most := int(bus.JetStream().Conn().MaxPayload())
 	big := eventstest.NewEvent("big", "k", 1)
 	big.DataEncoded = []byte(`"` + strings.Repeat("x", most*4/5) + `"`)
@@ -394,4 +360,25 @@ func TestDeadLetterTooLargeToCarryItsData(t *testing.T) {
 	if err := bus.DeadLetterUnpublishable(ctx, "outbox", m, "no stream", 1); !errors.Is(err, events.ErrTooLarge) {
 		t.Errorf("dead-lettering an unpublishable message too large to carry = %v, want ErrTooLarge (nothing else keeps its data)", err)
 	}
+}
+
+// dlqBus starts a server and returns a bus on it with the dead-letter
+// streams and a stream for a new topic, configured by stream (whose name
+// and subjects are the topic's).
+func dlqBus(t *testing.T, stream events.StreamConfig) (*events.Bus, eventstest.Topic) {
+	t.Helper()
+	srv := eventstest.StartServer(t)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream.Name, stream.Subjects = topic.Stream, []string{topic.Pattern()}
+	if err := bus.EnsureStream(t.Context(), stream); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureDeadLetterStreams(t.Context(), events.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	return bus, topic
 }
