@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v4"
 
-	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 )
 
@@ -24,18 +23,6 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs := ff.NewFlagSet("dlq").SetParent(parent)
 	fs.StringVar(&natsURL, 0, "nats-url", os.Getenv("NATS_URL"), "NATS server URL (NATS_URL); default: a local praetor dev")
 	fs.StringVar(&dataDir, 0, "data-dir", "./.praetor", "praetor dev data directory, opened when no server answers")
-	withBus := func(ctx context.Context, fn func(*events.Bus) error) error {
-		nc, closeConn, err := toolConn(natsURL, dataDir)
-		if err != nil {
-			return err
-		}
-		defer closeConn()
-		bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
-		if err != nil {
-			return err
-		}
-		return fn(bus)
-	}
 
 	var listFilter dlqFilter
 	listFlags := ff.NewFlagSet("list").SetParent(fs)
@@ -56,7 +43,7 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			if err != nil {
 				return err
 			}
-			return withBus(ctx, func(bus *events.Bus) error {
+			return withToolBus(natsURL, dataDir, func(bus *events.Bus) error {
 				enc := json.NewEncoder(g.stdout)
 				n, err := eachDeadLetter(ctx, bus, cfg, listFilter, g, func(seq uint64, dl events.DeadLetter) error {
 					return enc.Encode(deadLetterLine{Seq: seq, At: dl.At, Cause: dl.Cause, Reason: dl.Reason, Service: dl.Consumer,
@@ -115,7 +102,7 @@ not.`),
 			if err != nil {
 				return err
 			}
-			return withBus(ctx, func(bus *events.Bus) error {
+			return withToolBus(natsURL, dataDir, func(bus *events.Bus) error {
 				if all {
 					// The dead letters present now: one a redrive fails
 					// into again comes after them.

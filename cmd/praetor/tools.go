@@ -98,6 +98,21 @@ func toolConn(natsURL, dataDir string) (*nats.Conn, func(), error) {
 	return nc, func() { nc.Close(); srv.Shutdown() }, nil
 }
 
+// withToolBus runs fn with a bus on the NATS a tool reads (see toolConn),
+// and closes it after.
+func withToolBus(natsURL, dataDir string, fn func(*events.Bus) error) error {
+	nc, closeConn, err := toolConn(natsURL, dataDir)
+	if err != nil {
+		return err
+	}
+	defer closeConn()
+	bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
+	if err != nil {
+		return err
+	}
+	return fn(bus)
+}
+
 func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	var (
 		stream, natsURL, dataDir, since string
@@ -127,19 +142,12 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if workflowRun != "" || session != "" {
-				nc, closeConn, err := toolConn(natsURL, dataDir)
-				if err != nil {
-					return err
-				}
-				defer closeConn()
-				bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
-				if err != nil {
-					return err
-				}
-				if workflowRun != "" {
-					return replayWorkflow(ctx, bus, tenant, workflowRun, g.stdout, g.stderr)
-				}
-				return replaySession(ctx, bus, session, enginesDirs, g.stdout, g.stderr)
+				return withToolBus(natsURL, dataDir, func(bus *events.Bus) error {
+					if workflowRun != "" {
+						return replayWorkflow(ctx, bus, tenant, workflowRun, g.stdout, g.stderr)
+					}
+					return replaySession(ctx, bus, session, enginesDirs, g.stdout, g.stderr)
+				})
 			}
 			if stream == "" {
 				return settingErr("stream", "required (or --session ID); one of %s", streamNames())
@@ -155,21 +163,14 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 				}
 				cfg.Since = t
 			}
-			nc, closeConn, err := toolConn(natsURL, dataDir)
-			if err != nil {
+			return withToolBus(natsURL, dataDir, func(bus *events.Bus) error {
+				n, err := replayJSON(ctx, bus, cfg, g.stdout)
+				if errors.Is(err, jetstream.ErrStreamNotFound) {
+					return settingErr("stream", "no stream %s on this server; streams: %s", stream, streamNames())
+				}
+				fmt.Fprintf(g.stderr, "replayed %d messages from %s\n", n, stream)
 				return err
-			}
-			defer closeConn()
-			bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
-			if err != nil {
-				return err
-			}
-			n, err := replayJSON(ctx, bus, cfg, g.stdout)
-			if errors.Is(err, jetstream.ErrStreamNotFound) {
-				return settingErr("stream", "no stream %s on this server; streams: %s", stream, streamNames())
-			}
-			fmt.Fprintf(g.stderr, "replayed %d messages from %s\n", n, stream)
-			return err
+			})
 		},
 	}
 }
