@@ -75,11 +75,11 @@ Each dead letter's original message goes back to its subject byte for byte,
 event id included, and is handled as if it had just arrived; the dead letter
 stays. Within the stream's duplicate window (2m by default) the stream drops
 the copy: the line says "duplicate", and the command exits 1; redrive after
-the window. Redrive an event once: the services that keep an inbox drop a
-second copy, but an agent worker may run its task again. --all takes one
-dead letter an event, but also those redriven before (they stay): narrow it
-with --since. Prints one JSON line per message stored; exits 1 if any was
-not.`),
+the window. After it, redriving again does no harm: the services' inboxes
+drop the copy (the message carries a Praetor-Redriven header, so handlers
+that skip their inbox on first deliveries look it up). --all takes one dead
+letter an event, but also those redriven before (they stay): narrow it with
+--since. Prints one JSON line per message stored; exits 1 if any was not.`),
 		Flags: redriveFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			switch {

@@ -397,6 +397,7 @@ func (w *worker) process(msg jetstream.Msg) {
 	d := Delivery{
 		Stream: meta.Stream, Consumer: s.cfg.Name, Subject: msg.Subject(),
 		StreamSeq: meta.Sequence.Stream, NumDelivered: meta.NumDelivered, Timestamp: meta.Timestamp,
+		Redriven: len(msg.Headers()[HeaderRedriven]) > 0,
 	}
 	ev, err := Decode(msg.Headers(), msg.Data())
 	if err != nil {

@@ -249,14 +249,19 @@ type Redriven struct {
 // original message (nor its data, which its stream no longer keeps).
 var ErrNotRedrivable = errors.New("events: dead letter cannot be redriven")
 
+// HeaderRedriven marks a message Redrive published again; its value is the
+// dead letter's sequence. Handlers see it as Delivery.Redriven.
+const HeaderRedriven = "Praetor-Redriven"
+
 // Redrive publishes again, on its subject and byte for byte (headers,
-// Nats-Msg-Id included), the original message of the dead letter at
-// sequence seq of DeadLetterStream: once its cause is mended (a bug fixed,
-// a stream created), the event is handled as if it had just arrived. The
-// dead letter stays, as the record of what failed. Redrive an event once:
-// within the duplicate window the stream drops a second copy, and after it
-// the consumers that keep an inbox do, but not every consumer keeps one (an
-// agent worker looks at its inbox on redeliveries only).
+// Nats-Msg-Id included, with HeaderRedriven added), the original message of
+// the dead letter at sequence seq of DeadLetterStream: once its cause is
+// mended (a bug fixed, a stream created), the event is handled as if it had
+// just arrived. The dead letter stays, as the record of what failed.
+// Redriving twice does no harm: within the duplicate window the stream
+// drops the copy, and after it the consumers' inboxes do (a handler that
+// skips its inbox on first deliveries treats a redriven one as a
+// redelivery).
 func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 	if seq == 0 {
 		return Redriven{}, fmt.Errorf("%w: sequence 0 (sequences start at 1)", ErrNotRedrivable)
@@ -302,7 +307,12 @@ func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 			subject = subject[:i]
 		}
 	}
-	ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: dl.Header, Data: dl.Data})
+	header := make(nats.Header, len(dl.Header)+1)
+	for k, v := range dl.Header {
+		header[k] = v
+	}
+	header.Set(HeaderRedriven, strconv.FormatUint(seq, 10))
+	ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: header, Data: dl.Data})
 	if err != nil {
 		return Redriven{}, fmt.Errorf("events: redrive dead letter %d to %s: %w", seq, subject, err)
 	}

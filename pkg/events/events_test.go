@@ -173,12 +173,17 @@ func TestRedrive(t *testing.T) {
 	// with a partition appended, which a redrive must not send.
 	bus, topic := dlqBus(t, events.StreamConfig{Duplicates: window, Partitions: 4})
 	ctx := t.Context()
-	var mended atomic.Bool
+	var mended, firstRedriven atomic.Bool
 	handled := make(chan string, 4)
 	sub, err := bus.Subscribe(ctx, events.ConsumerConfig{Stream: topic.Stream, Name: "fragile", Subjects: []string{topic.Pattern()}, Keyed: true},
 		func(ctx context.Context, ev event.Event) error {
 			if !mended.Load() {
+				d, _ := events.DeliveryFrom(ctx)
+				firstRedriven.Store(d.Redriven)
 				return events.Permanent(errors.New("a bug"))
+			}
+			if d, _ := events.DeliveryFrom(ctx); !d.Redriven {
+				return events.Permanent(errors.New("a redriven event delivered without Delivery.Redriven"))
 			}
 			handled <- ev.ID()
 			return nil
@@ -196,6 +201,9 @@ func TestRedrive(t *testing.T) {
 		return seq > 0
 	})
 
+	if firstRedriven.Load() {
+		t.Error("the first delivery of the original says Redriven")
+	}
 	got, err := bus.Redrive(ctx, seq)
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,10 @@ type Delivery struct {
 	NumDelivered uint64
 	// Timestamp is when the stream stored the message.
 	Timestamp time.Time
+	// Redriven is set when the message is a dead letter's original published
+	// again (Bus.Redrive): handle it as a redelivery, since it may have been
+	// redriven before.
+	Redriven bool
 }
 
 type deliveryKey struct{}

@@ -539,10 +539,11 @@ func TestAnswerReceivedWhileOrchestratorWasDown(t *testing.T) {
 }
 
 // A dispatch published again after the stream's duplicate window — an
-// orchestrator that restarted long after it first dispatched — is
-// acknowledged by the worker pool without running the agent again, since
-// the redispatch mark makes the worker look in its inbox first; and even an
-// unmarked copy gets no second answer.
+// orchestrator that restarted long after it first dispatched, or a dead
+// letter redriven twice — is acknowledged by the worker pool without running
+// the agent again, since the redispatch mark (or the redrive header) makes
+// the worker look in its inbox first; and even an unmarked copy gets no
+// second answer.
 func TestRedispatchBeyondTheDuplicateWindow(t *testing.T) {
 	t.Parallel()
 	testdb.ForEach(t, func(t *testing.T, db store.DB) {
@@ -562,7 +563,7 @@ func TestRedispatchBeyondTheDuplicateWindow(t *testing.T) {
 		eventually(t, "the first answer", func() bool { c.drained(); return c.answers(bus, task.DispatchID) == 1 })
 
 		// The same event again, under a Nats-Msg-Id the window does not know.
-		republish := func(redispatch bool) {
+		republish := func(redispatch, redriven bool) {
 			t.Helper()
 			again := ev.Clone()
 			if redispatch {
@@ -572,27 +573,31 @@ func TestRedispatchBeyondTheDuplicateWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if redriven {
+				msg.Header.Set(events.HeaderRedriven, "7")
+			}
 			msg.Header.Set(events.HeaderMsgID, uuid.NewString())
 			if err := bus.PublishMsg(orchtest.Ctx(t), msg); err != nil {
 				t.Fatal(err)
 			}
 		}
-		republish(true)
-		republish(false)
+		republish(true, false)
+		republish(false, true)
+		republish(false, false)
 		eventually(t, "the copies to be handled", func() bool {
 			info, err := bus.JetStream().Consumer(orchtest.Ctx(t), contracts.StreamTasks, "agent-worker-mock")
 			if err != nil {
 				return false
 			}
 			ci, err := info.Info(orchtest.Ctx(t))
-			return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && ci.Delivered.Consumer >= 3
+			return err == nil && ci.NumPending == 0 && ci.NumAckPending == 0 && ci.Delivered.Consumer >= 4
 		})
 		c.drained()
 		if n := c.answers(bus, task.DispatchID); n != 1 {
 			t.Fatalf("%d answers, want 1", n)
 		}
 		if n := len(m.Calls()); n != 2 {
-			t.Fatalf("the agent ran %d times, want 2: once, and once for the unmarked copy (the marked one is looked up)", n)
+			t.Fatalf("the agent ran %d times, want 2: once, and once for the unmarked copy (the marked and the redriven ones are looked up)", n)
 		}
 	})
 }

@@ -273,11 +273,12 @@ func (p *Pool) Stop(ctx context.Context) error {
 // has committed already is acknowledged at once; otherwise the attempt
 // runs, and its answer commits with its inbox row before the ack.
 func (p *Pool) handle(ctx context.Context, consumer string, ev event.Event) error {
-	// Only a redelivery, or a dispatch published again after its
-	// orchestrator restarted, can be one this pool has committed: look
-	// those up before running anything. A first delivery of a first
-	// dispatch skips the read (the commit's inbox row still guards it).
-	if d, _ := events.DeliveryFrom(ctx); d.NumDelivered != 1 || taskmsg.Redispatch(ev) {
+	// Only a redelivery, a dispatch published again after its orchestrator
+	// restarted, or a redriven dead letter can be one this pool has
+	// committed: look those up before running anything. A first delivery of
+	// a first dispatch skips the read (the commit's inbox row still guards
+	// it).
+	if d, _ := events.DeliveryFrom(ctx); d.NumDelivered != 1 || d.Redriven || taskmsg.Redispatch(ev) {
 		done, err := store.Handled(ctx, p.cfg.DB, consumer, ev.ID())
 		if err != nil {
 			return err
