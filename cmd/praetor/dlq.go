@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,11 +51,9 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 						Stream: dl.Stream, StreamSeq: dl.StreamSeq, Subject: dl.Subject, EventID: dl.EventID, Deliveries: dl.Deliveries,
 						DataOmitted: dl.DataOmitted})
 				})
-				if errors.Is(err, jetstream.ErrStreamNotFound) {
-					fmt.Fprintln(g.stderr, "no dead letters: the server has no "+events.DeadLetterStream+" stream yet")
-					return nil
+				if err == nil {
+					fmt.Fprintf(g.stderr, "%d dead letters\n", n)
 				}
-				fmt.Fprintf(g.stderr, "%d dead letters\n", n)
 				return err
 			})
 		},
@@ -104,10 +103,9 @@ letter an event, but also those redriven before (they stay): narrow it with
 			}
 			return withToolBus(natsURL, dataDir, func(bus *events.Bus) error {
 				if all {
-					// The dead letters present now: one a redrive fails
-					// into again comes after them.
-					// One dead letter an event: several consumers may have
-					// given up on it, or a redriven copy failed again.
+					// The dead letters present now (one a redrive fails into
+					// comes after them), one an event: several consumers may
+					// have given up on it, or a redriven copy failed again.
 					first := map[string]uint64{}
 					_, err := eachDeadLetter(ctx, bus, cfg, redriveFilter, g, func(seq uint64, dl events.DeadLetter) error {
 						key := dl.EventID
@@ -122,10 +120,6 @@ letter an event, but also those redriven before (they stay): narrow it with
 						seqs = append(seqs, seq)
 						return nil
 					})
-					if errors.Is(err, jetstream.ErrStreamNotFound) {
-						fmt.Fprintln(g.stderr, "no dead letters: the server has no "+events.DeadLetterStream+" stream yet")
-						return nil
-					}
 					if err != nil {
 						return err
 					}
@@ -193,7 +187,7 @@ type deadLetterLine struct {
 type dlqFilter struct{ cause, since string }
 
 func (f *dlqFilter) register(fs *ff.FlagSet) {
-	fs.StringVar(&f.cause, 0, "cause", "", "only this cause: decode, permanent, max_deliver or unpublishable")
+	fs.StringVar(&f.cause, 0, "cause", "", "only this cause: "+strings.Join(events.DeadLetterCauses, ", "))
 	fs.StringVar(&f.since, 0, "since", "", "only dead letters since this time: RFC 3339 or a duration ago (1h)")
 }
 
@@ -201,10 +195,8 @@ func (f *dlqFilter) register(fs *ff.FlagSet) {
 // stream it starts.
 func (f dlqFilter) replayConfig() (events.ReplayConfig, error) {
 	cfg := events.ReplayConfig{Stream: events.DeadLetterStream}
-	switch f.cause {
-	case "", "decode", "permanent", "max_deliver", events.CauseUnpublishable:
-	default:
-		return cfg, settingErr("cause", "%q is not one of decode, permanent, max_deliver, unpublishable", f.cause)
+	if f.cause != "" && !slices.Contains(events.DeadLetterCauses, f.cause) {
+		return cfg, settingErr("cause", "%q is not one of %s", f.cause, strings.Join(events.DeadLetterCauses, ", "))
 	}
 	if f.since != "" {
 		t, err := parseSince(f.since, time.Now())
@@ -217,18 +209,19 @@ func (f dlqFilter) replayConfig() (events.ReplayConfig, error) {
 }
 
 // eachDeadLetter calls fn with the sequence and content of each dead letter
-// the filter selects, and returns how many it selected.
+// the filter selects, and returns how many it selected. A server without a
+// dead-letter stream has none.
 func eachDeadLetter(ctx context.Context, bus *events.Bus, cfg events.ReplayConfig, f dlqFilter, g *globals,
 	fn func(seq uint64, dl events.DeadLetter) error) (int, error) {
 	n := 0
 	err := bus.Replay(ctx, cfg, func(r events.Record) error {
-		var dl events.DeadLetter
-		if r.Err != nil || r.Event.Type() != events.DeadLetterType {
+		if r.Err != nil {
 			fmt.Fprintf(g.stderr, "message %d of %s is not a dead letter; skipped\n", r.StreamSeq, cfg.Stream)
 			return nil
 		}
-		if err := json.Unmarshal(r.Event.Data(), &dl); err != nil {
-			fmt.Fprintf(g.stderr, "dead letter %d: %v; skipped\n", r.StreamSeq, err)
+		dl, err := events.AsDeadLetter(r.Event)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "message %d of %s: %v; skipped\n", r.StreamSeq, cfg.Stream, err)
 			return nil
 		}
 		if f.cause != "" && dl.Cause != f.cause {
@@ -237,5 +230,9 @@ func eachDeadLetter(ctx context.Context, bus *events.Bus, cfg events.ReplayConfi
 		n++
 		return fn(r.StreamSeq, dl)
 	})
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		fmt.Fprintln(g.stderr, "no dead letters: the server has no "+events.DeadLetterStream+" stream yet")
+		return 0, nil
+	}
 	return n, err
 }

@@ -111,27 +111,45 @@ type refusal struct {
 	kept bool
 }
 
-// resting reports whether a message the server refuses is left out of
-// passes and catch-ups for now: it is tried again DeadLetterAfter/6 after its
-// last refusal (six times before it is dead-lettered), not at every pass,
-// since each try costs a pass the client's wait for an answer that will not
-// come. A kept message is tried again refusalGap after its last try.
-func (r *Relay) resting(eventID string, now time.Time) bool {
+// toTry returns the rows a pass or a catch-up publishes now: all but those
+// the server refuses that are resting, and, for a pass (inFlight), those
+// their handlers are publishing (PublishCommitted). A refused message is
+// tried again DeadLetterAfter/6 after its last refusal (six times before it
+// is dead-lettered), not at every pass, since each try costs a pass the
+// client's wait for an answer that will not come; a kept one refusalGap
+// after its last try.
+func (r *Relay) toTry(rows []store.OutboxMessage, inFlight bool) []store.OutboxMessage {
+	now := r.cfg.Now()
+	todo := make([]store.OutboxMessage, 0, len(rows))
+	if inFlight {
+		r.inflightMu.Lock()
+		defer r.inflightMu.Unlock()
+	}
 	r.refusalsMu.Lock()
 	defer r.refusalsMu.Unlock()
-	f, ok := r.refusals[eventID]
-	switch {
-	case !ok:
-		return false
-	case f.kept:
-		return now.Sub(f.last) < r.refusalGap()
+	for _, row := range rows {
+		if inFlight {
+			if _, ok := r.inflight[row.EventID]; ok {
+				continue
+			}
+		}
+		if f, ok := r.refusals[row.EventID]; ok {
+			rest := r.cfg.DeadLetterAfter / 6
+			if f.kept {
+				rest = r.refusalGap()
+			}
+			if now.Sub(f.last) < rest {
+				continue
+			}
+		}
+		todo = append(todo, row)
 	}
-	return now.Sub(f.last) < r.cfg.DeadLetterAfter/6
+	return todo
 }
 
 // refusalGap is how long after its last try a message's refusals are
-// forgotten, and a kept message is tried again: tries come DeadLetterAfter/6
-// apart, passes at most a minute.
+// forgotten, and a kept message is tried again (toTry): tries come
+// DeadLetterAfter/6 apart, passes at most a minute.
 func (r *Relay) refusalGap() time.Duration { return 2*r.cfg.DeadLetterAfter + 2*time.Minute }
 
 // NewRelay returns a relay; Start runs it.
@@ -414,13 +432,7 @@ func (r *Relay) CatchUp(ctx context.Context) error {
 		// A message the server refuses for good is left to the relay's
 		// passes (resting, and sent that way if it is tried here): it
 		// cannot be in the stream before the input is acknowledged.
-		now := r.cfg.Now()
-		todo := make([]store.OutboxMessage, 0, n)
-		for _, row := range rows[:n] {
-			if !r.resting(row.EventID, now) {
-				todo = append(todo, row)
-			}
-		}
+		todo := r.toTry(rows[:n], false)
 		if len(todo) == 0 {
 			continue
 		}
@@ -447,8 +459,9 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, erro
 	if err != nil && !errors.As(err, &berr) {
 		return 0, err
 	}
-	failed := map[int]error{}
+	var failed map[int]error // by row index; nil when all were taken
 	if berr != nil {
+		failed = make(map[int]error, len(berr.Failed))
 		for k, i := range berr.Failed {
 			failed[i] = berr.Err
 			if k < len(berr.Errs) {
@@ -648,16 +661,7 @@ func (r *Relay) run1(ctx context.Context, all bool) (published int, leader bool,
 			return published, true, cmp.Or(err, refused)
 		}
 		after = rows[len(rows)-1].ID
-		now := r.cfg.Now()
-		todo := make([]store.OutboxMessage, 0, len(rows))
-		r.inflightMu.Lock()
-		for _, row := range rows {
-			if _, ok := r.inflight[row.EventID]; !ok && !r.resting(row.EventID, now) { // in flight: its handler publishes it (PublishCommitted)
-				todo = append(todo, row)
-			}
-		}
-		r.inflightMu.Unlock()
-		if len(todo) > 0 {
+		if todo := r.toTry(rows, true); len(todo) > 0 {
 			sent, err := r.send(ctx, todo)
 			published += sent
 			if err != nil && !errors.Is(err, errRefused) {

@@ -222,17 +222,19 @@ func (b *Bus) publishAll(ctx context.Context, n int, msg func(i int) (*nats.Msg,
 	}
 	if berr.Err != nil {
 		// Failures arrive out of order (a publish error before an older
-		// acknowledgement's timeout): sort the pairs by index.
-		order := make([]int, len(berr.Failed))
-		for k := range order {
-			order[k] = k
+		// acknowledgement's timeout): put them in batch order.
+		type failure struct {
+			i   int
+			err error
 		}
-		slices.SortStableFunc(order, func(a, b int) int { return berr.Failed[a] - berr.Failed[b] })
-		failed, errs := make([]int, len(order)), make([]error, len(order))
-		for k, o := range order {
-			failed[k], errs[k] = berr.Failed[o], berr.Errs[o]
+		fs := make([]failure, len(berr.Failed))
+		for k := range fs {
+			fs[k] = failure{berr.Failed[k], berr.Errs[k]}
 		}
-		berr.Failed, berr.Errs = failed, errs
+		slices.SortFunc(fs, func(a, b failure) int { return a.i - b.i })
+		for k, f := range fs {
+			berr.Failed[k], berr.Errs[k] = f.i, f.err
+		}
 		return &berr
 	}
 	return nil

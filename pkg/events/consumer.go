@@ -401,7 +401,7 @@ func (w *worker) process(msg jetstream.Msg) {
 	}
 	ev, err := Decode(msg.Headers(), msg.Data())
 	if err != nil {
-		s.deadLetter(msg, d, "", causeDecode, err)
+		s.deadLetter(msg, d, "", CauseDecode, err)
 		return
 	}
 	hctx, cancel := context.WithCancelCause(withDelivery(s.ctx, d))
@@ -424,9 +424,9 @@ func (w *worker) process(msg jetstream.Msg) {
 		}
 		tm.ok.Inc()
 	case IsPermanent(err):
-		s.deadLetter(msg, d, ev.Type(), causePermanent, err)
+		s.deadLetter(msg, d, ev.Type(), CausePermanent, err)
 	case meta.NumDelivered >= uint64(s.cfg.MaxDeliver):
-		s.deadLetter(msg, d, ev.Type(), causeMaxDeliver, err)
+		s.deadLetter(msg, d, ev.Type(), CauseMaxDeliver, err)
 	default:
 		delay := s.cfg.backoff(meta.NumDelivered)
 		var re *RetryError

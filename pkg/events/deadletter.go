@@ -1,12 +1,14 @@
 package events
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,13 +24,31 @@ const DeadLetterType = "dev.praetor.dead.letter.v1"
 
 // Causes of dead letters.
 const (
-	causeDecode     = "decode"
-	causePermanent  = "permanent"
-	causeMaxDeliver = "max_deliver"
-	// CauseUnpublishable is the cause of a message the stream refused for
-	// good (DeadLetterUnpublishable).
+	// CauseDecode: the message is not a valid CloudEvent.
+	CauseDecode = "decode"
+	// CausePermanent: the handler failed for good (Permanent).
+	CausePermanent = "permanent"
+	// CauseMaxDeliver: the deliveries ran out.
+	CauseMaxDeliver = "max_deliver"
+	// CauseUnpublishable: the stream refused the message for good
+	// (DeadLetterUnpublishable).
 	CauseUnpublishable = "unpublishable"
 )
+
+// DeadLetterCauses are the causes a dead letter can have.
+var DeadLetterCauses = []string{CauseDecode, CausePermanent, CauseMaxDeliver, CauseUnpublishable}
+
+// AsDeadLetter reads a dead letter from an event of DeadLetterStream.
+func AsDeadLetter(ev event.Event) (DeadLetter, error) {
+	var dl DeadLetter
+	if ev.Type() != DeadLetterType {
+		return dl, fmt.Errorf("event %s is a %s, not a dead letter", ev.ID(), ev.Type())
+	}
+	if err := json.Unmarshal(ev.Data(), &dl); err != nil {
+		return dl, fmt.Errorf("dead letter %s: %w", ev.ID(), err)
+	}
+	return dl, nil
+}
 
 // DeadLetter is an event that could not be handled, kept with the original
 // message byte for byte so nothing is lost.
@@ -192,7 +212,7 @@ func (b *Bus) handleAdvisory(msg jetstream.Msg) error {
 	service := serviceOf(a.Consumer)
 	dl := DeadLetter{
 		Reason:     fmt.Sprintf("delivered %d times without being acknowledged (MaxDeliver reached)", a.Deliveries),
-		Cause:      causeMaxDeliver,
+		Cause:      CauseMaxDeliver,
 		Stream:     a.Stream,
 		Consumer:   service,
 		StreamSeq:  a.StreamSeq,
@@ -278,12 +298,12 @@ func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 		return Redriven{}, fmt.Errorf("events: redrive #%d: %w", seq, err)
 	}
 	ev, err := Decode(raw.Header, raw.Data)
-	if err != nil || ev.Type() != DeadLetterType {
+	if err != nil {
 		return Redriven{}, fmt.Errorf("%w: message %d of %s is not a dead letter", ErrNotRedrivable, seq, DeadLetterStream)
 	}
-	var dl DeadLetter
-	if err := json.Unmarshal(ev.Data(), &dl); err != nil {
-		return Redriven{}, fmt.Errorf("%w: dead letter %d: %v", ErrNotRedrivable, seq, err)
+	dl, err := AsDeadLetter(ev)
+	if err != nil {
+		return Redriven{}, fmt.Errorf("%w: message %d of %s: %v", ErrNotRedrivable, seq, DeadLetterStream, err)
 	}
 	if dl.Subject == "" {
 		return Redriven{}, fmt.Errorf("%w: dead letter %d kept no original message (%s)", ErrNotRedrivable, seq, dl.Reason)
@@ -307,20 +327,16 @@ func (b *Bus) Redrive(ctx context.Context, seq uint64) (Redriven, error) {
 			subject = subject[:i]
 		}
 	}
-	header := make(nats.Header, len(dl.Header)+1)
-	for k, v := range dl.Header {
-		header[k] = v
+	header := maps.Clone(dl.Header)
+	if header == nil {
+		header = nats.Header{}
 	}
 	header.Set(HeaderRedriven, strconv.FormatUint(seq, 10))
 	ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: subject, Header: header, Data: dl.Data})
 	if err != nil {
 		return Redriven{}, fmt.Errorf("events: redrive dead letter %d to %s: %w", seq, subject, err)
 	}
-	id := dl.EventID
-	if id == "" {
-		id = dl.Header.Get(HeaderMsgID)
-	}
-	return Redriven{DeadLetterSeq: seq, EventID: id, Subject: subject, Stream: ack.Stream,
+	return Redriven{DeadLetterSeq: seq, EventID: cmp.Or(dl.EventID, dl.Header.Get(HeaderMsgID)), Subject: subject, Stream: ack.Stream,
 		StreamSeq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"os"
 	"strings"
@@ -264,8 +263,10 @@ func deadLetterSeq(t *testing.T, bus *events.Bus, eventID string) uint64 {
 	t.Helper()
 	var seq uint64
 	err := bus.Replay(t.Context(), events.ReplayConfig{Stream: events.DeadLetterStream}, func(r events.Record) error {
-		var dl events.DeadLetter
-		if r.Err == nil && json.Unmarshal(r.Event.Data(), &dl) == nil && dl.EventID == eventID {
+		if r.Err != nil {
+			return nil
+		}
+		if dl, err := events.AsDeadLetter(r.Event); err == nil && dl.EventID == eventID {
 			seq = r.StreamSeq
 		}
 		return nil

@@ -599,10 +599,7 @@ func TestStream(t *testing.T) {
 	t.Parallel()
 	n := gatewaytest.Start(t, gatewaytest.Options{})
 	id := n.CreateSession(t, "", "project-discovery")
-	stream, res := n.OpenStream(t, id, "")
-	if stream == nil {
-		t.Fatalf("open the stream: status %d: %s", res.Status, res.Body)
-	}
+	stream := n.MustOpenStream(t, id, "")
 	if ct := stream.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Errorf("Content-Type %q, want text/event-stream", ct)
 	}
@@ -643,7 +640,7 @@ func TestStream(t *testing.T) {
 		}
 	}
 	// A turn posted without waiting is seen on the stream alone.
-	res = n.Post(t, "/v1/sessions/"+id+"/turns", "", map[string]string{"message": "About 40 receptionists will use it."})
+	res := n.Post(t, "/v1/sessions/"+id+"/turns", "", map[string]string{"message": "About 40 receptionists will use it."})
 	var accepted gatewaytest.Turn
 	res.Decode(t, &accepted)
 	if got := nextTurn(); got.TurnID != accepted.TurnID || got.Reply == "" || got.TurnNumber != 3 {
@@ -669,10 +666,7 @@ func TestStreamShowsARepublishedReplyOnce(t *testing.T) {
 	t.Parallel()
 	n := gatewaytest.Start(t, gatewaytest.Options{})
 	id := n.CreateSession(t, "", "project-discovery")
-	stream, res := n.OpenStream(t, id, "")
-	if stream == nil {
-		t.Fatalf("open the stream: status %d: %s", res.Status, res.Body)
-	}
+	stream := n.MustOpenStream(t, id, "")
 	if ev := stream.Next(t, 10*time.Second); ev.Name != "state" {
 		t.Fatalf("first event %s, want state", ev.Name)
 	}

@@ -84,10 +84,7 @@ func TestExplorationHandsOffToProjectDiscovery(t *testing.T) {
 	t.Parallel()
 	n := gatewaytest.Start(t, gatewaytest.Options{})
 	src := n.CreateSession(t, "", "exploration")
-	stream, res := n.OpenStream(t, src, "")
-	if stream == nil {
-		t.Fatalf("open the stream: %d %s", res.Status, res.Body)
-	}
+	stream := n.MustOpenStream(t, src, "")
 
 	type turn struct {
 		gatewaytest.Turn
@@ -132,7 +129,7 @@ func TestExplorationHandsOffToProjectDiscovery(t *testing.T) {
 		t.Fatalf("source session = %+v", s)
 	}
 	// The old session refuses messages and names the one to use.
-	res = n.Post(t, "/v1/sessions/"+src+"/turns", "", map[string]string{"message": "Hello?"})
+	res := n.Post(t, "/v1/sessions/"+src+"/turns", "", map[string]string{"message": "Hello?"})
 	var refused struct {
 		Code    string          `json:"code"`
 		Error   string          `json:"error"`

@@ -148,8 +148,8 @@ func DeadLetters(t testing.TB, bus *events.Bus, stream, consumer string) []event
 		if r.Err != nil {
 			return r.Err
 		}
-		var dl events.DeadLetter
-		if err := json.Unmarshal(r.Event.Data(), &dl); err != nil {
+		dl, err := events.AsDeadLetter(r.Event)
+		if err != nil {
 			return err
 		}
 		out = append(out, dl)

@@ -22,6 +22,17 @@ type Stream struct {
 	events chan Event
 }
 
+// MustOpenStream is OpenStream for a stream that must open: anything but
+// 200 fails the test.
+func (n *Node) MustOpenStream(t testing.TB, sessionID, token string) *Stream {
+	t.Helper()
+	stream, res := n.OpenStream(t, sessionID, token)
+	if stream == nil {
+		t.Fatalf("open the stream of %s: status %d: %s", sessionID, res.Status, res.Body)
+	}
+	return stream
+}
+
 // OpenStream opens a session's event stream. When the gateway answers
 // anything but 200 the stream is nil and the response says why; otherwise
 // the stream closes when the test ends.
