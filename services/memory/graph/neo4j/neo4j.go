@@ -163,7 +163,7 @@ var schema = []string{
 // waits for them to be online. Open calls it.
 func (s *Store) EnsureSchema(ctx context.Context) error {
 	for _, stmt := range schema {
-		if _, err := neo4j.ExecuteQuery(ctx, s.driver, stmt, nil, neo4j.EagerResultTransformer, s.queryConfig()); err != nil {
+		if err := s.ensure(ctx, stmt); err != nil {
 			return classify("schema", err)
 		}
 	}
@@ -171,6 +171,29 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		return classify("await indexes", err)
 	}
 	return nil
+}
+
+// ensure runs a schema statement. IF NOT EXISTS does not make two at once
+// safe: when another process (a second replica starting, another test)
+// creates the same rule between the server's check and its own creation,
+// the server answers that an equivalent rule exists. Run again, the
+// statement finds it.
+func (s *Store) ensure(ctx context.Context, stmt string) error {
+	for attempt := 1; ; attempt++ {
+		_, err := neo4j.ExecuteQuery(ctx, s.driver, stmt, nil, neo4j.EagerResultTransformer, s.queryConfig())
+		if err == nil || attempt == 3 || !schemaRuleExists(err) {
+			return err
+		}
+	}
+}
+
+// schemaRuleExists reports whether err is the server finding that a schema
+// rule being created exists (EquivalentSchemaRuleAlreadyExists,
+// IndexAlreadyExists, ConstraintAlreadyExists, ...).
+func schemaRuleExists(err error) bool {
+	var dbErr *neo4j.Neo4jError
+	return errors.As(err, &dbErr) && strings.HasPrefix(dbErr.Code, "Neo.ClientError.Schema.") &&
+		strings.HasSuffix(dbErr.Code, "AlreadyExists")
 }
 
 func (s *Store) queryConfig() neo4j.ExecuteQueryConfigurationOption {
