@@ -64,7 +64,7 @@ func CreateSession(ctx context.Context, q store.Querier, s Session) error {
 	_, err := q.Exec(ctx, `INSERT INTO elicitation_sessions (`+sessionColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		s.ID, s.TenantID, s.ProjectID, s.EngineID, s.EngineVersion, s.Status, s.Phase, s.Completeness, s.TurnCount,
-		string(s.State), s.StateHash, nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID),
+		store.Large(s.State), s.StateHash, nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID),
 		s.CreatedAt.UTC(), s.UpdatedAt.UTC(), s.Version)
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", s.ID, err)
@@ -164,7 +164,7 @@ func SaveSession(ctx context.Context, q store.Querier, s Session) error {
 		state_json = $7, state_hash = $8, sidebar_json = $9, inbound_handoff_id = $10, outbound_handoff_id = $11, updated_at = $12,
 		version = version + 1
 		WHERE tenant_id = $1 AND id = $2 AND version = $13`,
-		s.TenantID, s.ID, s.Status, s.Phase, s.Completeness, s.TurnCount, string(s.State), s.StateHash,
+		s.TenantID, s.ID, s.Status, s.Phase, s.Completeness, s.TurnCount, store.Large(s.State), s.StateHash,
 		nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID), s.UpdatedAt.UTC(), s.Version)
 	if err != nil {
 		return fmt.Errorf("save session %s: %w", s.ID, err)
@@ -187,9 +187,9 @@ func SaveSession(ctx context.Context, q store.Querier, s Session) error {
 // them into extra.
 func scanSession(row store.Row, extra ...any) (Session, error) {
 	var (
-		s                Session
-		state            string
-		sidebar, in, out *string
+		s              Session
+		state, sidebar store.Large
+		in, out        *string
 	)
 	err := row.Scan(append([]any{&s.ID, &s.TenantID, &s.ProjectID, &s.EngineID, &s.EngineVersion, &s.Status, &s.Phase,
 		&s.Completeness, &s.TurnCount, &state, &s.StateHash, &sidebar, &in, &out, &s.CreatedAt, &s.UpdatedAt, &s.Version},
@@ -197,10 +197,7 @@ func scanSession(row store.Row, extra ...any) (Session, error) {
 	if err != nil {
 		return Session{}, err
 	}
-	s.State = json.RawMessage(state)
-	if sidebar != nil {
-		s.Sidebar = json.RawMessage(*sidebar)
-	}
+	s.State, s.Sidebar = json.RawMessage(state), json.RawMessage(sidebar)
 	s.InboundHandoffID, s.OutboundHandoffID = deref(in), deref(out)
 	return s, nil
 }
@@ -294,7 +291,7 @@ func scanTurn(row store.Row) (Turn, error) {
 		number       *int
 		reply, phase *string
 		completeness *float64
-		sidebar      *string
+		sidebar      store.Large
 	)
 	err := row.Scan(&t.ID, &t.TenantID, &t.SessionID, &t.Message, &number, &reply, &phase, &completeness, &sidebar,
 		&t.Degraded, &t.ReceivedAt, &t.RespondedAt)
@@ -313,9 +310,7 @@ func scanTurn(row store.Row) (Turn, error) {
 	if completeness != nil {
 		t.Completeness = *completeness
 	}
-	if sidebar != nil {
-		t.Sidebar = json.RawMessage(*sidebar)
-	}
+	t.Sidebar = json.RawMessage(sidebar)
 	return t, nil
 }
 
@@ -326,10 +321,10 @@ func nullString(s string) *string {
 	return &s
 }
 
-func nullJSON(b json.RawMessage) *string {
+// nullJSON is a JSON column's argument: NULL when empty.
+func nullJSON(b json.RawMessage) store.Large {
 	if len(b) == 0 {
 		return nil
 	}
-	s := string(b)
-	return &s
+	return store.Large(b)
 }

@@ -144,7 +144,7 @@ type ExtractionState struct {
 func GetExtractionState(ctx context.Context, q store.Querier, tenantID, sessionID string) (ExtractionState, error) {
 	var (
 		st  ExtractionState
-		ext string
+		ext store.Large
 	)
 	err := q.QueryRow(ctx, `SELECT turn_number, extraction_json FROM eng_extraction_state WHERE tenant_id = $1 AND session_id = $2`,
 		tenantID, sessionID).Scan(&st.TurnNumber, &ext)
@@ -178,7 +178,7 @@ var extractionInputQuery = `SELECT ` + sessionColumnsOf("s") + `, e.turn_number,
 func GetSessionExtraction(ctx context.Context, q store.Querier, tenantID, sessionID, consumer, eventID string) (Session, ExtractionState, bool, error) {
 	var (
 		number  *int
-		ext     *string
+		ext     store.Large
 		handled bool
 	)
 	s, err := scanSession(q.QueryRow(ctx, extractionInputQuery, tenantID, sessionID, consumer, eventID), &number, &ext, &handled)
@@ -195,9 +195,7 @@ func GetSessionExtraction(ctx context.Context, q store.Querier, tenantID, sessio
 	if number != nil {
 		st.TurnNumber = *number
 	}
-	if ext != nil {
-		st.Extraction = json.RawMessage(*ext)
-	}
+	st.Extraction = json.RawMessage(ext)
 	return s, st, handled, nil
 }
 
@@ -206,7 +204,7 @@ func SaveExtractionState(ctx context.Context, q store.Querier, tenantID, session
 	_, err := q.Exec(ctx, `INSERT INTO eng_extraction_state (session_id, tenant_id, turn_number, extraction_json, updated_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id) DO UPDATE SET turn_number = excluded.turn_number,
 		extraction_json = excluded.extraction_json, updated_at = excluded.updated_at`,
-		sessionID, tenantID, st.TurnNumber, string(st.Extraction), at.UTC())
+		sessionID, tenantID, st.TurnNumber, store.Large(st.Extraction), at.UTC())
 	if err != nil {
 		return fmt.Errorf("save extraction state of %s: %w", sessionID, err)
 	}
@@ -229,7 +227,7 @@ type Checkpoint struct {
 func SaveCheckpoint(ctx context.Context, q store.Querier, c Checkpoint) error {
 	_, err := q.Exec(ctx, `INSERT INTO eng_state_checkpoints (id, tenant_id, session_id, at_turn, reason, state_snapshot,
 		context_tokens_at_checkpoint, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (id) DO NOTHING`,
-		c.ID, c.TenantID, c.SessionID, c.AtTurn, c.Reason, string(c.Snapshot), c.ContextTokens, c.CreatedAt.UTC())
+		c.ID, c.TenantID, c.SessionID, c.AtTurn, c.Reason, store.Large(c.Snapshot), c.ContextTokens, c.CreatedAt.UTC())
 	if err != nil {
 		return fmt.Errorf("save checkpoint of %s at turn %d: %w", c.SessionID, c.AtTurn, err)
 	}
@@ -248,7 +246,7 @@ func ListCheckpoints(ctx context.Context, q store.Querier, tenantID, sessionID s
 	for rows.Next() {
 		var (
 			c      Checkpoint
-			snap   string
+			snap   store.Large
 			tokens *int
 		)
 		if err := rows.Scan(&c.ID, &c.TenantID, &c.SessionID, &c.AtTurn, &c.Reason, &snap, &tokens, &c.CreatedAt); err != nil {

@@ -16,7 +16,10 @@
 //   - JSON is passed as a string and scanned into []byte or string (JSONB in
 //     PostgreSQL, TEXT in SQLite: a []byte argument would be stored there as
 //     a BLOB, which SQLite's JSON functions take for its binary JSONB);
-//     bytes are []byte (BYTEA, BLOB); booleans are bool;
+//     bytes are []byte (BYTEA, BLOB); booleans are bool; a column of
+//     kilobytes rewritten often (working memory, outbox data) is written as
+//     a store.Large and read into *store.Large only, since the SQLite
+//     adapter keeps such a value compressed;
 //   - upserts use ON CONFLICT ... DO NOTHING / DO UPDATE SET x = excluded.x,
 //     and RETURNING is available; lists are IN ($2, $3, ...), not = ANY($2);
 //   - what only one dialect has (row locks, advisory locks) is guarded by

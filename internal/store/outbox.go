@@ -54,7 +54,7 @@ func Enqueue(ctx context.Context, q Querier, msgs ...OutboxMessage) error {
 			}
 			p := 6 * i
 			fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d, $%d)", p+1, p+2, p+3, p+4, p+5, p+6)
-			args = append(args, m.TenantID, m.EventID, m.Subject, header, data, created)
+			args = append(args, m.TenantID, m.EventID, m.Subject, header, Large(data), created)
 		}
 		b.WriteString(` ON CONFLICT (event_id) DO NOTHING`)
 		if _, err := q.Exec(ctx, b.String(), args...); err != nil {
@@ -167,7 +167,8 @@ func UnsentAfter(ctx context.Context, q Querier, after int64, limit int) ([]Outb
 			m      OutboxMessage
 			header []byte
 		)
-		if err := rows.Scan(&m.ID, &m.TenantID, &m.EventID, &m.Subject, &header, &m.Data, &m.CreatedAt, &m.SentAt); err != nil {
+		if err := rows.Scan(&m.ID, &m.TenantID, &m.EventID, &m.Subject, &header, (*Large)(&m.Data), &m.CreatedAt,
+			&m.SentAt); err != nil {
 			return nil, fmt.Errorf("unsent: %w", err)
 		}
 		if err := json.Unmarshal(header, &m.Header); err != nil {

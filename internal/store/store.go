@@ -22,6 +22,18 @@ var ErrNotFound = errors.New("store: not found")
 // ErrConflict is returned when a row to create already exists.
 var ErrConflict = errors.New("store: already exists")
 
+// Large is a value the store may keep compressed: a column of kilobytes of
+// JSON or bytes written on every turn (a session's working memory, an
+// outbox message). Pass it as an argument and scan into *Large; what is read
+// back equals what was written. PostgreSQL compresses every large value
+// itself (TOAST) and stores a Large as the bytes given. The SQLite store,
+// which compresses nothing, compresses one of 512 bytes or more with S2
+// when that saves an eighth, which cuts the pages a turn writes; such a
+// value is a BLOB SQL cannot read, so a column written as Large is read
+// only through *Large. A NULL scans as nil, and a nil Large is written as
+// NULL.
+type Large []byte
+
 // Querier runs SQL: a DB outside a transaction, or a transaction.
 type Querier interface {
 	// Exec runs a statement and returns the number of rows it affected.

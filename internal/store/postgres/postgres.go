@@ -246,7 +246,7 @@ type pgxQuerier interface {
 type querier struct{ q pgxQuerier }
 
 func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := q.q.Exec(ctx, query, utcArgs(args)...)
+	tag, err := q.q.Exec(ctx, query, convertArgs(args)...)
 	if err != nil {
 		return 0, err
 	}
@@ -254,7 +254,7 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, er
 }
 
 func (q querier) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
-	r, err := q.q.Query(ctx, query, utcArgs(args)...)
+	r, err := q.q.Query(ctx, query, convertArgs(args)...)
 	if err != nil {
 		return nil, err
 	}
@@ -262,13 +262,13 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (store.Ro
 }
 
 func (q querier) QueryRow(ctx context.Context, query string, args ...any) store.Row {
-	return row{q.q.QueryRow(ctx, query, utcArgs(args)...)}
+	return row{q.q.QueryRow(ctx, query, convertArgs(args)...)}
 }
 
 type rows struct{ pgx.Rows }
 
 func (r rows) Scan(dest ...any) error {
-	if err := r.Rows.Scan(dest...); err != nil {
+	if err := r.Rows.Scan(convertDest(dest)...); err != nil {
 		return err
 	}
 	utcDest(dest)
@@ -278,7 +278,7 @@ func (r rows) Scan(dest ...any) error {
 type row struct{ r pgx.Row }
 
 func (r row) Scan(dest ...any) error {
-	if err := r.r.Scan(dest...); err != nil {
+	if err := r.r.Scan(convertDest(dest)...); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -288,14 +288,18 @@ func (r row) Scan(dest ...any) error {
 	return nil
 }
 
-// utcArgs returns args with times in UTC, so that a TIMESTAMP (without time
-// zone) column stores the same instant as a TIMESTAMPTZ one: pgx writes a
-// time's wall clock there, in whatever zone it has.
-func utcArgs(args []any) []any {
+// convertArgs returns args with times in UTC, so that a TIMESTAMP (without
+// time zone) column stores the same instant as a TIMESTAMPTZ one (pgx
+// writes a time's wall clock there, in whatever zone it has), and
+// store.Large values as the bytes they are: the server compresses large
+// values itself.
+func convertArgs(args []any) []any {
 	var out []any
 	for i, a := range args {
 		var v any
 		switch t := a.(type) {
+		case store.Large:
+			v = []byte(t)
 		case time.Time:
 			v = t.UTC()
 		case *time.Time:
@@ -314,6 +318,25 @@ func utcArgs(args []any) []any {
 	}
 	if out == nil {
 		return args
+	}
+	return out
+}
+
+// convertDest has pgx scan a *store.Large as the *[]byte it is.
+func convertDest(dest []any) []any {
+	var out []any
+	for i, d := range dest {
+		l, ok := d.(*store.Large)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = append([]any(nil), dest...)
+		}
+		out[i] = (*[]byte)(l)
+	}
+	if out == nil {
+		return dest
 	}
 	return out
 }

@@ -220,7 +220,7 @@ func dsn(cfg Config, reader bool) string {
 		// never both read and then deadlock upgrading to write.
 		q.Set("_txlock", "immediate")
 	}
-	// Times come back in UTC; the adapter writes them itself (see timeArg).
+	// Times come back in UTC; the adapter writes them itself (see arg).
 	q.Set("_timezone", "UTC")
 	q.Set("_time_format", "sqlite")
 	// A plain path (no file: prefix): the driver takes its options off the
@@ -417,7 +417,7 @@ type sqlQuerier interface {
 type querier struct{ q sqlQuerier }
 
 func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	args, err := timeArgs(args)
+	args, err := convertArgs(args)
 	if err != nil {
 		return 0, err
 	}
@@ -429,7 +429,7 @@ func (q querier) Exec(ctx context.Context, query string, args ...any) (int64, er
 }
 
 func (q querier) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
-	args, err := timeArgs(args)
+	args, err := convertArgs(args)
 	if err != nil {
 		return nil, err
 	}
@@ -441,7 +441,7 @@ func (q querier) Query(ctx context.Context, query string, args ...any) (store.Ro
 }
 
 func (q querier) QueryRow(ctx context.Context, query string, args ...any) store.Row {
-	args, err := timeArgs(args)
+	args, err := convertArgs(args)
 	if err != nil {
 		return errRow{err}
 	}
@@ -453,12 +453,12 @@ type rows struct{ r *sql.Rows }
 func (r rows) Next() bool             { return r.r.Next() }
 func (r rows) Err() error             { return r.r.Err() }
 func (r rows) Close()                 { _ = r.r.Close() }
-func (r rows) Scan(dest ...any) error { return r.r.Scan(timeDest(dest)...) }
+func (r rows) Scan(dest ...any) error { return r.r.Scan(convertDest(dest)...) }
 
 type row struct{ r *sql.Row }
 
 func (r row) Scan(dest ...any) error {
-	err := r.r.Scan(timeDest(dest)...)
+	err := r.r.Scan(convertDest(dest)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound
 	}
@@ -476,13 +476,14 @@ const timeLayout = "2006-01-02 15:04:05.000000-07:00"
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
-// timeArgs returns args with times written as timeLayout text. The driver
-// would write them itself, but with as many fractional digits as each time
-// has, in its own zone: text that sorts wrongly.
-func timeArgs(args []any) ([]any, error) {
+// convertArgs returns args with times written as timeLayout text and
+// store.Large values compressed (see largeArg). The driver would write times
+// itself, but with as many fractional digits as each time has, in its own
+// zone: text that sorts wrongly.
+func convertArgs(args []any) ([]any, error) {
 	var out []any
 	for i, a := range args {
-		v, ok, err := timeArg(a)
+		v, ok, err := arg(a)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: argument $%d: %w", i+1, err)
 		}
@@ -500,11 +501,13 @@ func timeArgs(args []any) ([]any, error) {
 	return out, nil
 }
 
-// timeArg converts a time argument (time.Time, *time.Time, or a
-// driver.Valuer such as sql.NullTime that yields one); ok is false for any
+// arg converts a store.Large or a time argument (time.Time, *time.Time, or
+// a driver.Valuer such as sql.NullTime that yields one); ok is false for any
 // other argument, which goes to the driver as it is.
-func timeArg(a any) (v any, ok bool, err error) {
+func arg(a any) (v any, ok bool, err error) {
 	switch t := a.(type) {
+	case store.Large:
+		return largeArg(t), true, nil
 	case time.Time:
 		return formatTime(t), true, nil
 	case *time.Time:
@@ -525,14 +528,17 @@ func timeArg(a any) (v any, ok bool, err error) {
 	return nil, false, nil
 }
 
-// timeDest replaces time destinations with scanners that also accept text:
-// the driver makes time.Time only of columns declared as times, not of
-// expressions such as MAX(created_at), which come back as text.
-func timeDest(dest []any) []any {
+// convertDest replaces time destinations with scanners that also accept
+// text (the driver makes time.Time only of columns declared as times, not
+// of expressions such as MAX(created_at), which come back as text), and
+// *store.Large ones with scanners that decompress.
+func convertDest(dest []any) []any {
 	var out []any
 	for i, d := range dest {
 		var s sql.Scanner
 		switch t := d.(type) {
+		case *store.Large:
+			s = largeScanner{dst: t}
 		case *time.Time:
 			s = &timeScanner{dst: t}
 		case **time.Time:

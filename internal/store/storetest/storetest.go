@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"TimeOrder", testTimeOrder},
 		{"JSONRoundTrip", testJSONRoundTrip},
 		{"BoolAndBytes", testBoolAndBytes},
+		{"Large", testLarge},
 		{"ErrNotFound", testErrNotFound},
 		{"ExecRowsAffected", testExecRowsAffected},
 		{"TxCommit", testTxCommit},
@@ -406,6 +407,84 @@ func testBoolAndBytes(t *testing.T, db store.DB) {
 	var k string
 	if err := db.QueryRow(ctx(t), `SELECT k FROM kv WHERE b = $1`, false).Scan(&k); err != nil || k != "no" {
 		t.Errorf("select by bool parameter = %q, %v; want no", k, err)
+	}
+}
+
+// testLarge writes store.Large values, which an adapter may keep
+// compressed, and reads back exactly what was written: text into a text
+// column, bytes into a bytes column, NULL for nil.
+func testLarge(t *testing.T, db store.DB) {
+	var doc strings.Builder
+	doc.WriteString(`{"history":[`)
+	for i := range 400 {
+		fmt.Fprintf(&doc, `{"role":"user","content":"turn %d: we sell bread to cafés"},`, i)
+	}
+	doc.WriteString(`{}]}`)
+	noise := make([]byte, 6000) // incompressible: a xorshift stream
+	x := uint64(88172645463325252)
+	for i := range noise {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		noise[i] = byte(x)
+	}
+	zeros := make([]byte, 8000)
+	zeros[0], zeros[7999] = 0xff, 0xfe
+	for _, tc := range []struct {
+		name string
+		col  string // s (text) or bin (bytes)
+		v    store.Large
+	}{
+		{"nil text", "s", nil},
+		{"nil bytes", "bin", nil},
+		{"empty", "s", store.Large{}},
+		{"small text", "s", store.Large("hello")},
+		{"large JSON", "s", store.Large(doc.String())},
+		{"incompressible bytes", "bin", noise},
+		{"compressible bytes", "bin", zeros},
+		{"small non-UTF-8 bytes", "bin", store.Large{0xff, 0xfe, 0}},
+		{"bytes that look packed", "bin", store.Large{0xff, 'S', '2', 0x01, 'x'}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := strings.ReplaceAll(tc.name, " ", "-")
+			mustExec(t, db, `INSERT INTO kv (tenant_id, k, `+tc.col+`) VALUES ($1, $2, $3)`, "t1", k, tc.v)
+			var (
+				got    store.Large
+				isNull bool
+			)
+			got = store.Large("not scanned") // a NULL must reset it
+			if err := db.QueryRow(ctx(t), `SELECT `+tc.col+`, `+tc.col+` IS NULL FROM kv WHERE tenant_id = $1 AND k = $2`,
+				"t1", k).Scan(&got, &isNull); err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			if isNull != (tc.v == nil) {
+				t.Errorf("IS NULL = %v, want %v", isNull, tc.v == nil)
+			}
+			if (got == nil) != (tc.v == nil) || string(got) != string(tc.v) {
+				t.Errorf("read back %d bytes (nil %v), want the %d written (nil %v)", len(got), got == nil, len(tc.v), tc.v == nil)
+			}
+			// And in a transaction, through Query.
+			err := db.Tx(ctx(t), func(tx store.Querier) error {
+				mustExec(t, tx, `UPDATE kv SET `+tc.col+` = $3 WHERE tenant_id = $1 AND k = $2`, "t1", k, tc.v)
+				rows, err := tx.Query(ctx(t), `SELECT `+tc.col+` FROM kv WHERE tenant_id = $1 AND k = $2`, "t1", k)
+				if err != nil {
+					return err
+				}
+				defer rows.Close()
+				for rows.Next() {
+					if err := rows.Scan(&got); err != nil {
+						return err
+					}
+				}
+				return rows.Err()
+			})
+			if err != nil {
+				t.Fatalf("in a transaction: %v", err)
+			}
+			if string(got) != string(tc.v) {
+				t.Errorf("read back in a transaction %d bytes, want %d", len(got), len(tc.v))
+			}
+		})
 	}
 }
 
