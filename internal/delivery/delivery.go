@@ -191,13 +191,15 @@ func (in *Inbox) outbox(ctx context.Context, evs []event.Event) ([]store.OutboxM
 }
 
 // Emit writes events to the outbox inside a transaction the caller runs (a
-// gateway creating a session and its first event, say); kick the relay after
-// the commit.
-func Emit(ctx context.Context, tx store.Querier, enc Encoder, evs ...event.Event) error {
+// gateway creating a session and its first event, say), and returns the
+// messages it wrote. After the commit, hand them to Relay.PublishCommitted,
+// which publishes them at once, or kick the relay; a store may run the
+// transaction more than once, and only the committed run's messages count.
+func Emit(ctx context.Context, tx store.Querier, enc Encoder, evs ...event.Event) ([]store.OutboxMessage, error) {
 	in := &Inbox{cfg: InboxConfig{Encoder: enc}}
 	msgs, err := in.outbox(ctx, evs)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return store.Enqueue(ctx, tx, msgs...)
+	return msgs, store.Enqueue(ctx, tx, msgs...)
 }

@@ -283,7 +283,8 @@ func TestRelaysKeepOrder(t *testing.T) {
 		for i := range n {
 			ev := eventstest.NewEvent(fmt.Sprintf("o%03d", i), "k", i)
 			if err := r.db.Tx(context.Background(), func(tx store.Querier) error {
-				return delivery.Emit(context.Background(), tx, r.bus, ev)
+				_, err := delivery.Emit(context.Background(), tx, r.bus, ev)
+				return err
 			}); err != nil {
 				t.Fatal(err)
 			}

@@ -32,7 +32,8 @@ func TestRedeliveryWaitsForItsEventsWhileAnotherRelayLeads(t *testing.T) {
 		// Another process's relay runs a pass over an unrelated row and is
 		// slow to publish it: it holds the relay lock meanwhile.
 		if err := r.db.Tx(ctx, func(tx store.Querier) error {
-			return delivery.Emit(ctx, tx, r.bus, eventstest.NewEvent("other", "o", 0))
+			_, err := delivery.Emit(ctx, tx, r.bus, eventstest.NewEvent("other", "o", 0))
+			return err
 		}); err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +148,8 @@ func TestRelayLockIsPerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := b.Tx(ctx, func(tx store.Querier) error {
-		return delivery.Emit(ctx, tx, rg.bus, []event.Event{eventstest.NewEvent("s1", "k", 0)}...)
+		_, err := delivery.Emit(ctx, tx, rg.bus, []event.Event{eventstest.NewEvent("s1", "k", 0)}...)
+		return err
 	}); err != nil {
 		t.Fatal(err)
 	}

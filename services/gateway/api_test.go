@@ -306,6 +306,41 @@ func TestPostTurn(t *testing.T) {
 	}
 }
 
+// TestPostedTurnIsInTheStream: the gateway publishes a turn it has
+// committed before it answers, so a 202 means turn.received is in the
+// stream (not waiting in the outbox for a relay pass), and a client that
+// posts its next turn after the answer has its turns in the stream in order.
+func TestPostedTurnIsInTheStream(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}})
+	id := n.CreateSession(t, "", "project-discovery")
+	// Hold the outbox relay's lock: no relay pass can publish the turns.
+	unlock, ok, err := n.DB.TryLock(t.Context(), "outbox-relay")
+	if err != nil || !ok {
+		t.Fatalf("take the relay's lock: %v, %v", ok, err)
+	}
+	defer unlock()
+	stream, err := n.Bus.JetStream().Stream(t.Context(), contracts.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		res := n.Post(t, "/v1/sessions/"+id+"/turns", "", map[string]string{"message": fmt.Sprintf("message %d", i)})
+		if res.Status != http.StatusAccepted {
+			t.Fatalf("post: status %d, want 202: %s", res.Status, res.Body)
+		}
+		var accepted gatewaytest.Turn
+		res.Decode(t, &accepted)
+		last, err := stream.GetLastMsgForSubject(t.Context(), "praetor.turn.received.>")
+		if err != nil {
+			t.Fatalf("turn %d answered 202, and the stream has no turn.received: %v", i, err)
+		}
+		if got := last.Header.Get("Nats-Msg-Id"); got != accepted.TurnID {
+			t.Errorf("turn %d answered 202; the stream's last turn.received is %s, want %s", i, got, accepted.TurnID)
+		}
+	}
+}
+
 func TestPostTurnBadInput(t *testing.T) {
 	t.Parallel()
 	const limit = 256

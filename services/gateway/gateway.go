@@ -58,8 +58,11 @@ type Bus interface {
 
 // Config configures a Gateway.
 type Config struct {
-	DB      store.DB
-	Bus     Bus
+	DB  store.DB
+	Bus Bus
+	// Relay publishes the events the gateway commits to the outbox, as soon
+	// as they are committed (Relay.PublishCommitted); without one they wait
+	// for another process's relay.
 	Relay   *delivery.Relay
 	Engines *engine.Catalog
 	// Registry holds the evaluators the engines' conditions name.

@@ -324,17 +324,19 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 		g.internal(w, "create session", err)
 		return
 	}
+	var emitted []store.OutboxMessage
 	err = g.cfg.DB.Tx(r.Context(), func(tx store.Querier) error {
 		if err := conversation.CreateSession(r.Context(), tx, s); err != nil {
 			return err
 		}
-		return delivery.Emit(r.Context(), tx, g.cfg.Bus, started)
+		emitted, err = delivery.Emit(r.Context(), tx, g.cfg.Bus, started)
+		return err
 	})
 	if err != nil {
 		g.internal(w, "create session", err)
 		return
 	}
-	g.kick()
+	g.publish(r.Context(), emitted)
 	v, _ := g.viewSession(r.Context(), s, false)
 	writeJSON(w, http.StatusCreated, v)
 }
@@ -506,11 +508,13 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		g.internal(w, "post turn", err)
 		return
 	}
+	var emitted []store.OutboxMessage
 	err = g.cfg.DB.Tx(r.Context(), func(tx store.Querier) error {
 		if err := conversation.CreateTurn(r.Context(), tx, turn); err != nil {
 			return err
 		}
-		return delivery.Emit(r.Context(), tx, g.cfg.Bus, received)
+		emitted, err = delivery.Emit(r.Context(), tx, g.cfg.Bus, received)
+		return err
 	})
 	switch {
 	case errors.Is(err, store.ErrConflict):
@@ -536,7 +540,7 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		g.internal(w, "post turn", err)
 		return
 	default:
-		g.kick()
+		g.publish(r.Context(), emitted)
 	}
 	if wait == 0 {
 		writeJSON(w, http.StatusAccepted, viewTurn(turn))
@@ -668,9 +672,18 @@ func (g *Gateway) listExtractions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"extractions": log})
 }
 
-func (g *Gateway) kick() {
-	if g.cfg.Relay != nil {
-		g.cfg.Relay.Kick()
+// publish publishes the events a request has just committed to the outbox,
+// before it is answered: a client that waits for the answer before its next
+// request sees its events in the stream in the order it sent them, and the
+// events reach the stream without waiting for a relay pass. If the publish
+// fails the events stay in the outbox, and the relay's passes publish them.
+func (g *Gateway) publish(ctx context.Context, msgs []store.OutboxMessage) {
+	if g.cfg.Relay == nil {
+		return
+	}
+	if err := g.cfg.Relay.PublishCommitted(ctx, msgs); err != nil {
+		g.cfg.Logger.Warn("gateway: publishing committed events failed; the outbox relay publishes them",
+			"events", len(msgs), "error", err)
 	}
 }
 

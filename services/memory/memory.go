@@ -190,7 +190,7 @@ func (m *Memory) recordSettlement(ctx context.Context, tx store.Querier, p write
 			"request", p.Request.RequestID, "err", err)
 		return nil
 	}
-	if err := delivery.Emit(ctx, tx, m.cfg.Encoder, ev); err != nil {
+	if _, err := delivery.Emit(ctx, tx, m.cfg.Encoder, ev); err != nil {
 		return fmt.Errorf("memory: record settlement of %s: %w", p.Request.RequestID, err)
 	}
 	return nil
