@@ -54,7 +54,7 @@ func Enqueue(ctx context.Context, q Querier, msgs ...OutboxMessage) error {
 			}
 			p := 6 * i
 			fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d, $%d)", p+1, p+2, p+3, p+4, p+5, p+6)
-			args = append(args, m.TenantID, m.EventID, m.Subject, header, Large(data), created)
+			args = append(args, m.TenantID, m.EventID, m.Subject, header, LargeBytes(data), created)
 		}
 		b.WriteString(` ON CONFLICT (event_id) DO NOTHING`)
 		if _, err := q.Exec(ctx, b.String(), args...); err != nil {
@@ -167,7 +167,7 @@ func UnsentAfter(ctx context.Context, q Querier, after int64, limit int) ([]Outb
 			m      OutboxMessage
 			header []byte
 		)
-		if err := rows.Scan(&m.ID, &m.TenantID, &m.EventID, &m.Subject, &header, (*Large)(&m.Data), &m.CreatedAt,
+		if err := rows.Scan(&m.ID, &m.TenantID, &m.EventID, &m.Subject, &header, (*LargeBytes)(&m.Data), &m.CreatedAt,
 			&m.SentAt); err != nil {
 			return nil, fmt.Errorf("unsent: %w", err)
 		}
@@ -186,6 +186,21 @@ func UnsentAfter(ctx context.Context, q Querier, after int64, limit int) ([]Outb
 		return nil, fmt.Errorf("unsent: %w", err)
 	}
 	return out, nil
+}
+
+// UnsentOn reports whether a message on subject other than the event
+// eventID is in the outbox unsent: one committed before the caller's
+// transaction (when it runs there) and not yet published, which an event of
+// the same subject published directly (Relay.PublishCommitted) would
+// overtake. It reads the unsent messages only (the outbox_unsent index).
+func UnsentOn(ctx context.Context, q Querier, subject, eventID string) (bool, error) {
+	var unsent bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE sent_at IS NULL AND subject = $1 AND event_id <> $2)`,
+		subject, eventID).Scan(&unsent)
+	if err != nil {
+		return false, fmt.Errorf("unsent on %s: %w", subject, err)
+	}
+	return unsent, nil
 }
 
 // markSentBatch bounds the ids of one UPDATE, well under both dialects'

@@ -22,17 +22,20 @@ var ErrNotFound = errors.New("store: not found")
 // ErrConflict is returned when a row to create already exists.
 var ErrConflict = errors.New("store: already exists")
 
-// Large is a value the store may keep compressed: a column of kilobytes of
-// JSON or bytes written on every turn (a session's working memory, an
-// outbox message). Pass it as an argument and scan into *Large; what is read
+// Large is a text value the store may keep compressed: a column of
+// kilobytes of JSON rewritten on every turn (a session's working memory,
+// its sidebar). Pass it as an argument and scan into *Large; what is read
 // back equals what was written. PostgreSQL compresses every large value
-// itself (TOAST) and stores a Large as the bytes given. The SQLite store,
+// itself (TOAST) and is sent a Large as the text it is. The SQLite store,
 // which compresses nothing, compresses one of 512 bytes or more with S2
 // when that saves an eighth, which cuts the pages a turn writes; such a
 // value is a BLOB SQL cannot read, so a column written as Large is read
 // only through *Large. A NULL scans as nil, and a nil Large is written as
-// NULL.
+// NULL. LargeBytes is the same for a bytes column (BYTEA, BLOB).
 type Large []byte
+
+// LargeBytes is Large for a bytes column: PostgreSQL is sent it as bytes.
+type LargeBytes []byte
 
 // Querier runs SQL: a DB outside a transaction, or a transaction.
 type Querier interface {

@@ -13,6 +13,9 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/praetorhq/praetor/internal/conversation"
+	"github.com/praetorhq/praetor/internal/delivery"
+	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/services/gateway"
 	"github.com/praetorhq/praetor/services/gateway/gatewaytest"
@@ -338,6 +341,70 @@ func TestPostedTurnIsInTheStream(t *testing.T) {
 		if got := last.Header.Get("Nats-Msg-Id"); got != accepted.TurnID {
 			t.Errorf("turn %d answered 202; the stream's last turn.received is %s, want %s", i, got, accepted.TurnID)
 		}
+	}
+}
+
+// TestPostedTurnWaitsForAnEarlierUnpublishedOne: a turn committed whose
+// publish failed is still in the outbox; the session's next turn must not
+// overtake it in the stream (the extractor numbers turns in stream order),
+// so the gateway publishes both, in order, instead of the new one alone.
+func TestPostedTurnWaitsForAnEarlierUnpublishedOne(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}})
+	id := n.CreateSession(t, "", "project-discovery")
+	unlock, ok, err := n.DB.TryLock(t.Context(), "outbox-relay") // no relay pass
+	if err != nil || !ok {
+		t.Fatalf("take the relay's lock: %v, %v", ok, err)
+	}
+	defer unlock()
+
+	// The first turn: committed with its turn.received, never published.
+	now := time.Now().UTC()
+	first := "01a00000-0000-7000-8000-000000000001"
+	ev, err := contracts.NewEvent(contracts.Meta{ID: first, Source: "/test", Time: now},
+		contracts.TurnReceived{TenantID: n.DevTenant, SessionID: id, TurnID: first, Message: "first", ReceivedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = n.DB.Tx(t.Context(), func(tx store.Querier) error {
+		turn := conversation.Turn{ID: first, TenantID: n.DevTenant, SessionID: id, Message: "first", ReceivedAt: now}
+		if err := conversation.CreateTurn(t.Context(), tx, turn); err != nil {
+			return err
+		}
+		_, err := delivery.Emit(t.Context(), tx, n.Bus, ev)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	res := n.Post(t, "/v1/sessions/"+id+"/turns", "", map[string]string{"message": "second"})
+	if res.Status != http.StatusAccepted {
+		t.Fatalf("post: status %d, want 202: %s", res.Status, res.Body)
+	}
+	var second gatewaytest.Turn
+	res.Decode(t, &second)
+
+	stream, err := n.Bus.JetStream().Stream(t.Context(), contracts.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for seq := info.State.FirstSeq; seq <= info.State.LastSeq; seq++ {
+		m, err := stream.GetMsg(t.Context(), seq)
+		if err != nil {
+			continue // a sequence the stream does not hold
+		}
+		if strings.HasPrefix(m.Subject, "praetor.turn.received.") {
+			got = append(got, m.Header.Get("Nats-Msg-Id"))
+		}
+	}
+	if want := []string{first, second.TurnID}; !slices.Equal(got, want) {
+		t.Errorf("turn.received in the stream: %v, want %v (the unpublished turn first)", got, want)
 	}
 }
 

@@ -336,7 +336,7 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 		g.internal(w, "create session", err)
 		return
 	}
-	g.publish(r.Context(), emitted)
+	g.publish(r.Context(), emitted, false)
 	v, _ := g.viewSession(r.Context(), s, false)
 	writeJSON(w, http.StatusCreated, v)
 }
@@ -508,12 +508,19 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		g.internal(w, "post turn", err)
 		return
 	}
-	var emitted []store.OutboxMessage
+	var (
+		emitted []store.OutboxMessage
+		behind  bool // an earlier turn of the session is unpublished
+	)
 	err = g.cfg.DB.Tx(r.Context(), func(tx store.Querier) error {
 		if err := conversation.CreateTurn(r.Context(), tx, turn); err != nil {
 			return err
 		}
 		emitted, err = delivery.Emit(r.Context(), tx, g.cfg.Bus, received)
+		if err != nil {
+			return err
+		}
+		behind, err = store.UnsentOn(r.Context(), tx, emitted[0].Subject, emitted[0].EventID)
 		return err
 	})
 	switch {
@@ -540,7 +547,7 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		g.internal(w, "post turn", err)
 		return
 	default:
-		g.publish(r.Context(), emitted)
+		g.publish(r.Context(), emitted, behind)
 	}
 	if wait == 0 {
 		writeJSON(w, http.StatusAccepted, viewTurn(turn))
@@ -673,19 +680,38 @@ func (g *Gateway) listExtractions(w http.ResponseWriter, r *http.Request) {
 }
 
 // publish publishes the events a request has just committed to the outbox,
-// before it is answered: a client that waits for the answer before its next
-// request sees its events in the stream in the order it sent them, and the
-// events reach the stream without waiting for a relay pass. If the publish
-// fails the events stay in the outbox, and the relay's passes publish them.
-func (g *Gateway) publish(ctx context.Context, msgs []store.OutboxMessage) {
+// before it is answered: the events reach the stream without waiting for a
+// relay pass, and a client that waits for the answer before its next
+// request has its turns in the stream in the order it sent them. When an
+// earlier event of the same session is still unpublished (behind: its own
+// publish failed, or it is being published right now), this one must not
+// overtake it: a catch-up publishes every unsent event in outbox order
+// instead. A publish that fails leaves the events in the outbox for the
+// relay's passes; the request is answered all the same, as its turn is
+// saved, and the session's next turn goes through a catch-up.
+func (g *Gateway) publish(ctx context.Context, msgs []store.OutboxMessage, behind bool) {
 	if g.cfg.Relay == nil {
 		return
 	}
-	if err := g.cfg.Relay.PublishCommitted(ctx, msgs); err != nil {
+	// A client that hangs up does not cut a publish short.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	var err error
+	if behind {
+		err = g.cfg.Relay.CatchUp(ctx)
+	} else {
+		err = g.cfg.Relay.PublishCommitted(ctx, msgs)
+	}
+	if err != nil {
 		g.cfg.Logger.Warn("gateway: publishing committed events failed; the outbox relay publishes them",
-			"events", len(msgs), "error", err)
+			"events", len(msgs), "catch_up", behind, "error", err)
+		g.cfg.Relay.Kick()
 	}
 }
+
+// publishTimeout bounds the wait for a publish before a request is
+// answered.
+const publishTimeout = 5 * time.Second
 
 func (g *Gateway) internal(w http.ResponseWriter, what string, err error) {
 	g.cfg.Logger.Error("gateway request failed", "op", what, "error", err)

@@ -291,14 +291,20 @@ func (r row) Scan(dest ...any) error {
 // convertArgs returns args with times in UTC, so that a TIMESTAMP (without
 // time zone) column stores the same instant as a TIMESTAMPTZ one (pgx
 // writes a time's wall clock there, in whatever zone it has), and
-// store.Large values as the bytes they are: the server compresses large
-// values itself.
+// store.Large values as the text they are (a string, which every query
+// exec mode sends as text, where []byte would be sent as bytea) and
+// store.LargeBytes ones as bytes: the server compresses large values
+// itself.
 func convertArgs(args []any) []any {
 	var out []any
 	for i, a := range args {
 		var v any
 		switch t := a.(type) {
 		case store.Large:
+			if t != nil {
+				v = string(t)
+			}
+		case store.LargeBytes:
 			v = []byte(t)
 		case time.Time:
 			v = t.UTC()
@@ -322,18 +328,24 @@ func convertArgs(args []any) []any {
 	return out
 }
 
-// convertDest has pgx scan a *store.Large as the *[]byte it is.
+// convertDest has pgx scan a *store.Large or *store.LargeBytes as the
+// *[]byte it is.
 func convertDest(dest []any) []any {
 	var out []any
 	for i, d := range dest {
-		l, ok := d.(*store.Large)
-		if !ok {
+		var b *[]byte
+		switch l := d.(type) {
+		case *store.Large:
+			b = (*[]byte)(l)
+		case *store.LargeBytes:
+			b = (*[]byte)(l)
+		default:
 			continue
 		}
 		if out == nil {
 			out = append([]any(nil), dest...)
 		}
-		out[i] = (*[]byte)(l)
+		out[i] = b
 	}
 	if out == nil {
 		return dest

@@ -120,3 +120,26 @@ func TestOpenErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeInEveryExecMode writes and reads store.Large and LargeBytes in
+// each of pgx's query exec modes (a URL may choose one, say for PgBouncer):
+// in the modes that do not ask the server for the parameters' types, a
+// []byte goes as bytea, which a JSON column refuses.
+func TestLargeInEveryExecMode(t *testing.T) {
+	base := testenv.Postgres(t)
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			sep := "?"
+			if strings.Contains(base, "?") {
+				sep = "&"
+			}
+			db := open(t, base+sep+"default_query_exec_mode="+mode)
+			table := "large_" + mode
+			if _, err := db.Exec(t.Context(), `CREATE TABLE `+table+` (tenant_id TEXT NOT NULL, k TEXT NOT NULL,
+				s TEXT NULL, j JSON NULL, bin BYTEA NULL, PRIMARY KEY (tenant_id, k))`); err != nil {
+				t.Fatal(err)
+			}
+			storetest.RunLarge(t, db, table)
+		})
+	}
+}

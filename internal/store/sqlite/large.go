@@ -6,20 +6,19 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/s2"
-
-	"github.com/praetorhq/praetor/internal/store"
 )
 
 // SQLite compresses nothing, and a turn rewrites tens of kilobytes of JSON
 // (the session's working memory, its sidebar, the extraction state, the
 // outbox messages): every page of them is written to the log, then again to
-// the database by a checkpoint. A store.Large value is kept compressed with
-// S2 (github.com/klauspost/compress/s2), which takes ~10 µs for 30 kB of
-// JSON and shrinks it four times, when that saves at least an eighth.
+// the database by a checkpoint. A store.Large or store.LargeBytes value is
+// kept compressed with S2 (github.com/klauspost/compress/s2), which takes
+// ~10 µs for 30 kB of JSON and shrinks it four times, when that saves at
+// least an eighth.
 //
 // A compressed value is a BLOB: packedMagic, then an S2 block. The magic
 // starts with 0xff, which no UTF-8 text has, so no JSON can be mistaken for
-// a packed value. A Large that is not compressed is stored as it is: as
+// a packed value. A value that is not compressed is stored as it is: as
 // TEXT when it is UTF-8 (JSON stays readable to SQLite's JSON functions),
 // else as a BLOB; one that would begin with packedMagic is packed all the
 // same, so that every value beginning with it is a packed one.
@@ -35,8 +34,9 @@ const (
 
 var packedMagic = []byte{0xff, 'S', '2', 0x01}
 
-// largeArg is how a store.Large argument goes to the driver.
-func largeArg(v store.Large) any {
+// largeArg is how a store.Large or store.LargeBytes argument goes to the
+// driver.
+func largeArg(v []byte) any {
 	if v == nil {
 		return nil
 	}
@@ -50,7 +50,7 @@ func largeArg(v store.Large) any {
 	if utf8.Valid(v) {
 		return string(v)
 	}
-	return []byte(v)
+	return v
 }
 
 func pack(v []byte) []byte {
@@ -80,15 +80,15 @@ func unpack(src []byte) ([]byte, error) {
 	return out, nil
 }
 
-// largeScanner scans a column written as store.Large.
-type largeScanner struct{ dst *store.Large }
+// largeScanner scans a column written as store.Large or store.LargeBytes.
+type largeScanner struct{ dst *[]byte }
 
 func (s largeScanner) Scan(src any) error {
 	switch v := src.(type) {
 	case nil:
 		*s.dst = nil
 	case string:
-		*s.dst = store.Large(v)
+		*s.dst = []byte(v)
 	case []byte:
 		b, err := unpack(v)
 		if err != nil {
@@ -96,7 +96,7 @@ func (s largeScanner) Scan(src any) error {
 		}
 		*s.dst = b
 	default:
-		return fmt.Errorf("sqlite: cannot scan %T into *store.Large", src)
+		return fmt.Errorf("sqlite: cannot scan %T into a store.Large", src)
 	}
 	return nil
 }

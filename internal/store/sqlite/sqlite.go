@@ -477,7 +477,7 @@ const timeLayout = "2006-01-02 15:04:05.000000-07:00"
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 // convertArgs returns args with times written as timeLayout text and
-// store.Large values compressed (see largeArg). The driver would write times
+// store.Large and store.LargeBytes values compressed (see largeArg). The driver would write times
 // itself, but with as many fractional digits as each time has, in its own
 // zone: text that sorts wrongly.
 func convertArgs(args []any) ([]any, error) {
@@ -501,12 +501,14 @@ func convertArgs(args []any) ([]any, error) {
 	return out, nil
 }
 
-// arg converts a store.Large or a time argument (time.Time, *time.Time, or
+// arg converts a store.Large, store.LargeBytes or a time argument (time.Time, *time.Time, or
 // a driver.Valuer such as sql.NullTime that yields one); ok is false for any
 // other argument, which goes to the driver as it is.
 func arg(a any) (v any, ok bool, err error) {
 	switch t := a.(type) {
 	case store.Large:
+		return largeArg(t), true, nil
+	case store.LargeBytes:
 		return largeArg(t), true, nil
 	case time.Time:
 		return formatTime(t), true, nil
@@ -531,14 +533,16 @@ func arg(a any) (v any, ok bool, err error) {
 // convertDest replaces time destinations with scanners that also accept
 // text (the driver makes time.Time only of columns declared as times, not
 // of expressions such as MAX(created_at), which come back as text), and
-// *store.Large ones with scanners that decompress.
+// *store.Large and *store.LargeBytes ones with scanners that decompress.
 func convertDest(dest []any) []any {
 	var out []any
 	for i, d := range dest {
 		var s sql.Scanner
 		switch t := d.(type) {
 		case *store.Large:
-			s = largeScanner{dst: t}
+			s = largeScanner{dst: (*[]byte)(t)}
+		case *store.LargeBytes:
+			s = largeScanner{dst: (*[]byte)(t)}
 		case *time.Time:
 			s = &timeScanner{dst: t}
 		case **time.Time:

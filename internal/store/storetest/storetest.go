@@ -50,6 +50,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"MarkHandledAll", testMarkHandledAll},
 		{"PostgresEnqueue", testPostgresEnqueue},
 		{"OutboxEnqueue", testOutboxEnqueue},
+		{"OutboxUnsentOn", testOutboxUnsentOn},
 		{"OutboxMarkSentAndPrune", testOutboxMarkSentAndPrune},
 		{"TryLock", testTryLock},
 	}
@@ -410,14 +411,22 @@ func testBoolAndBytes(t *testing.T, db store.DB) {
 	}
 }
 
-// testLarge writes store.Large values, which an adapter may keep
-// compressed, and reads back exactly what was written: text into a text
-// column, bytes into a bytes column, NULL for nil.
+// testLarge writes store.Large and store.LargeBytes values, which an
+// adapter may keep compressed, and reads back what was written: text into
+// text and JSON columns, bytes into a bytes column, NULL for nil.
 func testLarge(t *testing.T, db store.DB) {
+	RunLarge(t, db, "kv")
+}
+
+// RunLarge is the Large case of the suite, on a table shaped like the
+// suite's kv (tenant_id, k, and the columns s TEXT, j JSON or JSONB, bin
+// bytes), for an adapter's own tests to run in other settings (PostgreSQL's
+// query exec modes).
+func RunLarge(t *testing.T, db store.DB, table string) {
 	var doc strings.Builder
-	doc.WriteString(`{"history":[`)
+	doc.WriteString(`{"history": [`)
 	for i := range 400 {
-		fmt.Fprintf(&doc, `{"role":"user","content":"turn %d: we sell bread to cafés"},`, i)
+		fmt.Fprintf(&doc, `{"role": "user", "content": "turn %d: we sell bread to cafés \"à la\" carte"}, `, i)
 	}
 	doc.WriteString(`{}]}`)
 	noise := make([]byte, 6000) // incompressible: a xorshift stream
@@ -432,47 +441,55 @@ func testLarge(t *testing.T, db store.DB) {
 	zeros[0], zeros[7999] = 0xff, 0xfe
 	for _, tc := range []struct {
 		name string
-		col  string // s (text) or bin (bytes)
-		v    store.Large
+		col  string // s (text), j (JSON) or bin (bytes)
+		v    []byte
 	}{
 		{"nil text", "s", nil},
+		{"nil JSON", "j", nil},
 		{"nil bytes", "bin", nil},
-		{"empty", "s", store.Large{}},
-		{"small text", "s", store.Large("hello")},
-		{"large JSON", "s", store.Large(doc.String())},
+		{"empty", "s", []byte{}},
+		{"small text", "s", []byte("hello")},
+		{"large text", "s", []byte(doc.String())},
+		{"small JSON", "j", []byte(`{"a": 1}`)},
+		{"large JSON", "j", []byte(doc.String())},
 		{"incompressible bytes", "bin", noise},
 		{"compressible bytes", "bin", zeros},
-		{"small non-UTF-8 bytes", "bin", store.Large{0xff, 0xfe, 0}},
-		{"bytes that look packed", "bin", store.Large{0xff, 'S', '2', 0x01, 'x'}},
+		{"small non-UTF-8 bytes", "bin", []byte{0xff, 0xfe, 0}},
+		{"bytes that look packed", "bin", []byte{0xff, 'S', '2', 0x01, 'x'}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := strings.ReplaceAll(tc.name, " ", "-")
-			mustExec(t, db, `INSERT INTO kv (tenant_id, k, `+tc.col+`) VALUES ($1, $2, $3)`, "t1", k, tc.v)
-			var (
-				got    store.Large
-				isNull bool
-			)
-			got = store.Large("not scanned") // a NULL must reset it
-			if err := db.QueryRow(ctx(t), `SELECT `+tc.col+`, `+tc.col+` IS NULL FROM kv WHERE tenant_id = $1 AND k = $2`,
-				"t1", k).Scan(&got, &isNull); err != nil {
+			// arg and dest are the value as the column's kind of Large.
+			arg, dest, got := any(store.Large(tc.v)), any(new(store.Large)), func() []byte { return nil }
+			if tc.col == "bin" {
+				b := new(store.LargeBytes)
+				*b = store.LargeBytes("not scanned") // a NULL must reset it
+				arg, dest, got = store.LargeBytes(tc.v), b, func() []byte { return *b }
+			} else {
+				l := dest.(*store.Large)
+				*l = store.Large("not scanned")
+				got = func() []byte { return *l }
+			}
+			mustExec(t, db, `INSERT INTO `+table+` (tenant_id, k, `+tc.col+`) VALUES ($1, $2, $3)`, "t1", k, arg)
+			var isNull bool
+			if err := db.QueryRow(ctx(t), `SELECT `+tc.col+`, `+tc.col+` IS NULL FROM `+table+` WHERE tenant_id = $1 AND k = $2`,
+				"t1", k).Scan(dest, &isNull); err != nil {
 				t.Fatalf("scan: %v", err)
 			}
 			if isNull != (tc.v == nil) {
 				t.Errorf("IS NULL = %v, want %v", isNull, tc.v == nil)
 			}
-			if (got == nil) != (tc.v == nil) || string(got) != string(tc.v) {
-				t.Errorf("read back %d bytes (nil %v), want the %d written (nil %v)", len(got), got == nil, len(tc.v), tc.v == nil)
-			}
+			sameLarge(t, tc.col, got(), tc.v)
 			// And in a transaction, through Query.
 			err := db.Tx(ctx(t), func(tx store.Querier) error {
-				mustExec(t, tx, `UPDATE kv SET `+tc.col+` = $3 WHERE tenant_id = $1 AND k = $2`, "t1", k, tc.v)
-				rows, err := tx.Query(ctx(t), `SELECT `+tc.col+` FROM kv WHERE tenant_id = $1 AND k = $2`, "t1", k)
+				mustExec(t, tx, `UPDATE `+table+` SET `+tc.col+` = $3 WHERE tenant_id = $1 AND k = $2`, "t1", k, arg)
+				rows, err := tx.Query(ctx(t), `SELECT `+tc.col+` FROM `+table+` WHERE tenant_id = $1 AND k = $2`, "t1", k)
 				if err != nil {
 					return err
 				}
 				defer rows.Close()
 				for rows.Next() {
-					if err := rows.Scan(&got); err != nil {
+					if err := rows.Scan(dest); err != nil {
 						return err
 					}
 				}
@@ -481,10 +498,33 @@ func testLarge(t *testing.T, db store.DB) {
 			if err != nil {
 				t.Fatalf("in a transaction: %v", err)
 			}
-			if string(got) != string(tc.v) {
-				t.Errorf("read back in a transaction %d bytes, want %d", len(got), len(tc.v))
-			}
+			sameLarge(t, tc.col, got(), tc.v)
 		})
+	}
+}
+
+// sameLarge checks a Large read back: byte for byte, but for JSON, which
+// PostgreSQL's JSONB keeps in a form of its own, compared as JSON.
+func sameLarge(t *testing.T, col string, got, want []byte) {
+	t.Helper()
+	if (got == nil) != (want == nil) {
+		t.Fatalf("read back nil %v, want nil %v", got == nil, want == nil)
+	}
+	if col == "j" && want != nil {
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("read back JSON that does not decode (%v): %.80q", err, got)
+		}
+		if err := json.Unmarshal(want, &w); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("read back other JSON (%d bytes, want %d)", len(got), len(want))
+		}
+		return
+	}
+	if string(got) != string(want) {
+		t.Errorf("read back %d bytes, want the %d written", len(got), len(want))
 	}
 }
 
@@ -1023,6 +1063,33 @@ func testPostgresEnqueue(t *testing.T, db store.DB) {
 	if _, _, err := store.PostgresEnqueue([]store.OutboxMessage{{TenantID: "acme", Subject: "s"}}, 1, "true"); err == nil {
 		t.Error("PostgresEnqueue without an event id succeeded")
 	}
+}
+
+// testOutboxUnsentOn: an event is behind another of its subject while that
+// one is unsent; its own row, other subjects and sent rows do not count.
+func testOutboxUnsentOn(t *testing.T, db store.DB) {
+	c := ctx(t)
+	msg := func(id, subject string) store.OutboxMessage {
+		return store.OutboxMessage{TenantID: "acme", EventID: id, Subject: subject, Data: []byte(`{}`)}
+	}
+	if err := store.Enqueue(c, db, msg("a1", "s.a"), msg("b1", "s.b")); err != nil {
+		t.Fatal(err)
+	}
+	check := func(subject, id string, want bool) {
+		t.Helper()
+		got, err := store.UnsentOn(c, db, subject, id)
+		if err != nil || got != want {
+			t.Errorf("UnsentOn(%s, %s) = %v, %v; want %v", subject, id, got, err, want)
+		}
+	}
+	check("s.a", "a1", false) // only itself
+	check("s.a", "a2", true)  // a1 is ahead of it
+	check("s.c", "c1", false) // nothing on that subject
+	if err := store.MarkSentEvents(c, db, []string{"a1"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	check("s.a", "a2", false) // a1 is published
+	check("s.b", "b2", true)
 }
 
 func testOutboxEnqueue(t *testing.T, db store.DB) {
