@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -285,6 +286,69 @@ func TestServeConversation(t *testing.T) {
 	out, err := exec.Command(binary, "replay", "--session", sess.SessionID, "--nats-url", c.natsURL).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), state.StateHash) {
 		t.Fatalf("replay: %v, want the live state hash %s in:\n%s", err, state.StateHash, out)
+	}
+}
+
+// TestServeConcurrentPosts posts a turn to each of many sessions at once,
+// over PostgreSQL, whose serializable transactions fail when they conflict:
+// every post is accepted, each turn is in the stream once, and each is
+// answered.
+func TestServeConcurrentPosts(t *testing.T) {
+	c := newCluster(t)
+	front := c.serve("gateway,extractor,runner")
+	const sessions = 250
+	ids := make([]string, sessions)
+	for i := range ids {
+		var sess struct {
+			SessionID string `json:"session_id"`
+		}
+		if code := c.api(front, "POST", "/v1/sessions", map[string]string{"engine_id": "project-discovery",
+			"project_id": fmt.Sprintf("p%d", i)}, &sess); code != 201 {
+			t.Fatalf("create session %d: %d", i, code)
+		}
+		ids[i] = sess.SessionID
+	}
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		turns = map[string]bool{}
+	)
+	for i, id := range ids {
+		wg.Go(func() {
+			var turn e2eTurn
+			code := c.api(front, "POST", "/v1/sessions/"+id+"/turns", map[string]string{
+				"message": fmt.Sprintf("We are building an ordering app for bakery number %d.", i)}, &turn)
+			if code != http.StatusAccepted {
+				t.Errorf("post to session %d: status %d, want 202", i, code)
+				return
+			}
+			mu.Lock()
+			turns[turn.TurnID] = true
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		received, responded := c.eventsOf(contracts.TurnReceivedSpec.Type), c.eventsOf(contracts.TurnRespondedSpec.Type)
+		done := len(responded) == sessions
+		for id := range turns {
+			if received[id] != 1 || responded[id] > 1 {
+				t.Fatalf("turn %s: %d turn.received and %d turn.responded in the stream, want 1 and at most 1",
+					id, received[id], responded[id])
+			}
+			done = done && responded[id] == 1
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d turns answered after a minute", len(responded), sessions)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -508,19 +508,12 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		g.internal(w, "post turn", err)
 		return
 	}
-	var (
-		emitted []store.OutboxMessage
-		behind  bool // an earlier turn of the session is unpublished
-	)
+	var emitted []store.OutboxMessage
 	err = g.cfg.DB.Tx(r.Context(), func(tx store.Querier) error {
 		if err := conversation.CreateTurn(r.Context(), tx, turn); err != nil {
 			return err
 		}
 		emitted, err = delivery.Emit(r.Context(), tx, g.cfg.Bus, received)
-		if err != nil {
-			return err
-		}
-		behind, err = store.UnsentOn(r.Context(), tx, emitted[0].Subject, emitted[0].EventID)
 		return err
 	})
 	switch {
@@ -547,7 +540,7 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		g.internal(w, "post turn", err)
 		return
 	default:
-		g.publish(r.Context(), emitted, behind)
+		g.publish(r.Context(), emitted, true)
 	}
 	if wait == 0 {
 		writeJSON(w, http.StatusAccepted, viewTurn(turn))
@@ -682,20 +675,31 @@ func (g *Gateway) listExtractions(w http.ResponseWriter, r *http.Request) {
 // publish publishes the events a request has just committed to the outbox,
 // before it is answered: the events reach the stream without waiting for a
 // relay pass, and a client that waits for the answer before its next
-// request has its turns in the stream in the order it sent them. When an
-// earlier event of the same session is still unpublished (behind: its own
-// publish failed, or it is being published right now), this one must not
-// overtake it: a catch-up publishes every unsent event in outbox order
-// instead. A publish that fails leaves the events in the outbox for the
-// relay's passes; the request is answered all the same, as its turn is
-// saved, and the session's next turn goes through a catch-up.
-func (g *Gateway) publish(ctx context.Context, msgs []store.OutboxMessage, behind bool) {
-	if g.cfg.Relay == nil {
+// request has its turns in the stream in the order it sent them.
+//
+// With inOrder, the first event must not overtake an earlier one of its
+// subject (a session's turns: the extractor numbers them in stream order)
+// still unpublished, because its own publish failed or is under way. Then,
+// or when that cannot be told, a catch-up publishes every unsent event in
+// outbox order instead. The look-up reads the committed outbox, outside the
+// request's transaction: inside, a serializable PostgreSQL transaction
+// reading the unsent rows conflicts with every concurrent post.
+//
+// A publish that fails leaves the events in the outbox for the relay's
+// passes; the request is answered all the same, as its events are saved,
+// and the session's next turn goes through a catch-up.
+func (g *Gateway) publish(ctx context.Context, msgs []store.OutboxMessage, inOrder bool) {
+	if g.cfg.Relay == nil || len(msgs) == 0 {
 		return
 	}
 	// A client that hangs up does not cut a publish short.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
+	behind := false
+	if inOrder {
+		unsent, err := store.UnsentOn(ctx, g.cfg.DB, msgs[0].Subject, msgs[0].EventID)
+		behind = unsent || err != nil
+	}
 	var err error
 	if behind {
 		err = g.cfg.Relay.CatchUp(ctx)
