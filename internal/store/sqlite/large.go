@@ -3,6 +3,7 @@ package sqlite
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/s2"
@@ -53,11 +54,22 @@ func largeArg(v []byte) any {
 	return v
 }
 
+// pack compresses v into a buffer of the pool, then copies the result out:
+// S2 wants room for the worst case, 1.2 times v, where the result is a
+// fraction of it.
 func pack(v []byte) []byte {
-	out := make([]byte, len(packedMagic)+s2.MaxEncodedLen(len(v)))
-	n := copy(out, packedMagic)
-	return out[:n+len(s2.Encode(out[n:], v))]
+	bp := packBuffers.Get().(*[]byte)
+	defer packBuffers.Put(bp)
+	if need := s2.MaxEncodedLen(len(v)); cap(*bp) < need {
+		*bp = make([]byte, need)
+	}
+	enc := s2.Encode((*bp)[:cap(*bp)], v)
+	out := make([]byte, len(packedMagic)+len(enc))
+	copy(out[copy(out, packedMagic):], enc)
+	return out
 }
+
+var packBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // unpack returns a column's value as it was written: a packed value
 // decompressed, anything else copied.
