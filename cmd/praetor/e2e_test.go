@@ -336,11 +336,13 @@ func TestServeConcurrentPosts(t *testing.T) {
 		received, responded := c.eventsOf(contracts.TurnReceivedSpec.Type), c.eventsOf(contracts.TurnRespondedSpec.Type)
 		done := len(responded) == sessions
 		for id := range turns {
-			if received[id] != 1 || responded[id] > 1 {
-				t.Fatalf("turn %s: %d turn.received and %d turn.responded in the stream, want 1 and at most 1",
+			// A turn whose publish timed out is in the outbox, and a relay
+			// pass publishes it a moment later: 0 is "not yet".
+			if received[id] > 1 || responded[id] > 1 {
+				t.Fatalf("turn %s: %d turn.received and %d turn.responded in the stream, want at most 1 each",
 					id, received[id], responded[id])
 			}
-			done = done && responded[id] == 1
+			done = done && received[id] == 1 && responded[id] == 1
 		}
 		if done {
 			return

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -429,6 +430,57 @@ func TestPassSkipsEventsBeingPublished(t *testing.T) {
 		}
 		if n := pub.count(events.DeriveID("s1", "out")); n != 1 {
 			t.Errorf("published %d times, want 1", n)
+		}
+	})
+}
+
+// A pass that runs while an event is being published (PublishCommitted,
+// by a gateway that does not serialize its subjects) does not publish a
+// later event of the same subject ahead of it.
+func TestPassKeepsASubjectBehindItsEventInFlight(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		pub := &publisher{bus: r.bus, sent: map[string]int{}, hold: make(chan struct{}), entered: make(chan struct{}, 4)}
+		rl := r.relayWith(t, pub)
+		ctx := context.Background()
+		first, second, other := r.outboxRow(t, "a1", ""), r.outboxRow(t, "a2", ""), r.outboxRow(t, "b1", "")
+		second.Subject = first.Subject
+		other.Subject = first.Subject + "x" // another key
+		if err := store.Enqueue(ctx, r.db, first); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- rl.PublishCommitted(ctx, []store.OutboxMessage{first}) }()
+		<-pub.entered // the first is being published
+		if err := store.Enqueue(ctx, r.db, second, other); err != nil {
+			t.Fatal(err)
+		}
+		flushed := make(chan int, 1)
+		go func() {
+			n, _, _ := rl.Flush(ctx)
+			flushed <- n
+		}()
+		<-pub.entered // the pass publishes what it chose, while the first is held
+		close(pub.hold)
+		if n := <-flushed; n != 1 {
+			t.Errorf("the pass published %d events, want 1 (the other key's)", n)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		// Once the first is published and marked, a pass sends the second.
+		eventstest.Eventually(t, 5*time.Second, "a pass to publish the second", func() bool {
+			n, _, err := rl.Flush(ctx)
+			return err == nil && n == 1
+		})
+		var got []string
+		for _, id := range r.streamMsgs(t) {
+			if id != "b1" {
+				got = append(got, id)
+			}
+		}
+		if want := []string{"a1", "a2"}; !slices.Equal(got, want) {
+			t.Errorf("stream order of the key: %v, want %v", got, want)
 		}
 	})
 }

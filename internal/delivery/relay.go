@@ -86,9 +86,9 @@ type Relay struct {
 	catchUp chan struct{} // holds a token while a CatchUp runs: one at a time
 
 	// inflight holds the event ids PublishCommitted is publishing or has
-	// published and not yet marked sent.
+	// published and not yet marked sent, with their subjects.
 	inflightMu sync.Mutex
-	inflight   map[string]struct{}
+	inflight   map[string]string
 	// toMark are published event ids waiting to be marked sent; marking
 	// signals the marker.
 	toMark  []string
@@ -113,7 +113,8 @@ type refusal struct {
 
 // toTry returns the rows a pass or a catch-up publishes now: all but those
 // the server refuses that are resting, and, for a pass (inFlight), those
-// their handlers are publishing (PublishCommitted). A refused message is
+// their handlers are publishing (PublishCommitted) and any other of their
+// subjects, which the pass would publish ahead of them. A refused message is
 // tried again DeadLetterAfter/6 after its last refusal (six times before it
 // is dead-lettered), not at every pass, since each try costs a pass the
 // client's wait for an answer that will not come; a kept one refusalGap
@@ -121,17 +122,22 @@ type refusal struct {
 func (r *Relay) toTry(rows []store.OutboxMessage, inFlight bool) []store.OutboxMessage {
 	now := r.cfg.Now()
 	todo := make([]store.OutboxMessage, 0, len(rows))
+	var busy map[string]bool // subjects with an event in flight
 	if inFlight {
 		r.inflightMu.Lock()
-		defer r.inflightMu.Unlock()
+		for _, subject := range r.inflight {
+			if busy == nil {
+				busy = make(map[string]bool, len(r.inflight))
+			}
+			busy[subject] = true
+		}
+		r.inflightMu.Unlock()
 	}
 	r.refusalsMu.Lock()
 	defer r.refusalsMu.Unlock()
 	for _, row := range rows {
-		if inFlight {
-			if _, ok := r.inflight[row.EventID]; ok {
-				continue
-			}
+		if busy[row.Subject] {
+			continue
 		}
 		if f, ok := r.refusals[row.EventID]; ok {
 			rest := r.cfg.DeadLetterAfter / 6
@@ -169,7 +175,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if cfg.Batch < 1 || cfg.Interval <= 0 || cfg.PruneInterval <= 0 || cfg.DeadLetterAfter < 1 {
 		return nil, errors.New("delivery: relay Batch, Interval, PruneInterval and DeadLetterAfter must be positive")
 	}
-	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]struct{}{}, marking: make(chan struct{}, 1),
+	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]string{}, marking: make(chan struct{}, 1),
 		catchUp: make(chan struct{}, 1), refusals: map[string]refusal{}}, nil
 }
 
@@ -280,8 +286,8 @@ func (r *Relay) PublishCommitted(ctx context.Context, msgs []store.OutboxMessage
 		ids[i] = m.EventID
 	}
 	r.inflightMu.Lock()
-	for _, id := range ids {
-		r.inflight[id] = struct{}{}
+	for _, m := range msgs {
+		r.inflight[m.EventID] = m.Subject
 	}
 	r.inflightMu.Unlock()
 	if err := r.cfg.Publisher.PublishMsgs(ctx, OutboxMsgs(msgs)); err != nil {

@@ -189,10 +189,11 @@ func UnsentAfter(ctx context.Context, q Querier, after int64, limit int) ([]Outb
 }
 
 // UnsentOn reports whether a message on subject other than the event
-// eventID is in the outbox unsent: one committed before the caller's
-// transaction (when it runs there) and not yet published, which an event of
-// the same subject published directly (Relay.PublishCommitted) would
-// overtake. It reads the unsent messages only (the outbox_unsent index).
+// eventID (any, when eventID is empty) is in the outbox unsent: committed
+// and not yet published (or published and not yet marked), which an event
+// of the same subject published directly (Relay.PublishCommitted) could
+// overtake. It reads the unsent messages only (the outbox_unsent index),
+// all of them: few, unless the stream has been out of reach.
 func UnsentOn(ctx context.Context, q Querier, subject, eventID string) (bool, error) {
 	var unsent bool
 	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE sent_at IS NULL AND subject = $1 AND event_id <> $2)`,

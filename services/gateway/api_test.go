@@ -17,6 +17,7 @@ import (
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/services/gateway"
 	"github.com/praetorhq/praetor/services/gateway/gatewaytest"
 )
@@ -405,6 +406,57 @@ func TestPostedTurnWaitsForAnEarlierUnpublishedOne(t *testing.T) {
 	}
 	if want := []string{first, second.TurnID}; !slices.Equal(got, want) {
 		t.Errorf("turn.received in the stream: %v, want %v (the unpublished turn first)", got, want)
+	}
+}
+
+// TestRetriedPostPublishesItsTurn: the first attempt of a post committed
+// its turn and ended before publishing it (a publish that failed, a
+// replica that died); the retry with the same Idempotency-Key answers 202
+// and publishes it.
+func TestRetriedPostPublishesItsTurn(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}})
+	id := n.CreateSession(t, "", "project-discovery")
+	unlock, ok, err := n.DB.TryLock(t.Context(), "outbox-relay") // no relay pass
+	if err != nil || !ok {
+		t.Fatalf("take the relay's lock: %v, %v", ok, err)
+	}
+	defer unlock()
+
+	now := time.Now().UTC()
+	turnID := events.DeriveID(id, "turn/k1")
+	ev, err := contracts.NewEvent(contracts.Meta{ID: turnID, Source: "/test", Time: now},
+		contracts.TurnReceived{TenantID: n.DevTenant, SessionID: id, TurnID: turnID, Message: "hello", ReceivedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = n.DB.Tx(t.Context(), func(tx store.Querier) error {
+		turn := conversation.Turn{ID: turnID, TenantID: n.DevTenant, SessionID: id, Message: "hello", ReceivedAt: now}
+		if err := conversation.CreateTurn(t.Context(), tx, turn); err != nil {
+			return err
+		}
+		_, err := delivery.Emit(t.Context(), tx, n.Bus, ev)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	res := n.Do(t, gatewaytest.Call{Method: http.MethodPost, Path: "/v1/sessions/" + id + "/turns",
+		Header: http.Header{"Idempotency-Key": {"k1"}}, Body: map[string]string{"message": "hello"}})
+	if res.Status != http.StatusAccepted {
+		t.Fatalf("retry: status %d, want 202: %s", res.Status, res.Body)
+	}
+	stream, err := n.Bus.JetStream().Stream(t.Context(), contracts.StreamTurns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := stream.GetLastMsgForSubject(t.Context(), "praetor.turn.received.>")
+	if err != nil {
+		t.Fatalf("the retry answered 202, and the stream has no turn.received: %v", err)
+	}
+	if got := last.Header.Get("Nats-Msg-Id"); got != turnID {
+		t.Errorf("the stream's turn.received is %s, want the first attempt's %s", got, turnID)
 	}
 }
 

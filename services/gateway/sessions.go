@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
 
 	"github.com/praetorhq/praetor/internal/conversation"
@@ -535,6 +536,8 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, g.withHandoff(r.Context(), viewTurn(first)))
 			return
 		}
+		// The first attempt may have failed to publish it, or ended before.
+		g.publishUnsent(r.Context(), received)
 		turn = first
 	case err != nil:
 		g.internal(w, "post turn", err)
@@ -695,20 +698,59 @@ func (g *Gateway) publish(ctx context.Context, msgs []store.OutboxMessage, inOrd
 	// A client that hangs up does not cut a publish short.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
 	defer cancel()
-	behind := false
-	if inOrder {
-		unsent, err := store.UnsentOn(ctx, g.cfg.DB, msgs[0].Subject, msgs[0].EventID)
-		behind = unsent || err != nil
+	m := msgs[0]
+	if inOrder && g.behind(ctx, m.Subject, m.EventID) {
+		g.catchUp(ctx, m.Subject, m.EventID)
+		return
 	}
-	var err error
-	if behind {
-		err = g.cfg.Relay.CatchUp(ctx)
-	} else {
-		err = g.cfg.Relay.PublishCommitted(ctx, msgs)
+	if err := g.cfg.Relay.PublishCommitted(ctx, msgs); err != nil {
+		g.cfg.Logger.Warn("gateway: publishing a committed event failed; the outbox relay publishes it",
+			"subject", m.Subject, "event", m.EventID, "events", len(msgs), "error", err)
+		g.cfg.Relay.Kick()
 	}
+}
+
+// publishUnsent publishes ev if it is in the outbox unsent: the event of a
+// request retried with its Idempotency-Key, which the first attempt
+// committed but may not have published.
+func (g *Gateway) publishUnsent(ctx context.Context, ev event.Event) {
+	if g.cfg.Relay == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
+	defer cancel()
+	m, err := g.cfg.Bus.Encode(ctx, ev)
 	if err != nil {
-		g.cfg.Logger.Warn("gateway: publishing committed events failed; the outbox relay publishes them",
-			"events", len(msgs), "catch_up", behind, "error", err)
+		g.cfg.Logger.Warn("gateway: cannot encode a retried request's event to look it up in the outbox; the outbox relay publishes it",
+			"event", ev.ID(), "error", err)
+		g.cfg.Relay.Kick()
+		return
+	}
+	if g.behind(ctx, m.Subject, "") {
+		g.catchUp(ctx, m.Subject, ev.ID())
+	}
+}
+
+// behind reports whether an event on subject other than eventID is in the
+// outbox unsent; true when it cannot tell, as a catch-up is then the safe
+// way.
+func (g *Gateway) behind(ctx context.Context, subject, eventID string) bool {
+	unsent, err := store.UnsentOn(ctx, g.cfg.DB, subject, eventID)
+	if err != nil {
+		g.cfg.Logger.Warn("gateway: cannot tell whether an earlier event of the subject is unpublished; publishing the outbox in order",
+			"subject", subject, "event", eventID, "error", err)
+		return true
+	}
+	return unsent
+}
+
+// catchUp publishes every unsent event of the outbox, in order (eventID's
+// among them).
+func (g *Gateway) catchUp(ctx context.Context, subject, eventID string) {
+	if err := g.cfg.Relay.CatchUp(ctx); err != nil {
+		g.cfg.Logger.Warn("gateway: publishing the outbox in order, behind an unpublished event of the subject, failed or timed out "+
+			"(it may have waited for another catch-up); the outbox relay publishes it",
+			"subject", subject, "event", eventID, "error", err)
 		g.cfg.Relay.Kick()
 	}
 }
