@@ -33,6 +33,7 @@ type nodeFlags struct {
 	llmBaseURL      string
 	llmSeed         int
 	llmLatency      time.Duration
+	llmOmitPrompts  bool
 	enginesDirs     []string
 	ackWait         time.Duration
 	maxMessageBytes int
@@ -52,6 +53,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.StringVar(&f.llmBaseURL, 0, "llm-base-url", "", "OpenAI-compatible base URL (also OPENAI_BASE_URL); the key comes only from PRAETOR_LLM_API_KEY or OPENAI_API_KEY")
 	fs.IntVar(&f.llmSeed, 0, "llm-seed", 0, "seed of the offline provider")
 	fs.DurationVar(&f.llmLatency, 0, "llm-offline-latency", 0, "delay every offline answer by this much, to stand in for a model in load tests")
+	fs.BoolVar(&f.llmOmitPrompts, 0, "llm-omit-prompts", "leave the prompts out of the recorded LLM calls (llm.call.recorded keeps their hash and the answers; replay does not need them)")
 	fs.IntVar(&f.maxMessageBytes, 0, "max-message-bytes", 8<<10, "largest user message the gateway accepts, in bytes")
 	fs.DurationVar(&f.ackWait, 0, "ack-wait", 30*time.Second, "how long a consumer waits before redelivering an event whose process died")
 	fs.StringListVar(&f.enginesDirs, 0, "engines-dir", "directory of engine YAML files to load besides the shipped ones (repeatable)")
@@ -74,6 +76,7 @@ func (f *nodeFlags) apply(cfg *node.Config) error {
 		llmCfg.Seed = int64(f.llmSeed)
 	}
 	llmCfg.OfflineLatency = f.llmLatency
+	cfg.OmitLLMPrompts = f.llmOmitPrompts
 	cfg.AckWait = f.ackWait
 	cfg.LLM = llmCfg
 	cfg.Available = wiring.Services(wiring.Options{Gateway: func(g *gateway.Config) { g.MaxMessageBytes = f.maxMessageBytes }})

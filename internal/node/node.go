@@ -118,6 +118,12 @@ type Config struct {
 	Streams   StreamSettings
 	// LLM selects the model provider.
 	LLM provider.Config
+	// OmitLLMPrompts leaves the prompts out of the llm.call.recorded events,
+	// which keep their hash and the answers: the LLM stream is a fraction of
+	// its size and holds no second copy of the users' words. Replay does not
+	// need them (it rebuilds each prompt and checks it against the hash);
+	// an auditor who wants one rebuilds it the same way.
+	OmitLLMPrompts bool
 	// Engines and EngineRegistry are the engines the services run.
 	Engines        *engine.Catalog
 	EngineRegistry *engine.Registry
@@ -387,7 +393,8 @@ func newLLM(cfg Config, bus *events.Bus, reg prometheus.Registerer, log *slog.Lo
 	if err != nil {
 		return nil, nil, info, err
 	}
-	rec, err := record.NewRecorder(measured, bus, record.Config{Provider: info.Provider, Logger: log, Registerer: reg})
+	rec, err := record.NewRecorder(measured, bus, record.Config{Provider: info.Provider, Logger: log, Registerer: reg,
+		OmitRequest: cfg.OmitLLMPrompts})
 	if err != nil {
 		return nil, nil, info, err
 	}
