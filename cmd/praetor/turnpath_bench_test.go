@@ -50,7 +50,8 @@ import (
 // fast as 64 clients can (the gateway answers 202 at once, so the backlog
 // builds) and its turns/s is the throughput at saturation — its latencies are
 // queueing time and say little. Every mode also reports the process CPU and
-// heap allocations per turn over the timed turns (all services, the NATS
+// heap allocations per turn (count and kB) and the collector's cycles a
+// second over the timed turns (all services, the NATS
 // server and this client; not PostgreSQL's processes), the figures to watch
 // on a shared machine where wall-clock ones are noisy, and the bytes it
 // wrote to disk files per turn (SQLite's and NATS's: disk-kB/turn, Linux
@@ -320,6 +321,8 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		reportStages(b, sent, arrived, staged)
 	}
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(b.N), "allocs/turn")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/1024/float64(b.N), "alloc-kB/turn")
+	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC)/elapsed.Seconds(), "gc/s")
 	if diskOK {
 		b.ReportMetric(float64(disk1-disk0)/1024/float64(b.N), "disk-kB/turn")
 	}

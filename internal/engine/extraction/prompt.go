@@ -139,6 +139,7 @@ type currentValue struct {
 
 func buildRequest(in PromptInput, pp *promptParts) llm.Request {
 	var b strings.Builder
+	b.Grow(promptSize(in, pp)) // tens of kilobytes: grown by doubling, three times that
 	b.WriteString(pp.engine)
 	b.WriteString("<fields>\n")
 	for i, f := range in.Def.ExtractionSchema.Fields {
@@ -191,6 +192,24 @@ func anySlice[T any](xs []T) []any {
 		out[i] = xs[i]
 	}
 	return out
+}
+
+// promptSize is about the length of the prompt buildRequest writes: the
+// fixed parts, each field's line with room for a current value, and the
+// conversation's messages with room for their JSON.
+func promptSize(in PromptInput, pp *promptParts) int {
+	n := len(pp.engine) + len(pp.obligations) + len(in.Message) + 256
+	for _, f := range pp.fields {
+		n += len(f) + 96
+	}
+	for _, f := range pp.focus {
+		n += len(f)
+		break // one of them is written
+	}
+	for _, m := range in.History {
+		n += len(m.Content) + len(m.Role) + len(m.MessageID) + 64
+	}
+	return n
 }
 
 func block(b *strings.Builder, name string, items ...any) {

@@ -114,6 +114,12 @@ func TestPromptFromPartsIsTheWholePrompt(t *testing.T) {
 				if llm.Hash(want) != llm.Hash(got) {
 					t.Fatalf("focus %q: request hashes differ", focus)
 				}
+				// The builder is sized once: the estimate covers the prompt
+				// without reserving much more than it (a kilobyte of slack
+				// on the small prompts of the test engine).
+				if n, size := len(got.Messages[1].Content), promptSize(in, parts); size < n || size > n+n/2+1024 {
+					t.Errorf("focus %q: promptSize %d for a prompt of %d bytes, want %d to %d", focus, size, n, n, n+n/2+1024)
+				}
 			}
 		})
 	}
