@@ -398,6 +398,9 @@ func newLLM(cfg Config, bus *events.Bus, reg prometheus.Registerer, log *slog.Lo
 	if err != nil {
 		return nil, nil, info, err
 	}
+	if cfg.OmitLLMPrompts {
+		log.Info("llm calls are recorded without their prompts (--llm-omit-prompts): hashes and answers only")
+	}
 	return rec, base, info, nil
 }
 

@@ -195,19 +195,18 @@ func anySlice[T any](xs []T) []any {
 }
 
 // promptSize is about the length of the prompt buildRequest writes: the
-// fixed parts, each field's line with room for a current value, and the
-// conversation's messages with room for their JSON.
+// fixed parts, each field's line with its current value, the focus block,
+// and the conversation's messages, with room for their JSON and escapes.
 func promptSize(in PromptInput, pp *promptParts) int {
-	n := len(pp.engine) + len(pp.obligations) + len(in.Message) + 256
+	n := len(pp.engine) + len(pp.obligations) + len(pp.focus[in.Focus]) + len(in.Message) + 256
 	for _, f := range pp.fields {
-		n += len(f) + 96
+		n += len(f) + 48
 	}
-	for _, f := range pp.focus {
-		n += len(f)
-		break // one of them is written
+	for _, c := range in.Current.Fields {
+		n += len(c.Value) + len(c.Value)/4 + 48
 	}
 	for _, m := range in.History {
-		n += len(m.Content) + len(m.Role) + len(m.MessageID) + 64
+		n += len(m.Content) + len(m.Content)/8 + len(m.Role) + len(m.MessageID) + 64
 	}
 	return n
 }

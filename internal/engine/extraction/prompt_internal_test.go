@@ -85,8 +85,9 @@ func TestPromptFromPartsIsTheWholePrompt(t *testing.T) {
 	for _, def := range defs {
 		t.Run(def.EngineID, func(t *testing.T) {
 			parts := newPromptParts(def)
+			long := json.RawMessage(`["` + strings.Repeat("weekly orders from cafés, ", 12) + `"]`) // a later turn's value
 			values := []json.RawMessage{json.RawMessage(`"a <b> & c"`), json.RawMessage(`{"z": 1, "current": {"a": [1, 2.50]}}`),
-				json.RawMessage(`42`), json.RawMessage(`null`), json.RawMessage(`[ "x" , "y" ]`), json.RawMessage(`{bad`)}
+				json.RawMessage(`42`), json.RawMessage(`null`), json.RawMessage(`[ "x" , "y" ]`), json.RawMessage(`{bad`), long}
 			focuses := []string{"", "no-such-obligation"}
 			for _, o := range def.Obligations {
 				focuses = append(focuses, o.ID)
