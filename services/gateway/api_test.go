@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,8 +18,11 @@ import (
 	"github.com/praetorhq/praetor/internal/conversation"
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/internal/testenv"
+	"github.com/praetorhq/praetor/internal/wiring"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/pkg/events/eventstest"
 	"github.com/praetorhq/praetor/services/gateway"
 	"github.com/praetorhq/praetor/services/gateway/gatewaytest"
 )
@@ -457,6 +462,67 @@ func TestRetriedPostPublishesItsTurn(t *testing.T) {
 	}
 	if got := last.Header.Get("Nats-Msg-Id"); got != turnID {
 		t.Errorf("the stream's turn.received is %s, want the first attempt's %s", got, turnID)
+	}
+}
+
+// TestPostWhileNATSIsDown: a gateway whose connection to NATS is down
+// saves a posted turn and accepts it without waiting on a publish that
+// cannot succeed; the turn stays in the outbox for the relay.
+func TestPostWhileNATSIsDown(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}})
+	token := n.Tenant(t, "acme")
+	id := n.CreateSession(t, token, "project-discovery")
+	unlock, ok, err := n.DB.TryLock(t.Context(), "outbox-relay") // the node's relay publishes nothing
+	if err != nil || !ok {
+		t.Fatalf("take the relay's lock: %v, %v", ok, err)
+	}
+	defer unlock()
+
+	// A second gateway on the node's database, whose NATS server is gone.
+	srv := eventstest.StartServer(t)
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: contracts.Subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Shutdown()
+	relay, err := delivery.NewRelay(delivery.RelayConfig{DB: n.DB, Publisher: bus, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, reg, err := wiring.LoadEngines(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs testenv.Buffer
+	g, err := gateway.New(gateway.Config{DB: n.DB, Bus: bus, Relay: relay, Engines: cat, Registry: reg,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	g.Routes(mux)
+
+	req := httptest.NewRequest(http.MethodPost, "/v1/sessions/"+id+"/turns", strings.NewReader(`{"message":"hello"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, req)
+	if rec.Code != http.StatusAccepted {
+		t.Fatalf("post: status %d, want 202: %s", rec.Code, rec.Body)
+	}
+	var accepted gatewaytest.Turn
+	if err := json.Unmarshal(rec.Body.Bytes(), &accepted); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "NATS is not connected") {
+		t.Errorf("the gateway tried to publish without a connection; its log:\n%s", logs.String())
+	}
+	rows, err := store.Unsent(t.Context(), n.DB, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(rows, func(m store.OutboxMessage) bool { return m.EventID == accepted.TurnID }) {
+		t.Errorf("turn %s is not waiting in the outbox", accepted.TurnID)
 	}
 }
 

@@ -692,7 +692,7 @@ func (g *Gateway) listExtractions(w http.ResponseWriter, r *http.Request) {
 // passes; the request is answered all the same, as its events are saved,
 // and the session's next turn goes through a catch-up.
 func (g *Gateway) publish(ctx context.Context, msgs []store.OutboxMessage, inOrder bool) {
-	if g.cfg.Relay == nil || len(msgs) == 0 {
+	if g.cfg.Relay == nil || len(msgs) == 0 || !g.connected(msgs[0].EventID) {
 		return
 	}
 	// A client that hangs up does not cut a publish short.
@@ -714,7 +714,7 @@ func (g *Gateway) publish(ctx context.Context, msgs []store.OutboxMessage, inOrd
 // request retried with its Idempotency-Key, which the first attempt
 // committed but may not have published.
 func (g *Gateway) publishUnsent(ctx context.Context, ev event.Event) {
-	if g.cfg.Relay == nil {
+	if g.cfg.Relay == nil || !g.connected(ev.ID()) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), publishTimeout)
@@ -729,6 +729,21 @@ func (g *Gateway) publishUnsent(ctx context.Context, ev event.Event) {
 	if g.behind(ctx, m.Subject, "") {
 		g.catchUp(ctx, m.Subject, ev.ID())
 	}
+}
+
+// connected reports whether the bus is connected to NATS. While it is not
+// (an outage, a reconnection), a publish would only wait for its timeout:
+// the request is answered at once, and the relay publishes the event once
+// NATS is back, in order with the session's later ones (which catch up
+// behind it).
+func (g *Gateway) connected(eventID string) bool {
+	if g.cfg.Bus.Conn().IsConnected() {
+		return true
+	}
+	g.cfg.Logger.Warn("gateway: NATS is not connected; the outbox relay publishes the event once it is",
+		"event", eventID, "nats_status", g.cfg.Bus.Conn().Status().String())
+	g.cfg.Relay.Kick()
+	return false
 }
 
 // behind reports whether an event on subject other than eventID is in the
@@ -756,8 +771,8 @@ func (g *Gateway) catchUp(ctx context.Context, subject, eventID string) {
 }
 
 // publishTimeout bounds the wait for a publish before a request is
-// answered.
-const publishTimeout = 5 * time.Second
+// answered: an acknowledgement takes milliseconds.
+const publishTimeout = 2 * time.Second
 
 func (g *Gateway) internal(w http.ResponseWriter, what string, err error) {
 	g.cfg.Logger.Error("gateway request failed", "op", what, "error", err)
