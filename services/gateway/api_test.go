@@ -324,11 +324,7 @@ func TestPostedTurnIsInTheStream(t *testing.T) {
 	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}})
 	id := n.CreateSession(t, "", "project-discovery")
 	// Hold the outbox relay's lock: no relay pass can publish the turns.
-	unlock, ok, err := n.DB.TryLock(t.Context(), "outbox-relay")
-	if err != nil || !ok {
-		t.Fatalf("take the relay's lock: %v, %v", ok, err)
-	}
-	defer unlock()
+	holdRelay(t, n)
 	stream, err := n.Bus.JetStream().Stream(t.Context(), contracts.StreamTurns)
 	if err != nil {
 		t.Fatal(err)
@@ -358,31 +354,11 @@ func TestPostedTurnWaitsForAnEarlierUnpublishedOne(t *testing.T) {
 	t.Parallel()
 	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}})
 	id := n.CreateSession(t, "", "project-discovery")
-	unlock, ok, err := n.DB.TryLock(t.Context(), "outbox-relay") // no relay pass
-	if err != nil || !ok {
-		t.Fatalf("take the relay's lock: %v, %v", ok, err)
-	}
-	defer unlock()
+	holdRelay(t, n)
 
 	// The first turn: committed with its turn.received, never published.
-	now := time.Now().UTC()
 	first := "01a00000-0000-7000-8000-000000000001"
-	ev, err := contracts.NewEvent(contracts.Meta{ID: first, Source: "/test", Time: now},
-		contracts.TurnReceived{TenantID: n.DevTenant, SessionID: id, TurnID: first, Message: "first", ReceivedAt: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = n.DB.Tx(t.Context(), func(tx store.Querier) error {
-		turn := conversation.Turn{ID: first, TenantID: n.DevTenant, SessionID: id, Message: "first", ReceivedAt: now}
-		if err := conversation.CreateTurn(t.Context(), tx, turn); err != nil {
-			return err
-		}
-		_, err := delivery.Emit(t.Context(), tx, n.Bus, ev)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	commitUnpublishedTurn(t, n, id, first, "first")
 
 	res := n.Post(t, "/v1/sessions/"+id+"/turns", "", map[string]string{"message": "second"})
 	if res.Status != http.StatusAccepted {
@@ -422,30 +398,10 @@ func TestRetriedPostPublishesItsTurn(t *testing.T) {
 	t.Parallel()
 	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}})
 	id := n.CreateSession(t, "", "project-discovery")
-	unlock, ok, err := n.DB.TryLock(t.Context(), "outbox-relay") // no relay pass
-	if err != nil || !ok {
-		t.Fatalf("take the relay's lock: %v, %v", ok, err)
-	}
-	defer unlock()
+	holdRelay(t, n)
 
-	now := time.Now().UTC()
 	turnID := events.DeriveID(id, "turn/k1")
-	ev, err := contracts.NewEvent(contracts.Meta{ID: turnID, Source: "/test", Time: now},
-		contracts.TurnReceived{TenantID: n.DevTenant, SessionID: id, TurnID: turnID, Message: "hello", ReceivedAt: now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = n.DB.Tx(t.Context(), func(tx store.Querier) error {
-		turn := conversation.Turn{ID: turnID, TenantID: n.DevTenant, SessionID: id, Message: "hello", ReceivedAt: now}
-		if err := conversation.CreateTurn(t.Context(), tx, turn); err != nil {
-			return err
-		}
-		_, err := delivery.Emit(t.Context(), tx, n.Bus, ev)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	commitUnpublishedTurn(t, n, id, turnID, "hello")
 
 	res := n.Do(t, gatewaytest.Call{Method: http.MethodPost, Path: "/v1/sessions/" + id + "/turns",
 		Header: http.Header{"Idempotency-Key": {"k1"}}, Body: map[string]string{"message": "hello"}})
@@ -473,11 +429,7 @@ func TestPostWhileNATSIsDown(t *testing.T) {
 	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}})
 	token := n.Tenant(t, "acme")
 	id := n.CreateSession(t, token, "project-discovery")
-	unlock, ok, err := n.DB.TryLock(t.Context(), "outbox-relay") // the node's relay publishes nothing
-	if err != nil || !ok {
-		t.Fatalf("take the relay's lock: %v, %v", ok, err)
-	}
-	defer unlock()
+	holdRelay(t, n)
 
 	// A second gateway on the node's database, whose NATS server is gone.
 	srv := eventstest.StartServer(t)
@@ -523,6 +475,41 @@ func TestPostWhileNATSIsDown(t *testing.T) {
 	}
 	if !slices.ContainsFunc(rows, func(m store.OutboxMessage) bool { return m.EventID == accepted.TurnID }) {
 		t.Errorf("turn %s is not waiting in the outbox", accepted.TurnID)
+	}
+}
+
+// holdRelay takes the node's outbox relay lock until the test ends: no
+// relay pass publishes anything meanwhile.
+func holdRelay(t *testing.T, n *gatewaytest.Node) {
+	t.Helper()
+	unlock, ok, err := n.DB.TryLock(t.Context(), "outbox-relay")
+	if err != nil || !ok {
+		t.Fatalf("take the relay's lock: %v, %v", ok, err)
+	}
+	t.Cleanup(unlock)
+}
+
+// commitUnpublishedTurn records a turn of the dev tenant and its
+// turn.received in the outbox, as a post whose publish then failed leaves
+// them.
+func commitUnpublishedTurn(t *testing.T, n *gatewaytest.Node, sessionID, turnID, message string) {
+	t.Helper()
+	now := time.Now().UTC()
+	ev, err := contracts.NewEvent(contracts.Meta{ID: turnID, Source: "/test", Time: now},
+		contracts.TurnReceived{TenantID: n.DevTenant, SessionID: sessionID, TurnID: turnID, Message: message, ReceivedAt: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = n.DB.Tx(t.Context(), func(tx store.Querier) error {
+		turn := conversation.Turn{ID: turnID, TenantID: n.DevTenant, SessionID: sessionID, Message: message, ReceivedAt: now}
+		if err := conversation.CreateTurn(t.Context(), tx, turn); err != nil {
+			return err
+		}
+		_, err := delivery.Emit(t.Context(), tx, n.Bus, ev)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
