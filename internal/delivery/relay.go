@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -89,6 +91,10 @@ type Relay struct {
 	// published and not yet marked sent, with their subjects.
 	inflightMu sync.Mutex
 	inflight   map[string]string
+	// waiting is set when a pass left a message behind an event of its
+	// subject in flight: the next settle kicks a pass for it, instead of it
+	// waiting for the interval.
+	waiting atomic.Bool
 	// toMark are published event ids waiting to be marked sent; marking
 	// signals the marker.
 	toMark  []string
@@ -122,14 +128,17 @@ type refusal struct {
 func (r *Relay) toTry(rows []store.OutboxMessage, inFlight bool) []store.OutboxMessage {
 	now := r.cfg.Now()
 	todo := make([]store.OutboxMessage, 0, len(rows))
-	var busy map[string]bool // subjects with an event in flight
+	var (
+		flying map[string]string // event ids in flight, with their subjects
+		busy   map[string]bool   // subjects with an event in flight
+	)
 	if inFlight {
 		r.inflightMu.Lock()
-		for _, subject := range r.inflight {
-			if busy == nil {
-				busy = make(map[string]bool, len(r.inflight))
+		if len(r.inflight) > 0 {
+			flying, busy = maps.Clone(r.inflight), make(map[string]bool, len(r.inflight))
+			for _, subject := range r.inflight {
+				busy[subject] = true
 			}
-			busy[subject] = true
 		}
 		r.inflightMu.Unlock()
 	}
@@ -137,6 +146,9 @@ func (r *Relay) toTry(rows []store.OutboxMessage, inFlight bool) []store.OutboxM
 	defer r.refusalsMu.Unlock()
 	for _, row := range rows {
 		if busy[row.Subject] {
+			if _, self := flying[row.EventID]; !self {
+				r.waiting.Store(true) // settle kicks a pass for it
+			}
 			continue
 		}
 		if f, ok := r.refusals[row.EventID]; ok {
@@ -324,6 +336,9 @@ func (r *Relay) settle(ids []string) {
 		delete(r.inflight, id)
 	}
 	r.inflightMu.Unlock()
+	if r.waiting.Swap(false) {
+		r.Kick()
+	}
 }
 
 // markLoop marks the events PublishCommitted published, in batches: all that
