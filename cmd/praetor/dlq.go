@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +21,7 @@ import (
 func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	var natsURL, dataDir string
 	fs := ff.NewFlagSet("dlq").SetParent(parent)
-	fs.StringVar(&natsURL, 0, "nats-url", os.Getenv("NATS_URL"), "NATS server URL (NATS_URL); default: a local praetor dev")
-	fs.StringVar(&dataDir, 0, "data-dir", "./.praetor", "praetor dev data directory, opened when no server answers")
+	toolNATSFlags(fs, &natsURL, &dataDir)
 
 	var listFilter dlqFilter
 	listFlags := ff.NewFlagSet("list").SetParent(fs)

@@ -98,6 +98,13 @@ func toolConn(natsURL, dataDir string) (*nats.Conn, func(), error) {
 	return nc, func() { nc.Close(); srv.Shutdown() }, nil
 }
 
+// toolNATSFlags registers the flags that say where a tool finds NATS (see
+// toolConn).
+func toolNATSFlags(fs *ff.FlagSet, natsURL, dataDir *string) {
+	fs.StringVar(natsURL, 0, "nats-url", os.Getenv("NATS_URL"), "NATS server URL (NATS_URL); default: a local praetor dev")
+	fs.StringVar(dataDir, 0, "data-dir", "./.praetor", "praetor dev data directory, opened when no server answers")
+}
+
 // withToolBus runs fn with a bus on the NATS a tool reads (see toolConn),
 // and closes it after.
 func withToolBus(natsURL, dataDir string, fn func(*events.Bus) error) error {
@@ -126,8 +133,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs.StringListVar(&subjects, 0, "subject", "subject filter, repeatable (e.g. 'praetor.turn.*.acme.SESSION.*')")
 	fs.Uint64Var(&fromSeq, 0, "from-seq", 0, "start at this stream sequence")
 	fs.StringVar(&since, 0, "since", "", "start at this time: RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (1h)")
-	fs.StringVar(&natsURL, 0, "nats-url", os.Getenv("NATS_URL"), "NATS server URL (NATS_URL); default: a local praetor dev")
-	fs.StringVar(&dataDir, 0, "data-dir", "./.praetor", "praetor dev data directory, opened when no server answers")
+	toolNATSFlags(fs, &natsURL, &dataDir)
 	fs.StringVar(&session, 0, "session", "", "rebuild this session from its events and recorded model answers, and check its state hash")
 	fs.StringListVar(&enginesDirs, 0, "engines-dir", "engine directories the session's engine may come from (with --session)")
 	fs.StringVar(&workflowRun, 0, "workflow", "", "rebuild this workflow run from its events on PRAETOR_WORKFLOWS; print its state and hash")

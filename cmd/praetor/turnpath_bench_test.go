@@ -49,13 +49,13 @@ import (
 // that falls behind adds to the latency rather than hiding it); max posts as
 // fast as 64 clients can (the gateway answers 202 at once, so the backlog
 // builds) and its turns/s is the throughput at saturation — its latencies are
-// queueing time and say little. Every mode also reports the process CPU and
-// heap allocations per turn (count and kB) and the collector's cycles a
-// second over the timed turns (all services, the NATS
-// server and this client; not PostgreSQL's processes), the figures to watch
-// on a shared machine where wall-clock ones are noisy, and the bytes it
-// wrote to disk files per turn (SQLite's and NATS's: disk-kB/turn, Linux
-// only). The postgres variants need DATABASE_URL.
+// queueing time and say little. Every mode also reports, over the timed
+// turns, the process CPU and heap allocations per turn (count and kB) and
+// the collector's cycles a second (all services, the NATS server and this
+// client; not PostgreSQL's processes), the figures to watch on a shared
+// machine where wall-clock ones are noisy, and the bytes it wrote to disk
+// files per turn (SQLite's and NATS's: disk-kB/turn, Linux only). The
+// postgres variants need DATABASE_URL.
 func BenchmarkTurnPath(b *testing.B) {
 	for _, st := range []string{"sqlite", "postgres"} {
 		for _, mode := range []string{"paced100", "paced300", "paced500", "max"} {

@@ -42,11 +42,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/praetorhq/praetor/pkg/events"
-
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/pkg/events"
 )
 
 // Bus is what the gateway needs of the event bus: encoding events for the

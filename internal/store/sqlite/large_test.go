@@ -7,6 +7,7 @@ import (
 
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/internal/store/sqlite"
+	"github.com/praetorhq/praetor/internal/store/storetest"
 )
 
 // TestLargeStoredForm checks what a store.Large becomes in the file: JSON
@@ -20,14 +21,7 @@ func TestLargeStoredForm(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := `{"history":[` + strings.Repeat(`{"role":"user","content":"we bake bread"},`, 300) + `{}]}`
-	noise := make([]byte, 4096)
-	x := uint32(2463534242)
-	for i := range noise {
-		x ^= x << 13
-		x ^= x >> 17
-		x ^= x << 5
-		noise[i] = byte(x)
-	}
+	noise := storetest.Incompressible(4096)
 	for _, tc := range []struct {
 		k       string
 		v       store.Large

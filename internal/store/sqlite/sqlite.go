@@ -477,9 +477,9 @@ const timeLayout = "2006-01-02 15:04:05.000000-07:00"
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
 
 // convertArgs returns args with times written as timeLayout text and
-// store.Large and store.LargeBytes values compressed (see largeArg). The driver would write times
-// itself, but with as many fractional digits as each time has, in its own
-// zone: text that sorts wrongly.
+// store.Large and store.LargeBytes values compressed (see largeArg). The
+// driver would write times itself, but with as many fractional digits as
+// each time has, in its own zone: text that sorts wrongly.
 func convertArgs(args []any) ([]any, error) {
 	var out []any
 	for i, a := range args {
@@ -501,9 +501,10 @@ func convertArgs(args []any) ([]any, error) {
 	return out, nil
 }
 
-// arg converts a store.Large, store.LargeBytes or a time argument (time.Time, *time.Time, or
-// a driver.Valuer such as sql.NullTime that yields one); ok is false for any
-// other argument, which goes to the driver as it is.
+// arg converts a store.Large, a store.LargeBytes or a time argument
+// (time.Time, *time.Time, or a driver.Valuer such as sql.NullTime that
+// yields one); ok is false for any other argument, which goes to the driver
+// as it is.
 func arg(a any) (v any, ok bool, err error) {
 	switch t := a.(type) {
 	case store.Large:

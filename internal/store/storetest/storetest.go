@@ -429,14 +429,7 @@ func RunLarge(t *testing.T, db store.DB, table string) {
 		fmt.Fprintf(&doc, `{"role": "user", "content": "turn %d: we sell bread to cafés \"à la\" carte"}, `, i)
 	}
 	doc.WriteString(`{}]}`)
-	noise := make([]byte, 6000) // incompressible: a xorshift stream
-	x := uint64(88172645463325252)
-	for i := range noise {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		noise[i] = byte(x)
-	}
+	noise := Incompressible(6000)
 	zeros := make([]byte, 8000)
 	zeros[0], zeros[7999] = 0xff, 0xfe
 	for _, tc := range []struct {
@@ -501,6 +494,19 @@ func RunLarge(t *testing.T, db store.DB, table string) {
 			sameLarge(t, tc.col, got(), tc.v)
 		})
 	}
+}
+
+// Incompressible returns n bytes no compressor shrinks: a xorshift stream.
+func Incompressible(n int) []byte {
+	b := make([]byte, n)
+	x := uint64(88172645463325252)
+	for i := range b {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		b[i] = byte(x)
+	}
+	return b
 }
 
 // sameLarge checks a Large read back: byte for byte, but for JSON, which

@@ -13,10 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/praetorhq/praetor/pkg/events"
-
 	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/internal/wiring"
+	"github.com/praetorhq/praetor/pkg/events"
 
 	"github.com/praetorhq/praetor/internal/engine/builtin"
 	"github.com/praetorhq/praetor/internal/llm/provider"
