@@ -1,45 +1,47 @@
 // Package tokenizer counts tokens as OpenAI's models do, with tiktoken
-// encodings loaded from ranks embedded in the binary (no network, ever).
+// encodings whose ranks are embedded in the binary (no network, ever).
 //
-// One Tokenizer exists per encoding in a process, and it remembers counts:
-// prompts and contexts repeat most of their text from one turn to the next,
-// and tiktoken-go spends microseconds a token. With cl100k_base (the
-// default) text is counted by chunks of lines whose counts add up exactly to
-// the whole text's; with the other encodings whole texts are remembered.
+// One Tokenizer exists per encoding in a process. It holds its vocabulary in
+// flat arrays the garbage collector never traces (see bpe), and it remembers
+// counts: prompts and contexts repeat most of their text from one turn to
+// the next. With cl100k_base (the default) text is counted by chunks of
+// lines whose counts add up exactly to the whole text's; with the other
+// encodings whole texts are remembered. The counts are remembered by a
+// 128-bit digest of the text, not the text, so the memory is pointer-free
+// too.
 package tokenizer
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 	"sync"
-
-	"github.com/pkoukk/tiktoken-go"
-	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 )
 
 // Default is the encoding used when none is named.
 const Default = "cl100k_base"
 
-// maxCachedBytes bounds the text a Tokenizer remembers; past it, it starts
-// afresh.
-const maxCachedBytes = 16 << 20
+// maxCached bounds the counts a Tokenizer remembers (about 40 bytes each);
+// past it, it starts afresh.
+const maxCached = 1 << 18
 
 // Tokenizer counts and truncates text in one encoding. It is safe for
 // concurrent use.
 type Tokenizer struct {
-	enc      *tiktoken.Tiktoken
+	bpe      *bpe
 	encoding string
 	chunked  bool
 
+	seeds  [2]maphash.Seed
 	mu     sync.Mutex
-	counts map[string]int
-	bytes  int
+	counts map[digest]int32
 }
 
-var (
-	loaderOnce sync.Once
-	instances  sync.Map // encoding → func() (*Tokenizer, error)
-)
+// digest names a text in the cache: two independent 64-bit hashes, so that
+// two texts of a process sharing one is not a concern.
+type digest [2]uint64
+
+var instances sync.Map // encoding → func() (*Tokenizer, error)
 
 // New returns the process's tokenizer of an encoding (cl100k_base,
 // o200k_base, p50k_base, r50k_base); "" means Default.
@@ -47,15 +49,17 @@ func New(encoding string) (*Tokenizer, error) {
 	if encoding == "" {
 		encoding = Default
 	}
+	if _, known := encodings[encoding]; !known {
+		// Refused before it is kept: any string could be asked for.
+		return nil, fmt.Errorf("tokenizer: unknown encoding %q (known: cl100k_base, o200k_base, p50k_base, r50k_base)", encoding)
+	}
 	load, _ := instances.LoadOrStore(encoding, sync.OnceValues(func() (*Tokenizer, error) {
-		// tiktoken-go's loader is a package global; the embedded one
-		// replaces the default, which would download the ranks.
-		loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) })
-		enc, err := tiktoken.GetEncoding(encoding)
+		b, err := loadBPE(encoding)
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer %s: %w", encoding, err)
+			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
-		return &Tokenizer{enc: enc, encoding: encoding, chunked: encoding == "cl100k_base", counts: map[string]int{}}, nil
+		return &Tokenizer{bpe: b, encoding: encoding, chunked: encoding == "cl100k_base",
+			seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, counts: map[digest]int32{}}, nil
 	}))
 	return load.(func() (*Tokenizer, error))()
 }
@@ -75,8 +79,8 @@ func (t *Tokenizer) Count(text string) int {
 	var missed []string
 	t.mu.Lock()
 	forChunks(text, func(c string) {
-		if k, ok := t.counts[c]; ok {
-			n += k
+		if k, ok := t.counts[t.digest(c)]; ok {
+			n += int(k)
 		} else {
 			missed = append(missed, c)
 		}
@@ -88,29 +92,29 @@ func (t *Tokenizer) Count(text string) int {
 	return n
 }
 
+func (t *Tokenizer) digest(text string) digest {
+	return digest{maphash.String(t.seeds[0], text), maphash.String(t.seeds[1], text)}
+}
+
 func (t *Tokenizer) countCached(text string) int {
 	if text == "" {
 		return 0
 	}
+	d := t.digest(text)
 	t.mu.Lock()
-	n, ok := t.counts[text]
+	n, ok := t.counts[d]
 	t.mu.Unlock()
 	if ok {
-		return n
+		return int(n)
 	}
-	n = len(t.enc.EncodeOrdinary(text))
+	n = int32(t.bpe.count(text))
 	t.mu.Lock()
-	if _, ok := t.counts[text]; !ok { // another goroutine may have counted it meanwhile
-		if t.bytes+len(text) > maxCachedBytes {
-			t.counts, t.bytes = map[string]int{}, 0
-		}
-		// A copy: text is often a chunk of a whole prompt, which the key
-		// would otherwise keep alive.
-		t.counts[strings.Clone(text)] = n
-		t.bytes += len(text)
+	if len(t.counts) >= maxCached {
+		clear(t.counts)
 	}
+	t.counts[d] = n
 	t.mu.Unlock()
-	return n
+	return int(n)
 }
 
 // Truncate returns the longest prefix of text within max tokens, and
@@ -120,11 +124,11 @@ func (t *Tokenizer) Truncate(text string, max int) (string, bool) {
 	if max <= 0 {
 		return "", text != ""
 	}
-	toks := t.enc.EncodeOrdinary(text)
+	toks := t.bpe.encode(text)
 	if len(toks) <= max {
 		return text, false
 	}
-	return strings.ToValidUTF8(t.enc.Decode(toks[:max]), ""), true
+	return strings.ToValidUTF8(string(t.bpe.decode(toks[:max])), ""), true
 }
 
 // splitChunks cuts text right after the last line break of every run of

@@ -1,10 +1,10 @@
 package tokenizer
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"unsafe"
 )
 
 func TestCount(t *testing.T) {
@@ -23,6 +23,9 @@ func TestCount(t *testing.T) {
 	}
 	if _, err := New("nope"); err == nil {
 		t.Error("an unknown encoding was accepted")
+	}
+	if _, kept := instances.Load("nope"); kept {
+		t.Error("an unknown encoding stayed in the instances")
 	}
 }
 
@@ -43,7 +46,7 @@ func TestTruncate(t *testing.T) {
 func TestConcurrentCounts(t *testing.T) {
 	tok, _ := New("")
 	text := strings.Repeat("a line of text, with words\n", 50)
-	want := len(tok.enc.EncodeOrdinary(text))
+	want := len(tok.bpe.encode(text))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
@@ -70,34 +73,29 @@ func FuzzChunkedCountIsExact(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		whole := len(tok.enc.EncodeOrdinary(s))
+		whole := len(tok.bpe.encode(s))
 		if got := tok.Count(s); got != whole {
 			t.Fatalf("chunked count %d, whole count %d for %q (chunks %q)", got, whole, s, splitChunks(s))
 		}
 	})
 }
 
-// The cache's keys are copies: a chunk of a prompt, kept as a key, would
-// keep the whole prompt alive, and the cache's byte bound, which counts the
-// chunks, would not bound the memory it holds.
-func TestCacheKeepsNoPrompt(t *testing.T) {
-	tok, _ := New("")
-	prompt := strings.Repeat("x", 10) + "\n" + "a chunk no other test counts, " + strings.Repeat("y", 4096) + "\n"
-	tok.Count(prompt)
-	start := uintptr(unsafe.Pointer(unsafe.StringData(prompt)))
-	end := start + uintptr(len(prompt))
-	tok.mu.Lock()
-	defer tok.mu.Unlock()
-	found := 0
-	for k := range tok.counts {
-		if strings.Contains(prompt, k) && len(k) > 10 {
-			found++
-		}
-		if p := uintptr(unsafe.Pointer(unsafe.StringData(k))); len(k) > 0 && p >= start && p < end {
-			t.Fatalf("cache key %.20q... points into the prompt", k)
-		}
+// The cache is bounded: past maxCached counts it starts afresh.
+func TestCacheIsBounded(t *testing.T) {
+	tok, err := New("p50k_base") // whole texts are cached: one entry a call
+	if err != nil {
+		t.Fatal(err)
 	}
-	if found == 0 {
-		t.Fatal("the prompt's chunks are not in the cache")
+	for i := range maxCached + 10 {
+		tok.Count(strconv.Itoa(i))
+	}
+	tok.mu.Lock()
+	n := len(tok.counts)
+	tok.mu.Unlock()
+	if n == 0 || n > maxCached {
+		t.Fatalf("the cache holds %d counts, want 1..%d", n, maxCached)
+	}
+	if got := tok.Count("12345"); got != 2 {
+		t.Fatalf("Count(12345) after the cache started afresh = %d, want 2", got)
 	}
 }
