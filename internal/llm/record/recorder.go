@@ -3,6 +3,7 @@ package record
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -112,8 +113,11 @@ type Recorder struct {
 	cfg      Config
 	failures prometheus.Counter
 
-	mu     sync.Mutex
-	counts map[string]int // tenant/scope/hash -> calls so far
+	mu sync.Mutex
+	// counts holds the calls so far by SHA-256 of tenant/scope/hash: a
+	// fixed-size key, so the map holds no pointers and the collector does
+	// not mark its (up to MaxTracked) entries at every cycle.
+	counts map[[sha256.Size]byte]int
 }
 
 var _ llm.Client = (*Recorder)(nil)
@@ -144,7 +148,7 @@ func NewRecorder(next llm.Client, pub Publisher, cfg Config) (*Recorder, error) 
 			failures = existing
 		}
 	}
-	return &Recorder{next: next, pub: pub, cfg: cfg, failures: failures, counts: map[string]int{}}, nil
+	return &Recorder{next: next, pub: pub, cfg: cfg, failures: failures, counts: map[[sha256.Size]byte]int{}}, nil
 }
 
 // Owner returns the tenant and scope a request is recorded under.
@@ -247,12 +251,13 @@ func (r *Recorder) eventID(tenant, scope, hash, callID string) string {
 		return uuid.NewSHA1(idSpace, []byte("call\x00"+tenant+"\x00"+scope+"\x00"+callID)).String()
 	}
 	key := tenant + "\x00" + scope + "\x00" + hash
+	sum := sha256.Sum256([]byte(key))
 	r.mu.Lock()
 	if len(r.counts) >= r.cfg.MaxTracked {
 		clear(r.counts)
 	}
-	n := r.counts[key]
-	r.counts[key] = n + 1
+	n := r.counts[sum]
+	r.counts[sum] = n + 1
 	r.mu.Unlock()
 	return uuid.NewSHA1(idSpace, []byte("hash\x00"+key+"\x00"+strconv.Itoa(n))).String()
 }
