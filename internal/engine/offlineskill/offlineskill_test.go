@@ -241,6 +241,15 @@ func TestReplySkill(t *testing.T) {
 					{Role: engine.RoleAssistant, Turn: 1, Content: "When do you need it, and is there a hard deadline?"}}
 			},
 			want: "Let me ask that another way. Even a rough answer helps: the timeline or deadline is known — what can you tell me?"},
+		{name: "only the last reply counts as asked", phase: "CONSTRAINTS", techniques: nil,
+			next: "timeline_known", msg: "hmm",
+			setup: func(m *engine.WorkingMemory) {
+				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "hi"},
+					{Role: engine.RoleAssistant, Turn: 1, Content: "When do you need it, and is there a hard deadline?"},
+					{Role: engine.RoleUser, Turn: 2, Content: "soon"},
+					{Role: engine.RoleAssistant, Turn: 2, Content: "Who will use it?"}}
+			},
+			want: "When do you need it, and is there a hard deadline?"},
 		{name: "nothing left", phase: "VALIDATION", techniques: nil, next: "", msg: "done",
 			want: "I think we have covered everything we need. Is there anything you would like to add or change?"},
 	}

@@ -45,7 +45,7 @@ var (
 	blendLineRe = regexp.MustCompile(`(?m)^Mode blend: ([a-z]+) `)
 	techLineRe  = regexp.MustCompile(`(?m)^- [^\[\n]+ \[([a-z_]+)\]: `)
 	knownLineRe = regexp.MustCompile(`^- [a-z0-9_.]+ \(([^)]+)\): (.+) \[confidence [0-9.]+, turns [0-9,]+\]$`)
-	lastReplyRe = regexp.MustCompile(`(?m)^\[turn \d+\] assistant: (.+)$`)
+	lastReplyRe = regexp.MustCompile(`^\[turn \d+\] assistant: (.+)$`)
 )
 
 // ErrNotReplyPrompt is returned for a request the runner did not build.
@@ -97,12 +97,28 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 			p.Known = append(p.Known, m[1]+": "+plainValue(m[2]))
 		}
 	}
-	hist := section(sys, contextasm.HeaderHistory)
-	if ms := lastReplyRe.FindAllStringSubmatch(hist, -1); len(ms) > 0 {
-		p.LastReply = ms[len(ms)-1][1]
-	}
+	p.LastReply = lastReply(section(sys, contextasm.HeaderHistory))
 	p.Handoff = parseHandoff(section(sys, handoff.Title))
 	return p, nil
+}
+
+// lastReply returns the text of the history's last assistant line. It reads
+// the lines from the end: the history grows with the conversation, and only
+// its last reply is wanted.
+func lastReply(hist string) string {
+	for hist != "" {
+		i := strings.LastIndexByte(hist, '\n')
+		line := hist[i+1:]
+		if i < 0 {
+			hist = ""
+		} else {
+			hist = hist[:i]
+		}
+		if m := lastReplyRe.FindStringSubmatch(line); m != nil {
+			return m[1]
+		}
+	}
+	return ""
 }
 
 var (
