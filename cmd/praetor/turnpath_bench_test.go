@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -51,11 +52,21 @@ import (
 // builds) and its turns/s is the throughput at saturation — its latencies are
 // queueing time and say little. Every mode also reports, over the timed
 // turns, the process CPU and heap allocations per turn (count and kB) and
-// the collector's cycles a second (all services, the NATS server and this
-// client; not PostgreSQL's processes), the figures to watch on a shared
-// machine where wall-clock ones are noisy, and the bytes it wrote to disk
-// files per turn (SQLite's and NATS's: disk-kB/turn, Linux only). The
-// postgres variants need DATABASE_URL.
+// the collector's cycles a second and CPU of marking per cycle
+// (mark-cpu-ms/gc: it grows with the live heap's pointers) — all services,
+// the NATS server and this client; not PostgreSQL's processes — the figures
+// to watch on a shared machine where wall-clock ones are noisy, and the
+// bytes it wrote to disk files per turn (SQLite's and NATS's: disk-kB/turn,
+// Linux only). The postgres variants need DATABASE_URL.
+//
+// A run of 3000 turns lasts seconds, before the process reaches its steady
+// state: the NATS server keeps each stream's per-subject state and its
+// duplicate window (2 minutes of message ids) in memory, and the collector
+// marks it all at every cycle. For steady-state figures run longer, over
+// more sessions (PRAETOR_BENCH_SESSIONS, so that conversations stay at a
+// realistic length):
+//
+//	PRAETOR_BENCH_SESSIONS=2500 go test -run '^$' -bench 'TurnPath/sqlite/paced500' -benchtime 90000x ./cmd/praetor/
 func BenchmarkTurnPath(b *testing.B) {
 	for _, st := range []string{"sqlite", "postgres"} {
 		for _, mode := range []string{"paced100", "paced300", "paced500", "max"} {
@@ -262,6 +273,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	runtime.GC()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
+	mark0 := gcMarkCPU()
 	cpu0 := processCPU(b)
 	disk0, diskOK := diskWritten()
 
@@ -295,6 +307,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	cpu := processCPU(b) - cpu0
 	disk1, _ := diskWritten()
 	runtime.ReadMemStats(&ms1)
+	mark := gcMarkCPU() - mark0
 	mu.Lock()
 	defer mu.Unlock()
 	last := start
@@ -323,10 +336,30 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(b.N), "allocs/turn")
 	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/1024/float64(b.N), "alloc-kB/turn")
 	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC)/elapsed.Seconds(), "gc/s")
+	if cycles := ms1.NumGC - ms0.NumGC; cycles > 0 {
+		b.ReportMetric(mark.Seconds()*1000/float64(cycles), "mark-cpu-ms/gc")
+	}
 	if diskOK {
 		b.ReportMetric(float64(disk1-disk0)/1024/float64(b.N), "disk-kB/turn")
 	}
 	b.ReportMetric(float64(gc.Percent), "gogc")
+}
+
+// gcMarkCPU returns the CPU time the collector's mark phase has taken, by
+// its background workers and by the goroutines made to assist it (not the
+// idle-time marking, which takes no CPU from anything else). Per cycle it
+// grows with the pointers of the live heap, and it is what a cycle takes
+// from the turns: the figure to watch when the live heap changes.
+func gcMarkCPU() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/mark/dedicated:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/assist:cpu-seconds"}}
+	metrics.Read(s)
+	var total float64
+	for _, x := range s {
+		if x.Value.Kind() == metrics.KindFloat64 {
+			total += x.Value.Float64()
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // diskWritten returns the bytes the process has written to files on block
