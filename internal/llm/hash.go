@@ -37,7 +37,12 @@ type canonicalSchema struct {
 // CanonicalJSON is the form of req that Hash digests: the fields that decide
 // the answer, with the schema re-encoded with sorted keys and no spaces, so
 // equal requests give equal bytes. Recorders keep it as the request.
-func CanonicalJSON(req Request) []byte {
+func CanonicalJSON(req Request) []byte { return AppendCanonicalJSON(nil, req) }
+
+// AppendCanonicalJSON appends CanonicalJSON(req) to dst and returns the
+// extended buffer: a caller encoding a prompt of tens of kilobytes for every
+// call reuses one buffer instead of allocating one a call.
+func AppendCanonicalJSON(dst []byte, req Request) []byte {
 	c := canonicalRequest{
 		V:         canonicalVersion,
 		Model:     req.Model,
@@ -61,13 +66,16 @@ func CanonicalJSON(req Request) []byte {
 	if req.Schema != nil {
 		c.Schema = &canonicalSchema{Name: req.Schema.Name, JSON: canonicalSchemaJSON(req.Schema.JSON)}
 	}
-	b, err := json.Marshal(c)
-	if err != nil {
+	// An Encoder writes what Marshal returns, and a newline, into the
+	// caller's buffer.
+	buf := bytes.NewBuffer(dst)
+	if err := json.NewEncoder(buf).Encode(c); err != nil {
 		// Every field is a string, a finite number, a bool or JSON that
-		// canonicalJSONValue has checked: Marshal cannot fail.
+		// canonicalJSONValue has checked: encoding cannot fail.
 		panic("llm: canonical request: " + err.Error())
 	}
-	return b
+	out := buf.Bytes()
+	return out[:len(out)-1]
 }
 
 // Hash identifies a request by what it asks: the SHA-256, in hex, of

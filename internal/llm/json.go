@@ -169,17 +169,24 @@ func ValidateJSON(schema json.RawMessage, doc []byte) error {
 }
 
 // schemas caches compiled schemas by their text. Schemas come from code and
-// engine files, a bounded set, so the cache needs no eviction.
-var schemas sync.Map // string -> *jsonschema.Schema
+// engine files, a bounded set, so the cache needs no eviction. (A map
+// indexed with string(raw) looks up without copying the schema, which a
+// sync.Map key would, at every call.)
+var schemas struct {
+	sync.RWMutex
+	m map[string]*jsonschema.Schema
+}
 
 // schemaURL is where a compiled schema says it lives; an in-memory name, so
 // nothing is read from disk or network.
 const schemaURL = "mem:///answer.schema.json"
 
 func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
-	key := string(raw)
-	if s, ok := schemas.Load(key); ok {
-		return s.(*jsonschema.Schema), nil
+	schemas.RLock()
+	s, ok := schemas.m[string(raw)]
+	schemas.RUnlock()
+	if ok {
+		return s, nil
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -191,11 +198,16 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 	if err := c.AddResource(schemaURL, doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}
-	s, err := c.Compile(schemaURL)
+	s, err = c.Compile(schemaURL)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}
-	schemas.Store(key, s)
+	schemas.Lock()
+	if schemas.m == nil {
+		schemas.m = map[string]*jsonschema.Schema{}
+	}
+	schemas.m[string(raw)] = s
+	schemas.Unlock()
 	return s, nil
 }
 

@@ -355,3 +355,21 @@ func TestAPIErrorMessage(t *testing.T) {
 		t.Error("IsRetryable misreads the error")
 	}
 }
+
+// A schema compiled before is found without copying its text: the look-up
+// runs at every call.
+func TestCompiledSchemaLookUpAllocatesNothing(t *testing.T) {
+	raw := json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
+	first, err := compileSchema(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if s, err := compileSchema(raw); err != nil || s != first {
+			t.Fatalf("compileSchema = %p, %v; want the cached %p", s, err, first)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a cached schema's look-up allocates %.0f times, want 0", allocs)
+	}
+}

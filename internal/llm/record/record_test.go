@@ -1,7 +1,9 @@
 package record
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -486,5 +488,37 @@ func TestOwnerFromContext(t *testing.T) {
 	}
 	if _, err := rp.Complete(ctx, req); err != nil {
 		t.Fatalf("replay under the owner: %v", err)
+	}
+}
+
+// Each record keeps its own request, byte for byte, after later calls: the
+// canonical form is encoded into a reused buffer, which a record must never
+// share.
+func TestRecordsKeepTheirRequests(t *testing.T) {
+	t.Parallel()
+	pub := &memPublisher{}
+	rec := newRecorder(t, &model{}, pub, Config{})
+	var reqs []llm.Request
+	for i := range 20 {
+		req := ask("acme", "s1", fmt.Sprintf("message %d %s", i, strings.Repeat("x", 100*(20-i))))
+		reqs = append(reqs, req)
+		if _, err := rec.Complete(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := pub.published()
+	if len(evs) != len(reqs) {
+		t.Fatalf("published %d records, want %d", len(evs), len(reqs))
+	}
+	for i, ev := range evs {
+		var got struct {
+			Request json.RawMessage `json:"request"`
+		}
+		if err := json.Unmarshal(ev.Data(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if want := llm.CanonicalJSON(reqs[i]); !bytes.Equal(got.Request, want) {
+			t.Fatalf("record %d holds request %.80s..., want %.80s...", i, got.Request, want)
+		}
 	}
 }

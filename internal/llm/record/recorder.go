@@ -171,7 +171,16 @@ func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if !contracts.ValidToken(tenant) || !contracts.ValidToken(scope) {
 		return nil, fmt.Errorf("%w: tenant %q and scope %q must be 1-128 characters of [A-Za-z0-9_-]", ErrInvalidOwner, tenant, scope)
 	}
-	canonical := llm.CanonicalJSON(req)
+	// The canonical request, tens of kilobytes a call, is encoded into a
+	// reused buffer: publish copies what it keeps.
+	buf := canonicalBufs.Get().(*[]byte)
+	canonical := llm.AppendCanonicalJSON((*buf)[:0], req)
+	defer func() {
+		if cap(canonical) <= maxPooledCanonical {
+			*buf = canonical[:0]
+			canonicalBufs.Put(buf)
+		}
+	}()
 	hash := llm.HashCanonical(canonical)
 	resp, callErr := r.next.Complete(ctx, req)
 	if callErr != nil && ctx.Err() != nil {
@@ -220,6 +229,12 @@ func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	}
 	return resp, callErr
 }
+
+// canonicalBufs holds buffers for canonical requests (*[]byte); one larger
+// than maxPooledCanonical goes to the collector instead.
+var canonicalBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledCanonical = 1 << 20
 
 func (r *Recorder) publish(ctx context.Context, rec contracts.LLMCallRecorded, id string) error {
 	// The request, tens of kilobytes of prompt, is already compact JSON
