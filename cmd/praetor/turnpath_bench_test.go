@@ -44,20 +44,21 @@ import (
 //
 //	go test -run '^$' -bench TurnPath -benchtime 3000x ./cmd/praetor/
 //
-// The load is open loop over 250 sessions, after one warm-up turn per
-// session: pacedN posts N turns/s on a fixed schedule, each from its own
-// goroutine, and reports p50/p99 measured from the scheduled time (a client
-// that falls behind adds to the latency rather than hiding it); max posts as
-// fast as 64 clients can (the gateway answers 202 at once, so the backlog
-// builds) and its turns/s is the throughput at saturation — its latencies are
-// queueing time and say little. Every mode also reports, over the timed
-// turns, the process CPU and heap allocations per turn (count and kB) and
-// the collector's cycles a second and CPU of marking per cycle
-// (mark-cpu-ms/gc: it grows with the live heap's pointers) — all services,
-// the NATS server and this client; not PostgreSQL's processes — the figures
-// to watch on a shared machine where wall-clock ones are noisy, and the
-// bytes it wrote to disk files per turn (SQLite's and NATS's: disk-kB/turn,
-// Linux only). The postgres variants need DATABASE_URL.
+// The load is open loop over 250 sessions (or PRAETOR_BENCH_SESSIONS), after
+// one warm-up turn per session: pacedN posts N turns/s on a fixed schedule,
+// each from its own goroutine, and reports p50/p99 measured from the
+// scheduled time (a client that falls behind adds to the latency rather than
+// hiding it); max posts as fast as 64 clients can (the gateway answers 202
+// at once, so the backlog builds) and its turns/s is the throughput at
+// saturation — its latencies are queueing time and say little. Every mode
+// also reports, over the timed turns, the process CPU and heap allocations
+// per turn (count and kB) and the collector's cycles a second and CPU of
+// marking per cycle (mark-cpu-ms/gc: it grows with the live heap's pointers)
+// — all services, the NATS server and this client; not PostgreSQL's
+// processes — the figures to watch on a shared machine where wall-clock ones
+// are noisy, and the bytes it wrote to disk files per turn (SQLite's and
+// NATS's: disk-kB/turn, Linux only). The postgres variants need
+// DATABASE_URL.
 //
 // A run of 3000 turns lasts seconds, before the process reaches its steady
 // state: the NATS server keeps each stream's per-subject state and its
@@ -66,7 +67,7 @@ import (
 // more sessions (PRAETOR_BENCH_SESSIONS, so that conversations stay at a
 // realistic length):
 //
-//	PRAETOR_BENCH_SESSIONS=2500 go test -run '^$' -bench 'TurnPath/sqlite/paced500' -benchtime 90000x ./cmd/praetor/
+//	PRAETOR_BENCH_SESSIONS=5000 go test -run '^$' -bench 'TurnPath/sqlite/paced500' -benchtime 60000x ./cmd/praetor/
 func BenchmarkTurnPath(b *testing.B) {
 	for _, st := range []string{"sqlite", "postgres"} {
 		for _, mode := range []string{"paced100", "paced300", "paced500", "max"} {
@@ -204,7 +205,17 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		}
 		return json.NewDecoder(resp.Body).Decode(out)
 	}
-	const sessions = 250
+	// PRAETOR_BENCH_SESSIONS sets the number of sessions (default 250): a
+	// run of N turns gives each session about N/sessions turns, and later
+	// turns of a conversation carry more history.
+	sessions := 250
+	if v := os.Getenv("PRAETOR_BENCH_SESSIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("PRAETOR_BENCH_SESSIONS=%q: want a positive number", v)
+		}
+		sessions = n
+	}
 	ids := make([]string, sessions)
 	for i := range ids {
 		var s struct {
@@ -345,9 +356,10 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	b.ReportMetric(float64(gc.Percent), "gogc")
 }
 
-// gcMarkCPU returns the CPU time the collector's mark phase has taken, by
-// its background workers and by the goroutines made to assist it (not the
-// idle-time marking, which takes no CPU from anything else). Per cycle it
+// gcMarkCPU returns the runtime's estimate of the CPU time its mark phase
+// has taken (the time its workers, dedicated and fractional, and the
+// goroutines made to assist held a P; not the idle-time marking, which takes
+// nothing from anyone), or 0 where the runtime has no such metrics. Per cycle it
 // grows with the pointers of the live heap, and it is what a cycle takes
 // from the turns: the figure to watch when the live heap changes.
 func gcMarkCPU() time.Duration {
