@@ -122,3 +122,28 @@ func TestHashStable(t *testing.T) {
 		t.Fatal("Hash is not a function of its input")
 	}
 }
+
+// Recorded hashes digest this exact form: HTML characters and the line and
+// paragraph separators escaped as encoding/json.Marshal escapes them, in
+// messages and schemas alike; AppendCanonicalJSON appends the same bytes.
+func TestCanonicalJSONEscapesAsMarshal(t *testing.T) {
+	t.Parallel()
+	req := Request{
+		Model: "m",
+		Messages: []Message{{Role: System, Content: "<fields>\na & b > c\u2028d\u2029</fields>"},
+			{Role: User, Content: "é \x7f"}},
+		Schema:    &Schema{Name: "x<y", JSON: []byte(`{"type":"object","description":"a <b> & c` + "\u2028" + `"}`)},
+		MaxTokens: 8,
+		Purpose:   "extraction",
+	}
+	want := `{"v":1,"model":"m","messages":[{"role":"system","content":"\u003cfields\u003e\na \u0026 b \u003e c\u2028d\u2029\u003c/fields\u003e"},` +
+		`{"role":"user","content":"é ` + "\x7f" + `"}],"json":true,` +
+		`"schema":{"name":"x\u003cy","json":{"description":"a \u003cb\u003e \u0026 c\u2028","type":"object"}},"max_tokens":8,"purpose":"extraction"}`
+	if got := string(CanonicalJSON(req)); got != want {
+		t.Fatalf("CanonicalJSON =\n%s\nwant\n%s", got, want)
+	}
+	dst := append(make([]byte, 0, 64), "prefix"...)
+	if got := string(AppendCanonicalJSON(dst, req)); got != "prefix"+want {
+		t.Fatalf("AppendCanonicalJSON(prefix) =\n%s\nwant prefix then\n%s", got, want)
+	}
+}

@@ -168,14 +168,16 @@ func ValidateJSON(schema json.RawMessage, doc []byte) error {
 	return nil
 }
 
-// schemas caches compiled schemas by their text. Schemas come from code and
-// engine files, a bounded set, so the cache needs no eviction. (A map
-// indexed with string(raw) looks up without copying the schema, which a
-// sync.Map key would, at every call.)
+// schemas caches compiled schemas by their text: those of code and engine
+// files, and one per workflow task output list (llmagent), so it starts
+// afresh past maxCompiledSchemas. (A map indexed with string(raw) looks up
+// without copying the schema, which a sync.Map key would, at every call.)
 var schemas struct {
 	sync.RWMutex
 	m map[string]*jsonschema.Schema
 }
+
+const maxCompiledSchemas = 1024
 
 // schemaURL is where a compiled schema says it lives; an in-memory name, so
 // nothing is read from disk or network.
@@ -203,7 +205,7 @@ func compileSchema(raw json.RawMessage) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, err)
 	}
 	schemas.Lock()
-	if schemas.m == nil {
+	if schemas.m == nil || len(schemas.m) >= maxCompiledSchemas {
 		schemas.m = map[string]*jsonschema.Schema{}
 	}
 	schemas.m[string(raw)] = s
