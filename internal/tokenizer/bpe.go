@@ -170,7 +170,8 @@ func (b *bpe) rank(tok []byte) (int, bool) {
 
 // pieces calls f with each pre-token of text, as tiktoken cuts it: the
 // pattern runs over the text's runes (an invalid byte becomes U+FFFD), and
-// each piece is the UTF-8 of its runes.
+// each piece is the UTF-8 of its runes, in a buffer reused for the next
+// piece (f must not keep it).
 func (b *bpe) pieces(text string, f func(piece []byte)) {
 	runes := []rune(text)
 	var buf []byte

@@ -34,12 +34,12 @@ type Tokenizer struct {
 
 	seeds  [2]maphash.Seed
 	mu     sync.Mutex
-	counts map[digest]int32
+	counts map[textKey]int32
 }
 
-// digest names a text in the cache: two independent 64-bit hashes, so that
-// two texts of a process sharing one is not a concern.
-type digest [2]uint64
+// textKey names a text in the cache: two independent 64-bit hashes, so
+// that two texts of a process sharing one is not a concern.
+type textKey [2]uint64
 
 var instances sync.Map // encoding → func() (*Tokenizer, error)
 
@@ -59,7 +59,7 @@ func New(encoding string) (*Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 		return &Tokenizer{bpe: b, encoding: encoding, chunked: encoding == "cl100k_base",
-			seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, counts: map[digest]int32{}}, nil
+			seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}, counts: map[textKey]int32{}}, nil
 	}))
 	return load.(func() (*Tokenizer, error))()
 }
@@ -79,7 +79,7 @@ func (t *Tokenizer) Count(text string) int {
 	var missed []string
 	t.mu.Lock()
 	forChunks(text, func(c string) {
-		if k, ok := t.counts[t.digest(c)]; ok {
+		if k, ok := t.counts[t.key(c)]; ok {
 			n += int(k)
 		} else {
 			missed = append(missed, c)
@@ -92,15 +92,15 @@ func (t *Tokenizer) Count(text string) int {
 	return n
 }
 
-func (t *Tokenizer) digest(text string) digest {
-	return digest{maphash.String(t.seeds[0], text), maphash.String(t.seeds[1], text)}
+func (t *Tokenizer) key(text string) textKey {
+	return textKey{maphash.String(t.seeds[0], text), maphash.String(t.seeds[1], text)}
 }
 
 func (t *Tokenizer) countCached(text string) int {
 	if text == "" {
 		return 0
 	}
-	d := t.digest(text)
+	d := t.key(text)
 	t.mu.Lock()
 	n, ok := t.counts[d]
 	t.mu.Unlock()
