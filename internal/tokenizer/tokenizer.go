@@ -14,6 +14,8 @@ package tokenizer
 import (
 	"fmt"
 	"hash/maphash"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -51,7 +53,8 @@ func New(encoding string) (*Tokenizer, error) {
 	}
 	if _, known := encodings[encoding]; !known {
 		// Refused before it is kept: any string could be asked for.
-		return nil, fmt.Errorf("tokenizer: unknown encoding %q (known: cl100k_base, o200k_base, p50k_base, r50k_base)", encoding)
+		return nil, fmt.Errorf("tokenizer: unknown encoding %q (known: %s)", encoding,
+			strings.Join(slices.Sorted(maps.Keys(encodings)), ", "))
 	}
 	load, _ := instances.LoadOrStore(encoding, sync.OnceValues(func() (*Tokenizer, error) {
 		b, err := loadBPE(encoding)

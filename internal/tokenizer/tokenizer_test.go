@@ -21,8 +21,8 @@ func TestCount(t *testing.T) {
 	if again, _ := New("cl100k_base"); again != tok {
 		t.Error("New gave a second tokenizer for the same encoding")
 	}
-	if _, err := New("nope"); err == nil {
-		t.Error("an unknown encoding was accepted")
+	if _, err := New("nope"); err == nil || !strings.Contains(err.Error(), "known: cl100k_base, o200k_base, p50k_base, r50k_base") {
+		t.Errorf("New(nope) = %v, want an error naming the known encodings", err)
 	}
 	if _, kept := instances.Load("nope"); kept {
 		t.Error("an unknown encoding stayed in the instances")
