@@ -84,6 +84,7 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 	}{
 		{[]string{"dev", "--http-addr", "nowhere"}, nil, "--http-addr (PRAETOR_HTTP_ADDR)"},
 		{[]string{"dev", "--partitions", "5000"}, nil, "--partitions (PRAETOR_PARTITIONS)"},
+		{[]string{"dev", "--stream-compression", "zstd"}, nil, `--stream-compression (PRAETOR_STREAM_COMPRESSION): "zstd": want s2 or none`},
 		{[]string{"dev"}, []string{"PRAETOR_LOG_LEVEL=loud"}, "--log-level (PRAETOR_LOG_LEVEL)"},
 		{[]string{"dev", "--llm-provider", "magic"}, nil, "PRAETOR_LLM_PROVIDER"},
 		{[]string{"serve", "--services", "x"}, []string{"NATS_URL=", "DATABASE_URL="}, "NATS_URL"},

@@ -8,14 +8,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/praetorhq/praetor/internal/wiring"
-	"github.com/praetorhq/praetor/services/gateway"
-
 	"github.com/peterbourgon/ff/v4"
 
 	"github.com/praetorhq/praetor/internal/gctune"
 	"github.com/praetorhq/praetor/internal/llm/provider"
 	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/internal/wiring"
+	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/services/gateway"
 )
 
 // nodeFlags are the settings praetor dev and praetor serve share.
@@ -26,6 +26,7 @@ type nodeFlags struct {
 	maxAge          time.Duration
 	replicas        int
 	duplicates      time.Duration
+	compression     string
 	drainTimeout    time.Duration
 	outboxKeep      time.Duration
 	llmProvider     string
@@ -46,6 +47,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.DurationVar(&f.maxAge, 0, "stream-max-age", 0, "how long streams keep events (0: forever, the audit log)")
 	fs.IntVar(&f.replicas, 0, "stream-replicas", 1, "replicas of each stream in a NATS cluster")
 	fs.DurationVar(&f.duplicates, 0, "duplicate-window", 2*time.Minute, "window in which a republished event id is dropped")
+	fs.StringVar(&f.compression, 0, "stream-compression", events.CompressionS2, "how streams store full message blocks: s2 (compressed: the LLM stream takes ~1/15 of the disk) or none")
 	fs.DurationVar(&f.drainTimeout, 0, "drain-timeout", 30*time.Second, "how long a stop waits for in-flight events")
 	fs.DurationVar(&f.outboxKeep, 0, "outbox-keep", time.Hour, "how long published events stay in the outbox table before they are pruned (0: the default; negative: forever; the stream keeps them regardless)")
 	fs.StringVar(&f.llmProvider, 0, "llm-provider", "", "auto, openai or offline (auto: openai when an API key is set, else offline)")
@@ -62,7 +64,8 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 func (f *nodeFlags) apply(cfg *node.Config) error {
 	cfg.HTTPAddr = f.httpAddr
 	cfg.Services = splitList(f.services)
-	cfg.Streams = node.StreamSettings{MaxAge: f.maxAge, Replicas: f.replicas, Partitions: f.partitions, Duplicates: f.duplicates}
+	cfg.Streams = node.StreamSettings{MaxAge: f.maxAge, Replicas: f.replicas, Partitions: f.partitions, Duplicates: f.duplicates,
+		Compression: f.compression}
 	cfg.DrainTimeout = f.drainTimeout
 	cfg.OutboxKeep = f.outboxKeep
 	llmCfg, err := provider.FromEnv(os.LookupEnv)

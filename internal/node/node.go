@@ -94,6 +94,11 @@ type StreamSettings struct {
 	Partitions int
 	// Duplicates is the deduplication window. Default: 2m.
 	Duplicates time.Duration
+	// Compression stores full message blocks compressed: events.CompressionS2
+	// (the default; consecutive LLM records share most of their prompts, and
+	// the LLM stream takes about a fifteenth of the disk) or
+	// events.CompressionNone.
+	Compression string
 }
 
 // Config configures a node.
@@ -153,6 +158,7 @@ func (c Config) withDefaults() Config {
 	c.Streams.Replicas = cmp.Or(c.Streams.Replicas, 1)
 	c.Streams.Partitions = cmp.Or(c.Streams.Partitions, 16)
 	c.Streams.Duplicates = cmp.Or(c.Streams.Duplicates, 2*time.Minute)
+	c.Streams.Compression = cmp.Or(c.Streams.Compression, events.CompressionS2)
 	if c.Dev && len(c.Services) == 0 {
 		for name := range c.Available {
 			c.Services = append(c.Services, name)
@@ -211,6 +217,9 @@ func (c Config) validate() error {
 		if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
 			bad("nats-listen", "%q is not host:port (%v)", c.NATSListen, err)
 		}
+	}
+	if cp := c.Streams.Compression; cp != "" && cp != events.CompressionS2 && cp != events.CompressionNone {
+		bad("stream-compression", "%q: want %s or %s", cp, events.CompressionS2, events.CompressionNone)
 	}
 	for _, s := range c.Services {
 		if _, ok := c.Available[s]; !ok {
@@ -527,6 +536,7 @@ func Provision(ctx context.Context, bus *events.Bus, s StreamSettings) error {
 	for _, def := range contracts.Streams() {
 		sc := events.StreamConfig{
 			Name: def.Name, Subjects: def.Subjects, MaxAge: s.MaxAge, Replicas: s.Replicas, Duplicates: s.Duplicates,
+			Compression: s.Compression,
 		}
 		if def.Ordered {
 			sc.Partitions = s.Partitions
@@ -535,5 +545,6 @@ func Provision(ctx context.Context, bus *events.Bus, s StreamSettings) error {
 			return err
 		}
 	}
-	return bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{Replicas: s.Replicas, Duplicates: s.Duplicates})
+	return bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{Replicas: s.Replicas, Duplicates: s.Duplicates,
+		Compression: s.Compression})
 }

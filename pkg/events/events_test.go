@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -390,4 +392,98 @@ func dlqBus(t *testing.T, stream events.StreamConfig) (*events.Bus, eventstest.T
 		t.Fatal(err)
 	}
 	return bus, topic
+}
+
+// A stream is provisioned with the compression asked for, changed in place
+// when another is asked for, and an unknown one is refused by name; events
+// read back from a compressed stream are the events published, across a full
+// (so compressed) message block.
+func TestStreamCompression(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc := eventstest.Connect(t, srv)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(nc, events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	sc := events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}, Compression: events.CompressionS2}
+
+	if err := bus.EnsureStream(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compression := func() jetstream.StoreCompression {
+		s, err := js.Stream(ctx, topic.Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.CachedInfo().Config.Compression
+	}
+	if got := compression(); got != jetstream.S2Compression {
+		t.Fatalf("stream compression %v, want s2", got)
+	}
+
+	// Past one 8 MB block of compressible events: the first block is
+	// compressed on disk, and reading it decompresses it.
+	const n = 1200
+	body := strings.Repeat("the same prompt again and again, ", 300) // ~10 kB
+	for i := range n {
+		ev := eventstest.NewEvent(fmt.Sprintf("e%d", i), "k", i)
+		if err := ev.SetData(event.ApplicationJSON, []byte(fmt.Sprintf(`{"i":%d,"text":%q}`, i, body))); err != nil {
+			t.Fatal(err)
+		}
+		if err := bus.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The server compresses a full block in the background.
+	blocks, _ := filepath.Glob(filepath.Join(dir, "*", "*", "streams", topic.Stream, "msgs", "1.blk"))
+	if len(blocks) != 1 {
+		t.Fatalf("the stream's first block is not where expected under %s: %v", dir, blocks)
+	}
+	var size int64
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if fi, err := os.Stat(blocks[0]); err == nil {
+			if size = fi.Size(); size < 1<<20 {
+				break
+			}
+		}
+	}
+	if size >= 1<<20 {
+		t.Fatalf("the full first block takes %d bytes on disk, want it compressed (< 1 MiB)", size)
+	}
+	s, err := js.Stream(ctx, topic.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range []uint64{1, n / 2, n} {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("message %d: %v", seq, err)
+		}
+		if want := fmt.Sprintf(`{"i":%d,"text":%q}`, seq-1, body); string(m.Data) != want {
+			t.Fatalf("message %d reads back as %.60q..., want %.60q...", seq, m.Data, want)
+		}
+	}
+
+	sc.Compression = events.CompressionNone
+	if err := bus.EnsureStream(ctx, sc); err != nil {
+		t.Fatal(err)
+	}
+	if got := compression(); got != jetstream.NoCompression {
+		t.Fatalf("stream compression after asking for none: %v", got)
+	}
+	sc.Compression = "zstd"
+	if err := bus.EnsureStream(ctx, sc); err == nil || !strings.Contains(err.Error(), `compression "zstd"`) {
+		t.Fatalf("EnsureStream with compression zstd: %v, want a refusal naming it", err)
+	}
 }

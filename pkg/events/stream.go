@@ -51,7 +51,18 @@ type StreamConfig struct {
 	// MaxBytes bounds the stream's size; the oldest events go first.
 	// Default: -1, unlimited.
 	MaxBytes int64
+	// Compression is how the server stores the stream's message blocks once
+	// they are full: CompressionS2, or CompressionNone (the default, also
+	// ""). Readers see the same events either way; a change applies to the
+	// blocks written after it.
+	Compression string
 }
+
+// Stream compressions (StreamConfig.Compression).
+const (
+	CompressionNone = "none"
+	CompressionS2   = "s2"
+)
 
 // WithDefaults returns c with every unset field at its default.
 func (c StreamConfig) WithDefaults() StreamConfig {
@@ -73,6 +84,8 @@ func (c StreamConfig) validate() error {
 		return fmt.Errorf("events: stream %s: replicas %d must be within [1, 5]", c.Name, c.Replicas)
 	case c.Duplicates < 0 || c.MaxAge < 0:
 		return fmt.Errorf("events: stream %s: durations must not be negative", c.Name)
+	case c.Compression != "" && c.Compression != CompressionNone && c.Compression != CompressionS2:
+		return fmt.Errorf("events: stream %s: compression %q: want %s or %s", c.Name, c.Compression, CompressionS2, CompressionNone)
 	}
 	if c.Partitions > 0 {
 		if len(c.Subjects) != 1 {
@@ -130,6 +143,9 @@ func (b *Bus) EnsureStream(ctx context.Context, c StreamConfig) error {
 	}
 	if c.Memory {
 		sc.Storage = jetstream.MemoryStorage
+	}
+	if c.Compression == CompressionS2 {
+		sc.Compression = jetstream.S2Compression
 	}
 	if c.Partitions > 0 {
 		sc.SubjectTransform, _ = partitionTransform(c.Subjects[0], c.Partitions)
