@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/praetorhq/praetor/internal/testenv"
 )
 
@@ -58,6 +61,21 @@ func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(p.Output(), "offline") {
 		t.Errorf("the log does not say the offline provider is in use")
+	}
+	// The streams are provisioned with the default settings.
+	nc, err := nats.Connect("nats://" + natsAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := js.Stream(t.Context(), "PRAETOR_LLM"); err != nil {
+		t.Errorf("the LLM stream: %v", err)
+	} else if got := s.CachedInfo().Config.Compression; got != jetstream.S2Compression {
+		t.Errorf("the LLM stream's compression is %v, want s2 (--stream-compression's default)", got)
 	}
 
 	if err := p.Signal(syscall.SIGTERM); err != nil {

@@ -390,14 +390,19 @@ func checkSchema(ctx context.Context, db store.DB, migrate bool) error {
 	return nil
 }
 
-// provisionMissing creates the catalog streams the server lacks, leaving
-// the existing ones (and their partition counts) as they are.
+// provisionMissing creates the streams the server lacks (catalog and
+// dead-letter), with the defaults of praetor serve, leaving the existing ones
+// (their partitions, replicas, compression...) as they are.
 func provisionMissing(ctx context.Context, bus *events.Bus) error {
+	missing := func(name string) bool {
+		_, err := bus.JetStream().Stream(ctx, name)
+		return err != nil
+	}
 	for _, def := range contracts.Streams() {
-		if _, err := bus.JetStream().Stream(ctx, def.Name); err == nil {
+		if !missing(def.Name) {
 			continue
 		}
-		sc := events.StreamConfig{Name: def.Name, Subjects: def.Subjects}
+		sc := events.StreamConfig{Name: def.Name, Subjects: def.Subjects, Compression: events.CompressionS2}
 		if def.Ordered {
 			sc.Partitions = 16
 		}
@@ -405,7 +410,10 @@ func provisionMissing(ctx context.Context, bus *events.Bus) error {
 			return err
 		}
 	}
-	return bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{})
+	if !missing(events.DeadLetterStream) && !missing(events.AdvisoryStream) {
+		return nil
+	}
+	return bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{Compression: events.CompressionS2})
 }
 
 // flushOutbox publishes what the outbox holds, so the run's events are on

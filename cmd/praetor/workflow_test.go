@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/pkg/events"
 )
@@ -248,5 +250,48 @@ func TestWorkflowHelp(t *testing.T) {
 		if !strings.Contains(string(out), flag) {
 			t.Errorf("workflow run --help lacks %s", flag)
 		}
+	}
+}
+
+// A workflow command provisions the streams it lacks, compressed as praetor
+// serve would, and leaves the ones that exist as an operator set them: the
+// dead-letter streams above all, which it used to reset to defaults.
+func TestProvisionMissingKeepsExistingStreams(t *testing.T) {
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	bus, err := events.New(nc, events.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{Duplicates: 5 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := provisionMissing(ctx, bus); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]time.Duration{events.DeadLetterStream: 5 * time.Minute, events.AdvisoryStream: 5 * time.Minute} {
+		s, err := bus.JetStream().Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CachedInfo().Config.Duplicates; got != want {
+			t.Errorf("%s: duplicate window %v after provisioning, want the operator's %v", name, got, want)
+		}
+	}
+	s, err := bus.JetStream().Stream(ctx, "PRAETOR_TURNS")
+	if err != nil {
+		t.Fatalf("the turns stream was not created: %v", err)
+	}
+	if got := s.CachedInfo().Config.Compression; got != jetstream.S2Compression {
+		t.Errorf("a created stream's compression is %v, want s2", got)
 	}
 }

@@ -95,9 +95,9 @@ type StreamSettings struct {
 	// Duplicates is the deduplication window. Default: 2m.
 	Duplicates time.Duration
 	// Compression stores full message blocks compressed: events.CompressionS2
-	// (the default; consecutive LLM records share most of their prompts, and
-	// the LLM stream takes about a fifteenth of the disk) or
-	// events.CompressionNone.
+	// (Config's default; consecutive LLM records share most of their
+	// prompts, and the LLM stream takes about a fifteenth of the disk) or
+	// events.CompressionNone ("" in a StreamSettings given to Provision).
 	Compression string
 }
 

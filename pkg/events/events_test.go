@@ -394,10 +394,10 @@ func dlqBus(t *testing.T, stream events.StreamConfig) (*events.Bus, eventstest.T
 	return bus, topic
 }
 
-// A stream is provisioned with the compression asked for, changed in place
-// when another is asked for, and an unknown one is refused by name; events
-// read back from a compressed stream are the events published, across a full
-// (so compressed) message block.
+// A stream is provisioned with the compression asked for, its full blocks
+// are compressed on disk, and its events read back as published, from the
+// disk after a restart; another compression changes the stream's config, and
+// an unknown one is refused by name.
 func TestStreamCompression(t *testing.T) {
 	dir := t.TempDir()
 	srv, err := events.StartServer(events.ServerConfig{StoreDir: dir})
@@ -461,6 +461,22 @@ func TestStreamCompression(t *testing.T) {
 	if size >= 1<<20 {
 		t.Fatalf("the full first block takes %d bytes on disk, want it compressed (< 1 MiB)", size)
 	}
+	// After a restart every event comes from the disk, the compressed
+	// block decompressed.
+	nc.Close()
+	srv.Shutdown()
+	srv, err = events.StartServer(events.ServerConfig{StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc = eventstest.Connect(t, srv)
+	if bus, err = events.New(nc, events.Config{Subject: topic.Route}); err != nil {
+		t.Fatal(err)
+	}
+	if js, err = jetstream.New(nc); err != nil {
+		t.Fatal(err)
+	}
 	s, err := js.Stream(ctx, topic.Stream)
 	if err != nil {
 		t.Fatal(err)
@@ -475,6 +491,8 @@ func TestStreamCompression(t *testing.T) {
 		}
 	}
 
+	// The setting changes in the stream's config at once (the server's store
+	// takes it at its next start).
 	sc.Compression = events.CompressionNone
 	if err := bus.EnsureStream(ctx, sc); err != nil {
 		t.Fatal(err)

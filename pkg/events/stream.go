@@ -53,8 +53,10 @@ type StreamConfig struct {
 	MaxBytes int64
 	// Compression is how the server stores the stream's message blocks once
 	// they are full: CompressionS2, or CompressionNone (the default, also
-	// ""). Readers see the same events either way; a change applies to the
-	// blocks written after it.
+	// ""). Readers see the same events either way. The server applies a
+	// change to an existing stream from its next start, to the blocks filled
+	// after it (nats-server reads the setting when it opens a stream's store);
+	// EnsureStream logs a warning saying so.
 	Compression string
 }
 
@@ -155,6 +157,12 @@ func (b *Bus) EnsureStream(ctx context.Context, c StreamConfig) error {
 		if got := partitionsOf(have); got != c.Partitions {
 			return fmt.Errorf("events: stream %s has %d partitions and the config asks for %d: "+
 				"changing it would reorder keys in flight; drain the stream's consumers and recreate it", c.Name, got, c.Partitions)
+		}
+		if have.Compression != sc.Compression && have.Storage == jetstream.FileStorage {
+			// The server takes the new setting at once but its store reads
+			// it only when it opens the stream: at the server's next start.
+			b.cfg.Logger.Warn("stream compression changes when the NATS server next starts; blocks already written stay as they are",
+				"stream", c.Name, "from", have.Compression.String(), "to", sc.Compression.String())
 		}
 		if have.Storage != sc.Storage {
 			// Storage cannot change in place; keep what exists.
