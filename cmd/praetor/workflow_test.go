@@ -13,6 +13,7 @@ import (
 
 	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/pkg/events/eventstest"
 )
 
 // killProject is a project whose tasks a -> slow -> c run a command agent
@@ -257,16 +258,7 @@ func TestWorkflowHelp(t *testing.T) {
 // serve would, and leaves the ones that exist as an operator set them: the
 // dead-letter streams above all, which it used to reset to defaults.
 func TestProvisionMissingKeepsExistingStreams(t *testing.T) {
-	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := eventstest.Connect(t, eventstest.StartServer(t))
 	bus, err := events.New(nc, events.Config{})
 	if err != nil {
 		t.Fatal(err)
