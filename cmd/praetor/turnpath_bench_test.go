@@ -54,11 +54,11 @@ import (
 // also reports, over the timed turns, the process CPU and heap allocations
 // per turn (count and kB) and the collector's cycles a second and CPU of
 // marking per cycle (mark-cpu-ms/gc: it grows with the live heap's pointers)
-// — all services, the NATS server and this client; not PostgreSQL's
-// processes — the figures to watch on a shared machine where wall-clock ones
-// are noisy, and the bytes it wrote to disk files per turn (SQLite's and
-// NATS's: disk-kB/turn, Linux only). The postgres variants need
-// DATABASE_URL.
+// and the live heap at the last cycle (live-MB) — all services, the NATS
+// server and this client; not PostgreSQL's processes — the figures to watch
+// on a shared machine where wall-clock ones are noisy, and the bytes it
+// wrote to disk files per turn (SQLite's and NATS's: disk-kB/turn, Linux
+// only). The postgres variants need DATABASE_URL.
 //
 // A run of 3000 turns lasts seconds, before the process reaches its steady
 // state: the NATS server keeps each stream's per-subject state and its
@@ -349,6 +349,10 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	b.ReportMetric(float64(ms1.NumGC-ms0.NumGC)/elapsed.Seconds(), "gc/s")
 	if cycles := ms1.NumGC - ms0.NumGC; cycles > 0 {
 		b.ReportMetric(mark.Seconds()*1000/float64(cycles), "mark-cpu-ms/gc")
+	}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	if metrics.Read(live); live[0].Value.Kind() == metrics.KindUint64 {
+		b.ReportMetric(float64(live[0].Value.Uint64())/(1<<20), "live-MB")
 	}
 	if diskOK {
 		b.ReportMetric(float64(disk1-disk0)/1024/float64(b.N), "disk-kB/turn")
