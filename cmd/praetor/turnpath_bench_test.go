@@ -362,10 +362,11 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 
 // gcMarkCPU returns the runtime's estimate of the CPU time its mark phase
 // has taken (the time its workers, dedicated and fractional, and the
-// goroutines made to assist held a P; not the idle-time marking, which takes
-// nothing from anyone), or 0 where the runtime has no such metrics. Per cycle it
-// grows with the pointers of the live heap, and it is what a cycle takes
-// from the turns: the figure to watch when the live heap changes.
+// goroutines made to assist held a P; not the idle-time marking, which
+// takes nothing from anyone), or 0 where the runtime has no such metrics.
+// Per cycle it grows with the pointers of the live heap, and it is what a
+// cycle takes from the turns: the figure to watch when the live heap
+// changes.
 func gcMarkCPU() time.Duration {
 	s := []metrics.Sample{{Name: "/cpu/classes/gc/mark/dedicated:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/assist:cpu-seconds"}}
 	metrics.Read(s)

@@ -218,8 +218,8 @@ func (c Config) validate() error {
 			bad("nats-listen", "%q is not host:port (%v)", c.NATSListen, err)
 		}
 	}
-	if cp := c.Streams.Compression; cp != "" && cp != events.CompressionS2 && cp != events.CompressionNone {
-		bad("stream-compression", "%q: want %s or %s", cp, events.CompressionS2, events.CompressionNone)
+	if err := events.CheckCompression(c.Streams.Compression); err != nil {
+		bad("stream-compression", "%v", err)
 	}
 	for _, s := range c.Services {
 		if _, ok := c.Available[s]; !ok {

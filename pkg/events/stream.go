@@ -66,6 +66,16 @@ const (
 	CompressionS2   = "s2"
 )
 
+// CheckCompression returns an error naming a value that is not a stream
+// compression ("" is: the default, none).
+func CheckCompression(c string) error {
+	switch c {
+	case "", CompressionNone, CompressionS2:
+		return nil
+	}
+	return fmt.Errorf("%q: want %s or %s", c, CompressionS2, CompressionNone)
+}
+
 // WithDefaults returns c with every unset field at its default.
 func (c StreamConfig) WithDefaults() StreamConfig {
 	c.Duplicates = cmp.Or(c.Duplicates, 2*time.Minute)
@@ -86,8 +96,9 @@ func (c StreamConfig) validate() error {
 		return fmt.Errorf("events: stream %s: replicas %d must be within [1, 5]", c.Name, c.Replicas)
 	case c.Duplicates < 0 || c.MaxAge < 0:
 		return fmt.Errorf("events: stream %s: durations must not be negative", c.Name)
-	case c.Compression != "" && c.Compression != CompressionNone && c.Compression != CompressionS2:
-		return fmt.Errorf("events: stream %s: compression %q: want %s or %s", c.Name, c.Compression, CompressionS2, CompressionNone)
+	}
+	if err := CheckCompression(c.Compression); err != nil {
+		return fmt.Errorf("events: stream %s: compression %w", c.Name, err)
 	}
 	if c.Partitions > 0 {
 		if len(c.Subjects) != 1 {

@@ -108,15 +108,10 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 func lastReply(hist string) string {
 	for hist != "" {
 		i := strings.LastIndexByte(hist, '\n')
-		line := hist[i+1:]
-		if i < 0 {
-			hist = ""
-		} else {
-			hist = hist[:i]
-		}
-		if m := lastReplyRe.FindStringSubmatch(line); m != nil {
+		if m := lastReplyRe.FindStringSubmatch(hist[i+1:]); m != nil {
 			return m[1]
 		}
+		hist = hist[:max(i, 0)]
 	}
 	return ""
 }
