@@ -872,3 +872,102 @@ func TestRelayServesKicksWhileAMessageIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// markCounter counts the statements that mark outbox messages sent.
+type markCounter struct {
+	store.DB
+	marks atomic.Int64
+}
+
+func (m *markCounter) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	if strings.HasPrefix(sql, "UPDATE outbox SET sent_at") {
+		m.marks.Add(1)
+	}
+	return m.DB.Exec(ctx, sql, args...)
+}
+
+// The events handlers publish within MarkDelay are marked sent together,
+// in one statement; until then the relay reports them published, and its
+// passes leave them alone.
+func TestRelayMarksPublishedEventsTogether(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		db := &markCounter{DB: r.db}
+		pub := &publisher{bus: r.bus, sent: map[string]int{}}
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: pub, Interval: time.Hour,
+			MarkDelay: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rl.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rl.Stop(context.Background()) })
+		h := r.inbox(t, rl).TxHandler(effect)
+		var out []string
+		for i := range 5 {
+			id := fmt.Sprintf("m%d", i)
+			if err := h(context.Background(), eventstest.NewEvent(id, "k", i)); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, events.DeriveID(id, "out"))
+		}
+		// Well within the delay: published, not yet marked.
+		for _, id := range out {
+			if !rl.Published(id) {
+				t.Errorf("Published(%s) = false just after its handler published it", id)
+			}
+		}
+		if n := unsent(t, r.db); n != len(out) {
+			t.Errorf("%d messages unsent within the mark delay, want %d", n, len(out))
+		}
+		if n, _, err := rl.Flush(context.Background()); err != nil || n != 0 {
+			t.Errorf("a pass within the mark delay published %d (%v), want 0", n, err)
+		}
+		eventstest.Eventually(t, 5*time.Second, "the outbox marked sent", func() bool { return unsent(t, r.db) == 0 })
+		if n := db.marks.Load(); n != 1 {
+			t.Errorf("%d statements marked the 5 events sent, want 1", n)
+		}
+		for _, id := range out {
+			if rl.Published(id) {
+				t.Errorf("Published(%s) = true once marked", id)
+			}
+			if n := pub.count(id); n != 1 {
+				t.Errorf("%s published %d times, want 1", id, n)
+			}
+		}
+		if rl.Published("never-published") {
+			t.Error("Published is true for an event nobody published")
+		}
+	})
+}
+
+// Stopping the relay marks what waits for its mark delay.
+func TestRelayStopMarksWhatWaits(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: r.bus, Interval: time.Hour,
+			MarkDelay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rl.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		h := r.inbox(t, rl).TxHandler(effect)
+		if err := h(context.Background(), eventstest.NewEvent("w1", "k", 1)); err != nil {
+			t.Fatal(err)
+		}
+		if n := unsent(t, r.db); n != 1 {
+			t.Fatalf("%d messages unsent before the stop, want 1", n)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := rl.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n := unsent(t, r.db); n != 0 {
+			t.Errorf("%d messages unsent after the stop, want 0 (marked on the way out)", n)
+		}
+	})
+}

@@ -54,6 +54,13 @@ type RelayConfig struct {
 	// PruneInterval is how often the relay deletes messages sent more than
 	// Keep ago. Default: 1m.
 	PruneInterval time.Duration
+	// MarkDelay is how long the relay gathers the events handlers have
+	// published (PublishCommitted) before it marks them sent, all in one
+	// statement: at hundreds of events a second, one write instead of one
+	// per event. Until marked, they are skipped by passes and count as
+	// published for Published. Default (and zero): 10ms; negative marks
+	// each batch at once.
+	MarkDelay time.Duration
 	// DeadLetterAfter is how long the server may go on refusing a message
 	// for good (Publisher.Refused: no stream takes its subject, or it is too
 	// large) before the relay moves it from the outbox to the dead-letter
@@ -95,12 +102,13 @@ type Relay struct {
 	// subject in flight: the next settle kicks a pass for it, instead of it
 	// waiting for the interval.
 	waiting atomic.Bool
-	// toMark are published event ids waiting to be marked sent; marking
-	// signals the marker.
-	toMark  []string
-	marking chan struct{}
-	marked  chan struct{} // closed when the marker has ended
-	pruned  chan struct{} // closed when the pruner has ended
+	// toMark are published event ids waiting to be marked sent, also kept
+	// in published until marked; marking signals the marker.
+	toMark    []string
+	published map[string]struct{}
+	marking   chan struct{}
+	marked    chan struct{} // closed when the marker has ended
+	pruned    chan struct{} // closed when the pruner has ended
 
 	// refusals are the messages the server refuses for good, by event id.
 	refusalsMu sync.Mutex
@@ -181,13 +189,14 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	cfg.Keep = cmp.Or(cfg.Keep, time.Hour)
 	cfg.PruneInterval = cmp.Or(cfg.PruneInterval, time.Minute)
 	cfg.DeadLetterAfter = cmp.Or(cfg.DeadLetterAfter, time.Minute)
+	cfg.MarkDelay = cmp.Or(cfg.MarkDelay, 10*time.Millisecond)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Batch < 1 || cfg.Interval <= 0 || cfg.PruneInterval <= 0 || cfg.DeadLetterAfter < 1 {
 		return nil, errors.New("delivery: relay Batch, Interval, PruneInterval and DeadLetterAfter must be positive")
 	}
-	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]string{}, marking: make(chan struct{}, 1),
+	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]string{}, published: map[string]struct{}{}, marking: make(chan struct{}, 1),
 		catchUp: make(chan struct{}, 1), refusals: map[string]refusal{}}, nil
 }
 
@@ -314,6 +323,9 @@ func (r *Relay) PublishCommitted(ctx context.Context, msgs []store.OutboxMessage
 	if running {
 		r.inflightMu.Lock()
 		r.toMark = append(r.toMark, ids...)
+		for _, id := range ids {
+			r.published[id] = struct{}{}
+		}
 		r.inflightMu.Unlock()
 	}
 	r.mu.Unlock()
@@ -334,6 +346,7 @@ func (r *Relay) settle(ids []string) {
 	r.inflightMu.Lock()
 	for _, id := range ids {
 		delete(r.inflight, id)
+		delete(r.published, id)
 	}
 	r.inflightMu.Unlock()
 	if r.waiting.Swap(false) {
@@ -341,17 +354,40 @@ func (r *Relay) settle(ids []string) {
 	}
 }
 
-// markLoop marks the events PublishCommitted published, in batches: all that
-// wait when a batch starts. A failed mark is logged; those rows are
-// published again by a pass, and the stream drops the copies.
+// Published reports whether the event eventID has been published by
+// PublishCommitted (the stream holds it) and awaits its mark: the outbox
+// still has it unsent, for MarkDelay at most unless marking fails. False
+// for events published by other processes, or already marked.
+func (r *Relay) Published(eventID string) bool {
+	r.inflightMu.Lock()
+	defer r.inflightMu.Unlock()
+	_, ok := r.published[eventID]
+	return ok
+}
+
+// markLoop marks the events PublishCommitted published, in batches: those
+// that wait when a batch starts and those published in the MarkDelay
+// after. A failed mark is logged; those rows are published again by a
+// pass, and the stream drops the copies.
 func (r *Relay) markLoop(ctx context.Context) {
 	defer close(r.marked)
+	gather := time.NewTimer(time.Hour)
+	gather.Stop()
 	for {
 		var stop bool
 		select {
 		case <-ctx.Done():
 			stop = true
 		case <-r.marking:
+			if d := r.cfg.MarkDelay; d > 0 {
+				gather.Reset(d)
+				select {
+				case <-gather.C:
+				case <-ctx.Done():
+					gather.Stop()
+					stop = true
+				}
+			}
 		}
 		r.inflightMu.Lock()
 		ids := r.toMark

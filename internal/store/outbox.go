@@ -188,20 +188,32 @@ func UnsentAfter(ctx context.Context, q Querier, after int64, limit int) ([]Outb
 	return out, nil
 }
 
-// UnsentOn reports whether a message on subject other than the event
-// eventID (any, when eventID is empty) is in the outbox unsent: committed
-// and not yet published (or published and not yet marked), which an event
-// of the same subject published directly (Relay.PublishCommitted) could
-// overtake. It reads the unsent messages only (the outbox_unsent index),
-// all of them: few, unless the stream has been out of reach.
-func UnsentOn(ctx context.Context, q Querier, subject, eventID string) (bool, error) {
-	var unsent bool
-	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM outbox WHERE sent_at IS NULL AND subject = $1 AND event_id <> $2)`,
-		subject, eventID).Scan(&unsent)
+// UnsentOn returns, in outbox order, the event ids of up to limit messages
+// on subject other than the event eventID (any, when eventID is empty) that
+// are in the outbox unsent: committed and not yet published (or published
+// and not yet marked, see Relay.Published), which an event of the same
+// subject published directly (Relay.PublishCommitted) could overtake. It
+// reads the subject's unsent messages only (the outbox_unsent_subject
+// index).
+func UnsentOn(ctx context.Context, q Querier, subject, eventID string, limit int) ([]string, error) {
+	rows, err := q.Query(ctx, `SELECT event_id FROM outbox WHERE sent_at IS NULL AND subject = $1 AND event_id <> $2
+		ORDER BY id LIMIT $3`, subject, eventID, limit)
 	if err != nil {
-		return false, fmt.Errorf("unsent on %s: %w", subject, err)
+		return nil, fmt.Errorf("unsent on %s: %w", subject, err)
 	}
-	return unsent, nil
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("unsent on %s: %w", subject, err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("unsent on %s: %w", subject, err)
+	}
+	return ids, nil
 }
 
 // markSentBatch bounds the ids of one UPDATE, well under both dialects'

@@ -319,9 +319,28 @@ func TestPostTurn(t *testing.T) {
 // committed before it answers, so a 202 means turn.received is in the
 // stream (not waiting in the outbox for a relay pass), and a client that
 // posts its next turn after the answer has its turns in the stream in order.
+//
+// The relay marks published events sent a while later, in batches: a turn
+// whose predecessor awaits its mark does not wait for it. Here the marks
+// wait for an hour, and every turn is still published directly (a catch-up
+// would wait for the held lock).
 func TestPostedTurnIsInTheStream(t *testing.T) {
 	t.Parallel()
-	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}})
+	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}, Gateway: func(c *gateway.Config) {
+		pub, ok := c.Bus.(delivery.Publisher)
+		if !ok {
+			t.Fatalf("the gateway's bus %T cannot publish for a relay", c.Bus)
+		}
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: c.DB, Publisher: pub, Interval: time.Hour, MarkDelay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rl.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rl.Stop(context.Background()) })
+		c.Relay = rl
+	}})
 	id := n.CreateSession(t, "", "project-discovery")
 	// Hold the outbox relay's lock: no relay pass can publish the turns.
 	holdRelay(t, n)
@@ -343,6 +362,21 @@ func TestPostedTurnIsInTheStream(t *testing.T) {
 		if got := last.Header.Get("Nats-Msg-Id"); got != accepted.TurnID {
 			t.Errorf("turn %d answered 202; the stream's last turn.received is %s, want %s", i, got, accepted.TurnID)
 		}
+	}
+	// All three still await their marks: each was published while the one
+	// before it was unsent.
+	rows, err := store.Unsent(t.Context(), n.DB, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := 0
+	for _, m := range rows {
+		if strings.HasPrefix(m.Subject, "praetor.turn.received.") {
+			waiting++
+		}
+	}
+	if waiting != 3 {
+		t.Errorf("%d turn.received await their sent marks, want 3", waiting)
 	}
 }
 

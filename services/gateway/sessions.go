@@ -747,17 +747,30 @@ func (g *Gateway) connected(eventID string) bool {
 }
 
 // behind reports whether an event on subject other than eventID is in the
-// outbox unsent; true when it cannot tell, as a catch-up is then the safe
-// way.
+// outbox unpublished: unsent, and not among those this process has
+// published and not yet marked (Relay.Published). True when it cannot
+// tell, as a catch-up is then the safe way.
 func (g *Gateway) behind(ctx context.Context, subject, eventID string) bool {
-	unsent, err := store.UnsentOn(ctx, g.cfg.DB, subject, eventID)
+	ids, err := store.UnsentOn(ctx, g.cfg.DB, subject, eventID, behindLimit)
 	if err != nil {
 		g.cfg.Logger.Warn("gateway: cannot tell whether an earlier event of the subject is unpublished; publishing the outbox in order",
 			"subject", subject, "event", eventID, "error", err)
 		return true
 	}
-	return unsent
+	if len(ids) == behindLimit {
+		return true // more may follow, unpublished
+	}
+	for _, id := range ids {
+		if !g.cfg.Relay.Published(id) {
+			return true
+		}
+	}
+	return false
 }
+
+// behindLimit bounds the unsent events of a subject behind looks at: a
+// session's events awaiting their sent mark are a few at most.
+const behindLimit = 16
 
 // catchUp publishes every unsent event of the outbox, in order (eventID's
 // among them).

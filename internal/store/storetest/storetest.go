@@ -1071,31 +1071,34 @@ func testPostgresEnqueue(t *testing.T, db store.DB) {
 	}
 }
 
-// testOutboxUnsentOn: an event is behind another of its subject while that
-// one is unsent; its own row, other subjects and sent rows do not count.
+// testOutboxUnsentOn: an event is behind the others of its subject while
+// they are unsent, in outbox order up to the limit; its own row, other
+// subjects and sent rows do not count.
 func testOutboxUnsentOn(t *testing.T, db store.DB) {
 	c := ctx(t)
 	msg := func(id, subject string) store.OutboxMessage {
 		return store.OutboxMessage{TenantID: "acme", EventID: id, Subject: subject, Data: []byte(`{}`)}
 	}
-	if err := store.Enqueue(c, db, msg("a1", "s.a"), msg("b1", "s.b")); err != nil {
+	if err := store.Enqueue(c, db, msg("a1", "s.a"), msg("b1", "s.b"), msg("a0", "s.a"), msg("a3", "s.a")); err != nil {
 		t.Fatal(err)
 	}
-	check := func(subject, id string, want bool) {
+	check := func(subject, id string, limit int, want ...string) {
 		t.Helper()
-		got, err := store.UnsentOn(c, db, subject, id)
-		if err != nil || got != want {
-			t.Errorf("UnsentOn(%s, %s) = %v, %v; want %v", subject, id, got, err, want)
+		got, err := store.UnsentOn(c, db, subject, id, limit)
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("UnsentOn(%s, %s, %d) = %v, %v; want %v", subject, id, limit, got, err, want)
 		}
 	}
-	check("s.a", "a1", false) // only itself
-	check("s.a", "a2", true)  // a1 is ahead of it
-	check("s.c", "c1", false) // nothing on that subject
-	if err := store.MarkSentEvents(c, db, []string{"a1"}, time.Now()); err != nil {
+	check("s.a", "a2", 8, "a1", "a0", "a3") // all ahead of it, in outbox order
+	check("s.a", "a2", 2, "a1", "a0")       // the first two
+	check("s.a", "a0", 8, "a1", "a3")       // not itself
+	check("s.c", "c1", 8)                   // nothing on that subject
+	if err := store.MarkSentEvents(c, db, []string{"a1", "a3"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	check("s.a", "a2", false) // a1 is published
-	check("s.b", "b2", true)
+	check("s.a", "a2", 8, "a0") // a1 and a3 are published
+	check("s.a", "a0", 8)
+	check("s.b", "b2", 8, "b1")
 }
 
 func testOutboxEnqueue(t *testing.T, db store.DB) {
