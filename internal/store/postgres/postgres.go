@@ -196,25 +196,144 @@ func (db *DB) Tx(ctx context.Context, fn func(tx store.Querier) error) error {
 }
 
 func (db *DB) tx(ctx context.Context, fn func(tx store.Querier) error) (err error) {
-	tx, err := db.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.Serializable})
-	if err != nil {
-		return fmt.Errorf("postgres: begin: %w", err)
-	}
+	tx := &lazyTx{pool: db.pool}
 	defer func() {
 		if p := recover(); p != nil {
-			_ = tx.Rollback(context.WithoutCancel(ctx))
+			tx.rollback(context.WithoutCancel(ctx))
 			panic(p)
 		}
 	}()
 	if err := fn(querier{tx}); err != nil {
-		_ = tx.Rollback(context.WithoutCancel(ctx))
+		tx.rollback(context.WithoutCancel(ctx))
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
+	if err := tx.commit(ctx); err != nil {
 		return fmt.Errorf("postgres: commit: %w", err)
 	}
 	return nil
 }
+
+// lazyTx is a SERIALIZABLE transaction begun by its first statement: the
+// begin goes in one batch with that statement (pgx.Batch.BeginTx), which
+// saves a round trip a transaction. Until then it holds no connection.
+type lazyTx struct {
+	pool *pgxpool.Pool
+	tx   pgx.Tx // nil until the first statement
+}
+
+// begin sends the begin and the first statement; the caller reads the
+// statement's result from the batch and closes it.
+func (t *lazyTx) begin(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{IsoLevel: pgx.Serializable})
+	b.Queue(sql, args...)
+	br := t.pool.SendBatch(ctx, b)
+	t.tx = br.Tx()
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, fmt.Errorf("postgres: begin: %w", err)
+	}
+	return br, nil
+}
+
+func (t *lazyTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if t.tx != nil {
+		return t.tx.Exec(ctx, sql, args...)
+	}
+	br, err := t.begin(ctx, sql, args)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+func (t *lazyTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if t.tx != nil {
+		return t.tx.Query(ctx, sql, args...)
+	}
+	br, err := t.begin(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	r, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: r, br: br}, nil
+}
+
+func (t *lazyTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if t.tx != nil {
+		return t.tx.QueryRow(ctx, sql, args...)
+	}
+	br, err := t.begin(ctx, sql, args)
+	if err != nil {
+		return errRow{err}
+	}
+	return batchRow{r: br.QueryRow(), br: br}
+}
+
+func (t *lazyTx) commit(ctx context.Context) error {
+	if t.tx == nil {
+		return nil // nothing ran: there is no transaction
+	}
+	return t.tx.Commit(ctx)
+}
+
+func (t *lazyTx) rollback(ctx context.Context) {
+	if t.tx != nil {
+		_ = t.tx.Rollback(ctx)
+	}
+}
+
+// batchRows are the rows of a transaction's first statement: closing them
+// closes its batch, which frees the connection for the next statement.
+type batchRows struct {
+	pgx.Rows
+	br  pgx.BatchResults
+	err error
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	if r.br != nil {
+		r.err, r.br = r.br.Close(), nil
+	}
+}
+
+// Err, called once the rows are read, closes them too, so that it also
+// reports the batch's own error.
+func (r *batchRows) Err() error {
+	r.Close()
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// batchRow is the row of a transaction's first statement; Scan closes its
+// batch.
+type batchRow struct {
+	r  pgx.Row
+	br pgx.BatchResults
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.r.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // backoff returns a random wait before the attempt after the given one:
 // full jitter under 2 ms doubling to at most 100 ms, so the transactions that

@@ -41,6 +41,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"TxCommit", testTxCommit},
 		{"TxRollback", testTxRollback},
 		{"TxPanic", testTxPanic},
+		{"TxFirstStatement", testTxFirstStatement},
 		{"TxUncommittedInvisible", testTxUncommittedInvisible},
 		{"TxConcurrentIncrements", testTxConcurrentIncrements},
 		{"Tenants", testTenants},
@@ -48,6 +49,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"Inbox", testInbox},
 		{"InboxInTx", testInboxInTx},
 		{"MarkHandledAll", testMarkHandledAll},
+		{"MarkHandledWith", testMarkHandledWith},
 		{"PostgresEnqueue", testPostgresEnqueue},
 		{"OutboxEnqueue", testOutboxEnqueue},
 		{"OutboxUnsentOn", testOutboxUnsentOn},
@@ -626,6 +628,106 @@ func testTxRollback(t *testing.T, db store.DB) {
 	}
 }
 
+// testTxFirstStatement: whatever a transaction's first statement is (on
+// PostgreSQL it travels with the begin), its result and its failure are the
+// statement's, the transaction is serializable, and a failed first
+// statement leaves nothing behind, connections included.
+func testTxFirstStatement(t *testing.T, db store.DB) {
+	mustExec(t, db, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "taken", 1)
+	// More failed first statements than the pool has connections: each
+	// must give its connection back.
+	for i := range 12 {
+		err := db.Tx(ctx(t), func(tx store.Querier) error {
+			_, err := tx.Exec(ctx(t), `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "taken", 2)
+			return err
+		})
+		if err == nil {
+			t.Fatalf("try %d: a first statement inserting a duplicate key committed", i)
+		}
+		err = db.Tx(ctx(t), func(tx store.Querier) error {
+			var n int64
+			return tx.QueryRow(ctx(t), `SELECT n FROM no_such_table WHERE k = $1`, "x").Scan(&n)
+		})
+		if err == nil || errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("try %d: a first query on a missing table gave %v, want its error", i, err)
+		}
+	}
+	if got := counter(t, db, "taken"); got != 1 {
+		t.Errorf("after the failed transactions, counter = %d, want 1", got)
+	}
+
+	// A first query's rows, then more statements in the same transaction.
+	err := db.Tx(ctx(t), func(tx store.Querier) error {
+		rows, err := tx.Query(ctx(t), `SELECT k, n FROM kv WHERE tenant_id = $1 ORDER BY k`, "t1")
+		if err != nil {
+			return err
+		}
+		var keys []string
+		for rows.Next() {
+			var k string
+			var n int64
+			if err := rows.Scan(&k, &n); err != nil {
+				rows.Close()
+				return err
+			}
+			keys = append(keys, k)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		rows.Close()
+		if !slices.Equal(keys, []string{"taken"}) {
+			t.Errorf("first query read %v, want [taken]", keys)
+		}
+		mustExec(t, tx, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "after-query", 3)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Tx with a first query: %v", err)
+	}
+	if got := counter(t, db, "after-query"); got != 3 {
+		t.Errorf("after a first query and an insert, counter = %d, want 3", got)
+	}
+
+	// A first single-row query finding nothing: ErrNotFound, and the
+	// transaction goes on.
+	err = db.Tx(ctx(t), func(tx store.Querier) error {
+		if got := counter(t, tx, "missing"); got != -1 {
+			t.Errorf("first read of a missing row = %d, want -1 (ErrNotFound)", got)
+		}
+		mustExec(t, tx, `INSERT INTO kv (tenant_id, k, n) VALUES ($1, $2, $3)`, "t1", "after-miss", 4)
+		return nil
+	})
+	if err != nil || counter(t, db, "after-miss") != 4 {
+		t.Fatalf("Tx after a first read that found nothing: %v, counter %d", err, counter(t, db, "after-miss"))
+	}
+
+	// No statement at all, and an error before any.
+	if err := db.Tx(ctx(t), func(store.Querier) error { return nil }); err != nil {
+		t.Errorf("an empty Tx = %v, want nil", err)
+	}
+	early := errors.New("early")
+	if err := db.Tx(ctx(t), func(store.Querier) error { return early }); !errors.Is(err, early) {
+		t.Errorf("Tx failing before its first statement = %v, want its error", err)
+	}
+
+	if db.Dialect() == store.Postgres {
+		err := db.Tx(ctx(t), func(tx store.Querier) error {
+			var level string
+			if err := tx.QueryRow(ctx(t), `SHOW transaction_isolation`).Scan(&level); err != nil {
+				return err
+			}
+			if level != "serializable" {
+				t.Errorf("a transaction's first statement runs at %q, want serializable", level)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func testTxPanic(t *testing.T, db store.DB) {
 	type marker struct{}
 	func() {
@@ -950,6 +1052,69 @@ func testInboxInTx(t *testing.T, db store.DB) {
 	}
 	if got := counter(t, db, "effect"); got != 1 {
 		t.Errorf("effect applied %d times, want once", got)
+	}
+}
+
+// testMarkHandledWith: the inbox row and the events of a handling, at the
+// end of its transaction; a second handling of the event enqueues nothing,
+// with or without events, and a rolled-back one leaves neither.
+func testMarkHandledWith(t *testing.T, db store.DB) {
+	c := ctx(t)
+	at := time.Date(2025, 5, 1, 0, 0, 0, 0, time.UTC)
+	msg := func(id string) store.OutboxMessage {
+		return store.OutboxMessage{TenantID: "acme", EventID: id, Subject: "s." + id, Header: map[string][]string{"k": {"v"}},
+			Data: []byte(`{"id":"` + id + `"}`)}
+	}
+	handle := func(eventID string, fail bool, msgs ...store.OutboxMessage) (first bool, err error) {
+		err = db.Tx(c, func(tx store.Querier) error {
+			if first, err = store.MarkHandledWith(c, tx, db.Dialect(), "acme", "runner", eventID, at, msgs); err != nil {
+				return err
+			}
+			if fail {
+				return errors.New("handler failed")
+			}
+			return nil
+		})
+		if fail && err != nil {
+			err = nil
+		}
+		return first, err
+	}
+	check := func(what string, first, want bool, err error) {
+		t.Helper()
+		if err != nil || first != want {
+			t.Errorf("%s: first = %v, %v; want %v", what, first, err, want)
+		}
+	}
+	first, err := handle("e1", true, msg("o1"))
+	check("a handling rolled back", first, true, err)
+	first, err = handle("e1", false, msg("o1"), msg("o2"))
+	check("the handling after the rollback", first, true, err)
+	first, err = handle("e1", false, msg("o3"))
+	check("a second handling", first, false, err)
+	first, err = handle("e2", false)
+	check("a handling with no events", first, true, err)
+	first, err = handle("e2", false, msg("o4"))
+	check("a second handling, with events", first, false, err)
+
+	rows, err := store.Unsent(c, db, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range rows {
+		ids = append(ids, m.EventID)
+		if m.EventID == "o1" && (m.Subject != "s.o1" || string(m.Data) != `{"id":"o1"}` || !slices.Equal(m.Header["k"], []string{"v"})) {
+			t.Errorf("o1 enqueued as %+v", m)
+		}
+	}
+	if want := []string{"o1", "o2"}; !slices.Equal(ids, want) {
+		t.Errorf("outbox holds %v, want %v (the first handling's events, in order)", ids, want)
+	}
+	for _, id := range []string{"e1", "e2"} {
+		if done, err := store.Handled(c, db, "runner", id); err != nil || !done {
+			t.Errorf("Handled(%s) = %v, %v; want true", id, done, err)
+		}
 	}
 }
 
