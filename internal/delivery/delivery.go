@@ -71,6 +71,10 @@ type InboxConfig struct {
 // (InboxConfig.CheckInWork): the event is acknowledged with no effect.
 var ErrHandled = errors.New("delivery: event handled already")
 
+// errHandledMeanwhile rolls back a handler's transaction that found its
+// event's inbox row written by another delivery.
+var errHandledMeanwhile = errors.New("delivery: event handled meanwhile by another delivery")
+
 // Inbox wraps handlers so their effects commit exactly once.
 type Inbox struct{ cfg InboxConfig }
 
@@ -142,12 +146,7 @@ func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 		again   bool
 	)
 	err := in.cfg.DB.Tx(ctx, func(tx store.Querier) error {
-		emitted = nil // a store may run fn again; only the committed run counts
-		first, err := store.MarkHandled(ctx, tx, tenant, in.cfg.Consumer, ev.ID(), in.cfg.Now())
-		again = !first
-		if err != nil || !first {
-			return err // !first: another delivery committed it meanwhile
-		}
+		emitted, again = nil, false // a store may run fn again; only the committed run counts
 		out, err := step(ctx, tx)
 		if err != nil {
 			return err
@@ -156,14 +155,24 @@ func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 		if err != nil {
 			return events.Permanent(err)
 		}
+		// The inbox row last, with the events (one round trip on
+		// PostgreSQL).
+		first, err := store.MarkHandledWith(ctx, tx, in.cfg.DB.Dialect(), tenant, in.cfg.Consumer, ev.ID(), in.cfg.Now(), msgs)
+		if err != nil {
+			return err
+		}
+		if !first {
+			again = true // another delivery committed it meanwhile: undo this one
+			return errHandledMeanwhile
+		}
 		emitted = msgs
-		return store.Enqueue(ctx, tx, msgs...)
+		return nil
 	})
+	if again && errors.Is(err, errHandledMeanwhile) {
+		return in.redelivered(ctx)
+	}
 	if err != nil {
 		return err
-	}
-	if again {
-		return in.redelivered(ctx)
 	}
 	if len(emitted) > 0 && in.cfg.Relay != nil {
 		if err := in.cfg.Relay.PublishCommitted(ctx, emitted); err != nil {

@@ -141,6 +141,34 @@ func TestRedeliveryHasNoSecondEffect(t *testing.T) {
 	})
 }
 
+// A delivery whose event another delivery handled while it worked (its
+// inbox row is written last, in its transaction) is rolled back whole: one
+// effect, one event.
+func TestHandledMeanwhileIsUndone(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		in := r.inbox(t, nil)
+		plain := in.TxHandler(effect)
+		ev := eventstest.NewEvent("in-1", "k", 0)
+		raced := in.Handler(func(ctx context.Context, ev event.Event) (delivery.Step, error) {
+			// Another delivery of the event commits first.
+			if err := plain(ctx, ev); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context, tx store.Querier) ([]event.Event, error) { return effect(ctx, tx, ev) }, nil
+		})
+		if err := raced(context.Background(), ev); err != nil {
+			t.Fatalf("the late delivery = %v, want nil (acknowledged: handled already)", err)
+		}
+		if n := effects(t, r.db, "in-1"); n != 1 {
+			t.Errorf("%d effects, want 1", n)
+		}
+		if n := unsent(t, r.db); n != 1 {
+			t.Errorf("%d events in the outbox, want 1", n)
+		}
+	})
+}
+
 func TestFailedStepCommitsNothing(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
 		r := newRig(t, open)
