@@ -172,6 +172,12 @@ func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 		return in.redelivered(ctx)
 	}
 	if err != nil {
+		// The work may have failed on the writes of another delivery of
+		// the event that committed meanwhile (a unique key): then the
+		// event is handled, and this delivery is acknowledged.
+		if done, herr := store.Handled(context.WithoutCancel(ctx), in.cfg.DB, in.cfg.Consumer, ev.ID()); herr == nil && done {
+			return in.redelivered(ctx)
+		}
 		return err
 	}
 	if len(emitted) > 0 && in.cfg.Relay != nil {

@@ -270,8 +270,9 @@ func (r *Relay) pruneLoop(ctx context.Context) {
 	}
 }
 
-// Stop ends the relay after its current pass; messages it has not published
-// stay in the outbox for the next relay. Calling it twice is harmless.
+// Stop ends the relay after its current pass, marking sent the events
+// published that await their mark; messages it has not published stay in
+// the outbox for the next relay. Calling it twice is harmless.
 func (r *Relay) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	cancel, done, marked, pruned := r.cancel, r.done, r.marked, r.pruned
@@ -356,8 +357,9 @@ func (r *Relay) settle(ids []string) {
 
 // Published reports whether the event eventID has been published by
 // PublishCommitted (the stream holds it) and awaits its mark: the outbox
-// still has it unsent, for MarkDelay at most unless marking fails. False
-// for events published by other processes, or already marked.
+// still has it unsent, for about MarkDelay and the mark's statement (a
+// failed mark leaves it to a pass). False for events published by other
+// processes, or already marked.
 func (r *Relay) Published(eventID string) bool {
 	r.inflightMu.Lock()
 	defer r.inflightMu.Unlock()

@@ -8,7 +8,8 @@ import (
 
 // Handled reports whether consumer has already handled an event, so a
 // redelivery can be acknowledged before any work is redone. It is a read: the
-// authoritative check is MarkHandled in the committing transaction.
+// authoritative check is MarkHandled (or MarkHandledWith) in the committing
+// transaction.
 func Handled(ctx context.Context, q Querier, consumer, eventID string) (bool, error) {
 	var one int
 	err := q.QueryRow(ctx, `SELECT 1 FROM inbox WHERE consumer = $1 AND event_id = $2`, consumer, eventID).Scan(&one)

@@ -321,9 +321,9 @@ func TestPostTurn(t *testing.T) {
 // posts its next turn after the answer has its turns in the stream in order.
 //
 // The relay marks published events sent a while later, in batches: a turn
-// whose predecessor awaits its mark does not wait for it. Here the marks
-// wait for an hour, and every turn is still published directly (a catch-up
-// would wait for the held lock).
+// whose predecessor awaits its mark does not go through a catch-up (which
+// would publish and mark them all). Here the marks wait for an hour: every
+// turn is published directly, and all three still await their marks.
 func TestPostedTurnIsInTheStream(t *testing.T) {
 	t.Parallel()
 	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}, Gateway: func(c *gateway.Config) {

@@ -197,13 +197,17 @@ func (db *DB) Tx(ctx context.Context, fn func(tx store.Querier) error) error {
 
 func (db *DB) tx(ctx context.Context, fn func(tx store.Querier) error) (err error) {
 	tx := &lazyTx{pool: db.pool}
+	returned := false
 	defer func() {
-		if p := recover(); p != nil {
+		// fn panicked, or ended its goroutine (runtime.Goexit, as a test's
+		// t.Fatal does): the transaction gives its connection back.
+		if !returned {
 			tx.rollback(context.WithoutCancel(ctx))
-			panic(p)
 		}
 	}()
-	if err := fn(querier{tx}); err != nil {
+	err = fn(querier{tx})
+	returned = true
+	if err != nil {
 		tx.rollback(context.WithoutCancel(ctx))
 		return err
 	}
@@ -231,7 +235,7 @@ func (t *lazyTx) begin(ctx context.Context, sql string, args []any) (pgx.BatchRe
 	t.tx = br.Tx()
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
-		return nil, fmt.Errorf("postgres: begin: %w", err)
+		return nil, fmt.Errorf("postgres: begin (with the first statement): %w", err)
 	}
 	return br, nil
 }
@@ -291,12 +295,21 @@ func (t *lazyTx) rollback(ctx context.Context) {
 	}
 }
 
-// batchRows are the rows of a transaction's first statement: closing them
-// closes its batch, which frees the connection for the next statement.
+// batchRows are the rows of a transaction's first statement: closing them,
+// or reading them to the end, closes its batch, which frees the connection
+// for the next statement.
 type batchRows struct {
 	pgx.Rows
 	br  pgx.BatchResults
 	err error
+}
+
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
 }
 
 func (r *batchRows) Close() {

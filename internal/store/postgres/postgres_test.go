@@ -2,6 +2,8 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -141,5 +143,70 @@ func TestLargeInEveryExecMode(t *testing.T) {
 			}
 			storetest.RunLarge(t, db, table)
 		})
+	}
+}
+
+// TestTransactionsGiveTheirConnectionsBack: a transaction begun with its
+// first statement holds a connection from then on; however it ends (its
+// first statement failing, an error, a panic, its goroutine ending), the
+// connection goes back to the pool.
+func TestTransactionsGiveTheirConnectionsBack(t *testing.T) {
+	// Not open's: its Close would wait for a leaked connection for good.
+	db, err := postgres.Open(t.Context(), postgres.Config{URL: testenv.Postgres(t), MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // no wait for good on a leaked pool
+	defer cancel()
+	leaked := false
+	ends := map[string]func(tx store.Querier) error{
+		"failed first statement": func(tx store.Querier) error {
+			_, err := tx.Exec(ctx, `SELECT * FROM no_such_table`)
+			return err
+		},
+		"error after a statement": func(tx store.Querier) error {
+			var one int
+			if err := tx.QueryRow(ctx, `SELECT 1`).Scan(&one); err != nil {
+				return err
+			}
+			return errors.New("handler failed")
+		},
+		"rows closed unread": func(tx store.Querier) error {
+			rows, err := tx.Query(ctx, `SELECT generate_series(1, 10)`)
+			if err != nil {
+				return err
+			}
+			rows.Close()
+			return errors.New("handler failed")
+		},
+		"panic": func(tx store.Querier) error {
+			if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+				return err
+			}
+			panic("handler panicked")
+		},
+		"goroutine ended": func(tx store.Querier) error {
+			if _, err := tx.Exec(ctx, `SELECT 1`); err != nil {
+				return err
+			}
+			runtime.Goexit()
+			return nil
+		},
+	}
+	for name, fn := range ends {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer func() { _ = recover() }()
+			_ = db.Tx(ctx, fn)
+		}()
+		<-done
+		if n := db.Pool().Stat().AcquiredConns(); n != 0 && !leaked {
+			t.Errorf("after a transaction ended by %s, %d connections are still held, want 0", name, n)
+			leaked = true
+		}
+	}
+	if !leaked {
+		_ = db.Close()
 	}
 }
