@@ -196,8 +196,8 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if cfg.Batch < 1 || cfg.Interval <= 0 || cfg.PruneInterval <= 0 || cfg.DeadLetterAfter < 1 {
 		return nil, errors.New("delivery: relay Batch, Interval, PruneInterval and DeadLetterAfter must be positive")
 	}
-	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]string{}, published: map[string]struct{}{}, marking: make(chan struct{}, 1),
-		catchUp: make(chan struct{}, 1), refusals: map[string]refusal{}}, nil
+	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]string{}, published: map[string]struct{}{},
+		marking: make(chan struct{}, 1), catchUp: make(chan struct{}, 1), refusals: map[string]refusal{}}, nil
 }
 
 // Kick asks the relay to publish now.
