@@ -326,21 +326,7 @@ func TestPostTurn(t *testing.T) {
 // turn is published directly, and all three still await their marks.
 func TestPostedTurnIsInTheStream(t *testing.T) {
 	t.Parallel()
-	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}, Gateway: func(c *gateway.Config) {
-		pub, ok := c.Bus.(delivery.Publisher)
-		if !ok {
-			t.Fatalf("the gateway's bus %T cannot publish for a relay", c.Bus)
-		}
-		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: c.DB, Publisher: pub, Interval: time.Hour, MarkDelay: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := rl.Start(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = rl.Stop(context.Background()) })
-		c.Relay = rl
-	}})
+	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}, Gateway: slowMarks(t)})
 	id := n.CreateSession(t, "", "project-discovery")
 	// Hold the outbox relay's lock: no relay pass can publish the turns.
 	holdRelay(t, n)
@@ -377,6 +363,65 @@ func TestPostedTurnIsInTheStream(t *testing.T) {
 	}
 	if waiting != 3 {
 		t.Errorf("%d turn.received await their sent marks, want 3", waiting)
+	}
+}
+
+// TestPostedTurnBehindManyUnsentCatchesUp: with 16 or more unsent events of
+// its session, published or not, the gateway does not look them all up in
+// its relay: it publishes the outbox in order (a catch-up, which marks them
+// sent).
+func TestPostedTurnBehindManyUnsentCatchesUp(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}, Gateway: slowMarks(t)})
+	id := n.CreateSession(t, "", "project-discovery")
+	holdRelay(t, n)
+	awaiting := func() int {
+		t.Helper()
+		rows, err := store.Unsent(t.Context(), n.DB, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for _, m := range rows {
+			if strings.HasPrefix(m.Subject, "praetor.turn.received.") {
+				k++
+			}
+		}
+		return k
+	}
+	for i := range 17 {
+		res := n.Post(t, "/v1/sessions/"+id+"/turns", "", map[string]string{"message": fmt.Sprintf("message %d", i)})
+		if res.Status != http.StatusAccepted {
+			t.Fatalf("post %d: status %d, want 202: %s", i, res.Status, res.Body)
+		}
+		if i == 15 {
+			if k := awaiting(); k != 16 {
+				t.Fatalf("after 16 posts %d turns await their marks, want 16", k)
+			}
+		}
+	}
+	if k := awaiting(); k != 0 {
+		t.Errorf("after the 17th post %d turns await their marks, want 0 (a catch-up published and marked them)", k)
+	}
+}
+
+// slowMarks gives the gateway a relay of its own that marks published
+// events sent only at its stop.
+func slowMarks(t *testing.T) func(*gateway.Config) {
+	return func(c *gateway.Config) {
+		pub, ok := c.Bus.(delivery.Publisher)
+		if !ok {
+			t.Fatalf("the gateway's bus %T cannot publish for a relay", c.Bus)
+		}
+		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: c.DB, Publisher: pub, Interval: time.Hour, MarkDelay: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rl.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rl.Stop(context.Background()) })
+		c.Relay = rl
 	}
 }
 
