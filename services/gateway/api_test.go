@@ -351,19 +351,25 @@ func TestPostedTurnIsInTheStream(t *testing.T) {
 	}
 	// All three still await their marks: each was published while the one
 	// before it was unsent.
+	if k := awaitingMarks(t, n); k != 3 {
+		t.Errorf("%d turn.received await their sent marks, want 3", k)
+	}
+}
+
+// awaitingMarks counts the turn.received events in the outbox unsent.
+func awaitingMarks(t *testing.T, n *gatewaytest.Node) int {
+	t.Helper()
 	rows, err := store.Unsent(t.Context(), n.DB, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	waiting := 0
+	k := 0
 	for _, m := range rows {
 		if strings.HasPrefix(m.Subject, "praetor.turn.received.") {
-			waiting++
+			k++
 		}
 	}
-	if waiting != 3 {
-		t.Errorf("%d turn.received await their sent marks, want 3", waiting)
-	}
+	return k
 }
 
 // TestPostedTurnBehindManyUnsentCatchesUp: with 16 or more unsent events of
@@ -375,32 +381,18 @@ func TestPostedTurnBehindManyUnsentCatchesUp(t *testing.T) {
 	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}, Gateway: slowMarks(t)})
 	id := n.CreateSession(t, "", "project-discovery")
 	holdRelay(t, n)
-	awaiting := func() int {
-		t.Helper()
-		rows, err := store.Unsent(t.Context(), n.DB, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		k := 0
-		for _, m := range rows {
-			if strings.HasPrefix(m.Subject, "praetor.turn.received.") {
-				k++
-			}
-		}
-		return k
-	}
 	for i := range 17 {
 		res := n.Post(t, "/v1/sessions/"+id+"/turns", "", map[string]string{"message": fmt.Sprintf("message %d", i)})
 		if res.Status != http.StatusAccepted {
 			t.Fatalf("post %d: status %d, want 202: %s", i, res.Status, res.Body)
 		}
 		if i == 15 {
-			if k := awaiting(); k != 16 {
+			if k := awaitingMarks(t, n); k != 16 {
 				t.Fatalf("after 16 posts %d turns await their marks, want 16", k)
 			}
 		}
 	}
-	if k := awaiting(); k != 0 {
+	if k := awaitingMarks(t, n); k != 0 {
 		t.Errorf("after the 17th post %d turns await their marks, want 0 (a catch-up published and marked them)", k)
 	}
 }
