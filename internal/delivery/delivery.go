@@ -141,12 +141,9 @@ func (in *Inbox) redelivered(ctx context.Context) error {
 func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 	tenant := events.ExtensionString(ev, TenantExtension)
 	tenant = cmp.Or(tenant, systemTenant)
-	var (
-		emitted []store.OutboxMessage
-		again   bool
-	)
+	var emitted []store.OutboxMessage
 	err := in.cfg.DB.Tx(ctx, func(tx store.Querier) error {
-		emitted, again = nil, false // a store may run fn again; only the committed run counts
+		emitted = nil // a store may run fn again; only the committed run counts
 		out, err := step(ctx, tx)
 		if err != nil {
 			return err
@@ -162,13 +159,12 @@ func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 			return err
 		}
 		if !first {
-			again = true // another delivery committed it meanwhile: undo this one
-			return errHandledMeanwhile
+			return errHandledMeanwhile // another delivery committed it meanwhile: undo this one
 		}
 		emitted = msgs
 		return nil
 	})
-	if again && errors.Is(err, errHandledMeanwhile) {
+	if errors.Is(err, errHandledMeanwhile) {
 		return in.redelivered(ctx)
 	}
 	if err != nil {

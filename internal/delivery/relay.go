@@ -94,25 +94,31 @@ type Relay struct {
 
 	catchUp chan struct{} // holds a token while a CatchUp runs: one at a time
 
-	// inflight holds the event ids PublishCommitted is publishing or has
-	// published and not yet marked sent, with their subjects.
+	// inflight holds the events PublishCommitted is publishing, or has
+	// published (the stream holds them) and not yet marked sent.
 	inflightMu sync.Mutex
-	inflight   map[string]string
+	inflight   map[string]flight
 	// waiting is set when a pass left a message behind an event of its
 	// subject in flight: the next settle kicks a pass for it, instead of it
 	// waiting for the interval.
 	waiting atomic.Bool
-	// toMark are published event ids waiting to be marked sent, also kept
-	// in published until marked; marking signals the marker.
-	toMark    []string
-	published map[string]struct{}
-	marking   chan struct{}
-	marked    chan struct{} // closed when the marker has ended
-	pruned    chan struct{} // closed when the pruner has ended
+	// toMark are published event ids waiting to be marked sent; marking
+	// signals the marker.
+	toMark  []string
+	marking chan struct{}
+	marked  chan struct{} // closed when the marker has ended
+	pruned  chan struct{} // closed when the pruner has ended
 
 	// refusals are the messages the server refuses for good, by event id.
 	refusalsMu sync.Mutex
 	refusals   map[string]refusal
+}
+
+// flight is an event of Relay.inflight: its subject, and whether the
+// stream holds it already (it awaits its sent mark).
+type flight struct {
+	subject   string
+	published bool
 }
 
 // refusal is a run of refusals of one message: the first, the last, and
@@ -137,15 +143,15 @@ func (r *Relay) toTry(rows []store.OutboxMessage, inFlight bool) []store.OutboxM
 	now := r.cfg.Now()
 	todo := make([]store.OutboxMessage, 0, len(rows))
 	var (
-		flying map[string]string // event ids in flight, with their subjects
+		flying map[string]flight // event ids in flight
 		busy   map[string]bool   // subjects with an event in flight
 	)
 	if inFlight {
 		r.inflightMu.Lock()
 		if len(r.inflight) > 0 {
 			flying, busy = maps.Clone(r.inflight), make(map[string]bool, len(r.inflight))
-			for _, subject := range r.inflight {
-				busy[subject] = true
+			for _, f := range r.inflight {
+				busy[f.subject] = true
 			}
 		}
 		r.inflightMu.Unlock()
@@ -196,7 +202,7 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	if cfg.Batch < 1 || cfg.Interval <= 0 || cfg.PruneInterval <= 0 || cfg.DeadLetterAfter < 1 {
 		return nil, errors.New("delivery: relay Batch, Interval, PruneInterval and DeadLetterAfter must be positive")
 	}
-	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]string{}, published: map[string]struct{}{},
+	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]flight{},
 		marking: make(chan struct{}, 1), catchUp: make(chan struct{}, 1), refusals: map[string]refusal{}}, nil
 }
 
@@ -309,7 +315,7 @@ func (r *Relay) PublishCommitted(ctx context.Context, msgs []store.OutboxMessage
 	}
 	r.inflightMu.Lock()
 	for _, m := range msgs {
-		r.inflight[m.EventID] = m.Subject
+		r.inflight[m.EventID] = flight{subject: m.Subject}
 	}
 	r.inflightMu.Unlock()
 	if err := r.cfg.Publisher.PublishMsgs(ctx, OutboxMsgs(msgs)); err != nil {
@@ -324,8 +330,8 @@ func (r *Relay) PublishCommitted(ctx context.Context, msgs []store.OutboxMessage
 	if running {
 		r.inflightMu.Lock()
 		r.toMark = append(r.toMark, ids...)
-		for _, id := range ids {
-			r.published[id] = struct{}{}
+		for _, m := range msgs {
+			r.inflight[m.EventID] = flight{subject: m.Subject, published: true}
 		}
 		r.inflightMu.Unlock()
 	}
@@ -347,7 +353,6 @@ func (r *Relay) settle(ids []string) {
 	r.inflightMu.Lock()
 	for _, id := range ids {
 		delete(r.inflight, id)
-		delete(r.published, id)
 	}
 	r.inflightMu.Unlock()
 	if r.waiting.Swap(false) {
@@ -363,8 +368,7 @@ func (r *Relay) settle(ids []string) {
 func (r *Relay) Published(eventID string) bool {
 	r.inflightMu.Lock()
 	defer r.inflightMu.Unlock()
-	_, ok := r.published[eventID]
-	return ok
+	return r.inflight[eventID].published
 }
 
 // markLoop marks the events PublishCommitted published, in batches: those

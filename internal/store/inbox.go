@@ -12,8 +12,8 @@ import (
 // already existed, which means the event is a redelivery whose effect is
 // committed already, so the handler must skip it (and the caller acks it).
 func MarkHandled(ctx context.Context, q Querier, tenantID, consumer, eventID string, at time.Time) (first bool, err error) {
-	if tenantID == "" || consumer == "" || eventID == "" {
-		return false, errors.New("mark handled: tenant id, consumer and event id must all be set")
+	if err := checkHandling(tenantID, consumer, eventID); err != nil {
+		return false, err
 	}
 	n, err := q.Exec(ctx,
 		`INSERT INTO inbox (consumer, event_id, tenant_id, handled_at) VALUES ($1, $2, $3, $4) ON CONFLICT (consumer, event_id) DO NOTHING`,
@@ -37,8 +37,8 @@ func MarkHandledWith(ctx context.Context, q Querier, d Dialect, tenantID, consum
 		}
 		return true, Enqueue(ctx, q, msgs...)
 	}
-	if tenantID == "" || consumer == "" || eventID == "" {
-		return false, errors.New("mark handled: tenant id, consumer and event id must all be set")
+	if err := checkHandling(tenantID, consumer, eventID); err != nil {
+		return false, err
 	}
 	insert, args, err := PostgresEnqueue(msgs, 5, `EXISTS (SELECT 1 FROM h)`)
 	if err != nil {
@@ -53,6 +53,14 @@ func MarkHandledWith(ctx context.Context, q Querier, d Dialect, tenantID, consum
 		return false, fmt.Errorf("mark event %s handled by %s and enqueue %d events: %w", eventID, consumer, len(msgs), err)
 	}
 	return first, nil
+}
+
+// checkHandling refuses an inbox row with a field unset.
+func checkHandling(tenantID, consumer, eventID string) error {
+	if tenantID == "" || consumer == "" || eventID == "" {
+		return errors.New("mark handled: tenant id, consumer and event id must all be set")
+	}
+	return nil
 }
 
 // PruneInbox deletes the inbox rows handled before a time and returns how
@@ -89,8 +97,8 @@ func MarkHandledAll(ctx context.Context, db DB, at time.Time, hs []Handling) (fi
 		return nil, nil
 	}
 	for _, h := range hs {
-		if h.TenantID == "" || h.Consumer == "" || h.EventID == "" {
-			return nil, errors.New("mark handled: tenant id, consumer and event id must all be set")
+		if err := checkHandling(h.TenantID, h.Consumer, h.EventID); err != nil {
+			return nil, err
 		}
 	}
 	if db.Dialect() != Postgres {
