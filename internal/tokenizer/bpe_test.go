@@ -191,6 +191,27 @@ func BenchmarkCount(b *testing.B) {
 			oracle.EncodeOrdinary(text)
 		}
 	})
+	// Count on text it has not seen: every chunk misses the cache.
+	b.Run("Count-fresh", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			fresh := &Tokenizer{bpe: tok.bpe, encoding: tok.encoding, chunked: tok.chunked, seeds: tok.seeds, counts: map[textKey]int32{}}
+			fresh.Count(text)
+		}
+	})
+	// The pre-tokenizer alone: the scanner, and regexp2 running the pattern.
+	b.Run("pieces", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			tok.bpe.pieces(text, func([]byte) {})
+		}
+	})
+	b.Run("pieces-regexp2", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			tok.bpe.patternPieces(text, func([]byte) {})
+		}
+	})
 }
 
 // Long pieces are merged by a heap (mergeLong), short ones by scanning
