@@ -37,25 +37,74 @@ type detector struct {
 	group int
 	// check may reject a match or narrow it, looking at its surroundings.
 	check func(text string, s, e int) (int, int, bool)
+	// possible, when set, is false for a text the pattern cannot match:
+	// most messages hold no key, card or address, and one pass over the
+	// text is cheaper than running every pattern over it.
+	possible func(shape) bool
 }
 
+// shape is what one pass over a text learns for the detectors' possible.
+type shape struct {
+	digits int  // ASCII digits: \d in a pattern
+	at     bool // an '@'
+	word   int  // the longest run of [A-Za-z0-9_.-]
+}
+
+func shapeOf(text string) shape {
+	var sh shape
+	run := 0
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == '@' {
+			sh.at = true
+		}
+		if '0' <= c && c <= '9' {
+			sh.digits++
+		}
+		if '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '.' || c == '-' {
+			run++
+			sh.word = max(sh.word, run)
+		} else {
+			run = 0
+		}
+	}
+	return sh
+}
+
+// The least each kind needs: a key is a run of 15 or more of its characters
+// (the shortest pattern is "xoxb-" and 10 more; a key after "token is" has
+// 16); a card 13 digits, an SSN 9 and a phone number 9 (plausiblePhone).
+func (sh shape) key() bool   { return sh.word >= 15 }
+func (sh shape) card() bool  { return sh.digits >= 13 }
+func (sh shape) ssn() bool   { return sh.digits >= 9 }
+func (sh shape) email() bool { return sh.at }
+func (sh shape) phone() bool { return sh.digits >= 9 }
+
 var detectors = []detector{
-	{kind: APIKey, re: regexp.MustCompile(`\b(?:sk-(?:proj-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,})`)},
-	{kind: APIKey, re: regexp.MustCompile(`(?i)\b(?:api[ _-]?key|secret[ _-]?key|access[ _-]?token|auth[ _-]?token|token)\s*(?:is|:|=)\s*["']?([A-Za-z0-9_\-.]{16,})`), group: 1},
+	{kind: APIKey, re: regexp.MustCompile(`\b(?:sk-(?:proj-)?[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{36,}|xox[abprs]-[A-Za-z0-9-]{10,}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,})`), possible: shape.key},
+	{kind: APIKey, re: regexp.MustCompile(`(?i)\b(?:api[ _-]?key|secret[ _-]?key|access[ _-]?token|auth[ _-]?token|token)\s*(?:is|:|=)\s*["']?([A-Za-z0-9_\-.]{16,})`), group: 1, possible: shape.key},
 	{kind: Password, re: regexp.MustCompile(`(?i)\b(?:password|passwd|pwd|passcode|passphrase)\s*(?:is|:|=)\s*["']?([^\s"']{3,})`), group: 1, check: trimPunct},
-	{kind: Card, re: regexp.MustCompile(`\b\d(?:[ -]?\d){12,18}\b`), check: whole(luhnCard)},
-	{kind: SSN, re: regexp.MustCompile(`\b(\d{3})-(\d{2})-(\d{4})\b`), check: whole(validSSN)},
-	{kind: Email, re: regexp.MustCompile(`\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`)},
-	{kind: Phone, re: regexp.MustCompile(`(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)|\b\d{2,4})[\s.-]\d{3,4}[\s.-]\d{3,4}\b|\+\d{8,14}\b`), check: plausiblePhone},
+	{kind: Card, re: regexp.MustCompile(`\b\d(?:[ -]?\d){12,18}\b`), check: whole(luhnCard), possible: shape.card},
+	{kind: SSN, re: regexp.MustCompile(`\b(\d{3})-(\d{2})-(\d{4})\b`), check: whole(validSSN), possible: shape.ssn},
+	{kind: Email, re: regexp.MustCompile(`\b[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b`), possible: shape.email},
+	{kind: Phone, re: regexp.MustCompile(`(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)|\b\d{2,4})[\s.-]\d{3,4}[\s.-]\d{3,4}\b|\+\d{8,14}\b`), check: plausiblePhone, possible: shape.phone},
 }
 
 var priority = map[Kind]int{APIKey: 0, Password: 1, Card: 2, SSN: 3, Email: 4, Phone: 5}
 
 // Detect returns the sensitive parts of text, ordered by position and not
 // overlapping (where two overlap, the kind listed first wins).
-func Detect(text string) []Finding {
+func Detect(text string) []Finding { return detect(text, true) }
+
+// detect is Detect, skipping the patterns the text's shape rules out when
+// prefilter is set (tests compare it with every pattern run).
+func detect(text string, prefilter bool) []Finding {
+	sh := shapeOf(text)
 	var all []Finding
 	for _, d := range detectors {
+		if prefilter && d.possible != nil && !d.possible(sh) {
+			continue
+		}
 		for _, loc := range d.re.FindAllStringSubmatchIndex(text, -1) {
 			s, e := loc[2*d.group], loc[2*d.group+1]
 			if s < 0 {
