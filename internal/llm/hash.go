@@ -14,24 +14,21 @@ import (
 // hashed changes every hash instead of silently colliding with old records.
 const canonicalVersion = 1
 
-// canonicalRequest holds the fields that decide the answer, in a fixed
-// order. TenantID, Scope and CallID say whom a call is for, not what it
-// asks, and stay out.
-type canonicalRequest struct {
-	V           int              `json:"v"`
-	Model       string           `json:"model"`
-	Messages    []Message        `json:"messages"`
-	JSON        bool             `json:"json"`
-	Schema      *canonicalSchema `json:"schema,omitempty"`
-	Temperature any              `json:"temperature,omitempty"`
-	MaxTokens   int              `json:"max_tokens"`
-	Seed        *int64           `json:"seed,omitempty"`
-	Purpose     string           `json:"purpose"`
+// A canonical request holds the fields that decide the answer, in a fixed
+// order: canonicalHead's, then the schema, then canonicalTail's. TenantID,
+// Scope and CallID say whom a call is for, not what it asks, and stay out.
+type canonicalHead struct {
+	V        int       `json:"v"`
+	Model    string    `json:"model"`
+	Messages []Message `json:"messages"`
+	JSON     bool      `json:"json"`
 }
 
-type canonicalSchema struct {
-	Name string          `json:"name"`
-	JSON json.RawMessage `json:"json"`
+type canonicalTail struct {
+	Temperature any    `json:"temperature,omitempty"`
+	MaxTokens   int    `json:"max_tokens"`
+	Seed        *int64 `json:"seed,omitempty"`
+	Purpose     string `json:"purpose"`
 }
 
 // CanonicalJSON is the form of req that Hash digests: the fields that decide
@@ -43,39 +40,46 @@ func CanonicalJSON(req Request) []byte { return AppendCanonicalJSON(nil, req) }
 // extended buffer: a caller encoding a prompt of tens of kilobytes for every
 // call reuses one buffer instead of allocating one a call.
 func AppendCanonicalJSON(dst []byte, req Request) []byte {
-	c := canonicalRequest{
-		V:         canonicalVersion,
-		Model:     req.Model,
-		Messages:  req.Messages,
-		JSON:      req.JSON || req.Schema != nil,
-		MaxTokens: req.MaxTokens,
-		Seed:      req.Seed,
-		Purpose:   req.Purpose,
+	head := canonicalHead{V: canonicalVersion, Model: req.Model, Messages: req.Messages, JSON: req.JSON || req.Schema != nil}
+	if head.Messages == nil {
+		head.Messages = []Message{}
 	}
+	tail := canonicalTail{MaxTokens: req.MaxTokens, Seed: req.Seed, Purpose: req.Purpose}
 	if t := req.Temperature; t != nil {
 		// JSON has no NaN or infinity; spell them so they still hash.
 		if math.IsNaN(*t) || math.IsInf(*t, 0) {
-			c.Temperature = strconv.FormatFloat(*t, 'g', -1, 64)
+			tail.Temperature = strconv.FormatFloat(*t, 'g', -1, 64)
 		} else {
-			c.Temperature = *t
+			tail.Temperature = *t
 		}
 	}
-	if c.Messages == nil {
-		c.Messages = []Message{}
-	}
-	if req.Schema != nil {
-		c.Schema = &canonicalSchema{Name: req.Schema.Name, JSON: canonicalSchemaJSON(req.Schema.JSON)}
-	}
 	// An Encoder writes what Marshal returns, and a newline, into the
-	// caller's buffer.
+	// caller's buffer. Every field is a string, a finite number or a bool:
+	// encoding cannot fail.
 	buf := bytes.NewBuffer(dst)
-	if err := json.NewEncoder(buf).Encode(c); err != nil {
-		// Every field is a string, a finite number, a bool or JSON that
-		// canonicalJSONValue has checked: encoding cannot fail.
-		panic("llm: canonical request: " + err.Error())
+	enc := json.NewEncoder(buf)
+	encode := func(v any) {
+		if err := enc.Encode(v); err != nil {
+			panic("llm: canonical request: " + err.Error())
+		}
+		buf.Truncate(buf.Len() - 1) // the newline
 	}
-	out := buf.Bytes()
-	return out[:len(out)-1]
+	encode(head)
+	buf.Truncate(buf.Len() - 1) // the closing brace: the members go on
+	if req.Schema != nil {
+		// The schema's canonical form (cached) is spliced in as it is: as a
+		// json.RawMessage the encoder would scan and compact it again at
+		// every call, and it is the largest part after the messages.
+		buf.WriteString(`,"schema":{"name":`)
+		encode(req.Schema.Name)
+		buf.WriteString(`,"json":`)
+		buf.Write(canonicalSchemaJSON(req.Schema.JSON))
+		buf.WriteByte('}')
+	}
+	at := buf.Len()
+	encode(tail) // {"max_tokens":…}: never empty, its brace becomes a comma
+	buf.Bytes()[at] = ','
+	return buf.Bytes()
 }
 
 // Hash identifies a request by what it asks: the SHA-256, in hex, of

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"regexp"
+	"strconv"
 	"testing"
 )
 
@@ -145,5 +146,62 @@ func TestCanonicalJSONEscapesAsMarshal(t *testing.T) {
 	dst := append(make([]byte, 0, 64), "prefix"...)
 	if got := string(AppendCanonicalJSON(dst, req)); got != "prefix"+want {
 		t.Fatalf("AppendCanonicalJSON(prefix) =\n%s\nwant prefix then\n%s", got, want)
+	}
+}
+
+// AppendCanonicalJSON writes its form by parts, splicing the cached schema
+// in; the reference is the one struct encoding/json encodes whole, which is
+// what the recorded hashes were taken from.
+func TestCanonicalJSONIsTheWholeStructEncoded(t *testing.T) {
+	t.Parallel()
+	type schema struct {
+		Name string          `json:"name"`
+		JSON json.RawMessage `json:"json"`
+	}
+	type whole struct {
+		V           int       `json:"v"`
+		Model       string    `json:"model"`
+		Messages    []Message `json:"messages"`
+		JSON        bool      `json:"json"`
+		Schema      *schema   `json:"schema,omitempty"`
+		Temperature any       `json:"temperature,omitempty"`
+		MaxTokens   int       `json:"max_tokens"`
+		Seed        *int64    `json:"seed,omitempty"`
+		Purpose     string    `json:"purpose"`
+	}
+	reference := func(req Request) string {
+		w := whole{V: canonicalVersion, Model: req.Model, Messages: req.Messages, JSON: req.JSON || req.Schema != nil,
+			MaxTokens: req.MaxTokens, Seed: req.Seed, Purpose: req.Purpose}
+		if w.Messages == nil {
+			w.Messages = []Message{}
+		}
+		if t := req.Temperature; t != nil {
+			w.Temperature = *t
+			if math.IsNaN(*t) || math.IsInf(*t, 0) {
+				w.Temperature = strconv.FormatFloat(*t, 'g', -1, 64)
+			}
+		}
+		if req.Schema != nil {
+			w.Schema = &schema{Name: req.Schema.Name, JSON: canonicalJSONValue(req.Schema.JSON)}
+		}
+		b, err := json.Marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	reqs := []Request{
+		{},
+		{Model: "m", JSON: true, MaxTokens: -1, Purpose: "p<&>"},
+		{Messages: []Message{{Role: User, Content: "a\u2028<b>"}}, Temperature: ptr(0.0), Seed: ptr(int64(-7))},
+		{Temperature: ptr(math.Inf(-1)), Schema: &Schema{Name: "", JSON: nil}},
+		{Schema: &Schema{Name: "n\"q", JSON: []byte(`{"b":1e3,"a":[true,null,"x&y"]}`)}, Temperature: ptr(1.5)},
+		{Schema: &Schema{Name: "broken", JSON: []byte(`{"a":`)}, Purpose: "extraction", Seed: ptr(int64(0))},
+	}
+	for i, req := range reqs {
+		want := reference(req)
+		if got := string(CanonicalJSON(req)); got != want {
+			t.Errorf("request %d: CanonicalJSON =\n%s\nwant\n%s", i, got, want)
+		}
 	}
 }
