@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -315,6 +316,12 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	wg.Wait()
 	waitAnswered(b.N)
 	b.StopTimer()
+	// PRAETOR_BENCH_HEAP=FILE writes a heap profile of the running node
+	// (-test.memprofile is written after it has stopped): what the
+	// collector marks at every cycle.
+	if f := os.Getenv("PRAETOR_BENCH_HEAP"); f != "" {
+		writeHeapProfile(b, f)
+	}
 	cpu := processCPU(b) - cpu0
 	disk1, _ := diskWritten()
 	runtime.ReadMemStats(&ms1)
@@ -454,6 +461,19 @@ func reportStages(b *testing.B, sent, arrived, staged map[string]time.Time) {
 	n := time.Duration(len(tail))
 	b.Logf("slowest %d turns: mean gateway %.1f ms, extractor %.1f ms, runner %.1f ms", len(tail),
 		ms(sum.gw/n), ms(sum.ext/n), ms(sum.run/n))
+}
+
+// writeHeapProfile writes the heap profile as of a collection now.
+func writeHeapProfile(b *testing.B, file string) {
+	runtime.GC()
+	f, err := os.Create(file)
+	if err != nil {
+		b.Fatalf("PRAETOR_BENCH_HEAP: %v", err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatalf("PRAETOR_BENCH_HEAP: %v", err)
+	}
 }
 
 // processCPU is the CPU time (user and system) this process has used.
