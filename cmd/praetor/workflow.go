@@ -391,12 +391,17 @@ func checkSchema(ctx context.Context, db store.DB, migrate bool) error {
 }
 
 // provisionMissing creates the streams the server lacks (catalog and
-// dead-letter), with the defaults of praetor serve, leaving the existing ones
-// (their partitions, replicas, compression...) as they are.
+// dead-letter), with the defaults of praetor serve (ordered ones with the
+// partitions of those that exist), leaving the existing ones (their
+// partitions, replicas, compression...) as they are.
 func provisionMissing(ctx context.Context, bus *events.Bus) error {
 	missing := func(name string) bool {
 		_, err := bus.JetStream().Stream(ctx, name)
 		return err != nil
+	}
+	partitions, err := node.ResolvePartitions(ctx, bus, 0, node.ServePartitions)
+	if err != nil {
+		return err
 	}
 	for _, def := range contracts.Streams() {
 		if !missing(def.Name) {
@@ -404,7 +409,7 @@ func provisionMissing(ctx context.Context, bus *events.Bus) error {
 		}
 		sc := events.StreamConfig{Name: def.Name, Subjects: def.Subjects, Compression: events.CompressionS2}
 		if def.Ordered {
-			sc.Partitions = 16
+			sc.Partitions = partitions
 		}
 		if err := bus.EnsureStream(ctx, sc); err != nil {
 			return err
