@@ -43,7 +43,7 @@ type nodeFlags struct {
 func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.StringVar(&f.httpAddr, 0, "http-addr", httpAddr, "address of the HTTP API, page, health and metrics")
 	fs.StringVar(&f.services, 0, "services", "", "comma-separated services to run (dev: all); available: "+strings.Join(wiring.Names(), ", "))
-	fs.IntVar(&f.partitions, 0, "partitions", 0, "partitions of the ordered streams (per-key order, parallel keys); default: the streams' own when they exist, else 4 in dev and 16 in serve")
+	fs.IntVar(&f.partitions, 0, "partitions", 0, "partitions of the ordered streams (per-key order, parallel keys); 0: the streams' own count when they exist, else 4 in dev and 16 in serve")
 	fs.DurationVar(&f.maxAge, 0, "stream-max-age", 0, "how long streams keep events (0: forever, the audit log)")
 	fs.IntVar(&f.replicas, 0, "stream-replicas", 1, "replicas of each stream in a NATS cluster")
 	fs.DurationVar(&f.duplicates, 0, "duplicate-window", 2*time.Minute, "window in which a republished event id is dropped")

@@ -316,16 +316,17 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	wg.Wait()
 	waitAnswered(b.N)
 	b.StopTimer()
-	// PRAETOR_BENCH_HEAP=FILE writes a heap profile of the running node
-	// (-test.memprofile is written after it has stopped): what the
-	// collector marks at every cycle.
-	if f := os.Getenv("PRAETOR_BENCH_HEAP"); f != "" {
-		writeHeapProfile(b, f)
-	}
 	cpu := processCPU(b) - cpu0
 	disk1, _ := diskWritten()
 	runtime.ReadMemStats(&ms1)
 	mark := gcMarkCPU() - mark0
+	// PRAETOR_BENCH_HEAP=FILE writes a heap profile of the running node
+	// (-test.memprofile is written after it has stopped): what the
+	// collector marks at every cycle. Its collection comes after the
+	// figures above; with -count, the last round's profile is kept.
+	if f := os.Getenv("PRAETOR_BENCH_HEAP"); f != "" {
+		writeHeapProfile(b, f)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	last := start

@@ -11,7 +11,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/testenv"
+	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/pkg/events/eventstest"
 )
@@ -285,5 +287,42 @@ func TestProvisionMissingKeepsExistingStreams(t *testing.T) {
 	}
 	if got := s.CachedInfo().Config.Compression; got != jetstream.S2Compression {
 		t.Errorf("a created stream's compression is %v, want s2", got)
+	}
+}
+
+// A stream the workflow command provisions takes the partitions of the
+// ordered streams that exist (praetor dev makes 4), not serve's 16.
+func TestProvisionMissingTakesTheStreamsPartitions(t *testing.T) {
+	nc := eventstest.Connect(t, eventstest.StartServer(t))
+	bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := node.Provision(ctx, bus, node.StreamSettings{Partitions: node.DevPartitions, Replicas: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var ordered []string
+	for _, d := range contracts.Streams() {
+		if d.Ordered {
+			ordered = append(ordered, d.Name)
+		}
+	}
+	if len(ordered) < 2 {
+		t.Fatalf("ordered streams %v: the test needs two", ordered)
+	}
+	// The first one ResolvePartitions would look at goes.
+	if err := bus.JetStream().DeleteStream(ctx, ordered[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := provisionMissing(ctx, bus); err != nil {
+		t.Fatal(err)
+	}
+	n, err := bus.Partitions(ctx, ordered[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != node.DevPartitions {
+		t.Fatalf("%s recreated with %d partitions, want the others' %d", ordered[0], n, node.DevPartitions)
 	}
 }

@@ -228,7 +228,7 @@ func (c Config) validate() error {
 		}
 	}
 	if c.Streams.Partitions < 0 || c.Streams.Partitions > 1024 {
-		bad("partitions", "%d is outside [1, 1024] (0: the streams' own, else the default)", c.Streams.Partitions)
+		bad("partitions", "%d is negative or above 1024 (0: the streams' own count, else the default)", c.Streams.Partitions)
 	}
 	if c.Streams.Replicas < 1 || c.Streams.Replicas > 5 {
 		bad("stream-replicas", "%d is outside [1, 5]", c.Streams.Replicas)
@@ -305,6 +305,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if streams.Partitions, err = ResolvePartitions(ctx, bus, streams.Partitions, def); err != nil {
 		return err
 	}
+	if cfg.Streams.Partitions == 0 && streams.Partitions != def {
+		log.Info("the ordered streams keep the partitions they have; new streams get the default",
+			"partitions", streams.Partitions, "default", def)
+	}
 	if err := Provision(ctx, bus, streams); err != nil {
 		return err
 	}
@@ -334,7 +338,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	deps := Deps{Bus: bus, DB: db, Relay: relay, Logger: log, Registerer: reg, Mux: mux, Metrics: metrics,
-		Streams: cfg.Streams, LLM: client, LLMInfo: info, Engines: cfg.Engines, EngineRegistry: cfg.EngineRegistry, Dev: cfg.Dev, DataDir: cfg.DataDir, AckWait: cfg.AckWait}
+		Streams: streams, LLM: client, LLMInfo: info, Engines: cfg.Engines, EngineRegistry: cfg.EngineRegistry, Dev: cfg.Dev, DataDir: cfg.DataDir, AckWait: cfg.AckWait}
 	if cfg.Dev {
 		if deps.DevTenant, err = devTenant(ctx, db, log); err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind is a kind of sensitive information.
@@ -47,7 +48,7 @@ type detector struct {
 type shape struct {
 	digits int  // ASCII digits: \d in a pattern
 	at     bool // an '@'
-	word   int  // the longest run of [A-Za-z0-9_.-]
+	word   int  // the longest run of [A-Za-z0-9_.-] and bytes past ASCII
 }
 
 func shapeOf(text string) shape {
@@ -61,7 +62,10 @@ func shapeOf(text string) shape {
 		if '0' <= c && c <= '9' {
 			sh.digits++
 		}
-		if '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '.' || c == '-' {
+		// Under (?i) the key's class also takes ſ and the Kelvin sign
+		// (they fold to s and k): every byte past ASCII counts too.
+		if '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_' || c == '.' || c == '-' ||
+			c >= utf8.RuneSelf {
 			run++
 			sh.word = max(sh.word, run)
 		} else {

@@ -84,7 +84,8 @@ func TestPrefilterSkipsOnlyWhatCannotMatch(t *testing.T) {
 		"", "plain words only", "xoxb-0123456789 here", "xoxb-012345678 one short",
 		"token is abcdefghijklmnop", "token: abcdefghijklmno", "4111 1111 1111 1", "4111111111111111",
 		"123-45-6789", "12-345-678", "call 12 345 678", "call 12 345 6789", "+12345678", "+123456789", "(55) 123 456", "a@b.co", "a@b", "x @ y.io",
-		"password is hunter2", "my pwd=abc", "sk-proj-abcdefghijklmnopqrstuvwxyz", "AKIA0123456789ABCDEF",
+		"password is hunter2", "my pwd=abc", "token is abcdefg\u212aabcdefgh", "api_key=ſſſſſſſſſſſſſſſſ",
+		"token: 0123456\u212a89abcdef", "sk-proj-abcdefghijklmnopqrstuvwxyz", "AKIA0123456789ABCDEF",
 		"mail jane.doe+tag@example.co.uk or call +44 20 7946 0958; card 4539 1488 0343 6467, ssn 219-09-9999",
 	}
 	for _, s := range texts {
