@@ -306,7 +306,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	if cfg.Streams.Partitions == 0 && streams.Partitions != def {
-		log.Info("the ordered streams keep the partitions they have; new streams get the default",
+		log.Info("the ordered streams keep the partition count they were made with (new streams of a fresh server get the default)",
 			"partitions", streams.Partitions, "default", def)
 	}
 	if err := Provision(ctx, bus, streams); err != nil {
