@@ -103,6 +103,21 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		}
 		cfg.Streams.Partitions = n
 	}
+	// PRAETOR_BENCH_DUPLICATES measures another duplicate window than the
+	// node's default (the NATS server keeps every message id of the window
+	// in memory, and in dev its heap is the services' heap).
+	if v := os.Getenv("PRAETOR_BENCH_DUPLICATES"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("PRAETOR_BENCH_DUPLICATES=%q: want a positive duration", v)
+		}
+		cfg.Streams.Duplicates = d
+	}
+	// PRAETOR_BENCH_OMIT_PROMPTS=1 runs as --llm-omit-prompts does: the
+	// recorded LLM calls keep their hashes and answers, not their prompts
+	// (tens of kilobytes a call, copied by the recorder, the NATS client
+	// and server, and compressed with the stream's blocks).
+	cfg.OmitLLMPrompts = os.Getenv("PRAETOR_BENCH_OMIT_PROMPTS") == "1"
 	natsAddr := testenv.FreeAddr(b)
 	switch storeKind {
 	case "sqlite":
