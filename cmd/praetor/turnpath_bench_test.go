@@ -124,13 +124,20 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		cfg.Dev, cfg.DataDir, cfg.NATSListen = true, b.TempDir(), natsAddr
 	case "postgres":
 		url := testenv.Postgres(b)
-		srv, err := events.StartServer(events.ServerConfig{StoreDir: b.TempDir(), Listen: true, Port: -1})
-		if err != nil {
-			b.Fatal(err)
+		// PRAETOR_BENCH_NATS_URL runs against a NATS server of its own
+		// process, as praetor serve does in production (its heap is then
+		// not the services'); else one starts in this process.
+		natsURL := os.Getenv("PRAETOR_BENCH_NATS_URL")
+		if natsURL == "" {
+			srv, err := events.StartServer(events.ServerConfig{StoreDir: b.TempDir(), Listen: true, Port: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(srv.Shutdown)
+			natsURL = srv.ClientURL()
 		}
-		b.Cleanup(srv.Shutdown)
-		cfg.NATSURL, cfg.DatabaseURL, cfg.Migrate = srv.ClientURL(), url, true
-		natsAddr = srv.ClientURL()[len("nats://"):]
+		cfg.NATSURL, cfg.DatabaseURL, cfg.Migrate = natsURL, url, true
+		natsAddr = strings.TrimPrefix(natsURL, "nats://")
 	}
 	ready := make(chan string, 1)
 	cfg.Ready = func(addr string) { ready <- addr }
