@@ -66,9 +66,10 @@ import (
 // duplicate window (2 minutes of message ids) in memory, and the collector
 // marks it all at every cycle. For steady-state figures run longer, over
 // more sessions (PRAETOR_BENCH_SESSIONS, so that conversations stay at a
-// realistic length):
+// realistic length), and see how the tail moves as the run goes on
+// (PRAETOR_BENCH_WINDOW logs the latencies of each window of that length):
 //
-//	PRAETOR_BENCH_SESSIONS=5000 go test -run '^$' -bench 'TurnPath/sqlite/paced500' -benchtime 60000x ./cmd/praetor/
+//	PRAETOR_BENCH_SESSIONS=5000 PRAETOR_BENCH_WINDOW=10s go test -run '^$' -bench 'TurnPath/sqlite/paced500' -benchtime 60000x ./cmd/praetor/
 func BenchmarkTurnPath(b *testing.B) {
 	for _, st := range []string{"sqlite", "postgres"} {
 		for _, mode := range []string{"paced100", "paced300", "paced500", "max"} {
@@ -365,6 +366,9 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		b.Fatalf("%d of %d turns answered", len(lat), b.N)
 	}
 	elapsed := last.Sub(start)
+	if v := os.Getenv("PRAETOR_BENCH_WINDOW"); v != "" {
+		logWindows(b, v, start, sent, arrived)
+	}
 	slices.Sort(lat)
 	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "turns/s")
@@ -484,6 +488,37 @@ func reportStages(b *testing.B, sent, arrived, staged map[string]time.Time) {
 	n := time.Duration(len(tail))
 	b.Logf("slowest %d turns: mean gateway %.1f ms, extractor %.1f ms, runner %.1f ms", len(tail),
 		ms(sum.gw/n), ms(sum.ext/n), ms(sum.run/n))
+}
+
+// logWindows logs the p50, p99 and maximum latency of the turns due in each
+// window of PRAETOR_BENCH_WINDOW (e.g. 10s) from the start: whether the
+// tail holds or grows as the run goes on (the steady state's does).
+func logWindows(b *testing.B, window string, start time.Time, sent, arrived map[string]time.Time) {
+	w, err := time.ParseDuration(window)
+	if err != nil || w <= 0 {
+		b.Fatalf("PRAETOR_BENCH_WINDOW=%q: want a positive duration", window)
+	}
+	var buckets [][]time.Duration
+	for id, due := range sent {
+		t1, ok := arrived[id]
+		if !ok {
+			continue
+		}
+		i := int(due.Sub(start) / w)
+		for len(buckets) <= i {
+			buckets = append(buckets, nil)
+		}
+		buckets[i] = append(buckets[i], t1.Sub(due))
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for i, ds := range buckets {
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		b.Logf("from %v: %d turns, p50 %.1f ms, p99 %.1f ms, max %.1f ms", time.Duration(i)*w, len(ds),
+			ms(ds[len(ds)/2]), ms(ds[int(0.99*float64(len(ds)-1))]), ms(ds[len(ds)-1]))
+	}
 }
 
 // writeHeapProfile writes the heap profile as of a collection now.
