@@ -370,10 +370,9 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		logWindows(b, v, start, sent, arrived)
 	}
 	slices.Sort(lat)
-	pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "turns/s")
-	b.ReportMetric(pct(0.5), "p50-ms")
-	b.ReportMetric(pct(0.99), "p99-ms")
+	b.ReportMetric(percentile(lat, 0.5), "p50-ms")
+	b.ReportMetric(percentile(lat, 0.99), "p99-ms")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/turn")
 	if stages {
 		reportStages(b, sent, arrived, staged)
@@ -450,7 +449,6 @@ func reportStages(b *testing.B, sent, arrived, staged map[string]time.Time) {
 	if len(ts) == 0 {
 		b.Fatal("no turn seen at every stage")
 	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	// PRAETOR_BENCH_TURNS=FILE writes every turn's stages in the order they
 	// were due, to see whether slow turns come alone or in bursts (and how
 	// far apart the bursts are: a periodic stall shows its period).
@@ -459,7 +457,7 @@ func reportStages(b *testing.B, sent, arrived, staged map[string]time.Time) {
 		var out strings.Builder
 		out.WriteString("due_ms gateway_ms extractor_ms runner_ms total_ms\n")
 		for _, t := range ts {
-			fmt.Fprintf(&out, "%.3f %.3f %.3f %.3f %.3f\n", ms(t.due.Sub(ts[0].due)), ms(t.gw), ms(t.ext), ms(t.run), ms(t.total))
+			fmt.Fprintf(&out, "%.3f %.3f %.3f %.3f %.3f\n", millis(t.due.Sub(ts[0].due)), millis(t.gw), millis(t.ext), millis(t.run), millis(t.total))
 		}
 		if err := os.WriteFile(f, []byte(out.String()), 0o644); err != nil {
 			b.Errorf("PRAETOR_BENCH_TURNS: %v", err)
@@ -475,8 +473,8 @@ func reportStages(b *testing.B, sent, arrived, staged map[string]time.Time) {
 			ds[i] = st.of(t)
 		}
 		slices.Sort(ds)
-		b.ReportMetric(ms(ds[len(ds)/2]), st.name+"-p50-ms")
-		b.ReportMetric(ms(ds[int(0.99*float64(len(ds)-1))]), st.name+"-p99-ms")
+		b.ReportMetric(percentile(ds, 0.5), st.name+"-p50-ms")
+		b.ReportMetric(percentile(ds, 0.99), st.name+"-p99-ms")
 	}
 	// The slowest 1%: the mean of each stage, to say where the tail is.
 	slices.SortFunc(ts, func(a, b turn) int { return int(b.total - a.total) })
@@ -487,7 +485,7 @@ func reportStages(b *testing.B, sent, arrived, staged map[string]time.Time) {
 	}
 	n := time.Duration(len(tail))
 	b.Logf("slowest %d turns: mean gateway %.1f ms, extractor %.1f ms, runner %.1f ms", len(tail),
-		ms(sum.gw/n), ms(sum.ext/n), ms(sum.run/n))
+		millis(sum.gw/n), millis(sum.ext/n), millis(sum.run/n))
 }
 
 // logWindows logs the p50, p99 and maximum latency of the turns due in each
@@ -510,15 +508,22 @@ func logWindows(b *testing.B, window string, start time.Time, sent, arrived map[
 		}
 		buckets[i] = append(buckets[i], t1.Sub(due))
 	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	for i, ds := range buckets {
 		if len(ds) == 0 {
 			continue
 		}
 		slices.Sort(ds)
 		b.Logf("from %v: %d turns, p50 %.1f ms, p99 %.1f ms, max %.1f ms", time.Duration(i)*w, len(ds),
-			ms(ds[len(ds)/2]), ms(ds[int(0.99*float64(len(ds)-1))]), ms(ds[len(ds)-1]))
+			percentile(ds, 0.5), percentile(ds, 0.99), millis(ds[len(ds)-1]))
 	}
+}
+
+// millis is d in milliseconds, to the microsecond.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// percentile is the pth (0 to 1) of sorted latencies, in milliseconds.
+func percentile(sorted []time.Duration, p float64) float64 {
+	return millis(sorted[int(p*float64(len(sorted)-1))])
 }
 
 // writeHeapProfile writes the heap profile as of a collection now.

@@ -7,22 +7,14 @@ import (
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/pkg/events/eventstest"
 )
 
 // The partitions of the ordered streams: as configured; else those the
 // streams already have, so that a restart of a data directory made with
 // another count provisions it as it is; else the default.
 func TestResolvePartitions(t *testing.T) {
-	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, err := srv.Connect()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	nc := eventstest.Connect(t, eventstest.StartServer(t))
 	bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
 	if err != nil {
 		t.Fatal(err)

@@ -1152,10 +1152,7 @@ func testMarkHandledAll(t *testing.T, db store.DB) {
 	if err != nil {
 		t.Fatalf("Unsent: %v", err)
 	}
-	var ids []string
-	for _, m := range got {
-		ids = append(ids, m.EventID)
-	}
+	ids := eventIDs(got)
 	if want := []string{"a1", "a2", "o1", "a4"}; !slices.Equal(ids, want) {
 		t.Fatalf("outbox = %v, want %v (the messages of first handlings, in order)", ids, want)
 	}
@@ -1216,10 +1213,7 @@ func testPostgresEnqueue(t *testing.T, db store.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for _, m := range got {
-		ids = append(ids, m.EventID)
-	}
+	ids := eventIDs(got)
 	if want := []string{"e3", "e1", "e2", "e5"}; !slices.Equal(ids, want) {
 		t.Fatalf("outbox = %v, want %v (in order, each once, none where the condition failed)", ids, want)
 	}
@@ -1375,10 +1369,7 @@ func testOutboxMarkSentAndPrune(t *testing.T, db store.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for _, m := range rest {
-		ids = append(ids, m.EventID)
-	}
+	ids := eventIDs(rest)
 	if want := []string{"e3", "e4"}; !slices.Equal(ids, want) {
 		t.Errorf("Unsent after MarkSent = %v, want %v", ids, want)
 	}
@@ -1461,4 +1452,13 @@ func testTryLock(t *testing.T, db store.DB) {
 		t.Fatalf("TryLock after unlock = %v, %v; want the lock", ok, err)
 	}
 	again()
+}
+
+// eventIDs returns the event ids of outbox messages, in order.
+func eventIDs(ms []store.OutboxMessage) []string {
+	ids := make([]string, 0, len(ms))
+	for _, m := range ms {
+		ids = append(ids, m.EventID)
+	}
+	return ids
 }
