@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -64,7 +65,19 @@ func MarshalCanonical(v any) (raw, canonical []byte, err error) {
 // canonical form. It works on the bytes in one pass, without building the
 // decoded value: the state of a session is canonicalized on every turn.
 func Canonicalize(raw []byte) ([]byte, error) {
-	c := canonicalizer{in: raw, out: make([]byte, 0, len(raw))}
+	c := canonicalizers.Get().(*canonicalizer)
+	defer func() {
+		// Only the scratch space is kept for the next call, holding on to
+		// no input.
+		c.in, c.pos, c.out = nil, 0, nil
+		clear(c.members[:cap(c.members)])
+		c.members = c.members[:0]
+		if cap(c.scratch) > maxPooledScratch {
+			c.scratch = nil
+		}
+		canonicalizers.Put(c)
+	}()
+	c.in, c.out = raw, make([]byte, 0, len(raw))
 	c.skipSpace()
 	if err := c.value(0); err != nil {
 		return nil, err
@@ -75,6 +88,14 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	}
 	return c.out, nil
 }
+
+// canonicalizers keeps the scratch space of Canonicalize (the members
+// stack, the copy an object is sorted from) between calls: a working
+// memory is canonicalized on every turn.
+var canonicalizers = sync.Pool{New: func() any { return new(canonicalizer) }}
+
+// maxPooledScratch bounds the sort copy a pooled canonicalizer keeps.
+const maxPooledScratch = 1 << 20
 
 // maxCanonicalDepth is encoding/json's nesting limit, kept so the same
 // documents are refused.
@@ -89,7 +110,28 @@ type canonicalizer struct {
 	out     []byte
 	members []member // a stack: each open object's members above its base
 	scratch []byte
+	// shapes remembers the key order of objects sorted before: JSON
+	// encoded from Go structs repeats a few shapes (a message, an extracted
+	// field) many times, and checking a member list against a known shape
+	// costs less than sorting it.
+	shapes    []shape
+	nextShape int // the shape replaced next once shapes is full
 }
+
+// shape is the key order of an object: its keys as they came, and the
+// members to write (indexes into them) in key order, later duplicates
+// winning.
+type shape struct {
+	keys  [][]byte
+	order []int
+}
+
+// Bounds of the remembered shapes: how many, and the members of the
+// largest.
+const (
+	maxShapes       = 32
+	maxShapeMembers = 64
+)
 
 // member is one "key":value written to out[start:end], with its decoded key
 // (a slice of the input when it needed no decoding).
@@ -247,19 +289,58 @@ func (c *canonicalizer) sortMembers(ms []member) {
 	if ordered {
 		return
 	}
+	order := c.order(ms)
 	from := ms[0].start
 	c.scratch = append(c.scratch[:0], c.out[from:]...)
-	slices.SortStableFunc(ms, func(a, b member) int { return bytes.Compare(a.key, b.key) })
 	c.out = c.out[:from]
-	for i, m := range ms {
-		if i+1 < len(ms) && bytes.Equal(ms[i+1].key, m.key) {
-			continue // a later duplicate wins
-		}
-		if len(c.out) > from {
+	for j, i := range order {
+		if j > 0 {
 			c.out = append(c.out, ',')
 		}
-		c.out = append(c.out, c.scratch[m.start-from:m.end-from]...)
+		c.out = append(c.out, c.scratch[ms[i].start-from:ms[i].end-from]...)
 	}
+}
+
+// order returns the members of ms to write, in key order, the last of
+// duplicate keys winning: a remembered shape's, or a new one.
+func (c *canonicalizer) order(ms []member) []int {
+next:
+	for _, sh := range c.shapes {
+		if len(sh.keys) != len(ms) {
+			continue
+		}
+		for i, k := range sh.keys {
+			if !bytes.Equal(k, ms[i].key) {
+				continue next
+			}
+		}
+		return sh.order
+	}
+	order := make([]int, len(ms))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return bytes.Compare(ms[a].key, ms[b].key) })
+	kept := order[:0]
+	for j, i := range order {
+		if j+1 < len(order) && bytes.Equal(ms[order[j+1]].key, ms[i].key) {
+			continue // a later duplicate wins
+		}
+		kept = append(kept, i)
+	}
+	if len(ms) <= maxShapeMembers {
+		sh := shape{keys: make([][]byte, len(ms)), order: kept}
+		for i, m := range ms {
+			sh.keys[i] = bytes.Clone(m.key)
+		}
+		if len(c.shapes) < maxShapes {
+			c.shapes = append(c.shapes, sh)
+		} else {
+			c.shapes[c.nextShape] = sh
+			c.nextShape = (c.nextShape + 1) % maxShapes
+		}
+	}
+	return kept
 }
 
 // str reads a string token and returns its decoded value, as encoding/json
@@ -268,15 +349,19 @@ func (c *canonicalizer) sortMembers(ms []member) {
 // its canonical form is then the token itself.
 func (c *canonicalizer) str() (s []byte, plain bool, err error) {
 	start := c.pos
-	c.pos++ // "
-	escaped := false
+	c.pos++       // "
+	var seen byte // the union of the classes of the bytes read
 	for c.pos < len(c.in) {
-		b := c.in[c.pos]
-		switch {
-		case b == '"':
+		k := strClass[c.in[c.pos]]
+		if k == 0 {
+			c.pos++
+			continue
+		}
+		switch k {
+		case classQuote:
 			c.pos++
 			body := c.in[start+1 : c.pos-1]
-			if !escaped && utf8.Valid(body) {
+			if seen == 0 || seen == classHigh && utf8.Valid(body) {
 				return body, true, nil
 			}
 			var d string
@@ -284,17 +369,38 @@ func (c *canonicalizer) str() (s []byte, plain bool, err error) {
 				return nil, false, fmt.Errorf("canonical json: %w", err)
 			}
 			return []byte(d), false, nil
-		case b == '\\':
-			escaped = true
+		case classEscape:
+			seen |= k
 			c.pos += 2 // the escape itself is checked by json.Unmarshal
-		case b < 0x20:
-			return nil, false, c.errorf("invalid character %q in string literal", b)
-		default:
+		case classControl:
+			return nil, false, c.errorf("invalid character %q in string literal", c.in[c.pos])
+		default: // classHigh
+			seen |= k
 			c.pos++
 		}
 	}
 	return nil, false, c.errorf("unexpected end of JSON input")
 }
+
+// Classes of a byte inside a string token (strClass); 0 is a plain ASCII
+// character, the common case, which the scanner steps over.
+const (
+	classQuote   = 1 << iota // the closing quote
+	classEscape              // a backslash
+	classControl             // a control character: refused, as by encoding/json
+	classHigh                // a byte of a multi-byte UTF-8 sequence (or invalid)
+)
+
+var strClass = func() (t [256]byte) {
+	for b := range 0x20 {
+		t[b] = classControl
+	}
+	t['"'], t['\\'] = classQuote, classEscape
+	for b := 0x80; b < 0x100; b++ {
+		t[b] = classHigh
+	}
+	return t
+}()
 
 // appendStr appends the canonical form of a string str returned.
 func (c *canonicalizer) appendStr(s []byte, plain bool) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -132,6 +133,41 @@ func TestCanonicalizeMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkCanonical(t, raw)
+}
+
+// TestCanonicalizeRemembersShapes checks the remembered key orders (see
+// canonicalizer.shapes) against the reference: a shape met again, one of
+// the same length with other keys or a duplicate key, more shapes than are
+// remembered, and an object too large to remember.
+func TestCanonicalizeRemembersShapes(t *testing.T) {
+	docs := []string{
+		`[{"b":1,"a":2},{"b":3,"a":4},{"b":5,"c":6},{"b":7,"a":8,"a":9},{"b":7,"b":8},{"c":1,"a":2},{"b":{"b":1,"a":2},"a":0}]`,
+		`{"b":{"b":1,"a":2},"a":[{"b":3,"a":4}]}`,
+	}
+	var many, large strings.Builder
+	many.WriteByte('[')
+	for i := range 2*maxShapes + 5 {
+		if i > 0 {
+			many.WriteByte(',')
+		}
+		fmt.Fprintf(&many, `{"k%02d":%d,"a":%d}`, i%(maxShapes+3), i, -i)
+	}
+	many.WriteByte(']')
+	large.WriteByte('{')
+	for i := range maxShapeMembers + 10 {
+		if i > 0 {
+			large.WriteByte(',')
+		}
+		fmt.Fprintf(&large, `"m%03d":%d`, maxShapeMembers+10-i, i)
+	}
+	large.WriteByte('}')
+	docs = append(docs, many.String(), large.String(), large.String())
+	// Twice: the second round finds the shapes of the first remembered.
+	for range 2 {
+		for _, d := range docs {
+			checkCanonical(t, []byte(d))
+		}
+	}
 }
 
 func checkCanonical(t *testing.T, in []byte) {
