@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -122,17 +124,20 @@ func TestCanonicalizeMatchesReference(t *testing.T) {
 	for _, in := range canonicalCases {
 		checkCanonical(t, []byte(in))
 	}
-	// A real working memory, as the runner hashes it every turn.
+	// Working memories, as the runner hashes them every turn.
 	def := minimalDef(t)
 	m := NewWorkingMemory(def, "s1", "p1")
 	m.Extraction.Fields["basics.goal"] = ExtractedField{Value: json.RawMessage(`{"y":"z","x":1.50,"w":[3,2,1]}`),
 		Confidence: 0.8, ExtractedFromTurns: []int{1}}
 	m.History = append(m.History, Message{Role: RoleUser, Content: "Hi <there> & \"you\"\n\ttab \u2028", Turn: 1})
-	raw, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
+	// And one of the turn-path benchmark, at turn 13.
+	for _, m := range []*WorkingMemory{m, realMemory(t)} {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCanonical(t, raw)
 	}
-	checkCanonical(t, raw)
 }
 
 // TestCanonicalizeRemembersShapes checks the remembered key orders (see
@@ -189,27 +194,50 @@ func FuzzCanonicalizeMatchesReference(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) { checkCanonical(t, in) })
 }
 
+// BenchmarkCanonicalJSON canonicalizes a small working memory and a real
+// one: project-discovery's at turn 13 of the turn-path benchmark
+// (testdata/working_memory.json, 16 kB as json.Marshal writes it).
 func BenchmarkCanonicalJSON(b *testing.B) {
 	def := minimalDef(b)
-	m := NewWorkingMemory(def, "s1", "p1")
+	small := NewWorkingMemory(def, "s1", "p1")
 	for i := range 20 {
-		m.History = append(m.History, Message{Role: RoleUser, Content: fmt.Sprintf("message %d with some words in it, like a user would write", i), Turn: i})
+		small.History = append(small.History, Message{Role: RoleUser, Content: fmt.Sprintf("message %d with some words in it, like a user would write", i), Turn: i})
 	}
-	raw, _ := json.Marshal(m)
-	b.Run("reference", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := referenceCanonicalize(raw); err != nil {
-				b.Fatal(err)
-			}
+	for _, c := range []struct {
+		name string
+		m    *WorkingMemory
+	}{{"small", small}, {"turn13", realMemory(b)}} {
+		raw, err := json.Marshal(c.m)
+		if err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("onepass", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := Canonicalize(raw); err != nil {
-				b.Fatal(err)
-			}
+		for _, f := range []struct {
+			name string
+			fn   func([]byte) ([]byte, error)
+		}{{"reference", referenceCanonicalize}, {"onepass", Canonicalize}} {
+			b.Run(c.name+"/"+f.name, func(b *testing.B) {
+				b.SetBytes(int64(len(raw)))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := f.fn(raw); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
-	})
+	}
+}
+
+// realMemory is a working memory of the turn-path benchmark.
+func realMemory(tb testing.TB) *WorkingMemory {
+	tb.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", "working_memory.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var m WorkingMemory
+	if err := json.Unmarshal(raw, &m); err != nil {
+		tb.Fatal(err)
+	}
+	return &m
 }
