@@ -70,6 +70,13 @@ import (
 // (PRAETOR_BENCH_WINDOW logs the latencies of each window of that length):
 //
 //	PRAETOR_BENCH_SESSIONS=5000 PRAETOR_BENCH_WINDOW=10s go test -run '^$' -bench 'TurnPath/sqlite/paced500' -benchtime 60000x ./cmd/praetor/
+//
+// over-10ms-% is the share of turns slower than the goal (p99 ≤ 10 ms
+// means at most 1%). PRAETOR_BENCH_TRACE=1 records an execution trace of
+// the timed turns and says what the slow ones were in flight with: the
+// collector's mark phases and the SQLite checkpointer's copies and log
+// restarts, each against the share of all turns that overlapped them
+// (slow-in-gc-%, slow-in-restart-%; the trace costs some CPU itself).
 func BenchmarkTurnPath(b *testing.B) {
 	for _, st := range []string{"sqlite", "postgres"} {
 		for _, mode := range []string{"paced100", "paced300", "paced500", "max"} {
@@ -312,6 +319,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	cpu0 := processCPU(b)
 	disk0, diskOK := diskWritten()
 
+	tr := startTurnTrace(b)
 	b.ResetTimer()
 	start := time.Now()
 	switch {
@@ -340,6 +348,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	waitAnswered(b.N)
 	b.StopTimer()
 	cpu := processCPU(b) - cpu0
+
 	disk1, _ := diskWritten()
 	runtime.ReadMemStats(&ms1)
 	mark := gcMarkCPU() - mark0
@@ -373,6 +382,8 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "turns/s")
 	b.ReportMetric(percentile(lat, 0.5), "p50-ms")
 	b.ReportMetric(percentile(lat, 0.99), "p99-ms")
+	over, _ := slices.BinarySearch(lat, turnGoal+1)
+	b.ReportMetric(100*float64(len(lat)-over)/float64(len(lat)), "over-10ms-%")
 	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/turn")
 	if stages {
 		reportStages(b, sent, arrived, staged)
@@ -391,6 +402,9 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		b.ReportMetric(float64(disk1-disk0)/1024/float64(b.N), "disk-kB/turn")
 	}
 	b.ReportMetric(float64(gc.Percent), "gogc")
+	if tr != nil {
+		tr.report(b, sent, arrived)
+	}
 }
 
 // gcMarkCPU returns the runtime's estimate of the CPU time its mark phase

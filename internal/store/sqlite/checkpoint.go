@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"log/slog"
+	"runtime/trace"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -133,7 +134,9 @@ func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err err
 	if _, err := cp.db.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
 		return false, err
 	}
+	region := trace.StartRegion(ctx, CheckpointRegion)
 	frames, _, err := cp.run(ctx, "PASSIVE")
+	region.End()
 	if err != nil || frames < 0 {
 		// -1: another connection holds the checkpoint lock (a checkpoint
 		// of another process, say); nothing learnt, nothing to do.
@@ -150,6 +153,9 @@ func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err err
 		// start it over.
 		return false, nil
 	}
+	// The restart shows in execution traces (runtime/trace), for telling
+	// the writes it held up from others.
+	defer trace.StartRegion(ctx, RestartRegion).End()
 	if _, _, err := cp.run(ctx, "PASSIVE"); err != nil {
 		return false, err
 	}
@@ -183,6 +189,14 @@ func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err err
 	cp.threshold, cp.restartedAt, cp.stuck = cp.restart, frames, 0
 	return true, nil
 }
+
+// Names of the execution trace regions (runtime/trace) of a checkpoint
+// round: the passive copy every round makes, and a restart of the log
+// (from its second copy to the end of the wait, the writer held).
+const (
+	CheckpointRegion = "sqlite: checkpoint"
+	RestartRegion    = "sqlite: log restart"
+)
 
 // restartPatience bounds how long a round waits, holding the writer, for
 // readers on the old log.
