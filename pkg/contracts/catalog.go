@@ -215,6 +215,39 @@ func NewEvent(m Meta, p Payload) (event.Event, error) {
 	return ev, nil
 }
 
+// NewEventRaw is NewEvent for a payload that carries raw JSON too large to
+// be scanned and copied again by the encoder, which validates and compacts
+// every json.RawMessage (a sidebar, an extraction state, a prompt): p is
+// encoded with that field empty (a json.RawMessage tagged omitempty, left
+// nil), and raw is appended to the data as the field named field. raw must
+// be valid JSON, as json.Marshal writes it; it is not checked.
+func NewEventRaw(m Meta, p Payload, field string, raw json.RawMessage) (event.Event, error) {
+	ev, err := NewEvent(m, p)
+	if err != nil || len(raw) == 0 {
+		return ev, err
+	}
+	data := ev.Data()
+	switch {
+	case !rawField.MatchString(field):
+		return event.Event{}, fmt.Errorf("%s: field name %q: want letters, digits and underscores", p.Spec().Name, field)
+	case len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}':
+		return event.Event{}, fmt.Errorf("%s: %s: the payload is not a JSON object", p.Spec().Name, field)
+	}
+	out := make([]byte, 0, len(data)+len(field)+4+len(raw))
+	out = append(out, data[:len(data)-1]...) // without the closing brace
+	if len(data) > 2 {
+		out = append(out, ',')
+	}
+	out = append(append(append(out, '"'), field...), `":`...)
+	out = append(append(out, raw...), '}')
+	ev.DataEncoded = out
+	return ev, nil
+}
+
+// rawField is the form of a field name NewEventRaw writes: one that needs
+// no escaping.
+var rawField = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
 // MustEvent is NewEvent for payloads known to be valid, as in tests and examples.
 func MustEvent(m Meta, p Payload) event.Event {
 	ev, err := NewEvent(m, p)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -214,4 +215,55 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNewEventRaw checks that an event whose raw field is appended by
+// NewEventRaw decodes to the payload NewEvent encodes with the field set,
+// and that it refuses what it cannot append to.
+func TestNewEventRaw(t *testing.T) {
+	sidebar := json.RawMessage(`{"phase":{"current":"purpose","label":"Purpose \u003c1\u003e"},"progress":[0.5,{"x":null}]}`)
+	full := TurnResponded{TenantID: "acme", SessionID: "s1", TurnID: "t1", TurnNumber: 3, Text: "Who uses it?",
+		Phase: "purpose", Completeness: 0.25, Sidebar: sidebar, StateHash: "h"}
+	meta := Meta{ID: "e1", Source: "/praetor/runner", Time: at}
+	want, err := NewEvent(meta, full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stripped := full
+	stripped.Sidebar = nil
+	got, err := NewEventRaw(meta, stripped, "sidebar", sidebar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b any
+	if err := json.Unmarshal(want.Data(), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(got.Data(), &b); err != nil {
+		t.Fatalf("NewEventRaw data %s: %v", got.Data(), err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("NewEventRaw data %s,\nwant the same as %s", got.Data(), want.Data())
+	}
+	back, err := DecodeAs[TurnResponded](got)
+	if err != nil || !bytes.Equal(back.Sidebar, sidebar) || back.Text != full.Text {
+		t.Errorf("decoded %+v, %v; want the payload back with its sidebar", back, err)
+	}
+	if got.ID() != want.ID() || got.Type() != want.Type() || got.Extensions()[ExtPartitionKey] != want.Extensions()[ExtPartitionKey] {
+		t.Errorf("attributes %v, want %v", got.Context, want.Context)
+	}
+
+	// No raw: NewEvent's event. A field name that would need escaping, or
+	// an invalid payload: refused.
+	if e, err := NewEventRaw(meta, stripped, "sidebar", nil); err != nil || bytes.Contains(e.Data(), []byte("sidebar")) {
+		t.Errorf("no raw: %s, %v", e.Data(), err)
+	}
+	if _, err := NewEventRaw(meta, stripped, `side"bar`, sidebar); err == nil {
+		t.Error(`field side"bar: no error`)
+	}
+	bad := stripped
+	bad.TurnID = ""
+	if _, err := NewEventRaw(meta, bad, "sidebar", sidebar); err == nil {
+		t.Error("invalid payload: no error")
+	}
 }

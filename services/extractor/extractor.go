@@ -180,11 +180,15 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	if err != nil {
 		return nil, events.Permanent(err)
 	}
-	out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(turn.TurnID, "extracted"), Source: source, Time: now}, payload)
+	// The state saved is the one published: kilobytes of JSON just encoded,
+	// which go into the event as they are.
+	extracted := payload.Extraction
+	payload.Extraction = nil
+	out, err := contracts.NewEventRaw(contracts.Meta{ID: events.DeriveID(turn.TurnID, "extracted"), Source: source, Time: now},
+		payload, "extraction", extracted)
 	if err != nil {
 		return nil, events.Permanent(err)
 	}
-	extracted := payload.Extraction // the state saved is the one published
 	return func(ctx context.Context, tx store.Querier) ([]event.Event, error) {
 		if err := conversation.SaveExtractionState(ctx, tx, turn.TenantID, sess.ID,
 			conversation.ExtractionState{TurnNumber: number, Extraction: extracted}, now); err != nil {

@@ -381,9 +381,11 @@ func (s *Service) commitTurn(sess conversation.Session, te *contracts.TurnExtrac
 	if err != nil {
 		return nil, events.Permanent(err)
 	}
-	payload := res.responded(te.TenantID, te.TurnID, sb)
-	out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(te.TurnID, "responded"), Source: source,
-		Time: res.ProcessedAt}, payload)
+	// The sidebar, kilobytes of JSON just encoded, goes into the event as it
+	// is.
+	payload := res.responded(te.TenantID, te.TurnID, nil)
+	out, err := contracts.NewEventRaw(contracts.Meta{ID: events.DeriveID(te.TurnID, "responded"), Source: source,
+		Time: res.ProcessedAt}, payload, "sidebar", sb)
 	if err != nil {
 		return nil, events.Permanent(err)
 	}

@@ -242,16 +242,9 @@ func (r *Recorder) publish(ctx context.Context, rec contracts.LLMCallRecorded, i
 	// rather than scanned and copied again by the encoder.
 	request := rec.Request
 	rec.Request = nil
-	ev, err := contracts.NewEvent(contracts.Meta{ID: id, Source: r.cfg.Source, Time: r.cfg.Now()}, rec)
+	ev, err := contracts.NewEventRaw(contracts.Meta{ID: id, Source: r.cfg.Source, Time: r.cfg.Now()}, rec, "request", request)
 	if err != nil {
 		return err
-	}
-	if len(request) > 0 {
-		data := ev.Data()
-		withRequest := make([]byte, 0, len(data)+len(`,"request":`)+len(request))
-		withRequest = append(withRequest, data[:len(data)-1]...) // without the closing brace
-		withRequest = append(append(append(withRequest, `,"request":`...), request...), '}')
-		ev.DataEncoded = withRequest
 	}
 	// The answer is already paid for: record it even if the caller's
 	// context ends right after the call.
