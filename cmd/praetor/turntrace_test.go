@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/trace"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,14 +24,18 @@ import (
 const turnGoal = 10 * time.Millisecond
 
 // traceAnchor is the category of the trace log event that ties the trace's
-// clock to the wall clock the turns are timed with.
+// clock to the clock the turns are timed with.
 const traceAnchor = "praetor-bench-anchor"
 
 // turnTrace records an execution trace of the timed turns
 // (PRAETOR_BENCH_TRACE=1), to tell what the slow turns waited on: a
-// collector's mark phase, or the SQLite checkpointer holding the writer to
-// start its log over (sqlite.RestartRegion).
-type turnTrace struct{ buf bytes.Buffer }
+// collector's mark phase, or the SQLite checkpointer (sqlite.RestartRegion,
+// sqlite.CheckpointRegion). The trace goes to a file (counted in
+// disk-kB/turn), not to the heap the collector paces itself by.
+type turnTrace struct {
+	file   *os.File
+	anchor time.Time // when the anchor event was logged
+}
 
 // startTurnTrace starts the trace when PRAETOR_BENCH_TRACE=1, else returns
 // nil.
@@ -39,15 +43,20 @@ func startTurnTrace(b *testing.B) *turnTrace {
 	if os.Getenv("PRAETOR_BENCH_TRACE") != "1" {
 		return nil
 	}
-	t := &turnTrace{}
-	if err := trace.Start(&t.buf); err != nil {
+	f, err := os.CreateTemp(b.TempDir(), "turns-*.trace")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := trace.Start(f); err != nil {
 		b.Fatalf("PRAETOR_BENCH_TRACE: %v (is -test.trace set too?)", err)
 	}
-	trace.Log(context.Background(), traceAnchor, strconv.FormatInt(time.Now().UnixNano(), 10))
+	b.Cleanup(trace.Stop) // should the benchmark fail before report
+	t := &turnTrace{file: f, anchor: time.Now()}
+	trace.Log(context.Background(), traceAnchor, "")
 	return t
 }
 
-// window is a span of wall-clock time.
+// window is a span of time.
 type window struct{ from, to time.Time }
 
 func (w window) overlaps(from, to time.Time) bool { return w.from.Before(to) && from.Before(w.to) }
@@ -57,7 +66,11 @@ func (w window) overlaps(from, to time.Time) bool { return w.from.Before(to) && 
 // all turns: a cause shows as a far larger share of the slow ones.
 func (t *turnTrace) report(b *testing.B, sent, arrived map[string]time.Time) {
 	trace.Stop()
-	windows, err := traceWindows(&t.buf)
+	if _, err := t.file.Seek(0, io.SeekStart); err != nil {
+		b.Fatal(err)
+	}
+	windows, err := traceWindows(bufio.NewReader(t.file), t.anchor)
+	t.file.Close()
 	if err != nil {
 		b.Fatalf("PRAETOR_BENCH_TRACE: reading the trace: %v", err)
 	}
@@ -123,21 +136,23 @@ func btoi(v bool) int {
 // traceWindows.
 const markPhase = "GC mark phase"
 
-// traceWindows reads an execution trace and returns, in wall-clock time,
-// the collector's mark phases (markPhase) and the SQLite checkpointer's
-// regions (sqlite.CheckpointRegion, sqlite.RestartRegion) in it, by name.
-func traceWindows(r io.Reader) (map[string][]window, error) {
+// traceWindows reads an execution trace and returns the collector's mark
+// phases (markPhase) and the SQLite checkpointer's regions
+// (sqlite.CheckpointRegion, sqlite.RestartRegion) in it, by name, placed in
+// time by the anchor event (traceAnchor), logged at anchor.
+func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, error) {
 	tr, err := xtrace.NewReader(r)
 	if err != nil {
 		return nil, err
 	}
 	var (
-		anchorAt   xtrace.Time
-		anchorWall int64
-		last       xtrace.Time
-		markFrom   xtrace.Time = -1
-		spans                  = map[string][][2]xtrace.Time{}
-		open                   = map[xtrace.GoID]xtrace.Time{} // regions begun, by goroutine (they do not nest)
+		anchorAt xtrace.Time
+		anchored bool
+		last     xtrace.Time
+		markFrom xtrace.Time = -1
+		spans                = map[string][][2]xtrace.Time{}
+		open                 = map[xtrace.GoID]xtrace.Time{} // regions begun, by goroutine (they do not nest)
+		openType             = map[xtrace.GoID]string{}
 	)
 	for {
 		ev, err := tr.ReadEvent()
@@ -150,14 +165,14 @@ func traceWindows(r io.Reader) (map[string][]window, error) {
 		last = ev.Time()
 		switch ev.Kind() {
 		case xtrace.EventLog:
-			if l := ev.Log(); l.Category == traceAnchor {
-				anchorAt = ev.Time()
-				if anchorWall, err = strconv.ParseInt(l.Message, 10, 64); err != nil {
-					return nil, err
-				}
+			if ev.Log().Category == traceAnchor {
+				anchorAt, anchored = ev.Time(), true
 			}
 		case xtrace.EventRangeBegin, xtrace.EventRangeActive:
-			if strings.HasPrefix(ev.Range().Name, "GC concurrent mark") {
+			// A mark phase still running is announced again at every
+			// generation of the trace (about each second): it began at the
+			// first.
+			if strings.HasPrefix(ev.Range().Name, "GC concurrent mark") && (ev.Kind() == xtrace.EventRangeBegin || markFrom < 0) {
 				markFrom = ev.Time()
 			}
 		case xtrace.EventRangeEnd:
@@ -166,8 +181,8 @@ func traceWindows(r io.Reader) (map[string][]window, error) {
 				markFrom = -1
 			}
 		case xtrace.EventRegionBegin:
-			if checkpointerRegion(ev.Region().Type) {
-				open[ev.Goroutine()] = ev.Time()
+			if t := ev.Region().Type; checkpointerRegion(t) {
+				open[ev.Goroutine()], openType[ev.Goroutine()] = ev.Time(), t
 			}
 		case xtrace.EventRegionEnd:
 			if t := ev.Region().Type; checkpointerRegion(t) {
@@ -178,16 +193,20 @@ func traceWindows(r io.Reader) (map[string][]window, error) {
 			}
 		}
 	}
-	if anchorWall == 0 {
+	if !anchored {
 		return nil, errors.New("no anchor event")
 	}
-	if markFrom >= 0 { // still marking when the trace stopped
+	// Still going when the trace stopped: up to its end.
+	if markFrom >= 0 {
 		spans[markPhase] = append(spans[markPhase], [2]xtrace.Time{markFrom, last})
+	}
+	for g, from := range open {
+		spans[openType[g]] = append(spans[openType[g]], [2]xtrace.Time{from, last})
 	}
 	out := map[string][]window{}
 	for name, ss := range spans {
 		for _, s := range ss {
-			out[name] = append(out[name], window{time.Unix(0, anchorWall+int64(s[0]-anchorAt)), time.Unix(0, anchorWall+int64(s[1]-anchorAt))})
+			out[name] = append(out[name], window{anchor.Add(time.Duration(s[0] - anchorAt)), anchor.Add(time.Duration(s[1] - anchorAt))})
 		}
 	}
 	return out, nil
@@ -206,7 +225,7 @@ func TestTraceWindows(t *testing.T) {
 		t.Skipf("tracing is on already: %v", err)
 	}
 	from := time.Now()
-	trace.Log(context.Background(), traceAnchor, strconv.FormatInt(from.UnixNano(), 10))
+	trace.Log(context.Background(), traceAnchor, "")
 	runtime.GC()
 	region := trace.StartRegion(context.Background(), sqlite.RestartRegion)
 	time.Sleep(2 * time.Millisecond)
@@ -214,7 +233,7 @@ func TestTraceWindows(t *testing.T) {
 	to := time.Now()
 	trace.Stop()
 
-	windows, err := traceWindows(&buf)
+	windows, err := traceWindows(&buf, from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,8 +242,8 @@ func TestTraceWindows(t *testing.T) {
 		if len(ws) == 0 {
 			t.Fatalf("no %s window in %v", k, windows)
 		}
-		// A millisecond of slack: the anchor's wall clock is read just
-		// before its event.
+		// A millisecond of slack: the anchor's clock is read just before
+		// its event.
 		for _, w := range ws {
 			if w.from.Before(from.Add(-time.Millisecond)) || w.to.After(to.Add(time.Millisecond)) || w.to.Before(w.from) {
 				t.Errorf("%s window %v–%v outside the trace's %v–%v", k, w.from, w.to, from, to)

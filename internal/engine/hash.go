@@ -75,6 +75,9 @@ func Canonicalize(raw []byte) ([]byte, error) {
 		if cap(c.scratch) > maxPooledScratch {
 			c.scratch = nil
 		}
+		if cap(c.members) > maxPooledMembers {
+			c.members = nil
+		}
 		canonicalizers.Put(c)
 	}()
 	c.in, c.out = raw, make([]byte, 0, len(raw))
@@ -94,8 +97,12 @@ func Canonicalize(raw []byte) ([]byte, error) {
 // memory is canonicalized on every turn.
 var canonicalizers = sync.Pool{New: func() any { return new(canonicalizer) }}
 
-// maxPooledScratch bounds the sort copy a pooled canonicalizer keeps.
-const maxPooledScratch = 1 << 20
+// Bounds of what a pooled canonicalizer keeps: the sort copy, in bytes,
+// and the members stack.
+const (
+	maxPooledScratch = 1 << 20
+	maxPooledMembers = 1 << 12
+)
 
 // maxCanonicalDepth is encoding/json's nesting limit, kept so the same
 // documents are refused.
@@ -126,11 +133,12 @@ type shape struct {
 	order []int
 }
 
-// Bounds of the remembered shapes: how many, and the members of the
-// largest.
+// Bounds of the remembered shapes: how many, the members of the largest,
+// and the bytes of its keys.
 const (
-	maxShapes       = 32
-	maxShapeMembers = 64
+	maxShapes        = 32
+	maxShapeMembers  = 64
+	maxShapeKeyBytes = 4096
 )
 
 // member is one "key":value written to out[start:end], with its decoded key
@@ -328,7 +336,11 @@ next:
 		}
 		kept = append(kept, i)
 	}
-	if len(ms) <= maxShapeMembers {
+	keyBytes := 0
+	for _, m := range ms {
+		keyBytes += len(m.key)
+	}
+	if len(ms) <= maxShapeMembers && keyBytes <= maxShapeKeyBytes {
 		sh := shape{keys: make([][]byte, len(ms)), order: kept}
 		for i, m := range ms {
 			sh.keys[i] = bytes.Clone(m.key)

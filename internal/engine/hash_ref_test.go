@@ -167,10 +167,28 @@ func TestCanonicalizeRemembersShapes(t *testing.T) {
 	}
 	large.WriteByte('}')
 	docs = append(docs, many.String(), large.String(), large.String())
+	longKeys := `{"b` + strings.Repeat("x", maxShapeKeyBytes) + `":1,"a":2}`
+	docs = append(docs, longKeys, longKeys)
 	// Twice: the second round finds the shapes of the first remembered.
 	for range 2 {
 		for _, d := range docs {
 			checkCanonical(t, []byte(d))
+		}
+	}
+
+	// What is remembered: not the shape of keys too long, nor of an
+	// object already in order.
+	c := &canonicalizer{}
+	for _, tc := range []struct {
+		doc    string
+		shapes int
+	}{{longKeys, 0}, {`{"a":1,"b":2}`, 0}, {`{"b":1,"a":2}`, 1}, {`[{"b":1,"a":2},{"b":3,"a":4}]`, 1}, {`{"c":1,"a":2}`, 2}} {
+		c.in, c.pos, c.out = []byte(tc.doc), 0, nil
+		if err := c.value(0); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.shapes) != tc.shapes {
+			t.Errorf("after %.40s: %d shapes remembered, want %d", tc.doc, len(c.shapes), tc.shapes)
 		}
 	}
 }

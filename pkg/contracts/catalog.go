@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -220,8 +221,13 @@ func NewEvent(m Meta, p Payload) (event.Event, error) {
 // every json.RawMessage (a sidebar, an extraction state, a prompt): p is
 // encoded with that field empty (a json.RawMessage tagged omitempty, left
 // nil), and raw is appended to the data as the field named field. raw must
-// be valid JSON, as json.Marshal writes it; it is not checked.
+// be valid JSON, as json.Marshal writes it; it is not checked. A payload
+// without that field, or with it set, is refused: the data would hold the
+// key twice.
 func NewEventRaw(m Meta, p Payload, field string, raw json.RawMessage) (event.Event, error) {
+	if err := emptyField(p, field); err != nil {
+		return event.Event{}, fmt.Errorf("%s: %w", p.Spec().Name, err)
+	}
 	ev, err := NewEvent(m, p)
 	if err != nil || len(raw) == 0 {
 		return ev, err
@@ -242,6 +248,29 @@ func NewEventRaw(m Meta, p Payload, field string, raw json.RawMessage) (event.Ev
 	out = append(append(out, raw...), '}')
 	ev.DataEncoded = out
 	return ev, nil
+}
+
+// emptyField checks that the payload struct p has a field encoded as name
+// and that it is empty.
+func emptyField(p Payload, name string) error {
+	v := reflect.ValueOf(p)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return fmt.Errorf("field %s: the payload is not a struct", name)
+	}
+	for i := range v.NumField() {
+		tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if tag != name {
+			continue
+		}
+		if f := v.Field(i); f.Kind() != reflect.Slice || f.Len() != 0 {
+			return fmt.Errorf("field %s is set in the payload, and would be written twice", name)
+		}
+		return nil
+	}
+	return fmt.Errorf("the payload has no field %s", name)
 }
 
 // rawField is the form of a field name NewEventRaw writes: one that needs

@@ -261,6 +261,12 @@ func TestNewEventRaw(t *testing.T) {
 	if _, err := NewEventRaw(meta, stripped, `side"bar`, sidebar); err == nil {
 		t.Error(`field side"bar: no error`)
 	}
+	if _, err := NewEventRaw(meta, full, "sidebar", sidebar); err == nil {
+		t.Error("sidebar set in the payload too: no error")
+	}
+	if _, err := NewEventRaw(meta, stripped, "sidebars", sidebar); err == nil {
+		t.Error("no field sidebars in the payload: no error")
+	}
 	bad := stripped
 	bad.TurnID = ""
 	if _, err := NewEventRaw(meta, bad, "sidebar", sidebar); err == nil {

@@ -153,10 +153,10 @@ func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err err
 		// start it over.
 		return false, nil
 	}
-	// The restart shows in execution traces (runtime/trace), for telling
-	// the writes it held up from others.
-	defer trace.StartRegion(ctx, RestartRegion).End()
-	if _, _, err := cp.run(ctx, "PASSIVE"); err != nil {
+	region = trace.StartRegion(ctx, CheckpointRegion)
+	_, _, err = cp.run(ctx, "PASSIVE")
+	region.End()
+	if err != nil {
 		return false, err
 	}
 	w, err := cp.writer.Conn(ctx)
@@ -164,6 +164,9 @@ func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err err
 		return false, err
 	}
 	defer w.Close()
+	// The writer held shows in execution traces (runtime/trace), for
+	// telling the writes it held up from others.
+	defer trace.StartRegion(ctx, RestartRegion).End()
 	// The first attempt copies and syncs, which can take longer than the
 	// patience: the wait for readers starts after it.
 	frames, busy, err := cp.run(ctx, "RESTART")
@@ -191,8 +194,8 @@ func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err err
 }
 
 // Names of the execution trace regions (runtime/trace) of a checkpoint
-// round: the passive copy every round makes, and a restart of the log
-// (from its second copy to the end of the wait, the writer held).
+// round: a passive copy (one every round, a second before a restart), and
+// a restart of the log, while it holds the writer.
 const (
 	CheckpointRegion = "sqlite: checkpoint"
 	RestartRegion    = "sqlite: log restart"
