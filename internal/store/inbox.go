@@ -65,8 +65,12 @@ func checkHandling(tenantID, consumer, eventID string) error {
 
 // PruneInbox deletes the inbox rows handled before a time and returns how
 // many went. An event redelivered after its row is pruned is handled again,
-// so keep rows well past the longest redelivery horizon (the stream's
-// duplicate window and the consumers' MaxDeliver × backoff).
+// so keep rows well past the longest redelivery horizon: the stream's
+// duplicate window, the consumers' MaxDeliver × backoff, and the age of any
+// dead letter that may yet be redriven (praetor dlq redrive publishes it
+// again with its id). Nothing runs it on a schedule; it reads the whole
+// table (migration 00008 dropped the index of handling times, which cost
+// every handled event a write).
 func PruneInbox(ctx context.Context, q Querier, before time.Time) (int64, error) {
 	n, err := q.Exec(ctx, `DELETE FROM inbox WHERE handled_at < $1`, before.UTC())
 	if err != nil {
