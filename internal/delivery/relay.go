@@ -577,7 +577,7 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, erro
 			// and this process leaves it alone.
 			refused++
 			r.keep(row.EventID)
-			r.cfg.Logger.Error("outbox: a message the server refuses is too large to dead-letter; it stays in the outbox: delete its row, or let the server take it (max_payload)",
+			r.cfg.Logger.Error("outbox: a message the server refuses is too large to dead-letter; it stays in the outbox: mark its row sent (UPDATE outbox SET sent_at = now WHERE id = outbox_id: deleting the newest row would let a new message take its id), or let the server take it (max_payload)",
 				"event_id", row.EventID, "outbox_id", row.ID, "subject", row.Subject, "bytes", len(row.Data), "error", ferr)
 		}
 	}
@@ -645,7 +645,7 @@ func (r *Relay) deadLetter(ctx context.Context, row store.OutboxMessage, msg *na
 	if err := r.cfg.Publisher.DeadLetterUnpublishable(ctx, "outbox", msg, reason, f.n); err != nil {
 		return fmt.Errorf("outbox: dead-letter event %s: %w", row.EventID, err)
 	}
-	if err := store.DeleteOutbox(ctx, r.cfg.DB, row.ID); err != nil {
+	if err := store.DeleteOutbox(ctx, r.cfg.DB, row.ID, r.cfg.Now()); err != nil {
 		return fmt.Errorf("outbox: delete dead-lettered event %s: %w", row.EventID, err)
 	}
 	r.refusalsMu.Lock()

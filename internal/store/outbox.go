@@ -258,22 +258,38 @@ func markSent[K int64 | string](ctx context.Context, q Querier, column string, k
 
 // DeleteOutbox deletes an unsent message: the relay's last step for a
 // message it moved to the dead-letter stream. One published meanwhile stays.
-func DeleteOutbox(ctx context.Context, q Querier, id int64) error {
-	if _, err := q.Exec(ctx, `DELETE FROM outbox WHERE id = $1 AND sent_at IS NULL`, id); err != nil {
+// The message with the highest id is marked sent at instead, and goes with
+// a later prune (see keepHighest).
+func DeleteOutbox(ctx context.Context, q Querier, id int64, at time.Time) error {
+	n, err := q.Exec(ctx, `DELETE FROM outbox WHERE id = $1 AND sent_at IS NULL AND `+keepHighest, id)
+	if err == nil && n == 0 {
+		_, err = q.Exec(ctx, `UPDATE outbox SET sent_at = $2 WHERE id = $1 AND sent_at IS NULL`, id, at.UTC())
+	}
+	if err != nil {
 		return fmt.Errorf("delete outbox message %d: %w", id, err)
 	}
 	return nil
 }
 
+// keepHighest is the condition of every deletion from the outbox: never
+// the message with the highest id. SQLite gives a new message the highest
+// id plus one, so were that message deleted a new one could take its id
+// while a relay still holds it: a pass's cursor, a mark or a delete by id
+// would then fall on the new message. Kept, the highest id is the highest
+// ever given, as a sequence's.
+const keepHighest = `id < (SELECT max(id) FROM outbox)`
+
 // PruneSent deletes the messages sent before a time and returns how many
-// went. Unsent messages are never pruned. It deletes pruneBatch rows to a
+// went. Unsent messages are never pruned, nor the one with the highest id
+// (keepHighest). It deletes pruneBatch rows to a
 // statement, so that on a DB (not in a transaction) no statement holds
 // SQLite's single writer for long.
 func PruneSent(ctx context.Context, q Querier, before time.Time) (int64, error) {
 	var total int64
 	for {
 		n, err := q.Exec(ctx, `DELETE FROM outbox WHERE id IN (
-			SELECT id FROM outbox WHERE sent_at IS NOT NULL AND sent_at < $1 ORDER BY sent_at LIMIT $2)`,
+			SELECT id FROM outbox WHERE sent_at IS NOT NULL AND sent_at < $1 AND `+keepHighest+`
+			ORDER BY sent_at LIMIT $2)`,
 			before.UTC(), pruneBatch)
 		total += n
 		if err != nil {

@@ -240,3 +240,29 @@ func TestTxTakesWriteLockAtBegin(t *testing.T) {
 		t.Errorf("write after the transaction ended: %v", err)
 	}
 }
+
+// TestOutboxWithoutAutoincrement checks migration 00009: the outbox gives
+// ids as max(id)+1 (never twice: see store.PruneSent), so that enqueueing
+// does not write sqlite_sequence, a page of the log in every transaction.
+func TestOutboxWithoutAutoincrement(t *testing.T) {
+	ctx := t.Context()
+	db := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "praetor.db")})
+	if _, err := store.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var ddl string
+	if err := db.QueryRow(ctx, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'outbox'`).Scan(&ddl); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.ToUpper(ddl), "AUTOINCREMENT") {
+		t.Errorf("outbox: %s; want no AUTOINCREMENT", ddl)
+	}
+	if err := store.Enqueue(ctx, db, store.OutboxMessage{TenantID: "acme", EventID: "e1", Subject: "s", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	err := db.QueryRow(ctx, `SELECT COUNT(*) FROM sqlite_sequence WHERE name = 'outbox'`).Scan(&n)
+	if err == nil && n != 0 {
+		t.Errorf("sqlite_sequence has %d rows for the outbox, want none", n)
+	}
+}

@@ -54,6 +54,7 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		{"OutboxEnqueue", testOutboxEnqueue},
 		{"OutboxUnsentOn", testOutboxUnsentOn},
 		{"OutboxMarkSentAndPrune", testOutboxMarkSentAndPrune},
+		{"OutboxNeverGivesAnIdTwice", testOutboxNeverGivesAnIdTwice},
 		{"TryLock", testTryLock},
 	}
 	t.Run("Migrate", func(t *testing.T) {
@@ -1319,7 +1320,7 @@ func testOutboxEnqueue(t *testing.T, db store.DB) {
 	if err := store.MarkSent(c, db, []int64{got[0].ID}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.DeleteOutbox(c, db, got[0].ID); err != nil {
+	if err := store.DeleteOutbox(c, db, got[0].ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	var kept int
@@ -1408,8 +1409,10 @@ func testOutboxMarkSentAndPrune(t *testing.T, db store.DB) {
 	if n != 3 {
 		t.Errorf("PruneSent removed %d, want 3 (e0, e1 and e2)", n)
 	}
-	if n, err := store.PruneSent(c, db, at.Add(24*time.Hour)); err != nil || n != 1001 {
-		t.Errorf("PruneSent of the rest = %d, %v; want 1001", n, err)
+	// All but the message with the highest id, kept so that no id is given
+	// again (it goes once a later one exists).
+	if n, err := store.PruneSent(c, db, at.Add(24*time.Hour)); err != nil || n != 1000 {
+		t.Errorf("PruneSent of the rest = %d, %v; want 1000 (all but the highest id)", n, err)
 	}
 	if left, err := store.Unsent(c, db, 100); err != nil || len(left) != 2 {
 		t.Errorf("after pruning, Unsent = %d, %v; want the 2 unsent", len(left), err)
@@ -1423,6 +1426,77 @@ func testOutboxMarkSentAndPrune(t *testing.T, db store.DB) {
 	left, err := store.Unsent(c, db, 100)
 	if err != nil || len(left) != 3 || left[2].EventID != "late" || left[2].ID <= unsent[len(unsent)-1].ID {
 		t.Errorf("after a prune, a new message = %+v, %v; want a higher id than every earlier one", left, err)
+	}
+	if n, err := store.PruneSent(c, db, at.Add(24*time.Hour)); err != nil || n != 1 {
+		t.Errorf("PruneSent once a later message exists = %d, %v; want 1 (the highest id before it)", n, err)
+	}
+}
+
+// testOutboxNeverGivesAnIdTwice deletes the message with the highest id the
+// ways the relay does (dead-lettered, pruned): no new message takes its id,
+// so a mark or a delete by that id cannot fall on a new one.
+func testOutboxNeverGivesAnIdTwice(t *testing.T, db store.DB) {
+	c := ctx(t)
+	at := time.Date(2025, 5, 1, 12, 0, 0, 0, time.UTC)
+	enqueue := func(id string) store.OutboxMessage {
+		t.Helper()
+		if err := store.Enqueue(c, db, store.OutboxMessage{TenantID: "acme", EventID: id, Subject: "s", CreatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		all, err := store.Unsent(c, db, 100)
+		if err != nil || len(all) == 0 || all[len(all)-1].EventID != id {
+			t.Fatalf("Unsent after enqueueing %s = %+v, %v", id, all, err)
+		}
+		return all[len(all)-1]
+	}
+	enqueue("a")
+	x := enqueue("x")
+	// Dead-lettered, x is the highest: marked sent, not deleted.
+	if err := store.DeleteOutbox(c, db, x.ID, at); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRow(c, `SELECT COUNT(*) FROM outbox WHERE id = $1 AND sent_at IS NOT NULL`, x.ID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("the highest message dead-lettered: %d sent rows of its id, %v; want it kept, marked sent", n, err)
+	}
+	y := enqueue("y")
+	if y.ID <= x.ID {
+		t.Fatalf("a message enqueued after the highest was dead-lettered got id %d, want above %d", y.ID, x.ID)
+	}
+	// What a relay still holding x does next touches nothing of y.
+	if err := store.MarkSent(c, db, []int64{x.ID}, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.DeleteOutbox(c, db, x.ID, at); err != nil {
+		t.Fatal(err)
+	}
+	if all, err := store.Unsent(c, db, 100); err != nil || len(all) != 2 || all[1].EventID != "y" {
+		t.Fatalf("Unsent = %+v, %v; want a and y", all, err)
+	}
+	// Below the highest, an unsent dead letter is deleted.
+	a, err := store.Unsent(c, db, 1)
+	if err != nil || len(a) != 1 || a[0].EventID != "a" {
+		t.Fatalf("Unsent(1) = %+v, %v; want a", a, err)
+	}
+	if err := store.DeleteOutbox(c, db, a[0].ID, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(c, `SELECT COUNT(*) FROM outbox WHERE id = $1`, a[0].ID).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("an unsent dead letter below the highest: %d rows left, %v; want it deleted", n, err)
+	}
+	// Everything sent and old: the prune keeps the highest; the next
+	// message still gets a new id.
+	if err := store.MarkSent(c, db, []int64{y.ID}, at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.PruneSent(c, db, at.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(c, `SELECT COUNT(*) FROM outbox WHERE id = $1`, y.ID).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("after pruning everything sent: %d rows of the highest id, %v; want it kept", n, err)
+	}
+	if z := enqueue("z"); z.ID <= y.ID {
+		t.Fatalf("after a prune of everything, a new message got id %d, want above %d", z.ID, y.ID)
 	}
 }
 
