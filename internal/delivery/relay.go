@@ -577,7 +577,7 @@ func (r *Relay) send(ctx context.Context, rows []store.OutboxMessage) (int, erro
 			// and this process leaves it alone.
 			refused++
 			r.keep(row.EventID)
-			r.cfg.Logger.Error("outbox: a message the server refuses is too large to dead-letter; it stays in the outbox: mark its row sent (UPDATE outbox SET sent_at = now WHERE id = outbox_id: deleting the newest row would let a new message take its id), or let the server take it (max_payload)",
+			r.cfg.Logger.Error("outbox: a message the server refuses is too large to dead-letter; it stays in the outbox: mark its row sent (UPDATE outbox SET sent_at = CURRENT_TIMESTAMP WHERE id = outbox_id; deleting the newest row would let a new message take its id), or let the server take it (max_payload)",
 				"event_id", row.EventID, "outbox_id", row.ID, "subject", row.Subject, "bytes", len(row.Data), "error", ferr)
 		}
 	}
