@@ -348,7 +348,6 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	waitAnswered(b.N)
 	b.StopTimer()
 	cpu := processCPU(b) - cpu0
-
 	disk1, _ := diskWritten()
 	runtime.ReadMemStats(&ms1)
 	mark := gcMarkCPU() - mark0
@@ -362,9 +361,13 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	mu.Lock()
 	defer mu.Unlock()
 	last := start
-	var lat []time.Duration
+	var (
+		timings []timing
+		lat     []time.Duration
+	)
 	for id, t0 := range sent {
 		if t1, ok := arrived[id]; ok {
+			timings = append(timings, timing{t0, t1})
 			lat = append(lat, t1.Sub(t0))
 			if t1.After(last) {
 				last = t1
@@ -376,7 +379,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	}
 	elapsed := last.Sub(start)
 	if v := os.Getenv("PRAETOR_BENCH_WINDOW"); v != "" {
-		logWindows(b, v, start, sent, arrived)
+		logWindows(b, v, start, timings)
 	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "turns/s")
@@ -403,7 +406,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	}
 	b.ReportMetric(float64(gc.Percent), "gogc")
 	if tr != nil {
-		tr.report(b, sent, arrived)
+		tr.report(b, timings)
 	}
 }
 
@@ -505,22 +508,18 @@ func reportStages(b *testing.B, sent, arrived, staged map[string]time.Time) {
 // logWindows logs the p50, p99 and maximum latency of the turns due in each
 // window of PRAETOR_BENCH_WINDOW (e.g. 10s) from the start: whether the
 // tail holds or grows as the run goes on (the steady state's does).
-func logWindows(b *testing.B, window string, start time.Time, sent, arrived map[string]time.Time) {
+func logWindows(b *testing.B, window string, start time.Time, answered []timing) {
 	w, err := time.ParseDuration(window)
 	if err != nil || w <= 0 {
 		b.Fatalf("PRAETOR_BENCH_WINDOW=%q: want a positive duration", window)
 	}
 	var buckets [][]time.Duration
-	for id, due := range sent {
-		t1, ok := arrived[id]
-		if !ok {
-			continue
-		}
-		i := int(due.Sub(start) / w)
+	for _, t := range answered {
+		i := int(t.due.Sub(start) / w)
 		for len(buckets) <= i {
 			buckets = append(buckets, nil)
 		}
-		buckets[i] = append(buckets[i], t1.Sub(due))
+		buckets[i] = append(buckets[i], t.done.Sub(t.due))
 	}
 	for i, ds := range buckets {
 		if len(ds) == 0 {
@@ -531,6 +530,9 @@ func logWindows(b *testing.B, window string, start time.Time, sent, arrived map[
 			percentile(ds, 0.5), percentile(ds, 0.99), millis(ds[len(ds)-1]))
 	}
 }
+
+// timing is when an answered turn was due and when its reply arrived.
+type timing struct{ due, done time.Time }
 
 // millis is d in milliseconds, to the microsecond.
 func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -64,7 +64,7 @@ func (w window) overlaps(from, to time.Time) bool { return w.from.Before(to) && 
 // report stops the trace and reports which share of the slow turns (over
 // turnGoal) overlapped a mark phase or a log restart, against the share of
 // all turns: a cause shows as a far larger share of the slow ones.
-func (t *turnTrace) report(b *testing.B, sent, arrived map[string]time.Time) {
+func (t *turnTrace) report(b *testing.B, answered []timing) {
 	trace.Stop()
 	if _, err := t.file.Seek(0, io.SeekStart); err != nil {
 		b.Fatal(err)
@@ -77,11 +77,8 @@ func (t *turnTrace) report(b *testing.B, sent, arrived map[string]time.Time) {
 	kinds := []string{markPhase, sqlite.RestartRegion, sqlite.CheckpointRegion}
 	var all, slow, slowNone int
 	allIn, slowIn := map[string]int{}, map[string]int{}
-	for id, due := range sent {
-		done, ok := arrived[id]
-		if !ok {
-			continue
-		}
+	for _, tm := range answered {
+		due, done := tm.due, tm.done
 		all++
 		late := done.Sub(due) > turnGoal
 		slow += btoi(late)
@@ -151,8 +148,7 @@ func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, error) {
 		last     xtrace.Time
 		markFrom xtrace.Time = -1
 		spans                = map[string][][2]xtrace.Time{}
-		open                 = map[xtrace.GoID]xtrace.Time{} // regions begun, by goroutine (they do not nest)
-		openType             = map[xtrace.GoID]string{}
+		open                 = map[xtrace.GoID]region{} // regions begun, by goroutine (they do not nest)
 	)
 	for {
 		ev, err := tr.ReadEvent()
@@ -182,14 +178,12 @@ func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, error) {
 			}
 		case xtrace.EventRegionBegin:
 			if t := ev.Region().Type; checkpointerRegion(t) {
-				open[ev.Goroutine()], openType[ev.Goroutine()] = ev.Time(), t
+				open[ev.Goroutine()] = region{t, ev.Time()}
 			}
 		case xtrace.EventRegionEnd:
-			if t := ev.Region().Type; checkpointerRegion(t) {
-				if from, ok := open[ev.Goroutine()]; ok {
-					spans[t] = append(spans[t], [2]xtrace.Time{from, ev.Time()})
-					delete(open, ev.Goroutine())
-				}
+			if r, ok := open[ev.Goroutine()]; ok && r.name == ev.Region().Type {
+				spans[r.name] = append(spans[r.name], [2]xtrace.Time{r.from, ev.Time()})
+				delete(open, ev.Goroutine())
 			}
 		}
 	}
@@ -200,8 +194,8 @@ func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, error) {
 	if markFrom >= 0 {
 		spans[markPhase] = append(spans[markPhase], [2]xtrace.Time{markFrom, last})
 	}
-	for g, from := range open {
-		spans[openType[g]] = append(spans[openType[g]], [2]xtrace.Time{from, last})
+	for _, r := range open {
+		spans[r.name] = append(spans[r.name], [2]xtrace.Time{r.from, last})
 	}
 	out := map[string][]window{}
 	for name, ss := range spans {
@@ -210,6 +204,12 @@ func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, error) {
 		}
 	}
 	return out, nil
+}
+
+// region is a trace region begun: its name and when.
+type region struct {
+	name string
+	from xtrace.Time
 }
 
 func checkpointerRegion(name string) bool {

@@ -134,9 +134,7 @@ func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err err
 	if _, err := cp.db.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
 		return false, err
 	}
-	region := trace.StartRegion(ctx, CheckpointRegion)
-	frames, _, err := cp.run(ctx, "PASSIVE")
-	region.End()
+	frames, err := cp.passive(ctx)
 	if err != nil || frames < 0 {
 		// -1: another connection holds the checkpoint lock (a checkpoint
 		// of another process, say); nothing learnt, nothing to do.
@@ -153,10 +151,7 @@ func (cp *checkpointer) checkpoint(ctx context.Context) (restarted bool, err err
 		// start it over.
 		return false, nil
 	}
-	region = trace.StartRegion(ctx, CheckpointRegion)
-	_, _, err = cp.run(ctx, "PASSIVE")
-	region.End()
-	if err != nil {
+	if _, err := cp.passive(ctx); err != nil {
 		return false, err
 	}
 	w, err := cp.writer.Conn(ctx)
@@ -204,6 +199,14 @@ const (
 // restartPatience bounds how long a round waits, holding the writer, for
 // readers on the old log.
 const restartPatience = 5 * time.Millisecond
+
+// passive runs a passive checkpoint, a region of execution traces
+// (CheckpointRegion), and returns the log's length in pages.
+func (cp *checkpointer) passive(ctx context.Context) (frames int, err error) {
+	defer trace.StartRegion(ctx, CheckpointRegion).End()
+	frames, _, err = cp.run(ctx, "PASSIVE")
+	return frames, err
+}
 
 // run runs a checkpoint of the given mode and returns the log's length in
 // pages, and whether it could not finish (readers or another process's
