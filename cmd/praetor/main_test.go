@@ -49,7 +49,7 @@ func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
 		t.Errorf("readyz = %q", body)
 	}
 	metrics := testenv.WaitHTTP(t, "http://"+httpAddr+"/metrics", 5*time.Second)
-	for _, name := range []string{"praetor_llm_record_failures_total", "go_goroutines"} {
+	for _, name := range []string{"praetor_llm_record_failures_total", "praetor_sqlite_commits_total", "go_goroutines"} {
 		if !strings.Contains(metrics, name) {
 			t.Errorf("metrics lack %s", name)
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/praetorhq/praetor/internal/wiring"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/praetorhq/praetor/internal/gctune"
 	"github.com/praetorhq/praetor/internal/llm/provider"
@@ -100,6 +101,8 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		b.Fatal(err)
 	}
 	cfg.Engines, cfg.EngineRegistry = cat, reg
+	metricsReg := prometheus.NewRegistry()
+	cfg.Registry = metricsReg
 	// PRAETOR_BENCH_PARTITIONS measures another partition count than the
 	// node's default (each partition is a durable consumer per keyed
 	// service, and the server writes each active consumer's state to a
@@ -318,6 +321,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	mark0 := gcMarkCPU()
 	cpu0 := processCPU(b)
 	disk0, diskOK := diskWritten()
+	tx0, commits0 := counter(metricsReg, "praetor_sqlite_transactions_total"), counter(metricsReg, "praetor_sqlite_commits_total")
 
 	tr := startTurnTrace(b)
 	b.ResetTimer()
@@ -349,6 +353,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	b.StopTimer()
 	cpu := processCPU(b) - cpu0
 	disk1, _ := diskWritten()
+	tx1, commits1 := counter(metricsReg, "praetor_sqlite_transactions_total"), counter(metricsReg, "praetor_sqlite_commits_total")
 	runtime.ReadMemStats(&ms1)
 	mark := gcMarkCPU() - mark0
 	// PRAETOR_BENCH_HEAP=FILE writes a heap profile of the running node
@@ -405,9 +410,24 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		b.ReportMetric(float64(disk1-disk0)/1024/float64(b.N), "disk-kB/turn")
 	}
 	b.ReportMetric(float64(gc.Percent), "gogc")
+	if commits1 > commits0 {
+		// The SQLite store's group commit: transactions a commit.
+		b.ReportMetric((tx1-tx0)/(commits1-commits0), "tx/commit")
+	}
 	if tr != nil {
 		tr.report(b, timings)
 	}
+}
+
+// counter returns the value of the counter name in reg, 0 if it has none.
+func counter(reg *prometheus.Registry, name string) float64 {
+	families, _ := reg.Gather()
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	return 0
 }
 
 // gcMarkCPU returns the runtime's estimate of the CPU time its mark phase

@@ -293,6 +293,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return err
 	}
+	if db, ok := db.(*sqlite.DB); ok {
+		registerTxStats(reg, db)
+	}
 	bus, err := events.New(nc, events.Config{Subject: contracts.Subject, Logger: log, Metrics: metrics})
 	if err != nil {
 		return err
@@ -514,6 +517,18 @@ func OpenStore(ctx context.Context, dev bool, dataDir, databaseURL string) (stor
 		return nil, fmt.Errorf("%w (check DATABASE_URL)", err)
 	}
 	return db, nil
+}
+
+// registerTxStats exports the SQLite store's transactions and commits: their
+// ratio is the mean batch of its group commit.
+func registerTxStats(reg prometheus.Registerer, db *sqlite.DB) {
+	reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "praetor_sqlite_transactions_total",
+			Help: "Transactions the SQLite store committed."},
+			func() float64 { return float64(db.TxStats().Transactions) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "praetor_sqlite_commits_total",
+			Help: "Commits the SQLite store made: concurrent transactions commit together (group commit)."},
+			func() float64 { return float64(db.TxStats().Commits) }))
 }
 
 func openStore(ctx context.Context, cfg Config) (store.DB, error) {

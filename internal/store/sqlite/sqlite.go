@@ -54,6 +54,9 @@ type Config struct {
 	// checkpointer starts it over, holding the writer for as long as that
 	// takes (see checkpointer). Default 16384 (64 MiB of 4 KiB pages).
 	RestartFrames int
+	// GroupCommit bounds how many concurrent transactions commit together
+	// (see group); 1 commits each on its own. Default 16.
+	GroupCommit int
 	// Logger receives the checkpointer's warnings. Default: slog.Default().
 	Logger *slog.Logger
 }
@@ -70,6 +73,7 @@ func (c Config) WithDefaults() Config {
 	c.CachedStatements = cmp.Or(c.CachedStatements, defaultCachedStatements)
 	c.CheckpointInterval = cmp.Or(c.CheckpointInterval, 100*time.Millisecond)
 	c.RestartFrames = cmp.Or(c.RestartFrames, 16384)
+	c.GroupCommit = cmp.Or(c.GroupCommit, 16)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
@@ -94,6 +98,9 @@ func (c Config) validate() error {
 	if c.CachedStatements < 1 {
 		errs = append(errs, fmt.Errorf("CachedStatements is %d: want at least 1", c.CachedStatements))
 	}
+	if c.GroupCommit < 1 {
+		errs = append(errs, fmt.Errorf("GroupCommit is %d: want at least 1", c.GroupCommit))
+	}
 	if c.MaxTxAttempts < 1 {
 		errs = append(errs, fmt.Errorf("MaxTxAttempts is %d: want at least 1", c.MaxTxAttempts))
 	}
@@ -110,6 +117,7 @@ type DB struct {
 	cfg       Config
 	closeOnce sync.Once
 	ckpt      *checkpointer // nil for Memory or a negative CheckpointInterval
+	group     *group        // runs the transactions on writer
 
 	locksMu sync.Mutex
 	locks   map[string]bool
@@ -162,7 +170,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
-	db := &DB{writer: writer, readers: writer, cfg: cfg}
+	db := &DB{writer: writer, readers: writer, cfg: cfg, group: newGroup(writer, cfg.GroupCommit)}
 
 	if err := db.checkWriter(ctx, memory); err != nil {
 		writer.Close()
@@ -337,16 +345,20 @@ func readOnly(query string) bool {
 	return false
 }
 
-// Tx runs fn in a BEGIN IMMEDIATE transaction on the writer, retried when
+// Tx runs fn in a BEGIN IMMEDIATE transaction on the writer, committed
+// together with those of concurrent callers (see group), and retried when
 // another process keeps the database busy past BusyTimeout.
 func (db *DB) Tx(ctx context.Context, fn func(tx store.Querier) error) error {
 	for attempt := 1; ; attempt++ {
-		err := db.tx(ctx, fn)
+		err := db.group.tx(ctx, fn)
 		if err == nil || !retryable(err) {
 			return err
 		}
 		if attempt >= db.cfg.MaxTxAttempts {
 			return fmt.Errorf("sqlite: transaction failed %d times: %w", attempt, err)
+		}
+		if errors.Is(err, errBatchLost) {
+			continue // nothing to wait for
 		}
 		if err := sleep(ctx, backoff(attempt)); err != nil {
 			return err
@@ -354,30 +366,13 @@ func (db *DB) Tx(ctx context.Context, fn func(tx store.Querier) error) error {
 	}
 }
 
-func (db *DB) tx(ctx context.Context, fn func(tx store.Querier) error) (err error) {
-	tx, err := db.writer.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			_ = tx.Rollback()
-			panic(p)
-		}
-	}()
-	if err := fn(querier{tx}); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
-	}
-	return nil
-}
-
-// retryable reports whether err is SQLite's "busy" or "locked": another
-// connection held the lock for longer than the busy timeout.
+// retryable reports whether err is SQLite's "busy" or "locked" (another
+// connection held the lock for longer than the busy timeout), or a batch
+// lost to another caller's failure.
 func retryable(err error) bool {
+	if errors.Is(err, errBatchLost) {
+		return true
+	}
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
 		return false

@@ -1,0 +1,357 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/store"
+)
+
+// openGroup opens a database with a table t (v INTEGER UNIQUE) and a
+// trigger that rolls the whole transaction back on inserting 666, as SQLite
+// itself does on a full disk or an I/O error.
+func openGroup(t *testing.T, groupCommit int) *DB {
+	t.Helper()
+	db, err := Open(t.Context(), Config{Path: filepath.Join(t.TempDir(), "group.db"), GroupCommit: groupCommit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	for _, ddl := range []string{`CREATE TABLE t (v INTEGER UNIQUE)`,
+		`CREATE TRIGGER boom BEFORE INSERT ON t WHEN NEW.v = 666 BEGIN SELECT RAISE(ROLLBACK, 'boom'); END`} {
+		if _, err := db.Exec(t.Context(), ddl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
+}
+
+func insert(ctx context.Context, tx store.Querier, v int) error {
+	_, err := tx.Exec(ctx, `INSERT INTO t (v) VALUES ($1)`, v)
+	return err
+}
+
+func values(t *testing.T, db *DB) []int {
+	t.Helper()
+	rows, err := db.Query(t.Context(), `SELECT v FROM t ORDER BY v`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var vs []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// queued waits until n callers wait for the writer.
+func queued(t *testing.T, db *DB, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+		db.group.mu.Lock()
+		got := len(db.group.queue)
+		db.group.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d callers wait for the writer, want %d", got, n)
+		}
+	}
+}
+
+// outcome is what one caller's Tx returned, or the value it panicked with.
+type outcome struct {
+	err      error
+	panicked any
+}
+
+// together runs fns as concurrent transactions that queue, in order, behind
+// a first one (which inserts 0) while it holds the writer, so that they
+// join its batch as far as GroupCommit allows. ctxs, if not nil, are their
+// contexts (nil for the test's), then the first's; before runs once all are
+// queued, before the first goes on. It returns each one's outcome, the
+// first's last.
+func together(t *testing.T, db *DB, ctxs []context.Context, before func(),
+	fns ...func(context.Context, store.Querier) error) []outcome {
+	t.Helper()
+	ctx := t.Context()
+	hold, holding := make(chan struct{}), make(chan struct{})
+	out := make([]outcome, len(fns)+1)
+	var wg sync.WaitGroup
+	var once sync.Once
+	first := ctx
+	if len(ctxs) > len(fns) {
+		first = ctxs[len(fns)]
+	}
+	wg.Go(func() {
+		out[len(fns)].err = db.Tx(first, func(tx store.Querier) error {
+			once.Do(func() { close(holding) })
+			<-hold
+			return insert(ctx, tx, 0)
+		})
+	})
+	<-holding
+	for i, fn := range fns {
+		c := ctx
+		if ctxs != nil && ctxs[i] != nil {
+			c = ctxs[i]
+		}
+		wg.Go(func() {
+			defer func() { out[i].panicked = recover() }()
+			out[i].err = db.Tx(c, func(tx store.Querier) error { return fn(c, tx) })
+		})
+		queued(t, db, i+1)
+	}
+	if before != nil {
+		before()
+	}
+	close(hold)
+	wg.Wait()
+	return out
+}
+
+func inserting(v int) func(context.Context, store.Querier) error {
+	return func(ctx context.Context, tx store.Querier) error { return insert(ctx, tx, v) }
+}
+
+// TestGroupCommitsTogether checks that transactions waiting for the writer
+// commit with the one holding it, GroupCommit at most a commit, and that
+// each returns only once its work is committed.
+func TestGroupCommitsTogether(t *testing.T) {
+	for _, tc := range []struct{ groupCommit, commits int }{{16, 1}, {4, 2}, {1, 6}} {
+		t.Run(fmt.Sprint(tc.groupCommit), func(t *testing.T) {
+			db := openGroup(t, tc.groupCommit)
+			before := db.TxStats()
+			var fns []func(context.Context, store.Querier) error
+			for v := 1; v <= 5; v++ {
+				fns = append(fns, func(ctx context.Context, tx store.Querier) error {
+					if err := insert(ctx, tx, v); err != nil {
+						return err
+					}
+					// The earlier members' work is visible, uncommitted.
+					var n int
+					if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM t`).Scan(&n); err != nil {
+						return err
+					}
+					if n < v {
+						return fmt.Errorf("member %d sees %d rows", v, n)
+					}
+					return nil
+				})
+			}
+			for i, o := range together(t, db, nil, nil, fns...) {
+				if o.err != nil || o.panicked != nil {
+					t.Errorf("transaction %d: %v %v", i, o.err, o.panicked)
+				}
+			}
+			if got, want := values(t, db), []int{0, 1, 2, 3, 4, 5}; !slices.Equal(got, want) {
+				t.Errorf("rows %v, want %v", got, want)
+			}
+			after := db.TxStats()
+			if got := after.Transactions - before.Transactions; got != 6 {
+				t.Errorf("%d transactions counted, want 6", got)
+			}
+			if got := after.Commits - before.Commits; got != int64(tc.commits) {
+				t.Errorf("%d commits, want %d", got, tc.commits)
+			}
+		})
+	}
+}
+
+// TestGroupMemberFailure checks that a member that fails, or panics, loses
+// its own work and nobody else's.
+func TestGroupMemberFailure(t *testing.T) {
+	db := openGroup(t, 16)
+	errMember := errors.New("member failed")
+	out := together(t, db, nil, nil,
+		inserting(1),
+		func(ctx context.Context, tx store.Querier) error {
+			if err := insert(ctx, tx, 2); err != nil {
+				return err
+			}
+			return errMember
+		},
+		inserting(3),
+		func(ctx context.Context, tx store.Querier) error {
+			if err := insert(ctx, tx, 4); err != nil {
+				return err
+			}
+			panic("member panicked")
+		},
+		inserting(1), // a constraint violation fails the statement only
+		inserting(5),
+	)
+	if !errors.Is(out[1].err, errMember) {
+		t.Errorf("failed member: %v, want its error", out[1].err)
+	}
+	if out[3].panicked != "member panicked" {
+		t.Errorf("panicking member: recovered %v, want its panic", out[3].panicked)
+	}
+	if out[4].err == nil {
+		t.Errorf("duplicate insert: no error")
+	}
+	for _, i := range []int{0, 2, 5, 6} {
+		if out[i].err != nil || out[i].panicked != nil {
+			t.Errorf("transaction %d: %v %v", i, out[i].err, out[i].panicked)
+		}
+	}
+	if got, want := values(t, db), []int{0, 1, 3, 5}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+}
+
+// TestGroupMemberRollsBackTheTransaction checks a member whose failure made
+// SQLite roll back the whole transaction: it gets its error, and the
+// members before it, whose work was lost with it, are run again.
+func TestGroupMemberRollsBackTheTransaction(t *testing.T) {
+	db := openGroup(t, 16)
+	var runs atomic.Int32
+	out := together(t, db, nil, nil,
+		func(ctx context.Context, tx store.Querier) error {
+			runs.Add(1)
+			return insert(ctx, tx, 1)
+		},
+		inserting(666),
+		inserting(3),
+	)
+	if out[1].err == nil || !strings.Contains(out[1].err.Error(), "boom") {
+		t.Errorf("member that rolled back: %v, want boom", out[1].err)
+	}
+	for _, i := range []int{0, 2, 3} {
+		if out[i].err != nil {
+			t.Errorf("transaction %d: %v", i, out[i].err)
+		}
+	}
+	if got, want := values(t, db), []int{0, 1, 3}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("the member before ran %d times, want 2 (once more after the batch was lost)", n)
+	}
+	// The first member's failure is its transaction's: nothing to redo.
+	if err := db.Tx(t.Context(), func(tx store.Querier) error { return insert(t.Context(), tx, 666) }); err == nil {
+		t.Error("a lone transaction inserting 666: no error")
+	}
+}
+
+// TestGroupCanceledMember checks members whose context ends: while queued,
+// they leave the queue; while working, their next statement fails before
+// it runs (an interrupted write would roll back the whole transaction);
+// once done, waiting for the commit, nothing changes; and the others' work
+// stands.
+func TestGroupCanceledMember(t *testing.T) {
+	db := openGroup(t, 16)
+	queuedCtx, cancelQueued := context.WithCancel(t.Context())
+	workingCtx, cancelWorking := context.WithCancel(t.Context())
+	firstCtx, cancelFirst := context.WithCancel(t.Context())
+	got := together(t, db, []context.Context{nil, queuedCtx, workingCtx, nil, firstCtx},
+		func() { cancelQueued(); queued(t, db, 3) },
+		func(ctx context.Context, tx store.Querier) error {
+			// The first member is done, its work not yet committed: its
+			// context ending must not roll the batch back.
+			cancelFirst()
+			return insert(ctx, tx, 1)
+		},
+		inserting(2),
+		func(ctx context.Context, tx store.Querier) error {
+			if err := insert(ctx, tx, 3); err != nil {
+				return err
+			}
+			cancelWorking()
+			return insert(ctx, tx, 4)
+		},
+		inserting(5),
+	)
+	if !errors.Is(got[1].err, context.Canceled) {
+		t.Errorf("member canceled while queued: %v, want context.Canceled", got[1].err)
+	}
+	if !errors.Is(got[2].err, context.Canceled) {
+		t.Errorf("member canceled while working: %v, want context.Canceled", got[2].err)
+	}
+	for _, i := range []int{0, 3, 4} {
+		if got[i].err != nil {
+			t.Errorf("transaction %d: %v", i, got[i].err)
+		}
+	}
+	if vs, want := values(t, db), []int{0, 1, 5}; !slices.Equal(vs, want) {
+		t.Errorf("rows %v, want %v", vs, want)
+	}
+}
+
+// TestGroupUnderLoad runs many concurrent transactions, some failing, some
+// canceled at random moments: a row is there if and only if its Tx
+// returned nil, and the writer serves transactions after.
+func TestGroupUnderLoad(t *testing.T) {
+	db := openGroup(t, 8)
+	const workers, each = 8, 60
+	results := make([][]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		results[w] = make([]error, each)
+		wg.Go(func() {
+			for i := range each {
+				v := w*each + i + 1
+				ctx, cancel := context.WithCancel(t.Context())
+				if rand.IntN(8) == 0 {
+					time.AfterFunc(time.Duration(rand.IntN(300))*time.Microsecond, cancel)
+				}
+				results[w][i] = db.Tx(ctx, func(tx store.Querier) error {
+					if err := insert(ctx, tx, v); err != nil {
+						return err
+					}
+					switch rand.IntN(10) {
+					case 0:
+						return errors.New("fails")
+					case 1:
+						return insert(ctx, tx, 666)
+					}
+					return insert(ctx, tx, -v)
+				})
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	have := map[int]bool{}
+	for _, v := range values(t, db) {
+		have[v] = true
+	}
+	committed := 0
+	for w := range workers {
+		for i, err := range results[w] {
+			v := w*each + i + 1
+			if (err == nil) != have[v] || have[v] != have[-v] {
+				t.Errorf("transaction %d returned %v; rows %d: %v, %d: %v", v, err, v, have[v], -v, have[-v])
+			}
+			if err == nil {
+				committed++
+			}
+		}
+	}
+	if committed == 0 {
+		t.Fatal("no transaction committed")
+	}
+	st := db.TxStats()
+	t.Logf("%d of %d transactions committed, in %d commits", committed, workers*each, st.Commits)
+	if st.Transactions != int64(committed) {
+		t.Errorf("TxStats counts %d transactions, want %d", st.Transactions, committed)
+	}
+	if err := db.Tx(t.Context(), func(tx store.Querier) error { return insert(t.Context(), tx, 100_000) }); err != nil {
+		t.Errorf("Tx after the load: %v", err)
+	}
+}
