@@ -527,7 +527,7 @@ func registerTxStats(reg prometheus.Registerer, db *sqlite.DB) {
 			Help: "Transactions the SQLite store committed."},
 			func() float64 { return float64(db.TxStats().Transactions) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "praetor_sqlite_commits_total",
-			Help: "Commits the SQLite store made: concurrent transactions commit together (group commit)."},
+			Help: "Commits of the SQLite store's transactions (writes outside transactions not counted): concurrent transactions commit together (group commit)."},
 			func() float64 { return float64(db.TxStats().Commits) }))
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -25,9 +26,12 @@ import (
 // transaction is a batch of one, committed at once.
 //
 // A member's failed work is rolled back to its savepoint and leaves the
-// others' in place. A member's statements are never interrupted by its
-// context (an interrupted write rolls back SQLite's whole transaction): a
-// canceled context fails the next statement instead, before it runs.
+// others' in place. A member whose statement made SQLite roll back the whole
+// transaction (seen by the connection's rollback hook) gets its error, and
+// the others theirs to run again (errBatchLost). A member's statements are
+// never interrupted by its context (an interrupted write rolls back SQLite's
+// whole transaction): a canceled context fails the next statement instead,
+// before it runs.
 type group struct {
 	writer *sql.DB
 	max    int // members in a batch
@@ -37,101 +41,137 @@ type group struct {
 	queue []*member // waiting for it, first come first served
 	cur   *batch    // the open transaction, if any
 
+	// rollbacks counts the transactions rolled back on the writer (its
+	// rollback hook, see connector): explicitly, or by SQLite itself after
+	// some errors (a full disk, an I/O error, RAISE(ROLLBACK)).
+	rollbacks          atomic.Int64
 	commits, committed atomic.Int64 // batches committed, and their members
+
+	// canceled, a test hook, runs when a waiter's context has ended, before
+	// it leaves the queue.
+	canceled func()
 }
 
 // batch is one transaction and its members.
 type batch struct {
-	tx      *sql.Tx
-	members int           // whose work is in tx
-	done    chan struct{} // closed once tx is committed or abandoned
-	err     error         // of the commit, or errBatchLost; set before done
+	conn      *sql.Conn
+	tx        *sql.Tx
+	rollbacks int64         // group.rollbacks at BEGIN
+	members   int           // whose work is in tx
+	done      chan struct{} // closed once tx is committed or rolled back
+	err       error         // of the commit, or errBatchLost; set before done
 }
 
 type member struct {
 	ready chan struct{} // closed when the connection is handed over
 }
 
-// errBatchLost is what a member of a batch gets when another member's
-// failure rolled back the whole transaction (SQLite does so on some errors:
-// a full disk, an I/O error, RAISE(ROLLBACK)): its work is gone and is done
-// again (Tx retries).
+// errBatchLost is what a member of a batch gets when the transaction its
+// work was in did not commit: another member's failure rolled it back, or
+// its commit failed after this member's own work had failed on the others'
+// (which it could see). Tx runs its function again.
 var errBatchLost = errors.New("sqlite: the transaction was rolled back by another caller's failure in the same batch")
 
-func newGroup(writer *sql.DB, max int) *group {
-	return &group{writer: writer, max: max}
-}
-
-// tx runs fn in the current batch, or a new one, and returns fn's error or
-// the batch's.
+// tx runs fn in the open batch, or a new one, and returns fn's error or the
+// batch's.
 func (g *group) tx(ctx context.Context, fn func(tx store.Querier) error) (err error) {
 	if err := g.acquire(ctx); err != nil {
 		return err
 	}
 	b := g.cur
 	if b == nil {
-		// context.WithoutCancel: the transaction outlives this caller
-		// when others join it.
-		tx, err := g.writer.BeginTx(context.WithoutCancel(ctx), nil)
-		if err != nil {
+		if b, err = g.begin(ctx); err != nil {
 			g.release(nil)
-			return fmt.Errorf("sqlite: begin: %w", err)
+			return err
 		}
-		b = &batch{tx: tx, done: make(chan struct{})}
-		g.cur = b
 	}
-	q := querier{batchTx{b.tx}}
 	first := b.members == 0
 	if !first {
-		if _, err := q.Exec(context.Background(), "SAVEPOINT member"); err != nil {
+		if _, err := (querier{b.tx}).Exec(context.Background(), "SAVEPOINT member"); err != nil {
 			_ = g.finish(b) // the others' work
 			return fmt.Errorf("sqlite: savepoint: %w", err)
 		}
 	}
+	returned := false
 	defer func() {
 		p := recover()
-		if p != nil {
+		switch {
+		case p != nil:
 			err = fmt.Errorf("sqlite: transaction panicked: %v", p)
+		case !returned:
+			err = errors.New("sqlite: the transaction's function did not return (runtime.Goexit)")
 		}
-		if err == nil && !first {
-			if _, rerr := q.Exec(context.Background(), "RELEASE member"); rerr != nil {
-				err = fmt.Errorf("sqlite: release savepoint: %w", rerr)
-			}
-		}
-		if err != nil {
-			err = g.undo(b, q, first, err)
-		} else {
-			b.members++
-			err = g.finish(b)
-		}
+		err = g.end(b, first, err)
 		if p != nil {
 			panic(p)
 		}
 	}()
-	return fn(q)
+	err = fn(memberQuerier{b.tx})
+	returned = true
+	return err
 }
 
-// undo rolls back a member's failed work, and returns its error. The first
-// member's is the whole transaction, which ends the batch; a later member's
-// goes back to its savepoint, unless SQLite rolled the whole transaction
-// back already, which fails the batch.
-func (g *group) undo(b *batch, q querier, first bool, err error) error {
-	ctx := context.Background()
+// begin opens a batch on the writer connection, waiting for it (held by a
+// statement outside transactions, or by the checkpointer) as long as ctx
+// lets it.
+func (g *group) begin(ctx context.Context) (*batch, error) {
+	conn, err := g.writer.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: begin: %w", err)
+	}
+	// context.WithoutCancel: the transaction outlives this caller when
+	// others join it.
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("sqlite: begin: %w", err)
+	}
+	g.cur = &batch{conn: conn, tx: tx, rollbacks: g.rollbacks.Load(), done: make(chan struct{})}
+	return g.cur, nil
+}
+
+// end closes a member's part of batch b, its function having returned err:
+// its work kept and the batch committed or handed on, or its work undone.
+// It returns what Tx returns to the member.
+func (g *group) end(b *batch, first bool, err error) error {
+	if g.rollbacks.Load() != b.rollbacks {
+		// SQLite rolled the whole transaction back, the others' work with
+		// it, in one of this member's statements.
+		g.abandon(b, errBatchLost)
+		if err == nil {
+			return errors.New("sqlite: the transaction was rolled back by a statement whose error its function did not return")
+		}
+		return err
+	}
 	if first {
+		if err != nil {
+			g.abandon(b, errBatchLost) // nobody else's work in it
+			return err
+		}
+		b.members++
+		return g.finish(b)
+	}
+	q, bg := querier{b.tx}, context.Background()
+	if err == nil {
+		_, rerr := q.Exec(bg, "RELEASE member")
+		if rerr == nil {
+			b.members++
+			return g.finish(b)
+		}
+		err = fmt.Errorf("sqlite: release savepoint: %w", rerr)
+	}
+	if _, rerr := q.Exec(bg, "ROLLBACK TO member"); rerr != nil {
 		g.abandon(b, errBatchLost)
 		return err
 	}
-	if _, rerr := q.Exec(ctx, "ROLLBACK TO member"); rerr != nil {
+	if _, rerr := q.Exec(bg, "RELEASE member"); rerr != nil {
 		g.abandon(b, errBatchLost)
 		return err
 	}
-	if _, rerr := q.Exec(ctx, "RELEASE member"); rerr != nil {
-		g.abandon(b, errBatchLost)
-		return err
-	}
-	// The others' work stands: commit it, or leave it to the next.
-	if ferr := g.finish(b); ferr != nil && !errors.Is(ferr, errBatchLost) {
-		return errors.Join(err, ferr)
+	if ferr := g.finish(b); ferr != nil {
+		// Its function saw the others' work, which did not commit: its
+		// failure may have been on that work.
+		return fmt.Errorf("%w (its own error, on work since rolled back: %v)", errBatchLost, err)
 	}
 	return err
 }
@@ -169,6 +209,9 @@ func (g *group) abandon(b *batch, err error) {
 // release ends the batch b (nil: none began), wakes its members and hands
 // the connection to the next caller, if any.
 func (g *group) release(b *batch) {
+	if b != nil {
+		_ = b.conn.Close() // back to the pool
+	}
 	g.mu.Lock()
 	g.cur = nil
 	var next *member
@@ -202,17 +245,18 @@ func (g *group) acquire(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
+	if g.canceled != nil {
+		g.canceled()
+	}
 	g.mu.Lock()
-	for i, w := range g.queue {
-		if w == m {
-			g.queue = append(g.queue[:i], g.queue[i+1:]...)
-			g.mu.Unlock()
-			return ctx.Err()
-		}
+	if i := slices.Index(g.queue, m); i >= 0 {
+		g.queue = slices.Delete(g.queue, i, i+1)
+		g.mu.Unlock()
+		return ctx.Err()
 	}
 	g.mu.Unlock()
-	// Handed the connection as ctx ended: pass it on, or commit the
-	// batch open on it.
+	// Handed the connection as ctx ended: commit the batch open on it, or
+	// pass it on.
 	<-m.ready
 	if b := g.cur; b != nil {
 		_ = g.finish(b)
@@ -222,29 +266,31 @@ func (g *group) acquire(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// batchTx runs a member's statements in the batch's transaction, without
-// letting its context interrupt them.
-type batchTx struct{ tx *sql.Tx }
+// memberQuerier runs a member's statements in the batch's transaction. A
+// member's context never interrupts a statement (an interrupted write rolls
+// back SQLite's whole transaction, the others' work with it): once it has
+// ended, the next statement fails before it runs.
+type memberQuerier struct{ tx *sql.Tx }
 
-func (t batchTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (m memberQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return querier{m.tx}.Exec(context.WithoutCancel(ctx), query, args...)
+}
+
+func (m memberQuerier) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return t.tx.ExecContext(context.WithoutCancel(ctx), query, args...)
+	return querier{m.tx}.Query(context.WithoutCancel(ctx), query, args...)
 }
 
-func (t batchTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (m memberQuerier) QueryRow(ctx context.Context, query string, args ...any) store.Row {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return errRow{err}
 	}
-	return t.tx.QueryContext(context.WithoutCancel(ctx), query, args...)
-}
-
-func (t batchTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	// A *sql.Row cannot be made with an error: a canceled context's
-	// statement runs, and fn sees the cancellation at its next Exec or
-	// Query (or its own check).
-	return t.tx.QueryRowContext(context.WithoutCancel(ctx), query, args...)
+	return querier{m.tx}.QueryRow(context.WithoutCancel(ctx), query, args...)
 }
 
 // TxStats counts the transactions Tx committed and the commits they took:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -81,13 +82,13 @@ type outcome struct {
 }
 
 // together runs fns as concurrent transactions that queue, in order, behind
-// a first one (which inserts 0) while it holds the writer, so that they
-// join its batch as far as GroupCommit allows. ctxs, if not nil, are their
-// contexts (nil for the test's), then the first's; before runs once all are
-// queued, before the first goes on. It returns each one's outcome, the
-// first's last.
+// a first one, which holds the writer meanwhile, so that they join its batch
+// as far as GroupCommit allows. The first runs holder, or inserts 0 if it is
+// nil. ctxs, if not nil, are their contexts (nil for the test's), then the
+// first's; before runs once all are queued, before the first goes on. It
+// returns each one's outcome, the first's last.
 func together(t *testing.T, db *DB, ctxs []context.Context, before func(),
-	fns ...func(context.Context, store.Querier) error) []outcome {
+	holder func(context.Context, store.Querier) error, fns ...func(context.Context, store.Querier) error) []outcome {
 	t.Helper()
 	ctx := t.Context()
 	hold, holding := make(chan struct{}), make(chan struct{})
@@ -102,6 +103,9 @@ func together(t *testing.T, db *DB, ctxs []context.Context, before func(),
 		out[len(fns)].err = db.Tx(first, func(tx store.Querier) error {
 			once.Do(func() { close(holding) })
 			<-hold
+			if holder != nil {
+				return holder(first, tx)
+			}
 			return insert(ctx, tx, 0)
 		})
 	})
@@ -154,7 +158,7 @@ func TestGroupCommitsTogether(t *testing.T) {
 					return nil
 				})
 			}
-			for i, o := range together(t, db, nil, nil, fns...) {
+			for i, o := range together(t, db, nil, nil, nil, fns...) {
 				if o.err != nil || o.panicked != nil {
 					t.Errorf("transaction %d: %v %v", i, o.err, o.panicked)
 				}
@@ -173,12 +177,28 @@ func TestGroupCommitsTogether(t *testing.T) {
 	}
 }
 
+// once wraps fns to fail the test if any runs more than once: undoing a
+// member's work to its savepoint must not lose the batch.
+func once(t *testing.T, fns ...func(context.Context, store.Querier) error) []func(context.Context, store.Querier) error {
+	out := make([]func(context.Context, store.Querier) error, len(fns))
+	for i, fn := range fns {
+		var runs atomic.Int32
+		out[i] = func(ctx context.Context, tx store.Querier) error {
+			if runs.Add(1) > 1 {
+				t.Errorf("transaction %d ran again", i)
+			}
+			return fn(ctx, tx)
+		}
+	}
+	return out
+}
+
 // TestGroupMemberFailure checks that a member that fails, or panics, loses
 // its own work and nobody else's.
 func TestGroupMemberFailure(t *testing.T) {
 	db := openGroup(t, 16)
 	errMember := errors.New("member failed")
-	out := together(t, db, nil, nil,
+	out := together(t, db, nil, nil, nil, once(t,
 		inserting(1),
 		func(ctx context.Context, tx store.Querier) error {
 			if err := insert(ctx, tx, 2); err != nil {
@@ -195,7 +215,7 @@ func TestGroupMemberFailure(t *testing.T) {
 		},
 		inserting(1), // a constraint violation fails the statement only
 		inserting(5),
-	)
+	)...)
 	if !errors.Is(out[1].err, errMember) {
 		t.Errorf("failed member: %v, want its error", out[1].err)
 	}
@@ -221,7 +241,7 @@ func TestGroupMemberFailure(t *testing.T) {
 func TestGroupMemberRollsBackTheTransaction(t *testing.T) {
 	db := openGroup(t, 16)
 	var runs atomic.Int32
-	out := together(t, db, nil, nil,
+	out := together(t, db, nil, nil, nil,
 		func(ctx context.Context, tx store.Querier) error {
 			runs.Add(1)
 			return insert(ctx, tx, 1)
@@ -260,7 +280,7 @@ func TestGroupCanceledMember(t *testing.T) {
 	workingCtx, cancelWorking := context.WithCancel(t.Context())
 	firstCtx, cancelFirst := context.WithCancel(t.Context())
 	got := together(t, db, []context.Context{nil, queuedCtx, workingCtx, nil, firstCtx},
-		func() { cancelQueued(); queued(t, db, 3) },
+		func() { cancelQueued(); queued(t, db, 3) }, nil,
 		func(ctx context.Context, tx store.Querier) error {
 			// The first member is done, its work not yet committed: its
 			// context ending must not roll the batch back.
@@ -353,5 +373,141 @@ func TestGroupUnderLoad(t *testing.T) {
 	}
 	if err := db.Tx(t.Context(), func(tx store.Querier) error { return insert(t.Context(), tx, 100_000) }); err != nil {
 		t.Errorf("Tx after the load: %v", err)
+	}
+}
+
+// TestGroupFirstSwallowsRollback checks a first member that ignores the
+// error of a statement after which SQLite rolled back the transaction: it
+// gets an error, and the next transaction does not run in the dead one.
+func TestGroupFirstSwallowsRollback(t *testing.T) {
+	db := openGroup(t, 16)
+	out := together(t, db, nil, nil,
+		func(ctx context.Context, tx store.Querier) error {
+			if err := insert(ctx, tx, 1); err != nil {
+				return err
+			}
+			_ = insert(ctx, tx, 666)
+			return nil
+		},
+		inserting(2),
+	)
+	if out[1].err == nil {
+		t.Error("first member, its transaction rolled back: no error")
+	}
+	if out[0].err != nil {
+		t.Errorf("next transaction: %v", out[0].err)
+	}
+	if got, want := values(t, db), []int{2}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+}
+
+// TestGroupGoexit checks a member whose function ends the goroutine
+// (t.Fatal does): its work is undone, the others' committed.
+func TestGroupGoexit(t *testing.T) {
+	db := openGroup(t, 16)
+	out := together(t, db, nil, nil, nil,
+		inserting(1),
+		func(ctx context.Context, tx store.Querier) error {
+			if err := insert(ctx, tx, 2); err != nil {
+				return err
+			}
+			runtime.Goexit()
+			return nil
+		},
+		inserting(3),
+	)
+	for _, i := range []int{0, 2, 3} {
+		if out[i].err != nil {
+			t.Errorf("transaction %d: %v", i, out[i].err)
+		}
+	}
+	if got, want := values(t, db), []int{0, 1, 3}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+}
+
+// TestGroupCanceledWhenHanded checks a waiter whose context ends as it is
+// handed the connection: it returns the context's error and commits the
+// batch left open for it.
+func TestGroupCanceledWhenHanded(t *testing.T) {
+	db := openGroup(t, 16)
+	ctx, cancel := context.WithCancel(t.Context())
+	inHook, handed := make(chan struct{}), make(chan struct{})
+	db.group.canceled = func() {
+		close(inHook)
+		<-handed
+	}
+	out := together(t, db, []context.Context{ctx}, func() {
+		cancel()
+		<-inHook // the waiter saw its context end, and is still queued
+		go func() {
+			queued(t, db, 0) // the first handed it the connection
+			close(handed)
+		}()
+	}, nil, inserting(1))
+	if !errors.Is(out[0].err, context.Canceled) {
+		t.Errorf("waiter: %v, want context.Canceled", out[0].err)
+	}
+	if out[1].err != nil {
+		t.Errorf("first: %v", out[1].err)
+	}
+	if got, want := values(t, db), []int{0}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+	if err := db.Tx(t.Context(), func(tx store.Querier) error { return insert(t.Context(), tx, 2) }); err != nil {
+		t.Errorf("Tx after: %v", err)
+	}
+}
+
+// TestGroupStatementNotInterrupted checks that a member's context ending
+// during its statement does not interrupt it: an interrupted write would roll
+// back the whole transaction, and the members before it would run again.
+func TestGroupStatementNotInterrupted(t *testing.T) {
+	db := openGroup(t, 16)
+	if _, err := db.Exec(t.Context(), `CREATE TABLE u (n INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	out := together(t, db, []context.Context{nil, ctx}, nil, nil, once(t,
+		inserting(1),
+		func(ctx context.Context, tx store.Querier) error {
+			// Long enough (a tenth of a second) for the cancel to come during it.
+			time.AfterFunc(10*time.Millisecond, cancel)
+			_, err := tx.Exec(ctx, `INSERT INTO u (n) WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM c WHERE n < 100000) SELECT n FROM c`)
+			return err
+		},
+	)...)
+	if out[0].err != nil || out[2].err != nil {
+		t.Errorf("the others: %v, %v", out[0].err, out[2].err)
+	}
+	if out[1].err != nil {
+		t.Errorf("member canceled during its statement: %v (the statement was interrupted)", out[1].err)
+	}
+	if got, want := values(t, db), []int{0, 1}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+}
+
+// TestGroupWaitForConnectionEnds checks that a transaction waiting for the
+// writer connection, held outside any transaction (by the checkpointer's
+// restart, say), stops waiting when its context ends.
+func TestGroupWaitForConnectionEnds(t *testing.T) {
+	db := openGroup(t, 16)
+	conn, err := db.writer.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	err = db.Tx(ctx, func(tx store.Querier) error { return insert(ctx, tx, 1) })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Tx while the connection is held: %v, want context.DeadlineExceeded", err)
+	}
+	conn.Close()
+	if err := db.Tx(t.Context(), func(tx store.Querier) error { return insert(t.Context(), tx, 2) }); err != nil {
+		t.Errorf("Tx once the connection is free: %v", err)
 	}
 }

@@ -159,7 +159,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		}
 	}
 
-	wc, err := newConnector(dsn(cfg, false), cfg.CachedStatements)
+	g := &group{max: cfg.GroupCommit}
+	wc, err := newConnector(dsn(cfg, false), cfg.CachedStatements, &g.rollbacks)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
@@ -170,14 +171,15 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	writer.SetMaxIdleConns(1)
 	writer.SetConnMaxLifetime(0)
 	writer.SetConnMaxIdleTime(0)
-	db := &DB{writer: writer, readers: writer, cfg: cfg, group: newGroup(writer, cfg.GroupCommit)}
+	g.writer = writer
+	db := &DB{writer: writer, readers: writer, cfg: cfg, group: g}
 
 	if err := db.checkWriter(ctx, memory); err != nil {
 		writer.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)
 	}
 	if !memory {
-		rc, err := newConnector(dsn(cfg, true), cfg.CachedStatements)
+		rc, err := newConnector(dsn(cfg, true), cfg.CachedStatements, nil)
 		if err != nil {
 			writer.Close()
 			return nil, fmt.Errorf("sqlite: open %s: %w", cfg.Path, err)

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"reflect"
+	"sync/atomic"
 
 	"modernc.org/sqlite"
 )
@@ -23,23 +24,35 @@ const defaultCachedStatements = 256
 // connector opens the driver's connections (through the driver's own
 // connector: the driver registered as "sqlite", with whatever functions and
 // hooks are registered on it), each with a statement cache.
+//
+// rollbacks, when not nil, counts the transactions SQLite rolls back on the
+// connections (explicitly, or by itself after an error: see group).
 type connector struct {
 	driver.Connector
-	size int
+	size      int
+	rollbacks *atomic.Int64
 }
 
-func newConnector(dsn string, size int) (*connector, error) {
+func newConnector(dsn string, size int, rollbacks *atomic.Int64) (*connector, error) {
 	c, err := sqlite.NewConnector(dsn)
 	if err != nil {
 		return nil, err
 	}
-	return &connector{Connector: c, size: size}, nil
+	return &connector{Connector: c, size: size, rollbacks: rollbacks}, nil
 }
 
 func (c *connector) Connect(ctx context.Context) (driver.Conn, error) {
 	conn, err := c.Connector.Connect(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if c.rollbacks != nil {
+		h, ok := conn.(interface{ RegisterRollbackHook(sqlite.RollbackHookFn) })
+		if !ok {
+			_ = conn.Close()
+			return nil, errors.New("sqlite: the driver's connection has no rollback hook")
+		}
+		h.RegisterRollbackHook(func() { c.rollbacks.Add(1) })
 	}
 	return newCachingConn(conn, c.size)
 }
