@@ -106,7 +106,7 @@ func (g *group) tx(ctx context.Context, fn func(tx store.Querier) error) (err er
 			panic(p)
 		}
 	}()
-	err = fn(memberQuerier{b.tx})
+	err = fn(memberQuerier{g, b})
 	returned = true
 	return err
 }
@@ -171,7 +171,7 @@ func (g *group) end(b *batch, first bool, err error) error {
 	if ferr := g.finish(b); ferr != nil {
 		// Its function saw the others' work, which did not commit: its
 		// failure may have been on that work.
-		return fmt.Errorf("%w (its own error, on work since rolled back: %v)", errBatchLost, err)
+		return fmt.Errorf("%w (its own error, on work since rolled back: %w)", errBatchLost, err)
 	}
 	return err
 }
@@ -269,28 +269,46 @@ func (g *group) acquire(ctx context.Context) error {
 // memberQuerier runs a member's statements in the batch's transaction. A
 // member's context never interrupts a statement (an interrupted write rolls
 // back SQLite's whole transaction, the others' work with it): once it has
-// ended, the next statement fails before it runs.
-type memberQuerier struct{ tx *sql.Tx }
+// ended, the next statement fails before it runs. Once SQLite has rolled
+// the transaction back, every statement fails: it would run outside any
+// transaction, committed on its own.
+type memberQuerier struct {
+	g *group
+	b *batch
+}
+
+// ready returns why the member's next statement must not run, if it must
+// not.
+func (m memberQuerier) ready(ctx context.Context) error {
+	if m.g.rollbacks.Load() != m.b.rollbacks {
+		return errRolledBack
+	}
+	return ctx.Err()
+}
+
+// errRolledBack fails the statements of a member after SQLite rolled its
+// transaction back.
+var errRolledBack = errors.New("sqlite: the transaction was rolled back after an error in an earlier statement")
 
 func (m memberQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx); err != nil {
 		return 0, err
 	}
-	return querier{m.tx}.Exec(context.WithoutCancel(ctx), query, args...)
+	return querier{m.b.tx}.Exec(context.WithoutCancel(ctx), query, args...)
 }
 
 func (m memberQuerier) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx); err != nil {
 		return nil, err
 	}
-	return querier{m.tx}.Query(context.WithoutCancel(ctx), query, args...)
+	return querier{m.b.tx}.Query(context.WithoutCancel(ctx), query, args...)
 }
 
 func (m memberQuerier) QueryRow(ctx context.Context, query string, args ...any) store.Row {
-	if err := ctx.Err(); err != nil {
+	if err := m.ready(ctx); err != nil {
 		return errRow{err}
 	}
-	return querier{m.tx}.QueryRow(context.WithoutCancel(ctx), query, args...)
+	return querier{m.b.tx}.QueryRow(context.WithoutCancel(ctx), query, args...)
 }
 
 // TxStats counts the transactions Tx committed and the commits they took:

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	msqlite "modernc.org/sqlite"
 
 	"github.com/praetorhq/praetor/internal/store"
 )
@@ -62,16 +65,37 @@ func values(t *testing.T, db *DB) []int {
 // queued waits until n callers wait for the writer.
 func queued(t *testing.T, db *DB, n int) {
 	t.Helper()
+	if got, ok := waitQueued(db, n); !ok {
+		t.Fatalf("%d callers wait for the writer, want %d", got, n)
+	}
+}
+
+// waitQueued waits, for 10 seconds at most, until n callers wait for the
+// writer, and returns how many do.
+func waitQueued(db *DB, n int) (int, bool) {
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Microsecond) {
 		db.group.mu.Lock()
 		got := len(db.group.queue)
 		db.group.mu.Unlock()
 		if got == n {
-			return
+			return got, true
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d callers wait for the writer, want %d", got, n)
+			return got, false
 		}
+	}
+}
+
+// wait waits for wg, failing the test if it takes a minute: a bug that
+// strands a caller fails with a message instead of hanging the suite.
+func wait(t *testing.T, wg *sync.WaitGroup) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("transactions still waiting after a minute: a caller was stranded")
 	}
 }
 
@@ -125,7 +149,7 @@ func together(t *testing.T, db *DB, ctxs []context.Context, before func(),
 		before()
 	}
 	close(hold)
-	wg.Wait()
+	wait(t, &wg)
 	return out
 }
 
@@ -293,6 +317,10 @@ func TestGroupCanceledMember(t *testing.T) {
 				return err
 			}
 			cancelWorking()
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT COUNT(*) FROM t`).Scan(&n); !errors.Is(err, context.Canceled) {
+				t.Errorf("QueryRow after the context ended: %v, want context.Canceled", err)
+			}
 			return insert(ctx, tx, 4)
 		},
 		inserting(5),
@@ -377,20 +405,27 @@ func TestGroupUnderLoad(t *testing.T) {
 }
 
 // TestGroupFirstSwallowsRollback checks a first member that ignores the
-// error of a statement after which SQLite rolled back the transaction: it
-// gets an error, and the next transaction does not run in the dead one.
+// error of a statement after which SQLite rolled back the transaction: its
+// later statements fail instead of committing one by one, it gets an error,
+// and the next transaction does not run in the dead one.
 func TestGroupFirstSwallowsRollback(t *testing.T) {
 	db := openGroup(t, 16)
+	var after error
 	out := together(t, db, nil, nil,
 		func(ctx context.Context, tx store.Querier) error {
 			if err := insert(ctx, tx, 1); err != nil {
 				return err
 			}
 			_ = insert(ctx, tx, 666)
+			// Outside any transaction now: it must not run.
+			after = insert(ctx, tx, 7)
 			return nil
 		},
 		inserting(2),
 	)
+	if !errors.Is(after, errRolledBack) {
+		t.Errorf("statement after the rollback: %v, want errRolledBack", after)
+	}
 	if out[1].err == nil {
 		t.Error("first member, its transaction rolled back: no error")
 	}
@@ -442,7 +477,10 @@ func TestGroupCanceledWhenHanded(t *testing.T) {
 		cancel()
 		<-inHook // the waiter saw its context end, and is still queued
 		go func() {
-			queued(t, db, 0) // the first handed it the connection
+			// The first hands it the connection.
+			if got, ok := waitQueued(db, 0); !ok {
+				t.Errorf("%d callers still queued", got)
+			}
 			close(handed)
 		}()
 	}, nil, inserting(1))
@@ -460,6 +498,24 @@ func TestGroupCanceledWhenHanded(t *testing.T) {
 	}
 }
 
+// cancelInStatement, when set, is called by the SQL function
+// test_cancel_member from inside a statement, once.
+var cancelInStatement atomic.Pointer[context.CancelFunc]
+
+func init() {
+	msqlite.MustRegisterScalarFunction("test_cancel_member", 0,
+		func(*msqlite.FunctionContext, []driver.Value) (driver.Value, error) {
+			if cancel := cancelInStatement.Swap(nil); cancel != nil {
+				(*cancel)()
+				// Time for an interrupt, were the context to deliver one
+				// (the driver's watcher goroutine): more only makes the
+				// test slower, never wrongly failing.
+				time.Sleep(50 * time.Millisecond)
+			}
+			return int64(1), nil
+		})
+}
+
 // TestGroupStatementNotInterrupted checks that a member's context ending
 // during its statement does not interrupt it: an interrupted write would roll
 // back the whole transaction, and the members before it would run again.
@@ -473,17 +529,46 @@ func TestGroupStatementNotInterrupted(t *testing.T) {
 	out := together(t, db, []context.Context{nil, ctx}, nil, nil, once(t,
 		inserting(1),
 		func(ctx context.Context, tx store.Querier) error {
-			// Long enough (a tenth of a second) for the cancel to come during it.
-			time.AfterFunc(10*time.Millisecond, cancel)
-			_, err := tx.Exec(ctx, `INSERT INTO u (n) WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM c WHERE n < 100000) SELECT n FROM c`)
+			cancelInStatement.Store(&cancel)
+			_, err := tx.Exec(ctx, `INSERT INTO u (n) WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM c WHERE n < 10000)
+				SELECT n FROM c WHERE test_cancel_member() = 1`)
 			return err
 		},
 	)...)
+	if ctx.Err() == nil {
+		t.Fatal("the statement did not cancel the context")
+	}
 	if out[0].err != nil || out[2].err != nil {
 		t.Errorf("the others: %v, %v", out[0].err, out[2].err)
 	}
 	if out[1].err != nil {
 		t.Errorf("member canceled during its statement: %v (the statement was interrupted)", out[1].err)
+	}
+	if got, want := values(t, db), []int{0, 1}; !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+}
+
+// TestGroupFailedMemberBatchLost checks a member that failed in a batch
+// another member then lost: its failure may have been on the others' work,
+// gone with it, so it runs again.
+func TestGroupFailedMemberBatchLost(t *testing.T) {
+	db := openGroup(t, 16)
+	errMember := errors.New("member failed")
+	var runs atomic.Int32
+	out := together(t, db, nil, nil, nil,
+		inserting(1),
+		func(ctx context.Context, tx store.Querier) error {
+			runs.Add(1)
+			return errMember
+		},
+		inserting(666),
+	)
+	if !errors.Is(out[1].err, errMember) {
+		t.Errorf("failed member: %v, want its error", out[1].err)
+	}
+	if n := runs.Load(); n != 2 {
+		t.Errorf("failed member ran %d times, want 2 (once more after its batch was lost)", n)
 	}
 	if got, want := values(t, db), []int{0, 1}; !slices.Equal(got, want) {
 		t.Errorf("rows %v, want %v", got, want)
@@ -502,7 +587,14 @@ func TestGroupWaitForConnectionEnds(t *testing.T) {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	err = db.Tx(ctx, func(tx store.Querier) error { return insert(ctx, tx, 1) })
+	res := make(chan error, 1)
+	go func() { res <- db.Tx(ctx, func(tx store.Querier) error { return insert(ctx, tx, 1) }) }()
+	select {
+	case err = <-res:
+	case <-time.After(time.Minute):
+		conn.Close()
+		t.Fatal("Tx still waiting for the connection a minute after its context ended")
+	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Tx while the connection is held: %v, want context.DeadlineExceeded", err)
 	}
