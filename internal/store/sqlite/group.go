@@ -70,7 +70,7 @@ type member struct {
 // work was in did not commit: another member's failure rolled it back, or
 // its commit failed after this member's own work had failed on the others'
 // (which it could see). Tx runs its function again.
-var errBatchLost = errors.New("sqlite: the transaction was rolled back by another caller's failure in the same batch")
+var errBatchLost = errors.New("sqlite: the transaction was lost with the batch it shared with other callers (rolled back by another's failure, or its commit failed)")
 
 // tx runs fn in the open batch, or a new one, and returns fn's error or the
 // batch's.
