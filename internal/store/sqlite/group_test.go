@@ -118,14 +118,14 @@ func together(t *testing.T, db *DB, ctxs []context.Context, before func(),
 	hold, holding := make(chan struct{}), make(chan struct{})
 	out := make([]outcome, len(fns)+1)
 	var wg sync.WaitGroup
-	var once sync.Once
+	var started sync.Once
 	first := ctx
 	if len(ctxs) > len(fns) {
 		first = ctxs[len(fns)]
 	}
 	wg.Go(func() {
 		out[len(fns)].err = db.Tx(first, func(tx store.Querier) error {
-			once.Do(func() { close(holding) })
+			started.Do(func() { close(holding) })
 			<-hold
 			if holder != nil {
 				return holder(first, tx)
@@ -201,9 +201,9 @@ func TestGroupCommitsTogether(t *testing.T) {
 	}
 }
 
-// once wraps fns to fail the test if any runs more than once: undoing a
+// runOnce wraps fns to fail the test if any runs more than once: undoing a
 // member's work to its savepoint must not lose the batch.
-func once(t *testing.T, fns ...func(context.Context, store.Querier) error) []func(context.Context, store.Querier) error {
+func runOnce(t *testing.T, fns ...func(context.Context, store.Querier) error) []func(context.Context, store.Querier) error {
 	out := make([]func(context.Context, store.Querier) error, len(fns))
 	for i, fn := range fns {
 		var runs atomic.Int32
@@ -222,7 +222,7 @@ func once(t *testing.T, fns ...func(context.Context, store.Querier) error) []fun
 func TestGroupMemberFailure(t *testing.T) {
 	db := openGroup(t, 16)
 	errMember := errors.New("member failed")
-	out := together(t, db, nil, nil, nil, once(t,
+	out := together(t, db, nil, nil, nil, runOnce(t,
 		inserting(1),
 		func(ctx context.Context, tx store.Querier) error {
 			if err := insert(ctx, tx, 2); err != nil {
@@ -526,7 +526,7 @@ func TestGroupStatementNotInterrupted(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	out := together(t, db, []context.Context{nil, ctx}, nil, nil, once(t,
+	out := together(t, db, []context.Context{nil, ctx}, nil, nil, runOnce(t,
 		inserting(1),
 		func(ctx context.Context, tx store.Querier) error {
 			cancelInStatement.Store(&cancel)
