@@ -225,6 +225,9 @@ func NewEvent(m Meta, p Payload) (event.Event, error) {
 // without that field, or with it set, is refused: the data would hold the
 // key twice.
 func NewEventRaw(m Meta, p Payload, field string, raw json.RawMessage) (event.Event, error) {
+	if !rawField.MatchString(field) {
+		return event.Event{}, fmt.Errorf("%s: field name %q: want letters, digits and underscores", p.Spec().Name, field)
+	}
 	if err := emptyField(p, field); err != nil {
 		return event.Event{}, fmt.Errorf("%s: %w", p.Spec().Name, err)
 	}
@@ -233,10 +236,7 @@ func NewEventRaw(m Meta, p Payload, field string, raw json.RawMessage) (event.Ev
 		return ev, err
 	}
 	data := ev.Data()
-	switch {
-	case !rawField.MatchString(field):
-		return event.Event{}, fmt.Errorf("%s: field name %q: want letters, digits and underscores", p.Spec().Name, field)
-	case len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}':
+	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
 		return event.Event{}, fmt.Errorf("%s: %s: the payload is not a JSON object", p.Spec().Name, field)
 	}
 	out := make([]byte, 0, len(data)+len(field)+4+len(raw))

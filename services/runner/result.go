@@ -172,14 +172,17 @@ func (r *Result) Responded(tenantID, turnID string) (contracts.TurnResponded, er
 	if err != nil {
 		return contracts.TurnResponded{}, err
 	}
-	return r.responded(tenantID, turnID, sb), nil
+	p := r.responded(tenantID, turnID)
+	p.Sidebar = sb
+	return p, nil
 }
 
-// responded is Responded with the sidebar already encoded.
-func (r *Result) responded(tenantID, turnID string, sb json.RawMessage) contracts.TurnResponded {
+// responded is Responded without the sidebar, which the runner appends to
+// the event already encoded (contracts.NewEventRaw).
+func (r *Result) responded(tenantID, turnID string) contracts.TurnResponded {
 	return contracts.TurnResponded{
 		TenantID: tenantID, SessionID: r.State.SessionID, TurnID: turnID, TurnNumber: r.State.TurnNumber,
-		Text: r.Reply, Phase: r.Phase, Completeness: r.Completeness.Overall, Sidebar: sb, Provider: r.Provider,
+		Text: r.Reply, Phase: r.Phase, Completeness: r.Completeness.Overall, Provider: r.Provider,
 		Degraded: r.Degraded || r.Telemetry.ExtractionDegraded, DegradedReason: r.DegradedReason, StateHash: r.StateHash,
 	}
 }

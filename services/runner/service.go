@@ -383,7 +383,7 @@ func (s *Service) commitTurn(sess conversation.Session, te *contracts.TurnExtrac
 	}
 	// The sidebar, kilobytes of JSON just encoded, goes into the event as it
 	// is.
-	payload := res.responded(te.TenantID, te.TurnID, nil)
+	payload := res.responded(te.TenantID, te.TurnID)
 	out, err := contracts.NewEventRaw(contracts.Meta{ID: events.DeriveID(te.TurnID, "responded"), Source: source,
 		Time: res.ProcessedAt}, payload, "sidebar", sb)
 	if err != nil {

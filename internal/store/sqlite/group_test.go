@@ -153,6 +153,25 @@ func together(t *testing.T, db *DB, ctxs []context.Context, before func(),
 	return out
 }
 
+// wantOK fails the test for each of the outcomes out[i] that is an error or
+// a panic.
+func wantOK(t *testing.T, out []outcome, is ...int) {
+	t.Helper()
+	for _, i := range is {
+		if out[i].err != nil || out[i].panicked != nil {
+			t.Errorf("transaction %d: %v %v", i, out[i].err, out[i].panicked)
+		}
+	}
+}
+
+// wantRows fails the test unless t holds exactly want, in order.
+func wantRows(t *testing.T, db *DB, want ...int) {
+	t.Helper()
+	if got := values(t, db); !slices.Equal(got, want) {
+		t.Errorf("rows %v, want %v", got, want)
+	}
+}
+
 func inserting(v int) func(context.Context, store.Querier) error {
 	return func(ctx context.Context, tx store.Querier) error { return insert(ctx, tx, v) }
 }
@@ -187,9 +206,7 @@ func TestGroupCommitsTogether(t *testing.T) {
 					t.Errorf("transaction %d: %v %v", i, o.err, o.panicked)
 				}
 			}
-			if got, want := values(t, db), []int{0, 1, 2, 3, 4, 5}; !slices.Equal(got, want) {
-				t.Errorf("rows %v, want %v", got, want)
-			}
+			wantRows(t, db, 0, 1, 2, 3, 4, 5)
 			after := db.TxStats()
 			if got := after.Transactions - before.Transactions; got != 6 {
 				t.Errorf("%d transactions counted, want 6", got)
@@ -249,14 +266,8 @@ func TestGroupMemberFailure(t *testing.T) {
 	if out[4].err == nil {
 		t.Errorf("duplicate insert: no error")
 	}
-	for _, i := range []int{0, 2, 5, 6} {
-		if out[i].err != nil || out[i].panicked != nil {
-			t.Errorf("transaction %d: %v %v", i, out[i].err, out[i].panicked)
-		}
-	}
-	if got, want := values(t, db), []int{0, 1, 3, 5}; !slices.Equal(got, want) {
-		t.Errorf("rows %v, want %v", got, want)
-	}
+	wantOK(t, out, 0, 2, 5, 6)
+	wantRows(t, db, 0, 1, 3, 5)
 }
 
 // TestGroupMemberRollsBackTheTransaction checks a member whose failure made
@@ -276,14 +287,8 @@ func TestGroupMemberRollsBackTheTransaction(t *testing.T) {
 	if out[1].err == nil || !strings.Contains(out[1].err.Error(), "boom") {
 		t.Errorf("member that rolled back: %v, want boom", out[1].err)
 	}
-	for _, i := range []int{0, 2, 3} {
-		if out[i].err != nil {
-			t.Errorf("transaction %d: %v", i, out[i].err)
-		}
-	}
-	if got, want := values(t, db), []int{0, 1, 3}; !slices.Equal(got, want) {
-		t.Errorf("rows %v, want %v", got, want)
-	}
+	wantOK(t, out, 0, 2, 3)
+	wantRows(t, db, 0, 1, 3)
 	if n := runs.Load(); n != 2 {
 		t.Errorf("the member before ran %d times, want 2 (once more after the batch was lost)", n)
 	}
@@ -331,14 +336,8 @@ func TestGroupCanceledMember(t *testing.T) {
 	if !errors.Is(got[2].err, context.Canceled) {
 		t.Errorf("member canceled while working: %v, want context.Canceled", got[2].err)
 	}
-	for _, i := range []int{0, 3, 4} {
-		if got[i].err != nil {
-			t.Errorf("transaction %d: %v", i, got[i].err)
-		}
-	}
-	if vs, want := values(t, db), []int{0, 1, 5}; !slices.Equal(vs, want) {
-		t.Errorf("rows %v, want %v", vs, want)
-	}
+	wantOK(t, got, 0, 3, 4)
+	wantRows(t, db, 0, 1, 5)
 }
 
 // TestGroupUnderLoad runs many concurrent transactions, some failing, some
@@ -432,9 +431,7 @@ func TestGroupFirstSwallowsRollback(t *testing.T) {
 	if out[0].err != nil {
 		t.Errorf("next transaction: %v", out[0].err)
 	}
-	if got, want := values(t, db), []int{2}; !slices.Equal(got, want) {
-		t.Errorf("rows %v, want %v", got, want)
-	}
+	wantRows(t, db, 2)
 }
 
 // TestGroupGoexit checks a member whose function ends the goroutine
@@ -452,14 +449,8 @@ func TestGroupGoexit(t *testing.T) {
 		},
 		inserting(3),
 	)
-	for _, i := range []int{0, 2, 3} {
-		if out[i].err != nil {
-			t.Errorf("transaction %d: %v", i, out[i].err)
-		}
-	}
-	if got, want := values(t, db), []int{0, 1, 3}; !slices.Equal(got, want) {
-		t.Errorf("rows %v, want %v", got, want)
-	}
+	wantOK(t, out, 0, 2, 3)
+	wantRows(t, db, 0, 1, 3)
 }
 
 // TestGroupCanceledWhenHanded checks a waiter whose context ends as it is
@@ -490,9 +481,7 @@ func TestGroupCanceledWhenHanded(t *testing.T) {
 	if out[1].err != nil {
 		t.Errorf("first: %v", out[1].err)
 	}
-	if got, want := values(t, db), []int{0}; !slices.Equal(got, want) {
-		t.Errorf("rows %v, want %v", got, want)
-	}
+	wantRows(t, db, 0)
 	if err := db.Tx(t.Context(), func(tx store.Querier) error { return insert(t.Context(), tx, 2) }); err != nil {
 		t.Errorf("Tx after: %v", err)
 	}
@@ -544,9 +533,7 @@ func TestGroupStatementNotInterrupted(t *testing.T) {
 	if out[1].err != nil {
 		t.Errorf("member canceled during its statement: %v (the statement was interrupted)", out[1].err)
 	}
-	if got, want := values(t, db), []int{0, 1}; !slices.Equal(got, want) {
-		t.Errorf("rows %v, want %v", got, want)
-	}
+	wantRows(t, db, 0, 1)
 }
 
 // TestGroupFailedMemberBatchLost checks a member that failed in a batch
@@ -570,9 +557,7 @@ func TestGroupFailedMemberBatchLost(t *testing.T) {
 	if n := runs.Load(); n != 2 {
 		t.Errorf("failed member ran %d times, want 2 (once more after its batch was lost)", n)
 	}
-	if got, want := values(t, db), []int{0, 1}; !slices.Equal(got, want) {
-		t.Errorf("rows %v, want %v", got, want)
-	}
+	wantRows(t, db, 0, 1)
 }
 
 // TestGroupWaitForConnectionEnds checks that a transaction waiting for the
