@@ -213,6 +213,11 @@ func dsn(cfg Config, reader bool) string {
 	// which may themselves need a lock.
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", cfg.BusyTimeout.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
+	// Savepoints (group commit's members) and statement rollbacks keep the
+	// pages they may restore in a sub-journal. On disk it spills to a temp
+	// file past 64 kB, a write and a syscall a page; in memory it is freed
+	// at the commit. Sorts and temp tables stay in memory too.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	if reader {
 		// A write sent to a reader by mistake fails loudly instead of racing
 		// the writer for the lock.
