@@ -259,6 +259,13 @@ func (db *DB) checkWriter(ctx context.Context, memory bool) error {
 	if fk != 1 {
 		return errors.New("foreign keys are off after PRAGMA foreign_keys(1)")
 	}
+	var temp int
+	if err := db.writer.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp); err != nil {
+		return err
+	}
+	if temp != 2 {
+		return fmt.Errorf("temp_store is %d after PRAGMA temp_store(MEMORY), not 2", temp)
+	}
 	return nil
 }
 
