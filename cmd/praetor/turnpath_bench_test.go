@@ -124,6 +124,15 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		}
 		cfg.Streams.Duplicates = d
 	}
+	// PRAETOR_BENCH_COMPRESSION=none measures streams stored uncompressed
+	// (the server compresses each full message block at once, with as many
+	// goroutines as there are cores).
+	if v := os.Getenv("PRAETOR_BENCH_COMPRESSION"); v != "" {
+		if err := events.CheckCompression(v); err != nil {
+			b.Fatalf("PRAETOR_BENCH_COMPRESSION: %v", err)
+		}
+		cfg.Streams.Compression = v
+	}
 	// PRAETOR_BENCH_OMIT_PROMPTS=1 runs as --llm-omit-prompts does: the
 	// recorded LLM calls keep their hashes and answers, not their prompts
 	// (tens of kilobytes a call, copied by the recorder, the NATS client
