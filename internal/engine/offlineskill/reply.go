@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
 	"github.com/praetorhq/praetor/internal/engine/handoff"
@@ -40,14 +41,6 @@ type HandoffSummary struct {
 	Decisions, Constraints, Gaps, Sensitivities []string
 }
 
-var (
-	phaseLineRe = regexp.MustCompile(`(?m)^Phase: ([^|]+?) \| ([^|]+?) \|`)
-	blendLineRe = regexp.MustCompile(`(?m)^Mode blend: ([a-z]+) `)
-	techLineRe  = regexp.MustCompile(`(?m)^- [^\[\n]+ \[([a-z_]+)\]: `)
-	knownLineRe = regexp.MustCompile(`^- [a-z0-9_.]+ \(([^)]+)\): (.+) \[confidence [0-9.]+, turns [0-9,]+\]$`)
-	lastReplyRe = regexp.MustCompile(`^\[turn \d+\] assistant: (.+)$`)
-)
-
 // ErrNotReplyPrompt is returned for a request the runner did not build.
 var ErrNotReplyPrompt = errors.New("not a response prompt")
 
@@ -69,15 +62,13 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 	var p ReplyPrompt
 	p.Message = user
 	phase := section(sys, contextasm.HeaderPhase)
-	if m := phaseLineRe.FindStringSubmatch(phase); m != nil {
-		p.Phase, p.PhaseName = m[1], m[2]
+	if id, name, ok := phaseLine(phase); ok {
+		p.Phase, p.PhaseName = id, name
 	}
-	if m := blendLineRe.FindStringSubmatch(phase); m != nil {
-		p.DominantMode = m[1]
+	if mode, ok := blendLine(phase); ok {
+		p.DominantMode = mode
 	}
-	for _, m := range techLineRe.FindAllStringSubmatch(phase, -1) {
-		p.Techniques = append(p.Techniques, m[1])
-	}
+	p.Techniques = techLines(phase)
 	for _, l := range strings.Split(section(sys, contextasm.HeaderObligations), "\n") {
 		rest, ok := strings.CutPrefix(l, contextasm.NextPrefix)
 		if !ok || strings.HasPrefix(l, contextasm.NothingNext) {
@@ -92,9 +83,9 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 			p.NextQuestion = strings.TrimSpace(strings.TrimPrefix(parts[2], "ask: "))
 		}
 	}
-	for _, l := range strings.Split(section(sys, contextasm.HeaderExtraction), "\n") {
-		if m := knownLineRe.FindStringSubmatch(l); m != nil {
-			p.Known = append(p.Known, m[1]+": "+plainValue(m[2]))
+	for l := range strings.SplitSeq(section(sys, contextasm.HeaderExtraction), "\n") {
+		if name, value, ok := knownLine(l); ok {
+			p.Known = append(p.Known, name+": "+plainValue(value))
 		}
 	}
 	p.LastReply = lastReply(section(sys, contextasm.HeaderHistory))
@@ -108,8 +99,8 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 func lastReply(hist string) string {
 	for hist != "" {
 		i := strings.LastIndexByte(hist, '\n')
-		if m := lastReplyRe.FindStringSubmatch(hist[i+1:]); m != nil {
-			return m[1]
+		if text, ok := assistantLine(hist[i+1:]); ok {
+			return text
 		}
 		hist = hist[:max(i, 0)]
 	}
@@ -354,6 +345,13 @@ func joinParts(parts []string) string {
 // plainValue renders an extracted JSON value for people: strings without
 // quotes, lists as "a, b and c".
 func plainValue(raw string) string {
+	if s, ok := plainString(raw); ok {
+		return s
+	}
+	if raw == "" || !strings.ContainsRune("\"[n \t\r\n", rune(raw[0])) {
+		// Neither a string nor an array nor null: shown as it is.
+		return raw
+	}
 	var s string
 	if json.Unmarshal([]byte(raw), &s) == nil {
 		return s
@@ -373,6 +371,21 @@ func plainValue(raw string) string {
 		return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 	}
 	return raw
+}
+
+// plainString is what json.Unmarshal reads of a JSON string without
+// escapes, ok false for anything else.
+func plainString(raw string) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	for i := 0; i < len(in); i++ {
+		if c := in[i]; c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return in, utf8.ValidString(in)
 }
 
 func startsClosed(q string) bool {

@@ -1,0 +1,130 @@
+package offlineskill
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The regular expressions the line readers stand for: the reference they
+// are checked against.
+var (
+	phaseLineRe = regexp.MustCompile(`(?m)^Phase: ([^|]+?) \| ([^|]+?) \|`)
+	blendLineRe = regexp.MustCompile(`(?m)^Mode blend: ([a-z]+) `)
+	techLineRe  = regexp.MustCompile(`(?m)^- [^\[\n]+ \[([a-z_]+)\]: `)
+	knownLineRe = regexp.MustCompile(`^- [a-z0-9_.]+ \(([^)]+)\): (.+) \[confidence [0-9.]+, turns [0-9,]+\]$`)
+	lastReplyRe = regexp.MustCompile(`^\[turn \d+\] assistant: (.+)$`)
+)
+
+// checkLineReaders compares every reader with its regular expression on
+// text, and plainValue with the json.Unmarshal reading it stands for.
+func checkLineReaders(t *testing.T, text string) {
+	t.Helper()
+	want := func(m []string, i int) (string, bool) {
+		if m == nil {
+			return "", false
+		}
+		return m[i], true
+	}
+	m := phaseLineRe.FindStringSubmatch(text)
+	id, name, ok := phaseLine(text)
+	wid, _ := want(m, 1)
+	wname, wok := want(m, 2)
+	if id != wid || name != wname || ok != wok {
+		t.Errorf("phaseLine(%q) = %q, %q, %v; the regexp reads %q, %q, %v", text, id, name, ok, wid, wname, wok)
+	}
+	mode, ok := blendLine(text)
+	if wmode, wok := want(blendLineRe.FindStringSubmatch(text), 1); mode != wmode || ok != wok {
+		t.Errorf("blendLine(%q) = %q, %v; the regexp reads %q, %v", text, mode, ok, wmode, wok)
+	}
+	var wids []string
+	for _, m := range techLineRe.FindAllStringSubmatch(text, -1) {
+		wids = append(wids, m[1])
+	}
+	if ids := techLines(text); !slices.Equal(ids, wids) {
+		t.Errorf("techLines(%q) = %q; the regexp reads %q", text, ids, wids)
+	}
+	m = knownLineRe.FindStringSubmatch(text)
+	name, value, ok := knownLine(text)
+	wname, _ = want(m, 1)
+	wvalue, wok := want(m, 2)
+	if name != wname || value != wvalue || ok != wok {
+		t.Errorf("knownLine(%q) = %q, %q, %v; the regexp reads %q, %q, %v", text, name, value, ok, wname, wvalue, wok)
+	}
+	reply, ok := assistantLine(text)
+	if wreply, wok := want(lastReplyRe.FindStringSubmatch(text), 1); reply != wreply || ok != wok {
+		t.Errorf("assistantLine(%q) = %q, %v; the regexp reads %q, %v", text, reply, ok, wreply, wok)
+	}
+	if got, want := plainValue(text), plainValueByJSON(text); got != want {
+		t.Errorf("plainValue(%q) = %q; json.Unmarshal reads %q", text, got, want)
+	}
+}
+
+// plainValueByJSON is plainValue without its shortcuts.
+func plainValueByJSON(raw string) string {
+	var s string
+	if json.Unmarshal([]byte(raw), &s) == nil {
+		return s
+	}
+	var xs []any
+	if json.Unmarshal([]byte(raw), &xs) == nil {
+		items := make([]string, len(xs))
+		for i, x := range xs {
+			items[i] = fmt.Sprint(x)
+		}
+		switch len(items) {
+		case 0:
+			return "none"
+		case 1:
+			return items[0]
+		}
+		return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+	}
+	return raw
+}
+
+var lineSeeds = []string{
+	"Phase: VALIDATION | Validation & Confirmation | 5 of 5 | turn 1 in phase",
+	"Intro\nPhase: A | B |",
+	"Phase: A| B |\nPhase: C | D | x",
+	"Phase: A |B |",
+	"Phase: A\nB | C\nD |",
+	"Phase:  | B |",
+	"Mode blend: validate 70%, refine 20%",
+	"Mode blend: Validate 70%\nMode blend: refine 1",
+	"Mode blend: abc",
+	"- Teach Back [teach_back]: Ask the user to explain.\n- Mirror [mirror]: x",
+	"- [x]: y\n-  [a_b]: c\n- a [B]: c\n- a [b] : c\n- a\n[b]: c",
+	"- x [a]:",
+	"- purpose.core_problem (Core problem): \"Our field technicians\" [confidence 0.75, turns 1]",
+	"- users.count (Number of users): 40 [confidence 0.85, turns 3,5]",
+	"- a.b (Name): v [confidence 1, turns 2] [confidence 0.5, turns 1]",
+	"- a.b (Name): [confidence 1, turns 2]",
+	"- a.b (Na)me): v [confidence 1, turns 2]",
+	"- a.b (N\nx): v [confidence 1, turns 2]",
+	"- a.b (N): v\nw [confidence 1, turns 2]",
+	"- a.b (N): v [confidence 1, turns 2]x",
+	"- A.b (N): v [confidence 1, turns ]",
+	"[turn 17] assistant: How fast does it need to be?",
+	"[turn 3] user: About 40 technicians",
+	"[turn ] assistant: x",
+	"[turn 4] assistant: ",
+	"[turn 4] assistant: a\nb",
+	`"plain"`, `"esc\"aped"`, `"\u00e9t\u00e9"`, `["a","b",3]`, `[]`, `["x"]`, `null`, ` "x"`, `40`, `true`, `"x`, "\"\xff\"", `"tab	in"`,
+}
+
+func TestLineReaders(t *testing.T) {
+	for _, s := range lineSeeds {
+		checkLineReaders(t, s)
+	}
+}
+
+func FuzzLineReaders(f *testing.F) {
+	for _, s := range lineSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(checkLineReaders)
+}
