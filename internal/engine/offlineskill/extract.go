@@ -123,6 +123,8 @@ type sentence struct {
 	text       string
 	lower      engine.Text
 	correction bool // it holds a correction marker
+	folded     string
+	ascii      bool // folded is text in lowercase, for prefilters
 }
 
 func prepare(ss []string) []sentence {
@@ -130,6 +132,7 @@ func prepare(ss []string) []sentence {
 	for i, s := range ss {
 		out[i] = sentence{text: s, lower: engine.LowerText(s)}
 		out[i].correction = extraction.CorrectionMarkerIn(out[i].lower) != ""
+		out[i].folded, out[i].ascii = foldASCII(s)
 	}
 	return out
 }
@@ -151,11 +154,15 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		return !known || inFocus || s.correction
 	}
 	for _, pat := range f.Cues.Patterns {
-		re, err := compile(pat)
+		c, err := compile(pat)
 		if err != nil {
 			continue
 		}
+		re := c.re
 		for _, s := range sentences {
+			if c.pf != nil && s.ascii && !c.pf.mayMatch(s.folded) {
+				continue
+			}
 			m := re.FindStringSubmatch(s.text)
 			if m == nil || !allowed(s) {
 				continue
@@ -190,22 +197,30 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	return fieldAnswer{}, false
 }
 
-var patterns sync.Map // pattern -> *regexp.Regexp, or error
+// compiledCue is a cue pattern, compiled, with its prefilter (nil when it
+// has none).
+type compiledCue struct {
+	re *regexp.Regexp
+	pf *prefilter
+}
 
-func compile(p string) (*regexp.Regexp, error) {
+var patterns sync.Map // pattern -> compiledCue, or error
+
+func compile(p string) (compiledCue, error) {
 	if v, ok := patterns.Load(p); ok {
-		if re, ok := v.(*regexp.Regexp); ok {
-			return re, nil
+		if c, ok := v.(compiledCue); ok {
+			return c, nil
 		}
-		return nil, v.(error)
+		return compiledCue{}, v.(error)
 	}
 	re, err := regexp.Compile(p)
 	if err != nil {
 		patterns.Store(p, err)
-		return nil, err
+		return compiledCue{}, err
 	}
-	patterns.Store(p, re)
-	return re, nil
+	c := compiledCue{re: re, pf: newPrefilter(p)}
+	patterns.Store(p, c)
+	return c, nil
 }
 
 // patternValue turns a match into a value: the group "value", else group 1,
