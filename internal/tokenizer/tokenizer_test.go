@@ -64,7 +64,7 @@ func TestConcurrentCounts(t *testing.T) {
 // FuzzChunkedCountIsExact checks that counting by cached chunks gives the
 // count of encoding the text whole, for any text.
 func FuzzChunkedCountIsExact(f *testing.F) {
-	for _, s := range []string{"a\n\n  b", "x }\n  \n   foo", "\r\n\t\n y", "line one.\nline two:\n\n\n- item\n  - sub\n",
+	for _, s := range []string{"a\n\n  b", "a\rb\nc", "a\nb\rc", "\r", "\n", "", "x }\n  \n   foo", "\r\n\t\n y", "line one.\nline two:\n\n\n- item\n  - sub\n",
 		" \n \n ", "}\n", "123456\n789", "a\n/b", "' \n's"} {
 		f.Add(s)
 	}
@@ -73,6 +73,9 @@ func FuzzChunkedCountIsExact(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := indexBreak(s), strings.IndexAny(s, "\n\r"); got != want {
+			t.Fatalf("indexBreak(%q) = %d, want %d", s, got, want)
+		}
 		whole := len(tok.bpe.encode(s))
 		if got := tok.Count(s); got != whole {
 			t.Fatalf("chunked count %d, whole count %d for %q (chunks %q)", got, whole, s, splitChunks(s))
