@@ -199,6 +199,17 @@ func BenchmarkCount(b *testing.B) {
 			fresh.Count(text)
 		}
 	})
+	// Count on text cut into lines by lone carriage returns, already
+	// counted: finding the chunks is all the work, and it must stay linear
+	// (helper-40 found a quadratic one).
+	cr := strings.Repeat("ab cd\r", 40_000)
+	tok.Count(cr)
+	b.Run("Count-cr-lines", func(b *testing.B) {
+		b.SetBytes(int64(len(cr)))
+		for b.Loop() {
+			tok.Count(cr)
+		}
+	})
 	// The pre-tokenizer alone: the scanner, and regexp2 running the pattern.
 	b.Run("pieces", func(b *testing.B) {
 		b.SetBytes(int64(len(text)))

@@ -150,12 +150,13 @@ func splitChunks(text string) []string {
 // building the list: a prompt is counted at every call.
 func forChunks(text string, f func(chunk string)) {
 	start := 0
+	breaks := breakFinder{text: text, nl: -1, cr: -1}
 	for i := 0; i < len(text); i++ {
-		next := indexBreak(text[i:])
+		next := breaks.next(i)
 		if next < 0 {
 			break
 		}
-		i += next
+		i = next
 		last := i
 		for j := i; j < len(text) && isSpace(text[j]); j++ {
 			if text[j] == '\n' || text[j] == '\r' {
@@ -170,18 +171,35 @@ func forChunks(text string, f func(chunk string)) {
 	}
 }
 
-// indexBreak is strings.IndexAny(s, "\n\r"), in two vectorized scans
-// instead of a loop over bytes: prompts are counted at every call.
-func indexBreak(s string) int {
-	n := strings.IndexByte(s, '\n')
-	head := s
-	if n >= 0 {
-		head = s[:n]
+// breakFinder finds the line breaks ('\n' or '\r') of a text from offsets
+// that only grow, in vectorized scans (strings.IndexByte) rather than
+// IndexAny's loop over bytes: prompts are counted at every call. It
+// remembers where the next of each kind is, so that every byte is scanned
+// once for each, however the two kinds alternate.
+type breakFinder struct {
+	text   string
+	nl, cr int // the next '\n' and '\r' at or after the last offset asked (len(text): none); -1 before the first
+}
+
+// next returns the index of the first line break at or after i, or -1.
+func (b *breakFinder) next(i int) int {
+	if b.nl < i {
+		b.nl = indexFrom(b.text, i, '\n')
 	}
-	if r := strings.IndexByte(head, '\r'); r >= 0 {
-		return r
+	if b.cr < i {
+		b.cr = indexFrom(b.text, i, '\r')
 	}
-	return n
+	if n := min(b.nl, b.cr); n < len(b.text) {
+		return n
+	}
+	return -1
+}
+
+func indexFrom(s string, i int, c byte) int {
+	if j := strings.IndexByte(s[i:], c); j >= 0 {
+		return i + j
+	}
+	return len(s)
 }
 
 func isSpace(c byte) bool {

@@ -73,8 +73,18 @@ func FuzzChunkedCountIsExact(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if got, want := indexBreak(s), strings.IndexAny(s, "\n\r"); got != want {
-			t.Fatalf("indexBreak(%q) = %d, want %d", s, got, want)
+		// The break finder, asked from offsets that grow by 1, 2 and 3.
+		for step := 1; step <= 3; step++ {
+			b := breakFinder{text: s, nl: -1, cr: -1}
+			for i := 0; i <= len(s); i += step {
+				want := strings.IndexAny(s[i:], "\n\r")
+				if want >= 0 {
+					want += i
+				}
+				if got := b.next(i); got != want {
+					t.Fatalf("breakFinder(%q).next(%d) = %d, want %d", s, i, got, want)
+				}
+			}
 		}
 		whole := len(tok.bpe.encode(s))
 		if got := tok.Count(s); got != whole {
