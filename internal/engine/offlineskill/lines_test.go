@@ -1,11 +1,8 @@
 package offlineskill
 
 import (
-	"encoding/json"
-	"fmt"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -20,7 +17,7 @@ var (
 )
 
 // checkLineReaders compares every reader with its regular expression on
-// text, and plainValue with the json.Unmarshal reading it stands for.
+// text, and plainValue with its shortcuts with the decoding it stands for.
 func checkLineReaders(t *testing.T, text string) {
 	t.Helper()
 	want := func(m []string, i int) (string, bool) {
@@ -58,32 +55,9 @@ func checkLineReaders(t *testing.T, text string) {
 	if wreply, wok := want(lastReplyRe.FindStringSubmatch(text), 1); reply != wreply || ok != wok {
 		t.Errorf("assistantLine(%q) = %q, %v; the regexp reads %q, %v", text, reply, ok, wreply, wok)
 	}
-	if got, want := plainValue(text), plainValueByJSON(text); got != want {
+	if got, want := plainValue(text), decodedValue(text); got != want {
 		t.Errorf("plainValue(%q) = %q; json.Unmarshal reads %q", text, got, want)
 	}
-}
-
-// plainValueByJSON is plainValue without its shortcuts.
-func plainValueByJSON(raw string) string {
-	var s string
-	if json.Unmarshal([]byte(raw), &s) == nil {
-		return s
-	}
-	var xs []any
-	if json.Unmarshal([]byte(raw), &xs) == nil {
-		items := make([]string, len(xs))
-		for i, x := range xs {
-			items[i] = fmt.Sprint(x)
-		}
-		switch len(items) {
-		case 0:
-			return "none"
-		case 1:
-			return items[0]
-		}
-		return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
-	}
-	return raw
 }
 
 var lineSeeds = []string{

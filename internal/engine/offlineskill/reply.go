@@ -352,6 +352,11 @@ func plainValue(raw string) string {
 		// Neither a string nor an array nor null: shown as it is.
 		return raw
 	}
+	return decodedValue(raw)
+}
+
+// decodedValue is plainValue without its shortcuts: the JSON decoded.
+func decodedValue(raw string) string {
 	var s string
 	if json.Unmarshal([]byte(raw), &s) == nil {
 		return s
