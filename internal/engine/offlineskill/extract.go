@@ -123,8 +123,8 @@ type sentence struct {
 	text       string
 	lower      engine.Text
 	correction bool // it holds a correction marker
-	folded     string
-	ascii      bool // folded is text in lowercase, for prefilters
+	ascii      bool   // text is all ASCII
+	folded     string // text in lowercase when ascii, for the prefilters
 }
 
 func prepare(ss []string) []sentence {
