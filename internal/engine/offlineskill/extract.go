@@ -122,7 +122,7 @@ func promptField(p extraction.Prompt, path string) *extraction.PromptField {
 type sentence struct {
 	text       string
 	lower      engine.Text
-	correction bool // it holds a correction marker
+	correction bool   // it holds a correction marker
 	ascii      bool   // text is all ASCII
 	folded     string // text in lowercase when ascii, for the prefilters
 }
