@@ -32,6 +32,9 @@ func normalizeRaw(v reflect.Value, omitEmpty bool) error {
 		if len(raw) == 0 && omitEmpty {
 			return nil // left out, so decoded as nil
 		}
+		if marshalsAsItself(raw) {
+			return nil
+		}
 		b, err := json.Marshal(raw) // nil becomes null
 		if err != nil {
 			return fmt.Errorf("normalize raw json: %w", err)
@@ -76,6 +79,39 @@ func normalizeRaw(v reflect.Value, omitEmpty bool) error {
 		}
 	}
 	return nil
+}
+
+// marshalsAsItself reports whether json.Marshal would return raw, valid JSON
+// as decoding leaves it, unchanged: it is compact (no space outside
+// strings) and holds nothing json.Marshal escapes ('<', '>', '&', U+2028,
+// U+2029). Most raw values of a memory are, and are then not encoded again.
+func marshalsAsItself(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false // json.Marshal writes null
+	}
+	inString, escaped := false, false
+	for i, c := range raw {
+		switch {
+		case c == '<' || c == '>' || c == '&':
+			return false
+		case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && (raw[i+2] == 0xA8 || raw[i+2] == 0xA9):
+			return false
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			return false
+		}
+	}
+	return true
 }
 
 // rawField is a struct field that may hold raw JSON.

@@ -2,10 +2,14 @@ package engine
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // A memory decoded from JSON whose raw values are spaced out, key-sorted
@@ -45,6 +49,49 @@ func TestNormalizeDecodedEqualsClone(t *testing.T) {
 		}
 		if string(decoded.InboundHandoff) != `{"b":2,"a":"\u003ctag\u003e"}` {
 			t.Errorf("%s: inbound handoff = %s", name, decoded.InboundHandoff)
+		}
+	}
+}
+
+// FuzzMarshalsAsItself checks the shortcut of NormalizeDecoded: whenever it
+// says json.Marshal would return a valid raw value unchanged, it does.
+func FuzzMarshalsAsItself(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a": 1}`, `"x <y>"`, `"\u003c"`, `["a","b\"c",{"d":null}]`, `"\u2028"`,
+		"\"\u2028\"", `1.50`, `"a\\"`, `" "`, "\"\xff\"", `{"k":"v"}` + " ", `true`, `""`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		raw := json.RawMessage(s)
+		if !json.Valid(raw) {
+			return
+		}
+		b, err := json.Marshal(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if marshalsAsItself(raw) && string(b) != s {
+			t.Errorf("marshalsAsItself(%q), but json.Marshal writes %q", s, b)
+		}
+	})
+}
+
+// BenchmarkDecodeMemory decodes a real working memory
+// (testdata/working_memory.json) as the runner service does for a turn:
+// segmentio's decoder, then NormalizeDecoded.
+func BenchmarkDecodeMemory(b *testing.B) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "working_memory.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		var m WorkingMemory
+		if err := fastjson.Unmarshal(raw, &m); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.NormalizeDecoded(); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
