@@ -7,7 +7,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// SubJournalSpill is how many bytes of a connection's sub-journal SQLite
+// subJournalSpill is how many bytes of a connection's sub-journal SQLite
 // keeps in memory before it moves it to a temporary file.
 //
 // The sub-journal holds the pages a savepoint or a statement may have to
@@ -17,12 +17,12 @@ import (
 // one more write to a temporary file. With temp_store=MEMORY it would never
 // spill, and neither would sorts or a migration's CREATE INDEX: 4 MB keeps
 // batches in memory and the worst case bounded.
-const SubJournalSpill = 4 << 20
+const subJournalSpill = 4 << 20
 
-// spillErr is why SubJournalSpill could not be set; nil once set. It is set
+// spillErr is why subJournalSpill could not be set; nil once set. It is set
 // in init, before any connection: SQLite takes this option only before it
 // initializes itself, which its first connection does.
-var spillErr = setSubJournalSpill(SubJournalSpill)
+var spillErr = setSubJournalSpill(subJournalSpill)
 
 func setSubJournalSpill(n int32) error {
 	tls := libc.NewTLS()

@@ -29,7 +29,7 @@ func tempFiles(t *testing.T) int {
 
 // TestSubJournalStaysInMemory rewrites about a megabyte of pages inside a
 // savepoint, as a group commit member does: past SQLite's default spill of
-// 64 kB its sub-journal would be a temporary file, under SubJournalSpill it
+// 64 kB its sub-journal would be a temporary file, under subJournalSpill it
 // stays in memory.
 func TestSubJournalStaysInMemory(t *testing.T) {
 	if spillErr != nil {
