@@ -177,9 +177,10 @@ Nothing else to install: NATS JetStream (file storage) and SQLite live under
 	}
 }
 
-// tuneGC sets the garbage collector's defaults of a process that runs
-// services (see gctune: GOGC 400 and a limit under the container's unless
-// GOGC and GOMEMLIMIT say otherwise) and logs them.
+// tuneGC sets the runtime's defaults of a process that runs services (see
+// gctune: GOGC 400, a limit under the container's, and one processor more
+// than the cores, unless GOGC, GOMEMLIMIT and GOMAXPROCS say otherwise) and
+// logs them.
 func tuneGC(log *slog.Logger) {
 	s, err := gctune.Apply(os.Getenv)
 	if err != nil {

@@ -419,6 +419,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		b.ReportMetric(float64(disk1-disk0)/1024/float64(b.N), "disk-kB/turn")
 	}
 	b.ReportMetric(float64(gc.Percent), "gogc")
+	b.ReportMetric(float64(gc.Procs), "procs")
 	if commits1 > commits0 {
 		// The SQLite store's group commit: transactions a commit.
 		b.ReportMetric((tx1-tx0)/(commits1-commits0), "tx/commit")
