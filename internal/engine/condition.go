@@ -70,6 +70,9 @@ type Text struct{ lower string }
 // LowerText prepares text for phrase look-ups.
 func LowerText(text string) Text { return Text{lower: strings.ToLower(text)} }
 
+// Lowered returns the text lowered (strings.ToLower).
+func (t Text) Lowered() string { return t.lower }
+
 // Contains reports whether the text contains phrase as whole words,
 // ignoring case: "app" is in "a mobile app." but not in "happy".
 func (t Text) Contains(phrase string) bool { return t.Index(phrase) >= 0 }

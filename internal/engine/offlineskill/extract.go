@@ -122,9 +122,8 @@ func promptField(p extraction.Prompt, path string) *extraction.PromptField {
 type sentence struct {
 	text       string
 	lower      engine.Text
-	correction bool   // it holds a correction marker
-	ascii      bool   // text is all ASCII
-	folded     string // text in lowercase when ascii, for the prefilters
+	correction bool // it holds a correction marker
+	ascii      bool // text is all ASCII: lower is what prefilters read
 }
 
 func prepare(ss []string) []sentence {
@@ -132,7 +131,7 @@ func prepare(ss []string) []sentence {
 	for i, s := range ss {
 		out[i] = sentence{text: s, lower: engine.LowerText(s)}
 		out[i].correction = extraction.CorrectionMarkerIn(out[i].lower) != ""
-		out[i].folded, out[i].ascii = foldASCII(s)
+		out[i].ascii = isASCII(s)
 	}
 	return out
 }
@@ -160,7 +159,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 		re := c.re
 		for _, s := range sentences {
-			if c.pf != nil && s.ascii && !c.pf.mayMatch(s.folded) {
+			if c.pf != nil && s.ascii && !c.pf.mayMatch(s.lower.Lowered()) {
 				continue
 			}
 			m := re.FindStringSubmatch(s.text)

@@ -20,40 +20,32 @@ var (
 // text, and plainValue with its shortcuts with the decoding it stands for.
 func checkLineReaders(t *testing.T, text string) {
 	t.Helper()
-	want := func(m []string, i int) (string, bool) {
-		if m == nil {
-			return "", false
+	// check compares a reader's groups with those of its regexp's first
+	// match.
+	check := func(reader string, got []string, ok bool, re *regexp.Regexp) {
+		t.Helper()
+		want, wok := make([]string, re.NumSubexp()), false
+		if m := re.FindStringSubmatch(text); m != nil {
+			want, wok = m[1:], true
 		}
-		return m[i], true
+		if !slices.Equal(got, want) || ok != wok {
+			t.Errorf("%s(%q) = %q, %v; the regexp reads %q, %v", reader, text, got, ok, want, wok)
+		}
 	}
-	m := phaseLineRe.FindStringSubmatch(text)
 	id, name, ok := phaseLine(text)
-	wid, _ := want(m, 1)
-	wname, wok := want(m, 2)
-	if id != wid || name != wname || ok != wok {
-		t.Errorf("phaseLine(%q) = %q, %q, %v; the regexp reads %q, %q, %v", text, id, name, ok, wid, wname, wok)
-	}
+	check("phaseLine", []string{id, name}, ok, phaseLineRe)
 	mode, ok := blendLine(text)
-	if wmode, wok := want(blendLineRe.FindStringSubmatch(text), 1); mode != wmode || ok != wok {
-		t.Errorf("blendLine(%q) = %q, %v; the regexp reads %q, %v", text, mode, ok, wmode, wok)
-	}
+	check("blendLine", []string{mode}, ok, blendLineRe)
+	name, value, ok := knownLine(text)
+	check("knownLine", []string{name, value}, ok, knownLineRe)
+	reply, ok := assistantLine(text)
+	check("assistantLine", []string{reply}, ok, lastReplyRe)
 	var wids []string
 	for _, m := range techLineRe.FindAllStringSubmatch(text, -1) {
 		wids = append(wids, m[1])
 	}
 	if ids := techLines(text); !slices.Equal(ids, wids) {
 		t.Errorf("techLines(%q) = %q; the regexp reads %q", text, ids, wids)
-	}
-	m = knownLineRe.FindStringSubmatch(text)
-	name, value, ok := knownLine(text)
-	wname, _ = want(m, 1)
-	wvalue, wok := want(m, 2)
-	if name != wname || value != wvalue || ok != wok {
-		t.Errorf("knownLine(%q) = %q, %q, %v; the regexp reads %q, %q, %v", text, name, value, ok, wname, wvalue, wok)
-	}
-	reply, ok := assistantLine(text)
-	if wreply, wok := want(lastReplyRe.FindStringSubmatch(text), 1); reply != wreply || ok != wok {
-		t.Errorf("assistantLine(%q) = %q, %v; the regexp reads %q, %v", text, reply, ok, wreply, wok)
 	}
 	if got, want := plainValue(text), decodedValue(text); got != want {
 		t.Errorf("plainValue(%q) = %q; json.Unmarshal reads %q", text, got, want)

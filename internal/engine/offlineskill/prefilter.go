@@ -34,11 +34,11 @@ func newPrefilter(pattern string) *prefilter {
 	return &prefilter{words: words}
 }
 
-// mayMatch reports whether folded, a sentence in lowercase ASCII, holds one
-// of the words.
-func (p *prefilter) mayMatch(folded string) bool {
+// mayMatch reports whether lowered, an ASCII sentence in lowercase, holds
+// one of the words.
+func (p *prefilter) mayMatch(lowered string) bool {
 	for _, w := range p.words {
-		if strings.Contains(folded, w) {
+		if strings.Contains(lowered, w) {
 			return true
 		}
 	}
@@ -99,15 +99,6 @@ func shortest(words []string) int {
 		n = min(n, len(w))
 	}
 	return n
-}
-
-// foldASCII returns s in lowercase when it is all ASCII, and false when it
-// is not.
-func foldASCII(s string) (string, bool) {
-	if !isASCII(s) {
-		return "", false
-	}
-	return strings.ToLower(s), true
 }
 
 func isASCII(s string) bool {
