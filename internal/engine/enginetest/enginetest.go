@@ -6,10 +6,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"testing"
 
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/builtin"
 	"github.com/praetorhq/praetor/internal/engine/technique"
 )
+
+// Shipped loads the engines Praetor ships, with their evaluators and task
+// handlers registered, or fails the test.
+func Shipped(tb testing.TB) *engine.Catalog {
+	tb.Helper()
+	reg, err := builtin.Registry()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cat, _, err := builtin.Load(reg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return cat
+}
 
 // Registry knows the technique library, the evaluators "always" (1.0),
 // "half" (0.5) and "never" (0.0), and the task handler "research.web".

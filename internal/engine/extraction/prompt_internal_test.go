@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/praetorhq/praetor/internal/engine"
-	"github.com/praetorhq/praetor/internal/engine/builtin"
 	"github.com/praetorhq/praetor/internal/engine/enginetest"
 	"github.com/praetorhq/praetor/internal/llm"
 )
@@ -71,14 +70,7 @@ func refBlock(b *strings.Builder, name string, items ...any) {
 }
 
 func TestPromptFromPartsIsTheWholePrompt(t *testing.T) {
-	reg, err := builtin.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, _, err := builtin.Load(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := enginetest.Shipped(t)
 	defs := append(cat.All(), enginetest.Definition())
 	history := []engine.Message{{Role: engine.RoleUser, Content: "We <need> an app & \"fast\"", Turn: 1, MessageID: "m1"},
 		{Role: engine.RoleAssistant, Content: "What for?\n\tTell me more.", Turn: 1}}

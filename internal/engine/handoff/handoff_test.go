@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/praetorhq/praetor/internal/engine"
-	"github.com/praetorhq/praetor/internal/engine/builtin"
 	"github.com/praetorhq/praetor/internal/engine/enginetest"
 	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/pkg/contracts"
@@ -260,14 +259,7 @@ func TestKeywordsAndJaccard(t *testing.T) {
 }
 
 func TestMapperRegistry(t *testing.T) {
-	reg, err := builtin.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, _, err := builtin.Load(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := enginetest.Shipped(t)
 	m := handoff.Builtin()
 	// Every exit transition the shipped engines declare has its own mapper.
 	if missing := m.Unmapped(cat.All()); len(missing) != 0 {

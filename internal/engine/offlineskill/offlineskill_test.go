@@ -13,8 +13,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/praetorhq/praetor/internal/engine"
-	"github.com/praetorhq/praetor/internal/engine/builtin"
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
 	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/internal/engine/offlineskill"
@@ -25,14 +25,7 @@ import (
 
 func discovery(t testing.TB) *engine.Definition {
 	t.Helper()
-	reg, err := builtin.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, _, err := builtin.Load(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := enginetest.Shipped(t)
 	def, _ := cat.Get("project-discovery")
 	return def
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/praetorhq/praetor/internal/engine"
-	"github.com/praetorhq/praetor/internal/engine/builtin"
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
 )
 
 // checkPrefilter fails when the prefilter of pattern would skip a sentence
@@ -26,14 +26,7 @@ func checkPrefilter(t *testing.T, pattern, sentence string) {
 // enginePatterns are the cue patterns of the engines Praetor ships.
 func enginePatterns(t testing.TB) []string {
 	t.Helper()
-	reg, err := builtin.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, _, err := builtin.Load(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := enginetest.Shipped(t)
 	var out []string
 	for _, def := range cat.All() {
 		for _, f := range def.ExtractionSchema.Fields {
