@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +96,41 @@ func TestCheckpointerRestartsTheLog(t *testing.T) {
 		t.Fatalf("log grew from %d to %d bytes over a checkpoint round: not restarted", first, second)
 	}
 	assertIntact(t, db, 600)
+}
+
+func TestRestartSyncsTheFileBeforeHoldingTheWriter(t *testing.T) {
+	db, _ := openForCheckpoints(t, 100)
+	writePages(t, db, 300)
+	// The sync runs while commits still go through: a commit made from
+	// inside it would wait for ever (and the test time out) if the round
+	// held the writer already.
+	syncs := 0
+	sync := db.ckpt.syncDB
+	db.ckpt.syncDB = func() error {
+		syncs++
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		if _, err := db.Exec(ctx, `INSERT INTO pages (body) VALUES ('during the sync')`); err != nil {
+			t.Errorf("commit during the sync: %v; want it through, the writer free", err)
+		}
+		return sync()
+	}
+	round(t, t.Context(), db, true, "round on a log past RestartFrames")
+	if syncs != 1 {
+		t.Fatalf("the restart round synced the file %d times; want once", syncs)
+	}
+	writePages(t, db, 10)
+	round(t, t.Context(), db, false, "round on a short log")
+	if syncs != 1 {
+		t.Fatalf("a round that did not restart synced the file (%d syncs in all); want none", syncs)
+	}
+	// A failed sync fails the round, before it holds the writer.
+	writePages(t, db, 300)
+	db.ckpt.syncDB = func() error { return os.ErrClosed }
+	if restarted, err := db.ckpt.checkpoint(t.Context()); restarted || !errors.Is(err, os.ErrClosed) {
+		t.Fatalf("round with a failing sync = restarted %v, %v; want no restart and the sync's error", restarted, err)
+	}
+	assertIntact(t, db, 611)
 }
 
 func TestCheckpointerBesideAReader(t *testing.T) {

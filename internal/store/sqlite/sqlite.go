@@ -197,7 +197,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		}
 		db.readers = readers
 		if cfg.checkpoints() {
-			ckpt, err := startCheckpointer(ctx, dsn(cfg, false), writer, cfg.CheckpointInterval, cfg.RestartFrames, cfg.Logger)
+			ckpt, err := startCheckpointer(ctx, cfg.Path, dsn(cfg, false), writer, cfg.CheckpointInterval, cfg.RestartFrames, cfg.Logger)
 			if err != nil {
 				readers.Close()
 				writer.Close()
