@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/builtin"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
@@ -281,6 +283,13 @@ func TestServeConversation(t *testing.T) {
 		if n != 1 {
 			t.Errorf("turn %s answered %d times", id, n)
 		}
+	}
+
+	// Under serve the streams are compressed by default (dev's are not).
+	if info, err := c.bus.JetStream().Stream(t.Context(), contracts.StreamLLM); err != nil {
+		t.Errorf("the LLM stream: %v", err)
+	} else if got := info.CachedInfo().Config.Compression; got != jetstream.S2Compression {
+		t.Errorf("the LLM stream's compression is %v, want s2 (--stream-compression's default in serve)", got)
 	}
 
 	out, err := exec.Command(binary, "replay", "--session", sess.SessionID, "--nats-url", c.natsURL).CombinedOutput()

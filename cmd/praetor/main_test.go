@@ -74,8 +74,8 @@ func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
 	}
 	if s, err := js.Stream(t.Context(), "PRAETOR_LLM"); err != nil {
 		t.Errorf("the LLM stream: %v", err)
-	} else if got := s.CachedInfo().Config.Compression; got != jetstream.S2Compression {
-		t.Errorf("the LLM stream's compression is %v, want s2 (--stream-compression's default)", got)
+	} else if got := s.CachedInfo().Config.Compression; got != jetstream.NoCompression {
+		t.Errorf("the LLM stream's compression is %v, want none (--stream-compression's default in dev)", got)
 	}
 
 	if err := p.Signal(syscall.SIGTERM); err != nil {

@@ -14,7 +14,6 @@ import (
 	"github.com/praetorhq/praetor/internal/llm/provider"
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/wiring"
-	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/services/gateway"
 )
 
@@ -47,7 +46,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.DurationVar(&f.maxAge, 0, "stream-max-age", 0, "how long streams keep events (0: forever, the audit log)")
 	fs.IntVar(&f.replicas, 0, "stream-replicas", 1, "replicas of each stream in a NATS cluster")
 	fs.DurationVar(&f.duplicates, 0, "duplicate-window", 2*time.Minute, "window in which a republished event id is dropped")
-	fs.StringVar(&f.compression, 0, "stream-compression", events.CompressionS2, "how streams store full message blocks: s2 (compressed: the LLM stream takes ~1/15 of the disk) or none")
+	fs.StringVar(&f.compression, 0, "stream-compression", "", "how streams store full message blocks: s2 (compressed: the LLM stream takes ~1/15 of the disk) or none (default: none in dev, whose embedded NATS server would compress on the handlers' cores; s2 in serve)")
 	fs.DurationVar(&f.drainTimeout, 0, "drain-timeout", 30*time.Second, "how long a stop waits for in-flight events")
 	fs.DurationVar(&f.outboxKeep, 0, "outbox-keep", time.Hour, "how long published events stay in the outbox table before they are pruned (0: the default; negative: forever; the stream keeps them regardless)")
 	fs.StringVar(&f.llmProvider, 0, "llm-provider", "", "auto, openai or offline (auto: openai when an API key is set, else offline)")

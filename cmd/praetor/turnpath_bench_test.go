@@ -124,9 +124,10 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		}
 		cfg.Streams.Duplicates = d
 	}
-	// PRAETOR_BENCH_COMPRESSION=none measures streams stored uncompressed
-	// (the server compresses each full message block at once, with as many
-	// goroutines as there are cores).
+	// PRAETOR_BENCH_COMPRESSION=s2 measures streams stored compressed,
+	// serve's default (dev's is none: the embedded server compresses each
+	// full message block at once, on the handlers' cores; see
+	// node.DefaultCompression).
 	if v := os.Getenv("PRAETOR_BENCH_COMPRESSION"); v != "" {
 		if err := events.CheckCompression(v); err != nil {
 			b.Fatalf("PRAETOR_BENCH_COMPRESSION: %v", err)
