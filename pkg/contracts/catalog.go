@@ -225,6 +225,14 @@ func NewEvent(m Meta, p Payload) (event.Event, error) {
 // without that field, or with it set, is refused: the data would hold the
 // key twice.
 func NewEventRaw(m Meta, p Payload, field string, raw json.RawMessage) (event.Event, error) {
+	return AppendEventRaw(nil, m, p, field, raw)
+}
+
+// AppendEventRaw is NewEventRaw writing the event's data into buf, from its
+// start (a larger one is allocated when it is too small): a caller done
+// with an event, once it is published, can give its DataEncoded to the
+// next. Without raw the data is NewEvent's, and buf is not used.
+func AppendEventRaw(buf []byte, m Meta, p Payload, field string, raw json.RawMessage) (event.Event, error) {
 	if !rawField.MatchString(field) {
 		return event.Event{}, fmt.Errorf("%s: field name %q: want letters, digits and underscores", p.Spec().Name, field)
 	}
@@ -239,7 +247,7 @@ func NewEventRaw(m Meta, p Payload, field string, raw json.RawMessage) (event.Ev
 	if len(data) < 2 || data[0] != '{' || data[len(data)-1] != '}' {
 		return event.Event{}, fmt.Errorf("%s: %s: the payload is not a JSON object", p.Spec().Name, field)
 	}
-	out := make([]byte, 0, len(data)+len(field)+4+len(raw))
+	out := slices.Grow(buf[:0], len(data)+len(field)+4+len(raw))
 	out = append(out, data[:len(data)-1]...) // without the closing brace
 	if len(data) > 2 {
 		out = append(out, ',')

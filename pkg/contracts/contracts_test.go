@@ -253,6 +253,17 @@ func TestNewEventRaw(t *testing.T) {
 		t.Errorf("attributes %v, want %v", got.Context, want.Context)
 	}
 
+	// AppendEventRaw writes the same data into the buffer it is given,
+	// when it is large enough, from its start.
+	buf := append(make([]byte, 0, 4096), "left over"...)
+	into, err := AppendEventRaw(buf, meta, stripped, "sidebar", sidebar)
+	if err != nil || !bytes.Equal(into.Data(), got.Data()) {
+		t.Errorf("AppendEventRaw data %s, %v; want NewEventRaw's %s", into.Data(), err, got.Data())
+	}
+	if &into.DataEncoded[0] != &buf[:1][0] {
+		t.Error("AppendEventRaw did not write into the buffer it was given")
+	}
+
 	// No raw: NewEvent's event. A field name that would need escaping, or
 	// an invalid payload: refused.
 	if e, err := NewEventRaw(meta, stripped, "sidebar", nil); err != nil || bytes.Contains(e.Data(), []byte("sidebar")) {

@@ -35,6 +35,9 @@ func (p *memPublisher) Publish(ctx context.Context, ev event.Event) error {
 	if p.fail != nil {
 		return p.fail
 	}
+	// The recorder reuses the data's buffer once Publish has returned
+	// (Publisher): keep a copy.
+	ev.DataEncoded = bytes.Clone(ev.DataEncoded)
 	p.events = append(p.events, ev)
 	return nil
 }

@@ -49,7 +49,10 @@ var (
 // idSpace is the UUID namespace of record event ids.
 var idSpace = uuid.MustParse("3f1c5c2e-6d0b-5a53-9a6e-7c1b8f0a4d21")
 
-// Publisher publishes one event; pkg/events' publisher is one.
+// Publisher publishes one event; pkg/events' publisher is one. It must not
+// keep the event's data once Publish has returned: the recorder writes the
+// next record into the same buffer. (The bus copies it into the
+// connection's buffer as it sends it.)
 type Publisher interface {
 	Publish(ctx context.Context, ev event.Event) error
 }
@@ -236,16 +239,31 @@ var canonicalBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledCanonical = 1 << 20
 
+// eventBufs holds buffers for the records' data (*[]byte), with the same
+// bound.
+var eventBufs = sync.Pool{New: func() any { return new([]byte) }}
+
 func (r *Recorder) publish(ctx context.Context, rec contracts.LLMCallRecorded, id string) error {
 	// The request, tens of kilobytes of prompt, is already compact JSON
 	// (llm.CanonicalJSON): it is appended to the encoded record as it is,
 	// rather than scanned and copied again by the encoder.
 	request := rec.Request
 	rec.Request = nil
-	ev, err := contracts.NewEventRaw(contracts.Meta{ID: id, Source: r.cfg.Source, Time: r.cfg.Now()}, rec, "request", request)
+	// The record, as large as the request, is written into a reused
+	// buffer too.
+	buf := eventBufs.Get().(*[]byte)
+	ev, err := contracts.AppendEventRaw(*buf, contracts.Meta{ID: id, Source: r.cfg.Source, Time: r.cfg.Now()}, rec,
+		"request", request)
 	if err != nil {
+		eventBufs.Put(buf)
 		return err
 	}
+	defer func() {
+		if data := ev.DataEncoded; cap(data) <= maxPooledCanonical {
+			*buf = data[:0]
+			eventBufs.Put(buf)
+		}
+	}()
 	// The answer is already paid for: record it even if the caller's
 	// context ends right after the call.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)
