@@ -407,7 +407,7 @@ func provisionMissing(ctx context.Context, bus *events.Bus) error {
 		if !missing(def.Name) {
 			continue
 		}
-		sc := events.StreamConfig{Name: def.Name, Subjects: def.Subjects, Compression: events.CompressionS2}
+		sc := events.StreamConfig{Name: def.Name, Subjects: def.Subjects, Compression: node.DefaultCompression(false)}
 		if def.Ordered {
 			sc.Partitions = partitions
 		}
@@ -418,7 +418,7 @@ func provisionMissing(ctx context.Context, bus *events.Bus) error {
 	if !missing(events.DeadLetterStream) && !missing(events.AdvisoryStream) {
 		return nil
 	}
-	return bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{Compression: events.CompressionS2})
+	return bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{Compression: node.DefaultCompression(false)})
 }
 
 // flushOutbox publishes what the outbox holds, so the run's events are on

@@ -231,7 +231,8 @@ func NewEventRaw(m Meta, p Payload, field string, raw json.RawMessage) (event.Ev
 // AppendEventRaw is NewEventRaw writing the event's data into buf, from its
 // start (a larger one is allocated when it is too small): a caller done
 // with an event, once it is published, can give its DataEncoded to the
-// next. Without raw the data is NewEvent's, and buf is not used.
+// next. raw must not share memory with buf, which is written first. Without
+// raw the data is NewEvent's, and buf is not used.
 func AppendEventRaw(buf []byte, m Meta, p Payload, field string, raw json.RawMessage) (event.Event, error) {
 	if !rawField.MatchString(field) {
 		return event.Event{}, fmt.Errorf("%s: field name %q: want letters, digits and underscores", p.Spec().Name, field)

@@ -285,6 +285,10 @@ func (db *DB) Close() error {
 			err = errors.Join(err, db.readers.Close())
 		}
 		err = errors.Join(err, db.writer.Close())
+		if db.ckpt != nil {
+			// Last: closing it releases the process's locks on the file.
+			err = errors.Join(err, db.ckpt.file.Close())
+		}
 	})
 	return err
 }
