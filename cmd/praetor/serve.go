@@ -27,7 +27,6 @@ type nodeFlags struct {
 	duplicates      time.Duration
 	compression     string
 	drainTimeout    time.Duration
-	outboxKeep      time.Duration
 	llmProvider     string
 	llmModel        string
 	llmBaseURL      string
@@ -48,7 +47,6 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.DurationVar(&f.duplicates, 0, "duplicate-window", 2*time.Minute, "window in which a republished event id is dropped")
 	fs.StringVar(&f.compression, 0, "stream-compression", "", "how streams store full message blocks: s2 (compressed: the LLM stream takes ~1/15 of the disk) or none (default: none in dev, whose embedded NATS server would compress on the handlers' cores; s2 in serve)")
 	fs.DurationVar(&f.drainTimeout, 0, "drain-timeout", 30*time.Second, "how long a stop waits for in-flight events")
-	fs.DurationVar(&f.outboxKeep, 0, "outbox-keep", time.Hour, "how long published events stay in the outbox table before they are pruned (0: the default; negative: forever; the stream keeps them regardless)")
 	fs.StringVar(&f.llmProvider, 0, "llm-provider", "", "auto, openai or offline (auto: openai when an API key is set, else offline)")
 	fs.StringVar(&f.llmModel, 0, "llm-model", "", "model name for the openai provider")
 	fs.StringVar(&f.llmBaseURL, 0, "llm-base-url", "", "OpenAI-compatible base URL (also OPENAI_BASE_URL); the key comes only from PRAETOR_LLM_API_KEY or OPENAI_API_KEY")
@@ -66,7 +64,6 @@ func (f *nodeFlags) apply(cfg *node.Config) error {
 	cfg.Streams = node.StreamSettings{MaxAge: f.maxAge, Replicas: f.replicas, Partitions: f.partitions, Duplicates: f.duplicates,
 		Compression: f.compression}
 	cfg.DrainTimeout = f.drainTimeout
-	cfg.OutboxKeep = f.outboxKeep
 	llmCfg, err := provider.FromEnv(os.LookupEnv)
 	if err != nil {
 		return err

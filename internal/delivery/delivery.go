@@ -7,10 +7,11 @@
 // state change, an inbox row "this consumer handled this event", and the
 // events to emit, written to the outbox. A redelivered event finds its inbox
 // row and is acknowledged with no second effect. The Relay publishes outbox
-// rows in order with Nats-Msg-Id = event id and marks them sent; a crash
-// between commit and publish loses nothing (the rows wait for the relay) and
-// a crash between publish and mark publishes twice, which the stream's
-// duplicate window and the consumers' inboxes drop.
+// rows in order with Nats-Msg-Id = event id and marks them sent, which
+// deletes them: the outbox holds what is still to publish, the stream the
+// rest. A crash between commit and publish loses nothing (the rows wait for
+// the relay) and a crash between publish and mark publishes twice, which the
+// stream's duplicate window and the consumers' inboxes drop.
 package delivery
 
 import (

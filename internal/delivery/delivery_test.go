@@ -247,15 +247,20 @@ func TestRelayAfterCrashBetweenCommitAndPublish(t *testing.T) {
 		if got := r.streamMsgs(t); len(got) != 0 {
 			t.Fatalf("events reached the stream before any relay ran: %v", got)
 		}
-		rl := r.relay(t)
-		n, leader, err := rl.Flush(context.Background())
-		if err != nil || !leader || n != 5 {
-			t.Fatalf("flush = %d, leader %v, %v; want 5 published", n, leader, err)
-		}
-		// A crash between publish and marking sent: publish again.
-		if _, err := r.db.Exec(context.Background(), `UPDATE outbox SET sent_at = NULL`); err != nil {
+		// A relay that dies between publishing and marking sent (which
+		// deletes the rows): they are still there, and the next relay
+		// publishes them again.
+		dying, err := delivery.NewRelay(delivery.RelayConfig{DB: failingMarks{r.db}, Publisher: r.bus, Interval: time.Hour})
+		if err != nil {
 			t.Fatal(err)
 		}
+		if _, _, err := dying.Flush(context.Background()); err == nil {
+			t.Fatal("a flush whose marks fail succeeded")
+		}
+		if got := r.streamMsgs(t); len(got) != 5 {
+			t.Fatalf("the dying relay published %d events, want 5", len(got))
+		}
+		rl := r.relay(t)
 		if n, _, err := rl.Flush(context.Background()); err != nil || n != 5 {
 			t.Fatalf("second flush = %d, %v", n, err)
 		}
@@ -272,6 +277,16 @@ func TestRelayAfterCrashBetweenCommitAndPublish(t *testing.T) {
 			t.Errorf("a third flush published %d, want 0", n)
 		}
 	})
+}
+
+// failingMarks is a database on which marking outbox messages sent fails.
+type failingMarks struct{ store.DB }
+
+func (f failingMarks) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	if strings.Contains(sql, "UPDATE outbox SET sent_at") || strings.Contains(sql, "DELETE FROM outbox WHERE id IN") {
+		return 0, errors.New("marks fail here")
+	}
+	return f.DB.Exec(ctx, sql, args...)
 }
 
 // TestEndToEndExactlyOnce runs a consumer whose acknowledgement is lost after
@@ -655,8 +670,9 @@ func TestTooLargeEventIsPermanentAndCommitsNothing(t *testing.T) {
 	})
 }
 
-// The relay deletes what it sent more than Keep ago, on its own rounds, and
-// never what is unsent, however old.
+// The outbox holds only what is unsent: the relay deletes what it publishes
+// but the message with the highest id, marked sent until a later one exists
+// and then pruned on the relay's rounds; never what is unsent.
 func TestRelayPrunesSentMessages(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
 		r := newRig(t, open)
@@ -667,20 +683,13 @@ func TestRelayPrunesSentMessages(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var clock atomic.Pointer[time.Time]
-		now := time.Now()
-		clock.Store(&now)
 		rl, err := delivery.NewRelay(delivery.RelayConfig{DB: r.db, Publisher: r.bus, Interval: time.Hour,
-			Keep: time.Hour, PruneInterval: 10 * time.Millisecond, Now: func() time.Time { return *clock.Load() }})
+			PruneInterval: 10 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n, _, err := rl.Flush(ctx); err != nil || n != 3 {
 			t.Fatalf("flush = %d, %v; want 3", n, err)
-		}
-		// One more, committed and left unsent.
-		if err := h(ctx, eventstest.NewEvent("p3", "k", 3)); err != nil {
-			t.Fatal(err)
 		}
 		outbox := func() (total int) {
 			t.Helper()
@@ -689,11 +698,17 @@ func TestRelayPrunesSentMessages(t *testing.T) {
 			}
 			return total
 		}
-		if n, err := rl.Prune(ctx); err != nil || n != 0 || outbox() != 4 {
-			t.Fatalf("prune within Keep = %d, %v, %d rows left; want nothing pruned of 4", n, err, outbox())
+		if n, left := outbox(), unsent(t, r.db); n != 1 || left != 0 {
+			t.Fatalf("after publishing all 3: %d rows, %d unsent; want the highest alone, marked sent", n, left)
 		}
-		later := now.Add(2 * time.Hour)
-		clock.Store(&later)
+		if n, err := rl.Prune(ctx); err != nil || n != 0 || outbox() != 1 {
+			t.Fatalf("prune = %d, %v, %d rows left; want the highest kept", n, err, outbox())
+		}
+		// One more, committed and left unsent: the one marked goes with
+		// the relay's next round.
+		if err := h(ctx, eventstest.NewEvent("p3", "k", 3)); err != nil {
+			t.Fatal(err)
+		}
 		if err := rl.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -703,7 +718,7 @@ func TestRelayPrunesSentMessages(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 		if left := unsent(t, r.db); outbox() != 1 || left != 1 {
-			t.Fatalf("after Keep: %d rows, %d unsent; want only the unsent one left", outbox(), left)
+			t.Fatalf("after a round: %d rows, %d unsent; want only the unsent one left", outbox(), left)
 		}
 	})
 }
@@ -937,22 +952,24 @@ func TestRelayServesKicksWhileAMessageIsRefused(t *testing.T) {
 	})
 }
 
-// markCounter counts the statements that mark outbox messages sent.
+// markCounter counts the statements that delete outbox messages marked
+// sent by event id (on PostgreSQL the same statement marks the highest).
 type markCounter struct {
 	store.DB
 	marks atomic.Int64
 }
 
 func (m *markCounter) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
-	if strings.HasPrefix(sql, "UPDATE outbox SET sent_at") {
+	if strings.Contains(sql, "DELETE FROM outbox WHERE event_id IN") {
 		m.marks.Add(1)
 	}
 	return m.DB.Exec(ctx, sql, args...)
 }
 
-// The events handlers publish within MarkDelay are marked sent together,
-// in one statement; until then the relay reports them published, and its
-// passes leave them alone. (The delay is an hour: the stop marks them.)
+// The events handlers publish within MarkDelay are marked sent together, in
+// one batch (one statement deletes them); until then the relay reports them
+// published, and its passes leave them alone. (The delay is an hour: the
+// stop marks them.)
 func TestRelayMarksPublishedEventsTogether(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
 		r := newRig(t, open)

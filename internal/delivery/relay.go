@@ -46,13 +46,9 @@ type RelayConfig struct {
 	Interval time.Duration
 	// Now is the clock of sent_at. Default: time.Now.
 	Now func() time.Time
-	// Keep is how long sent messages stay in the outbox, to look at, before
-	// the relay deletes them: the stream holds them for good, and the
-	// outbox needs only what is unsent. The relay prunes every
-	// PruneInterval. Default (and zero): 1h; negative keeps them forever.
-	Keep time.Duration
-	// PruneInterval is how often the relay deletes messages sent more than
-	// Keep ago. Default: 1m.
+	// PruneInterval is how often the relay deletes the messages marked sent
+	// rather than deleted when published: the one with the highest id at
+	// the time (store.MarkSent), and any an operator marked. Default: 1m.
 	PruneInterval time.Duration
 	// MarkDelay is how long the relay gathers the events handlers have
 	// published (PublishCommitted) before it marks them sent, all in one
@@ -192,7 +188,6 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	cfg.Batch = cmp.Or(cfg.Batch, 256)
 	cfg.Interval = cmp.Or(cfg.Interval, time.Second)
-	cfg.Keep = cmp.Or(cfg.Keep, time.Hour)
 	cfg.PruneInterval = cmp.Or(cfg.PruneInterval, time.Minute)
 	cfg.DeadLetterAfter = cmp.Or(cfg.DeadLetterAfter, time.Minute)
 	cfg.MarkDelay = cmp.Or(cfg.MarkDelay, 10*time.Millisecond)
@@ -232,24 +227,15 @@ func (r *Relay) Start(ctx context.Context) error {
 	return nil
 }
 
-// Prune deletes the messages sent more than Keep ago and returns how many
-// went; the relay calls it every PruneInterval. Unsent messages are never
-// deleted, however old.
+// Prune deletes the messages marked sent (but the one with the highest id,
+// see store.MarkSent) and returns how many went; the relay calls it every
+// PruneInterval. Unsent messages are never deleted, however old.
 func (r *Relay) Prune(ctx context.Context) (int64, error) {
-	if r.cfg.Keep < 0 {
-		return 0, nil
-	}
-	return store.PruneSent(ctx, r.cfg.DB, r.pruneCutoff())
+	return store.PruneSent(ctx, r.cfg.DB, r.cfg.Now())
 }
-
-// pruneCutoff is the send time before which messages are pruned now.
-func (r *Relay) pruneCutoff() time.Time { return r.cfg.Now().Add(-r.cfg.Keep) }
 
 func (r *Relay) pruneLoop(ctx context.Context) {
 	defer close(r.pruned)
-	if r.cfg.Keep < 0 {
-		return
-	}
 	t := time.NewTicker(r.cfg.PruneInterval)
 	defer t.Stop()
 	for {
@@ -262,12 +248,11 @@ func (r *Relay) pruneLoop(ctx context.Context) {
 		// wait on the same rows.
 		unlock, ok, err := r.cfg.DB.TryLock(ctx, pruneLock)
 		if err == nil && ok {
-			before := r.pruneCutoff()
 			var n int64
-			n, err = store.PruneSent(ctx, r.cfg.DB, before)
+			n, err = r.Prune(ctx)
 			unlock()
 			if n > 0 {
-				r.cfg.Logger.Debug("outbox: pruned sent messages", "messages", n, "sent_before", before)
+				r.cfg.Logger.Debug("outbox: pruned messages marked sent", "messages", n)
 			}
 		}
 		if err != nil && ctx.Err() == nil {

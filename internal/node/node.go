@@ -140,10 +140,6 @@ type Config struct {
 	Registry *prometheus.Registry
 	// DrainTimeout bounds the graceful stop. Default: 30s.
 	DrainTimeout time.Duration
-	// OutboxKeep is how long published events stay in the outbox before
-	// the relay prunes them (delivery.RelayConfig.Keep). Default: 1h;
-	// negative: forever.
-	OutboxKeep time.Duration
 	// AckWait is how long the services' consumers wait before redelivering
 	// an event whose process died. Default: 30s.
 	AckWait time.Duration
@@ -336,7 +332,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 
-	relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: bus, Logger: log, Keep: cfg.OutboxKeep})
+	relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: bus, Logger: log})
 	if err != nil {
 		return err
 	}

@@ -216,44 +216,71 @@ func UnsentOn(ctx context.Context, q Querier, subject, eventID string, limit int
 	return ids, nil
 }
 
-// markSentBatch bounds the ids of one UPDATE, well under both dialects'
+// markSentBatch bounds the ids of one statement, well under both dialects'
 // limits on bound parameters.
 const markSentBatch = 500
 
-// MarkSent marks messages as sent at a time. Ids already marked keep their
-// first time; unknown ids are ignored.
-func MarkSent(ctx context.Context, q Querier, ids []int64, at time.Time) error {
-	return markSent(ctx, q, "id", ids, at)
+// MarkSent records that messages were published: it deletes them, since the
+// outbox holds only what is still to publish (the stream keeps the rest),
+// but for the message with the highest id, which it marks sent at instead
+// (see keepHighest) and a later prune deletes. Unknown ids, and a message
+// marked already, are left as they are.
+func MarkSent(ctx context.Context, db DB, ids []int64, at time.Time) error {
+	return markSent(ctx, db, "id", ids, at)
 }
 
 // MarkSentEvents is MarkSent for messages named by their event ids (unique
 // in the outbox).
-func MarkSentEvents(ctx context.Context, q Querier, eventIDs []string, at time.Time) error {
-	return markSent(ctx, q, "event_id", eventIDs, at)
+func MarkSentEvents(ctx context.Context, db DB, eventIDs []string, at time.Time) error {
+	return markSent(ctx, db, "event_id", eventIDs, at)
 }
 
-func markSent[K int64 | string](ctx context.Context, q Querier, column string, keys []K, at time.Time) error {
+// markSent marks the highest and deletes the others: one statement on
+// PostgreSQL, two on SQLite, which has no data-modifying WITH queries. Not
+// in a transaction: should the second fail, the message with the highest id
+// stays unsent, and a pass publishes it again, which the stream drops as a
+// duplicate.
+func markSent[K int64 | string](ctx context.Context, db DB, column string, keys []K, at time.Time) error {
 	for len(keys) > 0 {
 		n := min(len(keys), markSentBatch)
 		batch := keys[:n]
 		keys = keys[n:]
-		var b strings.Builder
-		b.WriteString(`UPDATE outbox SET sent_at = $1 WHERE sent_at IS NULL AND ` + column + ` IN (`)
 		args := make([]any, 0, len(batch)+1)
 		args = append(args, at.UTC())
-		for i, k := range batch {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("$" + strconv.Itoa(i+2))
+		for _, k := range batch {
 			args = append(args, k)
 		}
-		b.WriteString(")")
-		if _, err := q.Exec(ctx, b.String(), args...); err != nil {
-			return fmt.Errorf("mark %d outbox messages sent: %w", len(batch), err)
+		in := column + " IN (" + placeholders(2, n) + ")"
+		mark := `UPDATE outbox SET sent_at = $1 WHERE sent_at IS NULL AND ` + in + ` AND id = (SELECT max(id) FROM outbox)`
+		del := `DELETE FROM outbox WHERE ` + in + ` AND ` + keepHighest
+		if db.Dialect() == Postgres {
+			// Both see the same snapshot, hence the same highest id.
+			if _, err := db.Exec(ctx, `WITH marked AS (`+mark+`) `+del, args...); err != nil {
+				return fmt.Errorf("mark %d outbox messages sent: %w", n, err)
+			}
+			continue
+		}
+		if _, err := db.Exec(ctx, mark, args...); err != nil {
+			return fmt.Errorf("mark %d outbox messages sent: %w", n, err)
+		}
+		// $1 unused: SQLite numbers parameters as given.
+		if _, err := db.Exec(ctx, del, args...); err != nil {
+			return fmt.Errorf("delete %d sent outbox messages: %w", n, err)
 		}
 	}
 	return nil
+}
+
+// placeholders returns n numbered parameters from $first, comma-separated.
+func placeholders(first, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(first+i))
+	}
+	return b.String()
 }
 
 // DeleteOutbox deletes an unsent message: the relay's last step for a

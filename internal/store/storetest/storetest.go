@@ -1316,20 +1316,39 @@ func testOutboxEnqueue(t *testing.T, db store.DB) {
 	if _, err := store.Unsent(c, db, 0); err == nil {
 		t.Error("Unsent(limit 0) succeeded")
 	}
-	// DeleteOutbox takes an unsent message, never a sent one.
-	if err := store.MarkSent(c, db, []int64{got[0].ID}, time.Now()); err != nil {
+	// Marked sent, a message leaves the outbox, but for the one with the
+	// highest id, which stays, marked (see testOutboxNeverGivesAnIdTwice).
+	if err := store.MarkSent(c, db, []int64{got[0].ID, got[3].ID}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.DeleteOutbox(c, db, got[0].ID, time.Now()); err != nil {
+	rows := func(cond string, id int64) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(c, `SELECT COUNT(*) FROM outbox WHERE id = $1 AND `+cond, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := rows("true", got[0].ID); n != 0 {
+		t.Errorf("e1 marked sent: %d rows left, want it deleted", n)
+	}
+	if n := rows("sent_at IS NOT NULL", got[3].ID); n != 1 {
+		t.Errorf("e4, the highest id, marked sent: %d rows marked sent, want it kept, marked", n)
+	}
+	// DeleteOutbox takes an unsent message, never a sent one: e4, below the
+	// highest once another is enqueued, stays.
+	if err := store.Enqueue(c, db, msg("e5")); err != nil {
 		t.Fatal(err)
 	}
-	var kept int
-	if err := db.QueryRow(c, `SELECT COUNT(*) FROM outbox WHERE id = $1`, got[0].ID).Scan(&kept); err != nil || kept != 1 {
-		t.Fatalf("DeleteOutbox of a sent message: %d rows left, %v; want it kept", kept, err)
+	if err := store.DeleteOutbox(c, db, got[3].ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if n := rows("true", got[3].ID); n != 1 {
+		t.Fatalf("DeleteOutbox of a sent message: %d rows left, want it kept", n)
 	}
 	after, err := store.UnsentAfter(c, db, got[1].ID, 10)
-	if err != nil || len(after) != 2 || after[0].EventID != "e3" || after[1].EventID != "e4" {
-		t.Errorf("UnsentAfter(e2's id) = %v, %v; want e3, e4", after, err)
+	if err != nil || len(after) != 2 || after[0].EventID != "e3" || after[1].EventID != "e5" {
+		t.Errorf("UnsentAfter(e2's id) = %v, %v; want e3, e5", after, err)
 	}
 	if err := store.Enqueue(c, db, store.OutboxMessage{TenantID: "acme", Subject: "s"}); err == nil {
 		t.Error("Enqueue without an event id succeeded")
@@ -1354,7 +1373,7 @@ func testOutboxMarkSentAndPrune(t *testing.T, db store.DB) {
 	if err := store.MarkSent(c, db, []int64{all[0].ID, all[2].ID, 987654321}, sentAt); err != nil {
 		t.Fatalf("MarkSent: %v", err)
 	}
-	// Marking again keeps the first time.
+	// Marking again does nothing.
 	if err := store.MarkSent(c, db, []int64{all[0].ID}, sentAt.Add(time.Hour)); err != nil {
 		t.Fatalf("MarkSent again: %v", err)
 	}
@@ -1374,11 +1393,19 @@ func testOutboxMarkSentAndPrune(t *testing.T, db store.DB) {
 	if want := []string{"e3", "e4"}; !slices.Equal(ids, want) {
 		t.Errorf("Unsent after MarkSent = %v, want %v", ids, want)
 	}
-	var sent time.Time
-	if err := db.QueryRow(c, `SELECT sent_at FROM outbox WHERE id = $1`, all[0].ID).Scan(&sent); err != nil || !sent.Equal(sentAt) {
-		t.Errorf("sent_at of e0 = %v, %v; want %v", sent, err, sentAt)
+	count := func() int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(c, `SELECT COUNT(*) FROM outbox`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
-	// Many ids at once (more than one batch).
+	// The outbox holds only what is unsent: the sent ones are gone.
+	if n := count(); n != 2 {
+		t.Errorf("the outbox holds %d messages after three of five were marked sent, want 2", n)
+	}
+	// Many ids at once (more than one batch), the highest id among them.
 	var many []store.OutboxMessage
 	for i := range 1001 {
 		many = append(many, store.OutboxMessage{TenantID: "acme", EventID: fmt.Sprint("m", i), Subject: "s", CreatedAt: at})
@@ -1394,41 +1421,41 @@ func testOutboxMarkSentAndPrune(t *testing.T, db store.DB) {
 	for _, m := range unsent[2:] {
 		manyIDs = append(manyIDs, m.ID)
 	}
-	if err := store.MarkSent(c, db, manyIDs, sentAt.Add(time.Hour)); err != nil {
+	markedAt := sentAt.Add(time.Hour)
+	if err := store.MarkSent(c, db, manyIDs, markedAt); err != nil {
 		t.Fatalf("MarkSent of %d ids: %v", len(manyIDs), err)
 	}
 	if left, err := store.Unsent(c, db, 2000); err != nil || len(left) != 2 {
 		t.Errorf("Unsent after marking %d = %d, %v; want 2", len(manyIDs), len(left), err)
 	}
-
-	// Only sent rows before the cut go; unsent ones stay whatever their age.
-	n, err := store.PruneSent(c, db, sentAt.Add(time.Second))
-	if err != nil {
-		t.Fatalf("PruneSent: %v", err)
+	// The highest, m1000, stays marked so that no id is given again: the
+	// prune keeps it too.
+	if n := count(); n != 3 {
+		t.Errorf("the outbox holds %d messages, want 3: e3, e4 and m1000 marked sent", n)
 	}
-	if n != 3 {
-		t.Errorf("PruneSent removed %d, want 3 (e0, e1 and e2)", n)
-	}
-	// All but the message with the highest id, kept so that no id is given
-	// again (it goes once a later one exists).
-	if n, err := store.PruneSent(c, db, at.Add(24*time.Hour)); err != nil || n != 1000 {
-		t.Errorf("PruneSent of the rest = %d, %v; want 1000 (all but the highest id)", n, err)
-	}
-	if left, err := store.Unsent(c, db, 100); err != nil || len(left) != 2 {
-		t.Errorf("after pruning, Unsent = %d, %v; want the 2 unsent", len(left), err)
+	if n, err := store.PruneSent(c, db, at.Add(24*time.Hour)); err != nil || n != 0 {
+		t.Errorf("PruneSent with the highest id the only one marked = %d, %v; want 0", n, err)
 	}
 	// Pruned event ids do not come back when enqueued again by a late re-run:
 	// that is the stream's duplicate window's job, not the outbox's. Here we
-	// only check that ids keep growing after a prune.
+	// only check that ids keep growing.
 	if err := store.Enqueue(c, db, store.OutboxMessage{TenantID: "acme", EventID: "late", Subject: "s", CreatedAt: at}); err != nil {
 		t.Fatal(err)
 	}
 	left, err := store.Unsent(c, db, 100)
 	if err != nil || len(left) != 3 || left[2].EventID != "late" || left[2].ID <= unsent[len(unsent)-1].ID {
-		t.Errorf("after a prune, a new message = %+v, %v; want a higher id than every earlier one", left, err)
+		t.Errorf("a new message = %+v, %v; want a higher id than every earlier one", left, err)
+	}
+	// Only messages marked before the cut go; unsent ones stay whatever
+	// their age.
+	if n, err := store.PruneSent(c, db, markedAt); err != nil || n != 0 {
+		t.Errorf("PruneSent before m1000's mark = %d, %v; want 0", n, err)
 	}
 	if n, err := store.PruneSent(c, db, at.Add(24*time.Hour)); err != nil || n != 1 {
-		t.Errorf("PruneSent once a later message exists = %d, %v; want 1 (the highest id before it)", n, err)
+		t.Errorf("PruneSent once a later message exists = %d, %v; want 1 (m1000)", n, err)
+	}
+	if n := count(); n != 3 {
+		t.Errorf("after pruning the outbox holds %d messages, want the 3 unsent", n)
 	}
 }
 
