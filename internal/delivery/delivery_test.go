@@ -960,7 +960,8 @@ type markCounter struct {
 }
 
 func (m *markCounter) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
-	if strings.Contains(sql, "DELETE FROM outbox WHERE event_id IN") {
+	if strings.HasPrefix(strings.TrimSpace(sql), "DELETE FROM outbox") && strings.Contains(sql, "WHERE event_id IN") ||
+		strings.HasPrefix(sql, "WITH marked AS") {
 		m.marks.Add(1)
 	}
 	return m.DB.Exec(ctx, sql, args...)

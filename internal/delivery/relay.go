@@ -51,9 +51,8 @@ type RelayConfig struct {
 	// the time (store.MarkSent), and any an operator marked. Default: 1m.
 	PruneInterval time.Duration
 	// MarkDelay is how long the relay gathers the events handlers have
-	// published (PublishCommitted) before it marks them sent, all in one
-	// statement: at hundreds of events a second, one write instead of one
-	// per event. Until marked, they are skipped by passes and count as
+	// published (PublishCommitted) before it marks them sent, all together:
+	// at hundreds of events a second, one write instead of one per event. Until marked, they are skipped by passes and count as
 	// published for Published. Default (and zero): 10ms; negative marks
 	// each batch at once.
 	MarkDelay time.Duration
@@ -238,11 +237,15 @@ func (r *Relay) pruneLoop(ctx context.Context) {
 	defer close(r.pruned)
 	t := time.NewTicker(r.cfg.PruneInterval)
 	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+	// A first round at once: an outbox from a version that kept what it
+	// sent holds an hour of it, which every pass would read until pruned.
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
 		// One process prunes at a time: the others' deletes would only
 		// wait on the same rows.

@@ -220,11 +220,18 @@ func UnsentOn(ctx context.Context, q Querier, subject, eventID string, limit int
 // limits on bound parameters.
 const markSentBatch = 500
 
+// markedBatch bounds the messages marked sent earlier that a mark deletes
+// with its own: the highest of the last mark, mostly, but after an upgrade
+// from a version that kept sent messages for an hour, millions, which the
+// prune deletes in batches.
+const markedBatch = 64
+
 // MarkSent records that messages were published: it deletes them, since the
 // outbox holds only what is still to publish (the stream keeps the rest),
 // but for the message with the highest id, which it marks sent at instead
-// (see keepHighest) and a later prune deletes. Unknown ids, and a message
-// marked already, are left as they are.
+// (see keepHighest). The next mark deletes it with its own messages, as it
+// does up to markedBatch messages marked earlier (a prune the rest). Unknown
+// ids are ignored.
 func MarkSent(ctx context.Context, db DB, ids []int64, at time.Time) error {
 	return markSent(ctx, db, "id", ids, at)
 }
@@ -237,9 +244,8 @@ func MarkSentEvents(ctx context.Context, db DB, eventIDs []string, at time.Time)
 
 // markSent marks the highest and deletes the others: one statement on
 // PostgreSQL, two on SQLite, which has no data-modifying WITH queries. Not
-// in a transaction: should the second fail, the message with the highest id
-// stays unsent, and a pass publishes it again, which the stream drops as a
-// duplicate.
+// in a transaction: should the delete fail, the others stay unsent, and a
+// pass publishes them again, which the stream drops as duplicates.
 func markSent[K int64 | string](ctx context.Context, db DB, column string, keys []K, at time.Time) error {
 	for len(keys) > 0 {
 		n := min(len(keys), markSentBatch)
@@ -252,7 +258,11 @@ func markSent[K int64 | string](ctx context.Context, db DB, column string, keys 
 		}
 		in := column + " IN (" + placeholders(2, n) + ")"
 		mark := `UPDATE outbox SET sent_at = $1 WHERE sent_at IS NULL AND ` + in + ` AND id = (SELECT max(id) FROM outbox)`
-		del := `DELETE FROM outbox WHERE ` + in + ` AND ` + keepHighest
+		// Two lookups, one of each index, rather than an OR, which SQLite
+		// plans as a scan of the table.
+		del := `DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE ` + in + `
+			UNION ALL SELECT id FROM (SELECT id FROM outbox WHERE sent_at IS NOT NULL ORDER BY sent_at LIMIT ` +
+			strconv.Itoa(markedBatch) + `) AS marked_before) AND ` + keepHighest
 		if db.Dialect() == Postgres {
 			// Both see the same snapshot, hence the same highest id.
 			if _, err := db.Exec(ctx, `WITH marked AS (`+mark+`) `+del, args...); err != nil {
