@@ -546,16 +546,17 @@ func (r *Runner) generate(ctx context.Context, def *engine.Definition, m *engine
 	if err != nil {
 		return "", nil, err
 	}
-	var sections []string
-	for _, p := range a.Parts {
-		if p.Section != contextasm.SectionMessage {
-			sections = append(sections, p.Text)
-		}
-	}
+	// The system prompt, then the sections but the message, written once.
+	sections := func(p contextasm.Part) bool { return p.Section != contextasm.SectionMessage }
+	var system strings.Builder
+	system.Grow(len(sys) + 2 + a.Len(sections))
+	system.WriteString(sys)
+	system.WriteString("\n\n")
+	a.WriteSections(&system, sections)
 	req := llm.Request{
 		Purpose: PurposeResponse, MaxTokens: r.cfg.ResponseMaxTokens, TenantID: in.TenantID, Scope: m.SessionID,
 		Messages: []llm.Message{
-			{Role: llm.System, Content: sys + "\n\n" + strings.Join(sections, "\n\n")},
+			{Role: llm.System, Content: system.String()},
 			{Role: llm.User, Content: in.Message},
 		},
 	}

@@ -87,9 +87,7 @@ type Part struct {
 
 // Assembled is a turn's context.
 type Assembled struct {
-	Parts []Part `json:"parts"`
-	// Text is the sections in order, separated by blank lines.
-	Text       string `json:"text"`
+	Parts      []Part `json:"parts"`
 	TokensUsed int    `json:"tokens_used"`
 	// HistoryTokens is what the whole history would take; HistoryBudget
 	// what it may take. Overflow means compression is due.
@@ -189,7 +187,6 @@ func (a *Assembler) Assemble(in Input) Assembled {
 	parts[SectionHistory] = hist
 
 	out := Assembled{HistoryTokens: full, HistoryBudget: hist.Budget, Overflow: full > hist.Budget}
-	var texts []string
 	for _, s := range Order() {
 		p, ok := parts[s]
 		if !ok {
@@ -197,10 +194,46 @@ func (a *Assembler) Assemble(in Input) Assembled {
 		}
 		out.Parts = append(out.Parts, p)
 		out.TokensUsed += p.Tokens
-		texts = append(texts, p.Text)
 	}
-	out.Text = strings.Join(texts, "\n\n")
 	return out
+}
+
+// Text is the sections in order, separated by blank lines. (The runner
+// writes the sections but the message into its prompt: WriteSections.)
+func (a Assembled) Text() string {
+	all := func(Part) bool { return true }
+	var b strings.Builder
+	b.Grow(a.Len(all))
+	a.WriteSections(&b, all)
+	return b.String()
+}
+
+// Len is the length of what WriteSections writes for keep.
+func (a Assembled) Len(keep func(Part) bool) int {
+	n, kept := 0, 0
+	for _, p := range a.Parts {
+		if keep(p) {
+			n += len(p.Text)
+			kept++
+		}
+	}
+	return n + 2*max(kept-1, 0)
+}
+
+// WriteSections writes to b the text of the parts keep accepts, in order,
+// separated by blank lines.
+func (a Assembled) WriteSections(b *strings.Builder, keep func(Part) bool) {
+	first := true
+	for _, p := range a.Parts {
+		if !keep(p) {
+			continue
+		}
+		if !first {
+			b.WriteString("\n\n")
+		}
+		first = false
+		b.WriteString(p.Text)
+	}
 }
 
 // fitTail keeps a section's first lines that fit the budget.

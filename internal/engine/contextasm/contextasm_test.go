@@ -127,7 +127,7 @@ func TestAssembleGolden(t *testing.T) {
 			def := enginetest.Definition()
 			def.ContextConfig.MaxTokens = tt.maxTokens
 			got := assemble(t, def, conversation(def, tt.turns), tt.handoff)
-			golden(t, tt.name, got.Text)
+			golden(t, tt.name, got.Text())
 		})
 	}
 }
@@ -147,10 +147,10 @@ func TestAssembleOrderAndBudgets(t *testing.T) {
 	if fmt.Sprint(order) != fmt.Sprint(contextasm.Order()) {
 		t.Errorf("order = %v, want %v", order, contextasm.Order())
 	}
-	if !strings.HasPrefix(got.Text, contextasm.HeaderHandoff) {
+	if !strings.HasPrefix(got.Text(), contextasm.HeaderHandoff) {
 		t.Error("the handoff is not at the top")
 	}
-	if !strings.HasSuffix(got.Text, m.History[len(m.History)-1].Content) {
+	if !strings.HasSuffix(got.Text(), m.History[len(m.History)-1].Content) {
 		t.Error("the user message is not at the bottom")
 	}
 	if got.TokensUsed > def.ContextConfig.MaxTokens {
@@ -176,9 +176,9 @@ func TestAssembleOrderAndBudgets(t *testing.T) {
 
 func TestAssembleIsDeterministic(t *testing.T) {
 	def := enginetest.Definition()
-	a := assemble(t, def, conversation(def, 5), "").Text
+	a := assemble(t, def, conversation(def, 5), "").Text()
 	for range 5 {
-		if b := assemble(t, def, conversation(def, 5), "").Text; b != a {
+		if b := assemble(t, def, conversation(def, 5), "").Text(); b != a {
 			t.Fatal("two assemblies of the same input differ")
 		}
 	}
@@ -295,10 +295,10 @@ func TestFormattedHandoffOnTop(t *testing.T) {
 	m := conversation(def, 1)
 	summary := "═══════\nHANDOFF CONTEXT — READ THIS FIRST\n═══════\nSource: exploration → Target: testing\n═══════"
 	got := assemble(t, def, m, summary)
-	if !strings.HasPrefix(got.Text, summary+"\n\n"+contextasm.HeaderPhase) {
-		t.Errorf("context does not open with the summary, then the phase:\n%s", got.Text)
+	if !strings.HasPrefix(got.Text(), summary+"\n\n"+contextasm.HeaderPhase) {
+		t.Errorf("context does not open with the summary, then the phase:\n%s", got.Text())
 	}
-	if strings.Contains(got.Text, contextasm.HeaderHandoff) {
+	if strings.Contains(got.Text(), contextasm.HeaderHandoff) {
 		t.Error("the summary got a second title")
 	}
 }
