@@ -40,23 +40,11 @@ func HashCanonical(canonical []byte) string {
 // integers written as integers and other numbers in Go's shortest float
 // form.
 func CanonicalJSON(v any) ([]byte, error) {
-	_, c, err := MarshalCanonical(v)
-	return c, err
-}
-
-// MarshalCanonical returns both json.Marshal's encoding of v and its
-// canonical form (CanonicalJSON), for callers that store the one and hash
-// the other: one encoding pass instead of two.
-func MarshalCanonical(v any) (raw, canonical []byte, err error) {
-	raw, err = json.Marshal(v)
+	raw, err := json.Marshal(v)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	canonical, err = Canonicalize(raw)
-	if err != nil {
-		return nil, nil, err
-	}
-	return raw, canonical, nil
+	return Canonicalize(raw)
 }
 
 // Canonicalize rewrites a JSON document in canonical form (see CanonicalJSON).
@@ -65,6 +53,33 @@ func MarshalCanonical(v any) (raw, canonical []byte, err error) {
 // canonical form. It works on the bytes in one pass, without building the
 // decoded value: the state of a session is canonicalized on every turn.
 func Canonicalize(raw []byte) ([]byte, error) {
+	return appendCanonical(make([]byte, 0, len(raw)), raw)
+}
+
+// CanonicalHash is HashCanonical(Canonicalize(raw)) without keeping the
+// canonical form: it is written into a reused buffer. The runner hashes a
+// session's working memory, tens of kilobytes, on every turn, and needs its
+// canonical form only on the turns it snapshots.
+func CanonicalHash(raw []byte) (string, error) {
+	buf := canonicalBufs.Get().(*[]byte)
+	canonical, err := appendCanonical((*buf)[:0], raw)
+	if err != nil {
+		canonicalBufs.Put(buf)
+		return "", err
+	}
+	hash := HashCanonical(canonical)
+	if cap(canonical) <= maxPooledScratch {
+		*buf = canonical[:0]
+		canonicalBufs.Put(buf)
+	}
+	return hash, nil
+}
+
+// canonicalBufs holds CanonicalHash's buffers (*[]byte).
+var canonicalBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// appendCanonical appends raw's canonical form to dst.
+func appendCanonical(dst, raw []byte) ([]byte, error) {
 	c := canonicalizers.Get().(*canonicalizer)
 	defer func() {
 		// Only the scratch space is kept for the next call, holding on to
@@ -80,7 +95,7 @@ func Canonicalize(raw []byte) ([]byte, error) {
 		}
 		canonicalizers.Put(c)
 	}()
-	c.in, c.out = raw, make([]byte, 0, len(raw))
+	c.in, c.out = raw, dst
 	c.skipSpace()
 	if err := c.value(0); err != nil {
 		return nil, err

@@ -449,16 +449,23 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 	// 18. Persist state: the reply joins the history; snapshot when due.
 	step("persist-state")
 	m.History = append(m.History, engine.Message{Role: engine.RoleAssistant, Content: reply, Turn: m.TurnNumber})
-	raw, canon, err := engine.MarshalCanonical(m)
+	raw, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("runner: state: %w", err)
 	}
 	res.stateJSON = raw
+	var hash string
 	if r.cfg.Checkpoints.Due(def, m) {
+		canon, err := engine.Canonicalize(raw)
+		if err != nil {
+			return nil, fmt.Errorf("runner: state: %w", err)
+		}
 		res.Effects.Checkpoints = append(res.Effects.Checkpoints, Checkpoint{AtTurn: m.TurnNumber,
 			Reason: CheckpointPeriodic, State: canon, ContextTokens: m.Context.Tokens})
+		hash = engine.HashCanonical(canon)
+	} else if hash, err = engine.CanonicalHash(raw); err != nil {
+		return nil, fmt.Errorf("runner: state: %w", err)
 	}
-	hash := engine.HashCanonical(canon)
 
 	// 19. Return.
 	step("return")
