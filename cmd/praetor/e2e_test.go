@@ -19,7 +19,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/praetorhq/praetor/internal/engine"
-	"github.com/praetorhq/praetor/internal/engine/builtin"
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
 	"github.com/praetorhq/praetor/internal/engine/offlineskill"
 	"github.com/praetorhq/praetor/internal/llm/offline"
@@ -171,14 +171,7 @@ type runnerScriptTurn struct {
 // log a distributed run must also produce.
 func expectedLog(t *testing.T, script []runnerScriptTurn) []string {
 	t.Helper()
-	reg, err := builtin.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, _, err := builtin.Load(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, cat := enginetest.ShippedWithRegistry(t)
 	def, _ := cat.Get("project-discovery")
 	o, err := offline.New(offline.Config{})
 	if err != nil {

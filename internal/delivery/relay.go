@@ -52,9 +52,10 @@ type RelayConfig struct {
 	PruneInterval time.Duration
 	// MarkDelay is how long the relay gathers the events handlers have
 	// published (PublishCommitted) before it marks them sent, all together:
-	// at hundreds of events a second, one write instead of one per event. Until marked, they are skipped by passes and count as
-	// published for Published. Default (and zero): 10ms; negative marks
-	// each batch at once.
+	// at hundreds of events a second, one write instead of one per event.
+	// Until marked, they are skipped by passes and count as published for
+	// Published. Default (and zero): 10ms; negative marks each batch at
+	// once.
 	MarkDelay time.Duration
 	// DeadLetterAfter is how long the server may go on refusing a message
 	// for good (Publisher.Refused: no stream takes its subject, or it is too
@@ -239,28 +240,32 @@ func (r *Relay) pruneLoop(ctx context.Context) {
 	defer t.Stop()
 	// A first round at once: an outbox from a version that kept what it
 	// sent holds an hour of it, which every pass would read until pruned.
-	for first := true; ; first = false {
-		if !first {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
+	r.pruneRound(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
-		// One process prunes at a time: the others' deletes would only
-		// wait on the same rows.
-		unlock, ok, err := r.cfg.DB.TryLock(ctx, pruneLock)
-		if err == nil && ok {
-			var n int64
-			n, err = r.Prune(ctx)
-			unlock()
-			if n > 0 {
-				r.cfg.Logger.Debug("outbox: pruned messages marked sent", "messages", n)
-			}
+		r.pruneRound(ctx)
+	}
+}
+
+// pruneRound prunes, unless another process is at it: the others' deletes
+// would only wait on the same rows. A failure is logged; the next round
+// tries again.
+func (r *Relay) pruneRound(ctx context.Context) {
+	unlock, ok, err := r.cfg.DB.TryLock(ctx, pruneLock)
+	if err == nil && ok {
+		var n int64
+		n, err = r.Prune(ctx)
+		unlock()
+		if n > 0 {
+			r.cfg.Logger.Debug("outbox: pruned messages marked sent", "messages", n)
 		}
-		if err != nil && ctx.Err() == nil {
-			r.cfg.Logger.Warn("outbox: pruning sent messages failed; the next round tries again", "error", err)
-		}
+	}
+	if err != nil && ctx.Err() == nil {
+		r.cfg.Logger.Warn("outbox: pruning sent messages failed; the next round tries again", "error", err)
 	}
 }
 

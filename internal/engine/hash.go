@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/praetorhq/praetor/internal/bufpool"
 )
 
 // StateHash is the SHA-256 (hex) of the canonical JSON of a working memory.
@@ -61,22 +63,18 @@ func Canonicalize(raw []byte) ([]byte, error) {
 // session's working memory, tens of kilobytes, on every turn, and needs its
 // canonical form only on the turns it snapshots.
 func CanonicalHash(raw []byte) (string, error) {
-	buf := canonicalBufs.Get().(*[]byte)
-	canonical, err := appendCanonical((*buf)[:0], raw)
+	buf := canonicalBufs.Get()
+	canonical, err := appendCanonical(*buf, raw)
 	if err != nil {
-		canonicalBufs.Put(buf)
+		canonicalBufs.Put(buf, *buf)
 		return "", err
 	}
-	hash := HashCanonical(canonical)
-	if cap(canonical) <= maxPooledScratch {
-		*buf = canonical[:0]
-		canonicalBufs.Put(buf)
-	}
-	return hash, nil
+	defer canonicalBufs.Put(buf, canonical)
+	return HashCanonical(canonical), nil
 }
 
-// canonicalBufs holds CanonicalHash's buffers (*[]byte).
-var canonicalBufs = sync.Pool{New: func() any { return new([]byte) }}
+// canonicalBufs holds CanonicalHash's buffers.
+var canonicalBufs = bufpool.New(maxPooledScratch)
 
 // appendCanonical appends raw's canonical form to dst.
 func appendCanonical(dst, raw []byte) ([]byte, error) {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/praetorhq/praetor/internal/engine"
-	"github.com/praetorhq/praetor/internal/engine/builtin"
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
 	"github.com/praetorhq/praetor/internal/engine/offlineskill"
 	"github.com/praetorhq/praetor/internal/llm/offline"
@@ -37,14 +37,7 @@ type session struct {
 
 func newSession(t testing.TB, engineID string) *session {
 	t.Helper()
-	reg, err := builtin.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, _, err := builtin.Load(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg, cat := enginetest.ShippedWithRegistry(t)
 	def, ok := cat.Get(engineID)
 	if !ok {
 		t.Fatalf("engine %s not shipped", engineID)

@@ -17,6 +17,14 @@ import (
 // handlers registered, or fails the test.
 func Shipped(tb testing.TB) *engine.Catalog {
 	tb.Helper()
+	_, cat := ShippedWithRegistry(tb)
+	return cat
+}
+
+// ShippedWithRegistry is Shipped with the registry the engines were loaded
+// against, for a runner to run them.
+func ShippedWithRegistry(tb testing.TB) (*engine.Registry, *engine.Catalog) {
+	tb.Helper()
 	reg, err := builtin.Registry()
 	if err != nil {
 		tb.Fatal(err)
@@ -25,7 +33,7 @@ func Shipped(tb testing.TB) *engine.Catalog {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return cat
+	return reg, cat
 }
 
 // Registry knows the technique library, the evaluators "always" (1.0),

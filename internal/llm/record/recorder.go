@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/praetorhq/praetor/internal/bufpool"
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/pkg/contracts"
 )
@@ -176,14 +177,9 @@ func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	}
 	// The canonical request, tens of kilobytes a call, is encoded into a
 	// reused buffer: publish copies what it keeps.
-	buf := canonicalBufs.Get().(*[]byte)
-	canonical := llm.AppendCanonicalJSON((*buf)[:0], req)
-	defer func() {
-		if cap(canonical) <= maxPooledCanonical {
-			*buf = canonical[:0]
-			canonicalBufs.Put(buf)
-		}
-	}()
+	buf := bufs.Get()
+	canonical := llm.AppendCanonicalJSON(*buf, req)
+	defer bufs.Put(buf, canonical)
 	hash := llm.HashCanonical(canonical)
 	resp, callErr := r.next.Complete(ctx, req)
 	if callErr != nil && ctx.Err() != nil {
@@ -233,15 +229,9 @@ func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	return resp, callErr
 }
 
-// canonicalBufs holds buffers for canonical requests (*[]byte); one larger
-// than maxPooledCanonical goes to the collector instead.
-var canonicalBufs = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxPooledCanonical = 1 << 20
-
-// eventBufs holds buffers for the records' data (*[]byte), with the same
-// bound.
-var eventBufs = sync.Pool{New: func() any { return new([]byte) }}
+// bufs holds the buffers of canonical requests and of records, up to a
+// megabyte each.
+var bufs = bufpool.New(1 << 20)
 
 func (r *Recorder) publish(ctx context.Context, rec contracts.LLMCallRecorded, id string) error {
 	// The request, tens of kilobytes of prompt, is already compact JSON
@@ -251,19 +241,14 @@ func (r *Recorder) publish(ctx context.Context, rec contracts.LLMCallRecorded, i
 	rec.Request = nil
 	// The record, as large as the request, is written into a reused
 	// buffer too.
-	buf := eventBufs.Get().(*[]byte)
+	buf := bufs.Get()
 	ev, err := contracts.AppendEventRaw(*buf, contracts.Meta{ID: id, Source: r.cfg.Source, Time: r.cfg.Now()}, rec,
 		"request", request)
 	if err != nil {
-		eventBufs.Put(buf)
+		bufs.Put(buf, *buf)
 		return err
 	}
-	defer func() {
-		if data := ev.DataEncoded; cap(data) <= maxPooledCanonical {
-			*buf = data[:0]
-			eventBufs.Put(buf)
-		}
-	}()
+	defer bufs.Put(buf, ev.DataEncoded)
 	// The answer is already paid for: record it even if the caller's
 	// context ends right after the call.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)

@@ -25,23 +25,23 @@ func TestCheckpointerKeepsTheProcessLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { probe.Close() })
-	sharedLocked := func() bool { return sharedLocked(t, probe) }
+	locked := func() bool { return sharedLocked(t, probe) }
 	writePages(t, db, 300)
 	round(t, t.Context(), db, true, "round on a log past RestartFrames") // the file synced
-	if !sharedLocked() {
+	if !locked() {
 		t.Fatal("no lock on the database file while it is open; the probe sees nothing")
 	}
 	// DB.Close stops the checkpointer first, then closes the connections.
 	if err := db.ckpt.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if !sharedLocked() {
+	if !locked() {
 		t.Fatal("stopping the checkpointer released the connections' locks on the database file")
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if sharedLocked() {
+	if locked() {
 		t.Fatal("the database file is still locked after Close")
 	}
 }

@@ -3,10 +3,12 @@ package sqlite
 import (
 	"bytes"
 	"fmt"
-	"sync"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/s2"
+
+	"github.com/praetorhq/praetor/internal/bufpool"
 )
 
 // SQLite compresses nothing, and a turn rewrites tens of kilobytes of JSON
@@ -58,18 +60,17 @@ func largeArg(v []byte) any {
 // S2 wants room for the worst case, 1.2 times v, where the result is a
 // fraction of it.
 func pack(v []byte) []byte {
-	bp := packBuffers.Get().(*[]byte)
-	defer packBuffers.Put(bp)
-	if need := s2.MaxEncodedLen(len(v)); cap(*bp) < need {
-		*bp = make([]byte, need)
-	}
-	enc := s2.Encode((*bp)[:cap(*bp)], v)
+	buf := packBuffers.Get()
+	dst := slices.Grow(*buf, s2.MaxEncodedLen(len(v)))
+	defer packBuffers.Put(buf, dst)
+	enc := s2.Encode(dst[:cap(dst)], v)
 	out := make([]byte, len(packedMagic)+len(enc))
 	copy(out[copy(out, packedMagic):], enc)
 	return out
 }
 
-var packBuffers = sync.Pool{New: func() any { return new([]byte) }}
+// packBuffers holds pack's worst-case buffers, up to a few megabytes each.
+var packBuffers = bufpool.New(4 << 20)
 
 // unpack returns a column's value as it was written: a packed value
 // decompressed, anything else copied.
