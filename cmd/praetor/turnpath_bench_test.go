@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -143,6 +144,12 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	switch storeKind {
 	case "sqlite":
 		cfg.Dev, cfg.DataDir, cfg.NATSListen = true, b.TempDir(), natsAddr
+		// PRAETOR_BENCH_DATADIR=DIR keeps the run's data directory in
+		// DIR/MODE-N, to read after it (sqlite3's dbstat says which table
+		// each page is of).
+		if dir := os.Getenv("PRAETOR_BENCH_DATADIR"); dir != "" {
+			cfg.DataDir = filepath.Join(dir, fmt.Sprintf("%s-%d", mode, b.N))
+		}
 	case "postgres":
 		url := testenv.Postgres(b)
 		// PRAETOR_BENCH_NATS_URL runs against a NATS server of its own

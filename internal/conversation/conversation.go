@@ -222,8 +222,12 @@ type Turn struct {
 // Answered reports whether the runner has replied.
 func (t Turn) Answered() bool { return t.RespondedAt != nil }
 
-const turnColumns = `id, tenant_id, session_id, message, turn_number, reply, phase, completeness, sidebar_json, degraded,
-	received_at, responded_at`
+// turnFrom reads turns with their replies (turn_replies, a row once
+// answered): the reply is an insert of its own, not an update that would
+// grow the turn's row (see migration 00011).
+const turnFrom = `SELECT t.id, t.tenant_id, t.session_id, t.message, r.turn_number, r.reply, r.phase, r.completeness,
+	r.sidebar_json, coalesce(r.degraded, false), t.received_at, r.responded_at
+	FROM turns t LEFT JOIN turn_replies r ON r.turn_id = t.id`
 
 // CreateTurn records a received user message; recording the same turn id
 // twice is a store.ErrConflict.
@@ -245,8 +249,12 @@ func AnswerTurn(ctx context.Context, q store.Querier, t Turn) error {
 	if t.RespondedAt != nil {
 		at = t.RespondedAt.UTC()
 	}
-	n, err := q.Exec(ctx, `UPDATE turns SET turn_number = $3, reply = $4, phase = $5, completeness = $6, sidebar_json = $7,
-		degraded = $8, responded_at = $9 WHERE tenant_id = $1 AND id = $2`,
+	n, err := q.Exec(ctx, `INSERT INTO turn_replies (turn_id, turn_number, reply, phase, completeness, sidebar_json,
+		degraded, responded_at)
+		SELECT id, $3, $4, $5, $6, $7, $8, $9 FROM turns WHERE tenant_id = $1 AND id = $2
+		ON CONFLICT (turn_id) DO UPDATE SET turn_number = excluded.turn_number, reply = excluded.reply,
+			phase = excluded.phase, completeness = excluded.completeness, sidebar_json = excluded.sidebar_json,
+			degraded = excluded.degraded, responded_at = excluded.responded_at`,
 		t.TenantID, t.ID, t.TurnNumber, t.Reply, t.Phase, t.Completeness, nullJSON(t.Sidebar), t.Degraded, at)
 	if err != nil {
 		return fmt.Errorf("answer turn %s: %w", t.ID, err)
@@ -259,7 +267,7 @@ func AnswerTurn(ctx context.Context, q store.Querier, t Turn) error {
 
 // GetTurn returns one turn of a tenant.
 func GetTurn(ctx context.Context, q store.Querier, tenantID, id string) (Turn, error) {
-	t, err := scanTurn(q.QueryRow(ctx, `SELECT `+turnColumns+` FROM turns WHERE tenant_id = $1 AND id = $2`, tenantID, id))
+	t, err := scanTurn(q.QueryRow(ctx, turnFrom+` WHERE t.tenant_id = $1 AND t.id = $2`, tenantID, id))
 	if err != nil {
 		return Turn{}, fmt.Errorf("turn %s: %w", id, err)
 	}
@@ -268,8 +276,8 @@ func GetTurn(ctx context.Context, q store.Querier, tenantID, id string) (Turn, e
 
 // ListTurns returns a session's turns in the order they arrived.
 func ListTurns(ctx context.Context, q store.Querier, tenantID, sessionID string) ([]Turn, error) {
-	rows, err := q.Query(ctx, `SELECT `+turnColumns+` FROM turns WHERE tenant_id = $1 AND session_id = $2
-		ORDER BY received_at, id`, tenantID, sessionID)
+	rows, err := q.Query(ctx, turnFrom+` WHERE t.tenant_id = $1 AND t.session_id = $2
+		ORDER BY t.received_at, t.id`, tenantID, sessionID)
 	if err != nil {
 		return nil, fmt.Errorf("list turns: %w", err)
 	}

@@ -82,7 +82,68 @@ func TestSessionsAndTurns(t *testing.T) {
 		if turns, _ := conversation.ListTurns(ctx, db, "other", "s1"); len(turns) != 0 {
 			t.Fatalf("another tenant lists %d turns", len(turns))
 		}
+		// Answering again replaces the reply; no tenant but the turn's answers it.
+		turn.Reply, turn.Sidebar, turn.Degraded = "What problem does it solve?", json.RawMessage(`{"phase":"OPENING"}`), true
+		if err := conversation.AnswerTurn(ctx, db, turn); err != nil {
+			t.Fatal(err)
+		}
+		again, err := conversation.GetTurn(ctx, db, "acme", "turn-1")
+		if err != nil || again.Reply != turn.Reply || !again.Degraded || !again.RespondedAt.Equal(at) || !sameJSON(again.Sidebar, turn.Sidebar) {
+			t.Fatalf("turn answered again = %+v, %v; want reply %q, degraded, sidebar %s", again, err, turn.Reply, turn.Sidebar)
+		}
+		for _, stranger := range []conversation.Turn{{ID: "turn-1", TenantID: "other"}, {ID: "turn-9", TenantID: "acme"}} {
+			if err := conversation.AnswerTurn(ctx, db, stranger); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("answer turn %s of tenant %s: err = %v, want ErrNotFound", stranger.ID, stranger.TenantID, err)
+			}
+		}
 	})
+}
+
+// TestMigrationKeepsTheReplies upgrades turns answered before migration 00011,
+// which moved replies out of the turns table.
+func TestMigrationKeepsTheReplies(t *testing.T) {
+	for _, a := range testdb.Adapters() {
+		t.Run(a.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := a.Empty(t)
+			testdb.MigrateTo(t, db, 10)
+			sidebar := json.RawMessage(`{"phase":"OPENING"}`)
+			at := t0.Add(3 * time.Second)
+			if _, err := db.Exec(ctx, `INSERT INTO turns (id, tenant_id, session_id, message, turn_number, reply, phase,
+				completeness, sidebar_json, degraded, received_at, responded_at)
+				VALUES ('turn-1', 'acme', 's1', 'hello', 1, 'Who uses it?', 'OPENING', 0.25, $1, true, $2, $3),
+					('turn-2', 'acme', 's1', 'a shop', NULL, NULL, NULL, NULL, NULL, false, $4, NULL)`,
+				store.Large(sidebar), t0, at, t0.Add(time.Minute)); err != nil {
+				t.Fatal(err)
+			}
+			testdb.Migrate(t, db)
+			turns, err := conversation.ListTurns(ctx, db, "acme", "s1")
+			if err != nil || len(turns) != 2 {
+				t.Fatalf("turns after the migration = %+v, %v; want 2", turns, err)
+			}
+			answered, pending := turns[0], turns[1]
+			if answered.ID != "turn-1" || !answered.Answered() || answered.TurnNumber != 1 || answered.Reply != "Who uses it?" ||
+				answered.Phase != "OPENING" || answered.Completeness != 0.25 || !answered.Degraded ||
+				!answered.RespondedAt.Equal(at) || !sameJSON(answered.Sidebar, sidebar) || answered.Message != "hello" {
+				t.Errorf("answered turn after the migration = %+v", answered)
+			}
+			if pending.ID != "turn-2" || pending.Answered() || pending.Message != "a shop" || !pending.ReceivedAt.Equal(t0.Add(time.Minute)) {
+				t.Errorf("pending turn after the migration = %+v", pending)
+			}
+			pending.TurnNumber, pending.Reply, pending.Phase, pending.RespondedAt = 2, "Who buys?", "OPENING", &at
+			if err := conversation.AnswerTurn(ctx, db, pending); err != nil {
+				t.Fatalf("answer a turn received before the migration: %v", err)
+			}
+		})
+	}
+}
+
+// sameJSON compares JSON documents (PostgreSQL's JSONB keeps a form of its
+// own).
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
 func TestExtractionLogAndState(t *testing.T) {

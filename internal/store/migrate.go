@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io/fs"
+	"math"
 	"path"
 	"time"
 
@@ -46,11 +47,17 @@ func Migrations(d Dialect) (fs.FS, error) {
 // replicas may all migrate at start; on SQLite the single writer serializes
 // them.
 func Migrate(ctx context.Context, db DB) ([]int64, error) {
+	return MigrateTo(ctx, db, math.MaxInt64)
+}
+
+// MigrateTo is Migrate up to version, included: for a test of a later
+// migration on the rows of an earlier schema.
+func MigrateTo(ctx context.Context, db DB, version int64) ([]int64, error) {
 	p, err := newProvider(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	results, err := p.Up(ctx)
+	results, err := p.UpTo(ctx, version)
 	var applied []int64
 	for _, r := range results {
 		if r.Error == nil {

@@ -14,15 +14,17 @@ import (
 	"github.com/praetorhq/praetor/internal/testenv"
 )
 
-// Adapter names a store adapter and opens a migrated database of it.
+// Adapter names a store adapter and opens a database of it: migrated
+// (Open) or with no tables yet (Empty).
 type Adapter struct {
-	Name string
-	Open func(t testing.TB) store.DB
+	Name  string
+	Open  func(t testing.TB) store.DB
+	Empty func(t testing.TB) store.DB
 }
 
 // Adapters are SQLite (always) and PostgreSQL (DATABASE_URL, or a skip).
 func Adapters() []Adapter {
-	return []Adapter{{"sqlite", SQLite}, {"postgres", Postgres}}
+	return []Adapter{{"sqlite", SQLite, EmptySQLite}, {"postgres", Postgres, EmptyPostgres}}
 }
 
 // ForEach runs fn as a parallel subtest on each adapter.
@@ -46,24 +48,44 @@ func SQLite(t testing.TB) store.DB {
 // praetor.db, as praetor dev lays it out).
 func SQLiteAt(t testing.TB, dir string) store.DB {
 	t.Helper()
+	db := openSQLite(t, dir)
+	Migrate(t, db)
+	return db
+}
+
+// EmptySQLite opens a SQLite store in a temporary directory, not migrated.
+func EmptySQLite(t testing.TB) store.DB {
+	t.Helper()
+	return openSQLite(t, t.TempDir())
+}
+
+func openSQLite(t testing.TB, dir string) store.DB {
+	t.Helper()
 	db, err := sqlite.Open(context.Background(), sqlite.Config{Path: filepath.Join(dir, "praetor.db")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	Migrate(t, db)
 	return db
 }
 
 // Postgres opens a migrated schema of the test's own on the test PostgreSQL.
 func Postgres(t testing.TB) store.DB {
 	t.Helper()
+	db := EmptyPostgres(t)
+	Migrate(t, db)
+	return db
+}
+
+// EmptyPostgres opens a schema of the test's own on the test PostgreSQL, not
+// migrated.
+func EmptyPostgres(t testing.TB) store.DB {
+	t.Helper()
 	db, err := postgres.Open(context.Background(), postgres.Config{URL: testenv.Postgres(t), MaxConns: 32})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	Migrate(t, db)
 	return db
 }
 
@@ -72,5 +94,14 @@ func Migrate(t testing.TB, db store.DB) {
 	t.Helper()
 	if _, err := store.Migrate(context.Background(), db); err != nil {
 		t.Fatalf("migrate: %v", err)
+	}
+}
+
+// MigrateTo applies the migrations up to version, included, or fails the
+// test: the schema a later migration upgrades.
+func MigrateTo(t testing.TB, db store.DB, version int64) {
+	t.Helper()
+	if _, err := store.MigrateTo(context.Background(), db, version); err != nil {
+		t.Fatalf("migrate to %d: %v", version, err)
 	}
 }
