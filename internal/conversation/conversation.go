@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/praetorhq/praetor/internal/store"
@@ -115,13 +116,13 @@ func deref(p *string) string {
 // handler makes anyway (delivery.InboxConfig.CheckInWork).
 const handledExpr = `EXISTS (SELECT 1 FROM inbox WHERE consumer = $3 AND event_id = $4)`
 
-// GetSessionForEvent is GetSession for a handler of an event: it also says
-// whether consumer has handled eventID already (its inbox row), in the same
-// round trip.
+// GetSessionForEvent is GetSession for a handler of an event, without the
+// sidebar (Sidebar is nil: a handler only replaces it, and SaveSession keeps
+// the stored one when it has none); it also says whether consumer has
+// handled eventID already (its inbox row), in the same round trip.
 func GetSessionForEvent(ctx context.Context, q store.Querier, tenantID, id, consumer, eventID string) (Session, bool, error) {
 	var handled bool
-	row := q.QueryRow(ctx, `SELECT `+sessionColumns+`, `+handledExpr+` FROM elicitation_sessions
-		WHERE tenant_id = $1 AND id = $2`, tenantID, id, consumer, eventID)
+	row := q.QueryRow(ctx, sessionForEventQuery, tenantID, id, consumer, eventID)
 	s, err := scanSession(row, &handled)
 	if errors.Is(err, store.ErrNotFound) {
 		// No session; the event may still be one handled before.
@@ -134,6 +135,9 @@ func GetSessionForEvent(ctx context.Context, q store.Querier, tenantID, id, cons
 	}
 	return s, handled, nil
 }
+
+var sessionForEventQuery = `SELECT ` + workColumns("") + `, ` + handledExpr + ` FROM elicitation_sessions
+	WHERE tenant_id = $1 AND id = $2`
 
 // ListSessions returns a tenant's sessions, newest first.
 func ListSessions(ctx context.Context, q store.Querier, tenantID string, limit int) ([]Session, error) {
@@ -155,13 +159,15 @@ func ListSessions(ctx context.Context, q store.Querier, tenantID string, limit i
 }
 
 // SaveSession writes a session's state after a turn or a merge: status,
-// phase, completeness, turn count, working memory, hash, sidebar and
-// handoff ids. It writes only over s.Version, the version the session was
-// read at, and bumps it; when the row has moved on it writes nothing and
-// returns ErrStale, so a read-modify-write never loses another's update.
+// phase, completeness, turn count, working memory, hash, sidebar (unless
+// s.Sidebar is nil: the stored one stays) and handoff ids. It writes only
+// over s.Version, the version the session was read at, and bumps it; when
+// the row has moved on it writes nothing and returns ErrStale, so a
+// read-modify-write never loses another's update.
 func SaveSession(ctx context.Context, q store.Querier, s Session) error {
 	n, err := q.Exec(ctx, `UPDATE elicitation_sessions SET status = $3, phase = $4, completeness = $5, turn_count = $6,
-		state_json = $7, state_hash = $8, sidebar_json = $9, inbound_handoff_id = $10, outbound_handoff_id = $11, updated_at = $12,
+		state_json = $7, state_hash = $8, sidebar_json = coalesce($9, sidebar_json), inbound_handoff_id = $10,
+		outbound_handoff_id = $11, updated_at = $12,
 		version = version + 1
 		WHERE tenant_id = $1 AND id = $2 AND version = $13`,
 		s.TenantID, s.ID, s.Status, s.Phase, s.Completeness, s.TurnCount, store.Large(s.State), s.StateHash,
@@ -183,8 +189,26 @@ func SaveSession(ctx context.Context, q store.Querier, s Session) error {
 	return fmt.Errorf("save session %s read at version %d, now %d: %w", s.ID, s.Version, version, ErrStale)
 }
 
-// scanSession scans sessionColumns, then the extra columns that follow
-// them into extra.
+// workColumns are sessionColumns, of the table aliased alias ("" for
+// none), as a handler of a turn or a task reads them: the sidebar, kilobytes
+// that it only replaces, reads as NULL.
+func workColumns(alias string) string {
+	cols := strings.Split(sessionColumns, ",")
+	for i, c := range cols {
+		c = strings.TrimSpace(c)
+		switch {
+		case c == "sidebar_json":
+			c = "NULL"
+		case alias != "":
+			c = alias + "." + c
+		}
+		cols[i] = c
+	}
+	return strings.Join(cols, ", ")
+}
+
+// scanSession scans sessionColumns (or workColumns), then the extra columns
+// that follow them into extra.
 func scanSession(row store.Row, extra ...any) (Session, error) {
 	var (
 		s              Session

@@ -99,6 +99,58 @@ func TestSessionsAndTurns(t *testing.T) {
 	})
 }
 
+// TestHandlersReadSessionsWithoutTheSidebar: the extractor and the runner
+// read a session without its sidebar, and a save without one keeps it.
+func TestHandlersReadSessionsWithoutTheSidebar(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		sidebar := json.RawMessage(`{"phase":"OPENING"}`)
+		s := conversation.Session{ID: "s1", TenantID: "acme", ProjectID: "p1", EngineID: "project-discovery",
+			EngineVersion: "1.0.0", Status: conversation.StatusActive, Phase: "OPENING",
+			State: json.RawMessage(`{"turn_number":0}`), Sidebar: sidebar, CreatedAt: t0, UpdatedAt: t0}
+		if err := conversation.CreateSession(ctx, db, s); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.MarkHandled(ctx, db, "acme", "runner", "ev-1", t0); err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range []struct {
+			id      string
+			handled bool
+		}{{"ev-1", true}, {"ev-2", false}} {
+			got, handled, err := conversation.GetSessionForEvent(ctx, db, "acme", "s1", "runner", ev.id)
+			if err != nil || handled != ev.handled || got.Sidebar != nil || !sameJSON(got.State, s.State) || got.Phase != "OPENING" {
+				t.Errorf("GetSessionForEvent(%s) = %+v, handled %v, %v; want the session without its sidebar, handled %v",
+					ev.id, got, handled, err, ev.handled)
+			}
+			got, _, handled, err = conversation.GetSessionExtraction(ctx, db, "acme", "s1", "runner", ev.id)
+			if err != nil || handled != ev.handled || got.Sidebar != nil || !sameJSON(got.State, s.State) {
+				t.Errorf("GetSessionExtraction(%s) = %+v, handled %v, %v; want the session without its sidebar, handled %v",
+					ev.id, got, handled, err, ev.handled)
+			}
+		}
+		read, _, err := conversation.GetSessionForEvent(ctx, db, "acme", "s1", "runner", "ev-2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		read.Phase = "CORE_CAPTURE"
+		if err := conversation.SaveSession(ctx, db, read); err != nil {
+			t.Fatal(err)
+		}
+		got, err := conversation.GetSession(ctx, db, "acme", "s1")
+		if err != nil || got.Phase != "CORE_CAPTURE" || !sameJSON(got.Sidebar, sidebar) {
+			t.Fatalf("after a save without a sidebar: %+v, %v; want phase CORE_CAPTURE and the sidebar %s kept", got, err, sidebar)
+		}
+		got.Sidebar = json.RawMessage(`{"phase":"CORE_CAPTURE"}`)
+		if err := conversation.SaveSession(ctx, db, got); err != nil {
+			t.Fatal(err)
+		}
+		if again, err := conversation.GetSession(ctx, db, "acme", "s1"); err != nil || !sameJSON(again.Sidebar, got.Sidebar) {
+			t.Fatalf("after a save with a sidebar: %s, %v; want %s", again.Sidebar, err, got.Sidebar)
+		}
+	})
+}
+
 // TestMigrationKeepsTheReplies upgrades turns answered before migration 00011,
 // which moved replies out of the turns table.
 func TestMigrationKeepsTheReplies(t *testing.T) {

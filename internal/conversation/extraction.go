@@ -158,21 +158,13 @@ func GetExtractionState(ctx context.Context, q store.Querier, tenantID, sessionI
 	return st, nil
 }
 
-// sessionColumnsOf is sessionColumns qualified by a table alias.
-func sessionColumnsOf(alias string) string {
-	cols := strings.Split(sessionColumns, ",")
-	for i, c := range cols {
-		cols[i] = alias + "." + strings.TrimSpace(c)
-	}
-	return strings.Join(cols, ", ")
-}
-
-var extractionInputQuery = `SELECT ` + sessionColumnsOf("s") + `, e.turn_number, e.extraction_json, ` + handledExpr + `
+var extractionInputQuery = `SELECT ` + workColumns("s") + `, e.turn_number, e.extraction_json, ` + handledExpr + `
 	FROM elicitation_sessions s LEFT JOIN eng_extraction_state e ON e.session_id = s.id AND e.tenant_id = s.tenant_id
 	WHERE s.tenant_id = $1 AND s.id = $2`
 
 // GetSessionExtraction reads, in one round trip, what the extractor needs
-// to extract a turn of a session: the session, its extraction state (zero
+// to extract a turn of a session: the session (without its sidebar, as
+// GetSessionForEvent reads it), its extraction state (zero
 // before the first turn) and whether consumer has handled eventID already
 // (its inbox row; see delivery.InboxConfig.CheckInWork).
 func GetSessionExtraction(ctx context.Context, q store.Querier, tenantID, sessionID, consumer, eventID string) (Session, ExtractionState, bool, error) {
