@@ -78,7 +78,9 @@ import (
 // the timed turns and says what the slow ones were in flight with: the
 // collector's mark phases and the SQLite checkpointer's copies and log
 // restarts, each against the share of all turns that overlapped them
-// (slow-in-gc-%, slow-in-restart-%; the trace costs some CPU itself).
+// (slow-in-gc-%, slow-in-restart-%), and how many processors the
+// collector's mark workers took while it marked (gc-procs-in-mark; the
+// trace costs some CPU itself).
 func BenchmarkTurnPath(b *testing.B) {
 	for _, st := range []string{"sqlite", "postgres"} {
 		for _, mode := range []string{"paced100", "paced300", "paced500", "max"} {

@@ -69,7 +69,7 @@ func (t *turnTrace) report(b *testing.B, answered []timing) {
 	if _, err := t.file.Seek(0, io.SeekStart); err != nil {
 		b.Fatal(err)
 	}
-	windows, err := traceWindows(bufio.NewReader(t.file), t.anchor)
+	windows, markWork, err := traceWindows(bufio.NewReader(t.file), t.anchor)
 	t.file.Close()
 	if err != nil {
 		b.Fatalf("PRAETOR_BENCH_TRACE: reading the trace: %v", err)
@@ -109,6 +109,20 @@ func (t *turnTrace) report(b *testing.B, answered []timing) {
 	}
 	b.Logf("trace: %d of %d turns over %s, %.0f%% of them during none of these: %s", slow, all, turnGoal,
 		pct(slowNone, slow), strings.Join(parts, "; "))
+	// The collector's share of the machine while it marks: its workers
+	// aim at a quarter of the processors, plus those idle, and with more
+	// processors than cores (see gctune) the operating system shares the
+	// cores between them and the handlers.
+	var marking time.Duration
+	for _, w := range windows[markPhase] {
+		marking += w.to.Sub(w.from)
+	}
+	if marking > 0 {
+		cores := markWork.Seconds() / marking.Seconds()
+		b.Logf("trace: the collector's mark workers ran %s in %s of mark phases: %.2f processors of %d on average",
+			markWork.Round(time.Millisecond), marking.Round(time.Millisecond), cores, runtime.GOMAXPROCS(0))
+		b.ReportMetric(cores, "gc-procs-in-mark")
+	}
 	b.ReportMetric(pct(slowIn[markPhase], slow), "slow-in-gc-%")
 	b.ReportMetric(pct(slowIn[sqlite.RestartRegion], slow), "slow-in-restart-%")
 }
@@ -136,11 +150,13 @@ const markPhase = "GC mark phase"
 // traceWindows reads an execution trace and returns the collector's mark
 // phases (markPhase) and the SQLite checkpointer's regions
 // (sqlite.CheckpointRegion, sqlite.RestartRegion) in it, by name, placed in
-// time by the anchor event (traceAnchor), logged at anchor.
-func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, error) {
+// time by the anchor event (traceAnchor), logged at anchor; and how long the
+// collector's mark workers (runtime.gcBgMarkWorker: dedicated, fractional
+// and idle) ran during the mark phases, all together.
+func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, time.Duration, error) {
 	tr, err := xtrace.NewReader(r)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var (
 		anchorAt xtrace.Time
@@ -149,17 +165,39 @@ func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, error) {
 		markFrom xtrace.Time = -1
 		spans                = map[string][][2]xtrace.Time{}
 		open                 = map[xtrace.GoID]region{} // regions begun, by goroutine (they do not nest)
+		running              = map[xtrace.GoID]xtrace.Time{}
 	)
+	var workers [][2]xtrace.Time // the mark workers' spells of running
 	for {
 		ev, err := tr.ReadEvent()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		last = ev.Time()
 		switch ev.Kind() {
+		case xtrace.EventStateTransition:
+			// A goroutine is known for a mark worker by its stack when it
+			// stops running (a worker parks or is preempted in
+			// gcBgMarkWorker); it began running at its last transition
+			// to running.
+			st := ev.StateTransition()
+			if st.Resource.Kind != xtrace.ResourceGoroutine {
+				break
+			}
+			g := st.Resource.Goroutine()
+			from, to := st.Goroutine()
+			if from == xtrace.GoRunning {
+				if since, ok := running[g]; ok && onStack(st.Stack, "runtime.gcBgMarkWorker") {
+					workers = append(workers, [2]xtrace.Time{since, ev.Time()})
+				}
+				delete(running, g)
+			}
+			if to == xtrace.GoRunning {
+				running[g] = ev.Time()
+			}
 		case xtrace.EventLog:
 			if ev.Log().Category == traceAnchor {
 				anchorAt, anchored = ev.Time(), true
@@ -188,11 +226,19 @@ func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, error) {
 		}
 	}
 	if !anchored {
-		return nil, errors.New("no anchor event")
+		return nil, 0, errors.New("no anchor event")
 	}
 	// Still going when the trace stopped: up to its end.
 	if markFrom >= 0 {
 		spans[markPhase] = append(spans[markPhase], [2]xtrace.Time{markFrom, last})
+	}
+	var markWork time.Duration
+	for _, w := range workers {
+		for _, m := range spans[markPhase] {
+			if from, to := max(w[0], m[0]), min(w[1], m[1]); from < to {
+				markWork += time.Duration(to - from)
+			}
+		}
 	}
 	for _, r := range open {
 		spans[r.name] = append(spans[r.name], [2]xtrace.Time{r.from, last})
@@ -203,7 +249,17 @@ func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, error) {
 			out[name] = append(out[name], window{anchor.Add(time.Duration(s[0] - anchorAt)), anchor.Add(time.Duration(s[1] - anchorAt))})
 		}
 	}
-	return out, nil
+	return out, markWork, nil
+}
+
+// onStack reports whether the function fn is on the stack.
+func onStack(stack xtrace.Stack, fn string) bool {
+	for f := range stack.Frames() {
+		if f.Func == fn {
+			return true
+		}
+	}
+	return false
 }
 
 // region is a trace region begun: its name and when.
@@ -233,9 +289,19 @@ func TestTraceWindows(t *testing.T) {
 	to := time.Now()
 	trace.Stop()
 
-	windows, err := traceWindows(&buf, from)
+	windows, markWork, err := traceWindows(&buf, from)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// runtime.GC marks with the mark workers, no longer in all than the
+	// processors for the mark phases' length.
+	var marking time.Duration
+	for _, w := range windows[markPhase] {
+		marking += w.to.Sub(w.from)
+	}
+	if markWork <= 0 || markWork > time.Duration(runtime.GOMAXPROCS(0))*marking {
+		t.Errorf("mark workers ran %v in %v of mark phases on %d processors: want more than none, at most all",
+			markWork, marking, runtime.GOMAXPROCS(0))
 	}
 	for _, k := range []string{markPhase, sqlite.RestartRegion} {
 		ws := windows[k]
