@@ -278,11 +278,17 @@ func TestServeConversation(t *testing.T) {
 		}
 	}
 
-	// Under serve the streams are compressed by default (dev's are not).
+	// Under serve the streams are compressed by default (dev's are not),
+	// and keep NATS's duplicate window (dev's is shorter).
 	if info, err := c.bus.JetStream().Stream(t.Context(), contracts.StreamLLM); err != nil {
 		t.Errorf("the LLM stream: %v", err)
-	} else if got := info.CachedInfo().Config.Compression; got != jetstream.S2Compression {
-		t.Errorf("the LLM stream's compression is %v, want s2 (--stream-compression's default in serve)", got)
+	} else {
+		if got := info.CachedInfo().Config.Compression; got != jetstream.S2Compression {
+			t.Errorf("the LLM stream's compression is %v, want s2 (--stream-compression's default in serve)", got)
+		}
+		if got := info.CachedInfo().Config.Duplicates; got != 2*time.Minute {
+			t.Errorf("the LLM stream's duplicate window is %v, want 2m (--duplicate-window's default in serve)", got)
+		}
 	}
 
 	out, err := exec.Command(binary, "replay", "--session", sess.SessionID, "--nats-url", c.natsURL).CombinedOutput()

@@ -74,8 +74,13 @@ func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
 	}
 	if s, err := js.Stream(t.Context(), "PRAETOR_LLM"); err != nil {
 		t.Errorf("the LLM stream: %v", err)
-	} else if got := s.CachedInfo().Config.Compression; got != jetstream.NoCompression {
-		t.Errorf("the LLM stream's compression is %v, want none (--stream-compression's default in dev)", got)
+	} else {
+		if got := s.CachedInfo().Config.Compression; got != jetstream.NoCompression {
+			t.Errorf("the LLM stream's compression is %v, want none (--stream-compression's default in dev)", got)
+		}
+		if got := s.CachedInfo().Config.Duplicates; got != 30*time.Second {
+			t.Errorf("the LLM stream's duplicate window is %v, want 30s (--duplicate-window's default in dev)", got)
+		}
 	}
 
 	if err := p.Signal(syscall.SIGTERM); err != nil {
