@@ -78,8 +78,8 @@ func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
 		if got := s.CachedInfo().Config.Compression; got != jetstream.NoCompression {
 			t.Errorf("the LLM stream's compression is %v, want none (--stream-compression's default in dev)", got)
 		}
-		if got := s.CachedInfo().Config.Duplicates; got != 30*time.Second {
-			t.Errorf("the LLM stream's duplicate window is %v, want 30s (--duplicate-window's default in dev)", got)
+		if got := s.CachedInfo().Config.Duplicates; got != time.Minute {
+			t.Errorf("the LLM stream's duplicate window is %v, want 1m (--duplicate-window's default in dev: the ack wait and 30s)", got)
 		}
 	}
 

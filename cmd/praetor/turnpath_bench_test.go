@@ -65,7 +65,7 @@ import (
 //
 // A run of 3000 turns lasts seconds, before the process reaches its steady
 // state: the NATS server keeps each stream's per-subject state and its
-// duplicate window (30 s of message ids in dev) in memory, and the collector
+// duplicate window (a minute of message ids in dev) in memory, and the collector
 // marks it all at every cycle. For steady-state figures run longer, over
 // more sessions (PRAETOR_BENCH_SESSIONS, so that conversations stay at a
 // realistic length), and see how the tail moves as the run goes on

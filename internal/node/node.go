@@ -168,23 +168,26 @@ func DefaultCompression(dev bool) string {
 }
 
 // DefaultDuplicates is the streams' deduplication window when none is
-// configured: 30 s in dev, NATS's 2 minutes otherwise.
+// configured: in dev the consumers' ack wait and 30 s more (a minute at the
+// default ack wait), otherwise NATS's 2 minutes, or that much when the ack
+// wait is longer.
 //
-// The NATS server keeps every message id of the window in memory, and in
-// dev it is embedded: at 500 turns/s a 2-minute window is some 300,000 ids
-// and their entries in the handlers' heap, marked at every collection. With
-// 30 s, four alternating pairs of the steady-state benchmark (5,000
-// sessions, 2 minutes) had 7–22% less live heap in all four and less
-// marking a cycle in three. Correctness does not rest on the window:
-// handlers' inboxes drop an event id they have handled, and replay skips
-// repeated ids; the window only keeps copies out of the stream, and 30 s
-// covers the relay's passes over unmarked messages, a publish's retries and
-// a quick restart.
-func DefaultDuplicates(dev bool) time.Duration {
+// The window must outlast the ack wait: a handler that dies mid-event is
+// redelivered after it, and its re-run publishes the same derived ids again
+// (its LLM records, a dead letter), which the stream should drop. Beyond
+// that, the NATS server keeps every message id of the window in memory, and
+// in dev it is embedded: at 500 turns/s a 2-minute window is some 300,000
+// ids and their entries in the handlers' heap, marked at every collection.
+// In four alternating pairs of the steady-state benchmark (5,000 sessions,
+// 2 minutes) a 30 s window had 7–22% less live heap than 2 minutes in all
+// four and less marking a cycle in three. Correctness does not rest on the
+// window: handlers' inboxes drop an event id they have handled, and replay
+// skips repeated ids; the window keeps copies out of the stream.
+func DefaultDuplicates(dev bool, ackWait time.Duration) time.Duration {
 	if dev {
-		return 30 * time.Second
+		return ackWait + 30*time.Second
 	}
-	return 2 * time.Minute
+	return max(2*time.Minute, ackWait+30*time.Second)
 }
 
 func (c Config) withDefaults() Config {
@@ -195,7 +198,7 @@ func (c Config) withDefaults() Config {
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 30*time.Second)
 	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
 	c.Streams.Replicas = cmp.Or(c.Streams.Replicas, 1)
-	c.Streams.Duplicates = cmp.Or(c.Streams.Duplicates, DefaultDuplicates(c.Dev))
+	c.Streams.Duplicates = cmp.Or(c.Streams.Duplicates, DefaultDuplicates(c.Dev, c.AckWait))
 	c.Streams.Compression = cmp.Or(c.Streams.Compression, DefaultCompression(c.Dev))
 	if c.Dev && len(c.Services) == 0 {
 		for name := range c.Available {

@@ -23,8 +23,10 @@
 //     its input, e.g. "<turn id>/extraction"): from (tenant, scope, CallID).
 //     A handler that crashes after the call and is redelivered, in this
 //     process or another, records under the same id, so the stream holds one
-//     record per logical call. This is the robust choice; engines should set
-//     CallID.
+//     record per logical call (the duplicate window outlasts the consumers'
+//     ack wait, node.DefaultDuplicates; a copy published past it is stored,
+//     and a replay keeps the first record of an id). This is the robust
+//     choice; engines should set CallID.
 //   - without it: from (tenant, scope, request hash, n), where n counts the
 //     earlier calls with that hash in that scope made through this Recorder.
 //     A deterministic run makes the same calls in the same order, so a re-run

@@ -11,8 +11,9 @@
 // orchestrator re-dispatches the attempt under the same dispatch id, finds
 // the answer in the store first, and applies it without publishing again.
 // Were it to publish again, the event id (derived from the dispatch id)
-// would be dropped by the stream's duplicate window, and the worker's inbox
-// would acknowledge it without a second run.
+// would be dropped by the stream's duplicate window, or past it by the
+// worker's inbox (a re-dispatch carries the mark that has the worker read
+// it), which acknowledges it without a second run.
 //
 // An attempt waiting in one replica whose answer reached another (which
 // recorded it) finds it by polling the store every PollInterval.
