@@ -72,9 +72,10 @@ Each dead letter's original message goes back to its subject byte for byte,
 event id included, and is handled as if it had just arrived; the dead letter
 stays. Within the stream's duplicate window (--duplicate-window: by default
 a minute in dev, 2m in serve) the stream drops the copy: the line says
-"duplicate", and the command exits 1; redrive after the window. After it, redriving again does no harm: the services' inboxes
-drop the copy (the message carries a Praetor-Redriven header, so handlers
-that skip their inbox on first deliveries look it up). --all takes one dead
+"duplicate", and the command exits 1; redrive after the window. After it,
+redriving again does no harm: the services' inboxes drop the copy (the
+message carries a Praetor-Redriven header, so handlers that skip their inbox
+on first deliveries look it up). --all takes one dead
 letter an event, but also those redriven before (they stay): narrow it with
 --since. Prints one JSON line per message stored; exits 1 if any was not.`),
 		Flags: redriveFlags,

@@ -61,6 +61,15 @@ type window struct{ from, to time.Time }
 
 func (w window) overlaps(from, to time.Time) bool { return w.from.Before(to) && from.Before(w.to) }
 
+// total is how long the windows last, all together.
+func total(ws []window) time.Duration {
+	var d time.Duration
+	for _, w := range ws {
+		d += w.to.Sub(w.from)
+	}
+	return d
+}
+
 // report stops the trace and reports which share of the slow turns (over
 // turnGoal) overlapped a mark phase or a log restart, against the share of
 // all turns: a cause shows as a far larger share of the slow ones.
@@ -100,12 +109,8 @@ func (t *turnTrace) report(b *testing.B, answered []timing) {
 	}
 	var parts []string
 	for _, k := range kinds {
-		var d time.Duration
-		for _, w := range windows[k] {
-			d += w.to.Sub(w.from)
-		}
 		parts = append(parts, fmt.Sprintf("%s: %d (%s), over %.0f%% of the slow turns and %.0f%% of all",
-			k, len(windows[k]), d.Round(time.Millisecond), pct(slowIn[k], slow), pct(allIn[k], all)))
+			k, len(windows[k]), total(windows[k]).Round(time.Millisecond), pct(slowIn[k], slow), pct(allIn[k], all)))
 	}
 	b.Logf("trace: %d of %d turns over %s, %.0f%% of them during none of these: %s", slow, all, turnGoal,
 		pct(slowNone, slow), strings.Join(parts, "; "))
@@ -113,11 +118,7 @@ func (t *turnTrace) report(b *testing.B, answered []timing) {
 	// aim at a quarter of the processors, plus those idle, and with more
 	// processors than cores (see gctune) the operating system shares the
 	// cores between them and the handlers.
-	var marking time.Duration
-	for _, w := range windows[markPhase] {
-		marking += w.to.Sub(w.from)
-	}
-	if marking > 0 {
+	if marking := total(windows[markPhase]); marking > 0 {
 		cores := markWork.Seconds() / marking.Seconds()
 		b.Logf("trace: the collector's mark workers ran %s in %s of mark phases: %.2f processors of %d on average",
 			markWork.Round(time.Millisecond), marking.Round(time.Millisecond), cores, runtime.GOMAXPROCS(0))
@@ -295,10 +296,7 @@ func TestTraceWindows(t *testing.T) {
 	}
 	// runtime.GC marks with the mark workers, no longer in all than the
 	// processors for the mark phases' length.
-	var marking time.Duration
-	for _, w := range windows[markPhase] {
-		marking += w.to.Sub(w.from)
-	}
+	marking := total(windows[markPhase])
 	if markWork <= 0 || markWork > time.Duration(runtime.GOMAXPROCS(0))*marking {
 		t.Errorf("mark workers ran %v in %v of mark phases on %d processors: want more than none, at most all",
 			markWork, marking, runtime.GOMAXPROCS(0))

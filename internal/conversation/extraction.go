@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -59,15 +58,7 @@ func LogExtractions(ctx context.Context, q store.Querier, entries ...ExtractionL
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteByte('(')
-			for c := range cols {
-				if c > 0 {
-					b.WriteString(", ")
-				}
-				b.WriteByte('$')
-				b.WriteString(strconv.Itoa(cols*i + c + 1))
-			}
-			b.WriteByte(')')
+			b.WriteString("(" + store.Placeholders(cols*i+1, cols) + ")")
 			args = append(args, e.ID, e.TenantID, e.SessionID, e.ProjectID, e.MessageID, e.EngineID, e.FieldPath, value,
 				e.Confidence, e.Type, nullString(e.Reasoning), e.TurnNumber, e.CreatedAt.UTC())
 		}
@@ -164,9 +155,9 @@ var extractionInputQuery = `SELECT ` + workColumns("s") + `, e.turn_number, e.ex
 
 // GetSessionExtraction reads, in one round trip, what the extractor needs
 // to extract a turn of a session: the session (without its sidebar, as
-// GetSessionForEvent reads it), its extraction state (zero
-// before the first turn) and whether consumer has handled eventID already
-// (its inbox row; see delivery.InboxConfig.CheckInWork).
+// GetSessionForEvent reads it), its extraction state (zero before the first
+// turn) and whether consumer has handled eventID already (its inbox row; see
+// delivery.InboxConfig.CheckInWork).
 func GetSessionExtraction(ctx context.Context, q store.Querier, tenantID, sessionID, consumer, eventID string) (Session, ExtractionState, bool, error) {
 	var (
 		number  *int

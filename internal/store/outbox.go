@@ -256,7 +256,7 @@ func markSent[K int64 | string](ctx context.Context, db DB, column string, keys 
 		for _, k := range batch {
 			args = append(args, k)
 		}
-		in := column + " IN (" + placeholders(2, n) + ")"
+		in := column + " IN (" + Placeholders(2, n) + ")"
 		mark := `UPDATE outbox SET sent_at = $1 WHERE sent_at IS NULL AND ` + in + ` AND id = (SELECT max(id) FROM outbox)`
 		// Two lookups, one of each index, rather than an OR, which SQLite
 		// plans as a scan of the table.
@@ -281,8 +281,9 @@ func markSent[K int64 | string](ctx context.Context, db DB, column string, keys 
 	return nil
 }
 
-// placeholders returns n numbered parameters from $first, comma-separated.
-func placeholders(first, n int) string {
+// Placeholders returns n numbered parameters from $first, comma-separated
+// ("$3, $4, $5"), for a statement built for a batch of values.
+func Placeholders(first, n int) string {
 	var b strings.Builder
 	for i := range n {
 		if i > 0 {
