@@ -47,6 +47,12 @@ import (
 //
 //	go test -run '^$' -bench TurnPath -benchtime 3000x ./cmd/praetor/
 //
+// Beside the node on SQLite (dev) and on PostgreSQL, raw/MODE runs the
+// turn path's messaging on JetStream alone in the same run (see
+// startRawTurnPath): the same messages of the same sizes, streams and
+// consumers, with nothing between them — the floor NATS puts under a turn
+// on this machine at this hour, to read the other figures against.
+//
 // The load is open loop over 250 sessions (or PRAETOR_BENCH_SESSIONS), after
 // one warm-up turn per session: pacedN posts N turns/s on a fixed schedule,
 // each from its own goroutine, and reports p50/p99 measured from the
@@ -82,7 +88,7 @@ import (
 // collector's mark workers took while it marked (gc-procs-in-mark; the
 // trace costs some CPU itself).
 func BenchmarkTurnPath(b *testing.B) {
-	for _, st := range []string{"sqlite", "postgres"} {
+	for _, st := range []string{"raw", "sqlite", "postgres"} {
 		for _, mode := range []string{"paced100", "paced300", "paced500", "max"} {
 			b.Run(st+"/"+mode, func(b *testing.B) { benchTurnPath(b, st, mode) })
 		}
@@ -96,94 +102,19 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	if err != nil {
 		b.Log(err)
 	}
-	cfg := node.Config{HTTPAddr: "127.0.0.1:0", Available: wiring.Services(wiring.Options{}), DrainTimeout: 5 * time.Second,
-		Logger: slog.New(slog.DiscardHandler), LLM: provider.Config{Provider: provider.Offline},
-		Services: []string{"gateway", "extractor", "runner"}}
-	cat, reg, err := wiring.LoadEngines(nil, io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.Engines, cfg.EngineRegistry = cat, reg
-	metricsReg := prometheus.NewRegistry()
-	cfg.Registry = metricsReg
-	// PRAETOR_BENCH_PARTITIONS measures another partition count than the
-	// node's default (each partition is a durable consumer per keyed
-	// service, and the server writes each active consumer's state to a
-	// file up to ten times a second).
-	if v := os.Getenv("PRAETOR_BENCH_PARTITIONS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			b.Fatalf("PRAETOR_BENCH_PARTITIONS=%q: want a number", v)
-		}
-		cfg.Streams.Partitions = n
-	}
-	// PRAETOR_BENCH_DUPLICATES measures another duplicate window than the
-	// node's default (the NATS server keeps every message id of the window
-	// in memory, and in dev its heap is the services' heap).
-	if v := os.Getenv("PRAETOR_BENCH_DUPLICATES"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			b.Fatalf("PRAETOR_BENCH_DUPLICATES=%q: want a positive duration", v)
-		}
-		cfg.Streams.Duplicates = d
-	}
-	// PRAETOR_BENCH_COMPRESSION=s2 measures streams stored compressed,
-	// serve's default (dev's is none: the embedded server compresses each
-	// full message block at once, on the handlers' cores; see
-	// node.DefaultCompression).
-	if v := os.Getenv("PRAETOR_BENCH_COMPRESSION"); v != "" {
-		if err := events.CheckCompression(v); err != nil {
-			b.Fatalf("PRAETOR_BENCH_COMPRESSION: %v", err)
-		}
-		cfg.Streams.Compression = v
-	}
-	// PRAETOR_BENCH_OMIT_PROMPTS=1 runs as --llm-omit-prompts does: the
-	// recorded LLM calls keep their hashes and answers, not their prompts
-	// (tens of kilobytes a call, copied by the recorder, the NATS client
-	// and server, and compressed with the stream's blocks).
-	cfg.OmitLLMPrompts = os.Getenv("PRAETOR_BENCH_OMIT_PROMPTS") == "1"
-	natsAddr := testenv.FreeAddr(b)
-	switch storeKind {
-	case "sqlite":
-		cfg.Dev, cfg.DataDir, cfg.NATSListen = true, b.TempDir(), natsAddr
-		// PRAETOR_BENCH_DATADIR=DIR keeps the run's data directory in
-		// DIR/MODE-N, to read after it (sqlite3's dbstat says which table
-		// each page is of).
-		if dir := os.Getenv("PRAETOR_BENCH_DATADIR"); dir != "" {
-			cfg.DataDir = filepath.Join(dir, fmt.Sprintf("%s-%d", mode, b.N))
-		}
-	case "postgres":
-		url := testenv.Postgres(b)
-		// PRAETOR_BENCH_NATS_URL runs against a NATS server of its own
-		// process, as praetor serve does in production (its heap is then
-		// not the services'); else one starts in this process.
-		natsURL := os.Getenv("PRAETOR_BENCH_NATS_URL")
-		if natsURL == "" {
-			srv, err := events.StartServer(events.ServerConfig{StoreDir: b.TempDir(), Listen: true, Port: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(srv.Shutdown)
-			natsURL = srv.ClientURL()
-		}
-		cfg.NATSURL, cfg.DatabaseURL, cfg.Migrate = natsURL, url, true
-		natsAddr = strings.TrimPrefix(natsURL, "nats://")
-	}
-	ready := make(chan string, 1)
-	cfg.Ready = func(addr string) { ready <- addr }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- node.Run(ctx, cfg) }()
-	b.Cleanup(func() { cancel(); <-done })
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		b.Fatalf("node: %v", err)
-	}
-	token := ""
-	if storeKind == "postgres" {
-		token = benchToken(b, cfg.DatabaseURL)
+	// The path under test: a node (its gateway's HTTP API, replies as
+	// turn.responded events), or raw JetStream doing its messaging alone.
+	var (
+		addr, natsAddr, token string
+		metricsReg            = prometheus.NewRegistry()
+		rawSend               func(i int, id string) error
+	)
+	if storeKind == "raw" {
+		var url string
+		url, rawSend = startRawTurnPath(b)
+		natsAddr = strings.TrimPrefix(url, "nats://")
+	} else {
+		addr, natsAddr, token = startNode(b, storeKind, mode, metricsReg)
 	}
 
 	// Replies arrive on the subject the gateway also listens to.
@@ -199,18 +130,28 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		sent    = map[string]time.Time{}
 		arrived = map[string]time.Time{}
 	)
-	sub, err := nc.Subscribe(contracts.TurnRespondedSpec.FilterSubject(), func(m *nats.Msg) {
+	replies, turnOf := contracts.TurnRespondedSpec.FilterSubject(), func(m *nats.Msg) string {
 		ev, err := events.Decode(m.Header, m.Data)
 		if err != nil {
-			return
+			return ""
 		}
 		r, err := contracts.DecodeAs[contracts.TurnResponded](ev)
 		if err != nil {
+			return ""
+		}
+		return r.TurnID
+	}
+	if rawSend != nil {
+		replies, turnOf = rawReplies, func(m *nats.Msg) string { return m.Header.Get(rawTurnHeader) }
+	}
+	sub, err := nc.Subscribe(replies, func(m *nats.Msg) {
+		id := turnOf(m)
+		if id == "" {
 			return
 		}
 		now := time.Now()
 		mu.Lock()
-		arrived[r.TurnID] = now
+		arrived[id] = now
 		mu.Unlock()
 	})
 	if err != nil {
@@ -223,7 +164,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	// header; no decoding), and reports the p50/p99 of each stage: gateway
 	// (due to turn.received), extractor (to turn.extracted), runner (to
 	// turn.responded). It adds the client's work to cpu-ms/turn.
-	stages := os.Getenv("PRAETOR_BENCH_STAGES") == "1"
+	stages := os.Getenv("PRAETOR_BENCH_STAGES") == "1" && rawSend == nil
 	staged := map[string]time.Time{} // event id -> arrival
 	if stages {
 		for _, spec := range []*contracts.Spec{contracts.TurnReceivedSpec, contracts.TurnExtractedSpec} {
@@ -271,6 +212,9 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	}
 	ids := make([]string, sessions)
 	for i := range ids {
+		if rawSend != nil {
+			break // raw turns have no sessions
+		}
 		var s struct {
 			SessionID string `json:"session_id"`
 		}
@@ -290,6 +234,17 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	// counts against the latency instead of hiding it (no coordinated
 	// omission).
 	post1 := func(i int, due time.Time) {
+		if rawSend != nil {
+			id := strconv.Itoa(i)
+			if err := rawSend(i, id); err != nil {
+				b.Error(err)
+				return
+			}
+			mu.Lock()
+			sent[id] = due
+			mu.Unlock()
+			return
+		}
 		sid := ids[i%sessions]
 		var t struct {
 			TurnID string `json:"turn_id"`
@@ -437,6 +392,99 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	if tr != nil {
 		tr.report(b, timings)
 	}
+}
+
+// startNode starts a node with the gateway, the extractor and the runner on
+// storeKind's store (SQLite in dev, or PostgreSQL) and returns its HTTP
+// address, its NATS server's address and, on PostgreSQL, an API token.
+func startNode(b *testing.B, storeKind, mode string, metricsReg *prometheus.Registry) (addr, natsAddr, token string) {
+	cfg := node.Config{HTTPAddr: "127.0.0.1:0", Available: wiring.Services(wiring.Options{}), DrainTimeout: 5 * time.Second,
+		Logger: slog.New(slog.DiscardHandler), LLM: provider.Config{Provider: provider.Offline},
+		Services: []string{"gateway", "extractor", "runner"}}
+	cat, reg, err := wiring.LoadEngines(nil, io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.Engines, cfg.EngineRegistry = cat, reg
+	cfg.Registry = metricsReg
+	// PRAETOR_BENCH_PARTITIONS measures another partition count than the
+	// node's default (each partition is a durable consumer per keyed
+	// service, and the server writes each active consumer's state to a
+	// file up to ten times a second).
+	if v := os.Getenv("PRAETOR_BENCH_PARTITIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatalf("PRAETOR_BENCH_PARTITIONS=%q: want a number", v)
+		}
+		cfg.Streams.Partitions = n
+	}
+	// PRAETOR_BENCH_DUPLICATES measures another duplicate window than the
+	// node's default (the NATS server keeps every message id of the window
+	// in memory, and in dev its heap is the services' heap).
+	if v := os.Getenv("PRAETOR_BENCH_DUPLICATES"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			b.Fatalf("PRAETOR_BENCH_DUPLICATES=%q: want a positive duration", v)
+		}
+		cfg.Streams.Duplicates = d
+	}
+	// PRAETOR_BENCH_COMPRESSION=s2 measures streams stored compressed,
+	// serve's default (dev's is none: the embedded server compresses each
+	// full message block at once, on the handlers' cores; see
+	// node.DefaultCompression).
+	if v := os.Getenv("PRAETOR_BENCH_COMPRESSION"); v != "" {
+		if err := events.CheckCompression(v); err != nil {
+			b.Fatalf("PRAETOR_BENCH_COMPRESSION: %v", err)
+		}
+		cfg.Streams.Compression = v
+	}
+	// PRAETOR_BENCH_OMIT_PROMPTS=1 runs as --llm-omit-prompts does: the
+	// recorded LLM calls keep their hashes and answers, not their prompts
+	// (tens of kilobytes a call, copied by the recorder, the NATS client
+	// and server, and compressed with the stream's blocks).
+	cfg.OmitLLMPrompts = os.Getenv("PRAETOR_BENCH_OMIT_PROMPTS") == "1"
+	natsAddr = testenv.FreeAddr(b)
+	switch storeKind {
+	case "sqlite":
+		cfg.Dev, cfg.DataDir, cfg.NATSListen = true, b.TempDir(), natsAddr
+		// PRAETOR_BENCH_DATADIR=DIR keeps the run's data directory in
+		// DIR/MODE-N, to read after it (sqlite3's dbstat says which table
+		// each page is of).
+		if dir := os.Getenv("PRAETOR_BENCH_DATADIR"); dir != "" {
+			cfg.DataDir = filepath.Join(dir, fmt.Sprintf("%s-%d", mode, b.N))
+		}
+	case "postgres":
+		url := testenv.Postgres(b)
+		// PRAETOR_BENCH_NATS_URL runs against a NATS server of its own
+		// process, as praetor serve does in production (its heap is then
+		// not the services'); else one starts in this process.
+		natsURL := os.Getenv("PRAETOR_BENCH_NATS_URL")
+		if natsURL == "" {
+			srv, err := events.StartServer(events.ServerConfig{StoreDir: b.TempDir(), Listen: true, Port: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(srv.Shutdown)
+			natsURL = srv.ClientURL()
+		}
+		cfg.NATSURL, cfg.DatabaseURL, cfg.Migrate = natsURL, url, true
+		natsAddr = strings.TrimPrefix(natsURL, "nats://")
+	}
+	ready := make(chan string, 1)
+	cfg.Ready = func(addr string) { ready <- addr }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- node.Run(ctx, cfg) }()
+	b.Cleanup(func() { cancel(); <-done })
+	select {
+	case addr = <-ready:
+	case err := <-done:
+		b.Fatalf("node: %v", err)
+	}
+	if storeKind == "postgres" {
+		token = benchToken(b, cfg.DatabaseURL)
+	}
+	return addr, natsAddr, token
 }
 
 // counter returns the value of the counter name in reg, 0 if it has none.
