@@ -266,3 +266,39 @@ func TestOutboxWithoutAutoincrement(t *testing.T) {
 		t.Errorf("sqlite_sequence has %d rows for the outbox, want none", n)
 	}
 }
+
+// Statements outside transactions do not start under a context that has
+// ended, and once started run to their end: the context's end does not
+// interrupt them (see DB.Exec).
+func TestStatementsOutsideTransactionsRunToTheirEnd(t *testing.T) {
+	db := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "u.db")})
+	if _, err := db.Exec(t.Context(), `CREATE TABLE u (v INTEGER)`); err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := db.Exec(ended, `INSERT INTO u (v) VALUES (1)`); !errors.Is(err, context.Canceled) {
+		t.Errorf("Exec under an ended context = %v, want context.Canceled", err)
+	}
+	if _, err := db.Query(ended, `SELECT v FROM u`); !errors.Is(err, context.Canceled) {
+		t.Errorf("Query under an ended context = %v, want context.Canceled", err)
+	}
+	var n int64
+	if err := db.QueryRow(ended, `SELECT count(*) FROM u`).Scan(&n); !errors.Is(err, context.Canceled) {
+		t.Errorf("QueryRow under an ended context = %v, want context.Canceled", err)
+	}
+	if err := db.QueryRow(t.Context(), `SELECT count(*) FROM u`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("rows = %d, %v; want 0: the insert ran under an ended context", n, err)
+	}
+
+	// A read of a million rows (hundreds of milliseconds) whose context
+	// ends while it runs still returns its answer.
+	ctx, cancel := context.WithCancel(t.Context())
+	timer := time.AfterFunc(20*time.Millisecond, cancel)
+	defer timer.Stop()
+	err := db.QueryRow(ctx, `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 1000000)
+		SELECT count(*) FROM c`).Scan(&n)
+	if err != nil || n != 1000000 {
+		t.Errorf("count = %d, %v; want 1000000 though the context ended meanwhile", n, err)
+	}
+}
