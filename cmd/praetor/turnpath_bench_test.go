@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
@@ -97,7 +98,17 @@ func BenchmarkTurnPath(b *testing.B) {
 
 func benchTurnPath(b *testing.B, storeKind, mode string) {
 	// The collector settings the praetor binary runs with (see tuneGC);
-	// GOGC=100 measures Go's defaults.
+	// GOGC=100 measures Go's defaults. They are put back after the run: a
+	// benchmark that leaves GOMAXPROCS changed has the testing package say
+	// so between the runs of -count, and benchstat reads that line as a
+	// configuration and splits the runs.
+	procs, percent, limit := runtime.GOMAXPROCS(0), debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	debug.SetGCPercent(percent)
+	b.Cleanup(func() {
+		runtime.GOMAXPROCS(procs)
+		debug.SetGCPercent(percent)
+		debug.SetMemoryLimit(limit)
+	})
 	gc, err := gctune.Apply(os.Getenv)
 	if err != nil {
 		b.Log(err)
