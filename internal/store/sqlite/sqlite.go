@@ -230,7 +230,9 @@ func dsn(cfg Config, reader bool) string {
 			q.Add("_pragma", "wal_autocheckpoint(0)")
 		}
 		// BEGIN IMMEDIATE takes the write lock at the start, so two writers
-		// never both read and then deadlock upgrading to write.
+		// never both read and then deadlock upgrading to write (group
+		// commit says so itself; this is for database/sql transactions on
+		// SQLDB, the migrations').
 		q.Set("_txlock", "immediate")
 	}
 	// Times come back in UTC; the adapter writes them itself (see arg).
@@ -295,44 +297,79 @@ func (db *DB) Close() error {
 
 // Exec runs a statement on the writer, outside a transaction.
 func (db *DB) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	ctx, err := uninterrupted(ctx)
-	if err != nil {
-		return 0, err
-	}
 	return querier{db.writer}.Exec(ctx, query, args...)
 }
 
-// Query runs a query outside a transaction: a read on a reader, anything
-// else (INSERT ... RETURNING, say) on the writer.
+// Query runs a query outside a transaction: a read on a reader (see read),
+// anything else (INSERT ... RETURNING, say) on the writer.
 func (db *DB) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
-	ctx, err := uninterrupted(ctx)
+	pool := db.route(query)
+	if pool != db.readers || pool == db.writer {
+		return querier{pool}.Query(ctx, query, args...)
+	}
+	conn, uctx, err := db.read(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return querier{db.route(query)}.Query(ctx, query, args...)
+	r, err := querier{conn}.Query(uctx, query, args...)
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	return connRows{r, conn}, nil
 }
 
 // QueryRow runs a single-row query outside a transaction, routed as Query.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) store.Row {
-	ctx, err := uninterrupted(ctx)
+	pool := db.route(query)
+	if pool != db.readers || pool == db.writer {
+		return querier{pool}.QueryRow(ctx, query, args...)
+	}
+	conn, uctx, err := db.read(ctx)
 	if err != nil {
 		return errRow{err}
 	}
-	return querier{db.route(query)}.QueryRow(ctx, query, args...)
+	return connRow{querier{conn}.QueryRow(uctx, query, args...), conn}
 }
 
-// uninterrupted returns ctx's error if it has ended, else ctx without its
-// cancellation, for a statement outside a transaction: it runs to its end
-// once started. A statement under a context that can end costs two
-// goroutines, database/sql's and the driver's, each waiting to interrupt it
-// and woken when it finishes, where the turn path's statements take tens of
-// microseconds: at 100 turns/s, 13% of the process's context switches went
-// to them. Transactions run so already (see group).
-func uninterrupted(ctx context.Context) (context.Context, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+// read takes a reader connection for a read outside a transaction, waiting
+// for one as long as ctx lets it, and returns the context to run the read
+// under: ctx without its cancellation. Once started, a read runs to its
+// end. Under a context that can end, the driver starts a goroutine for
+// each statement to interrupt it, and database/sql one for each query's
+// rows to close them, each woken when the statement is done, where the
+// turn path's reads take tens of microseconds: they took ten goroutines
+// and as many wake-ups a turn. A read waiting for a lock (busy_timeout)
+// waits the timeout out, not ctx; in WAL mode readers rarely wait.
+func (db *DB) read(ctx context.Context) (*sql.Conn, context.Context, error) {
+	conn, err := db.readers.Conn(ctx)
+	if err != nil {
+		return nil, nil, err
 	}
-	return context.WithoutCancel(ctx), nil
+	return conn, context.WithoutCancel(ctx), nil
+}
+
+// connRows are the rows of a read on a connection of its own, which goes
+// back to the pool when they close.
+type connRows struct {
+	store.Rows
+	conn *sql.Conn
+}
+
+func (r connRows) Close() {
+	r.Rows.Close()
+	_ = r.conn.Close()
+}
+
+// connRow is connRows' row.
+type connRow struct {
+	store.Row
+	conn *sql.Conn
+}
+
+func (r connRow) Scan(dest ...any) error {
+	defer func() { _ = r.conn.Close() }()
+	return r.Row.Scan(dest...)
 }
 
 func (db *DB) route(query string) *sql.DB {
@@ -436,7 +473,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// sqlQuerier is what *sql.DB and *sql.Tx have in common.
+// sqlQuerier is what *sql.DB, *sql.Conn and *sql.Tx have in common.
 type sqlQuerier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
