@@ -118,7 +118,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	var (
 		addr, natsAddr, token string
 		metricsReg            = prometheus.NewRegistry()
-		rawSend               func(i int, id string) error
+		rawSend               func(i int, id, session string) error
 	)
 	if storeKind == "raw" {
 		var url string
@@ -247,7 +247,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	post1 := func(i int, due time.Time) {
 		if rawSend != nil {
 			id := strconv.Itoa(i)
-			if err := rawSend(i, id); err != nil {
+			if err := rawSend(i, id, "s"+strconv.Itoa(i%sessions)); err != nil {
 				b.Error(err)
 				return
 			}

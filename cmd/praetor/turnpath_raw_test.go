@@ -3,7 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,23 +12,30 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 )
 
 // The raw turn path is BenchmarkTurnPath's baseline, run beside ours in
 // the same run (BenchmarkTurnPath/raw/MODE): the turn path's messaging on
-// JetStream alone, with nothing between the messages — the floor that NATS
+// JetStream alone, with nothing between the messages — a floor that NATS
 // puts under a turn on this machine at this hour. It has what the dev node
-// has: the embedded server, file storage, uncompressed streams, dev's
-// duplicate window and partitions, the services on an in-process
-// connection, and per stage and partition one durable consumer with one
-// message in flight. A turn stores the same five messages, of the sizes
-// the turn path's have (measured on project discovery): the client
-// publishes turn.received and awaits its acknowledgement, as the gateway
-// does; the "extractor" publishes an LLM record and turn.extracted, the
-// "runner" an LLM record and turn.responded, each awaiting its
-// acknowledgement before it acknowledges its input; turn.responded reaches
-// the benchmark's subscriber.
+// has: the embedded server, file storage, streams provisioned as the node
+// provisions its own (events.Bus.EnsureStream: partitioned by the server
+// from a tenant and a session token, dev's partitions and duplicate
+// window, uncompressed), the services on an in-process connection, per
+// stage and partition one durable consumer with one message in flight and
+// the node's pull options, and messages with a CloudEvent's headers. A turn
+// stores the same five messages, of the sizes the turn path's have
+// (measured on project discovery): the client publishes turn.received and
+// awaits its acknowledgement, as the gateway does; the "extractor"
+// publishes an LLM record and turn.extracted, the "runner" an LLM record
+// and turn.responded, each awaiting the stream's acknowledgement before it
+// acknowledges its input; turn.responded reaches the benchmark's
+// subscriber. Cheaper than the node's in what it leaves out: one filter
+// subject a consumer (the runner's has two), synchronous publishes where
+// the outbox publishes a batch asynchronously, and none of the
+// PRAETOR_BENCH_* settings of the node's streams.
 const (
 	rawReceivedBytes  = 590
 	rawExtractedBytes = 2100
@@ -36,19 +44,41 @@ const (
 	// average 15.6 kB.
 	rawExtractRecordBytes = 21_000
 	rawReplyRecordBytes   = 10_200
+	// The node's pull options (pkg/events: pullExpiry, pullHeartbeat).
+	rawPullExpiry    = 20 * time.Second
+	rawPullHeartbeat = 5 * time.Second
 )
 
 // rawTurnHeader carries a raw turn's id from message to message.
 const rawTurnHeader = "Raw-Turn"
 
-// rawReplies is the subject the raw turn path's replies reach.
-const rawReplies = "raw.turn.responded.*"
+// rawReplies is the subject the raw turn path's replies reach, as
+// published (the partition token is the stream's).
+const rawReplies = "raw.turn.responded.*.*"
+
+// rawHeader is a CloudEvent's headers in binary mode, as events.Encode
+// writes them, for a message of turn id and event kind.
+func rawHeader(id, kind string) nats.Header {
+	eid := id + "/" + kind
+	return nats.Header{
+		"ce-specversion":   {"1.0"},
+		"ce-id":            {eid},
+		"ce-source":        {"praetor/raw"},
+		"ce-type":          {"dev.praetor.raw." + kind + ".v1"},
+		"ce-time":          {"2026-11-27T07:00:00.123456789Z"},
+		"ce-praetortenant": {"dev"},
+		"ce-traceparent":   {"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		"content-type":     {"application/json"},
+		nats.MsgIdHdr:      {eid},
+		rawTurnHeader:      {id},
+	}
+}
 
 // startRawTurnPath starts an embedded server listening on a free port, the
 // raw turn path's streams and its two stages, and returns the server's
-// address and a send function that publishes turn i (id) as the gateway
-// would.
-func startRawTurnPath(b *testing.B) (addr string, send func(i int, id string) error) {
+// address and a send function that publishes turn i (id) of session
+// session as the gateway would.
+func startRawTurnPath(b *testing.B) (addr string, send func(i int, id, session string) error) {
 	srv, err := events.StartServer(events.ServerConfig{StoreDir: b.TempDir(), Listen: true, Port: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -63,54 +93,73 @@ func startRawTurnPath(b *testing.B) (addr string, send func(i int, id string) er
 	if err != nil {
 		b.Fatal(err)
 	}
+	bus, err := events.New(nc, events.Config{Subject: contracts.Subject}) // provisioning only
+	if err != nil {
+		b.Fatal(err)
+	}
 	ctx := context.Background()
 	dup := node.DefaultDuplicates(true, 30*time.Second)
-	for name, subject := range map[string]string{"RAW_TURNS": "raw.turn.*.*", "RAW_LLM": "raw.llm.*"} {
-		if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject},
-			Storage: jetstream.FileStorage, Duplicates: dup}); err != nil {
+	parts := node.DevPartitions
+	for _, sc := range []events.StreamConfig{
+		{Name: "RAW_TURNS", Subjects: []string{"raw.turn.*.*.*"}, Partitions: parts, Duplicates: dup},
+		{Name: "RAW_LLM", Subjects: []string{"raw.llm.*.*.*"}, Duplicates: dup},
+	} {
+		if err := bus.EnsureStream(ctx, sc); err != nil {
 			b.Fatal(err)
 		}
 	}
-	parts := node.DevPartitions
+	// stopping silences the stages' errors once the run is over: a
+	// callback in flight may find the connection closed.
+	var stopping atomic.Bool
+	b.Cleanup(func() { stopping.Store(true) })
+	fail := func(err error) {
+		if !stopping.Load() {
+			b.Error(err)
+		}
+	}
 	stage := func(name, in, out string, recordBytes, outBytes int) {
 		record, payload := make([]byte, recordBytes), make([]byte, outBytes)
 		for p := range parts {
 			cons, err := js.CreateOrUpdateConsumer(ctx, "RAW_TURNS", jetstream.ConsumerConfig{
-				Durable: fmt.Sprintf("%s-p%03d", name, p), FilterSubject: fmt.Sprintf("raw.turn.%s.%d", in, p),
+				Durable: fmt.Sprintf("%s-p%03d", name, p), FilterSubject: fmt.Sprintf("raw.turn.%s.*.*.%d", in, p),
 				AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 1, DeliverPolicy: jetstream.DeliverAllPolicy})
 			if err != nil {
 				b.Fatal(err)
 			}
 			cc, err := cons.Consume(func(m jetstream.Msg) {
 				id := m.Headers().Get(rawTurnHeader)
+				// raw.turn.EVENT.TENANT.SESSION.PARTITION
+				tokens := strings.Split(m.Subject(), ".")
+				key := tokens[3] + "." + tokens[4]
 				for _, msg := range []*nats.Msg{
-					{Subject: fmt.Sprintf("raw.llm.%d", p), Data: record, Header: nats.Header{
-						nats.MsgIdHdr: {id + "/" + name + "/record"}}},
-					{Subject: fmt.Sprintf("raw.turn.%s.%d", out, p), Data: payload, Header: nats.Header{
-						nats.MsgIdHdr: {id + "/" + out}, rawTurnHeader: {id}}},
+					{Subject: "raw.llm.call." + key, Data: record, Header: rawHeader(id, name+"-record")},
+					{Subject: "raw.turn." + out + "." + key, Data: payload, Header: rawHeader(id, out)},
 				} {
 					if _, err := js.PublishMsg(ctx, msg); err != nil {
-						b.Error(err)
+						fail(err)
 						return
 					}
 				}
 				if err := m.Ack(); err != nil {
-					b.Error(err)
+					fail(err)
 				}
-			}, jetstream.PullMaxMessages(64))
+			}, jetstream.PullMaxMessages(64), jetstream.PullExpiry(rawPullExpiry), jetstream.PullHeartbeat(rawPullHeartbeat))
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(cc.Stop)
+			b.Cleanup(func() {
+				cc.Stop()
+				<-cc.Closed()
+			})
 		}
 	}
 	stage("raw-extractor", "received", "extracted", rawExtractRecordBytes, rawExtractedBytes)
 	stage("raw-runner", "extracted", "responded", rawReplyRecordBytes, rawRespondedBytes)
 
 	received := make([]byte, rawReceivedBytes)
-	send = func(i int, id string) error {
-		_, err := js.PublishMsg(ctx, &nats.Msg{Subject: "raw.turn.received." + strconv.Itoa(i%parts), Data: received,
-			Header: nats.Header{nats.MsgIdHdr: {id}, rawTurnHeader: {id}}})
+	send = func(_ int, id, session string) error {
+		_, err := js.PublishMsg(ctx, &nats.Msg{Subject: "raw.turn.received.dev." + session, Data: received,
+			Header: rawHeader(id, "received")})
 		return err
 	}
 	return srv.ClientURL(), send
