@@ -52,11 +52,10 @@ type group struct {
 	canceled func()
 }
 
-// batch is one transaction and its members. The transaction is the
-// connection's own (BEGIN IMMEDIATE ... COMMIT), not a database/sql Tx,
-// which starts a goroutine for each transaction to wait for its context.
+// batch is one transaction and its members.
 type batch struct {
 	conn      *sql.Conn
+	tx        *sql.Tx
 	rollbacks int64         // group.rollbacks at BEGIN
 	members   int           // whose work is in tx
 	done      chan struct{} // closed once tx is committed or rolled back
@@ -88,7 +87,7 @@ func (g *group) tx(ctx context.Context, fn func(tx store.Querier) error) (err er
 	}
 	first := b.members == 0
 	if !first {
-		if _, err := (querier{b.conn}).Exec(context.Background(), "SAVEPOINT member"); err != nil {
+		if _, err := (querier{b.tx}).Exec(context.Background(), "SAVEPOINT member"); err != nil {
 			_ = g.finish(b) // the others' work
 			return fmt.Errorf("sqlite: savepoint: %w", err)
 		}
@@ -120,13 +119,14 @@ func (g *group) begin(ctx context.Context) (*batch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: begin: %w", err)
 	}
-	// The transaction outlives this caller when others join it: no
-	// context of theirs ends it. IMMEDIATE takes the write lock at once.
-	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+	// context.WithoutCancel: the transaction outlives this caller when
+	// others join it.
+	tx, err := conn.BeginTx(context.WithoutCancel(ctx), nil)
+	if err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("sqlite: begin: %w", err)
 	}
-	g.cur = &batch{conn: conn, rollbacks: g.rollbacks.Load(), done: make(chan struct{})}
+	g.cur = &batch{conn: conn, tx: tx, rollbacks: g.rollbacks.Load(), done: make(chan struct{})}
 	return g.cur, nil
 }
 
@@ -151,7 +151,7 @@ func (g *group) end(b *batch, first bool, err error) error {
 		b.members++
 		return g.finish(b)
 	}
-	q, bg := querier{b.conn}, context.Background()
+	q, bg := querier{b.tx}, context.Background()
 	if err == nil {
 		_, rerr := q.Exec(bg, "RELEASE member")
 		if rerr == nil {
@@ -189,11 +189,8 @@ func (g *group) finish(b *batch) error {
 		return b.err
 	}
 	g.mu.Unlock()
-	if _, err := b.conn.ExecContext(context.Background(), "COMMIT"); err != nil {
+	if err := b.tx.Commit(); err != nil {
 		b.err = fmt.Errorf("sqlite: commit: %w", err)
-		// Whatever SQLite left of it goes before the connection does
-		// back to the pool.
-		_, _ = b.conn.ExecContext(context.Background(), "ROLLBACK")
 	} else {
 		g.commits.Add(1)
 		g.committed.Add(int64(b.members))
@@ -204,7 +201,7 @@ func (g *group) finish(b *batch) error {
 
 // abandon rolls the batch back: its members that wait get err.
 func (g *group) abandon(b *batch, err error) {
-	_, _ = b.conn.ExecContext(context.Background(), "ROLLBACK") // fails when SQLite has rolled back already
+	_ = b.tx.Rollback()
 	b.err = err
 	g.release(b)
 }
@@ -297,21 +294,21 @@ func (m memberQuerier) Exec(ctx context.Context, query string, args ...any) (int
 	if err := m.ready(ctx); err != nil {
 		return 0, err
 	}
-	return querier{m.b.conn}.Exec(context.WithoutCancel(ctx), query, args...)
+	return querier{m.b.tx}.Exec(context.WithoutCancel(ctx), query, args...)
 }
 
 func (m memberQuerier) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
 	if err := m.ready(ctx); err != nil {
 		return nil, err
 	}
-	return querier{m.b.conn}.Query(context.WithoutCancel(ctx), query, args...)
+	return querier{m.b.tx}.Query(context.WithoutCancel(ctx), query, args...)
 }
 
 func (m memberQuerier) QueryRow(ctx context.Context, query string, args ...any) store.Row {
 	if err := m.ready(ctx); err != nil {
 		return errRow{err}
 	}
-	return querier{m.b.conn}.QueryRow(context.WithoutCancel(ctx), query, args...)
+	return querier{m.b.tx}.QueryRow(context.WithoutCancel(ctx), query, args...)
 }
 
 // TxStats counts the transactions Tx committed and the commits they took:

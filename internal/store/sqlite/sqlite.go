@@ -230,9 +230,7 @@ func dsn(cfg Config, reader bool) string {
 			q.Add("_pragma", "wal_autocheckpoint(0)")
 		}
 		// BEGIN IMMEDIATE takes the write lock at the start, so two writers
-		// never both read and then deadlock upgrading to write (group
-		// commit says so itself; this is for database/sql transactions on
-		// SQLDB, the migrations').
+		// never both read and then deadlock upgrading to write.
 		q.Set("_txlock", "immediate")
 	}
 	// Times come back in UTC; the adapter writes them itself (see arg).
@@ -301,10 +299,11 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 // Query runs a query outside a transaction: a read on a reader (see read),
-// anything else (INSERT ... RETURNING, say) on the writer.
+// anything else (INSERT ... RETURNING, say) on the writer, under ctx (as
+// every statement of the in-memory database, whose readers are the
+// writer).
 func (db *DB) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
-	pool := db.route(query)
-	if pool != db.readers || pool == db.writer {
+	if pool := db.route(query); pool == db.writer {
 		return querier{pool}.Query(ctx, query, args...)
 	}
 	conn, uctx, err := db.read(ctx)
@@ -321,8 +320,7 @@ func (db *DB) Query(ctx context.Context, query string, args ...any) (store.Rows,
 
 // QueryRow runs a single-row query outside a transaction, routed as Query.
 func (db *DB) QueryRow(ctx context.Context, query string, args ...any) store.Row {
-	pool := db.route(query)
-	if pool != db.readers || pool == db.writer {
+	if pool := db.route(query); pool == db.writer {
 		return querier{pool}.QueryRow(ctx, query, args...)
 	}
 	conn, uctx, err := db.read(ctx)

@@ -270,20 +270,24 @@ func TestOutboxWithoutAutoincrement(t *testing.T) {
 	}
 }
 
-// Reads outside transactions do not start under a context that has ended,
-// and once started run to their end: the context's end does not interrupt
-// them (see DB.read). Writes outside transactions still end with theirs.
-func TestReadsRunToTheirEnd(t *testing.T) {
-	// cancelRead ends the context of the read below from inside it, on its
-	// first row, so the read is running when it ends whatever the
-	// machine's speed.
-	var cancelRead atomic.Pointer[context.CancelFunc]
+// cancelRead ends the context of a read of TestReadsRunToTheirEnd from
+// inside it, on its first row (praetor_test_cancel), so the read is running
+// when it ends whatever the machine's speed.
+var cancelRead atomic.Pointer[context.CancelFunc]
+
+func init() {
 	msqlite.MustRegisterScalarFunction("praetor_test_cancel", 1, func(_ *msqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
 		if c := cancelRead.Swap(nil); c != nil {
 			(*c)()
 		}
 		return args[0], nil
 	})
+}
+
+// Reads outside transactions do not start under a context that has ended,
+// and once started run to their end: the context's end does not interrupt
+// them (see DB.read). Writes outside transactions still end with theirs.
+func TestReadsRunToTheirEnd(t *testing.T) {
 	db := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "u.db")})
 	if _, err := db.Exec(t.Context(), `CREATE TABLE u (v INTEGER)`); err != nil {
 		t.Fatal(err)
