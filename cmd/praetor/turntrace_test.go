@@ -78,11 +78,17 @@ func (t *turnTrace) report(b *testing.B, answered []timing) {
 	if _, err := t.file.Seek(0, io.SeekStart); err != nil {
 		b.Fatal(err)
 	}
-	windows, markWork, err := traceWindows(bufio.NewReader(t.file), t.anchor)
+	tr, err := traceWindows(bufio.NewReader(t.file), t.anchor)
 	t.file.Close()
 	if err != nil {
 		b.Fatalf("PRAETOR_BENCH_TRACE: reading the trace: %v", err)
 	}
+	windows, markWork := tr.windows, tr.markWork
+	// The hand-offs of a turn: goroutines made runnable by another (each
+	// may wake a sleeping thread) and goroutines started, over the timed
+	// turns, the process's background included.
+	b.ReportMetric(float64(tr.wakeups)/float64(b.N), "wakeups/turn")
+	b.ReportMetric(float64(tr.created)/float64(b.N), "goroutines/turn")
 	kinds := []string{markPhase, sqlite.RestartRegion, sqlite.CheckpointRegion}
 	var all, slow, slowNone int
 	allIn, slowIn := map[string]int{}, map[string]int{}
@@ -154,11 +160,12 @@ const markPhase = "GC mark phase"
 // time by the anchor event (traceAnchor), logged at anchor; and how long the
 // collector's mark workers (runtime.gcBgMarkWorker: dedicated, fractional
 // and idle) ran during the mark phases, all together.
-func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, time.Duration, error) {
+func traceWindows(r io.Reader, anchor time.Time) (traced, error) {
 	tr, err := xtrace.NewReader(r)
 	if err != nil {
-		return nil, 0, err
+		return traced{}, err
 	}
+	var out traced
 	var (
 		anchorAt xtrace.Time
 		anchored bool
@@ -175,7 +182,7 @@ func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, time.Dura
 			break
 		}
 		if err != nil {
-			return nil, 0, err
+			return traced{}, err
 		}
 		last = ev.Time()
 		switch ev.Kind() {
@@ -190,6 +197,12 @@ func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, time.Dura
 			}
 			g := st.Resource.Goroutine()
 			from, to := st.Goroutine()
+			switch {
+			case from == xtrace.GoWaiting && to == xtrace.GoRunnable:
+				out.wakeups++
+			case from == xtrace.GoNotExist && to == xtrace.GoRunnable:
+				out.created++
+			}
 			if from == xtrace.GoRunning {
 				if since, ok := running[g]; ok && onStack(st.Stack, "runtime.gcBgMarkWorker") {
 					workers = append(workers, [2]xtrace.Time{since, ev.Time()})
@@ -227,30 +240,40 @@ func traceWindows(r io.Reader, anchor time.Time) (map[string][]window, time.Dura
 		}
 	}
 	if !anchored {
-		return nil, 0, errors.New("no anchor event")
+		return traced{}, errors.New("no anchor event")
 	}
 	// Still going when the trace stopped: up to its end.
 	if markFrom >= 0 {
 		spans[markPhase] = append(spans[markPhase], [2]xtrace.Time{markFrom, last})
 	}
-	var markWork time.Duration
 	for _, w := range workers {
 		for _, m := range spans[markPhase] {
 			if from, to := max(w[0], m[0]), min(w[1], m[1]); from < to {
-				markWork += time.Duration(to - from)
+				out.markWork += time.Duration(to - from)
 			}
 		}
 	}
 	for _, r := range open {
 		spans[r.name] = append(spans[r.name], [2]xtrace.Time{r.from, last})
 	}
-	out := map[string][]window{}
+	out.windows = map[string][]window{}
 	for name, ss := range spans {
 		for _, s := range ss {
-			out[name] = append(out[name], window{anchor.Add(time.Duration(s[0] - anchorAt)), anchor.Add(time.Duration(s[1] - anchorAt))})
+			out.windows[name] = append(out.windows[name], window{anchor.Add(time.Duration(s[0] - anchorAt)), anchor.Add(time.Duration(s[1] - anchorAt))})
 		}
 	}
-	return out, markWork, nil
+	return out, nil
+}
+
+// traced is what traceWindows reads from a trace.
+type traced struct {
+	// windows are the mark phases and the checkpointer's regions, by kind.
+	windows map[string][]window
+	// markWork is the mark workers' running time within the mark phases.
+	markWork time.Duration
+	// wakeups counts goroutines made runnable after waiting (on a channel,
+	// a lock, the network...), created the goroutines started.
+	wakeups, created int
 }
 
 // onStack reports whether the function fn is on the stack.
@@ -287,12 +310,33 @@ func TestTraceWindows(t *testing.T) {
 	region := trace.StartRegion(context.Background(), sqlite.RestartRegion)
 	time.Sleep(2 * time.Millisecond)
 	region.End()
+	// A goroutine started, and 100 round trips with it: each side waits
+	// for the other's message, so each round trip is two wake-ups.
+	ping, pong := make(chan int), make(chan int)
+	go func() {
+		for i := range ping {
+			pong <- i
+		}
+		close(pong)
+	}()
+	for i := range 100 {
+		ping <- i
+		<-pong
+	}
+	close(ping)
+	<-pong
 	to := time.Now()
 	trace.Stop()
 
-	windows, markWork, err := traceWindows(&buf, from)
+	tr, err := traceWindows(&buf, from)
 	if err != nil {
 		t.Fatal(err)
+	}
+	windows, markWork := tr.windows, tr.markWork
+	// Little else runs meanwhile: the round trips are most of the
+	// wake-ups (goroutines preempted are not wake-ups: thousands here).
+	if tr.created < 1 || tr.wakeups < 200 || tr.wakeups > 1000 {
+		t.Errorf("%d goroutines started and %d woken, want at least 1, and 200 to 1000", tr.created, tr.wakeups)
 	}
 	// runtime.GC marks with the mark workers, no longer in all than the
 	// processors for the mark phases' length.
