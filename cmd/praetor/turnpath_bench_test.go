@@ -113,20 +113,27 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	if err != nil {
 		b.Log(err)
 	}
+	// PRAETOR_BENCH_SESSIONS sets the number of sessions (default 250): a
+	// run of N turns gives each session about N/sessions turns, and later
+	// turns of a conversation carry more history.
+	sessions := 250
+	if v := os.Getenv("PRAETOR_BENCH_SESSIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("PRAETOR_BENCH_SESSIONS=%q: want a positive number", v)
+		}
+		sessions = n
+	}
 	// The path under test: a node (its gateway's HTTP API, replies as
 	// turn.responded events), or raw JetStream doing its messaging alone.
-	var (
-		addr, natsAddr, token string
-		metricsReg            = prometheus.NewRegistry()
-		rawSend               func(i int, id, session string) error
-	)
+	metricsReg := prometheus.NewRegistry()
+	var path turnPath
 	if storeKind == "raw" {
-		var url string
-		url, rawSend = startRawTurnPath(b)
-		natsAddr = strings.TrimPrefix(url, "nats://")
+		path = startRawTurnPath(b, sessions)
 	} else {
-		addr, natsAddr, token = startNode(b, storeKind, mode, metricsReg)
+		path = startNode(b, storeKind, mode, metricsReg, sessions)
 	}
+	natsAddr := strings.TrimPrefix(path.natsURL, "nats://")
 
 	// Replies arrive on the subject the gateway also listens to.
 	nc, err := nats.Connect("nats://" + natsAddr)
@@ -141,22 +148,8 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		sent    = map[string]time.Time{}
 		arrived = map[string]time.Time{}
 	)
-	replies, turnOf := contracts.TurnRespondedSpec.FilterSubject(), func(m *nats.Msg) string {
-		ev, err := events.Decode(m.Header, m.Data)
-		if err != nil {
-			return ""
-		}
-		r, err := contracts.DecodeAs[contracts.TurnResponded](ev)
-		if err != nil {
-			return ""
-		}
-		return r.TurnID
-	}
-	if rawSend != nil {
-		replies, turnOf = rawReplies, func(m *nats.Msg) string { return m.Header.Get(rawTurnHeader) }
-	}
-	sub, err := nc.Subscribe(replies, func(m *nats.Msg) {
-		id := turnOf(m)
+	sub, err := nc.Subscribe(path.replies, func(m *nats.Msg) {
+		id := path.turnOf(m)
 		if id == "" {
 			return
 		}
@@ -175,7 +168,7 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	// header; no decoding), and reports the p50/p99 of each stage: gateway
 	// (due to turn.received), extractor (to turn.extracted), runner (to
 	// turn.responded). It adds the client's work to cpu-ms/turn.
-	stages := os.Getenv("PRAETOR_BENCH_STAGES") == "1" && rawSend == nil
+	stages := os.Getenv("PRAETOR_BENCH_STAGES") == "1" && storeKind != "raw"
 	staged := map[string]time.Time{} // event id -> arrival
 	if stages {
 		for _, spec := range []*contracts.Spec{contracts.TurnReceivedSpec, contracts.TurnExtractedSpec} {
@@ -192,80 +185,18 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		}
 	}
 
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
-	post := func(path string, body any, out any) error {
-		buf, _ := json.Marshal(body)
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+path, bytes.NewReader(buf))
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode >= 300 {
-			data, _ := io.ReadAll(resp.Body)
-			return fmt.Errorf("%s: %d %s", path, resp.StatusCode, data)
-		}
-		return json.NewDecoder(resp.Body).Decode(out)
-	}
-	// PRAETOR_BENCH_SESSIONS sets the number of sessions (default 250): a
-	// run of N turns gives each session about N/sessions turns, and later
-	// turns of a conversation carry more history.
-	sessions := 250
-	if v := os.Getenv("PRAETOR_BENCH_SESSIONS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			b.Fatalf("PRAETOR_BENCH_SESSIONS=%q: want a positive number", v)
-		}
-		sessions = n
-	}
-	ids := make([]string, sessions)
-	for i := range ids {
-		if rawSend != nil {
-			break // raw turns have no sessions
-		}
-		var s struct {
-			SessionID string `json:"session_id"`
-		}
-		if err := post("/v1/sessions", map[string]string{"engine_id": "project-discovery"}, &s); err != nil {
-			b.Fatal(err)
-		}
-		ids[i] = s.SessionID
-	}
-	messages := []string{
-		"Our field technicians keep losing track of their jobs. We want to build a mobile app.",
-		"Last month we missed three urgent repairs and lost a big customer.",
-		"About 40 technicians, plus 5 office dispatchers who plan the routes.",
-		"We need it within 6 months, before the busy winter season.",
-	}
 	// post sends turn i and records when it was due: the time the open-loop
 	// schedule meant to send it, so a pacer or client that falls behind
 	// counts against the latency instead of hiding it (no coordinated
 	// omission).
 	post1 := func(i int, due time.Time) {
-		if rawSend != nil {
-			id := strconv.Itoa(i)
-			if err := rawSend(i, id, "s"+strconv.Itoa(i%sessions)); err != nil {
-				b.Error(err)
-				return
-			}
-			mu.Lock()
-			sent[id] = due
-			mu.Unlock()
-			return
-		}
-		sid := ids[i%sessions]
-		var t struct {
-			TurnID string `json:"turn_id"`
-		}
-		if err := post("/v1/sessions/"+sid+"/turns", map[string]string{"message": messages[(i/sessions)%len(messages)]}, &t); err != nil {
+		id, err := path.send(i)
+		if err != nil {
 			b.Error(err)
 			return
 		}
 		mu.Lock()
-		sent[t.TurnID] = due
+		sent[id] = due
 		mu.Unlock()
 	}
 	answered := func() int {
@@ -405,10 +336,23 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	}
 }
 
+// turnPath is a turn path under test: the NATS server its replies reach,
+// and how to send a turn and tell a reply's turn.
+type turnPath struct {
+	natsURL string
+	// replies is the subject of the replies; turnOf returns a reply's turn
+	// id, "" for another message.
+	replies string
+	turnOf  func(*nats.Msg) string
+	// send sends turn i (of session i%sessions) and returns its id.
+	send func(i int) (string, error)
+}
+
 // startNode starts a node with the gateway, the extractor and the runner on
-// storeKind's store (SQLite in dev, or PostgreSQL) and returns its HTTP
-// address, its NATS server's address and, on PostgreSQL, an API token.
-func startNode(b *testing.B, storeKind, mode string, metricsReg *prometheus.Registry) (addr, natsAddr, token string) {
+// storeKind's store (SQLite in dev, or PostgreSQL), creates sessions
+// sessions through its API, and returns it as a turnPath whose turns are
+// posted to the API.
+func startNode(b *testing.B, storeKind, mode string, metricsReg *prometheus.Registry, sessions int) turnPath {
 	cfg := node.Config{HTTPAddr: "127.0.0.1:0", Available: wiring.Services(wiring.Options{}), DrainTimeout: 5 * time.Second,
 		Logger: slog.New(slog.DiscardHandler), LLM: provider.Config{Provider: provider.Offline},
 		Services: []string{"gateway", "extractor", "runner"}}
@@ -454,7 +398,7 @@ func startNode(b *testing.B, storeKind, mode string, metricsReg *prometheus.Regi
 	// (tens of kilobytes a call, copied by the recorder, the NATS client
 	// and server, and compressed with the stream's blocks).
 	cfg.OmitLLMPrompts = os.Getenv("PRAETOR_BENCH_OMIT_PROMPTS") == "1"
-	natsAddr = testenv.FreeAddr(b)
+	natsAddr := testenv.FreeAddr(b)
 	switch storeKind {
 	case "sqlite":
 		cfg.Dev, cfg.DataDir, cfg.NATSListen = true, b.TempDir(), natsAddr
@@ -487,6 +431,7 @@ func startNode(b *testing.B, storeKind, mode string, metricsReg *prometheus.Regi
 	done := make(chan error, 1)
 	go func() { done <- node.Run(ctx, cfg) }()
 	b.Cleanup(func() { cancel(); <-done })
+	var addr, token string
 	select {
 	case addr = <-ready:
 	case err := <-done:
@@ -495,7 +440,63 @@ func startNode(b *testing.B, storeKind, mode string, metricsReg *prometheus.Regi
 	if storeKind == "postgres" {
 		token = benchToken(b, cfg.DatabaseURL)
 	}
-	return addr, natsAddr, token
+
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 128}}
+	post := func(path string, body any, out any) error {
+		buf, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+path, bytes.NewReader(buf))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			data, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("%s: %d %s", path, resp.StatusCode, data)
+		}
+		return json.NewDecoder(resp.Body).Decode(out)
+	}
+	ids := make([]string, sessions)
+	for i := range ids {
+		var s struct {
+			SessionID string `json:"session_id"`
+		}
+		if err := post("/v1/sessions", map[string]string{"engine_id": "project-discovery"}, &s); err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = s.SessionID
+	}
+	messages := []string{
+		"Our field technicians keep losing track of their jobs. We want to build a mobile app.",
+		"Last month we missed three urgent repairs and lost a big customer.",
+		"About 40 technicians, plus 5 office dispatchers who plan the routes.",
+		"We need it within 6 months, before the busy winter season.",
+	}
+	return turnPath{
+		natsURL: "nats://" + natsAddr,
+		replies: contracts.TurnRespondedSpec.FilterSubject(),
+		turnOf: func(m *nats.Msg) string {
+			ev, err := events.Decode(m.Header, m.Data)
+			if err != nil {
+				return ""
+			}
+			r, err := contracts.DecodeAs[contracts.TurnResponded](ev)
+			if err != nil {
+				return ""
+			}
+			return r.TurnID
+		},
+		send: func(i int) (string, error) {
+			var t struct {
+				TurnID string `json:"turn_id"`
+			}
+			err := post("/v1/sessions/"+ids[i%sessions]+"/turns", map[string]string{"message": messages[(i/sessions)%len(messages)]}, &t)
+			return t.TurnID, err
+		},
+	}
 }
 
 // counter returns the value of the counter name in reg, 0 if it has none.

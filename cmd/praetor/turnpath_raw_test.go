@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -75,10 +76,10 @@ func rawHeader(id, kind string) nats.Header {
 }
 
 // startRawTurnPath starts an embedded server listening on a free port, the
-// raw turn path's streams and its two stages, and returns the server's
-// address and a send function that publishes turn i (id) of session
-// session as the gateway would.
-func startRawTurnPath(b *testing.B) (addr string, send func(i int, id, session string) error) {
+// raw turn path's streams and its two stages, and returns it as a turnPath
+// whose turns are published as the gateway would (turn i in session
+// i%sessions).
+func startRawTurnPath(b *testing.B, sessions int) turnPath {
 	srv, err := events.StartServer(events.ServerConfig{StoreDir: b.TempDir(), Listen: true, Port: -1})
 	if err != nil {
 		b.Fatal(err)
@@ -157,10 +158,15 @@ func startRawTurnPath(b *testing.B) (addr string, send func(i int, id, session s
 	stage("raw-runner", "extracted", "responded", rawReplyRecordBytes, rawRespondedBytes)
 
 	received := make([]byte, rawReceivedBytes)
-	send = func(_ int, id, session string) error {
-		_, err := js.PublishMsg(ctx, &nats.Msg{Subject: "raw.turn.received.dev." + session, Data: received,
-			Header: rawHeader(id, "received")})
-		return err
+	return turnPath{
+		natsURL: srv.ClientURL(),
+		replies: rawReplies,
+		turnOf:  func(m *nats.Msg) string { return m.Header.Get(rawTurnHeader) },
+		send: func(i int) (string, error) {
+			id := strconv.Itoa(i)
+			_, err := js.PublishMsg(ctx, &nats.Msg{Subject: "raw.turn.received.dev.s" + strconv.Itoa(i%sessions),
+				Data: received, Header: rawHeader(id, "received")})
+			return id, err
+		},
 	}
-	return srv.ClientURL(), send
 }

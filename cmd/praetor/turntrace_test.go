@@ -157,9 +157,10 @@ const markPhase = "GC mark phase"
 // traceWindows reads an execution trace and returns the collector's mark
 // phases (markPhase) and the SQLite checkpointer's regions
 // (sqlite.CheckpointRegion, sqlite.RestartRegion) in it, by name, placed in
-// time by the anchor event (traceAnchor), logged at anchor; and how long the
+// time by the anchor event (traceAnchor), logged at anchor; how long the
 // collector's mark workers (runtime.gcBgMarkWorker: dedicated, fractional
-// and idle) ran during the mark phases, all together.
+// and idle) ran during the mark phases, all together; and how many
+// goroutines were woken and started (see traced).
 func traceWindows(r io.Reader, anchor time.Time) (traced, error) {
 	tr, err := xtrace.NewReader(r)
 	if err != nil {
