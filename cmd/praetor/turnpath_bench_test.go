@@ -26,6 +26,7 @@ import (
 	"github.com/praetorhq/praetor/internal/wiring"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/praetorhq/praetor/internal/gctune"
@@ -135,8 +136,16 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 	}
 	natsAddr := strings.TrimPrefix(path.natsURL, "nats://")
 
-	// Replies arrive on the subject the gateway also listens to.
-	nc, err := nats.Connect("nats://" + natsAddr)
+	// Replies arrive on the subject the gateway also listens to. A core
+	// subscription drops what it cannot keep up with: say so, rather than
+	// wait for replies that were dropped.
+	nc, err := nats.Connect("nats://"+natsAddr,
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { b.Errorf("replies subscription: %v", err) }),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				b.Errorf("replies connection lost: %v", err)
+			}
+		}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -185,6 +194,11 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		}
 	}
 
+	// The server has the subscriptions before the first turn is sent.
+	if err := nc.Flush(); err != nil {
+		b.Fatal(err)
+	}
+
 	// post sends turn i and records when it was due: the time the open-loop
 	// schedule meant to send it, so a pacer or client that falls behind
 	// counts against the latency instead of hiding it (no coordinated
@@ -210,7 +224,16 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 			time.Sleep(5 * time.Millisecond)
 		}
 		if got := answered(); got < n {
-			b.Fatalf("%d of %d turns answered", got, n)
+			mu.Lock()
+			var missing []string
+			for id := range sent {
+				if _, ok := arrived[id]; !ok {
+					missing = append(missing, id)
+				}
+			}
+			mu.Unlock()
+			b.Fatalf("%d of %d turns answered; unanswered: %v, of which the stream holds replies to %v (the subscription missed those)",
+				got, n, missing, storedReplies(b, nc, path, missing))
 		}
 	}
 
@@ -362,6 +385,17 @@ func startNode(b *testing.B, storeKind, mode string, metricsReg *prometheus.Regi
 	}
 	cfg.Engines, cfg.EngineRegistry = cat, reg
 	cfg.Registry = metricsReg
+	// PRAETOR_BENCH_LOG=FILE appends the node's log to FILE (JSON, from
+	// info up), to read what happened to a turn the benchmark waited for
+	// in vain.
+	if name := os.Getenv("PRAETOR_BENCH_LOG"); name != "" {
+		f, err := os.OpenFile(name, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			b.Fatalf("PRAETOR_BENCH_LOG: %v", err)
+		}
+		b.Cleanup(func() { _ = f.Close() })
+		cfg.Logger = slog.New(slog.NewJSONHandler(f, nil))
+	}
 	// PRAETOR_BENCH_PARTITIONS measures another partition count than the
 	// node's default (each partition is a durable consumer per keyed
 	// service, and the server writes each active consumer's state to a
@@ -680,4 +714,53 @@ func benchToken(b *testing.B, url string) string {
 		b.Fatal(err)
 	}
 	return secret
+}
+
+// storedReplies returns those of the turns whose replies the stream holds,
+// read from its start: a reply the stream holds and the benchmark's
+// subscription did not see was dropped on the way to the benchmark, not by
+// the path under test.
+func storedReplies(b *testing.B, nc *nats.Conn, path turnPath, turns []string) []string {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.Logf("stored replies: %v", err)
+		return nil
+	}
+	stream, err := js.StreamNameBySubject(ctx, path.replies)
+	if err != nil {
+		b.Logf("stored replies: the stream of %s: %v", path.replies, err)
+		return nil
+	}
+	// A partitioned stream stores a subject with its partition appended
+	// (events.EnsureStream).
+	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{path.replies, path.replies + ".*"}})
+	if err != nil {
+		b.Logf("stored replies: %v", err)
+		return nil
+	}
+	want := map[string]bool{}
+	for _, t := range turns {
+		want[t] = true
+	}
+	var found []string
+	for {
+		batch, err := cons.FetchNoWait(256)
+		if err != nil {
+			b.Logf("stored replies: %v", err)
+			return found
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			msg := &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
+			if id := path.turnOf(msg); want[id] {
+				found = append(found, id)
+			}
+		}
+		if n == 0 {
+			return found
+		}
+	}
 }
