@@ -89,6 +89,11 @@ import (
 // (slow-in-gc-%, slow-in-restart-%), and how many processors the
 // collector's mark workers took while it marked (gc-procs-in-mark; the
 // trace costs some CPU itself).
+//
+// A run whose replies do not all come within two minutes fails naming the
+// unanswered turns and those whose replies the stream holds (which the
+// benchmark's subscription missed, rather than the path lost);
+// PRAETOR_BENCH_LOG=FILE keeps the node's log, to read what became of them.
 func BenchmarkTurnPath(b *testing.B) {
 	for _, st := range []string{"raw", "sqlite", "postgres"} {
 		for _, mode := range []string{"paced100", "paced300", "paced500", "max"} {
