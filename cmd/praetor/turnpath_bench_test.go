@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -91,9 +92,10 @@ import (
 // trace costs some CPU itself).
 //
 // A run whose replies do not all come within two minutes fails naming the
-// unanswered turns and those whose replies the stream holds (which the
-// benchmark's subscription missed, rather than the path lost);
-// PRAETOR_BENCH_LOG=FILE keeps the node's log, to read what became of them.
+// unanswered turns, sorted by what the reply stream says of them (no reply:
+// the path did not answer; a reply the benchmark's subscription never saw;
+// a reply that came after the wait); PRAETOR_BENCH_LOG=FILE keeps the
+// node's log, to read what became of them.
 func BenchmarkTurnPath(b *testing.B) {
 	for _, st := range []string{"raw", "sqlite", "postgres"} {
 		for _, mode := range []string{"paced100", "paced300", "paced500", "max"} {
@@ -218,27 +220,47 @@ func benchTurnPath(b *testing.B, storeKind, mode string) {
 		sent[id] = due
 		mu.Unlock()
 	}
+	// answered counts the sent turns that have their reply (a reply to a
+	// warm-up turn that comes late does not count for the timed ones).
 	answered := func() int {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(arrived)
+		n := 0
+		for id := range sent {
+			if _, ok := arrived[id]; ok {
+				n++
+			}
+		}
+		return n
 	}
 	waitAnswered := func(n int) {
 		deadline := time.Now().Add(2 * time.Minute)
-		for answered() < n && time.Now().Before(deadline) {
+		for answered() < n && time.Now().Before(deadline) && !b.Failed() {
 			time.Sleep(5 * time.Millisecond)
 		}
+		if b.Failed() {
+			b.FailNow() // a turn was not sent: it says why above
+		}
 		if got := answered(); got < n {
-			mu.Lock()
-			var missing []string
-			for id := range sent {
-				if _, ok := arrived[id]; !ok {
-					missing = append(missing, id)
+			reportUnanswered(b, nc, path, got, n, func() (missing []string) {
+				mu.Lock()
+				defer mu.Unlock()
+				for id := range sent {
+					if _, ok := arrived[id]; !ok {
+						missing = append(missing, id)
+					}
 				}
-			}
-			mu.Unlock()
-			b.Fatalf("%d of %d turns answered; unanswered: %v, of which the stream holds replies to %v (the subscription missed those)",
-				got, n, missing, storedReplies(b, nc, path, missing))
+				return missing
+			}, func(ids []string) (late []string) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, id := range ids {
+					if _, ok := arrived[id]; ok {
+						late = append(late, id)
+					}
+				}
+				return late
+			})
 		}
 	}
 
@@ -721,51 +743,98 @@ func benchToken(b *testing.B, url string) string {
 	return secret
 }
 
-// storedReplies returns those of the turns whose replies the stream holds,
-// read from its start: a reply the stream holds and the benchmark's
-// subscription did not see was dropped on the way to the benchmark, not by
-// the path under test.
-func storedReplies(b *testing.B, nc *nats.Conn, path turnPath, turns []string) []string {
+// reportUnanswered fails the benchmark on got of n turns answered in time.
+// It sorts the unanswered turns (unanswered returns them) by what became of
+// their replies: those that reached the benchmark after the wait (arrived
+// returns which of the turns given have a reply by now), those the stream
+// holds that the benchmark's subscription never saw, and those the stream
+// does not hold, which the path did not answer.
+func reportUnanswered(b *testing.B, nc *nats.Conn, path turnPath, got, n int,
+	unanswered func() []string, arrived func(ids []string) []string) {
+	b.Helper()
+	missing := unanswered()
+	slices.Sort(missing)
+	stored, err := storedReplies(nc, path, missing)
+	if err != nil {
+		b.Logf("reading the stream's replies: %v (the stream may hold more of them)", err)
+	}
+	late := arrived(missing)
+	var unseen, unreplied []string
+	for _, id := range missing {
+		switch {
+		case slices.Contains(late, id):
+		case slices.Contains(stored, id):
+			unseen = append(unseen, id)
+		default:
+			unreplied = append(unreplied, id)
+		}
+	}
+	first := func(ids []string) string {
+		if len(ids) > 20 {
+			return fmt.Sprintf("%v and %d more", ids[:20], len(ids)-20)
+		}
+		return fmt.Sprint(ids)
+	}
+	b.Fatalf("%d of %d turns answered in 2 minutes; of the %d others, %d have no reply in the stream %s, "+
+		"%d have one the benchmark's subscription never saw %s, and %d had theirs come after the wait %s",
+		got, n, len(missing), len(unreplied), first(unreplied), len(unseen), first(unseen), len(late), first(late))
+}
+
+// storedReplies returns those of the turns whose replies the stream of
+// path.replies holds, read from its start with a consumer of its own.
+func storedReplies(nc *nats.Conn, path turnPath, turns []string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		b.Logf("stored replies: %v", err)
-		return nil
+		return nil, err
 	}
 	stream, err := js.StreamNameBySubject(ctx, path.replies)
 	if err != nil {
-		b.Logf("stored replies: the stream of %s: %v", path.replies, err)
-		return nil
+		return nil, fmt.Errorf("the stream of %s: %w", path.replies, err)
 	}
 	// A partitioned stream stores a subject with its partition appended
 	// (events.EnsureStream).
-	cons, err := js.OrderedConsumer(ctx, stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{path.replies, path.replies + ".*"}})
+	cons, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig{
+		AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy,
+		FilterSubjects: []string{path.replies, path.replies + ".*"}, InactiveThreshold: time.Minute,
+	})
 	if err != nil {
-		b.Logf("stored replies: %v", err)
-		return nil
+		return nil, err
 	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = js.DeleteConsumer(dctx, stream, cons.CachedInfo().Name)
+	}()
 	want := map[string]bool{}
 	for _, t := range turns {
 		want[t] = true
 	}
 	var found []string
-	for {
-		batch, err := cons.FetchNoWait(256)
-		if err != nil {
-			b.Logf("stored replies: %v", err)
-			return found
+	for pending := cons.CachedInfo().NumPending; pending > 0; {
+		if err := ctx.Err(); err != nil {
+			return found, err
 		}
-		n := 0
+		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return found, err
+		}
+		read := 0
 		for m := range batch.Messages() {
-			n++
-			msg := &nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}
-			if id := path.turnOf(msg); want[id] {
+			read++
+			if id := path.turnOf(&nats.Msg{Subject: m.Subject(), Header: m.Headers(), Data: m.Data()}); want[id] {
 				found = append(found, id)
+				delete(want, id)
 			}
 		}
-		if n == 0 {
-			return found
+		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+			return found, err
 		}
+		if read == 0 {
+			return found, fmt.Errorf("the stream gave nothing for 5 s with %d replies still to read", pending)
+		}
+		pending -= min(pending, uint64(read))
 	}
+	return found, nil
 }
