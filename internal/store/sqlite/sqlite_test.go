@@ -337,3 +337,44 @@ func TestReadsRunToTheirEnd(t *testing.T) {
 	}
 	rows.Close()
 }
+
+// TestFailedCommitLeavesTheWriterClean: a COMMIT that fails can leave its
+// transaction open in SQLite (a deferred foreign key that does not hold);
+// the driver then rolls it back (modernc's tx.Commit checks
+// sqlite3_get_autocommit), so the writer connection goes back to the pool
+// clean. Were it not, every later BEGIN on the one writer would fail, or run
+// inside the failed transaction, for as long as the process lives.
+func TestFailedCommitLeavesTheWriterClean(t *testing.T) {
+	ctx := t.Context()
+	db := open(t, sqlite.Config{Path: filepath.Join(t.TempDir(), "fk.db")})
+	for _, q := range []string{
+		`CREATE TABLE parent (id INTEGER PRIMARY KEY)`,
+		`CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent (id) DEFERRABLE INITIALLY DEFERRED)`,
+	} {
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := db.Tx(ctx, func(tx store.Querier) error {
+		_, err := tx.Exec(ctx, `INSERT INTO child (id, parent) VALUES (1, 42)`)
+		return err
+	})
+	if err == nil || !strings.Contains(err.Error(), "FOREIGN KEY") {
+		t.Fatalf("commit of a child without its parent = %v, want a foreign key error", err)
+	}
+	for i := range 3 {
+		if err := db.Tx(ctx, func(tx store.Querier) error {
+			_, err := tx.Exec(ctx, `INSERT INTO parent (id) VALUES ($1)`, i)
+			return err
+		}); err != nil {
+			t.Fatalf("transaction %d after the failed commit: %v", i, err)
+		}
+	}
+	var parents, children int64
+	if err := db.QueryRow(ctx, `SELECT (SELECT count(*) FROM parent), (SELECT count(*) FROM child)`).Scan(&parents, &children); err != nil {
+		t.Fatal(err)
+	}
+	if parents != 3 || children != 0 {
+		t.Errorf("%d parents and %d children, want 3 and none: the failed transaction's row must not commit", parents, children)
+	}
+}
