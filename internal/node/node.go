@@ -422,7 +422,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return &SettingError{Setting: "http-addr", Problem: fmt.Sprintf("cannot listen on %s: %v (is another praetor running?)", cfg.HTTPAddr, err)}
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// No ReadTimeout or WriteTimeout: replies are waited for (?wait=) and
+	// streams stay open for as long as the client wants. A body has its own
+	// deadline (the gateway's), and a connection idle between requests is
+	// closed after IdleTimeout.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	ready.Store(true)

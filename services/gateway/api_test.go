@@ -1,11 +1,13 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -189,6 +191,9 @@ func TestCreateSession(t *testing.T) {
 		}
 		var s session
 		res.Decode(t, &s)
+		if where := res.Header.Get("Location"); where != "/v1/sessions/"+s.SessionID {
+			t.Errorf("Location %q, want the session's", where)
+		}
 		if s.SessionID == "" || s.EngineID != "project-discovery" || s.ProjectID != "acme-1" || s.Status != "active" {
 			t.Errorf("created %s", res.Body)
 		}
@@ -270,13 +275,32 @@ func TestPostTurn(t *testing.T) {
 	if accepted.TurnID == "" || accepted.SessionID != id || accepted.Status != "pending" {
 		t.Fatalf("post without wait answered %s", res.Body)
 	}
+	// The answer says where to read the turn: pending, then answered.
+	where := res.Header.Get("Location")
+	if where != "/v1/sessions/"+id+"/turns/"+accepted.TurnID {
+		t.Fatalf("Location %q, want the turn's", where)
+	}
+	var first gatewaytest.Turn
 	gatewaytest.WaitFor(t, 30*time.Second, "the first turn's reply", func() bool {
-		ts := turns(t, n, "", id)
-		return len(ts) == 1 && ts[0].Status == "answered"
+		res := n.Get(t, where, "")
+		if res.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", where, res.Status, res.Body)
+		}
+		res.Decode(t, &first)
+		return first.Status == "answered"
 	})
-	first := turns(t, n, "", id)[0]
-	if first.TurnID != accepted.TurnID || first.TurnNumber != 1 || first.Reply == "" {
-		t.Errorf("first turn %+v, want %s numbered 1 with a reply", first, accepted.TurnID)
+	if first.TurnID != accepted.TurnID || first.TurnNumber != 1 || first.Reply == "" || first.Message == "" ||
+		first.ReceivedAt == nil || first.RespondedAt == nil {
+		t.Errorf("first turn %+v, want %s numbered 1 with its message, reply and times", first, accepted.TurnID)
+	}
+	if got := turns(t, n, "", id); len(got) != 1 || got[0].TurnID != first.TurnID || got[0].Reply != first.Reply {
+		t.Errorf("turns listed %+v, want the one read", got)
+	}
+	// A turn is read under its own session only.
+	other := n.CreateSession(t, "", "project-discovery")
+	for _, path := range []string{"/v1/sessions/" + other + "/turns/" + accepted.TurnID, "/v1/sessions/" + id + "/turns/no-such-turn",
+		"/v1/sessions/" + id + "/turns/%ff"} {
+		wantError(t, n.Get(t, path, ""), http.StatusNotFound, "unknown_turn")
 	}
 
 	// With wait: 200 and the reply with what came with it.
@@ -587,7 +611,9 @@ func commitUnpublishedTurn(t *testing.T, n *gatewaytest.Node, sessionID, turnID,
 func TestPostTurnBadInput(t *testing.T) {
 	t.Parallel()
 	const limit = 256
-	n := gatewaytest.Start(t, gatewaytest.Options{Gateway: func(c *gateway.Config) { c.MaxMessageBytes = limit }})
+	n := gatewaytest.Start(t, gatewaytest.Options{Gateway: func(c *gateway.Config) {
+		c.MaxMessageBytes, c.BodyTimeout = limit, time.Second
+	}})
 	id := n.CreateSession(t, "", "project-discovery")
 	var info struct {
 		MaxMessageBytes int `json:"max_message_bytes"`
@@ -616,7 +642,15 @@ func TestPostTurnBadInput(t *testing.T) {
 			mentions: []string{fmt.Sprint(limit + 1), fmt.Sprint(limit)}},
 		{name: "over the limit in bytes, not characters", body: body(strings.Repeat("é", limit/2+1)), status: 413,
 			code: "message_too_large", mentions: []string{fmt.Sprint(limit + 2)}},
-		{name: "body far over any limit", body: body(strings.Repeat("a", 1<<20)), status: 413, code: "too_large"},
+		{name: "body far over any limit", body: body(strings.Repeat("a", 1<<20)), status: 413, code: "too_large",
+			mentions: []string{fmt.Sprint(limit), "--max-message-bytes"}},
+		// encoding/json would store U+FFFD in place of what is not text.
+		{name: "not UTF-8", body: "{\"message\": \"caf\xe9 \xff\"}", status: 400, code: "bad_text", mentions: []string{"UTF-8"}},
+		{name: "a lone high surrogate", body: `{"message": "a \ud800 b"}`, status: 400, code: "bad_text",
+			mentions: []string{`\ud800`, "surrogate"}},
+		{name: "a lone low surrogate", body: `{"message": "\uDC00"}`, status: 400, code: "bad_text", mentions: []string{`\udc00`}},
+		{name: "a high surrogate before another escape", body: `{"message": "\ud83d\u0041"}`, status: 400, code: "bad_text"},
+		{name: "a NUL", body: `{"message": "nul \u0000 byte"}`, status: 400, code: "bad_message", mentions: []string{"NUL"}},
 		{name: "malformed", body: `{"message": "hi`, status: 400, code: "bad_json", mentions: []string{`{"message": "..."}`}},
 		{name: "unknown field", body: `{"message": "hi", "role": "user"}`, status: 400, code: "bad_json", mentions: []string{"role"}},
 		{name: "wrong type", body: `{"message": 42}`, status: 400, code: "bad_json", mentions: []string{"message", "string"}},
@@ -624,9 +658,12 @@ func TestPostTurnBadInput(t *testing.T) {
 		{name: "trailing data", body: `{"message": "hi"} x`, status: 400, code: "bad_json"},
 		{name: "bad wait", path: "/v1/sessions/" + id + "/turns?wait=soon", body: body("hi"), status: 400, code: "bad_wait",
 			mentions: []string{"soon", "30s"}},
-		{name: "negative wait", path: "/v1/sessions/" + id + "/turns?wait=-1s", body: body("hi"), status: 400, code: "bad_wait"},
+		{name: "negative wait", path: "/v1/sessions/" + id + "/turns?wait=-1s", body: body("hi"), status: 400, code: "bad_wait",
+			mentions: []string{"negative"}},
 		{name: "unknown session", path: "/v1/sessions/no-such-session/turns", body: body("hi"), status: 404,
 			code: "unknown_session", mentions: []string{"no-such-session"}},
+		{name: "a session id no session can have", path: "/v1/sessions/%ff%00/turns", body: body("hi"), status: 404,
+			code: "unknown_session"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -637,6 +674,25 @@ func TestPostTurnBadInput(t *testing.T) {
 			wantError(t, n.Post(t, path, "", tc.body), tc.status, tc.code, tc.mentions...)
 		})
 	}
+	// A body that stops coming does not hold the connection: 408.
+	t.Run("a body that stops", func(t *testing.T) {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(n.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+		fmt.Fprintf(conn, "POST /v1/sessions/%s/turns HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+			"Content-Length: 100\r\n\r\n{\"message\"", id, strings.TrimPrefix(n.URL, "http://"))
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer to a body that stopped: %v", err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		wantError(t, gatewaytest.Response{Status: res.StatusCode, Header: res.Header, Body: b}, http.StatusRequestTimeout,
+			"body_timeout", "1s")
+	})
 	if got := turns(t, n, "", id); len(got) != 0 {
 		t.Fatalf("refused messages were recorded as turns: %+v", got)
 	}
@@ -649,8 +705,21 @@ func TestPostTurnBadInput(t *testing.T) {
 			t.Errorf("the message came back as %q, want %q", turn.Message, msg)
 		}
 	}
-	if got := turns(t, n, "", id); len(got) != 2 {
-		t.Errorf("%d turns recorded, want the 2 accepted", len(got))
+	// Text that is text, however it is written: a surrogate pair, and a
+	// replacement character the user typed.
+	for raw, want := range map[string]string{
+		`{"message": "\ud83d\ude00 hi"}`:          "\U0001F600 hi",
+		`{"message": "a \ufffd or ` + "\uFFFD\"}": "a \uFFFD or \uFFFD",
+	} {
+		res := n.Post(t, "/v1/sessions/"+id+"/turns?wait=30s", "", raw)
+		var turn gatewaytest.Turn
+		res.Decode(t, &turn)
+		if res.Status != http.StatusOK || turn.Message != want {
+			t.Errorf("POST %s: %d, message %q, want 200 and %q", raw, res.Status, turn.Message, want)
+		}
+	}
+	if got := turns(t, n, "", id); len(got) != 4 {
+		t.Errorf("%d turns recorded, want the 4 accepted", len(got))
 	}
 }
 
@@ -887,7 +956,7 @@ func TestStream(t *testing.T) {
 		t.Fatalf("first event %s %s (%v), want the session's state", ev.Name, ev.Data, err)
 	}
 
-	nextTurn := func() gatewaytest.Turn {
+	nextTurnOn := func(stream *gatewaytest.Stream) gatewaytest.Turn {
 		t.Helper()
 		ev := stream.Next(t, 30*time.Second)
 		for ev.Name == "task" { // a background task's progress, between the replies
@@ -900,8 +969,14 @@ func TestStream(t *testing.T) {
 		if err := json.Unmarshal([]byte(ev.Data), &turn); err != nil {
 			t.Fatalf("turn event is not JSON: %v: %s", err, ev.Data)
 		}
+		// Its id is its turn's (a reconnecting client sends it back); it
+		// says when it was answered, and nothing it does not know.
+		if ev.ID != turn.TurnID || turn.RespondedAt == nil || turn.RespondedAt.IsZero() || turn.ReceivedAt != nil && turn.ReceivedAt.IsZero() {
+			t.Errorf("turn event id %q, data %s: want the turn's id, responded_at and no zero received_at", ev.ID, ev.Data)
+		}
 		return turn
 	}
+	nextTurn := func() gatewaytest.Turn { t.Helper(); return nextTurnOn(stream) }
 	for i, msg := range []string{
 		"We want to build a scheduling app for dental clinics so patients can book appointments online.",
 		"It is a web app. Our receptionists currently use a paper book and phone calls.",
@@ -930,6 +1005,30 @@ func TestStream(t *testing.T) {
 	n.Say(t, "", id, "Patients keep calling to move appointments.")
 	if got := nextTurn(); got.SessionID != id || got.TurnNumber != 4 {
 		t.Errorf("stream event %+v, want turn 4 of %s", got, id)
+	}
+
+	// A client that reconnects with the id of the last turn it saw gets the
+	// turns answered since, then the live ones.
+	all := turns(t, n, "", id)
+	again := n.MustOpenStream(t, id, "")
+	if ev := again.Next(t, 10*time.Second); ev.Name != "state" {
+		t.Fatalf("first event %s, want state", ev.Name)
+	}
+	resumed, _ := n.OpenStreamAfter(t, id, "", all[0].TurnID)
+	if ev := resumed.Next(t, 10*time.Second); ev.Name != "state" {
+		t.Fatalf("first event after a reconnection %s, want state", ev.Name)
+	}
+	for want := 2; want <= 4; want++ {
+		if got := nextTurnOn(resumed); got.TurnNumber != want || got.Reply == "" {
+			t.Fatalf("after Last-Event-ID %s: turn %d (%q), want turn %d", all[0].TurnID, got.TurnNumber, got.Reply, want)
+		}
+	}
+	n.Say(t, "", id, "They use a shared calendar today.")
+	if got := nextTurnOn(resumed); got.TurnNumber != 5 {
+		t.Errorf("live after the missed turns: turn %d, want 5", got.TurnNumber)
+	}
+	if got := nextTurnOn(again); got.TurnNumber != 5 {
+		t.Errorf("a stream opened without Last-Event-ID: turn %d, want only the live turn 5", got.TurnNumber)
 	}
 
 	_, res = n.OpenStream(t, "no-such-session", "")

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -118,28 +119,45 @@ func TestAuthentication(t *testing.T) {
 		from   string
 		auth   string
 		tenant string // "" means 401
+		host   string // default: 127.0.0.1:8080
+		origin string
 	}{
-		{"remote without a token", remote, "", ""},
-		{"remote with a valid token", remote, "Bearer " + valid, "acme"},
-		{"the scheme in lower case", remote, "bearer " + valid, "acme"},
-		{"remote with an unknown token", remote, "Bearer prt_nosuchtoken", ""},
-		{"remote with a revoked token", remote, "Bearer " + revoked, ""},
-		{"remote with an expired token", remote, "Bearer " + expired, ""},
-		{"basic auth", remote, "Basic YWRtaW46YWRtaW4=", ""},
-		{"bearer without a token", remote, "Bearer ", ""},
-		{"a bare token", remote, valid, ""},
-		{"loopback without a token", loopback, "", n.DevTenant},
-		{"IPv6 loopback without a token", loopback6, "", n.DevTenant},
-		{"loopback with a token", loopback, "Bearer " + valid, "acme"},
+		{"remote without a token", remote, "", "", "", ""},
+		{"remote with a valid token", remote, "Bearer " + valid, "acme", "", ""},
+		{"the scheme in lower case", remote, "bearer " + valid, "acme", "", ""},
+		{"remote with an unknown token", remote, "Bearer prt_nosuchtoken", "", "", ""},
+		{"remote with a revoked token", remote, "Bearer " + revoked, "", "", ""},
+		{"remote with an expired token", remote, "Bearer " + expired, "", "", ""},
+		{"basic auth", remote, "Basic YWRtaW46YWRtaW4=", "", "", ""},
+		{"bearer without a token", remote, "Bearer ", "", "", ""},
+		{"a bare token", remote, valid, "", "", ""},
+		{"loopback without a token", loopback, "", n.DevTenant, "", ""},
+		{"IPv6 loopback without a token", loopback6, "", n.DevTenant, "", ""},
+		{"loopback with a token", loopback, "Bearer " + valid, "acme", "", ""},
 		// A token that is sent is checked, loopback or not.
-		{"loopback with a revoked token", loopback, "Bearer " + revoked, ""},
-		{"loopback with an expired token", loopback, "Bearer " + expired, ""},
-		{"loopback with an unknown token", loopback, "Bearer prt_nosuchtoken", ""},
+		{"loopback with a revoked token", loopback, "Bearer " + revoked, "", "", ""},
+		{"loopback with an expired token", loopback, "Bearer " + expired, "", "", ""},
+		{"loopback with an unknown token", loopback, "Bearer prt_nosuchtoken", "", "", ""},
+		// Without a token, only this machine's own pages: not another
+		// site's page in the developer's browser (its Origin), nor one that
+		// reaches the port under a name of its own (DNS rebinding: its Host).
+		{"loopback as localhost", loopback, "", n.DevTenant, "localhost:8080", ""},
+		{"loopback as [::1]", loopback6, "", n.DevTenant, "[::1]:8080", ""},
+		{"loopback from its own page", loopback, "", n.DevTenant, "127.0.0.1:8080", "http://127.0.0.1:8080"},
+		{"loopback from another site's page", loopback, "", "", "127.0.0.1:8080", "https://evil.example"},
+		{"loopback from another port's page", loopback, "", "", "127.0.0.1:8080", "http://127.0.0.1:9999"},
+		{"loopback under another site's name", loopback, "", "", "evil.example:8080", ""},
+		{"loopback under another site's name, from its page", loopback, "", "", "evil.example:8080", "http://evil.example:8080"},
+		{"another site's page with a token", loopback, "Bearer " + valid, "acme", "127.0.0.1:8080", "https://evil.example"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, "/v1/info", nil)
 			req.RemoteAddr = tc.from
+			req.Host = cmp.Or(tc.host, "127.0.0.1:8080")
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
 			if tc.auth != "" {
 				req.Header.Set("Authorization", tc.auth)
 			}

@@ -28,6 +28,7 @@
 package gateway
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -37,8 +38,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -71,6 +75,9 @@ type Config struct {
 	MaxMessageBytes int
 	// MaxWait bounds ?wait on a turn. Default: 60s.
 	MaxWait time.Duration
+	// BodyTimeout bounds how long a request's body takes to arrive, once its
+	// headers have. Default: 30s.
+	BodyTimeout time.Duration
 	// OpenTenant, when set, serves requests without a token that come from
 	// loopback as this tenant (praetor dev).
 	OpenTenant string
@@ -86,6 +93,7 @@ func (c Config) withDefaults() Config {
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, 8<<10)
 	c.MaxWait = cmp.Or(c.MaxWait, 60*time.Second)
+	c.BodyTimeout = cmp.Or(c.BodyTimeout, 30*time.Second)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -161,24 +169,36 @@ func (g *Gateway) Stop(context.Context) error {
 func (g *Gateway) Routes(mux *http.ServeMux) {
 	mux.HandleFunc("GET /{$}", g.page)
 	mux.Handle("GET /static/", staticHandler())
-	mux.HandleFunc("GET /v1/info", g.auth(g.info))
-	mux.HandleFunc("GET /v1/engines", g.auth(g.listEngines))
-	mux.HandleFunc("POST /v1/sessions", g.auth(g.createSession))
-	mux.HandleFunc("GET /v1/sessions", g.auth(g.listSessions))
-	mux.HandleFunc("GET /v1/sessions/{id}", g.auth(g.getSession))
-	mux.HandleFunc("POST /v1/sessions/{id}/turns", g.auth(g.postTurn))
-	mux.HandleFunc("GET /v1/sessions/{id}/turns", g.auth(g.listTurns))
-	mux.HandleFunc("GET /v1/sessions/{id}/extractions", g.auth(g.listExtractions))
-	mux.HandleFunc("GET /v1/sessions/{id}/handoffs", g.auth(g.listHandoffs))
-	mux.HandleFunc("GET /v1/sessions/{id}/tasks", g.auth(g.listTasks))
-	mux.HandleFunc("GET /v1/sessions/{id}/stream", g.auth(g.stream))
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) { noRoute(mux, w, r) })
+	routes := []struct {
+		pattern string
+		handler http.HandlerFunc
+	}{
+		{"GET /v1/info", g.info},
+		{"GET /v1/engines", g.listEngines},
+		{"POST /v1/sessions", g.createSession},
+		{"GET /v1/sessions", g.listSessions},
+		{"GET /v1/sessions/{id}", g.getSession},
+		{"POST /v1/sessions/{id}/turns", g.postTurn},
+		{"GET /v1/sessions/{id}/turns", g.listTurns},
+		{"GET /v1/sessions/{id}/turns/{turn}", g.getTurn},
+		{"GET /v1/sessions/{id}/extractions", g.listExtractions},
+		{"GET /v1/sessions/{id}/handoffs", g.listHandoffs},
+		{"GET /v1/sessions/{id}/tasks", g.listTasks},
+		{"GET /v1/sessions/{id}/stream", g.stream},
+	}
+	patterns := make([]string, len(routes))
+	for i, rt := range routes {
+		mux.HandleFunc(rt.pattern, g.auth(rt.handler))
+		patterns[i] = rt.pattern
+	}
+	list := strings.Join(patterns, ", ")
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) { noRoute(mux, list, w, r) })
 }
 
 // noRoute answers a request no API route takes with the JSON error every
 // other API answer has: 405 with Allow when the path exists under another
-// method, else 404.
-func noRoute(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
+// method, else 404 with the routes there are.
+func noRoute(mux *http.ServeMux, routes string, w http.ResponseWriter, r *http.Request) {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		probe := r.Clone(r.Context())
@@ -193,10 +213,7 @@ func noRoute(mux *http.ServeMux, w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("%s %s is not served; use %s", r.Method, r.URL.Path, strings.Join(allow, " or ")))
 		return
 	}
-	writeError(w, http.StatusNotFound, "no_route", fmt.Sprintf("no API route %s %s; GET /v1/engines, POST /v1/sessions, "+
-		"GET /v1/sessions/{id}, POST /v1/sessions/{id}/turns, GET /v1/sessions/{id}/extractions, GET /v1/sessions/{id}/handoffs, "+
-		"GET /v1/sessions/{id}/tasks, GET /v1/sessions/{id}/stream",
-		r.Method, r.URL.Path))
+	writeError(w, http.StatusNotFound, "no_route", fmt.Sprintf("no API route %s %s; the routes: %s", r.Method, r.URL.Path, routes))
 }
 
 type tenantKey struct{}
@@ -232,6 +249,11 @@ func (g *Gateway) tenant(r *http.Request) (string, error) {
 	h := strings.TrimSpace(r.Header.Get("Authorization"))
 	if h == "" {
 		if g.cfg.OpenTenant != "" && fromLoopback(r) {
+			if why := notOwnPage(r); why != "" {
+				return "", &authError{why + "; a request without a token must come from this machine, to a loopback name " +
+					"(localhost, 127.0.0.1), from the page this server serves: send Authorization: Bearer <token> " +
+					"(praetor tenant token issue)"}
+			}
 			return g.cfg.OpenTenant, nil
 		}
 		return "", &authError{"send Authorization: Bearer <token>"}
@@ -250,6 +272,40 @@ func (g *Gateway) tenant(r *http.Request) (string, error) {
 		return "", fmt.Errorf("authenticate: %w", err)
 	}
 	return tok.TenantID, nil
+}
+
+// notOwnPage says why a request from this machine without a token may
+// still come from elsewhere, or "" when it does not: a web page of another
+// site the developer has open can send requests to a loopback address (a
+// cross-site request, which carries that site's Origin), or reach it under a
+// name of its own that resolves to 127.0.0.1 (DNS rebinding, whose Host is
+// that name). A client that is not a browser sends no Origin.
+func notOwnPage(r *http.Request) string {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if !loopbackName(host) {
+		return fmt.Sprintf("Host %q is not a loopback name", r.Host)
+	}
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host != r.Host {
+			return fmt.Sprintf("Origin %q is not this server's (http://%s)", origin, r.Host)
+		}
+	}
+	return ""
+}
+
+// loopbackName reports whether host names this machine: localhost (or a
+// name under it) or a loopback address.
+func loopbackName(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
 }
 
 func fromLoopback(r *http.Request) bool {
@@ -274,29 +330,40 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // an API's text, not a page's: "Bearer <token>" as written
+	_ = enc.Encode(v)
 }
 
 // decodeBody reads a JSON object of at most max bytes into v, rejecting
-// unknown fields and anything after the object, and answers 400 or 413 with
-// what to fix when the body is not what example shows.
-func decodeBody(w http.ResponseWriter, r *http.Request, max int64, example string, v any) bool {
-	r.Body = http.MaxBytesReader(w, r.Body, max)
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+// unknown fields, anything after the object and text that is not UTF-8, and
+// answers 400 or 413 with what to fix when the body is not what example
+// shows (limit, when set, says what bounds the body).
+//
+// The body has Config.BodyTimeout to arrive: a client that sends its headers and
+// then trickles its body, or stops, does not hold a connection and a
+// handler for ever (the server has no ReadTimeout, which would end the
+// long waits and streams).
+func (g *Gateway) decodeBody(w http.ResponseWriter, r *http.Request, max int64, example, limit string, v any) bool {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(g.cfg.BodyTimeout)) // not supported by every ResponseWriter (tests')
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	var timeout net.Error
+	if errors.As(err, &timeout) && timeout.Timeout() {
+		// The deadline stays: the server then closes the connection rather
+		// than wait for the rest of the body to keep it.
+		writeError(w, http.StatusRequestTimeout, "body_timeout", fmt.Sprintf("the body did not arrive within %s", g.cfg.BodyTimeout))
+		return false
+	}
+	_ = rc.SetReadDeadline(time.Time{}) // the wait for a reply, or a stream, may be long
 	if err == nil {
-		// One object, nothing after it: a second value or stray text means the
-		// client sent something other than it thinks.
-		var tooBig *http.MaxBytesError
-		switch _, extra := dec.Token(); {
-		case errors.As(extra, &tooBig):
-			err = extra
-		case !errors.Is(extra, io.EOF):
-			err = errors.New("unexpected data after the JSON object")
-		}
+		err = decodeJSON(raw, v)
 	}
 	if err == nil {
+		if err = checkText(raw); err != nil {
+			writeError(w, http.StatusBadRequest, "bad_text", err.Error()+"; send text as UTF-8")
+			return false
+		}
 		return true
 	}
 	var (
@@ -305,7 +372,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, max int64, example strin
 	)
 	switch {
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the body is larger than %d bytes", max))
+		msg := fmt.Sprintf("the body is larger than %d bytes", max)
+		if limit != "" {
+			msg += ": " + limit
+		}
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large", msg)
 	case errors.Is(err, io.EOF):
 		writeError(w, http.StatusBadRequest, "bad_json", "the body is empty; send a JSON object like "+example)
 	case errors.As(err, &typeError) && typeError.Field == "":
@@ -317,4 +388,67 @@ func decodeBody(w http.ResponseWriter, r *http.Request, max int64, example strin
 		writeError(w, http.StatusBadRequest, "bad_json", "the body is not the JSON expected ("+err.Error()+"); send a JSON object like "+example)
 	}
 	return false
+}
+
+// decodeJSON decodes one JSON object from raw into v, with nothing after
+// it and no field v does not have.
+func decodeJSON(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	// One object, nothing after it: a second value or stray text means the
+	// client sent something other than it thinks.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("unexpected data after the JSON object")
+	}
+	return nil
+}
+
+// checkText reports what in a JSON text that decoded is not text:
+// encoding/json takes bytes that are not UTF-8, and \u escapes of lone
+// UTF-16 surrogates, and puts U+FFFD in their place, so the words stored
+// would not be the words sent.
+func checkText(raw []byte) error {
+	if !utf8.Valid(raw) {
+		return errors.New("the body is not valid UTF-8")
+	}
+	// In a JSON text that decoded, a backslash only occurs in a string, and
+	// starts an escape.
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if raw[i+1] != 'u' {
+			i++
+			continue
+		}
+		r := hexRune(raw[i+2 : i+6])
+		i += 5
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00 && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' &&
+			hexRune(raw[i+3:i+7]) >= 0xdc00 && hexRune(raw[i+3:i+7]) <= 0xdfff:
+			i += 6 // a high surrogate and its low one: one character
+		case utf16.IsSurrogate(r):
+			return fmt.Errorf("the body has the escape \\u%04x, half of a UTF-16 surrogate pair without its other half", r)
+		}
+	}
+	return nil
+}
+
+// hexRune decodes four hexadecimal digits (checked by the JSON decoder).
+func hexRune(h []byte) rune {
+	var r rune
+	for _, c := range h {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
 }

@@ -91,8 +91,17 @@ func TestExplorationHandsOffToProjectDiscovery(t *testing.T) {
 		Handoff *handoffSummary `json:"handoff"`
 	}
 	var last turn
+	decision := func() gatewaytest.Response { // the last turn, which hands off; the client may retry it
+		return n.Do(t, gatewaytest.Call{Method: http.MethodPost, Path: "/v1/sessions/" + src + "/turns?wait=30s",
+			Header: http.Header{"Idempotency-Key": {"the-decision"}}, Body: map[string]string{"message": explorationScript[len(explorationScript)-1]}})
+	}
 	for i, msg := range explorationScript {
-		res := n.Post(t, "/v1/sessions/"+src+"/turns?wait=30s", "", map[string]string{"message": msg})
+		var res gatewaytest.Response
+		if i == len(explorationScript)-1 {
+			res = decision()
+		} else {
+			res = n.Post(t, "/v1/sessions/"+src+"/turns?wait=30s", "", map[string]string{"message": msg})
+		}
 		if res.Status != http.StatusOK {
 			t.Fatalf("turn %d: %d %s", i+1, res.Status, res.Body)
 		}
@@ -139,6 +148,19 @@ func TestExplorationHandsOffToProjectDiscovery(t *testing.T) {
 	if res.Status != http.StatusConflict || refused.Code != "session_not_active" || refused.Handoff == nil ||
 		refused.Handoff.TargetSessionID != h.TargetSessionID || !strings.Contains(refused.Error, h.TargetSessionID) {
 		t.Fatalf("posting to the handed-off session: %d %s", res.Status, res.Body)
+	}
+
+	// But a retry of the turn that handed off (the client lost its answer)
+	// is answered as that turn was: with the handoff that says where to go.
+	var retried turn
+	if res := decision(); res.Status != http.StatusOK {
+		t.Fatalf("retrying the decision's turn after the handoff: %d %s", res.Status, res.Body)
+	} else {
+		res.Decode(t, &retried)
+	}
+	if retried.TurnID != last.TurnID || retried.Reply != last.Reply || retried.Handoff == nil ||
+		retried.Handoff.TargetSessionID != h.TargetSessionID {
+		t.Fatalf("the retried decision's turn = %+v, want %+v", retried, last)
 	}
 
 	target := h.TargetSessionID

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
@@ -288,7 +287,7 @@ var validToken = contracts.ValidToken
 
 func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 	var req createSessionRequest
-	if !decodeBody(w, r, 4<<10, `{"engine_id": "project-discovery", "project_id": "default"}`, &req) {
+	if !g.decodeBody(w, r, 4<<10, `{"engine_id": "project-discovery", "project_id": "default"}`, "", &req) {
 		return
 	}
 	if req.EngineID == "" {
@@ -339,6 +338,7 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	g.publish(r.Context(), emitted, false)
 	v, _ := g.viewSession(r.Context(), s, false)
+	w.Header().Set("Location", "/v1/sessions/"+v.SessionID)
 	writeJSON(w, http.StatusCreated, v)
 }
 
@@ -392,6 +392,12 @@ func (g *Gateway) session(w http.ResponseWriter, r *http.Request) (conversation.
 func (g *Gateway) sessionWith(w http.ResponseWriter, r *http.Request,
 	get func(context.Context, store.Querier, string, string) (conversation.Session, error)) (conversation.Session, bool) {
 	id := r.PathValue("id")
+	if !contracts.ValidToken(id) {
+		// Not an id any session has (nor one a store could be asked for:
+		// PostgreSQL refuses a NUL or bytes that are not UTF-8).
+		writeError(w, http.StatusNotFound, "unknown_session", fmt.Sprintf("no session %q", id))
+		return conversation.Session{}, false
+	}
 	s, err := get(r.Context(), g.cfg.DB, tenantOf(r), id)
 	if errors.Is(err, store.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "unknown_session", fmt.Sprintf("no session %q", id))
@@ -434,7 +440,7 @@ type turnView struct {
 	Completeness *float64        `json:"completeness,omitempty"`
 	Sidebar      json.RawMessage `json:"sidebar,omitempty"`
 	Degraded     bool            `json:"degraded,omitempty"`
-	ReceivedAt   time.Time       `json:"received_at"`
+	ReceivedAt   time.Time       `json:"received_at,omitzero"` // zero in a stream's "turn" event, which has only the reply
 	RespondedAt  *time.Time      `json:"responded_at,omitempty"`
 	// Handoff is set on the answered turn whose exit transition handed the
 	// session off: the next message goes to its target session.
@@ -459,14 +465,19 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 	var wait time.Duration
 	if q := r.URL.Query().Get("wait"); q != "" {
 		d, err := time.ParseDuration(q)
-		if err != nil || d < 0 {
+		switch {
+		case err != nil:
 			writeError(w, http.StatusBadRequest, "bad_wait", fmt.Sprintf("wait %q is not a duration like 30s", q))
+			return
+		case d < 0:
+			writeError(w, http.StatusBadRequest, "bad_wait", fmt.Sprintf("wait %q is negative; give how long to wait for the reply, like 30s", q))
 			return
 		}
 		wait = min(d, g.cfg.MaxWait)
 	}
 	var req postTurnRequest
-	if !decodeBody(w, r, int64(g.cfg.MaxMessageBytes)*maxEscape+1024, `{"message": "..."}`, &req) {
+	if !g.decodeBody(w, r, int64(g.cfg.MaxMessageBytes)*maxEscape+1024, `{"message": "..."}`,
+		fmt.Sprintf("a message may have %d bytes (--max-message-bytes); split it into several turns", g.cfg.MaxMessageBytes), &req) {
 		return
 	}
 	msg := strings.TrimSpace(req.Message)
@@ -478,16 +489,13 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusRequestEntityTooLarge, "message_too_large",
 			fmt.Sprintf("message is %d bytes; the limit is %d: split it into several turns", len(msg), g.cfg.MaxMessageBytes))
 		return
-	case !utf8.ValidString(msg):
-		writeError(w, http.StatusBadRequest, "bad_message", "message is not valid UTF-8")
+	case strings.ContainsRune(msg, 0):
+		// No store takes it in text (PostgreSQL refuses it), and no one types it.
+		writeError(w, http.StatusBadRequest, "bad_message", "message contains a NUL character (U+0000); send text")
 		return
 	}
 	s, ok := g.sessionWith(w, r, conversation.GetSessionHead) // the state is the runner's business
 	if !ok {
-		return
-	}
-	if s.Status != conversation.StatusActive {
-		g.notActive(w, r, s)
 		return
 	}
 	tenant, now := tenantOf(r), g.cfg.Now().UTC()
@@ -502,13 +510,31 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 		replies, cancel = g.replies.awaitTurn(turnID)
 		defer cancel()
 	}
-	turn := conversation.Turn{ID: turnID, TenantID: tenant, SessionID: s.ID, Message: msg, ReceivedAt: now}
 	received, err := contracts.NewEvent(contracts.Meta{ID: turnID, Source: source, Time: now},
 		contracts.TurnReceived{TenantID: tenant, SessionID: s.ID, TurnID: turnID, Message: msg, ReceivedAt: now})
 	if err != nil {
 		g.internal(w, "post turn", err)
 		return
 	}
+	// A retry with the same Idempotency-Key is answered as the first was,
+	// even when that turn ended the session (its handoff): the client may
+	// have lost the very reply that says where to go.
+	if key != "" {
+		first, err := conversation.GetTurn(r.Context(), g.cfg.DB, tenant, turnID)
+		switch {
+		case err == nil:
+			g.retried(w, r, first, received, msg, key, replies, wait)
+			return
+		case !errors.Is(err, store.ErrNotFound):
+			g.internal(w, "read turn", err)
+			return
+		}
+	}
+	if s.Status != conversation.StatusActive {
+		g.notActive(w, r, s)
+		return
+	}
+	turn := conversation.Turn{ID: turnID, TenantID: tenant, SessionID: s.ID, Message: msg, ReceivedAt: now}
 	var emitted []store.OutboxMessage
 	err = g.cfg.DB.Tx(r.Context(), func(tx store.Querier) error {
 		if err := conversation.CreateTurn(r.Context(), tx, turn); err != nil {
@@ -519,37 +545,88 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 	})
 	switch {
 	case errors.Is(err, store.ErrConflict):
-		// A retry with the same Idempotency-Key: answer as for the first,
-		// unless the key now comes with another message.
+		// The same Idempotency-Key in a concurrent request, whose turn
+		// committed first.
 		first, err := conversation.GetTurn(r.Context(), g.cfg.DB, tenant, turnID)
 		if err != nil {
 			g.internal(w, "read turn", err)
 			return
 		}
-		if first.Message != msg {
-			writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused",
-				fmt.Sprintf("Idempotency-Key %q was sent with another message in this session (turn %s); use a new key for a new message",
-					key, turnID))
-			return
-		}
-		if first.Answered() {
-			writeJSON(w, http.StatusOK, g.withHandoff(r.Context(), viewTurn(first)))
-			return
-		}
-		// The first attempt may have failed to publish it, or ended before.
-		g.publishUnsent(r.Context(), received)
-		turn = first
+		g.retried(w, r, first, received, msg, key, replies, wait)
+		return
 	case err != nil:
 		g.internal(w, "post turn", err)
 		return
-	default:
-		g.publish(r.Context(), emitted, true)
 	}
+	g.publish(r.Context(), emitted, true)
 	if wait == 0 {
-		writeJSON(w, http.StatusAccepted, viewTurn(turn))
+		writePending(w, viewTurn(turn))
 		return
 	}
 	g.awaitReply(w, r, turn, replies, wait)
+}
+
+// writePending answers 202 with a turn not yet answered, and where to read
+// it (GET its Location until its status is "answered", or open the
+// session's stream).
+func writePending(w http.ResponseWriter, v turnView) {
+	w.Header().Set("Location", "/v1/sessions/"+v.SessionID+"/turns/"+v.TurnID)
+	writeJSON(w, http.StatusAccepted, v)
+}
+
+// getTurn serves one turn of a session: pending, or answered with its
+// reply (and the handoff it made, if it made one).
+func (g *Gateway) getTurn(w http.ResponseWriter, r *http.Request) {
+	s, ok := g.sessionWith(w, r, conversation.GetSessionHead)
+	if !ok {
+		return
+	}
+	id := r.PathValue("turn")
+	var (
+		t   conversation.Turn
+		err = store.ErrNotFound
+	)
+	if contracts.ValidToken(id) {
+		t, err = conversation.GetTurn(r.Context(), g.cfg.DB, tenantOf(r), id)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound) || err == nil && t.SessionID != s.ID:
+		writeError(w, http.StatusNotFound, "unknown_turn", fmt.Sprintf("no turn %q in session %s", id, s.ID))
+		return
+	case err != nil:
+		g.internal(w, "read turn", err)
+		return
+	}
+	v := viewTurn(t)
+	if t.Answered() {
+		v = g.withHandoff(r.Context(), v)
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+// retried answers a request whose Idempotency-Key names a turn already
+// stored (first) as that turn's first request was answered: its reply, or
+// 202 (or a wait for the reply) while it is pending; unless the key now
+// comes with another message, which is refused.
+func (g *Gateway) retried(w http.ResponseWriter, r *http.Request, first conversation.Turn, received event.Event, msg, key string,
+	replies <-chan contracts.TurnResponded, wait time.Duration) {
+	if first.Message != msg {
+		writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused",
+			fmt.Sprintf("Idempotency-Key %q was sent with another message in this session (turn %s); use a new key for a new message",
+				key, first.ID))
+		return
+	}
+	if first.Answered() {
+		writeJSON(w, http.StatusOK, g.withHandoff(r.Context(), viewTurn(first)))
+		return
+	}
+	// The first attempt may have failed to publish it, or ended before.
+	g.publishUnsent(r.Context(), received)
+	if wait == 0 {
+		writePending(w, viewTurn(first))
+		return
+	}
+	g.awaitReply(w, r, first, replies, wait)
 }
 
 // awaitReply answers with the turn's reply when it comes within wait, else
@@ -587,7 +664,7 @@ func (g *Gateway) awaitReply(w http.ResponseWriter, r *http.Request, turn conver
 			return
 		}
 		if timedOut {
-			writeJSON(w, http.StatusAccepted, viewTurn(t))
+			writePending(w, viewTurn(t))
 			return
 		}
 	}

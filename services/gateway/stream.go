@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +29,7 @@ var (
 // sseEvent is one Server-Sent Event for a session's streams.
 type sseEvent struct {
 	name string
+	id   string // the SSE id, which a client reconnecting sends back as Last-Event-ID: a turn's
 	data any
 }
 
@@ -98,7 +100,7 @@ func (b *broker) subscribe(sessionID string) (<-chan sseEvent, func()) {
 	}
 }
 
-func (b *broker) publish(r contracts.TurnResponded) {
+func (b *broker) publish(r contracts.TurnResponded, respondedAt time.Time) {
 	b.mu.Lock()
 	for _, ch := range b.turns[r.TurnID] {
 		select {
@@ -108,8 +110,9 @@ func (b *broker) publish(r contracts.TurnResponded) {
 	}
 	b.mu.Unlock()
 	c := r.Completeness
-	b.send(r.SessionID, sseEvent{"turn", turnView{TurnID: r.TurnID, SessionID: r.SessionID, Status: "answered",
-		TurnNumber: r.TurnNumber, Reply: r.Text, Phase: r.Phase, Completeness: &c, Sidebar: r.Sidebar, Degraded: r.Degraded}})
+	b.send(r.SessionID, sseEvent{"turn", r.TurnID, turnView{TurnID: r.TurnID, SessionID: r.SessionID, Status: "answered",
+		TurnNumber: r.TurnNumber, Reply: r.Text, Phase: r.Phase, Completeness: &c, Sidebar: r.Sidebar, Degraded: r.Degraded,
+		RespondedAt: &respondedAt}})
 }
 
 // send hands an event to the streams open on a session.
@@ -151,7 +154,7 @@ func (g *Gateway) onReply(msg *nats.Msg) {
 		g.cfg.Logger.Warn("reply breaks its contract", "subject", msg.Subject, "error", err)
 		return
 	}
-	g.replies.publish(*r)
+	g.replies.publish(*r, ev.Time().UTC())
 }
 
 // handoffEvent is the SSE "handoff" event: the session handed off, and the
@@ -185,7 +188,7 @@ func (g *Gateway) onStarted(msg *nats.Msg) {
 			"handoff_id", st.InboundHandoffID, "error", err)
 		return
 	}
-	g.replies.send(h.SourceSessionID, sseEvent{"handoff", handoffEvent{HandoffID: h.ID, SourceSessionID: h.SourceSessionID,
+	g.replies.send(h.SourceSessionID, sseEvent{"handoff", "", handoffEvent{HandoffID: h.ID, SourceSessionID: h.SourceSessionID,
 		TargetSessionID: st.SessionID, TargetEngineID: st.EngineID, Reason: h.TransitionReason}})
 }
 
@@ -213,7 +216,7 @@ func (g *Gateway) onMerged(msg *nats.Msg) {
 		g.cfg.Logger.Warn("task.merged breaks its contract", "subject", msg.Subject, "error", err)
 		return
 	}
-	g.replies.send(m.SessionID, sseEvent{"task", taskEvent{SessionID: m.SessionID, TaskID: m.TaskID, Attempt: m.Attempt,
+	g.replies.send(m.SessionID, sseEvent{"task", "", taskEvent{SessionID: m.SessionID, TaskID: m.TaskID, Attempt: m.Attempt,
 		Status: m.Status, Note: m.Note, Sidebar: m.Sidebar}})
 }
 
@@ -223,8 +226,12 @@ func (g *Gateway) onMerged(msg *nats.Msg) {
 // session's handoff has started its target session (follow
 // target_session_id: the next message goes there), and a comment every 15s
 // to keep proxies from closing the connection.
+//
+// A "turn" event's id is its turn's: a client that reconnects with it as
+// Last-Event-ID (as EventSource does) first gets the turns answered after
+// that one, so no reply is lost between two connections.
 func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
-	s, ok := g.session(w, r)
+	s, ok := g.sessionWith(w, r, conversation.GetSessionHead)
 	if !ok {
 		return
 	}
@@ -233,14 +240,37 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, "no_streaming", "this server cannot stream")
 		return
 	}
+	// Subscribed before the state is read: a reply that comes in between
+	// is in the state and in a "turn" event, not in neither.
 	replies, cancel := g.replies.subscribe(s.ID)
 	defer cancel()
+	s, err := conversation.GetSession(r.Context(), g.cfg.DB, tenantOf(r), s.ID)
+	if err != nil {
+		g.internal(w, "read session", err)
+		return
+	}
+	v, err := g.viewSession(r.Context(), s, false)
+	if err != nil {
+		g.internal(w, "read session", err)
+		return
+	}
+	var missed []turnView
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		if missed, err = g.answeredAfter(r.Context(), s, last); err != nil {
+			g.internal(w, "read turns", err)
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	v, _ := g.viewSession(r.Context(), s, false)
-	writeSSE(w, "state", v)
+	writeSSE(w, sseEvent{name: "state", data: v})
+	sent := map[string]bool{}
+	for _, t := range missed {
+		writeSSE(w, sseEvent{name: "turn", id: t.TurnID, data: t})
+		sent[t.TurnID] = true
+	}
 	flusher.Flush()
 	keepalive := time.NewTicker(15 * time.Second)
 	defer keepalive.Stop()
@@ -254,13 +284,40 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 			if !open {
 				return
 			}
-			writeSSE(w, ev.name, ev.data)
+			if ev.id != "" && sent[ev.id] {
+				continue // sent from the store already
+			}
+			writeSSE(w, ev)
 		}
 		flusher.Flush()
 	}
 }
 
-func writeSSE(w http.ResponseWriter, name string, v any) {
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b)
+// answeredAfter returns the session's turns answered after the turn lastID
+// (by turn number), none when it is not an answered turn of the session.
+func (g *Gateway) answeredAfter(ctx context.Context, s conversation.Session, lastID string) ([]turnView, error) {
+	turns, err := conversation.ListTurns(ctx, g.cfg.DB, s.TenantID, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(turns, func(t conversation.Turn) bool { return t.ID == lastID })
+	if i < 0 || !turns[i].Answered() {
+		return nil, nil
+	}
+	var out []turnView
+	for _, t := range turns {
+		if t.Answered() && t.TurnNumber > turns[i].TurnNumber {
+			out = append(out, viewTurn(t))
+		}
+	}
+	slices.SortFunc(out, func(a, b turnView) int { return a.TurnNumber - b.TurnNumber })
+	return out, nil
+}
+
+func writeSSE(w http.ResponseWriter, ev sseEvent) {
+	b, _ := json.Marshal(ev.data)
+	if ev.id != "" {
+		fmt.Fprintf(w, "id: %s\n", ev.id)
+	}
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.name, b)
 }

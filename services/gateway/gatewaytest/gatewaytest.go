@@ -294,6 +294,8 @@ type Turn struct {
 	Completeness *float64        `json:"completeness"`
 	Sidebar      json.RawMessage `json:"sidebar"`
 	Degraded     bool            `json:"degraded"`
+	ReceivedAt   *time.Time      `json:"received_at"`
+	RespondedAt  *time.Time      `json:"responded_at"`
 }
 
 // Say posts message to a session, waits for the reply and returns it,

@@ -13,6 +13,7 @@ import (
 // Event is one Server-Sent Event.
 type Event struct {
 	Name string
+	ID   string // the id: line's, empty when it has none
 	Data string
 }
 
@@ -38,6 +39,13 @@ func (n *Node) MustOpenStream(t testing.TB, sessionID, token string) *Stream {
 // the stream closes when the test ends.
 func (n *Node) OpenStream(t testing.TB, sessionID, token string) (*Stream, Response) {
 	t.Helper()
+	return n.OpenStreamAfter(t, sessionID, token, "")
+}
+
+// OpenStreamAfter is OpenStream for a client that reconnects: lastEventID,
+// when set, is sent as Last-Event-ID.
+func (n *Node) OpenStreamAfter(t testing.TB, sessionID, token, lastEventID string) (*Stream, Response) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL+"/v1/sessions/"+sessionID+"/stream", nil)
 	if err != nil {
@@ -45,6 +53,9 @@ func (n *Node) OpenStream(t testing.TB, sessionID, token string) (*Stream, Respo
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", "text/event-stream")
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -76,7 +87,7 @@ func (n *Node) OpenStream(t testing.TB, sessionID, token string) (*Stream, Respo
 	return s, Response{Status: res.StatusCode, Header: res.Header}
 }
 
-// readEvents parses the text/event-stream format: "event:" and "data:"
+// readEvents parses the text/event-stream format: "id:", "event:" and "data:"
 // lines, an empty line ending each event, ":" lines being comments.
 func readEvents(ctx context.Context, r io.Reader, out chan<- Event) {
 	sc := bufio.NewScanner(r)
@@ -100,6 +111,8 @@ func readEvents(ctx context.Context, r io.Reader, out chan<- Event) {
 			}
 			ev, data = Event{}, nil
 		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "id:"):
+			ev.ID = strings.TrimSpace(strings.TrimPrefix(line, "id:"))
 		case strings.HasPrefix(line, "event:"):
 			ev.Name = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
 		case strings.HasPrefix(line, "data:"):
