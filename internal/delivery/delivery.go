@@ -136,8 +136,44 @@ func (in *Inbox) redelivered(ctx context.Context) error {
 	if in.cfg.Relay == nil {
 		return nil
 	}
-	return in.cfg.Relay.CatchUp(ctx)
+	return in.catchUp(ctx)
 }
+
+// catchUp has the relay publish what is committed and unsent, its events
+// among them, trying again (every catchUpBackoff, doubling up to
+// catchUpBackoffMax) until it succeeds or ctx ends (the handler's timeout,
+// a shutdown). The event's effect is committed: a failure to publish is not
+// its failure, and must not use up its deliveries (at the last one it would
+// be dead-lettered, though handled, and its key's next event would go
+// ahead and be published first). Meanwhile the event stays unacknowledged,
+// so nothing of its key goes before its events.
+func (in *Inbox) catchUp(ctx context.Context) error {
+	wait := catchUpBackoff
+	for tries := 1; ; tries++ {
+		err := in.cfg.Relay.CatchUp(ctx)
+		if err == nil {
+			return nil
+		}
+		if tries == catchUpWarnAfter {
+			in.cfg.Relay.cfg.Logger.Warn("delivery: the events of a handled event still cannot be published; trying again",
+				"consumer", in.cfg.Consumer, "tries", tries, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("delivery: publish the events of a handled event (tried %d times): %w", tries, err)
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, catchUpBackoffMax)
+	}
+}
+
+// The waits between an inbox's catch-ups, and after how many failed tries
+// it says so.
+const (
+	catchUpBackoff    = 50 * time.Millisecond
+	catchUpBackoffMax = 5 * time.Second
+	catchUpWarnAfter  = 5
+)
 
 func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 	tenant := events.ExtensionString(ev, TenantExtension)
@@ -179,9 +215,10 @@ func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 	}
 	if len(emitted) > 0 && in.cfg.Relay != nil {
 		if err := in.cfg.Relay.PublishCommitted(ctx, emitted); err != nil {
-			// Committed, not yet published: the relay's passes will. The
-			// event is redelivered, and acknowledged once they have.
-			return fmt.Errorf("publish the events of %s: %w", ev.ID(), err)
+			// Committed, not yet published: the relay publishes them, in
+			// order with anything else unsent, before the event is
+			// acknowledged.
+			return in.catchUp(ctx)
 		}
 	}
 	return nil

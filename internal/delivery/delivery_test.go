@@ -564,10 +564,12 @@ func TestPassKeepsASubjectBehindItsEventInFlight(t *testing.T) {
 	})
 }
 
-// When publishing after the commit fails, the handler fails (its input is
-// not acknowledged) and nothing is lost: the redelivery finds the event
-// handled, has the relay publish what waits in the outbox, and only then
-// succeeds.
+// When publishing after the commit fails, the handler has the relay try
+// again, for as long as its context lets it: its input is not acknowledged
+// before its events are in the stream, and a failure to publish does not
+// use up its deliveries. When its context ends first, it fails and nothing
+// is lost: the redelivery finds the event handled, has the relay publish
+// what waits in the outbox, and only then succeeds.
 func TestPublishFailureAfterCommit(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
 		r := newRig(t, open)
@@ -576,7 +578,12 @@ func TestPublishFailureAfterCommit(t *testing.T) {
 		h := r.inbox(t, rl).TxHandler(effect)
 		ev := eventstest.NewEvent("f1", "k", 0)
 		pub.fail.Store(true)
-		if err := h(context.Background(), ev); err == nil {
+		briefly := func() context.Context {
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			t.Cleanup(cancel)
+			return ctx
+		}
+		if err := h(briefly(), ev); err == nil {
 			t.Fatal("the handler succeeded though its events were not published")
 		}
 		if n := effects(t, r.db, "f1"); n != 1 {
@@ -585,11 +592,20 @@ func TestPublishFailureAfterCommit(t *testing.T) {
 		if got := r.streamMsgs(t); len(got) != 0 {
 			t.Fatalf("stream holds %v while publishing fails", got)
 		}
-		if err := h(context.Background(), ev); err == nil {
+		if err := h(briefly(), ev); err == nil {
 			t.Fatal("the redelivery succeeded while the events still cannot be published")
 		}
+		// Publishing comes back while a delivery tries: it succeeds.
+		done := make(chan error, 1)
+		go func() { done <- h(context.Background(), ev) }()
+		time.Sleep(200 * time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("the redelivery ended (%v) while the events still cannot be published", err)
+		default:
+		}
 		pub.fail.Store(false)
-		if err := h(context.Background(), ev); err != nil {
+		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
 		if got := r.streamMsgs(t); len(got) != 1 || got[0] != events.DeriveID("f1", "out") {
@@ -1026,6 +1042,64 @@ func TestRelayMarksPublishedEventsTogether(t *testing.T) {
 		}
 		if rl.Published("never-published") {
 			t.Error("Published is true for an event nobody published")
+		}
+	})
+}
+
+// An input whose effect committed while its events cannot be published is
+// held, not failed: its deliveries are not used up (else, at the last one,
+// it would be dead-lettered though handled, and its key's next input would
+// be handled and published first). Once publishing works again, its events
+// reach the stream, then the next input's. Found by helper-50's review.
+func TestUnpublishedEventsHoldTheirKey(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		pub := &publisher{bus: r.bus, sent: map[string]int{}}
+		rl := r.relayWith(t, pub)
+		inner := r.inbox(t, rl).TxHandler(effect)
+		var deliveries atomic.Int64
+		sub, err := r.bus.Subscribe(context.Background(), events.ConsumerConfig{
+			Stream: r.topic.Stream, Name: "worker", Subjects: []string{r.topic.Prefix + ".t1.k"}, Keyed: true,
+			MaxDeliver: 2, BackoffBase: 10 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
+		}, func(ctx context.Context, ev event.Event) error {
+			deliveries.Add(1)
+			return inner(ctx, ev)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+
+		pub.fail.Store(true) // publishing fails (timeouts, a stream without a leader ...)
+		for i, id := range []string{"a1", "a2"} {
+			if err := r.bus.Publish(context.Background(), eventstest.NewEvent(id, "k", i+1)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventstest.Eventually(t, 10*time.Second, "a1's effect", func() bool { return effects(t, r.db, "a1") == 1 })
+		time.Sleep(time.Second) // many rounds of the backoffs
+		if n := effects(t, r.db, "a2"); n != 0 {
+			t.Fatalf("a2 was handled (%d effects) while a1's events were not published", n)
+		}
+		pub.fail.Store(false) // publishing works again
+		out1, out2 := events.DeriveID("a1", "out"), events.DeriveID("a2", "out")
+		eventstest.Eventually(t, 10*time.Second, "a2's event in the stream", func() bool {
+			return slices.Contains(r.streamMsgs(t), out2)
+		})
+		var order []string
+		for _, id := range r.streamMsgs(t) {
+			if id == out1 || id == out2 {
+				order = append(order, id)
+			}
+		}
+		if !slices.Equal(order, []string{out1, out2}) {
+			t.Fatalf("emitted events in the stream: %v; want a1's (%s), then a2's (%s)", order, out1, out2)
+		}
+		if n := deliveries.Load(); n != 2 {
+			t.Errorf("%d deliveries, want one of each input", n)
+		}
+		if dls := eventstest.DeadLetters(t, r.bus, r.topic.Stream, "worker"); len(dls) != 0 {
+			t.Errorf("dead letters %+v, want none", dls)
 		}
 	})
 }

@@ -63,7 +63,9 @@ func TestRedeliveryWaitsForItsEventsWhileAnotherRelayLeads(t *testing.T) {
 		e1, e2 := eventstest.NewEvent("e1", "k", 1), eventstest.NewEvent("e2", "k", 2)
 		x1, x2 := events.DeriveID("e1", "out"), events.DeriveID("e2", "out")
 		pubA.fail.Store(true)
-		if err := h(ctx, e1); err == nil {
+		brief, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		if err := h(brief, e1); err == nil {
 			t.Fatal("the handler succeeded though its events were not published")
 		}
 		pubA.fail.Store(false)
@@ -110,14 +112,23 @@ func TestRedeliveryWaitsForItsEventsInFlight(t *testing.T) {
 		x1 := events.DeriveID("d1", "out")
 
 		first := make(chan error, 1)
-		go func() { first <- h(ctx, e1) }()
+		go func() {
+			// It tries to publish again until its context ends.
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			first <- h(ctx, e1)
+		}()
 		<-pub.entered // committed; its publish is under way (and will fail)
 		pub.fail.Store(true)
 
 		// The server redelivers e1 (the first delivery outlived its ack
 		// wait) and this process handles the copy.
 		second := make(chan error, 1)
-		go func() { second <- h(ctx, e1) }()
+		go func() {
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			second <- h(ctx, e1)
+		}()
 		// A fix may make the copy wait for the first delivery's publish;
 		// give it a while to answer, and go on if it waits.
 		select {

@@ -43,6 +43,13 @@ type Input struct {
 	// model's answer; the turn is answered all the same.
 	ExtractionDegraded       bool
 	ExtractionDegradedReason string
+
+	// AcceptGap lets the turn follow a state turns behind it: the turns
+	// between never reached the runner (the service's consumer
+	// dead-lettered them, and a session's turns come in order, so they will
+	// not), and the session goes on without them rather than stop. Without
+	// it (a replay, which has every turn) a gap is ErrTurnGap.
+	AcceptGap bool
 }
 
 // FromExtraction builds the input of a turn from the extraction pipeline's

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/completeness"
@@ -77,7 +79,8 @@ type Config struct {
 	// Logger receives one telemetry line per turn (default slog.Default()).
 	// User text is never logged.
 	Logger *slog.Logger
-	// MaxMessageBytes bounds a user message (default 16 KiB).
+	// MaxMessageBytes bounds the user message a turn takes (default 16 KiB):
+	// a longer one is cut to it, and the turn answered degraded.
 	MaxMessageBytes int
 	// ResponseMaxTokens bounds a reply (default 600).
 	ResponseMaxTokens int
@@ -203,7 +206,6 @@ func New(cfg Config) (*Runner, error) {
 // gives the same error.
 var (
 	ErrEmptyMessage   = errors.New("runner: message is empty")
-	ErrMessageTooLong = errors.New("runner: message is too long")
 	ErrEngineMismatch = errors.New("runner: state belongs to another engine")
 	// ErrDuplicateTurn is returned for a turn the state has already
 	// processed: the caller acknowledges it without a second effect.
@@ -248,7 +250,15 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 	step := func(name string) { res.Steps = append(res.Steps, name) }
 
 	// 1. Pre-processing: validate the input, load the state, open the turn.
+	// A message over the limit is cut to it, and the turn answered
+	// (degraded): refusing it would stop the session, whose later turns
+	// the extractor has numbered after it.
 	step("pre-processing")
+	var cut string
+	if n := len(in.Message); n > r.cfg.MaxMessageBytes {
+		in.Message = truncate(in.Message, r.cfg.MaxMessageBytes)
+		cut = fmt.Sprintf("the message has %d bytes; the runner took its first %d (its limit, MaxMessageBytes)", n, len(in.Message))
+	}
 	m, err := r.preprocess(def, state, in, owned)
 	if err != nil {
 		return nil, err
@@ -404,6 +414,9 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 		res.Degraded, res.DegradedReason = true, genErr.Error()
 		reply = fallback
 	}
+	if cut != "" {
+		res.Degraded, res.DegradedReason = true, strings.Join(slices.DeleteFunc([]string{res.DegradedReason, cut}, func(s string) bool { return s == "" }), "; ")
+	}
 	if resp != nil {
 		res.Provider, res.Model, res.Usage = resp.Provider, resp.Model, resp.Usage
 	}
@@ -483,9 +496,6 @@ func (r *Runner) preprocess(def *engine.Definition, state *engine.WorkingMemory,
 	if strings.TrimSpace(in.Message) == "" {
 		return nil, ErrEmptyMessage
 	}
-	if len(in.Message) > r.cfg.MaxMessageBytes {
-		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrMessageTooLong, len(in.Message), r.cfg.MaxMessageBytes)
-	}
 	if in.TurnID == "" {
 		return nil, errors.New("runner: input has no turn id")
 	}
@@ -504,7 +514,7 @@ func (r *Runner) preprocess(def *engine.Definition, state *engine.WorkingMemory,
 	switch {
 	case in.TurnNumber <= m.TurnNumber:
 		return nil, fmt.Errorf("%w: turn %d, state is at turn %d", ErrDuplicateTurn, in.TurnNumber, m.TurnNumber)
-	case in.TurnNumber != m.TurnNumber+1:
+	case in.TurnNumber != m.TurnNumber+1 && !in.AcceptGap:
 		return nil, fmt.Errorf("%w: turn %d, state is at turn %d", ErrTurnGap, in.TurnNumber, m.TurnNumber)
 	}
 	if _, ok := def.Phase(m.Phase.Current); !ok {
@@ -616,4 +626,16 @@ func checkpoint(m *engine.WorkingMemory, reason string, tokens int) (Checkpoint,
 		return Checkpoint{}, fmt.Errorf("runner: checkpoint: %w", err)
 	}
 	return Checkpoint{AtTurn: m.TurnNumber, Reason: reason, State: json.RawMessage(b), ContextTokens: tokens}, nil
+}
+
+// truncate returns the longest prefix of s of at most n bytes that does not
+// cut a character in two.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/enginetest"
@@ -157,11 +158,6 @@ func TestBadInput(t *testing.T) {
 		want error
 	}{
 		{"empty", def, func() runner.Input { in := input(t, def, st, "x", nil); in.Message = "  "; return in }, runner.ErrEmptyMessage},
-		{"too long", def, func() runner.Input {
-			in := input(t, def, st, "x", nil)
-			in.Message = strings.Repeat("a", 17<<10)
-			return in
-		}, runner.ErrMessageTooLong},
 		{"duplicate", def, func() runner.Input { in := input(t, def, st, "x", nil); in.TurnNumber = 1; return in }, runner.ErrDuplicateTurn},
 		{"gap", def, func() runner.Input { in := input(t, def, st, "x", nil); in.TurnNumber = 5; return in }, runner.ErrTurnGap},
 		{"other engine", other, func() runner.Input { return input(t, def, st, "x", nil) }, runner.ErrEngineMismatch},
@@ -170,6 +166,30 @@ func TestBadInput(t *testing.T) {
 		if _, err := r.Process(context.Background(), tt.def, st, tt.in()); !errors.Is(err, tt.want) {
 			t.Errorf("%s: err = %v, want %v", tt.name, err, tt.want)
 		}
+	}
+}
+
+// A message over the limit is cut to it, never in the middle of a
+// character, and the turn is answered, degraded; a gap in the turns is
+// taken when the input accepts it.
+func TestLongMessageAndGap(t *testing.T) {
+	def := enginetest.Definition()
+	r := newRunner(t, &fakeLLM{reply: "ok?"})
+	st := process(t, r, def, nil, input(t, def, nil, "hi", nil)).State
+	in := input(t, def, st, "x", nil)
+	in.Message = "a" + strings.Repeat("é", 16<<10) // 32 kB and one: the limit, 16 kB, falls inside an é
+	res := process(t, r, def, st, in)
+	got := res.State.History[len(res.State.History)-2].Content
+	if len(got) != 16<<10-1 || !utf8.ValidString(got) || !strings.HasPrefix(in.Message, got) {
+		t.Errorf("the message went into the history as %d bytes (valid UTF-8: %t), want its first %d", len(got), utf8.ValidString(got), 16<<10-1)
+	}
+	if !res.Degraded || !strings.Contains(res.DegradedReason, fmt.Sprint(len(in.Message))) || res.Reply == "" {
+		t.Errorf("degraded %t (%q), reply %q; want a degraded reply that says how long the message was", res.Degraded, res.DegradedReason, res.Reply)
+	}
+	gap := input(t, def, res.State, "we are back", nil)
+	gap.TurnNumber, gap.AcceptGap = 5, true
+	if res := process(t, r, def, res.State, gap); res.State.TurnNumber != 5 {
+		t.Errorf("after the gap the state is at turn %d, want 5", res.State.TurnNumber)
 	}
 }
 

@@ -287,6 +287,15 @@ func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, erro
 		return nil, events.Permanent(err)
 	}
 	in.Now = ev.Time()
+	// A session's turns come in order, one at a time: when the state is
+	// turns behind this one, those turns were dead-lettered (a turn the
+	// runner refused, or one whose retries ran out) and are not coming. The
+	// session goes on without them; the dead-letter stream has them.
+	in.AcceptGap = true
+	if missing := te.TurnNumber - mem.TurnNumber - 1; missing > 0 {
+		s.runner.cfg.Logger.Warn("runner: turns of the session never reached the runner (dead-lettered); answering the next",
+			"session_id", te.SessionID, "turn", te.TurnNumber, "state_turn", mem.TurnNumber, "missing", missing, "turn_id", te.TurnID)
+	}
 	// The background intelligence is read while the turn runs: it waits on
 	// another store, and it is merged after the turn whatever the turn does.
 	var intel chan []event.Event
@@ -308,8 +317,6 @@ func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, erro
 	switch {
 	case errors.Is(err, ErrDuplicateTurn):
 		return func(context.Context, store.Querier) ([]event.Event, error) { return nil, nil }, nil
-	case errors.Is(err, ErrTurnGap):
-		return nil, err // an earlier turn is still on its way; retried, then dead-lettered
 	case err != nil && ctx.Err() == nil:
 		return nil, events.Permanent(err)
 	case err != nil:

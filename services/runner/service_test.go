@@ -557,3 +557,51 @@ func TestIntelligenceJoinsTheBackgroundSection(t *testing.T) {
 		t.Errorf("replay: diverged %v, hash %s, live %s", res.Diverged, res.StateHash, live.StateHash)
 	}
 }
+
+// A turn the runner never got (dead-lettered: its retries ran out, say)
+// does not stop its session: the extractor numbered the later turns after
+// it, and the runner answers them, with a warning, rather than wait for a
+// turn that will not come. A message over the runner's limit is cut to it
+// and answered (degraded), not refused. Found by helper-50's review: both
+// used to dead-letter every later turn of the session.
+func TestSessionGoesOnAfterATurnItNeverGot(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	s, _ := newService(t, rig, fixed("Which options have you looked at?"), func(c *Config) { c.MaxMessageBytes = 1 << 10 })
+	sid := pendingSession(t, rig, "gap-1")
+	h := s.redoStale(s.inbox.Handler(s.work))
+	say := func(n int, msg string) {
+		t.Helper()
+		at := t0.Add(time.Duration(n) * time.Minute)
+		if err := conversation.CreateTurn(context.Background(), rig.DB, conversation.Turn{ID: runnertest.TurnID(sid, n),
+			TenantID: runnertest.Tenant, SessionID: sid, Message: msg, ReceivedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		ev := runnertest.Event(t, runnertest.TurnID(sid, n), at, runnertest.Turn(sid, n, msg, nil))
+		if err := h(context.Background(), ev); err != nil {
+			t.Fatalf("turn %d: %v (permanent: %t)", n, err, events.IsPermanent(err))
+		}
+	}
+	say(1, strings.Repeat("We looked at two vendors last week. ", 100)) // 3.6 kB
+	turn, err := conversation.GetTurn(context.Background(), rig.DB, runnertest.Tenant, runnertest.TurnID(sid, 1))
+	if err != nil || !turn.Answered() || !turn.Degraded {
+		t.Fatalf("the long message's turn = %+v (%v), want answered, degraded", turn, err)
+	}
+	_, m := rig.Session(t, sid)
+	if got := m.History[len(m.History)-2].Content; len(got) > 1<<10 || !strings.HasPrefix(strings.Repeat("We looked at two vendors last week. ", 100), got) {
+		t.Errorf("the long message went into the history as %d bytes, want its first 1 kB at most", len(got))
+	}
+
+	// Turn 2 never comes.
+	say(3, "We want it live before the summer.")
+	_, m = rig.Session(t, sid)
+	if m.TurnNumber != 3 || m.History[len(m.History)-2].Content != "We want it live before the summer." {
+		t.Fatalf("state at turn %d, last message %q; want turn 3 answered", m.TurnNumber, m.History[len(m.History)-2].Content)
+	}
+	if !strings.Contains(rig.Logs(), "never reached the runner") {
+		t.Error("the missing turn is not logged")
+	}
+	say(4, "The budget is about $5k.")
+	if _, m = rig.Session(t, sid); m.TurnNumber != 4 {
+		t.Errorf("state at turn %d, want 4", m.TurnNumber)
+	}
+}
