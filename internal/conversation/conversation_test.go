@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,6 +238,18 @@ func TestExtractionLogAndState(t *testing.T) {
 		}
 		if st, _ := conversation.GetExtractionState(ctx, db, "acme", "s1"); st.TurnNumber != 2 {
 			t.Fatalf("turn number = %d, want 2", st.TurnNumber)
+		}
+		// A stale delivery that numbered a turn the state has passed (or
+		// reached) writes nothing.
+		for _, n := range []int{1, 2} {
+			err := conversation.SaveExtractionState(ctx, db, "acme", "s1",
+				conversation.ExtractionState{TurnNumber: n, Extraction: json.RawMessage(`{"fields":{"stale":{}}}`)}, t0)
+			if !errors.Is(err, conversation.ErrStaleExtraction) {
+				t.Errorf("saving turn %d over turn 2: %v, want ErrStaleExtraction", n, err)
+			}
+		}
+		if st, _ := conversation.GetExtractionState(ctx, db, "acme", "s1"); st.TurnNumber != 2 || strings.Contains(string(st.Extraction), "stale") {
+			t.Fatalf("after stale writes: turn %d, %s", st.TurnNumber, st.Extraction)
 		}
 
 		cp := conversation.Checkpoint{ID: "c1", TenantID: "acme", SessionID: "s1", AtTurn: 5, Reason: "every_n_turns",

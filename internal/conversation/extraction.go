@@ -182,14 +182,25 @@ func GetSessionExtraction(ctx context.Context, q store.Querier, tenantID, sessio
 	return s, st, handled, nil
 }
 
-// SaveExtractionState writes a session's extraction state.
+// ErrStaleExtraction is SaveExtractionState's error when the stored state
+// is at the turn being saved or past it: another delivery numbered that
+// turn meanwhile (a stale one still runs after its event was given up).
+var ErrStaleExtraction = errors.New("the extraction state has moved past this turn")
+
+// SaveExtractionState writes a session's extraction state after turn
+// st.TurnNumber, which must be later than the stored one's
+// (ErrStaleExtraction).
 func SaveExtractionState(ctx context.Context, q store.Querier, tenantID, sessionID string, st ExtractionState, at time.Time) error {
-	_, err := q.Exec(ctx, `INSERT INTO eng_extraction_state (session_id, tenant_id, turn_number, extraction_json, updated_at)
+	n, err := q.Exec(ctx, `INSERT INTO eng_extraction_state (session_id, tenant_id, turn_number, extraction_json, updated_at)
 		VALUES ($1, $2, $3, $4, $5) ON CONFLICT (session_id) DO UPDATE SET turn_number = excluded.turn_number,
-		extraction_json = excluded.extraction_json, updated_at = excluded.updated_at`,
+		extraction_json = excluded.extraction_json, updated_at = excluded.updated_at
+		WHERE eng_extraction_state.turn_number < excluded.turn_number`,
 		sessionID, tenantID, st.TurnNumber, store.Large(st.Extraction), at.UTC())
 	if err != nil {
 		return fmt.Errorf("save extraction state of %s: %w", sessionID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("save extraction state of %s at turn %d: %w", sessionID, st.TurnNumber, ErrStaleExtraction)
 	}
 	return nil
 }
