@@ -31,6 +31,9 @@ func chatCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			"completeness. Ctrl-D ends the chat. Lines can also be piped in.",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
+			if err := noArgs("chat", args); err != nil {
+				return err
+			}
 			c := &apiClient{base: strings.TrimRight(url, "/"), token: token, http: &http.Client{Timeout: 90 * time.Second}}
 			return chat(ctx, c, engineID, project, session, os.Stdin, g.stdout)
 		},

@@ -103,3 +103,40 @@ func TestChat(t *testing.T) {
 		t.Errorf("chat with an unknown engine: %v\n%s", err, out)
 	}
 }
+
+// A command line that does not say what its user meant is refused with
+// exit 2 and what to fix, instead of printing the help and succeeding, or
+// of taking a flag for an argument.
+func TestCommandLinesThatSayNothing(t *testing.T) {
+	cases := []struct {
+		args     []string
+		mentions []string
+	}{
+		{[]string{"serv"}, []string{`"serv" is not a command of praetor`, `did you mean "serve"`}},
+		{[]string{"tenant", "tokens", "issue"}, []string{`of praetor tenant`, `did you mean "token"`}},
+		{[]string{"dlq", "lst"}, []string{`did you mean "list"`}},
+		{[]string{"workflow", "frobnicate"}, []string{`"frobnicate" is not a command of praetor workflow`, "run, resume"}},
+		{[]string{"chat", "exploration", "--url", "http://127.0.0.1:1"}, []string{"the flag --url comes after the argument", "put flags first"}},
+		{[]string{"validate", "../../engines", "--json"}, []string{"the flag --json comes after"}},
+		{[]string{"chat", "exploration"}, []string{"praetor chat takes no arguments", "exploration"}},
+		{[]string{"version", "now"}, []string{"takes no arguments"}},
+	}
+	for _, tc := range cases {
+		cmd := exec.Command(binary, tc.args...)
+		out, err := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); err == nil || code != 2 {
+			t.Errorf("praetor %s: exit %d, want 2\n%s", strings.Join(tc.args, " "), code, out)
+			continue
+		}
+		for _, m := range tc.mentions {
+			if !strings.Contains(string(out), m) {
+				t.Errorf("praetor %s: output lacks %q:\n%s", strings.Join(tc.args, " "), m, out)
+			}
+		}
+	}
+	// After "--", what begins with '-' is an argument.
+	out, err := exec.Command(binary, "validate", "--json", "--", "../../engines").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"valid": true`) {
+		t.Errorf("validate --json -- DIR: %v\n%s", err, out)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -28,11 +29,17 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	var ec exitCoder
+	var (
+		ec    exitCoder
+		usage usageError
+	)
 	switch {
 	case err == nil:
 	case errors.Is(err, ff.ErrHelp), errors.Is(err, ff.ErrNoExec):
 		os.Exit(0)
+	case errors.As(err, &usage):
+		fmt.Fprintln(os.Stderr, "praetor:", err)
+		os.Exit(usage.ExitCode())
 	case errors.As(err, &ec) && !strings.Contains(err.Error(), ":"):
 		os.Exit(ec.ExitCode()) // the command printed why
 	default:
@@ -106,11 +113,8 @@ NATS_URL, DATABASE_URL, OPENAI_API_KEY and OPENAI_BASE_URL are read as well.`),
 		versionCommand(g, rootFlags),
 	}
 	err := root.Parse(args, ff.WithEnvVarPrefix("PRAETOR"))
-	if errors.Is(err, ff.ErrHelp) || (err == nil && root.GetSelected() == root) {
+	if errors.Is(err, ff.ErrHelp) {
 		fmt.Fprintln(stdout, ffhelp.Command(root.GetSelected()))
-		if err == nil {
-			return ff.ErrNoExec
-		}
 		return err
 	}
 	if err != nil {
@@ -118,7 +122,116 @@ NATS_URL, DATABASE_URL, OPENAI_API_KEY and OPENAI_BASE_URL are read as well.`),
 		fmt.Fprintf(stderr, "%s\n\n", ffhelp.Command(sel))
 		return err
 	}
+	if err := checkArgs(root, args); err != nil {
+		return err
+	}
+	if root.GetSelected() == root {
+		fmt.Fprintln(stdout, ffhelp.Command(root))
+		return ff.ErrNoExec
+	}
 	return root.Run(ctx)
+}
+
+// checkArgs refuses what the flag parser took as arguments but the user
+// meant otherwise: a command name misspelt (praetor serv, which would
+// print the help and succeed), and a flag after an argument (the parser
+// stops at the first argument, so praetor chat exploration --url U would
+// not read --url), unless after "--".
+func checkArgs(root *ff.Command, raw []string) error {
+	sel := root.GetSelected()
+	path := strings.Join(commandPath(root, sel), " ")
+	left := sel.Flags.GetArgs()
+	if len(sel.Subcommands) > 0 && len(left) > 0 {
+		names := make([]string, len(sel.Subcommands))
+		for i, c := range sel.Subcommands {
+			names[i] = c.Name
+		}
+		msg := fmt.Sprintf("%q is not a command of %s", left[0], path)
+		if near := closest(left[0], names); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+		return usageError{fmt.Sprintf("%s (the commands: %s)", msg, strings.Join(names, ", "))}
+	}
+	if slices.Contains(raw, "--") || interspersedFlags[path] {
+		return nil
+	}
+	for i, a := range left {
+		if len(a) > 1 && a[0] == '-' && i > 0 {
+			return usageError{fmt.Sprintf("the flag %s comes after the argument %q, and would be taken as an argument: "+
+				"put flags first (%s [FLAGS] ARGS), or \"--\" before arguments that begin with '-'", a, left[0], path)}
+		}
+	}
+	return nil
+}
+
+// interspersedFlags are the commands that read flags after their
+// arguments themselves (interspersed, in workflow.go).
+var interspersedFlags = map[string]bool{
+	"praetor workflow run": true, "praetor workflow resume": true, "praetor workflow status": true, "praetor workflow validate": true,
+}
+
+// usageError is a command line that does not say what its user meant.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+func (usageError) ExitCode() int   { return 2 }
+
+// noArgs refuses arguments to a command that takes none.
+func noArgs(command string, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	return usageError{fmt.Sprintf("praetor %s takes no arguments, got %q: its settings are flags (praetor %s --help)", command, args, command)}
+}
+
+// commandPath returns the names from root down to cmd ("praetor",
+// "tenant"), or nil when cmd is not under root.
+func commandPath(root, cmd *ff.Command) []string {
+	if root == cmd {
+		return []string{root.Name}
+	}
+	for _, c := range root.Subcommands {
+		if p := commandPath(c, cmd); p != nil {
+			return append([]string{root.Name}, p...)
+		}
+	}
+	return nil
+}
+
+// closest returns the name nearest to s (at most two edits away, or one it
+// begins), or "".
+func closest(s string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if strings.HasPrefix(n, s) && len(s) >= 2 {
+			return n
+		}
+		if d := editDistance(s, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 func versionCommand(g *globals, parent *ff.FlagSet) *ff.Command {
@@ -127,7 +240,10 @@ func versionCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		Usage:     "praetor version",
 		ShortHelp: "print the version",
 		Flags:     ff.NewFlagSet("version").SetParent(parent),
-		Exec: func(context.Context, []string) error {
+		Exec: func(_ context.Context, args []string) error {
+			if err := noArgs("version", args); err != nil {
+				return err
+			}
 			fmt.Fprintln(g.stdout, "praetor", buildVersion())
 			return nil
 		},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -40,8 +41,8 @@ func start(t *testing.T, env []string, args ...string) *testenv.Process {
 }
 
 func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
-	httpAddr, natsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
-	p := start(t, nil, "dev", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-listen", natsAddr)
+	httpAddr, natsAddr, dataDir := testenv.FreeAddr(t), testenv.FreeAddr(t), t.TempDir()
+	p := start(t, nil, "dev", "--data-dir", dataDir, "--http-addr", httpAddr, "--nats-listen", natsAddr)
 	began := time.Now()
 	testenv.WaitHTTP(t, "http://"+httpAddr+"/healthz", 20*time.Second)
 	t.Logf("healthz answered %s after start", time.Since(began).Round(time.Millisecond))
@@ -58,6 +59,23 @@ func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
 	out, err := exec.Command(binary, "replay", "--stream", "PRAETOR_TURNS", "--nats-url", "nats://"+natsAddr).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "replayed 0 messages") {
 		t.Errorf("replay: %v\n%s", err, out)
+	}
+	// A tool given the data directory reads through the running dev's
+	// server, at the address its lock records, never opening the store
+	// beside it; a second dev on the directory is refused.
+	out, err = exec.Command(binary, "replay", "--stream", "PRAETOR_TURNS", "--data-dir", dataDir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "replayed 0 messages") {
+		t.Errorf("replay --data-dir beside the running dev: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(dataDir, "praetor.lock")); err != nil || !strings.Contains(string(b), `"nats_url":"nats://`+natsAddr+`"`) {
+		t.Errorf("the data directory's lock says %s (%v), want the dev's NATS address", b, err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	second := exec.CommandContext(ctx, binary, "dev", "--data-dir", dataDir, "--http-addr", testenv.FreeAddr(t), "--nats-listen", "")
+	out, err = second.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "in use by another praetor") {
+		t.Errorf("a second dev on the same data directory: %v\n%s", err, out)
 	}
 	if !strings.Contains(p.Output(), "offline") {
 		t.Errorf("the log does not say the offline provider is in use")

@@ -515,7 +515,8 @@ func memoryTokenCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.Com
 			Flags: revokeFS,
 			Exec: func(ctx context.Context, args []string) error {
 				if len(args) != 1 {
-					return settingErr("id", "give one token id (praetor memory token list shows them)")
+					return usageError{fmt.Sprintf("praetor memory token revoke takes one token id, got %d arguments "+
+						"(praetor memory token list shows the ids)", len(args))}
 				}
 				id := args[0]
 				if tid, ok := contracts.GovernanceTokenID(id); ok {

@@ -93,7 +93,10 @@ func tenantCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		{
 			Name: "list", Usage: "praetor tenant list", ShortHelp: "list the tenants",
 			Flags: listFS,
-			Exec: func(ctx context.Context, _ []string) error {
+			Exec: func(ctx context.Context, args []string) error {
+				if err := noArgs("tenant list", args); err != nil {
+					return err
+				}
 				db, err := open(ctx)
 				if err != nil {
 					return err

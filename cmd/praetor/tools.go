@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v4"
 
+	"github.com/praetorhq/praetor/internal/datadir"
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
@@ -35,6 +36,14 @@ func migrateCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		ShortHelp: "apply the database migrations",
 		Flags:     fs,
 		Exec: func(ctx context.Context, args []string) error {
+			if err := noArgs("migrate", args); err != nil {
+				return err
+			}
+			if databaseURL == "" {
+				// Say so: a forgotten DATABASE_URL would otherwise look
+				// like PostgreSQL migrated.
+				fmt.Fprintf(g.stderr, "praetor migrate: no --database-url (DATABASE_URL): the SQLite store of --data-dir %s\n", dataDir)
+			}
 			db, err := node.OpenStore(ctx, databaseURL == "", dataDir, databaseURL)
 			if err != nil {
 				return err
@@ -68,9 +77,11 @@ func migrateCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	}
 }
 
-// toolConn connects a tool to the event log: --nats-url when given, else a
-// praetor dev listening on the default address, else the embedded server
-// opened on --data-dir (when no praetor dev is running on it).
+// toolConn connects a tool to the event log: --nats-url when given; else
+// the praetor dev running on --data-dir, at the address its lock records;
+// else the embedded server opened on --data-dir, holding its lock meanwhile
+// (so no dev starts on it); else, when --data-dir has no store, a praetor
+// dev listening on the default address.
 func toolConn(natsURL, dataDir string) (*nats.Conn, func(), error) {
 	if natsURL != "" {
 		nc, err := events.Connect(natsURL, "praetor-tool")
@@ -79,30 +90,48 @@ func toolConn(natsURL, dataDir string) (*nats.Conn, func(), error) {
 		}
 		return nc, nc.Close, nil
 	}
-	if nc, err := nats.Connect("nats://127.0.0.1:4222", nats.Name("praetor-tool"), nats.Timeout(500*time.Millisecond)); err == nil {
-		return nc, nc.Close, nil
-	}
 	storeDir := filepath.Join(dataDir, "nats")
 	if _, err := os.Stat(storeDir); err != nil {
+		if nc, err := nats.Connect("nats://127.0.0.1:4222", nats.Name("praetor-tool"), nats.Timeout(500*time.Millisecond)); err == nil {
+			return nc, nc.Close, nil
+		}
 		return nil, nil, fmt.Errorf("no NATS to read from: set --nats-url (NATS_URL), start praetor dev, or point --data-dir at its data (%s not found)", storeDir)
+	}
+	lock, err := datadir.Acquire(dataDir, datadir.Owner{PID: os.Getpid()})
+	if inUse, ok := datadir.IsInUse(err); ok {
+		// A praetor dev serves the directory: never open its store beside it.
+		if inUse.Owner.NATSURL == "" {
+			return nil, nil, fmt.Errorf("the praetor dev (pid %d) running on %s takes no NATS clients (--nats-listen \"\"): "+
+				"restart it with --nats-listen, or stop it", inUse.Owner.PID, dataDir)
+		}
+		nc, err := events.Connect(inUse.Owner.NATSURL, "praetor-tool")
+		if err != nil {
+			return nil, nil, fmt.Errorf("the praetor dev (pid %d) running on %s: %w", inUse.Owner.PID, dataDir, err)
+		}
+		return nc, nc.Close, nil
+	}
+	if err != nil {
+		return nil, nil, err
 	}
 	srv, err := events.StartServer(events.ServerConfig{StoreDir: storeDir})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: if praetor dev runs on %s without --nats-listen, stop it or give --nats-url", err, dataDir)
+		lock.Release()
+		return nil, nil, err
 	}
 	nc, err := srv.Connect()
 	if err != nil {
 		srv.Shutdown()
+		lock.Release()
 		return nil, nil, err
 	}
-	return nc, func() { nc.Close(); srv.Shutdown() }, nil
+	return nc, func() { nc.Close(); srv.Shutdown(); lock.Release() }, nil
 }
 
 // toolNATSFlags registers the flags that say where a tool finds NATS (see
 // toolConn).
 func toolNATSFlags(fs *ff.FlagSet, natsURL, dataDir *string) {
 	fs.StringVar(natsURL, 0, "nats-url", os.Getenv("NATS_URL"), "NATS server URL (NATS_URL); default: a local praetor dev")
-	fs.StringVar(dataDir, 0, "data-dir", "./.praetor", "praetor dev data directory, opened when no server answers")
+	fs.StringVar(dataDir, 0, "data-dir", "./.praetor", "praetor dev data directory: the NATS of the dev running on it, else its store")
 }
 
 // withToolBus runs fn with a bus on the NATS a tool reads (see toolConn),

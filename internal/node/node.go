@@ -27,6 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/praetorhq/praetor/internal/datadir"
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/llm"
@@ -532,19 +533,34 @@ func connectNATS(cfg Config, log *slog.Logger) (*nats.Conn, func(), error) {
 		}
 		sc.Listen, sc.Host, sc.Port = true, host, p
 	}
+	// The embedded server does not lock its store: the data directory's
+	// lock keeps a second server (another dev, a tool) off it.
+	lock, err := datadir.Acquire(cfg.DataDir, datadir.Owner{PID: os.Getpid()})
+	if inUse, ok := datadir.IsInUse(err); ok {
+		return nil, nil, &SettingError{Setting: "data-dir", Problem: fmt.Sprintf(
+			"%s is in use by another praetor (pid %d): stop it, or give this one another --data-dir", cfg.DataDir, inUse.Owner.PID)}
+	}
+	if err != nil {
+		return nil, nil, &SettingError{Setting: "data-dir", Problem: err.Error()}
+	}
 	srv, err := events.StartServer(sc)
 	if err != nil {
+		lock.Release()
 		return nil, nil, err
 	}
 	nc, err := srv.Connect()
 	if err != nil {
 		srv.Shutdown()
+		lock.Release()
 		return nil, nil, err
 	}
 	if url := srv.ClientURL(); url != "" {
 		log.Info("embedded NATS listening", "url", url)
+		if err := lock.Record(datadir.Owner{PID: os.Getpid(), NATSURL: url}); err != nil {
+			log.Warn("cannot record the NATS address in the data directory's lock; tools will not find it", "error", err)
+		}
 	}
-	return nc, func() { nc.Close(); srv.Shutdown() }, nil
+	return nc, func() { nc.Close(); srv.Shutdown(); lock.Release() }, nil
 }
 
 // OpenStore opens the relational store of a configuration: SQLite under the

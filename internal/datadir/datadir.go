@@ -1,0 +1,112 @@
+// Package datadir keeps a praetor dev data directory to one server at a
+// time.
+//
+// The embedded NATS server does not lock its store: a second server opened
+// on the directory of a running praetor dev (a tool reading the event log,
+// say) would write into the same files. So praetor dev holds a lock on
+// DIR/praetor.lock while it runs, recording in it its process id and the
+// address its NATS server listens on; a tool takes the lock to open the
+// store itself, or, when dev holds it, connects to that address.
+package datadir
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// FileName is the lock file's name in a data directory.
+const FileName = "praetor.lock"
+
+// Owner is what the process holding a directory's lock records in it.
+type Owner struct {
+	PID int `json:"pid"`
+	// NATSURL is where its NATS server takes other processes; empty when
+	// it takes none (praetor dev --nats-listen "").
+	NATSURL string `json:"nats_url,omitempty"`
+}
+
+// InUseError is Lock's error when another process holds the lock.
+type InUseError struct {
+	Dir   string
+	Owner Owner // as the holder recorded it; zero if unreadable
+}
+
+func (e *InUseError) Error() string {
+	return fmt.Sprintf("%s is in use by another praetor process (pid %d)", e.Dir, e.Owner.PID)
+}
+
+// Lock is a held lock on a data directory.
+type Lock struct {
+	f *os.File
+}
+
+// Acquire takes dir's lock without waiting, creating dir if need be, and
+// records owner in it. When another process holds it, the error is an
+// *InUseError naming that process.
+func Acquire(dir string, owner Owner) (*Lock, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, FileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	held, err := tryLock(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if !held {
+		var o Owner
+		if b, err := os.ReadFile(path); err == nil {
+			_ = json.Unmarshal(b, &o)
+		}
+		f.Close()
+		return nil, &InUseError{Dir: dir, Owner: o}
+	}
+	l := &Lock{f: f}
+	if err := l.Record(owner); err != nil {
+		l.Release()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Record replaces what the lock file says of its owner (once its NATS
+// server listens, say).
+func (l *Lock) Record(owner Owner) error {
+	b, err := json.Marshal(owner)
+	if err != nil {
+		return err
+	}
+	if err := l.f.Truncate(0); err != nil {
+		return err
+	}
+	if _, err := l.f.WriteAt(append(b, '\n'), 0); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Release gives the lock up. The file stays: removing it would let a
+// process that opened it before the removal lock a file no one else sees.
+func (l *Lock) Release() {
+	if l == nil || l.f == nil {
+		return
+	}
+	_ = l.f.Truncate(0)
+	_ = l.f.Close() // closing the descriptor releases its lock
+	l.f = nil
+}
+
+// IsInUse reports whether err is Acquire's error for a lock held by
+// another process, and returns it.
+func IsInUse(err error) (*InUseError, bool) {
+	var e *InUseError
+	ok := errors.As(err, &e)
+	return e, ok
+}
