@@ -187,7 +187,7 @@ func (b *Bus) startWatcher(ctx context.Context) error {
 		return fmt.Errorf("events: advisory consumer: %w", err)
 	}
 	cc, err := cons.Consume(func(msg jetstream.Msg) {
-		if err := b.handleAdvisory(msg); err != nil {
+		if err := b.handleAdvisory(msg.Data()); err != nil {
 			b.cfg.Logger.Error("max-deliver advisory not dead-lettered yet; retrying", "error", err)
 			_ = msg.NakWithDelay(2 * time.Second)
 			return
@@ -201,10 +201,10 @@ func (b *Bus) startWatcher(ctx context.Context) error {
 	return nil
 }
 
-func (b *Bus) handleAdvisory(msg jetstream.Msg) error {
+func (b *Bus) handleAdvisory(data []byte) error {
 	var a advisory
-	if err := json.Unmarshal(msg.Data(), &a); err != nil || a.Stream == "" {
-		b.cfg.Logger.Error("unreadable max-deliver advisory dropped", "data", string(msg.Data()))
+	if err := json.Unmarshal(data, &a); err != nil || a.Stream == "" {
+		b.cfg.Logger.Error("unreadable max-deliver advisory dropped", "data", string(data))
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.PublishTimeout)
@@ -219,12 +219,17 @@ func (b *Bus) handleAdvisory(msg jetstream.Msg) error {
 		Deliveries: a.Deliveries,
 		At:         time.Now().UTC(),
 	}
+	var raw *jetstream.RawStreamMsg
 	stream, err := b.js.Stream(ctx, a.Stream)
-	if err != nil {
-		return fmt.Errorf("stream %s: %w", a.Stream, err)
+	if err == nil {
+		raw, err = stream.GetMsg(ctx, a.StreamSeq)
 	}
-	raw, err := stream.GetMsg(ctx, a.StreamSeq)
 	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		// Deleted since (recreated with other partitions, say): the dead
+		// letter says what it can rather than wait for a stream that will
+		// not come back, trying every few seconds for the advisory's life.
+		dl.Reason += "; its stream no longer exists"
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 		dl.Reason += "; the original is no longer in the stream"
 	case err != nil:

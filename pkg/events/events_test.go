@@ -505,3 +505,18 @@ func TestStreamCompression(t *testing.T) {
 		t.Fatalf("EnsureStream with compression zstd: %v, want a refusal naming it", err)
 	}
 }
+
+// A MaxDeliver advisory for a stream deleted since (recreated with other
+// partitions, say) is dead-lettered with what it says, not retried every
+// few seconds for as long as the advisory is kept. Found by helper-50.
+func TestAdvisoryOfADeletedStream(t *testing.T) {
+	bus, _ := dlqBus(t, events.StreamConfig{})
+	if err := bus.HandleAdvisory([]byte(`{"stream":"PRAETOR_GONE","consumer":"runner-p003","stream_seq":7,"deliveries":5}`)); err != nil {
+		t.Fatalf("advisory of a deleted stream: %v, want it dead-lettered", err)
+	}
+	dls := eventstest.DeadLetters(t, bus, "PRAETOR_GONE", "runner")
+	if len(dls) != 1 || dls[0].StreamSeq != 7 || dls[0].Cause != events.CauseMaxDeliver ||
+		!strings.Contains(dls[0].Reason, "stream no longer exists") {
+		t.Fatalf("dead letters %+v, want one for PRAETOR_GONE #7 saying its stream is gone", dls)
+	}
+}
