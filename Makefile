@@ -6,7 +6,7 @@ BIN      ?= bin/praetor
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X main.version=$(VERSION)
 
-.PHONY: build run test test-short lint bench clean
+.PHONY: build run test test-short lint bench bench-workflows clean
 
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/praetor
@@ -29,7 +29,10 @@ lint:
 
 ## bench: the benchmarks that carry the performance goals (see README)
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 20000x ./pkg/events/
+	$(GO) test -run '^$$' -bench 'Throughput|Latency5k' -benchtime 20000x -count 3 ./pkg/events/
+
+bench-workflows:
+	$(GO) test -run '^$$' -bench 'FanOutFanInJetStream|RawJetStream' -benchtime 10x ./services/orchestrator/dispatch/
 
 clean:
 	rm -rf bin .praetor

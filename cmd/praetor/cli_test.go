@@ -53,6 +53,20 @@ information_ratio: {user: 70, system: 20}
 	if err == nil || !strings.Contains(string(out), `"valid": false`) || !strings.Contains(string(out), `"rule": "phase-ref"`) {
 		t.Errorf("validate --json: %v\n%s", err, out)
 	}
+
+	// A file alone is checked as well; a directory without engine files,
+	// or a file that is not YAML, is an error, not a pass.
+	cmd = exec.Command(binary, "validate", filepath.Join(dir, "broken.yaml"))
+	if out, _ = cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "broken.yaml:11:5: phases[0].next_phase:") {
+		t.Errorf("validate FILE: exit %d\n%s", cmd.ProcessState.ExitCode(), out)
+	}
+	empty := t.TempDir()
+	for arg, want := range map[string]string{empty: "has no engine files", "../../go.mod": "is not an engine file"} {
+		cmd := exec.Command(binary, "validate", arg)
+		if out, _ := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() == 0 || !strings.Contains(string(out), want) {
+			t.Errorf("validate %s: exit %d, want an error saying %q\n%s", arg, cmd.ProcessState.ExitCode(), want, out)
+		}
+	}
 }
 
 func TestChat(t *testing.T) {

@@ -125,6 +125,10 @@ NATS_URL, DATABASE_URL, OPENAI_API_KEY and OPENAI_BASE_URL are read as well.`),
 	if err := checkArgs(root, args); err != nil {
 		return err
 	}
+	// Checked for every command, those that log little included.
+	if _, err := g.logger("text"); err != nil {
+		return err
+	}
 	if root.GetSelected() == root {
 		fmt.Fprintln(stdout, ffhelp.Command(root))
 		return ff.ErrNoExec

@@ -48,7 +48,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.StringVar(&f.compression, 0, "stream-compression", "", "how streams store full message blocks: s2 (compressed: the LLM stream takes ~1/15 of the disk) or none (default: none in dev, whose embedded NATS server would compress on the handlers' cores; s2 in serve)")
 	fs.DurationVar(&f.drainTimeout, 0, "drain-timeout", 30*time.Second, "how long a stop waits for in-flight events")
 	fs.StringVar(&f.llmProvider, 0, "llm-provider", "", "auto, openai or offline (auto: openai when an API key is set, else offline)")
-	fs.StringVar(&f.llmModel, 0, "llm-model", "", "model name for the openai provider")
+	fs.StringVar(&f.llmModel, 0, "llm-model", "", "model name for the openai provider (default: gpt-4o-mini)")
 	fs.StringVar(&f.llmBaseURL, 0, "llm-base-url", "", "OpenAI-compatible base URL (also OPENAI_BASE_URL); the key comes only from PRAETOR_LLM_API_KEY or OPENAI_API_KEY")
 	fs.IntVar(&f.llmSeed, 0, "llm-seed", 0, "seed of the offline provider")
 	fs.DurationVar(&f.llmLatency, 0, "llm-offline-latency", 0, "delay every offline answer by this much, to stand in for a model in load tests")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/peterbourgon/ff/v4"
@@ -25,29 +26,29 @@ func validateCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs.BoolVar(&asJSON, 0, "json", "print the report as JSON")
 	return &ff.Command{
 		Name:      "validate",
-		Usage:     "praetor validate [--json] DIR ...",
+		Usage:     "praetor validate [--json] DIR|FILE ...",
 		ShortHelp: "check engine YAML files: errors name the file, the path in it and the rule",
 		LongHelp: strings.TrimSpace(`
-Loads the engines shipped with Praetor and those of each DIR, runs every check
+Loads the engines shipped with Praetor and those of each DIR (its .yaml and
+.yml files) or FILE, runs every check
 (identity, phase graph, obligations, completeness model, context allocation,
 information ratio, exit transition targets, techniques, task handlers and
 evaluators), and prints the errors and warnings. Exits 1 when there is an
 error. The JSON Schema of the format is engines/engine.schema.json.`),
 		Flags: fs,
-		Exec: func(_ context.Context, dirs []string) error {
-			if len(dirs) == 0 {
-				return fmt.Errorf("validate needs a directory of engine YAML files: praetor validate DIR")
+		Exec: func(_ context.Context, args []string) error {
+			if len(args) == 0 {
+				return usageError{"validate needs engine YAML files, or directories of them: praetor validate DIR|FILE ..."}
 			}
-			for _, d := range dirs {
-				if st, err := os.Stat(d); err != nil || !st.IsDir() {
-					return fmt.Errorf("%s is not a directory", d)
-				}
+			srcs, err := engineSources(args)
+			if err != nil {
+				return err
 			}
 			reg, err := builtin.Registry()
 			if err != nil {
 				return err
 			}
-			cat, report, loadErr := builtin.Load(reg, dirs...)
+			cat, report, loadErr := builtin.LoadWith(reg, srcs...)
 			var invalid *engine.InvalidError
 			if loadErr != nil && !asInvalid(loadErr, &invalid) {
 				return loadErr
@@ -89,4 +90,34 @@ func nonNil(issues []engine.Issue) []engine.Issue {
 		return []engine.Issue{}
 	}
 	return issues
+}
+
+// engineSources returns the sources of validate's arguments: a directory's
+// engine files, or a file. A directory without any, or a file that is not
+// YAML, is an error: checking nothing must not pass for valid.
+func engineSources(args []string) ([]engine.Source, error) {
+	srcs := make([]engine.Source, 0, len(args))
+	for _, a := range args {
+		st, err := os.Stat(a)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			if ext := filepath.Ext(a); ext != ".yaml" && ext != ".yml" {
+				return nil, fmt.Errorf("%s is not an engine file (.yaml or .yml)", a)
+			}
+			srcs = append(srcs, engine.FileSource(a))
+			continue
+		}
+		src := engine.DirSource(a)
+		files, err := engine.ListEngineFiles(src)
+		if err != nil {
+			return nil, err
+		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("%s has no engine files (.yaml or .yml; subdirectories are not read)", a)
+		}
+		srcs = append(srcs, src)
+	}
+	return srcs, nil
 }

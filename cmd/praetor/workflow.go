@@ -522,7 +522,7 @@ func workflowRunCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			}
 			seed = n
 			return nil
-		}, "seed of the run's random draws, a non-zero integer (default: derived from the run id)")
+		}, "seed of the run's random draws, a non-zero `INT` (default: derived from the run id)")
 		fs.DurationVar(&timeout, 0, "timeout", timeout, "stop the run (resumable) after this long; 0: no limit beyond the workflow's own")
 	}
 	fs := ff.NewFlagSet("run").SetParent(parent)

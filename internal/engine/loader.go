@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
@@ -125,11 +126,23 @@ type Source struct {
 	Dir string
 	// Label prefixes file names in issues (e.g. "engines"); default Dir.
 	Label string
+	// Files, when set, are the only files of Dir loaded; else every
+	// .yaml and .yml file of it.
+	Files []string
 }
 
 // DirSource is a directory of the local file system.
 func DirSource(dir string) Source {
 	return Source{FS: os.DirFS(dir), Dir: ".", Label: dir}
+}
+
+// FileSource is one engine file of the local file system.
+func FileSource(file string) Source {
+	dir, name := filepath.Split(file)
+	if dir == "" {
+		dir = "."
+	}
+	return Source{FS: os.DirFS(dir), Dir: ".", Label: filepath.Clean(dir), Files: []string{name}}
 }
 
 // Catalog is a validated set of engines, by id.
@@ -233,6 +246,9 @@ func labelOf(s Source) string {
 }
 
 func listEngineFiles(src Source) ([]string, error) {
+	if src.Files != nil {
+		return src.Files, nil
+	}
 	entries, err := fs.ReadDir(src.FS, src.Dir)
 	if err != nil {
 		return nil, err
@@ -262,3 +278,6 @@ func readLimited(fsys fs.FS, name string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// ListEngineFiles returns the engine files a source would load.
+func ListEngineFiles(src Source) ([]string, error) { return listEngineFiles(src) }

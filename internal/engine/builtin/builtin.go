@@ -50,9 +50,14 @@ func Source() engine.Source {
 // Load loads the shipped engines and those of dirs (praetor's
 // --engines-dir) against reg.
 func Load(reg *engine.Registry, dirs ...string) (*engine.Catalog, engine.Report, error) {
-	srcs := []engine.Source{Source()}
-	for _, d := range dirs {
-		srcs = append(srcs, engine.DirSource(d))
+	srcs := make([]engine.Source, len(dirs))
+	for i, d := range dirs {
+		srcs[i] = engine.DirSource(d)
 	}
-	return engine.Load(reg, srcs...)
+	return LoadWith(reg, srcs...)
+}
+
+// LoadWith loads the shipped engines and those of srcs against reg.
+func LoadWith(reg *engine.Registry, srcs ...engine.Source) (*engine.Catalog, engine.Report, error) {
+	return engine.Load(reg, append([]engine.Source{Source()}, srcs...)...)
 }
