@@ -127,15 +127,25 @@ func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string
 	}
 	lines := bufio.NewScanner(in)
 	lines.Buffer(make([]byte, 64<<10), 1<<20)
+	// A person at a terminal gets a prompt; lines piped in are echoed
+	// after it instead, so the output reads as the conversation.
+	typed := isTerminal(in)
 	for {
-		fmt.Fprint(out, "you> ")
+		if typed {
+			fmt.Fprint(out, "you> ")
+		}
 		if !lines.Scan() {
-			fmt.Fprintln(out)
+			if typed {
+				fmt.Fprintln(out)
+			}
 			return lines.Err()
 		}
 		msg := strings.TrimSpace(lines.Text())
 		if msg == "" {
 			continue
+		}
+		if !typed {
+			fmt.Fprintf(out, "you> %s\n", msg)
 		}
 		var t chatTurn
 		if err := c.do(ctx, http.MethodPost, "/v1/sessions/"+s.SessionID+"/turns?wait=60s", map[string]string{"message": msg}, &t); err != nil {
@@ -186,4 +196,14 @@ func followHandoff(ctx context.Context, c *apiClient, sessionID string) (*chatHa
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// isTerminal reports whether r is a terminal (a character device).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

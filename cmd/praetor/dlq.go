@@ -50,7 +50,7 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 						DataOmitted: dl.DataOmitted})
 				})
 				if err == nil {
-					fmt.Fprintf(g.stderr, "%d dead letters\n", n)
+					fmt.Fprintf(g.stderr, "%d %s\n", n, plural(n, "dead letter", "dead letters"))
 				}
 				return err
 			})
@@ -122,7 +122,7 @@ letter an event, but also those redriven before (they stay): narrow it with
 					if err != nil {
 						return err
 					}
-					fmt.Fprintf(g.stderr, "redriving %d dead letters\n", len(seqs))
+					fmt.Fprintf(g.stderr, "redriving %d %s\n", len(seqs), plural(len(seqs), "dead letter", "dead letters"))
 				}
 				enc := json.NewEncoder(g.stdout)
 				failed := 0

@@ -66,8 +66,8 @@ error. The JSON Schema of the format is engines/engine.schema.json.`),
 				for _, w := range report.Warnings {
 					fmt.Fprintln(g.stdout, w)
 				}
-				fmt.Fprintf(g.stdout, "%d errors, %d warnings; engines loaded: %s\n", len(report.Errors), len(report.Warnings),
-					strings.Join(cat.IDs(), ", "))
+				fmt.Fprintf(g.stdout, "%d %s, %d %s; engines loaded: %s\n", len(report.Errors), plural(len(report.Errors), "error", "errors"),
+					len(report.Warnings), plural(len(report.Warnings), "warning", "warnings"), strings.Join(cat.IDs(), ", "))
 			}
 			if !report.Valid() {
 				return exitError(1)
@@ -120,4 +120,12 @@ func engineSources(args []string) ([]engine.Source, error) {
 		srcs = append(srcs, src)
 	}
 	return srcs, nil
+}
+
+// plural is one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

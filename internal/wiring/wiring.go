@@ -116,7 +116,8 @@ func useOfflineSkills(d node.Deps) {
 
 func newGateway(d node.Deps, edit func(*gateway.Config)) (node.Service, error) {
 	cfg := gateway.Config{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, Registry: d.EngineRegistry,
-		Logger: d.Logger, OpenTenant: d.DevTenant, Provider: d.LLMInfo.Provider, Offline: d.LLMInfo.Offline}
+		Logger: d.Logger, OpenTenant: d.DevTenant, Provider: d.LLMInfo.Provider, Offline: d.LLMInfo.Offline,
+		Registerer: d.Registerer}
 	if edit != nil {
 		edit(&cfg)
 	}

@@ -207,6 +207,10 @@ func TestCreateSession(t *testing.T) {
 		if got.Status != http.StatusOK {
 			t.Fatalf("GET the new session: %d %s", got.Status, got.Body)
 		}
+		// Its extraction is there, empty, before anything is extracted.
+		if ex, ok := got.Map(t)["extraction"].(map[string]any); !ok || len(ex) != 0 {
+			t.Errorf("a new session's extraction is %v, want {}", got.Map(t)["extraction"])
+		}
 	})
 	t.Run("default project", func(t *testing.T) {
 		res := n.Post(t, "/v1/sessions", "", map[string]string{"engine_id": "project-discovery"})
@@ -336,6 +340,19 @@ func TestPostTurn(t *testing.T) {
 	}
 	if got := turns(t, n, "", id); len(got) != 4 {
 		t.Errorf("%d turns listed, want 4", len(got))
+	}
+	// The API's requests are counted by route pattern and status.
+	metrics := string(n.Get(t, "/metrics", "").Body)
+	for _, want := range []string{
+		`praetor_http_requests_total{code="202",route="POST /v1/sessions/{id}/turns"} 1`,
+		`praetor_http_requests_total{code="200",route="POST /v1/sessions/{id}/turns"} 3`,
+		`praetor_http_requests_total{code="404",route="GET /v1/sessions/{id}/turns/{turn}"} 3`,
+		`praetor_http_request_duration_seconds_count{route="POST /v1/sessions/{id}/turns"} 4`,
+		`praetor_http_streams_open 0`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
 
@@ -673,6 +690,11 @@ func TestPostTurnBadInput(t *testing.T) {
 			}
 			wantError(t, n.Post(t, path, "", tc.body), tc.status, tc.code, tc.mentions...)
 		})
+	}
+	for name, keys := range map[string][]string{"two keys": {"a", "b"}, "a key too long": {strings.Repeat("k", 256)}, "a blank key": {" "}} {
+		res := n.Do(t, gatewaytest.Call{Method: http.MethodPost, Path: "/v1/sessions/" + id + "/turns",
+			Header: http.Header{"Idempotency-Key": keys}, Body: map[string]string{"message": "hi"}})
+		t.Run(name, func(t *testing.T) { wantError(t, res, http.StatusBadRequest, "bad_idempotency_key") })
 	}
 	// A body that stops coming does not hold the connection: 408.
 	t.Run("a body that stops", func(t *testing.T) {

@@ -45,6 +45,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/engine"
@@ -87,6 +89,9 @@ type Config struct {
 	Offline bool
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// Registerer takes the gateway's HTTP metrics (requests by route and
+	// status, their durations, the open streams). Default: none kept.
+	Registerer prometheus.Registerer
 }
 
 func (c Config) withDefaults() Config {
@@ -116,6 +121,7 @@ type Gateway struct {
 	replies *broker
 	recent  *recent // events passed on, to drop republished copies
 	subs    []*nats.Subscription
+	m       *httpMetrics
 }
 
 // New returns a gateway; Start subscribes it to replies.
@@ -124,7 +130,46 @@ func New(cfg Config) (*Gateway, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, replies: newBroker(), recent: newRecent(recentEvents)}, nil
+	m, err := newHTTPMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Gateway{cfg: cfg, replies: newBroker(), recent: newRecent(recentEvents), m: m}, nil
+}
+
+// httpMetrics are the gateway's HTTP metrics.
+type httpMetrics struct {
+	requests *prometheus.CounterVec   // route, code
+	seconds  *prometheus.HistogramVec // route
+	streams  prometheus.Gauge
+}
+
+func newHTTPMetrics(reg prometheus.Registerer) (*httpMetrics, error) {
+	m := &httpMetrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "praetor_http_requests_total",
+			Help: "API requests answered, by route pattern and status code."}, []string{"route", "code"}),
+		seconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "praetor_http_request_duration_seconds",
+			Help:    "How long API requests took to answer, by route pattern (a ?wait for the reply included; a stream's whole life).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}}, []string{"route"}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "praetor_http_streams_open",
+			Help: "Server-Sent Event streams open on sessions."}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.seconds, m.streams} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("gateway: metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// instrument counts and times a route's requests under its pattern.
+func (m *httpMetrics) instrument(pattern string, h http.HandlerFunc) http.HandlerFunc {
+	route := prometheus.Labels{"route": pattern}
+	return promhttp.InstrumentHandlerDuration(m.seconds.MustCurryWith(route),
+		promhttp.InstrumentHandlerCounter(m.requests.MustCurryWith(route), h)).ServeHTTP
 }
 
 // Start subscribes to turn.responded, session.started and task.merged:
@@ -188,7 +233,7 @@ func (g *Gateway) Routes(mux *http.ServeMux) {
 	}
 	patterns := make([]string, len(routes))
 	for i, rt := range routes {
-		mux.HandleFunc(rt.pattern, g.auth(rt.handler))
+		mux.HandleFunc(rt.pattern, g.m.instrument(rt.pattern, g.auth(rt.handler)))
 		patterns[i] = rt.pattern
 	}
 	list := strings.Join(patterns, ", ")

@@ -80,7 +80,7 @@ type sessionView struct {
 	Completeness  float64                          `json:"completeness"`
 	TurnCount     int                              `json:"turn_count"`
 	Sidebar       json.RawMessage                  `json:"sidebar,omitempty"`
-	Extraction    map[string]engine.ExtractedField `json:"extraction,omitempty"`
+	Extraction    map[string]engine.ExtractedField `json:"extraction,omitzero"` // {} in a full view before anything is extracted
 	Obligations   []engine.ObligationItem          `json:"obligations,omitempty"`
 	StateHash     string                           `json:"state_hash,omitempty"`
 	// Handoffs are the ids of the handoffs the session started with
@@ -168,6 +168,9 @@ func (g *Gateway) viewSession(ctx context.Context, s conversation.Session, full 
 			return v, fmt.Errorf("session %s: working memory: %w", s.ID, err)
 		}
 		v.Extraction, v.Obligations = m.Extraction.Fields, m.Obligations.Items
+		if v.Extraction == nil {
+			v.Extraction = map[string]engine.ExtractedField{}
+		}
 		v.HandoffRejection = m.HandoffRejection
 		tv := g.viewTasks(s.EngineID, m.BackgroundTasks)
 		v.BackgroundTasks = &tv
@@ -457,6 +460,9 @@ func viewTurn(t conversation.Turn) turnView {
 	return v
 }
 
+// maxIdempotencyKey bounds an Idempotency-Key, in bytes.
+const maxIdempotencyKey = 255
+
 // maxEscape is how many bytes of JSON one byte of a message can take
 // (\u00XX): a body that holds a message at the limit can be this much larger.
 const maxEscape = 6
@@ -500,8 +506,18 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 	}
 	tenant, now := tenantOf(r), g.cfg.Now().UTC()
 	turnID := uuid.Must(uuid.NewV7()).String()
-	key := r.Header.Get("Idempotency-Key")
-	if key != "" {
+	keys := r.Header.Values("Idempotency-Key")
+	var key string
+	switch {
+	case len(keys) > 1:
+		writeError(w, http.StatusBadRequest, "bad_idempotency_key", fmt.Sprintf("%d Idempotency-Key headers; send one", len(keys)))
+		return
+	case len(keys) == 1 && (len(keys[0]) > maxIdempotencyKey || strings.TrimSpace(keys[0]) == ""):
+		writeError(w, http.StatusBadRequest, "bad_idempotency_key",
+			fmt.Sprintf("the Idempotency-Key must be 1 to %d bytes, not blank; a UUID will do", maxIdempotencyKey))
+		return
+	case len(keys) == 1:
+		key = keys[0]
 		turnID = events.DeriveID(s.ID, "turn/"+key)
 	}
 	var replies <-chan contracts.TurnResponded

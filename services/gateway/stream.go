@@ -244,6 +244,8 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 	// is in the state and in a "turn" event, not in neither.
 	replies, cancel := g.replies.subscribe(s.ID)
 	defer cancel()
+	g.m.streams.Inc()
+	defer g.m.streams.Dec()
 	s, err := conversation.GetSession(r.Context(), g.cfg.DB, tenantOf(r), s.ID)
 	if err != nil {
 		g.internal(w, "read session", err)
