@@ -100,7 +100,7 @@ func TestDLQListAndRedrive(t *testing.T) {
 		}
 	}
 	if out, errOut, code := dlq("redrive", "--all", "--since", since); code != 0 || strings.Count(out, "\n") != 1 ||
-		!strings.Contains(out, `"event_id":"lost-2"`) || !strings.Contains(errOut, "redriving 1 dead letters") ||
+		!strings.Contains(out, `"event_id":"lost-2"`) || !strings.Contains(errOut, "redriving 1 dead letter\n") ||
 		!strings.Contains(errOut, "the same event as dead letter 2; skipped") {
 		t.Fatalf("redrive --all --since: exit %d, want lost-2 alone, once\n%s%s", code, out, errOut)
 	}

@@ -82,7 +82,7 @@ func migrateCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 // else the embedded server opened on --data-dir, holding its lock meanwhile
 // (so no dev starts on it); else, when --data-dir has no store, a praetor
 // dev listening on the default address.
-func toolConn(natsURL, dataDir string) (*nats.Conn, func(), error) {
+func toolConn(command, natsURL, dataDir string) (*nats.Conn, func(), error) {
 	if natsURL != "" {
 		nc, err := events.Connect(natsURL, "praetor-tool")
 		if err != nil {
@@ -97,22 +97,30 @@ func toolConn(natsURL, dataDir string) (*nats.Conn, func(), error) {
 		}
 		return nil, nil, fmt.Errorf("no NATS to read from: set --nats-url (NATS_URL), start praetor dev, or point --data-dir at its data (%s not found)", storeDir)
 	}
-	lock, err := datadir.Acquire(dataDir, datadir.Owner{PID: os.Getpid()})
+	lock, err := datadir.Acquire(dataDir, datadir.Owner{PID: os.Getpid(), Command: "praetor " + command})
 	if inUse, ok := datadir.IsInUse(err); ok {
-		// A praetor dev serves the directory: never open its store beside it.
-		if inUse.Owner.NATSURL == "" {
-			return nil, nil, fmt.Errorf("the praetor dev (pid %d) running on %s takes no NATS clients (--nats-listen \"\"): "+
-				"restart it with --nats-listen, or stop it", inUse.Owner.PID, dataDir)
+		// Another process serves the directory: never open its store
+		// beside it.
+		switch o := inUse.Owner; {
+		case o.NATSURL != "":
+			nc, err := events.Connect(o.NATSURL, "praetor-tool")
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s, running on %s: %w", o, dataDir, err)
+			}
+			return nc, nc.Close, nil
+		case o.Command == "praetor dev":
+			return nil, nil, fmt.Errorf("%s, running on %s, has no NATS address for other processes: it is starting "+
+				"(try again in a moment), or runs with --nats-listen \"\" (restart it with --nats-listen)", o, dataDir)
+		default:
+			return nil, nil, fmt.Errorf("%s has the store of %s open; try again once it is done, or give --nats-url", o, dataDir)
 		}
-		nc, err := events.Connect(inUse.Owner.NATSURL, "praetor-tool")
-		if err != nil {
-			return nil, nil, fmt.Errorf("the praetor dev (pid %d) running on %s: %w", inUse.Owner.PID, dataDir, err)
-		}
-		return nc, nc.Close, nil
 	}
 	if err != nil {
 		return nil, nil, err
 	}
+	// Said, as a running dev elsewhere (another --data-dir, an external
+	// NATS) would not be what is read.
+	fmt.Fprintf(os.Stderr, "praetor %s: no praetor dev runs on %s; reading its store\n", command, dataDir)
 	srv, err := events.StartServer(events.ServerConfig{StoreDir: storeDir})
 	if err != nil {
 		lock.Release()
@@ -136,8 +144,8 @@ func toolNATSFlags(fs *ff.FlagSet, natsURL, dataDir *string) {
 
 // withToolBus runs fn with a bus on the NATS a tool reads (see toolConn),
 // and closes it after.
-func withToolBus(natsURL, dataDir string, fn func(*events.Bus) error) error {
-	nc, closeConn, err := toolConn(natsURL, dataDir)
+func withToolBus(command, natsURL, dataDir string, fn func(*events.Bus) error) error {
+	nc, closeConn, err := toolConn(command, natsURL, dataDir)
 	if err != nil {
 		return err
 	}
@@ -177,7 +185,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if workflowRun != "" || session != "" {
-				return withToolBus(natsURL, dataDir, func(bus *events.Bus) error {
+				return withToolBus("replay", natsURL, dataDir, func(bus *events.Bus) error {
 					if workflowRun != "" {
 						return replayWorkflow(ctx, bus, tenant, workflowRun, g.stdout, g.stderr)
 					}
@@ -198,7 +206,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 				}
 				cfg.Since = t
 			}
-			return withToolBus(natsURL, dataDir, func(bus *events.Bus) error {
+			return withToolBus("replay", natsURL, dataDir, func(bus *events.Bus) error {
 				n, err := replayJSON(ctx, bus, cfg, g.stdout)
 				if errors.Is(err, jetstream.ErrStreamNotFound) {
 					return settingErr("stream", "no stream %s on this server; streams: %s", stream, streamNames())

@@ -10,6 +10,7 @@
 package datadir
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +24,8 @@ const FileName = "praetor.lock"
 // Owner is what the process holding a directory's lock records in it.
 type Owner struct {
 	PID int `json:"pid"`
+	// Command is what the process runs: "praetor dev", "praetor replay".
+	Command string `json:"command,omitempty"`
 	// NATSURL is where its NATS server takes other processes; empty when
 	// it takes none (praetor dev --nats-listen "").
 	NATSURL string `json:"nats_url,omitempty"`
@@ -35,8 +38,25 @@ type InUseError struct {
 }
 
 func (e *InUseError) Error() string {
-	return fmt.Sprintf("%s is in use by another praetor process (pid %d)", e.Dir, e.Owner.PID)
+	return fmt.Sprintf("%s is in use by %s", e.Dir, e.Owner)
 }
+
+// String names the owner: "praetor dev (pid 42)".
+func (o Owner) String() string {
+	cmd := o.Command
+	if cmd == "" {
+		cmd = "another praetor process"
+	}
+	if o.PID == 0 {
+		return cmd
+	}
+	return fmt.Sprintf("%s (pid %d)", cmd, o.PID)
+}
+
+// recordSize is the fixed length of the lock file's record: each Record
+// writes it whole, at once, so a reader never sees half of one record and
+// half of another.
+const recordSize = 512
 
 // Lock is a held lock on a data directory.
 type Lock struct {
@@ -63,7 +83,7 @@ func Acquire(dir string, owner Owner) (*Lock, error) {
 	if !held {
 		var o Owner
 		if b, err := os.ReadFile(path); err == nil {
-			_ = json.Unmarshal(b, &o)
+			_ = json.Unmarshal(bytes.TrimRight(b, " \n\x00"), &o)
 		}
 		f.Close()
 		return nil, &InUseError{Dir: dir, Owner: o}
@@ -83,13 +103,16 @@ func (l *Lock) Record(owner Owner) error {
 	if err != nil {
 		return err
 	}
-	if err := l.f.Truncate(0); err != nil {
+	if len(b) >= recordSize {
+		return fmt.Errorf("datadir: the owner's record is %d bytes, more than %d", len(b), recordSize-1)
+	}
+	rec := bytes.Repeat([]byte{' '}, recordSize)
+	copy(rec, b)
+	rec[recordSize-1] = '\n'
+	if _, err := l.f.WriteAt(rec, 0); err != nil {
 		return err
 	}
-	if _, err := l.f.WriteAt(append(b, '\n'), 0); err != nil {
-		return err
-	}
-	return nil
+	return l.f.Truncate(recordSize)
 }
 
 // Release gives the lock up. The file stays: removing it would let a

@@ -142,11 +142,14 @@ func (in *Inbox) redelivered(ctx context.Context) error {
 // catchUp has the relay publish what is committed and unsent, its events
 // among them, trying again (every catchUpBackoff, doubling up to
 // catchUpBackoffMax) until it succeeds or ctx ends (the handler's timeout,
-// a shutdown). The event's effect is committed: a failure to publish is not
-// its failure, and must not use up its deliveries (at the last one it would
-// be dead-lettered, though handled, and its key's next event would go
-// ahead and be published first). Meanwhile the event stays unacknowledged,
-// so nothing of its key goes before its events.
+// two minutes by default, or a shutdown). The event's effect is committed:
+// a failure to publish is not its failure, and should not use up its
+// deliveries (at the last one it would be dead-lettered, though handled,
+// and its key's next event would go ahead and be published first).
+// Meanwhile the event stays unacknowledged, so nothing of its key goes
+// before its events. Only an outage longer than MaxDeliver handler timeouts
+// (ten minutes with the defaults) uses them up: the handled event is then
+// dead-lettered, and a redrive finds it handled and publishes its events.
 func (in *Inbox) catchUp(ctx context.Context) error {
 	wait := catchUpBackoff
 	for tries := 1; ; tries++ {

@@ -535,10 +535,11 @@ func connectNATS(cfg Config, log *slog.Logger) (*nats.Conn, func(), error) {
 	}
 	// The embedded server does not lock its store: the data directory's
 	// lock keeps a second server (another dev, a tool) off it.
-	lock, err := datadir.Acquire(cfg.DataDir, datadir.Owner{PID: os.Getpid()})
+	owner := datadir.Owner{PID: os.Getpid(), Command: "praetor dev"}
+	lock, err := datadir.Acquire(cfg.DataDir, owner)
 	if inUse, ok := datadir.IsInUse(err); ok {
 		return nil, nil, &SettingError{Setting: "data-dir", Problem: fmt.Sprintf(
-			"%s is in use by another praetor (pid %d): stop it, or give this one another --data-dir", cfg.DataDir, inUse.Owner.PID)}
+			"%s is in use by %s: stop it (or let it finish), or give this one another --data-dir", cfg.DataDir, inUse.Owner)}
 	}
 	if err != nil {
 		return nil, nil, &SettingError{Setting: "data-dir", Problem: err.Error()}
@@ -556,7 +557,8 @@ func connectNATS(cfg Config, log *slog.Logger) (*nats.Conn, func(), error) {
 	}
 	if url := srv.ClientURL(); url != "" {
 		log.Info("embedded NATS listening", "url", url)
-		if err := lock.Record(datadir.Owner{PID: os.Getpid(), NATSURL: url}); err != nil {
+		owner.NATSURL = url
+		if err := lock.Record(owner); err != nil {
 			log.Warn("cannot record the NATS address in the data directory's lock; tools will not find it", "error", err)
 		}
 	}

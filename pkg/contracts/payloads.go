@@ -156,6 +156,10 @@ type TurnResponded struct {
 	// StateHash is the hash of the session's working memory after the turn,
 	// so a replay can prove it rebuilt the same state.
 	StateHash string `json:"state_hash,omitempty"`
+	// SkippedTurns are the numbers of the session's turns this turn went
+	// on without: they never reached the runner (dead-lettered), and a
+	// replay leaves them out as the live run did.
+	SkippedTurns []int `json:"skipped_turns,omitempty"`
 }
 
 func (TurnResponded) Spec() *Spec                   { return TurnRespondedSpec }

@@ -183,6 +183,18 @@ func TestAuthentication(t *testing.T) {
 		})
 	}
 
+	// A proxy on this machine that says it forwards for someone else: not
+	// this machine's own client.
+	for _, h := range []string{"X-Forwarded-For", "Forwarded", "X-Real-IP"} {
+		req := httptest.NewRequest(http.MethodGet, "/v1/info", nil)
+		req.RemoteAddr, req.Host = loopback, "127.0.0.1:8080"
+		req.Header.Set(h, "203.0.113.7")
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		wantError(t, gatewaytest.Response{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()},
+			http.StatusUnauthorized, "unauthenticated", "proxy")
+	}
+
 	// Every API route asks; the page and its files do not.
 	id := n.CreateSession(t, valid, "project-discovery")
 	for _, route := range []struct{ method, path string }{

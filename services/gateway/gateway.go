@@ -324,7 +324,10 @@ func (g *Gateway) tenant(r *http.Request) (string, error) {
 // site the developer has open can send requests to a loopback address (a
 // cross-site request, which carries that site's Origin), or reach it under a
 // name of its own that resolves to 127.0.0.1 (DNS rebinding, whose Host is
-// that name). A client that is not a browser sends no Origin.
+// that name), and a proxy on the machine forwards others' requests. A client
+// that is not a browser sends no Origin. (A proxy that sends a loopback Host
+// and no forwarding header cannot be told from a local client: the open
+// tenant is for a developer's machine, not one that proxies to it.)
 func notOwnPage(r *http.Request) string {
 	host := r.Host
 	if h, _, err := net.SplitHostPort(host); err == nil {
@@ -332,6 +335,13 @@ func notOwnPage(r *http.Request) string {
 	}
 	if !loopbackName(host) {
 		return fmt.Sprintf("Host %q is not a loopback name", r.Host)
+	}
+	// A proxy on this machine that says whom it forwards for makes every
+	// client look local: its word is taken.
+	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip"} {
+		if r.Header.Get(h) != "" {
+			return fmt.Sprintf("the request came through a proxy (%s)", h)
+		}
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		u, err := url.Parse(origin)

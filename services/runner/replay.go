@@ -57,6 +57,7 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 		start    *contracts.SessionStarted
 		steps    []event.Event
 		recorded = map[string]string{}
+		skipped  = map[int]bool{} // turns the live run went on without
 	)
 	for _, ev := range sessionEvents {
 		switch ev.Type() {
@@ -74,6 +75,9 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 				return nil, err
 			}
 			recorded[tr.TurnID] = tr.StateHash
+			for _, n := range tr.SkippedTurns {
+				skipped[n] = true
+			}
 		case contracts.TaskMergedSpec.Type:
 			tm, err := contracts.DecodeAs[contracts.TaskMerged](ev)
 			if err != nil {
@@ -130,11 +134,20 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 		if err != nil {
 			return nil, err
 		}
+		if skipped[te.TurnNumber] {
+			continue // never reached the live runner: its state went on without it
+		}
 		in, err := FromContract(*te, start.ProjectID)
 		if err != nil {
 			return nil, err
 		}
 		in.Now = ev.Time()
+		// A gap is taken where the live run took it, over skipped turns
+		// only: any other is a turn missing from the events.
+		in.AcceptGap = true
+		for n := mem.TurnNumber + 1; n < te.TurnNumber; n++ {
+			in.AcceptGap = in.AcceptGap && skipped[n]
+		}
 		res, err := r.Process(ctx, def, mem, in)
 		if errors.Is(err, ErrDuplicateTurn) {
 			continue

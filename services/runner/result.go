@@ -19,11 +19,14 @@ type Result struct {
 	Reply string `json:"reply"`
 	// Degraded is true when response generation failed and Reply is the
 	// fallback that asks for the next obligation.
-	Degraded       bool      `json:"degraded,omitempty"`
-	DegradedReason string    `json:"degraded_reason,omitempty"`
-	Provider       string    `json:"provider,omitempty"`
-	Model          string    `json:"model,omitempty"`
-	Usage          llm.Usage `json:"usage"`
+	Degraded       bool   `json:"degraded,omitempty"`
+	DegradedReason string `json:"degraded_reason,omitempty"`
+	// SkippedTurns are the turns before this one it went on without
+	// (Input.AcceptGap).
+	SkippedTurns []int     `json:"skipped_turns,omitempty"`
+	Provider     string    `json:"provider,omitempty"`
+	Model        string    `json:"model,omitempty"`
+	Usage        llm.Usage `json:"usage"`
 
 	// State is the new working memory, StateHash its SHA-256.
 	State     *engine.WorkingMemory `json:"state"`
@@ -184,5 +187,6 @@ func (r *Result) responded(tenantID, turnID string) contracts.TurnResponded {
 		TenantID: tenantID, SessionID: r.State.SessionID, TurnID: turnID, TurnNumber: r.State.TurnNumber,
 		Text: r.Reply, Phase: r.Phase, Completeness: r.Completeness.Overall, Provider: r.Provider,
 		Degraded: r.Degraded || r.Telemetry.ExtractionDegraded, DegradedReason: r.DegradedReason, StateHash: r.StateHash,
+		SkippedTurns: r.SkippedTurns,
 	}
 }

@@ -259,9 +259,16 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 		in.Message = truncate(in.Message, r.cfg.MaxMessageBytes)
 		cut = fmt.Sprintf("the message has %d bytes; the runner took its first %d (its limit, MaxMessageBytes)", n, len(in.Message))
 	}
+	prev := 0
+	if state != nil {
+		prev = state.TurnNumber
+	}
 	m, err := r.preprocess(def, state, in, owned)
 	if err != nil {
 		return nil, err
+	}
+	for n := prev + 1; n < in.TurnNumber; n++ {
+		res.SkippedTurns = append(res.SkippedTurns, n)
 	}
 	now := in.Now
 	if now.IsZero() {

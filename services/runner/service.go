@@ -316,7 +316,7 @@ func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, erro
 	}
 	switch {
 	case errors.Is(err, ErrDuplicateTurn):
-		return func(context.Context, store.Querier) ([]event.Event, error) { return nil, nil }, nil
+		return s.setAside(sess, te, ev.Time()), nil
 	case err != nil && ctx.Err() == nil:
 		return nil, events.Permanent(err)
 	case err != nil:
@@ -371,6 +371,43 @@ func (s *Service) intelligence(ctx context.Context, sess conversation.Session, k
 		return nil
 	}
 	return []event.Event{ev}
+}
+
+// setAsideReply answers a turn the session went on without.
+const setAsideReply = "This message reached me after our conversation had gone on without it, so I set it aside. " +
+	"If it still matters, please send it again."
+
+// setAside is the step for a turn the state is already past: a redelivery
+// of a turn answered before, which it leaves alone, or a turn the session
+// went on without (dead-lettered, then redriven), which is still pending:
+// it is answered, degraded, as set aside, so no client waits for it for
+// ever. The state does not change.
+func (s *Service) setAside(sess conversation.Session, te *contracts.TurnExtracted, at time.Time) delivery.Step {
+	return func(ctx context.Context, tx store.Querier) ([]event.Event, error) {
+		t, err := conversation.GetTurn(ctx, tx, te.TenantID, te.TurnID)
+		switch {
+		case errors.Is(err, store.ErrNotFound), err == nil && t.Answered():
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		at = at.UTC()
+		reply := contracts.TurnResponded{TenantID: te.TenantID, SessionID: sess.ID, TurnID: te.TurnID, TurnNumber: te.TurnNumber,
+			Text: setAsideReply, Phase: sess.Phase, Completeness: sess.Completeness, Degraded: true,
+			DegradedReason: fmt.Sprintf("set aside: the session went on to turn %d without it", sess.TurnCount), StateHash: sess.StateHash}
+		if err := conversation.AnswerTurn(ctx, tx, conversation.Turn{ID: te.TurnID, TenantID: te.TenantID, SessionID: sess.ID,
+			TurnNumber: te.TurnNumber, Reply: setAsideReply, Phase: sess.Phase, Completeness: sess.Completeness, Degraded: true,
+			RespondedAt: &at}); err != nil {
+			return nil, err
+		}
+		out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(te.TurnID, "responded"), Source: source, Time: at}, reply)
+		if err != nil {
+			return nil, events.Permanent(err)
+		}
+		s.cfg.Logger.Warn("runner: a turn the session went on without came back; answered as set aside",
+			"session_id", sess.ID, "turn", te.TurnNumber, "turn_id", te.TurnID, "state_turn", sess.TurnCount)
+		return []event.Event{out}, nil
+	}
 }
 
 // commitTurn is the step that persists a processed turn: the session's new

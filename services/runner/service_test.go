@@ -605,3 +605,117 @@ func TestSessionGoesOnAfterATurnItNeverGot(t *testing.T) {
 		t.Errorf("state at turn %d, want 4", m.TurnNumber)
 	}
 }
+
+// A replay leaves out the turns the live run went on without, as their
+// turn.responded recorded (SkippedTurns), and so rebuilds the live state:
+// whether the skipped turn was one the runner refused (here an empty
+// message) or an ordinary one whose deliveries ran out. Found by helper-51.
+func TestReplayLeavesOutTheTurnsLiveSkipped(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	l := fixed("What else?")
+	s, _ := newService(t, rig, l, nil)
+	start(t, s)
+	sid := rig.CreateSession(t, "exploration", "gap-replay-1")
+	say := func(n int, msg string) {
+		rig.Publish(t, runnertest.TurnID(sid, n), t0.Add(time.Duration(n)*time.Minute), runnertest.Turn(sid, n, msg, nil))
+	}
+	say(1, "Tell me more.")
+	runnertest.WaitFor(t, 20*time.Second, "turn 1", func() bool { _, m := rig.Session(t, sid); return m.TurnNumber == 1 })
+	say(2, "   ") // refused by the runner for good: dead-lettered
+	say(3, "We want it live before the summer.")
+	runnertest.WaitFor(t, 20*time.Second, "turn 3", func() bool { _, m := rig.Session(t, sid); return m.TurnNumber == 3 })
+	var replies []contracts.TurnResponded
+	runnertest.WaitFor(t, 10*time.Second, "two replies", func() bool {
+		replies = nil
+		for _, ev := range rig.SessionEvents(t, sid) {
+			if ev.Type() == contracts.TurnRespondedSpec.Type {
+				tr, _ := contracts.DecodeAs[contracts.TurnResponded](ev)
+				replies = append(replies, *tr)
+			}
+		}
+		return len(replies) == 2
+	})
+	if !slices.Equal(replies[1].SkippedTurns, []int{2}) {
+		t.Errorf("turn 3's reply records skipped turns %v, want [2]", replies[1].SkippedTurns)
+	}
+	live, _ := rig.Session(t, sid)
+	evs := rig.SessionEvents(t, sid)
+	r, err := New(Config{LLM: l, Registry: rig.Registry, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(name string, evs []event.Event) {
+		t.Helper()
+		res, err := Replay(context.Background(), r, rig.Engines, evs)
+		if err != nil {
+			t.Fatalf("%s: replay: %v", name, err)
+		}
+		if res.Diverged || res.StateHash != live.StateHash || len(res.Turns) != 2 {
+			t.Errorf("%s: replay diverged %t, %d turns, hash %s; live %s", name, res.Diverged, len(res.Turns), res.StateHash, live.StateHash)
+		}
+	}
+	check("a refused turn", evs)
+	var timedOut []event.Event // turn 2 an ordinary message whose deliveries ran out
+	for _, ev := range evs {
+		if ev.ID() == runnertest.TurnID(sid, 2) {
+			ev = runnertest.Event(t, ev.ID(), ev.Time(), runnertest.Turn(sid, 2, "Some ordinary words.", nil))
+		}
+		timedOut = append(timedOut, ev)
+	}
+	check("a turn whose deliveries ran out", timedOut)
+	// A turn missing from the events, not skipped live, is still an error.
+	var missing []event.Event
+	for _, ev := range evs {
+		if ev.ID() != runnertest.TurnID(sid, 1) {
+			missing = append(missing, ev)
+		}
+	}
+	if _, err := Replay(context.Background(), r, rig.Engines, missing); !errors.Is(err, ErrTurnGap) {
+		t.Errorf("replay without turn 1: %v, want ErrTurnGap", err)
+	}
+}
+
+// A turn the session went on without, redriven from the dead-letter
+// stream, is answered as set aside (degraded, the state unchanged) rather
+// than acknowledged as a duplicate and left pending for ever; a turn
+// answered before is left alone. Found by helper-51.
+func TestSkippedTurnRedrivenIsAnsweredAsSetAside(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	s, _ := newService(t, rig, fixed("Which options?"), nil)
+	sid := pendingSession(t, rig, "set-aside-1")
+	h := s.redoStale(s.inbox.Handler(s.work))
+	deliver := func(n int, msg string, create bool) {
+		t.Helper()
+		at := t0.Add(time.Duration(n) * time.Minute)
+		if create {
+			if err := conversation.CreateTurn(context.Background(), rig.DB, conversation.Turn{ID: runnertest.TurnID(sid, n),
+				TenantID: runnertest.Tenant, SessionID: sid, Message: msg, ReceivedAt: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := h(context.Background(), runnertest.Event(t, runnertest.TurnID(sid, n), at, runnertest.Turn(sid, n, msg, nil))); err != nil {
+			t.Fatalf("turn %d: %v", n, err)
+		}
+	}
+	deliver(1, "one", true)
+	if err := conversation.CreateTurn(context.Background(), rig.DB, conversation.Turn{ID: runnertest.TurnID(sid, 2),
+		TenantID: runnertest.Tenant, SessionID: sid, Message: "two", ReceivedAt: t0.Add(2 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	deliver(3, "three", true) // turn 2 was dead-lettered
+	before, _ := rig.Session(t, sid)
+	first, _ := conversation.GetTurn(context.Background(), rig.DB, runnertest.Tenant, runnertest.TurnID(sid, 1))
+
+	deliver(2, "two", false) // redriven
+	turn, err := conversation.GetTurn(context.Background(), rig.DB, runnertest.Tenant, runnertest.TurnID(sid, 2))
+	if err != nil || !turn.Answered() || !turn.Degraded || turn.Reply != setAsideReply || turn.TurnNumber != 2 {
+		t.Fatalf("the redriven turn 2 = %+v (%v), want answered as set aside", turn, err)
+	}
+	if after, _ := rig.Session(t, sid); after.StateHash != before.StateHash || after.Version != before.Version {
+		t.Errorf("answering the set-aside turn changed the session (version %d → %d)", before.Version, after.Version)
+	}
+	deliver(1, "one", false) // a redelivery of a turn answered before
+	if again, _ := conversation.GetTurn(context.Background(), rig.DB, runnertest.Tenant, runnertest.TurnID(sid, 1)); again.Reply != first.Reply || again.Degraded {
+		t.Errorf("turn 1 answered again: %q", again.Reply)
+	}
+}

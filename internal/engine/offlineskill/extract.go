@@ -99,7 +99,14 @@ func Extract(p extraction.Prompt) Answer {
 		if f == nil || (len(f.Current) > 0 && f.CurrentConfidence >= f.ConfidenceThreshold && len(p.Focus.Fields) > 1) {
 			continue
 		}
-		if v, ok := valueFromText(f.ValueType, msg, ""); ok {
+		v, ok := valueFromText(f.ValueType, msg, "")
+		if f.ValueType == engine.TypeBoolean {
+			// A yes-or-no question is answered by a yes or a no, not by
+			// whatever the user says next ("Our team is me and Ana" does
+			// not confirm the scope).
+			v, ok = yesOrNo(msg)
+		}
+		if ok {
 			ans.Fields[path] = fieldAnswer{Value: v, Confidence: max(confFocus, f.ConfidenceThreshold),
 				Reasoning: "answer to the question just asked (" + p.Focus.ID + ")"}
 		}
@@ -402,4 +409,23 @@ func Negated(s string) bool {
 		}
 	}
 	return false
+}
+
+// affirmations are the words that answer a yes-or-no question with yes.
+var affirmations = map[string]bool{"yes": true, "yeah": true, "yep": true, "yup": true, "correct": true, "right": true,
+	"confirm": true, "confirmed": true, "confirms": true, "agreed": true, "agree": true, "sure": true, "exactly": true,
+	"absolutely": true, "definitely": true, "ok": true, "okay": true, "true": true, "accurate": true}
+
+// yesOrNo reads a yes-or-no answer: false when it is negative, true when
+// it affirms, nothing when it is neither.
+func yesOrNo(s string) (any, bool) {
+	if Negated(s) {
+		return false, true
+	}
+	for _, w := range strings.Fields(strings.ToLower(s)) {
+		if affirmations[strings.Trim(w, ".,;:!?\"()")] {
+			return true, true
+		}
+	}
+	return nil, false
 }
