@@ -74,7 +74,7 @@ func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
 	defer cancel()
 	second := exec.CommandContext(ctx, binary, "dev", "--data-dir", dataDir, "--http-addr", testenv.FreeAddr(t), "--nats-listen", "")
 	out, err = second.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "in use by another praetor") {
+	if err == nil || !strings.Contains(string(out), "is in use by praetor dev (pid ") {
 		t.Errorf("a second dev on the same data directory: %v\n%s", err, out)
 	}
 	if !strings.Contains(p.Output(), "offline") {
