@@ -181,10 +181,28 @@ func (s *Service) loop(ctx context.Context) {
 	}
 }
 
+// renew extends the leases of the runs this replica carries on.
 func (s *Service) renew(ctx context.Context) {
-	if _, err := s.leases.Renew(ctx, s.owner, time.Now().Add(s.set.Lease)); err != nil && ctx.Err() == nil {
+	s.mu.Lock()
+	refs := make([]sqlstore.RunRef, 0, len(s.active))
+	for ref := range s.active {
+		refs = append(refs, ref)
+	}
+	s.mu.Unlock()
+	if len(refs) == 0 {
+		return
+	}
+	if _, err := s.leases.Renew(ctx, s.owner, time.Now().Add(s.set.Lease), refs); err != nil && ctx.Err() == nil {
 		s.log.Error("renewing leases failed; other replicas may take these runs over", "error", err)
 	}
+}
+
+// carrying reports whether this replica carries the run on.
+func (s *Service) carrying(ref sqlstore.RunRef) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.active[ref]
+	return ok
 }
 
 // takeOver claims and resumes runs whose lease expired.
@@ -200,6 +218,11 @@ func (s *Service) takeOver(ctx context.Context) {
 	for _, ref := range refs {
 		ok, err := s.leases.Claim(ctx, ref, s.owner, now, now.Add(s.set.Lease))
 		if err != nil || !ok {
+			continue
+		}
+		if s.carrying(ref) {
+			// Its own run, whose lease ran out while renewing failed: the
+			// claim renewed it; a second executor would race the first.
 			continue
 		}
 		if err := s.resume(ref); err != nil {
@@ -290,7 +313,9 @@ func (s *Service) launch(ref sqlstore.RunRef, run func(context.Context) (engine.
 		defer cancel()
 		st, err := run(ctx)
 		s.mu.Lock()
-		delete(s.active, ref)
+		if s.active[ref] == ar {
+			delete(s.active, ref)
+		}
 		s.mu.Unlock()
 		log := s.log.With("tenant", ref.TenantID, "run", ref.RunID)
 		switch {
@@ -301,7 +326,9 @@ func (s *Service) launch(ref sqlstore.RunRef, run func(context.Context) (engine.
 			}
 			log.Info("run stopped; released to another replica", "seq", st.Seq)
 		case err != nil:
-			log.Error("run stopped", "error", err)
+			// No longer renewed: its lease runs out, and a replica (this
+			// one too) takes it over and resumes it then.
+			log.Error("run stopped; a replica resumes it once its lease runs out", "error", err, "lease", s.set.Lease)
 		default:
 			log.Info("run finished", "status", st.Status)
 			if err := s.res.PruneRun(context.Background(), ref.TenantID, ref.RunID); err != nil {

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/praetorhq/praetor/internal/store"
@@ -29,16 +30,36 @@ type Leases struct{ db store.DB }
 // NewLeases returns the leases of db's runs.
 func NewLeases(db store.DB) *Leases { return &Leases{db: db} }
 
-// Renew extends every running run owner holds to until, and returns how
-// many it holds.
-func (l *Leases) Renew(ctx context.Context, owner string, until time.Time) (int64, error) {
-	n, err := l.db.Exec(ctx, `UPDATE workflow_runs SET lease_until = $2 WHERE owner = $1 AND status = $3 AND lease_until IS NOT NULL`,
-		owner, until.UTC(), string(engine.RunRunning))
-	if err != nil {
-		return 0, fmt.Errorf("sqlstore: renew leases of %s: %w", owner, err)
+// Renew extends to until the leases owner holds of the running runs refs,
+// the runs it carries on (not every run it holds: one it stopped carrying,
+// after an error, must expire for a replica to take it over), and returns
+// how many it extended.
+func (l *Leases) Renew(ctx context.Context, owner string, until time.Time, refs []RunRef) (int64, error) {
+	var total int64
+	for len(refs) > 0 {
+		batch := refs[:min(len(refs), renewBatch)]
+		refs = refs[len(batch):]
+		args := []any{owner, until.UTC(), string(engine.RunRunning)}
+		var in strings.Builder
+		for i, r := range batch {
+			if i > 0 {
+				in.WriteString(", ")
+			}
+			fmt.Fprintf(&in, "($%d, $%d)", len(args)+1, len(args)+2)
+			args = append(args, r.TenantID, r.RunID)
+		}
+		n, err := l.db.Exec(ctx, `UPDATE workflow_runs SET lease_until = $2 WHERE owner = $1 AND status = $3 AND lease_until IS NOT NULL
+			AND (tenant_id, id) IN (`+in.String()+`)`, args...)
+		if err != nil {
+			return total, fmt.Errorf("sqlstore: renew leases of %s: %w", owner, err)
+		}
+		total += n
 	}
-	return n, nil
+	return total, nil
 }
+
+// renewBatch is how many runs one renewing statement names.
+const renewBatch = 200
 
 // Expired lists running runs whose lease ended before now, at most limit.
 func (l *Leases) Expired(ctx context.Context, now time.Time, limit int) ([]RunRef, error) {
