@@ -148,13 +148,19 @@ func (s *Store) appendEvents(runID string, events []engine.Event) error {
 	if err := os.MkdirAll(s.runDir(runID), 0o755); err != nil {
 		return fmt.Errorf("filestore: %w", err)
 	}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	flags := os.O_RDWR | os.O_CREATE | os.O_APPEND // read: for dropTornLine
 	if events[0].Seq == 1 {
 		flags |= os.O_TRUNC // a new run with this id starts a new log
 	}
 	f, err := os.OpenFile(s.eventsPath(runID), flags, 0o644)
 	if err != nil {
 		return fmt.Errorf("filestore: open event log: %w", err)
+	}
+	// A torn last line (readEvents drops it) goes first: appended after
+	// it, the next event would be glued to it, and the log unreadable.
+	if err := dropTornLine(f); err != nil {
+		f.Close()
+		return fmt.Errorf("filestore: event log: %w", err)
 	}
 	var buf bytes.Buffer
 	for _, e := range events {
@@ -391,4 +397,35 @@ func validRel(p string) bool {
 	}
 	c := path.Clean(p)
 	return c == p && c != "." && c != ".." && !strings.HasPrefix(c, "../")
+}
+
+// dropTornLine truncates f after its last newline: what follows it is a
+// write a crash cut short (see readEvents).
+func dropTornLine(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := st.Size()
+	buf := make([]byte, 4096)
+	for pos := end; pos > 0; {
+		n := int64(len(buf))
+		if pos < n {
+			n = pos
+		}
+		pos -= n
+		if _, err := f.ReadAt(buf[:n], pos); err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			if keep := pos + int64(i) + 1; keep < end {
+				return f.Truncate(keep)
+			}
+			return nil
+		}
+	}
+	if end > 0 {
+		return f.Truncate(0) // no whole line at all
+	}
+	return nil
 }

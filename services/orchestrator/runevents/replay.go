@@ -1,9 +1,11 @@
 package runevents
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
@@ -46,22 +48,21 @@ func Read(ctx context.Context, r Replayer, tenant, runID string) ([]engine.Event
 			if err != nil {
 				return fmt.Errorf("runevents: stream sequence %d: %w", rec.StreamSeq, err)
 			}
-			last := int64(0)
-			if len(out) > 0 {
-				last = out[len(out)-1].Seq
-			}
-			switch {
-			case e.Seq <= last:
-				return nil // a copy
-			case e.Seq != last+1:
-				return fmt.Errorf("runevents: run %s: event %d follows event %d on the stream (events %d-%d are missing)",
-					runID, e.Seq, last, last+1, e.Seq-1)
-			}
 			out = append(out, e)
 			return nil
 		})
 	if err != nil {
 		return nil, err
+	}
+	// In sequence order: the relay publishes an event whose first publish
+	// failed after later ones. Copies are dropped; a gap is an error.
+	slices.SortStableFunc(out, func(a, b engine.Event) int { return cmp.Compare(a.Seq, b.Seq) })
+	out = slices.CompactFunc(out, func(a, b engine.Event) bool { return a.Seq == b.Seq })
+	for i, e := range out {
+		if want := int64(i + 1); e.Seq != want {
+			return nil, fmt.Errorf("runevents: run %s: the stream has event %d but not event %d (events %d-%d are missing)",
+				runID, e.Seq, want, want, e.Seq-1)
+		}
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("%w: %s of tenant %s in %s", ErrNoEvents, runID, tenant, contracts.StreamWorkflows)
