@@ -346,11 +346,13 @@ func TestHTTP(t *testing.T) {
 	for name, tc := range map[string]struct {
 		remote, auth, session string
 		want                  int
+		forwardedFor          string
 	}{
-		"no token, not loopback":      {"10.1.2.3:4000", "", "", http.StatusUnauthorized},
-		"forged token":                {"127.0.0.1:4000", "Bearer prt_forged", "", http.StatusUnauthorized},
-		"another tenant on a session": {"127.0.0.1:4000", "Bearer " + globexToken, acme.ID(), http.StatusForbidden},
-		"no token on a token session": {"127.0.0.1:4000", "", acme.ID(), http.StatusForbidden},
+		"no token, not loopback":      {"10.1.2.3:4000", "", "", http.StatusUnauthorized, ""},
+		"no token, through a proxy":   {"127.0.0.1:4000", "", "", http.StatusUnauthorized, "10.1.2.3"},
+		"forged token":                {"127.0.0.1:4000", "Bearer prt_forged", "", http.StatusUnauthorized, ""},
+		"another tenant on a session": {"127.0.0.1:4000", "Bearer " + globexToken, acme.ID(), http.StatusForbidden, ""},
+		"no token on a token session": {"127.0.0.1:4000", "", acme.ID(), http.StatusForbidden, ""},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(init))
 		r.RemoteAddr = tc.remote
@@ -361,6 +363,9 @@ func TestHTTP(t *testing.T) {
 		}
 		if tc.session != "" {
 			r.Header.Set("Mcp-Session-Id", tc.session)
+		}
+		if tc.forwardedFor != "" {
+			r.Header.Set("X-Forwarded-For", tc.forwardedFor)
 		}
 		w := httptest.NewRecorder()
 		mux.ServeHTTP(w, r)

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/praetorhq/praetor/services/memory/dedup"
+	"github.com/praetorhq/praetor/services/memory/governance"
 	"github.com/praetorhq/praetor/services/memory/graph"
 	"github.com/praetorhq/praetor/services/memory/scope"
 )
@@ -337,7 +338,8 @@ type Pending struct {
 // Save runs one write: scope gate, governance gate, dedup and write. It
 // returns at the latest after Config.WriteTimeout, with pending_retry when
 // the graph did not answer in time. The error is non-nil only for a
-// malformed request (*InputError) or a queue that refused a pending write.
+// malformed request (*InputError), a queue that refused a pending write, or
+// a governance gate that could not be checked (ErrGateUnavailable).
 func (e *Engine) Save(ctx context.Context, r Request) (Receipt, error) {
 	if err := e.Validate(r); err != nil {
 		return Receipt{}, err
@@ -355,6 +357,12 @@ func (e *Engine) Save(ctx context.Context, r Request) (Receipt, error) {
 	if err == nil {
 		e.count(rc)
 		return rc, nil
+	}
+	if ge := (*gateUnavailable)(nil); errors.As(err, &ge) {
+		rc := e.receipt(p, Failed)
+		rc.Detail = "the governance token could not be checked (" + ge.err.Error() + "); nothing was written: try again"
+		e.count(rc)
+		return rc, fmt.Errorf("%w: %w", ErrGateUnavailable, ge.err)
 	}
 	// Transient: the write is queued, and the caller gets its answer now.
 	p.Attempts = 1
@@ -437,6 +445,28 @@ func (e *Engine) receipt(p *Pending, st Status) Receipt {
 	return Receipt{RequestID: p.Request.RequestID, Status: st, NodeID: p.NodeID}
 }
 
+// ErrGateUnavailable is Save's error when the governance gate could not
+// be checked (its store did not answer): nothing was written, nor queued,
+// since a queued write carries no credential to check later. The caller
+// tries again: the event path redelivers the event, which carries its proof.
+var ErrGateUnavailable = errors.New("write: the governance token could not be checked")
+
+// gateUnavailable is run's error for a gate that could not be checked.
+type gateUnavailable struct{ err error }
+
+func (g *gateUnavailable) Error() string { return g.err.Error() }
+
+// gateFailed settles a write whose gate refused it: failed when the
+// credential is refused (missing, invalid, expired), else not settled.
+func gateFailed(rc Receipt, err error) (Receipt, error) {
+	if errors.Is(err, governance.ErrTokenMissing) || errors.Is(err, governance.ErrTokenInvalid) ||
+		errors.Is(err, governance.ErrTokenExpired) || errors.Is(err, errNoCredential) {
+		rc.Status, rc.Detail = Failed, "governance gate: "+err.Error()
+		return rc, nil
+	}
+	return rc, &gateUnavailable{err}
+}
+
 // errNoCredential is the governance gate of a retried write that was not
 // checked when accepted; it cannot happen (a global write is checked before
 // it is queued), but a retry never carries a credential to check.
@@ -464,8 +494,7 @@ func (e *Engine) run(ctx context.Context, p *Pending, gate func(context.Context)
 		// pending write needs no token later.
 		if r.Level == graph.LevelGlobal && !p.GovernanceOK {
 			if gerr := gate(ctx); gerr != nil {
-				rc.Status, rc.Detail = Failed, "governance gate: "+gerr.Error()
-				return rc, nil
+				return gateFailed(rc, gerr)
 			}
 			p.GovernanceOK = true
 		}
@@ -480,8 +509,7 @@ func (e *Engine) run(ctx context.Context, p *Pending, gate func(context.Context)
 	rc.Scope = sc
 	if sc.Level == graph.LevelGlobal && !p.GovernanceOK {
 		if gerr := gate(ctx); gerr != nil {
-			rc.Status, rc.Detail = Failed, "governance gate: "+gerr.Error()
-			return rc, nil
+			return gateFailed(rc, gerr)
 		}
 		p.GovernanceOK = true
 	}
