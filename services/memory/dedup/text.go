@@ -65,20 +65,6 @@ func ContentHash(kind graph.Kind, entityName, title, rationale string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// stopwords are words so frequent in decision titles that sharing them says
-// nothing about two decisions being the same: articles, prepositions,
-// auxiliaries. Without them, "Use Redis for the session cache" and "Use
-// Redis for the rate limiter" would look 50% alike.
-var stopwords = map[string]bool{
-	"a": true, "an": true, "the": true, "and": true, "or": true, "of": true,
-	"to": true, "in": true, "on": true, "for": true, "with": true, "by": true,
-	"at": true, "as": true, "from": true, "into": true, "via": true, "per": true,
-	"is": true, "are": true, "be": true, "been": true, "being": true, "was": true, "were": true,
-	"will": true, "shall": true, "should": true, "must": true, "can": true, "may": true,
-	"we": true, "our": true, "it": true, "its": true, "this": true, "that": true,
-	"these": true, "those": true, "all": true, "any": true, "instead": true,
-}
-
 // TitleTokens is the set of words Jaccard similarity compares: Words of the
 // title, without stopwords, with a plural "s" folded ("caches" and "cache"
 // are one token), deduplicated, in order of first appearance.
@@ -86,7 +72,7 @@ func TitleTokens(title string) []string {
 	seen := make(map[string]bool)
 	var out []string
 	for _, w := range graph.Words(title) {
-		if stopwords[w] {
+		if graph.Stopword(w) {
 			continue
 		}
 		w = fold(w)

@@ -48,3 +48,20 @@ func SearchTerms(text string, max int) []string {
 // NormalizeEntity is the form in which entity names are compared: its Words
 // joined by single spaces ("Postgre-SQL  16" and "postgre sql 16" match).
 func NormalizeEntity(name string) string { return strings.Join(Words(name), " ") }
+
+// stopwords are words so frequent in decision titles that sharing them says
+// nothing about two decisions being the same: articles, prepositions,
+// auxiliaries. Without them, "Use Redis for the session cache" and "Use
+// Redis for the rate limiter" would look 50% alike.
+var stopwords = map[string]bool{
+	"a": true, "an": true, "the": true, "and": true, "or": true, "of": true,
+	"to": true, "in": true, "on": true, "for": true, "with": true, "by": true,
+	"at": true, "as": true, "from": true, "into": true, "via": true, "per": true,
+	"is": true, "are": true, "be": true, "been": true, "being": true, "was": true, "were": true,
+	"will": true, "shall": true, "should": true, "must": true, "can": true, "may": true,
+	"we": true, "our": true, "it": true, "its": true, "this": true, "that": true,
+	"these": true, "those": true, "all": true, "any": true, "instead": true,
+}
+
+// Stopword reports whether w (a lower-case word) is one of stopwords.
+func Stopword(w string) bool { return stopwords[w] }

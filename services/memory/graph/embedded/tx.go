@@ -316,11 +316,18 @@ func (w *writeTx) ByContentHash(ctx context.Context, kind graph.Kind, hash strin
 	return n, true, nil
 }
 
-// ftsQuery quotes every term, so that no character of the text is FTS5
-// syntax, and ORs them (any shared word makes a candidate, bm25 ranks them)
-// within the live nodes of one scope and kind.
+// ftsQuery quotes every term but the stopwords, so that no character of
+// the text is FTS5 syntax, and ORs them (any shared word makes a candidate,
+// ranked after) within the live nodes of one scope and kind.
 func ftsQuery(scopeToken, text string) string {
-	terms := graph.SearchTerms(text, 0)
+	all := graph.SearchTerms(text, 0)
+	// Without the stopwords: "the" or "for" match nearly every node of a
+	// scope, and the newest maxMatches of those would crowd out an older
+	// near-duplicate (a text of stopwords alone keeps them).
+	terms := slices.DeleteFunc(slices.Clone(all), graph.Stopword)
+	if len(terms) == 0 {
+		terms = all
+	}
 	if len(terms) == 0 {
 		return ""
 	}

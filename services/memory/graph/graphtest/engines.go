@@ -36,6 +36,7 @@ func RunEngines(t *testing.T, h Harness) {
 		{"DedupThresholds", testDedupThresholds},
 		{"DedupScopeAndKind", testDedupScopeAndKind},
 		{"DedupBestOfCandidates", testDedupBestCandidate},
+		{"DedupFindsAnOldNearDuplicate", testDedupOldNearDuplicate},
 		{"WriteOutcomes", testWriteOutcomes},
 		{"WriteBlockedScope", testWriteBlocked},
 		{"WriteGovernance", testWriteGovernance},
@@ -1074,5 +1075,27 @@ func testHygieneReadOnly(t *testing.T, h Harness) {
 		if d := h.ReadUpdates() - updates; d != 0 {
 			t.Errorf("read transactions reported %d updates, want 0", d)
 		}
+	}
+}
+
+// A near-duplicate older than hundreds of decisions that share only
+// stopwords with the new text ("for the") is still found: the embedded
+// store ranked the newest 500 full-text matches of any word, stopwords
+// included, and missed it (found by helper-53).
+func testDedupOldNearDuplicate(t *testing.T, h Harness) {
+	s, tenant := h.Open(t)
+	ensureProject(t, s, tenant, "p1")
+	sc := graph.ProjectScope("p1")
+	old := newNode(graph.Decision, sc, "Use Redis for the session cache", "", base)
+	put(t, s, tenant, old)
+	var filler []graph.Node
+	for i := range 600 {
+		filler = append(filler, newNode(graph.Decision, sc, fmt.Sprintf("Adopt tool%d for the build", i), "", base.Add(time.Duration(i+1)*time.Second)))
+	}
+	put(t, s, tenant, filler...)
+	n := decision(sc, "Use Redis for the session cache layer", "")
+	r := runDedup(t, s, tenant, newDedup(t), n, dedup.Options{})
+	if r.Outcome != dedup.OutcomeSupersede || r.Match == nil || r.Match.ID != old.ID {
+		t.Fatalf("outcome %s, match %+v; want supersede of %s (title Jaccard 4/5 = 0.8)", r.Outcome, r.Match, old.ID)
 	}
 }
