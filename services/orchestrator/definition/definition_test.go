@@ -499,6 +499,7 @@ func TestRegistryProblems(t *testing.T) {
 		{"reserved env", "agents:\n  a:\n    kind: command\n    command:\n      path: x\n      env:\n        PRAETOR_TASK_ID: y\n", ErrInvalidValue, "agents.a.command.env.PRAETOR_TASK_ID"},
 		{"bad agent name", "agents:\n  \"a b\":\n    kind: mock\n", ErrInvalidValue, `agents["a b"]`},
 		{"agent name with a dot", "agents:\n  a.b:\n    kind: mock\n", ErrInvalidValue, `agents["a.b"]`},
+		{"agent named as the background service's pool", "agents:\n  background:\n    kind: mock\n", ErrInvalidValue, `agents.background`},
 		{"fail and fail_attempts", "agents:\n  a:\n    kind: mock\n    mock:\n      tasks:\n        t1:\n          fail: x\n          fail_attempts: 2\n", ErrInvalidValue, "agents.a.mock.tasks.t1.fail_attempts"},
 		{"agent timeout", "agents:\n  a:\n    kind: mock\n    timeout: 1\n", ErrBadDuration, "agents.a.timeout"},
 	}

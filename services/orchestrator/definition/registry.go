@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
 // Agent kinds: the runtime adapters.
@@ -45,8 +47,13 @@ func parseRegistry(file string, data []byte) (*parsedRegistry, []*Error) {
 	for _, name := range reg.Names() {
 		a := reg.Agents[name]
 		ap := joinKey("agents", name)
-		if !agentPattern.MatchString(name) {
+		switch {
+		case !agentPattern.MatchString(name):
 			p.atKey(ap, ErrInvalidValue, "agent name %q: use 1-128 letters, digits, '_' and '-' (it names a worker pool in subjects)", name)
+		case name == contracts.TaskKindBackground:
+			// Its tasks would go to the background service's pool, which
+			// would answer them (unknown handler) as the attempt's answer.
+			p.atKey(ap, ErrInvalidValue, "agent name %q is the background service's worker pool: choose another name", name)
 		}
 		checkDuration(p, ap+".timeout", a.Timeout)
 		given := map[string]bool{KindMock: a.Mock != nil, KindLLM: a.LLM != nil, KindCommand: a.Command != nil}
