@@ -127,17 +127,29 @@ func awaited(m *engine.WorkingMemory, taskID string, attempt int) int {
 
 // Complete merges a task's result: the awaited attempt settles as
 // completed, with its result, on the current turn count. It reports whether
-// the attempt was awaited; a result nobody waits for changes nothing.
+// the attempt was awaited; a result nobody waits for changes nothing. The
+// attempt of a gap (given up on as overdue, the session going on without
+// it) is still taken when its result comes after all: the gap closes.
 func Complete(m *engine.WorkingMemory, taskID string, attempt int, result json.RawMessage) bool {
-	i := awaited(m, taskID, attempt)
-	if i < 0 {
+	bt := &m.BackgroundTasks
+	var r engine.TaskRecord
+	if i := awaited(m, taskID, attempt); i >= 0 {
+		r = bt.Pending[i]
+		bt.Pending = slices.Delete(bt.Pending, i, i+1)
+	} else if i := slices.IndexFunc(bt.Completed, func(t engine.TaskRecord) bool {
+		return t.TaskID == taskID && t.Attempt == attempt && t.Status == engine.TaskGap
+	}); i >= 0 {
+		r = bt.Completed[i]
+		bt.Completed = slices.Delete(bt.Completed, i, i+1)
+		bt.Gaps = slices.DeleteFunc(bt.Gaps, func(id string) bool { return id == taskID })
+		if len(bt.Gaps) == 0 {
+			bt.Gaps = nil
+		}
+	} else {
 		return false
 	}
-	bt := &m.BackgroundTasks
-	r := bt.Pending[i]
 	r.Status, r.Result, r.Error, r.Note, r.NotBefore = engine.TaskCompleted, append(json.RawMessage(nil), result...), "", "", time.Time{}
 	r.SettledAtTurn = m.TurnNumber
-	bt.Pending = slices.Delete(bt.Pending, i, i+1)
 	bt.Completed = append(bt.Completed, r)
 	return true
 }
