@@ -20,6 +20,7 @@ import (
 	"github.com/peterbourgon/ff/v4/ffhelp"
 
 	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/internal/textdist"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3".
@@ -210,32 +211,11 @@ func closest(s string, names []string) string {
 		if strings.HasPrefix(n, s) && len(s) >= 2 {
 			return n
 		}
-		if d := editDistance(s, n); d < bestD {
+		if d := textdist.Levenshtein(s, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 func versionCommand(g *globals, parent *ff.FlagSet) *ff.Command {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/praetorhq/praetor/internal/textdist"
 	"gopkg.in/yaml.v3"
 )
 
@@ -212,27 +213,13 @@ func suggest(key string, fields map[string]yamlField) string {
 	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
+// editDistance is the Levenshtein distance of two keys; long ones are not
+// compared (a key of more than 64 bytes is no typo of a known one).
 func editDistance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return 99
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return textdist.Levenshtein(a, b)
 }
 
 func isNull(n *yaml.Node) bool {

@@ -14,7 +14,6 @@ import (
 	"github.com/praetorhq/praetor/internal/store/testdb"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/services/orchestrator"
-	"github.com/praetorhq/praetor/services/orchestrator/definition"
 	"github.com/praetorhq/praetor/services/orchestrator/engine"
 	"github.com/praetorhq/praetor/services/orchestrator/internal/orchtest"
 	"github.com/praetorhq/praetor/services/orchestrator/sqlstore"
@@ -25,33 +24,14 @@ import (
 // out, and a replica resumes the run then. (Renewing every run a replica
 // held kept it for ever; found by helper-52.)
 func TestAFailedResumeLetsTheLeaseRunOut(t *testing.T) {
-	db := testdb.SQLite(t)
-	n := orchtest.StartNATS(t)
 	dir := svcProject(t)
-	vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml"),
-		orchestrator.EnvLease: "3s"})
-	startService(t, orchestrator.WorkerFactory(vars), nodeDeps(t, n, db))
+	db, n, vars := shortLeases(t, dir)
 	st, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	wf := filepath.Join(dir, "flows", "chain.yaml")
-	opts := definition.LoadOptions{Workflow: wf}
-	b, err := definition.Load(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, _ := orchestrator.SourceOf(opts)
-	start, ev, err := engine.Start(engine.StartInfo{RunID: "orphan", Workflow: b.Workflow.Name, Project: b.ProjectDir, Seed: 1,
-		Limits: b.Limits(), Plan: b.Plan()}, engine.NewCtx(time.Now(), 1, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.SetSource("orphan", src.Encode())
-	st.SetLease("orphan", "dead-replica", time.Now().Add(-time.Second))
-	if err := st.Save(context.Background(), start, []engine.Event{ev}); err != nil {
-		t.Fatal(err)
-	}
+	orphan(t, st, wf)
 
 	// The workflow file is away for a moment (a deploy rewriting it).
 	if err := os.Rename(wf, wf+".away"); err != nil {
@@ -104,12 +84,8 @@ func (f *failOneTx) Tx(ctx context.Context, fn func(store.Querier) error) error 
 // replica no longer renews its lease, and a replica resumes the run once it
 // runs out. Found by helper-52.
 func TestARunStoppedByAFailedSaveIsResumed(t *testing.T) {
-	db := testdb.SQLite(t)
-	n := orchtest.StartNATS(t)
 	dir := svcProject(t)
-	vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml"),
-		orchestrator.EnvLease: "3s"})
-	startService(t, orchestrator.WorkerFactory(vars), nodeDeps(t, n, db))
+	db, n, vars := shortLeases(t, dir)
 	fdb := &failOneTx{DB: db}
 	d := nodeDeps(t, n, db)
 	d.DB = fdb
@@ -153,15 +129,11 @@ func (f *flakyRenew) Exec(ctx context.Context, q string, args ...any) (int64, er
 // drain then stops and releases (two, of which s.active kept one, made the
 // drain wait for the run to finish). Found by helper-52.
 func TestAReplicaDoesNotTakeOverItsOwnRun(t *testing.T) {
-	db := testdb.SQLite(t)
-	n := orchtest.StartNATS(t)
 	dir := orchtest.Project(t, map[string]string{
 		"agents.yaml":      "agents:\n  mock:\n    kind: mock\n    mock:\n      tasks:\n        slow: {delay: 6s}\n        slow2: {delay: 10s}\n",
 		"flows/chain.yaml": "name: chain\nagents: ../agents.yaml\ntasks:\n  - id: a\n    agent: mock\n  - id: slow\n    agent: mock\n    depends_on: [a]\n  - id: slow2\n    agent: mock\n    depends_on: [slow]\n",
 	})
-	vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml"),
-		orchestrator.EnvLease: "3s"})
-	startService(t, orchestrator.WorkerFactory(vars), nodeDeps(t, n, db))
+	db, n, vars := shortLeases(t, dir)
 	fdb := &flakyRenew{DB: db}
 	d := nodeDeps(t, n, db)
 	d.DB = fdb
@@ -188,4 +160,16 @@ func TestAReplicaDoesNotTakeOverItsOwnRun(t *testing.T) {
 	if s, _ := st.Load(context.Background(), "self"); s.Status != engine.RunRunning || s.Tasks["slow2"].Status == engine.TaskCompleted {
 		t.Fatalf("after the drain the run is %s (slow2 %s); want RUNNING, released", s.Status, s.Tasks["slow2"].Status)
 	}
+}
+
+// shortLeases starts what the lease tests share: a store, NATS, the
+// settings of the project dir with 3s leases, and an agent worker.
+func shortLeases(t *testing.T, dir string) (store.DB, *orchtest.NATS, func(string) (string, bool)) {
+	t.Helper()
+	db := testdb.SQLite(t)
+	n := orchtest.StartNATS(t)
+	vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml"),
+		orchestrator.EnvLease: "3s"})
+	startService(t, orchestrator.WorkerFactory(vars), nodeDeps(t, n, db))
+	return db, n, vars
 }

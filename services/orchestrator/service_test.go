@@ -174,24 +174,7 @@ func TestServiceTakesOverRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// What a replica that died after starting a run leaves: the run
-		// RUNNING, its lease expired.
-		opts := definition.LoadOptions{Workflow: filepath.Join(dir, "flows", "chain.yaml")}
-		b, err := definition.Load(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		src, _ := orchestrator.SourceOf(opts)
-		start, ev, err := engine.Start(engine.StartInfo{RunID: "orphan", Workflow: b.Workflow.Name, Project: b.ProjectDir, Seed: 1,
-			Limits: b.Limits(), Plan: b.Plan()}, engine.NewCtx(time.Now(), 1, 1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		st.SetSource("orphan", src.Encode())
-		st.SetLease("orphan", "dead-replica", time.Now().Add(-time.Second))
-		if err := st.Save(context.Background(), start, []engine.Event{ev}); err != nil {
-			t.Fatal(err)
-		}
+		orphan(t, st, filepath.Join(dir, "flows", "chain.yaml"))
 
 		a := startService(t, orchestrator.ServiceFactory(vars), nodeDeps(t, n, db)).(*orchestrator.Service)
 		waitRun(t, st, "orphan", engine.RunCompleted)
@@ -246,5 +229,27 @@ func TestSettingsFromEnv(t *testing.T) {
 	_, err = orchestrator.SettingsFromEnv(env(map[string]string{orchestrator.EnvWorkers: "many", orchestrator.EnvLease: "1s"}))
 	if err == nil || !strings.Contains(err.Error(), orchestrator.EnvWorkers) || !strings.Contains(err.Error(), orchestrator.EnvLease) {
 		t.Fatalf("bad settings = %v, want both variables named", err)
+	}
+}
+
+// orphan stores what a replica that died after starting a run of workflow
+// leaves: the run "orphan", RUNNING, its lease expired.
+func orphan(t *testing.T, st *sqlstore.Store, workflow string) {
+	t.Helper()
+	opts := definition.LoadOptions{Workflow: workflow}
+	b, err := definition.Load(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _ := orchestrator.SourceOf(opts)
+	start, ev, err := engine.Start(engine.StartInfo{RunID: "orphan", Workflow: b.Workflow.Name, Project: b.ProjectDir, Seed: 1,
+		Limits: b.Limits(), Plan: b.Plan()}, engine.NewCtx(time.Now(), 1, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetSource("orphan", src.Encode())
+	st.SetLease("orphan", "dead-replica", time.Now().Add(-time.Second))
+	if err := st.Save(context.Background(), start, []engine.Event{ev}); err != nil {
+		t.Fatal(err)
 	}
 }

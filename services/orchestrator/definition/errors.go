@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/praetorhq/praetor/internal/textdist"
 )
 
 // The rules a definition can break. Every *Error wraps one, so callers test
@@ -128,7 +130,7 @@ func join(errs []*Error) error {
 func suggest(got string, candidates []string) string {
 	best, bestD := "", 1<<30
 	for _, c := range candidates {
-		if d := distance(strings.ToLower(got), strings.ToLower(c)); d < bestD {
+		if d := textdist.Levenshtein(strings.ToLower(got), strings.ToLower(c)); d < bestD {
 			best, bestD = c, d
 		}
 	}
@@ -136,25 +138,4 @@ func suggest(got string, candidates []string) string {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// distance is the Levenshtein distance.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
