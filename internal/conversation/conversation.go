@@ -57,18 +57,21 @@ var ErrStale = errors.New("the session changed since it was read")
 const sessionColumns = `id, tenant_id, project_id, engine_id, engine_version, status, phase, completeness, turn_count,
 	state_json, state_hash, sidebar_json, inbound_handoff_id, outbound_handoff_id, created_at, updated_at, version`
 
-// CreateSession inserts a new session.
+// CreateSession inserts a new session; store.ErrConflict when its id is taken.
 func CreateSession(ctx context.Context, q store.Querier, s Session) error {
 	if s.ID == "" || s.TenantID == "" || s.EngineID == "" || len(s.State) == 0 {
 		return errors.New("create session: id, tenant, engine and state are required")
 	}
-	_, err := q.Exec(ctx, `INSERT INTO elicitation_sessions (`+sessionColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+	n, err := q.Exec(ctx, `INSERT INTO elicitation_sessions (`+sessionColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT (id) DO NOTHING`,
 		s.ID, s.TenantID, s.ProjectID, s.EngineID, s.EngineVersion, s.Status, s.Phase, s.Completeness, s.TurnCount,
 		store.Large(s.State), s.StateHash, nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID),
 		s.CreatedAt.UTC(), s.UpdatedAt.UTC(), s.Version)
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", s.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("create session %s: %w", s.ID, store.ErrConflict)
 	}
 	return nil
 }

@@ -212,6 +212,40 @@ func TestCreateSession(t *testing.T) {
 			t.Errorf("a new session's extraction is %v, want {}", got.Map(t)["extraction"])
 		}
 	})
+	t.Run("retried with its Idempotency-Key", func(t *testing.T) {
+		create := func(engine string) gatewaytest.Response {
+			return n.Do(t, gatewaytest.Call{Method: http.MethodPost, Path: "/v1/sessions",
+				Header: http.Header{"Idempotency-Key": {"create-1"}}, Body: map[string]string{"engine_id": engine, "project_id": "p-key"}})
+		}
+		var first, again session
+		if res := create("project-discovery"); res.Status != http.StatusCreated {
+			t.Fatalf("first: %d %s", res.Status, res.Body)
+		} else {
+			res.Decode(t, &first)
+		}
+		if res := create("project-discovery"); res.Status != http.StatusOK {
+			t.Fatalf("retry: %d %s, want 200 with the session created", res.Status, res.Body)
+		} else {
+			res.Decode(t, &again)
+		}
+		if again.SessionID != first.SessionID || again.EngineID != "project-discovery" {
+			t.Errorf("the retry answered session %s, want %s", again.SessionID, first.SessionID)
+		}
+		wantError(t, create("exploration"), http.StatusUnprocessableEntity, "idempotency_key_reused", first.SessionID)
+		var list struct {
+			Sessions []session `json:"sessions"`
+		}
+		n.Get(t, "/v1/sessions", "").Decode(t, &list)
+		count := 0
+		for _, s := range list.Sessions {
+			if s.ProjectID == "p-key" {
+				count++
+			}
+		}
+		if count != 1 {
+			t.Errorf("%d sessions of the key's project, want 1", count)
+		}
+	})
 	t.Run("default project", func(t *testing.T) {
 		res := n.Post(t, "/v1/sessions", "", map[string]string{"engine_id": "project-discovery"})
 		if res.Status != http.StatusCreated {

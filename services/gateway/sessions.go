@@ -311,8 +311,16 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_project_id", "project_id must be 1-128 characters of [A-Za-z0-9_-]")
 		return
 	}
+	key, ok := idempotencyKey(w, r)
+	if !ok {
+		return
+	}
 	tenant, now := tenantOf(r), g.cfg.Now().UTC()
 	id := uuid.Must(uuid.NewV7()).String()
+	if key != "" {
+		// A retry with the same key names the same session.
+		id = events.DeriveID(tenant, "session/"+key)
+	}
 	mem := engine.NewWorkingMemory(def, id, req.ProjectID)
 	mem.UpdatedAt = now
 	s, err := newSession(tenant, def, mem, sidebar.Build(def, mem, g.cfg.Registry), now)
@@ -335,14 +343,33 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 		emitted, err = delivery.Emit(r.Context(), tx, g.cfg.Bus, started)
 		return err
 	})
-	if err != nil {
+	status := http.StatusCreated
+	switch {
+	case errors.Is(err, store.ErrConflict) && key != "":
+		// A retry of a creation with the same Idempotency-Key: answered
+		// with the session it created, unless the key now asks for another.
+		first, err := conversation.GetSession(r.Context(), g.cfg.DB, tenant, id)
+		if err != nil {
+			g.internal(w, "read session", err)
+			return
+		}
+		if first.EngineID != def.EngineID || first.ProjectID != req.ProjectID {
+			writeError(w, http.StatusUnprocessableEntity, "idempotency_key_reused",
+				fmt.Sprintf("Idempotency-Key %q created session %s of %s in project %s; use a new key for another session",
+					key, first.ID, first.EngineID, first.ProjectID))
+			return
+		}
+		g.publishUnsent(r.Context(), started) // the first attempt may have failed to
+		s, status = first, http.StatusOK
+	case err != nil:
 		g.internal(w, "create session", err)
 		return
+	default:
+		g.publish(r.Context(), emitted, false)
 	}
-	g.publish(r.Context(), emitted, false)
 	v, _ := g.viewSession(r.Context(), s, false)
 	w.Header().Set("Location", "/v1/sessions/"+v.SessionID)
-	writeJSON(w, http.StatusCreated, v)
+	writeJSON(w, status, v)
 }
 
 // newSession is the row of a new session of def holding mem.
@@ -463,6 +490,24 @@ func viewTurn(t conversation.Turn) turnView {
 // maxIdempotencyKey bounds an Idempotency-Key, in bytes.
 const maxIdempotencyKey = 255
 
+// idempotencyKey returns the request's Idempotency-Key, "" without one, or
+// answers 400 and false when it has several or a bad one.
+func idempotencyKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	keys := r.Header.Values("Idempotency-Key")
+	switch {
+	case len(keys) == 0:
+		return "", true
+	case len(keys) > 1:
+		writeError(w, http.StatusBadRequest, "bad_idempotency_key", fmt.Sprintf("%d Idempotency-Key headers; send one", len(keys)))
+		return "", false
+	case len(keys[0]) > maxIdempotencyKey || strings.TrimSpace(keys[0]) == "":
+		writeError(w, http.StatusBadRequest, "bad_idempotency_key",
+			fmt.Sprintf("the Idempotency-Key must be 1 to %d bytes, not blank; a UUID will do", maxIdempotencyKey))
+		return "", false
+	}
+	return keys[0], true
+}
+
 // maxEscape is how many bytes of JSON one byte of a message can take
 // (\u00XX): a body that holds a message at the limit can be this much larger.
 const maxEscape = 6
@@ -506,18 +551,11 @@ func (g *Gateway) postTurn(w http.ResponseWriter, r *http.Request) {
 	}
 	tenant, now := tenantOf(r), g.cfg.Now().UTC()
 	turnID := uuid.Must(uuid.NewV7()).String()
-	keys := r.Header.Values("Idempotency-Key")
-	var key string
-	switch {
-	case len(keys) > 1:
-		writeError(w, http.StatusBadRequest, "bad_idempotency_key", fmt.Sprintf("%d Idempotency-Key headers; send one", len(keys)))
+	key, ok := idempotencyKey(w, r)
+	if !ok {
 		return
-	case len(keys) == 1 && (len(keys[0]) > maxIdempotencyKey || strings.TrimSpace(keys[0]) == ""):
-		writeError(w, http.StatusBadRequest, "bad_idempotency_key",
-			fmt.Sprintf("the Idempotency-Key must be 1 to %d bytes, not blank; a UUID will do", maxIdempotencyKey))
-		return
-	case len(keys) == 1:
-		key = keys[0]
+	}
+	if key != "" {
 		turnID = events.DeriveID(s.ID, "turn/"+key)
 	}
 	var replies <-chan contracts.TurnResponded
