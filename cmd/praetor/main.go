@@ -97,7 +97,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		LongHelp: strings.TrimSpace(`
 Every flag can also be set with an environment variable: PRAETOR_ and the
 flag's name in capitals with '-' as '_', e.g. --http-addr as PRAETOR_HTTP_ADDR.
-NATS_URL, DATABASE_URL, OPENAI_API_KEY and OPENAI_BASE_URL are read as well.`),
+NATS_URL, DATABASE_URL, OPENAI_API_KEY and OPENAI_BASE_URL are read as well, except
+by memory and workflow, whose stores are given as flags (or PRAETOR_DATABASE_URL,
+PRAETOR_NEO4J_URI): a shell's DATABASE_URL does not move them off their defaults.`),
 		Flags: rootFlags,
 	}
 	root.Subcommands = []*ff.Command{
