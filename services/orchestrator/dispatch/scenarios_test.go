@@ -601,3 +601,50 @@ func TestRedispatchBeyondTheDuplicateWindow(t *testing.T) {
 		}
 	})
 }
+
+// An attempt that waited for a worker past its timeout (counted from its
+// dispatch) is answered as timed out, not run: the orchestrator has given
+// it up and may have dispatched another, and running it behind a backlog
+// would run the task twice. One that is still within its time is run.
+// Found by helper-52.
+func TestAnAttemptPastItsTimeoutIsNotRun(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, testdb.SQLite(t))
+	m := mock.New(mock.Config{})
+	w := c.worker(router(m), []string{"mock"}, nil)
+	dispatch := func(id string, at time.Time) {
+		task := agent.Task{RunID: "run-late", TaskID: id, DispatchID: "run-late/" + id + "/1", Attempt: 1, Agent: "mock",
+			Kind: agent.KindWork, Timeout: time.Minute}
+		ev, err := taskmsg.Dispatched(tenant, task, agent.Context{}, at, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.bus.Publish(orchtest.Ctx(t), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dispatch("late", time.Now().Add(-time.Hour))
+	dispatch("fresh", time.Now())
+	var late taskmsg.Outcome
+	eventually(t, "both answers", func() bool {
+		n := 0
+		_ = w.bus.Replay(orchtest.Ctx(t), events.ReplayConfig{Stream: contracts.StreamTasks,
+			Subjects: []string{contracts.TaskCompletedSpec.FilterSubject(), contracts.TaskFailedSpec.FilterSubject()}},
+			func(r events.Record) error {
+				if o, err := taskmsg.DecodeOutcome(r.Event); err == nil && strings.HasPrefix(o.DispatchID, "run-late/") {
+					n++
+					if o.DispatchID == "run-late/late/1" {
+						late = o
+					}
+				}
+				return nil
+			})
+		return n == 2
+	})
+	if late.OK || late.Class != taskmsg.ClassTimeout || !strings.Contains(late.Error, "not run") {
+		t.Errorf("the late attempt's answer = %+v, want a timeout, not run", late)
+	}
+	if calls := m.TaskIDs(); len(calls) != 1 || calls[0] != "fresh" {
+		t.Errorf("the runtime ran %v, want the fresh attempt alone", calls)
+	}
+}
