@@ -455,8 +455,13 @@ func (w *writeTx) Supersede(ctx context.Context, newID, oldID string) error {
 		return classify("supersede", err)
 	}
 	if rows, _ := res.RowsAffected(); rows == 0 {
-		if _, err := w.Node(ctx, oldID); err != nil {
-			return err
+		// Not live, or not a node of this scope (as the Neo4j store says).
+		if err := w.tx.QueryRowContext(ctx, `SELECT count(*) FROM mem_nodes WHERE tenant_id = ? AND scope_uid = ? AND id = ?`,
+			w.tenant, w.uid, oldID).Scan(&n); err != nil {
+			return classify("find superseded node", err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%w: node %s in scope %s", graph.ErrNotFound, oldID, w.scope)
 		}
 		return fmt.Errorf("%w: %s", graph.ErrNotLive, oldID)
 	}

@@ -23,6 +23,7 @@ func RunPort(t *testing.T, h Harness) {
 		{"LiveOrderAndLimit", testLiveOrderAndLimit},
 		{"ContentKeyUnique", testContentKeyUnique},
 		{"Supersede", testSupersede},
+		{"SupersedeOutsideTheScope", testSupersedeOutsideTheScope},
 		{"Candidates", testCandidates},
 		{"QuerySyntaxIsText", testQuerySyntaxIsText},
 		{"Conflicts", testConflicts},
@@ -598,4 +599,20 @@ func sameNode(a, b graph.Node) bool {
 	ta.CreatedAt, tb.CreatedAt = time.Time{}, time.Time{}
 	ta.LastValidatedAt, tb.LastValidatedAt = time.Time{}, time.Time{}
 	return ta == tb && a.CreatedAt.Equal(b.CreatedAt) && a.LastValidatedAt.Equal(b.LastValidatedAt)
+}
+
+// A node of another scope is not found by a write of this one, on either
+// store (the embedded one said ErrNotLive; found by helper-53).
+func testSupersedeOutsideTheScope(t *testing.T, h Harness) {
+	s, tenant := h.Open(t)
+	ensureProject(t, s, tenant, "p1", "f1")
+	p := newNode(graph.Decision, graph.ProjectScope("p1"), "project node", "", base)
+	f := newNode(graph.Decision, graph.FocusScope("p1", "f1"), "focus node", "", base)
+	put(t, s, tenant, p, f)
+	err := s.Write(context.Background(), tenant, graph.ProjectScope("p1"), func(ctx context.Context, tx graph.WriteTx) error {
+		return tx.Supersede(ctx, p.ID, f.ID)
+	})
+	if !errors.Is(err, graph.ErrNotFound) {
+		t.Fatalf("Supersede(project node, focus node) in the project's write = %v; want ErrNotFound", err)
+	}
 }
