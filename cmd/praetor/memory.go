@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -387,6 +389,9 @@ func memoryHygieneCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.C
 			}
 			for _, id := range out.Unresolved {
 				fmt.Fprintf(g.stdout, "unresolved save\t%s\n", id)
+			}
+			for _, list := range slices.Sorted(maps.Keys(out.Omitted)) {
+				fmt.Fprintf(g.stdout, "%s\t... %d more\n", list, out.Omitted[list])
 			}
 			return err
 		},

@@ -38,6 +38,11 @@ type Config struct {
 	// MaxDuplicatePairs caps the duplicate pairs of one report (the rest are
 	// counted in DuplicatesOmitted). Default 10000.
 	MaxDuplicatePairs int
+	// MaxListed caps the ids of each other list of one report: outdated
+	// decisions, obsolete patterns, entity merges and unresolved saves (the
+	// rest are counted in Omitted), so a large graph's report stays a size
+	// an MCP client takes. Default 10000.
+	MaxListed int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
 	// Logger. Default slog.Default().
@@ -50,6 +55,7 @@ func (c Config) WithDefaults() Config {
 	c.OutdatedAfter = cmp.Or(c.OutdatedAfter, 180*24*time.Hour)
 	c.ObsoleteAfter = cmp.Or(c.ObsoleteAfter, 90*24*time.Hour)
 	c.MaxDuplicatePairs = cmp.Or(c.MaxDuplicatePairs, 10000)
+	c.MaxListed = cmp.Or(c.MaxListed, 10000)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -65,8 +71,8 @@ func (c Config) validate() error {
 		return errors.New("hygiene: Config.Store is required")
 	case c.DuplicateAbove <= 0 || c.DuplicateAbove >= 1:
 		return fmt.Errorf("hygiene: DuplicateAbove is %v; it must be in (0, 1)", c.DuplicateAbove)
-	case c.OutdatedAfter <= 0 || c.ObsoleteAfter <= 0 || c.MaxDuplicatePairs < 1:
-		return errors.New("hygiene: OutdatedAfter, ObsoleteAfter and MaxDuplicatePairs must be positive")
+	case c.OutdatedAfter <= 0 || c.ObsoleteAfter <= 0 || c.MaxDuplicatePairs < 1 || c.MaxListed < 1:
+		return errors.New("hygiene: OutdatedAfter, ObsoleteAfter, MaxDuplicatePairs and MaxListed must be positive")
 	}
 	return nil
 }
@@ -114,8 +120,21 @@ type Report struct {
 	ObsoletePatterns  []string
 	EntityMerges      []EntityMerge
 	Unresolved        []string
+	// Omitted counts, per list, the candidates past Config.MaxListed:
+	// "outdated", "obsolete_patterns", "entity_merges", "unresolved".
+	Omitted map[string]int
 	// Recorded is set when last_hygiene_at was updated to GeneratedAt.
 	Recorded bool
+}
+
+// capped keeps the first max items of list, counting the rest in omitted
+// under name.
+func capped[T any](list []T, max int, omitted map[string]int, name string) []T {
+	if len(list) <= max {
+		return list
+	}
+	omitted[name] = len(list) - max
+	return list[:max:max]
 }
 
 // Candidates is the number of candidate ids the report holds.
@@ -173,6 +192,11 @@ func (e *Engine) Run(ctx context.Context, tenant string, area graph.Area) (*Repo
 		if rep.Unresolved, err = tx.Unresolved(ctx, area); err != nil {
 			return fmt.Errorf("unresolved saves: %w", err)
 		}
+		rep.Omitted = map[string]int{}
+		rep.Outdated = capped(rep.Outdated, e.cfg.MaxListed, rep.Omitted, "outdated")
+		rep.ObsoletePatterns = capped(rep.ObsoletePatterns, e.cfg.MaxListed, rep.Omitted, "obsolete_patterns")
+		rep.EntityMerges = capped(rep.EntityMerges, e.cfg.MaxListed, rep.Omitted, "entity_merges")
+		rep.Unresolved = capped(rep.Unresolved, e.cfg.MaxListed, rep.Omitted, "unresolved")
 		return nil
 	})
 	if err != nil {

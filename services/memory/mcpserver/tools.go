@@ -368,6 +368,7 @@ type HygieneOutput struct {
 	ObsoletePatterns  []string          `json:"obsolete_patterns"`
 	EntityMerges      []MergeOutput     `json:"entity_merges"`
 	Unresolved        []string          `json:"unresolved_saves"`
+	Omitted           map[string]int    `json:"omitted,omitempty" jsonschema:"per list, the candidates past the report's cap"`
 	Recorded          bool              `json:"recorded" jsonschema:"last_hygiene_at was updated"`
 }
 
@@ -376,7 +377,7 @@ func ReportOutput(r *hygiene.Report) HygieneOutput {
 	out := HygieneOutput{Area: r.Area.Key(), GeneratedAt: r.GeneratedAt, Scanned: r.Scanned,
 		Duplicates: []DuplicateOutput{}, DuplicatesOmitted: r.DuplicatesOmitted,
 		Outdated: nonNil(r.Outdated), ObsoletePatterns: nonNil(r.ObsoletePatterns), EntityMerges: []MergeOutput{},
-		Unresolved: nonNil(r.Unresolved), Recorded: r.Recorded}
+		Unresolved: nonNil(r.Unresolved), Omitted: r.Omitted, Recorded: r.Recorded}
 	for _, d := range r.Duplicates {
 		out.Duplicates = append(out.Duplicates, DuplicateOutput{A: d.A, B: d.B, Kind: string(d.Kind), Score: d.Score})
 	}

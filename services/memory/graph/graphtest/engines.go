@@ -1021,6 +1021,19 @@ func testHygiene(t *testing.T, h Harness) {
 	if _, err := newHygiene(t, s, now).Run(ctxT(t), tenant, graph.Area{ProjectID: "ghost"}); !errors.Is(err, graph.ErrScopeNotFound) {
 		t.Errorf("hygiene of a missing project: err = %v, want ErrScopeNotFound", err)
 	}
+	// Each list is capped, the rest counted, so a large graph's report
+	// stays a size its reader takes.
+	put(t, s, tenant, newNode(graph.Decision, sc, "Another old decision", "r", now.AddDate(0, 0, -300)),
+		newNode(graph.Decision, sc, "A third old decision", "r", now.AddDate(0, 0, -400)))
+	small, err := hygiene.New(hygiene.Config{Store: s, Now: func() time.Time { return now }, Logger: quiet, MaxListed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	capped, err := small.Run(ctxT(t), tenant, graph.Area{ProjectID: "p1"})
+	if err != nil || len(capped.Outdated) != 1 || capped.Omitted["outdated"] != 2 || len(capped.ObsoletePatterns) != 1 ||
+		capped.Omitted["obsolete_patterns"] != 0 {
+		t.Errorf("capped at one: outdated %v, omitted %v (%v); want one listed and two counted", capped.Outdated, capped.Omitted, err)
+	}
 }
 
 func testHygieneReadOnly(t *testing.T, h Harness) {
