@@ -170,14 +170,37 @@ func (s *Service) loop(ctx context.Context) {
 	defer close(s.loopDone)
 	tick := time.NewTicker(s.set.Lease / 3)
 	defer tick.Stop()
+	var pruned time.Time
 	for {
 		s.renew(ctx)
 		s.takeOver(ctx)
+		if time.Since(pruned) >= resultsPruneEvery {
+			s.pruneResults(ctx)
+			pruned = time.Now()
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
+	}
+}
+
+// resultsPruneEvery is how often a replica deletes the answers of settled
+// runs that came after their run's end; resultsKeep is how long an answer is
+// kept at least, so one is never deleted before its run is stored.
+const (
+	resultsPruneEvery = time.Hour
+	resultsKeep       = time.Hour
+)
+
+func (s *Service) pruneResults(ctx context.Context) {
+	n, err := s.res.PruneSettled(ctx, time.Now().Add(-resultsKeep))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		s.log.Warn("pruning the answers of settled runs failed; the next round tries again", "error", err)
+	case n > 0:
+		s.log.Info("pruned the answers of settled runs", "answers", n)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/services/orchestrator/engine"
 )
 
 // Result is an agent's answer to one dispatch, as received.
@@ -117,4 +118,19 @@ func (r *Results) PruneRun(ctx context.Context, tenantID, runID string) error {
 		return fmt.Errorf("sqlstore: prune results of run %s: %w", runID, err)
 	}
 	return nil
+}
+
+// PruneSettled deletes the results received before a time whose run is not
+// running (finished, or gone), and returns how many went: the answers that
+// came after their run's own prune (a timed-out attempt's, a duplicate's),
+// which PruneRun, at the run's end, could not see.
+func (r *Results) PruneSettled(ctx context.Context, before time.Time) (int64, error) {
+	n, err := r.db.Exec(ctx, `DELETE FROM workflow_task_results WHERE received_at < $1 AND NOT EXISTS (
+		SELECT 1 FROM workflow_runs WHERE workflow_runs.tenant_id = workflow_task_results.tenant_id
+			AND workflow_runs.id = workflow_task_results.run_id AND workflow_runs.status = $2)`,
+		before.UTC(), string(engine.RunRunning))
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: prune settled results: %w", err)
+	}
+	return n, nil
 }

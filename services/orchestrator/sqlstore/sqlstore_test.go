@@ -260,6 +260,37 @@ func TestResults(t *testing.T) {
 		if _, err := r.Load(ctx, "acme", "run-r/a/1"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("after prune = %v", err)
 		}
+
+		// Answers that came after their run's end are pruned later, with
+		// those of runs gone; a running run's are kept, as are recent ones.
+		b := orchtest.Bundle(t, diamond, registry, nil)
+		running, ev, err := engine.Start(engine.StartInfo{RunID: "run-live", Workflow: b.Workflow.Name, Seed: 1, Limits: b.Limits(),
+			Plan: b.Plan()}, engine.NewCtx(time.Now(), 1, 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := newStore(t, db, "acme", 8).Save(ctx, running, []engine.Event{ev}); err != nil {
+			t.Fatal(err)
+		}
+		old := time.Now().Add(-2 * time.Hour)
+		for _, res := range []sqlstore.Result{
+			{TenantID: "acme", DispatchID: "run-live/a/1", RunID: "run-live", EventID: "l1", ReceivedAt: old},
+			{TenantID: "acme", DispatchID: "run-gone/a/1", RunID: "run-gone", EventID: "g1", ReceivedAt: old},
+			{TenantID: "acme", DispatchID: "run-gone/b/1", RunID: "run-gone", EventID: "g2", ReceivedAt: time.Now()},
+		} {
+			res.JSON = []byte(`{}`)
+			if _, err := r.Save(ctx, res); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := r.PruneSettled(ctx, time.Now().Add(-time.Hour)); err != nil || n != 1 {
+			t.Fatalf("PruneSettled = %d, %v; want the old answer of the run gone", n, err)
+		}
+		for id, want := range map[string]bool{"run-live/a/1": true, "run-gone/a/1": false, "run-gone/b/1": true} {
+			if _, err := r.Load(ctx, "acme", id); (err == nil) != want {
+				t.Errorf("%s after PruneSettled: %v, want kept %t", id, err, want)
+			}
+		}
 	})
 }
 
