@@ -92,18 +92,6 @@ func Extract(p extraction.Prompt) Answer {
 		ans.DeferredObligations = []string{p.Focus.ID}
 		return ans
 	}
-	// A message whose cues name a field already known (left alone above) is
-	// about that field, not an answer to the question asked ("The desired
-	// outcome is ..." does not say who is on the team).
-	for _, f := range p.Fields {
-		known := len(f.Current) > 0 && string(f.Current) != "null" && f.CurrentConfidence >= f.ConfidenceThreshold
-		if !known || focus[f.Path] || f.Cues.FocusOnly {
-			continue
-		}
-		if _, ok := matchField(f, sentences, false, false); ok {
-			return ans
-		}
-	}
 	// Nothing matched the question's fields: the message is the answer to
 	// the first of them that is still open.
 	for _, path := range p.Focus.Fields {
