@@ -409,11 +409,6 @@ func (p *Pool) publish(ctx context.Context, rows []store.OutboxMessage) {
 	}
 }
 
-// expiryGrace is how long past an attempt's timeout, counted from its
-// dispatch, a worker still runs it: room for the clocks of the worker and
-// the orchestrator to differ.
-const expiryGrace = 30 * time.Second
-
 // work runs one attempt, outside any transaction, and returns its answer.
 func (p *Pool) work(ctx context.Context, ev event.Event) (string, event.Event, error) {
 	tenant, req, err := taskmsg.DecodeDispatched(ev)
@@ -433,22 +428,9 @@ func (p *Pool) work(ctx context.Context, ev event.Event) (string, event.Event, e
 	if t.Timeout > 0 {
 		timeout = min(t.Timeout, timeout)
 	}
-	var (
-		res    agent.Result
-		runErr error
-	)
-	if waited := start.Sub(ev.Time()); !ev.Time().IsZero() && waited > timeout+expiryGrace {
-		// The orchestrator has given this attempt up (its timeout runs from
-		// the dispatch) and may have dispatched another: running it now,
-		// behind a backlog, would run the task twice. Answered, not run.
-		p.metrics.tasks.WithLabelValues("expired").Inc()
-		runErr = fmt.Errorf("%w: the attempt waited %s for a worker, past its timeout of %s: not run",
-			context.DeadlineExceeded, waited.Round(time.Second), timeout)
-	} else {
-		rctx, cancel := context.WithTimeout(ctx, timeout)
-		res, runErr = p.cfg.Runtime.Dispatch(rctx, t, req.Context)
-		cancel()
-	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	res, runErr := p.cfg.Runtime.Dispatch(rctx, t, req.Context)
+	cancel()
 	if runErr != nil && ctx.Err() != nil {
 		// The pool is stopping (or the handler ran out of time): commit
 		// nothing, so the attempt is redelivered to another worker.
