@@ -714,7 +714,12 @@ func TestSkippedTurnRedrivenIsAnsweredAsSetAside(t *testing.T) {
 	if after, _ := rig.Session(t, sid); after.StateHash != before.StateHash || after.Version != before.Version {
 		t.Errorf("answering the set-aside turn changed the session (version %d → %d)", before.Version, after.Version)
 	}
-	deliver(1, "one", false) // a redelivery of a turn answered before
+	// A copy of turn 1, answered before, under another event id (the inbox
+	// does not know it): its reply is left alone.
+	copyOf1 := runnertest.Event(t, "copy-of-turn-1", t0.Add(time.Minute), runnertest.Turn(sid, 1, "one", nil))
+	if err := h(context.Background(), copyOf1); err != nil {
+		t.Fatalf("a copy of turn 1: %v", err)
+	}
 	if again, _ := conversation.GetTurn(context.Background(), rig.DB, runnertest.Tenant, runnertest.TurnID(sid, 1)); again.Reply != first.Reply || again.Degraded {
 		t.Errorf("turn 1 answered again: %q", again.Reply)
 	}

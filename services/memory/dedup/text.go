@@ -8,45 +8,16 @@ import (
 	"unicode"
 
 	"github.com/praetorhq/praetor/services/memory/graph"
-	"golang.org/x/text/unicode/norm"
 )
 
 // Normalize is the form in which content is compared for exact duplicates:
 // Unicode NFKC, lower case, and every run of characters that are not letters
-// or digits turned into one space, but for the signs that change what a
-// text says, each kept as a word of its own: + and # ("C++", "C#" are not
-// "C"), < > = (a threshold's direction), and a minus before a number ("-1"
-// is not "1"). "Use  Postgres!" and "use postgres" are the same content;
-// "Use Postgres 16" and "Use Postgres 15" are not. Text without those signs
-// normalizes as it always did, so its stored hashes still match.
-func Normalize(s string) string {
-	s = strings.ToLower(norm.NFKC.String(s))
-	var b strings.Builder
-	word := false // inside a word of letters and digits
-	space := func() {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-	}
-	rs := []rune(s)
-	for i, r := range rs {
-		switch {
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			if !word {
-				space()
-			}
-			b.WriteRune(r)
-			word = true
-			continue
-		case strings.ContainsRune("+#<>=", r),
-			r == '-' && !word && i+1 < len(rs) && unicode.IsDigit(rs[i+1]):
-			space()
-			b.WriteRune(r)
-		}
-		word = false
-	}
-	return b.String()
-}
+// or digits turned into one space. "Use  Postgres!" and "use postgres" are
+// the same content; "Use Postgres 16" and "Use Postgres 15" are not. (So are
+// "Use C++" and "Use C": signs are not content. Keeping them needs the
+// stored hashes recomputed, and the title tokens to keep them too; see the
+// fourteenth session's note.)
+func Normalize(s string) string { return strings.Join(graph.Words(s), " ") }
 
 // ContentHash is the hex SHA-256 of the normalized content of a node. The
 // seed hashes normalize(title + rationale); the parts are joined with a
