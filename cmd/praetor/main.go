@@ -113,6 +113,7 @@ PRAETOR_NEO4J_URI): a shell's DATABASE_URL does not move them off their defaults
 		workflowCommand(g, rootFlags),
 		memoryCommand(g, rootFlags),
 		tenantCommand(g, rootFlags),
+		inboxCommand(g, rootFlags),
 		versionCommand(g, rootFlags),
 	}
 	err := root.Parse(args, ff.WithEnvVarPrefix("PRAETOR"))

@@ -68,9 +68,9 @@ func checkHandling(tenantID, consumer, eventID string) error {
 // so keep rows well past the longest redelivery horizon: the stream's
 // duplicate window, the consumers' MaxDeliver × backoff, and the age of any
 // dead letter that may yet be redriven (praetor dlq redrive publishes it
-// again with its id). Nothing runs it on a schedule; it reads the whole
-// table (migration 00008 dropped the index of handling times, which cost
-// every handled event a write).
+// again with its id). Nothing runs it on a schedule: an operator does
+// (praetor inbox prune). It reads the whole table (migration 00008 dropped
+// the index of handling times, which cost every handled event a write).
 func PruneInbox(ctx context.Context, q Querier, before time.Time) (int64, error) {
 	n, err := q.Exec(ctx, `DELETE FROM inbox WHERE handled_at < $1`, before.UTC())
 	if err != nil {
