@@ -1086,6 +1086,26 @@ func TestStream(t *testing.T) {
 	if got := nextTurnOn(again); got.TurnNumber != 5 {
 		t.Errorf("a stream opened without Last-Event-ID: turn %d, want only the live turn 5", got.TurnNumber)
 	}
+	// A turn answered after later ones (one the session went on without,
+	// set aside once redriven) reaches a client that reconnects after them.
+	all = turns(t, n, "", id)
+	late := conversation.Turn{ID: "set-aside-turn", TenantID: n.DevTenant, SessionID: id, Message: "lost",
+		ReceivedAt: time.Now().Add(-time.Hour)}
+	if err := conversation.CreateTurn(context.Background(), n.DB, late); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	late.TurnNumber, late.Reply, late.Phase, late.Degraded, late.RespondedAt = 2, "set aside", "OPENING", true, &at
+	if err := conversation.AnswerTurn(context.Background(), n.DB, late); err != nil {
+		t.Fatal(err)
+	}
+	resumedAgain, _ := n.OpenStreamAfter(t, id, "", all[len(all)-1].TurnID)
+	if ev := resumedAgain.Next(t, 10*time.Second); ev.Name != "state" {
+		t.Fatalf("first event after a reconnection %s, want state", ev.Name)
+	}
+	if got := nextTurnOn(resumedAgain); got.TurnID != late.ID || got.Reply != "set aside" {
+		t.Errorf("after Last-Event-ID of turn 5: %s (%q), want the turn answered since, %s", got.TurnID, got.Reply, late.ID)
+	}
 
 	_, res = n.OpenStream(t, "no-such-session", "")
 	wantError(t, res, http.StatusNotFound, "unknown_session", "no-such-session")

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -296,7 +297,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 }
 
 // answeredAfter returns the session's turns answered after the turn lastID
-// (by turn number), none when it is not an answered turn of the session.
+// (by the time of their answer, then their number: a turn set aside is
+// answered after later ones), none when it is not an answered turn of the
+// session.
 func (g *Gateway) answeredAfter(ctx context.Context, s conversation.Session, lastID string) ([]turnView, error) {
 	turns, err := conversation.ListTurns(ctx, g.cfg.DB, s.TenantID, s.ID)
 	if err != nil {
@@ -306,13 +309,21 @@ func (g *Gateway) answeredAfter(ctx context.Context, s conversation.Session, las
 	if i < 0 || !turns[i].Answered() {
 		return nil, nil
 	}
-	var out []turnView
+	order := func(a, b conversation.Turn) int {
+		return cmp.Or(a.RespondedAt.Compare(*b.RespondedAt), cmp.Compare(a.TurnNumber, b.TurnNumber), cmp.Compare(a.ID, b.ID))
+	}
+	last := turns[i]
+	var after []conversation.Turn
 	for _, t := range turns {
-		if t.Answered() && t.TurnNumber > turns[i].TurnNumber {
-			out = append(out, viewTurn(t))
+		if t.Answered() && order(t, last) > 0 {
+			after = append(after, t)
 		}
 	}
-	slices.SortFunc(out, func(a, b turnView) int { return a.TurnNumber - b.TurnNumber })
+	slices.SortFunc(after, order)
+	out := make([]turnView, len(after))
+	for i, t := range after {
+		out[i] = viewTurn(t)
+	}
 	return out, nil
 }
 
