@@ -392,12 +392,13 @@ func (s *Service) setAside(sess conversation.Session, te *contracts.TurnExtracte
 			return nil, err
 		}
 		at = at.UTC()
+		now := s.cfg.Now().UTC() // when it is answered: after the turns the session went on with
 		reply := contracts.TurnResponded{TenantID: te.TenantID, SessionID: sess.ID, TurnID: te.TurnID, TurnNumber: te.TurnNumber,
 			Text: setAsideReply, Phase: sess.Phase, Completeness: sess.Completeness, Degraded: true,
 			DegradedReason: fmt.Sprintf("set aside: the session went on to turn %d without it", sess.TurnCount), StateHash: sess.StateHash}
 		if err := conversation.AnswerTurn(ctx, tx, conversation.Turn{ID: te.TurnID, TenantID: te.TenantID, SessionID: sess.ID,
 			TurnNumber: te.TurnNumber, Reply: setAsideReply, Phase: sess.Phase, Completeness: sess.Completeness, Degraded: true,
-			RespondedAt: &at}); err != nil {
+			RespondedAt: &now}); err != nil {
 			return nil, err
 		}
 		out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(te.TurnID, "responded"), Source: source, Time: at}, reply)

@@ -711,6 +711,10 @@ func TestSkippedTurnRedrivenIsAnsweredAsSetAside(t *testing.T) {
 	if err != nil || !turn.Answered() || !turn.Degraded || turn.Reply != setAsideReply || turn.TurnNumber != 2 {
 		t.Fatalf("the redriven turn 2 = %+v (%v), want answered as set aside", turn, err)
 	}
+	// Answered now, after turn 3: a stream resumed after turn 3 sends it.
+	if third, _ := conversation.GetTurn(context.Background(), rig.DB, runnertest.Tenant, runnertest.TurnID(sid, 3)); !turn.RespondedAt.After(*third.RespondedAt) {
+		t.Errorf("the set-aside turn 2 answered at %v, not after turn 3 (%v)", turn.RespondedAt, third.RespondedAt)
+	}
 	if after, _ := rig.Session(t, sid); after.StateHash != before.StateHash || after.Version != before.Version {
 		t.Errorf("answering the set-aside turn changed the session (version %d → %d)", before.Version, after.Version)
 	}

@@ -121,7 +121,8 @@ type Report struct {
 	EntityMerges      []EntityMerge
 	Unresolved        []string
 	// Omitted counts, per list, the candidates past Config.MaxListed:
-	// "outdated", "obsolete_patterns", "entity_merges", "unresolved".
+	// "outdated", "obsolete_patterns", "entity_merges", "entity_merge_ids"
+	// (the ids past it in one merge's From), "unresolved".
 	Omitted map[string]int
 	// Recorded is set when last_hygiene_at was updated to GeneratedAt.
 	Recorded bool
@@ -133,7 +134,7 @@ func capped[T any](list []T, max int, omitted map[string]int, name string) []T {
 	if len(list) <= max {
 		return list
 	}
-	omitted[name] = len(list) - max
+	omitted[name] += len(list) - max
 	return list[:max:max]
 }
 
@@ -196,6 +197,9 @@ func (e *Engine) Run(ctx context.Context, tenant string, area graph.Area) (*Repo
 		rep.Outdated = capped(rep.Outdated, e.cfg.MaxListed, rep.Omitted, "outdated")
 		rep.ObsoletePatterns = capped(rep.ObsoletePatterns, e.cfg.MaxListed, rep.Omitted, "obsolete_patterns")
 		rep.EntityMerges = capped(rep.EntityMerges, e.cfg.MaxListed, rep.Omitted, "entity_merges")
+		for i := range rep.EntityMerges {
+			rep.EntityMerges[i].From = capped(rep.EntityMerges[i].From, e.cfg.MaxListed, rep.Omitted, "entity_merge_ids")
+		}
 		rep.Unresolved = capped(rep.Unresolved, e.cfg.MaxListed, rep.Omitted, "unresolved")
 		return nil
 	})

@@ -1034,6 +1034,10 @@ func testHygiene(t *testing.T, h Harness) {
 		capped.Omitted["obsolete_patterns"] != 0 {
 		t.Errorf("capped at one: outdated %v, omitted %v (%v); want one listed and two counted", capped.Outdated, capped.Omitted, err)
 	}
+	// A merge's ids too: Kafka's three facts merge two into one.
+	if len(capped.EntityMerges) != 1 || len(capped.EntityMerges[0].From) != 1 || capped.Omitted["entity_merge_ids"] != 1 {
+		t.Errorf("capped at one: merges %+v, omitted %v; want one id of the merge listed and one counted", capped.EntityMerges, capped.Omitted)
+	}
 }
 
 func testHygieneReadOnly(t *testing.T, h Harness) {
