@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/peterbourgon/ff/v4"
+	"github.com/peterbourgon/ff/v4/ffhelp"
 
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/store"
@@ -38,7 +39,7 @@ func inboxCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		Flags: fs,
 	}
 	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, "give a subcommand: praetor inbox prune")
+		fmt.Fprintln(g.stdout, ffhelp.Command(cmd))
 		return nil
 	}
 	cmd.Subcommands = []*ff.Command{{

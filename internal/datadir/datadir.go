@@ -83,7 +83,7 @@ func Acquire(dir string, owner Owner) (*Lock, error) {
 	if !held {
 		var o Owner
 		if b, err := os.ReadFile(path); err == nil {
-			_ = json.Unmarshal(bytes.TrimRight(b, " \n\x00"), &o)
+			_ = json.Unmarshal(b, &o) // the record's padding is white space
 		}
 		f.Close()
 		return nil, &InUseError{Dir: dir, Owner: o}

@@ -39,8 +39,10 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -50,6 +52,7 @@ import (
 
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/loopback"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/events"
 )
@@ -293,7 +296,7 @@ func (e *authError) Error() string { return e.msg }
 func (g *Gateway) tenant(r *http.Request) (string, error) {
 	h := strings.TrimSpace(r.Header.Get("Authorization"))
 	if h == "" {
-		if g.cfg.OpenTenant != "" && fromLoopback(r) {
+		if g.cfg.OpenTenant != "" && loopback.Remote(r) {
 			if why := notOwnPage(r); why != "" {
 				return "", &authError{why + "; a request without a token must come from this machine, to a loopback name " +
 					"(localhost, 127.0.0.1), from the page this server serves: send Authorization: Bearer <token> " +
@@ -336,12 +339,8 @@ func notOwnPage(r *http.Request) string {
 	if !loopbackName(host) {
 		return fmt.Sprintf("Host %q is not a loopback name", r.Host)
 	}
-	// A proxy on this machine that says whom it forwards for makes every
-	// client look local: its word is taken.
-	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip"} {
-		if r.Header.Get(h) != "" {
-			return fmt.Sprintf("the request came through a proxy (%s)", h)
-		}
+	if h := loopback.Forwarded(r); h != "" {
+		return fmt.Sprintf("the request came through a proxy (%s)", h)
 	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		u, err := url.Parse(origin)
@@ -360,15 +359,6 @@ func loopbackName(host string) bool {
 		return true
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
-
-func fromLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
 
@@ -470,7 +460,7 @@ func checkText(raw []byte) error {
 		return errors.New("the body is not valid UTF-8")
 	}
 	// In a JSON text that decoded, a backslash only occurs in a string, and
-	// starts an escape.
+	// starts an escape: \uXXXX holds four hex digits.
 	for i := 0; i < len(raw); i++ {
 		if raw[i] != '\\' {
 			continue
@@ -479,31 +469,23 @@ func checkText(raw []byte) error {
 			i++
 			continue
 		}
-		r := hexRune(raw[i+2 : i+6])
+		r := escaped(raw[i:])
 		i += 5
-		switch {
-		case utf16.IsSurrogate(r) && r < 0xdc00 && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' &&
-			hexRune(raw[i+3:i+7]) >= 0xdc00 && hexRune(raw[i+3:i+7]) <= 0xdfff:
-			i += 6 // a high surrogate and its low one: one character
-		case utf16.IsSurrogate(r):
-			return fmt.Errorf("the body has the escape \\u%04x, half of a UTF-16 surrogate pair without its other half", r)
+		if !utf16.IsSurrogate(r) {
+			continue
 		}
+		if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' && utf16.DecodeRune(r, escaped(raw[i+1:])) != unicode.ReplacementChar {
+			i += 6 // a high surrogate and its low one: one character
+			continue
+		}
+		return fmt.Errorf("the body has the escape \\u%04x, half of a UTF-16 surrogate pair without its other half", r)
 	}
 	return nil
 }
 
-// hexRune decodes four hexadecimal digits (checked by the JSON decoder).
-func hexRune(h []byte) rune {
-	var r rune
-	for _, c := range h {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		default:
-			r = r<<4 | rune(c-'A'+10)
-		}
-	}
-	return r
+// escaped is the rune of the \uXXXX escape b begins with (its hex digits
+// checked by the JSON decoder).
+func escaped(b []byte) rune {
+	n, _ := strconv.ParseUint(string(b[2:6]), 16, 16)
+	return rune(n)
 }

@@ -232,26 +232,22 @@ func (g *Gateway) onMerged(msg *nats.Msg) {
 // Last-Event-ID (as EventSource does) first gets the turns answered after
 // that one, so no reply is lost between two connections.
 func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
-	s, ok := g.sessionWith(w, r, conversation.GetSessionHead)
-	if !ok {
-		return
-	}
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		writeError(w, http.StatusInternalServerError, "no_streaming", "this server cannot stream")
 		return
 	}
-	// Subscribed before the state is read: a reply that comes in between
-	// is in the state and in a "turn" event, not in neither.
-	replies, cancel := g.replies.subscribe(s.ID)
+	// Subscribed before the session is read: a reply that comes in between
+	// is in the state and in a "turn" event, not in neither. (A path that
+	// names no session of the tenant is answered 404 and unsubscribed.)
+	replies, cancel := g.replies.subscribe(r.PathValue("id"))
 	defer cancel()
-	g.m.streams.Inc()
-	defer g.m.streams.Dec()
-	s, err := conversation.GetSession(r.Context(), g.cfg.DB, tenantOf(r), s.ID)
-	if err != nil {
-		g.internal(w, "read session", err)
+	s, ok := g.session(w, r)
+	if !ok {
 		return
 	}
+	g.m.streams.Inc()
+	defer g.m.streams.Dec()
 	v, err := g.viewSession(r.Context(), s, false)
 	if err != nil {
 		g.internal(w, "read session", err)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -422,7 +421,10 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 		reply = fallback
 	}
 	if cut != "" {
-		res.Degraded, res.DegradedReason = true, strings.Join(slices.DeleteFunc([]string{res.DegradedReason, cut}, func(s string) bool { return s == "" }), "; ")
+		if res.DegradedReason != "" {
+			res.DegradedReason += "; "
+		}
+		res.Degraded, res.DegradedReason = true, res.DegradedReason+cut
 	}
 	if resp != nil {
 		res.Provider, res.Model, res.Usage = resp.Provider, resp.Model, resp.Usage

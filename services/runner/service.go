@@ -292,10 +292,6 @@ func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, erro
 	// runner refused, or one whose retries ran out) and are not coming. The
 	// session goes on without them; the dead-letter stream has them.
 	in.AcceptGap = true
-	if missing := te.TurnNumber - mem.TurnNumber - 1; missing > 0 {
-		s.runner.cfg.Logger.Warn("runner: turns of the session never reached the runner (dead-lettered); answering the next",
-			"session_id", te.SessionID, "turn", te.TurnNumber, "state_turn", mem.TurnNumber, "missing", missing, "turn_id", te.TurnID)
-	}
 	// The background intelligence is read while the turn runs: it waits on
 	// another store, and it is merged after the turn whatever the turn does.
 	var intel chan []event.Event
@@ -321,6 +317,10 @@ func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, erro
 		return nil, events.Permanent(err)
 	case err != nil:
 		return nil, err
+	}
+	if len(res.SkippedTurns) > 0 {
+		s.runner.cfg.Logger.Warn("runner: turns of the session never reached the runner (dead-lettered); answering the next",
+			"session_id", te.SessionID, "turn", te.TurnNumber, "skipped", res.SkippedTurns, "turn_id", te.TurnID)
 	}
 	return s.commitTurn(sess, te, res, extra)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/praetorhq/praetor/internal/loopback"
 	"github.com/praetorhq/praetor/internal/store"
 )
 
@@ -91,7 +91,7 @@ func (s *Server) Handler(cfg HTTPConfig) (*HTTPHandler, error) {
 	bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(stream)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.TrimSpace(r.Header.Get("Authorization")) == "" {
-			if cfg.OpenTenant != "" && fromLoopback(r) && !forwarded(r) {
+			if cfg.OpenTenant != "" && loopback.Remote(r) && loopback.Forwarded(r) == "" {
 				stream.ServeHTTP(w, r)
 				return
 			}
@@ -109,25 +109,4 @@ func (h *HTTPHandler) Close() {
 	for ss := range h.srv.Sessions() {
 		_ = ss.Close()
 	}
-}
-
-// forwarded reports whether a proxy says it forwards the request for
-// another client: taken at its word, the client is not this machine's own,
-// so the open tenant does not serve it (the gateway does the same).
-func forwarded(r *http.Request) bool {
-	for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Real-Ip"} {
-		if r.Header.Get(h) != "" {
-			return true
-		}
-	}
-	return false
-}
-
-func fromLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

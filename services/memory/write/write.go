@@ -358,11 +358,11 @@ func (e *Engine) Save(ctx context.Context, r Request) (Receipt, error) {
 		e.count(rc)
 		return rc, nil
 	}
-	if ge := (*gateUnavailable)(nil); errors.As(err, &ge) {
+	if errors.Is(err, ErrGateUnavailable) {
 		rc := e.receipt(p, Failed)
-		rc.Detail = "the governance token could not be checked (" + ge.err.Error() + "); nothing was written: try again"
+		rc.Detail = err.Error() + "; nothing was written: try again"
 		e.count(rc)
-		return rc, fmt.Errorf("%w: %w", ErrGateUnavailable, ge.err)
+		return rc, err
 	}
 	// Transient: the write is queued, and the caller gets its answer now.
 	p.Attempts = 1
@@ -451,11 +451,6 @@ func (e *Engine) receipt(p *Pending, st Status) Receipt {
 // tries again: the event path redelivers the event, which carries its proof.
 var ErrGateUnavailable = errors.New("write: the governance token could not be checked")
 
-// gateUnavailable is run's error for a gate that could not be checked.
-type gateUnavailable struct{ err error }
-
-func (g *gateUnavailable) Error() string { return g.err.Error() }
-
 // gateFailed settles a write whose gate refused it: failed when the
 // credential is refused (missing, invalid, expired), else not settled.
 func gateFailed(rc Receipt, err error) (Receipt, error) {
@@ -464,7 +459,7 @@ func gateFailed(rc Receipt, err error) (Receipt, error) {
 		rc.Status, rc.Detail = Failed, "governance gate: "+err.Error()
 		return rc, nil
 	}
-	return rc, &gateUnavailable{err}
+	return rc, fmt.Errorf("%w: %w", ErrGateUnavailable, err)
 }
 
 // errNoCredential is the governance gate of a retried write that was not

@@ -441,13 +441,8 @@ func (w *writeTx) Supersede(ctx context.Context, newID, oldID string) error {
 	if newID == oldID {
 		return fmt.Errorf("%w: a node cannot supersede itself", graph.ErrInvalid)
 	}
-	var n int
-	if err := w.tx.QueryRowContext(ctx, `SELECT count(*) FROM mem_nodes WHERE tenant_id = ? AND scope_uid = ? AND id = ?`,
-		w.tenant, w.uid, newID).Scan(&n); err != nil {
-		return classify("find superseding node", err)
-	}
-	if n == 0 {
-		return fmt.Errorf("%w: node %s in scope %s", graph.ErrNotFound, newID, w.scope)
+	if err := w.inScope(ctx, newID); err != nil {
+		return err
 	}
 	res, err := w.tx.ExecContext(ctx, `UPDATE mem_nodes SET superseded_by = ?, fts_scope = ''
 		WHERE tenant_id = ? AND scope_uid = ? AND id = ? AND superseded_by IS NULL`, newID, w.tenant, w.uid, oldID)
@@ -456,16 +451,26 @@ func (w *writeTx) Supersede(ctx context.Context, newID, oldID string) error {
 	}
 	if rows, _ := res.RowsAffected(); rows == 0 {
 		// Not live, or not a node of this scope (as the Neo4j store says).
-		if err := w.tx.QueryRowContext(ctx, `SELECT count(*) FROM mem_nodes WHERE tenant_id = ? AND scope_uid = ? AND id = ?`,
-			w.tenant, w.uid, oldID).Scan(&n); err != nil {
-			return classify("find superseded node", err)
-		}
-		if n == 0 {
-			return fmt.Errorf("%w: node %s in scope %s", graph.ErrNotFound, oldID, w.scope)
+		if err := w.inScope(ctx, oldID); err != nil {
+			return err
 		}
 		return fmt.Errorf("%w: %s", graph.ErrNotLive, oldID)
 	}
 	_, err = w.tx.ExecContext(ctx, `INSERT INTO mem_edges (tenant_id, rel, from_id, to_id, created_at) VALUES (?, 'SUPERSEDES', ?, ?, ?)`,
 		w.tenant, newID, oldID, time.Now().UnixNano())
 	return classify("supersede edge", err)
+}
+
+// inScope returns graph.ErrNotFound when id is no node of this
+// transaction's scope.
+func (w *writeTx) inScope(ctx context.Context, id string) error {
+	var n int
+	if err := w.tx.QueryRowContext(ctx, `SELECT count(*) FROM mem_nodes WHERE tenant_id = ? AND scope_uid = ? AND id = ?`,
+		w.tenant, w.uid, id).Scan(&n); err != nil {
+		return classify("find node", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: node %s in scope %s", graph.ErrNotFound, id, w.scope)
+	}
+	return nil
 }
