@@ -30,7 +30,7 @@ func otherEnvNames() []string {
 		provider.EnvOpenAIKey, provider.EnvOpenAIBaseURL,
 		memory.EnvNeo4jURI, memory.EnvNeo4jUser, memory.EnvNeo4jPassword, memory.EnvNeo4jDatabase,
 		orchestrator.EnvWorkflowDir, orchestrator.EnvRegistry, orchestrator.EnvAgents, orchestrator.EnvPool,
-		orchestrator.EnvWorkers, orchestrator.EnvMaxParallel, orchestrator.EnvAttemptsDir, orchestrator.EnvLease,
+		orchestrator.EnvWorkers, orchestrator.EnvMaxParallel, orchestrator.EnvAttemptsDir, orchestrator.EnvAttemptsKeep, orchestrator.EnvLease,
 	}
 }
 

@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/pkg/events/eventstest"
 	"github.com/praetorhq/praetor/services/orchestrator"
+	"github.com/praetorhq/praetor/services/orchestrator/agent/command"
 	"github.com/praetorhq/praetor/services/orchestrator/definition"
 	"github.com/praetorhq/praetor/services/orchestrator/engine"
 	"github.com/praetorhq/praetor/services/orchestrator/internal/orchtest"
@@ -223,13 +225,50 @@ func TestSettingsFromEnv(t *testing.T) {
 	t.Parallel()
 	s, err := orchestrator.SettingsFromEnv(env(map[string]string{orchestrator.EnvAgents: "writer, analyst", orchestrator.EnvWorkers: "3"}))
 	if err != nil || s.Workers != 3 || s.MaxParallel != 8 || s.Pool != "agent-worker" || s.Lease != 30*time.Second ||
+		s.AttemptsKeep != 7*24*time.Hour ||
 		strings.Join(s.Agents, ",") != "writer,analyst" || s.WorkflowDir != "." {
 		t.Fatalf("settings = %+v, %v", s, err)
 	}
-	_, err = orchestrator.SettingsFromEnv(env(map[string]string{orchestrator.EnvWorkers: "many", orchestrator.EnvLease: "1s"}))
-	if err == nil || !strings.Contains(err.Error(), orchestrator.EnvWorkers) || !strings.Contains(err.Error(), orchestrator.EnvLease) {
-		t.Fatalf("bad settings = %v, want both variables named", err)
+	_, err = orchestrator.SettingsFromEnv(env(map[string]string{orchestrator.EnvWorkers: "many", orchestrator.EnvLease: "1s",
+		orchestrator.EnvAttemptsKeep: "10m"}))
+	for _, k := range []string{orchestrator.EnvWorkers, orchestrator.EnvLease, orchestrator.EnvAttemptsKeep} {
+		if err == nil || !strings.Contains(err.Error(), k) {
+			t.Errorf("bad settings = %v, want %s named", err, k)
+		}
 	}
+}
+
+// An agent-worker with durable attempts removes those that ended longer
+// ago than PRAETOR_WORKFLOW_ATTEMPTS_KEEP, and keeps the others: nothing
+// else would, as only the orchestrator knows when a run is over.
+func TestWorkerServicePrunesOldAttempts(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
+		n := orchtest.StartNATS(t)
+		dir := svcProject(t)
+		attempts := t.TempDir()
+		ended := func(dispatchID string, ago time.Duration) string {
+			t.Helper()
+			base := command.AttemptDir(attempts, dispatchID)
+			orchtest.Write(t, base, "status", "0\n")
+			at := time.Now().Add(-ago)
+			if err := os.Chtimes(filepath.Join(base, "status"), at, at); err != nil {
+				t.Fatal(err)
+			}
+			return base
+		}
+		old, recent := ended("run-old/a/1", 3*time.Hour), ended("run-new/a/1", 10*time.Minute)
+		vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml"),
+			orchestrator.EnvAttemptsDir: attempts, orchestrator.EnvAttemptsKeep: "2h"})
+		startService(t, orchestrator.WorkerFactory(vars), nodeDeps(t, n, db))
+		eventually(t, "the old attempt to be pruned", func() bool {
+			_, err := os.Stat(old)
+			return errors.Is(err, os.ErrNotExist)
+		})
+		if _, err := os.Stat(recent); err != nil {
+			t.Fatalf("the recent attempt: %v", err)
+		}
+	})
 }
 
 // orphan stores what a replica that died after starting a run of workflow

@@ -35,6 +35,11 @@ type Settings struct {
 	// AttemptsDir keeps command agents' attempts durable on this host
 	// (PRAETOR_WORKFLOW_ATTEMPTS_DIR). Default: none.
 	AttemptsDir string
+	// AttemptsKeep is how long the agent-worker keeps an ended attempt's
+	// directory under AttemptsDir (PRAETOR_WORKFLOW_ATTEMPTS_KEEP): long
+	// enough for a stopped orchestrator to come back and collect it.
+	// Default 7 days; at least an hour.
+	AttemptsKeep time.Duration
 	// Lease is how long an orchestrator holds a run without renewing it
 	// before another takes it over (PRAETOR_WORKFLOW_LEASE). Default 30s.
 	Lease time.Duration
@@ -47,19 +52,21 @@ func (s Settings) WithDefaults() Settings {
 	s.Workers = cmp.Or(s.Workers, 8)
 	s.MaxParallel = cmp.Or(s.MaxParallel, 8)
 	s.Lease = cmp.Or(s.Lease, 30*time.Second)
+	s.AttemptsKeep = cmp.Or(s.AttemptsKeep, 7*24*time.Hour)
 	return s
 }
 
 // Environment variables of the settings.
 const (
-	EnvWorkflowDir = "PRAETOR_WORKFLOW_DIR"
-	EnvRegistry    = "PRAETOR_WORKFLOW_REGISTRY"
-	EnvAgents      = "PRAETOR_WORKFLOW_AGENTS"
-	EnvPool        = "PRAETOR_WORKFLOW_POOL"
-	EnvWorkers     = "PRAETOR_WORKFLOW_WORKERS"
-	EnvMaxParallel = "PRAETOR_WORKFLOW_MAX_PARALLEL"
-	EnvAttemptsDir = "PRAETOR_WORKFLOW_ATTEMPTS_DIR"
-	EnvLease       = "PRAETOR_WORKFLOW_LEASE"
+	EnvWorkflowDir  = "PRAETOR_WORKFLOW_DIR"
+	EnvRegistry     = "PRAETOR_WORKFLOW_REGISTRY"
+	EnvAgents       = "PRAETOR_WORKFLOW_AGENTS"
+	EnvPool         = "PRAETOR_WORKFLOW_POOL"
+	EnvWorkers      = "PRAETOR_WORKFLOW_WORKERS"
+	EnvMaxParallel  = "PRAETOR_WORKFLOW_MAX_PARALLEL"
+	EnvAttemptsDir  = "PRAETOR_WORKFLOW_ATTEMPTS_DIR"
+	EnvLease        = "PRAETOR_WORKFLOW_LEASE"
+	EnvAttemptsKeep = "PRAETOR_WORKFLOW_ATTEMPTS_KEEP"
 )
 
 // SettingsFromEnv reads the settings; a value that does not parse is an
@@ -94,6 +101,13 @@ func SettingsFromEnv(lookup func(string) (string, bool)) (Settings, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: want a duration of at least 3s, such as 30s", EnvLease, v))
 		}
 		s.Lease = d
+	}
+	if v := get(EnvAttemptsKeep); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Hour {
+			errs = append(errs, fmt.Errorf("%s=%q: want a duration of at least 1h, such as 168h", EnvAttemptsKeep, v))
+		}
+		s.AttemptsKeep = d
 	}
 	return s.WithDefaults(), errors.Join(errs...)
 }

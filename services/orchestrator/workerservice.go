@@ -3,9 +3,12 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"time"
 
 	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/services/orchestrator/agent/command"
 	"github.com/praetorhq/praetor/services/orchestrator/definition"
 	"github.com/praetorhq/praetor/services/orchestrator/worker"
 )
@@ -42,8 +45,73 @@ func WorkerFactory(lookup func(string) (string, bool)) node.Factory {
 		if err != nil {
 			return nil, fmt.Errorf("agent-worker: %w", err)
 		}
-		return worker.New(worker.Config{Bus: d.Bus, DB: d.DB, Relay: d.Relay, Runtime: router, Agents: agents, Name: s.Pool,
+		pool, err := worker.New(worker.Config{Bus: d.Bus, DB: d.DB, Relay: d.Relay, Runtime: router, Agents: agents, Name: s.Pool,
 			Concurrency: s.Workers, MaxResultBytes: payloadLimit(d), AckWait: d.AckWait, Logger: d.Logger, Registerer: d.Registerer})
+		if err != nil {
+			return nil, err
+		}
+		if s.AttemptsDir == "" {
+			return pool, nil
+		}
+		return &pruning{Service: pool, dir: s.AttemptsDir, keep: s.AttemptsKeep, log: d.Logger}, nil
+	}
+}
+
+// attemptsPruneEvery is how often an agent-worker prunes its attempts
+// directory.
+const attemptsPruneEvery = time.Hour
+
+// pruning is a worker pool whose durable attempts are removed once they
+// are older than keep: the pool cannot tell when a run is over (the
+// orchestrator, elsewhere, does), so without it AttemptsDir grows for ever.
+type pruning struct {
+	node.Service
+	dir  string
+	keep time.Duration
+	log  *slog.Logger
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (p *pruning) Start(ctx context.Context) error {
+	if err := p.Service.Start(ctx); err != nil {
+		return err
+	}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.cancel, p.done = cancel, make(chan struct{})
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(attemptsPruneEvery)
+		defer tick.Stop()
+		for {
+			p.prune()
+			select {
+			case <-lctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return nil
+}
+
+func (p *pruning) Stop(ctx context.Context) error {
+	if p.cancel != nil {
+		p.cancel()
+		<-p.done
+	}
+	return p.Service.Stop(ctx)
+}
+
+func (p *pruning) prune() {
+	n, err := command.PruneAttempts(p.dir, p.keep, time.Now())
+	if err != nil {
+		p.log.Warn("pruning old attempts failed; the next round tries again", "dir", p.dir, "error", err)
+	}
+	if n.Removed > 0 {
+		p.log.Info("pruned old attempts", "dir", p.dir, "removed", n.Removed, "kept_running", n.Running,
+			"kept_recent", n.Recent, "keep", p.keep)
 	}
 }
 
