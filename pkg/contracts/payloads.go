@@ -249,8 +249,14 @@ type TaskDispatched struct {
 	Timeout time.Duration `json:"timeout,omitempty"`
 	// NotBefore delays the attempt (a retry's backoff): a worker that
 	// receives it earlier puts it back until then.
-	NotBefore time.Time       `json:"not_before,omitzero"`
-	Input     json.RawMessage `json:"input,omitempty"`
+	NotBefore time.Time `json:"not_before,omitzero"`
+	// Deadline, when set, is when the dispatcher stops waiting for the
+	// attempt's answer (workflow attempts carry it): a worker does not
+	// start the attempt after it, and stops it by then. An attempt that
+	// waited in a backlog past it would otherwise run beside the retry that
+	// replaced it.
+	Deadline time.Time       `json:"deadline,omitzero"`
+	Input    json.RawMessage `json:"input,omitempty"`
 }
 
 func (TaskDispatched) Spec() *Spec                   { return TaskDispatchedSpec }

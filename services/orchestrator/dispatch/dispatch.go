@@ -17,6 +17,13 @@
 //
 // An attempt waiting in one replica whose answer reached another (which
 // recorded it) finds it by polling the store every PollInterval.
+//
+// The event carries the attempt's deadline, the end of the executor's wait
+// (the context's), so a worker neither starts an attempt the executor has
+// given up on nor lets one run past it (see package worker). A re-dispatch
+// whose first event the stream still holds is dropped as its duplicate and
+// keeps that event's deadline: a worker that reaches it later answers it as
+// timed out, and the resumed run retries the task as after any timeout.
 package dispatch
 
 import (
@@ -360,7 +367,10 @@ func (t *TenantDispatcher) Dispatch(ctx context.Context, task agent.Task, c agen
 		}
 	}
 	start := d.cfg.Now()
-	ev, err := taskmsg.Dispatched(t.tenant, task, c, start, d.cfg.MaxEventBytes)
+	// The worker is told when this wait ends, so that it neither starts
+	// the attempt after it nor lets it run on past it.
+	deadline, _ := ctx.Deadline()
+	ev, err := taskmsg.Dispatched(t.tenant, task, c, start, deadline, d.cfg.MaxEventBytes)
 	if err != nil {
 		d.metrics.dispatches.WithLabelValues("rejected").Inc()
 		return agent.Result{}, err

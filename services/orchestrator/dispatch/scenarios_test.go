@@ -553,7 +553,7 @@ func TestRedispatchBeyondTheDuplicateWindow(t *testing.T) {
 		bus := c.nats.Bus(t)
 		task := agent.Task{RunID: "run-w", TaskID: "a", DispatchID: "run-w/a/1", Attempt: 1, Agent: "mock", Kind: agent.KindWork,
 			Outputs: []string{"a.md"}, Timeout: time.Minute}
-		ev, err := taskmsg.Dispatched(tenant, task, agent.Context{Definition: "id: a\n"}, time.Now(), 0)
+		ev, err := taskmsg.Dispatched(tenant, task, agent.Context{Definition: "id: a\n"}, time.Now(), time.Time{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -111,16 +111,17 @@ func ResultEventID(dispatchEventID string) string {
 	return events.DeriveID(dispatchEventID, "result")
 }
 
-// Dispatched builds the task.dispatched event of an attempt, at time at.
-// It fails with ErrTooLarge (permanent) when the event's data would exceed
+// Dispatched builds the task.dispatched event of an attempt, at time at,
+// that its dispatcher waits for until deadline (zero: no deadline). It
+// fails with ErrTooLarge (permanent) when the event's data would exceed
 // maxBytes (0: no limit).
-func Dispatched(tenant string, t agent.Task, c agent.Context, at time.Time, maxBytes int) (event.Event, error) {
+func Dispatched(tenant string, t agent.Task, c agent.Context, at, deadline time.Time, maxBytes int) (event.Event, error) {
 	input, err := json.Marshal(Request{Task: t, Context: c})
 	if err != nil {
 		return event.Event{}, events.Permanent(fmt.Errorf("taskmsg: encode task %s: %w", t.DispatchID, err))
 	}
 	p := contracts.TaskDispatched{TenantID: tenant, TaskID: t.DispatchID, Kind: t.Agent, Handler: Handler,
-		OwnerID: t.RunID, Attempt: t.Attempt, Timeout: t.Timeout, Input: input}
+		OwnerID: t.RunID, Attempt: t.Attempt, Timeout: t.Timeout, Deadline: deadline.UTC(), Input: input}
 	if maxBytes > 0 && len(input) > maxBytes {
 		return event.Event{}, events.Permanent(fmt.Errorf("%w: the assembled context of task %s is %d bytes encoded, over the limit of %d; "+
 			"shrink its inputs (input files and upstream outputs) or raise the limit (and the NATS server's max_payload)",
@@ -129,25 +130,35 @@ func Dispatched(tenant string, t agent.Task, c agent.Context, at time.Time, maxB
 	return contracts.NewEvent(contracts.Meta{ID: DispatchEventID(tenant, t.DispatchID), Source: SourceOrchestrator, Time: at}, p)
 }
 
+// Dispatch is a workflow task.dispatched event read back.
+type Dispatch struct {
+	Tenant string
+	Request
+	// Deadline is when the dispatcher stops waiting for the answer; zero
+	// when it did not say.
+	Deadline time.Time
+}
+
 // DecodeDispatched reads a workflow task.dispatched event. A broken one is a
 // permanent error; another owner's task wraps ErrNotWorkflow.
-func DecodeDispatched(ev event.Event) (tenant string, r Request, err error) {
+func DecodeDispatched(ev event.Event) (Dispatch, error) {
 	td, err := contracts.DecodeAs[contracts.TaskDispatched](ev)
 	if err != nil {
-		return "", Request{}, err
+		return Dispatch{}, err
 	}
 	if td.Handler != Handler {
-		return "", Request{}, events.Permanent(fmt.Errorf("%w: handler %q", ErrNotWorkflow, td.Handler))
+		return Dispatch{}, events.Permanent(fmt.Errorf("%w: handler %q", ErrNotWorkflow, td.Handler))
 	}
+	var r Request
 	if err := json.Unmarshal(td.Input, &r); err != nil {
-		return "", Request{}, events.Permanent(fmt.Errorf("taskmsg: task %s: input: %w", td.TaskID, err))
+		return Dispatch{}, events.Permanent(fmt.Errorf("taskmsg: task %s: input: %w", td.TaskID, err))
 	}
 	t := r.Task
 	if t.DispatchID != td.TaskID || t.RunID != td.OwnerID || t.Agent != td.Kind || t.Attempt != td.Attempt {
-		return "", Request{}, events.Permanent(fmt.Errorf("taskmsg: task %s: the input's task (%s, run %s, agent %s, attempt %d) does not match the event",
+		return Dispatch{}, events.Permanent(fmt.Errorf("taskmsg: task %s: the input's task (%s, run %s, agent %s, attempt %d) does not match the event",
 			td.TaskID, t.DispatchID, t.RunID, t.Agent, t.Attempt))
 	}
-	return td.TenantID, r, nil
+	return Dispatch{Tenant: td.TenantID, Request: r, Deadline: td.Deadline}, nil
 }
 
 // Completed builds the task.completed answer to the dispatch event

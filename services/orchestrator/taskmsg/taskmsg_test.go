@@ -45,7 +45,8 @@ func TestDispatchRoundTrip(t *testing.T) {
 		Handover:   []agent.Handover{{TaskID: "req", State: []byte(`{"r":["R1"]}`)}},
 		Inputs:     []agent.Input{{Name: "requirements.md", Source: "file requirements.md", Content: "R1. Rooms."}},
 		Definition: "id: design\n"}
-	ev, err := taskmsg.Dispatched("acme", task, c, at, 0)
+	deadline := at.Add(90 * time.Second)
+	ev, err := taskmsg.Dispatched("acme", task, c, at, deadline, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,22 +56,28 @@ func TestDispatchRoundTrip(t *testing.T) {
 	if ev.ID() != taskmsg.DispatchEventID("acme", task.DispatchID) {
 		t.Fatal("the dispatch event id is not derived from the dispatch id")
 	}
-	tenant, req, err := taskmsg.DecodeDispatched(wire(t, ev))
+	d, err := taskmsg.DecodeDispatched(wire(t, ev))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tenant != "acme" || fmt.Sprint(req.Task) != fmt.Sprint(task) || agent.Render(req.Task, req.Context) != agent.Render(task, c) {
-		t.Fatalf("decoded %s %+v", tenant, req)
+	if d.Tenant != "acme" || fmt.Sprint(d.Task) != fmt.Sprint(task) || agent.Render(d.Task, d.Context) != agent.Render(task, c) ||
+		!d.Deadline.Equal(deadline) {
+		t.Fatalf("decoded %+v", d)
+	}
+	if ev, err := taskmsg.Dispatched("acme", task, c, at, time.Time{}, 0); err != nil {
+		t.Fatal(err)
+	} else if d, err := taskmsg.DecodeDispatched(wire(t, ev)); err != nil || !d.Deadline.IsZero() {
+		t.Fatalf("without a deadline: %+v, %v", d.Deadline, err)
 	}
 
-	if _, err := taskmsg.Dispatched("acme", task, agent.Context{Inputs: []agent.Input{{Content: strings.Repeat("x", 2000)}}}, at, 1000); !errors.Is(err, taskmsg.ErrTooLarge) ||
+	if _, err := taskmsg.Dispatched("acme", task, agent.Context{Inputs: []agent.Input{{Content: strings.Repeat("x", 2000)}}}, at, time.Time{}, 1000); !errors.Is(err, taskmsg.ErrTooLarge) ||
 		!events.IsPermanent(err) || !strings.Contains(err.Error(), "task design") {
 		t.Fatalf("oversized dispatch = %v, want a permanent ErrTooLarge naming the task", err)
 	}
 
 	other := contracts.MustEvent(contracts.Meta{ID: "bg"}, contracts.TaskDispatched{TenantID: "acme", TaskID: "t1", Kind: "architect",
 		Handler: "research", OwnerID: "s1", Attempt: 1})
-	if _, _, err := taskmsg.DecodeDispatched(other); !errors.Is(err, taskmsg.ErrNotWorkflow) || !events.IsPermanent(err) {
+	if _, err := taskmsg.DecodeDispatched(other); !errors.Is(err, taskmsg.ErrNotWorkflow) || !events.IsPermanent(err) {
 		t.Fatalf("a background task = %v, want a permanent ErrNotWorkflow", err)
 	}
 }

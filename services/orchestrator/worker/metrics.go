@@ -17,7 +17,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		tasks: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "praetor_agent_worker_attempts_total",
-			Help: "Attempts run by agent workers, by result: completed, failed, rejected (undecodable), interrupted, duplicate (committed before; acknowledged without running), ignored (not a workflow task).",
+			Help: "Attempts run by agent workers, by result: completed, failed, expired (reached a worker after the orchestrator stopped waiting; answered as timed out without running), rejected (undecodable), interrupted, duplicate (committed before; acknowledged without running), ignored (not a workflow task).",
 		}, []string{"result"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "praetor_agent_worker_dispatch_latency_seconds",

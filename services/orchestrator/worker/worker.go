@@ -26,6 +26,14 @@
 // acknowledged only once it has committed. Under load that is most of the
 // worker's database cost.
 //
+// An attempt runs within its task's timeout and within the deadline its
+// dispatch carries: when the orchestrator stops waiting for its answer and
+// retries the task or fails it. One that reaches a worker after that (it
+// waited in a backlog) is not started — it would run beside its retry —
+// and is answered as timed out; one that starts is stopped by then. The
+// deadline is the orchestrator's clock: hosts must keep theirs in step
+// (NTP), or a worker ahead of it refuses attempts it could still run.
+//
 // Once committed, the answers are published at once, by the pool itself,
 // with the very bytes (and Nats-Msg-Id) written to the outbox: the
 // orchestrator waits on them, and the relay's pass (a lock shared by every
@@ -411,12 +419,12 @@ func (p *Pool) publish(ctx context.Context, rows []store.OutboxMessage) {
 
 // work runs one attempt, outside any transaction, and returns its answer.
 func (p *Pool) work(ctx context.Context, ev event.Event) (string, event.Event, error) {
-	tenant, req, err := taskmsg.DecodeDispatched(ev)
+	d, err := taskmsg.DecodeDispatched(ev)
 	if err != nil {
 		p.metrics.tasks.WithLabelValues("rejected").Inc()
 		return "", event.Event{}, err
 	}
-	t := req.Task
+	tenant, req, t := d.Tenant, d.Request, d.Request.Task
 	start := time.Now()
 	p.metrics.latency.Observe(max(start.Sub(ev.Time()), 0).Seconds())
 	if p.cfg.Observe != nil {
@@ -428,7 +436,26 @@ func (p *Pool) work(ctx context.Context, ev event.Event) (string, event.Event, e
 	if t.Timeout > 0 {
 		timeout = min(t.Timeout, timeout)
 	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
+	if late := start.Sub(d.Deadline); !d.Deadline.IsZero() && late >= 0 {
+		// The orchestrator stopped waiting for this attempt (it waited in a
+		// backlog) and has retried or failed the task: running it now would
+		// run the task twice. Its answer says it timed out, which an
+		// orchestrator still waiting for it — one that resumed the run
+		// meanwhile — treats as the timeout it is.
+		p.metrics.tasks.WithLabelValues("expired").Inc()
+		log.Warn("attempt not started: it reached the worker after its deadline", "late", late)
+		answer, err := taskmsg.Failed(tenant, ev.ID(), t, fmt.Errorf("worker: attempt %s reached a worker %s after its deadline and was not started: %w",
+			t.DispatchID, late.Round(time.Millisecond), context.DeadlineExceeded), p.cfg.Now())
+		if err != nil {
+			return "", event.Event{}, events.Permanent(err)
+		}
+		return tenant, answer, nil
+	}
+	deadline := start.Add(timeout)
+	if !d.Deadline.IsZero() && d.Deadline.Before(deadline) {
+		deadline = d.Deadline // no running on once the orchestrator stopped waiting
+	}
+	rctx, cancel := context.WithDeadline(ctx, deadline)
 	res, runErr := p.cfg.Runtime.Dispatch(rctx, t, req.Context)
 	cancel()
 	if runErr != nil && ctx.Err() != nil {
