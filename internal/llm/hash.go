@@ -74,6 +74,11 @@ func AppendCanonicalJSON(dst []byte, req Request) []byte {
 		encode(req.Schema.Name)
 		buf.WriteString(`,"json":`)
 		buf.Write(canonicalSchemaJSON(req.Schema.JSON))
+		if req.Schema.Strict {
+			// Only when set, so that the hashes of every request recorded
+			// before the field existed stay as they were.
+			buf.WriteString(`,"strict":true`)
+		}
 		buf.WriteByte('}')
 	}
 	at := buf.Len()

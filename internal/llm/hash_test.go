@@ -52,6 +52,7 @@ func TestHashIgnoresWhoAndSeesWhat(t *testing.T) {
 		}},
 		{"json", func(r *Request) { r.JSON = true }},
 		{"schema", func(r *Request) { r.Schema = &Schema{Name: "x", JSON: json.RawMessage(`{}`)} }},
+		{"strict schema", func(r *Request) { r.Schema = &Schema{Name: "x", JSON: json.RawMessage(`{}`), Strict: true} }},
 		{"temperature", func(r *Request) { r.Temperature = ptr(0.0) }},
 		{"max tokens", func(r *Request) { r.MaxTokens = 10 }},
 		{"seed", func(r *Request) { r.Seed = ptr(int64(7)) }},
@@ -155,8 +156,9 @@ func TestCanonicalJSONEscapesAsMarshal(t *testing.T) {
 func TestCanonicalJSONIsTheWholeStructEncoded(t *testing.T) {
 	t.Parallel()
 	type schema struct {
-		Name string          `json:"name"`
-		JSON json.RawMessage `json:"json"`
+		Name   string          `json:"name"`
+		JSON   json.RawMessage `json:"json"`
+		Strict bool            `json:"strict,omitempty"`
 	}
 	type whole struct {
 		V           int       `json:"v"`
@@ -182,7 +184,7 @@ func TestCanonicalJSONIsTheWholeStructEncoded(t *testing.T) {
 			}
 		}
 		if req.Schema != nil {
-			w.Schema = &schema{Name: req.Schema.Name, JSON: canonicalJSONValue(req.Schema.JSON)}
+			w.Schema = &schema{Name: req.Schema.Name, JSON: canonicalJSONValue(req.Schema.JSON), Strict: req.Schema.Strict}
 		}
 		b, err := json.Marshal(w)
 		if err != nil {
@@ -197,6 +199,7 @@ func TestCanonicalJSONIsTheWholeStructEncoded(t *testing.T) {
 		{Temperature: ptr(math.Inf(-1)), Schema: &Schema{Name: "", JSON: nil}},
 		{Schema: &Schema{Name: "n\"q", JSON: []byte(`{"b":1e3,"a":[true,null,"x&y"]}`)}, Temperature: ptr(1.5)},
 		{Schema: &Schema{Name: "broken", JSON: []byte(`{"a":`)}, Purpose: "extraction", Seed: ptr(int64(0))},
+		{Schema: &Schema{Name: "strict", JSON: []byte(`{"type":"object"}`), Strict: true}},
 	}
 	for i, req := range reqs {
 		want := reference(req)

@@ -41,6 +41,13 @@ type Schema struct {
 	Name string `json:"name"`
 	// JSON is the JSON Schema document.
 	JSON json.RawMessage `json:"json"`
+	// Strict asks the provider to enforce the schema exactly (OpenAI's
+	// strict structured outputs). Only a schema written to its rules can
+	// ask for it: every property required, additionalProperties false on
+	// every object, none of the keywords it does not support; OpenAI
+	// refuses any other with a 400. Without it the schema guides the model,
+	// and the answer is checked on our side either way (CompleteJSON).
+	Strict bool `json:"strict,omitempty"`
 }
 
 // Request is one chat completion.

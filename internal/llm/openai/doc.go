@@ -4,8 +4,11 @@
 // github.com/sashabaranov/go-openai.
 //
 // A Request maps to one chat completion: messages as given; JSON to
-// response_format json_object; a Schema to response_format json_schema with
-// strict set; temperature, max_tokens and seed when the request sets them.
+// response_format json_object; a Schema to response_format json_schema,
+// strict when the Schema asks for it; temperature, max_tokens and seed when
+// the request sets them, except what reasoning models (o1, o3, o4, gpt-5 ...)
+// do not take: their max_tokens goes as max_completion_tokens and their
+// temperature is left out.
 //
 // Each attempt has its own timeout. Rate limits (429), server errors (5xx),
 // 408, 409, timeouts and connection failures are retried with exponential

@@ -10,11 +10,13 @@ import (
 	"log/slog"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -101,7 +103,14 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("openai: base URL %q must be an http(s) URL such as %s", c.BaseURL, DefaultBaseURL)
+		return fmt.Errorf("openai: base URL %q must be an http(s) URL such as %s", redact(c.BaseURL), DefaultBaseURL)
+	}
+	// The path is appended to the base URL as text: a query (Azure's
+	// ?api-version=) would end up before it, and a password in it would be
+	// logged with it.
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("openai: base URL %q must be the API root alone, without a query, a fragment or credentials "+
+			"(the key goes in the API key setting; for Azure OpenAI use a compatible gateway)", redact(c.BaseURL))
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("openai: timeout %s must be positive", c.Timeout)
@@ -152,6 +161,17 @@ func New(cfg Config) (*Client, error) {
 
 // Model is the model used when a Request names none.
 func (c *Client) Model() string { return c.cfg.Model }
+
+// baseURL is the API root requests go to, as errors quote it.
+func (c *Client) baseURL() string { return strings.TrimRight(c.cfg.BaseURL, "/") }
+
+// redact hides the password of a URL that has one, for messages.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return raw
+}
 
 // Complete sends req as a chat completion, retrying transient failures. The
 // Response's Latency is the wall time of the whole call, retries included.
@@ -235,19 +255,32 @@ func (c *Client) classify(err error, h http.Header) *llm.APIError {
 		urlErr *url.Error
 		synErr *json.SyntaxError
 		typErr *json.UnmarshalTypeError
+		netErr net.Error
 	)
 	switch {
 	case errors.As(err, &apiErr):
 		return c.fromStatus(apiErr.HTTPStatusCode, errorCode(apiErr), apiErr.Message, h)
 	case errors.As(err, &reqErr):
 		// An error status whose body is not OpenAI's error JSON: a proxy's
-		// HTML page, an empty 502.
-		return c.fromStatus(reqErr.HTTPStatusCode, "", snippet(reqErr.Body, reqErr.HTTPStatus), h)
-	case errors.As(err, &urlErr):
+		// HTML page, an empty 502 — or a 404 from a server that has no
+		// such path, most often a base URL without its /v1.
+		msg := snippet(reqErr.Body, reqErr.HTTPStatus)
+		if reqErr.HTTPStatusCode == http.StatusNotFound {
+			msg = "POST " + c.baseURL() + "/chat/completions: " + msg + "; check the base URL (OpenAI-compatible servers usually end in /v1)"
+		}
+		return c.fromStatus(reqErr.HTTPStatusCode, "", msg, h)
+	case errors.As(err, &urlErr), errors.As(err, &netErr), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		// The connection failed, before the request or while the answer was
+		// read (a reset mid-body reaches us as a bare net error).
 		return &llm.APIError{Provider: Provider, Err: llm.ErrUnavailable, Cause: err, Retryable: true, Message: err.Error()}
 	case errors.As(err, &synErr), errors.As(err, &typErr), errors.Is(err, io.EOF):
+		msg := "the answer is not a chat completion"
+		if ct := h.Get("Content-Type"); ct != "" && !strings.Contains(ct, "json") {
+			msg += " (Content-Type " + ct + ")"
+		}
 		return &llm.APIError{Provider: Provider, Err: llm.ErrBadResponse, Cause: err,
-			Message: "the answer is not a chat completion: " + err.Error()}
+			Message: msg + ": " + err.Error() + "; check the base URL " + c.baseURL() + " (it names the API root, such as " +
+				DefaultBaseURL + "; compatible servers usually end in /v1) and that the server answers without streaming"}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		// A body cut short is a transport accident; the next one may be whole.
 		return &llm.APIError{Provider: Provider, Err: llm.ErrBadResponse, Cause: err, Retryable: true,
@@ -379,7 +412,7 @@ func (c *Client) chatRequest(req llm.Request) (goopenai.ChatCompletionRequest, *
 			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
 				Name:   schemaName(req.Schema.Name),
 				Schema: json.RawMessage(req.Schema.JSON),
-				Strict: true,
+				Strict: req.Schema.Strict,
 			},
 		}
 	case req.JSON:
@@ -387,16 +420,6 @@ func (c *Client) chatRequest(req llm.Request) (goopenai.ChatCompletionRequest, *
 		if !mentionsJSON {
 			creq.Messages = append([]goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleSystem, Content: jsonHint}}, creq.Messages...)
 		}
-	}
-	if req.Temperature != nil {
-		t := float32(*req.Temperature)
-		if t == 0 {
-			// go-openai omits a zero temperature, and the server would use
-			// its default (1). The smallest positive float32 is 0 to every
-			// sampler and survives omitempty.
-			t = math.SmallestNonzeroFloat32
-		}
-		creq.Temperature = t
 	}
 	if req.Seed != nil {
 		s := int(*req.Seed)
@@ -408,6 +431,23 @@ func (c *Client) chatRequest(req llm.Request) (goopenai.ChatCompletionRequest, *
 		// (and most compatible servers) max_tokens.
 		if err := goopenai.NewReasoningValidator().Validate(creq); errors.Is(err, goopenai.ErrReasoningModelMaxTokensDeprecated) {
 			creq.MaxTokens, creq.MaxCompletionTokens = 0, req.MaxTokens
+		}
+	}
+	if req.Temperature != nil {
+		t := float32(*req.Temperature)
+		if t == 0 {
+			// go-openai omits a zero temperature, and the server would use
+			// its default (1). The smallest positive float32 is 0 to every
+			// sampler and survives omitempty.
+			t = math.SmallestNonzeroFloat32
+		}
+		creq.Temperature = t
+		// Reasoning models (o1, o3, o4, gpt-5 ...) take no temperature but
+		// their own: go-openai refuses the request before sending it. The
+		// temperature is left out for them; the answer is the model's.
+		if err := goopenai.NewReasoningValidator().Validate(creq); errors.Is(err, goopenai.ErrReasoningModelLimitationsOther) ||
+			errors.Is(err, goopenai.ErrReasoningSamplingUnsupported) {
+			creq.Temperature = 0
 		}
 	}
 	return creq, nil

@@ -174,14 +174,51 @@ func TestRequestMapping(t *testing.T) {
 				if rf == nil || rf.Type != "json_schema" || rf.JSONSchema == nil {
 					t.Fatalf("response_format = %+v, want json_schema", rf)
 				}
-				if rf.JSONSchema.Name != "turn_extraction" || !rf.JSONSchema.Strict {
-					t.Errorf("json_schema name %q strict %v, want turn_extraction and strict", rf.JSONSchema.Name, rf.JSONSchema.Strict)
+				// Not strict unless asked: OpenAI refuses, with a 400, a
+				// strict schema with an optional property, as extraction's.
+				if rf.JSONSchema.Name != "turn_extraction" || rf.JSONSchema.Strict {
+					t.Errorf("json_schema name %q strict %v, want turn_extraction and not strict", rf.JSONSchema.Name, rf.JSONSchema.Strict)
 				}
 				var got, want any
 				json.Unmarshal(rf.JSONSchema.Schema, &got)
 				json.Unmarshal([]byte(schema), &want)
 				if !jsonEqual(got, want) {
 					t.Errorf("schema = %s, want %s", rf.JSONSchema.Schema, schema)
+				}
+			},
+		},
+		{
+			name: "strict schema",
+			req: func() llm.Request {
+				r := userRequest("Extract.")
+				r.Schema = &llm.Schema{Name: "strict", JSON: json.RawMessage(schema), Strict: true}
+				return r
+			}(),
+			check: func(t *testing.T, chat openaitest.ChatRequest) {
+				if rf := chat.ResponseFormat; rf == nil || rf.JSONSchema == nil || !rf.JSONSchema.Strict {
+					t.Errorf("response_format = %+v, want a strict json_schema", rf)
+				}
+			},
+		},
+		{
+			name: "reasoning models get no temperature",
+			req: func() llm.Request {
+				r := userRequest("Extract.")
+				r.Model, r.Temperature, r.MaxTokens = "gpt-5-mini", ptr(0.0), 100
+				return r
+			}(),
+			check: func(t *testing.T, chat openaitest.ChatRequest) {
+				if chat.Temperature != nil || chat.MaxCompletionTokens == nil || *chat.MaxCompletionTokens != 100 {
+					t.Errorf("temperature %v, max_completion_tokens %v, want absent and 100", chat.Temperature, chat.MaxCompletionTokens)
+				}
+			},
+		},
+		{
+			name: "o-series models get no temperature",
+			req:  func() llm.Request { r := userRequest("Hi."); r.Model, r.Temperature = "o4-mini", ptr(0.3); return r }(),
+			check: func(t *testing.T, chat openaitest.ChatRequest) {
+				if chat.Temperature != nil {
+					t.Errorf("temperature %v, want absent", *chat.Temperature)
 				}
 			},
 		},
@@ -321,8 +358,11 @@ func TestRetries(t *testing.T) {
 			wantSleeps:   []time.Duration{2 * time.Second},
 		},
 		{
-			name:         "timeout then success",
-			cfg:          Config{Timeout: 50 * time.Millisecond},
+			name: "timeout then success",
+			// Each attempt has the timeout, the answered one too: long
+			// enough that a loaded machine (the race detector) answers
+			// within it, as the stalled one never does.
+			cfg:          Config{Timeout: time.Second},
 			replies:      []openaitest.Reply{{Stall: true}, ok},
 			wantRequests: 2,
 			wantSleeps:   []time.Duration{250 * time.Millisecond},

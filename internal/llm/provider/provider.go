@@ -100,7 +100,11 @@ func (c Config) validate() error {
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return bad(EnvBaseURL, "%q is not an http(s) URL; use e.g. %s or http://localhost:11434/v1", c.BaseURL, openai.DefaultBaseURL)
+			shown := c.BaseURL
+			if err == nil {
+				shown = u.Redacted() // never a password in a message
+			}
+			return bad(EnvBaseURL, "%q is not an http(s) URL; use e.g. %s or http://localhost:11434/v1", shown, openai.DefaultBaseURL)
 		}
 	}
 	if c.Provider == OpenAI && c.APIKey == "" && c.BaseURL == "" {

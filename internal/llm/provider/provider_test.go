@@ -93,6 +93,9 @@ func TestInvalidSettings(t *testing.T) {
 		{"openai without key or server", Config{Provider: "openai"}, EnvAPIKey},
 		{"base URL without scheme", Config{BaseURL: "localhost:8000", APIKey: secret}, EnvBaseURL},
 		{"base URL of another scheme", Config{BaseURL: "ftp://x/v1", APIKey: secret}, EnvBaseURL},
+		{"base URL with credentials", Config{Provider: OpenAI, BaseURL: "https://praetor:" + secret + "@llm-proxy.internal/v1"}, EnvBaseURL},
+		{"base URL of another scheme with credentials", Config{BaseURL: "ftp://praetor:" + secret + "@x/v1"}, EnvBaseURL},
+		{"base URL with a query", Config{BaseURL: "https://x.openai.azure.com/openai?api-version=2024-06-01", APIKey: secret}, EnvBaseURL},
 		{"negative timeout", Config{Timeout: -time.Second}, EnvTimeout},
 	}
 	for _, tc := range tests {

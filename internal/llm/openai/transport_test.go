@@ -1,0 +1,122 @@
+package openai
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/praetorhq/praetor/internal/llm"
+)
+
+// rawServer serves each request with the next of handlers (the last one
+// again once they run out), and counts the requests.
+func rawServer(t *testing.T, handlers ...http.HandlerFunc) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := min(int(n.Add(1))-1, len(handlers)-1)
+		handlers[i](w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+func rawClient(t *testing.T, baseURL string) *Client {
+	t.Helper()
+	c, err := New(Config{BaseURL: baseURL, APIKey: "sk-test", MaxRetries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.sleep = (&clock{}).sleep
+	c.randN = func(int64) int64 { return 0 }
+	return c
+}
+
+const completion = `{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"fine"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`
+
+// resetMidBody sends the status and half a body, then resets the connection.
+func resetMidBody(status int) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"id":"c1","choices":[`))
+		w.(http.Flusher).Flush()
+		conn, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			panic(err)
+		}
+		_ = conn.(*net.TCPConn).SetLinger(0) // close with a reset, not a FIN
+		_ = conn.Close()
+	}
+}
+
+func ok(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write([]byte(completion))
+}
+
+// A connection reset while the answer is read is a transport failure:
+// retried, and not reported as a request that can never succeed.
+func TestConnectionResetMidBodyIsRetried(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{200, 503} {
+		srv, n := rawServer(t, resetMidBody(status), ok)
+		resp, err := rawClient(t, srv.URL+"/v1").Complete(t.Context(), userRequest("Hi."))
+		if err != nil || resp.Content != "fine" || n.Load() != 2 {
+			t.Errorf("status %d then a reset: %+v, %v after %d requests; want the retry's answer after 2", status, resp, err, n.Load())
+		}
+	}
+	srv, _ := rawServer(t, resetMidBody(200))
+	_, err := rawClient(t, srv.URL+"/v1").Complete(t.Context(), userRequest("Hi."))
+	if !errors.Is(err, llm.ErrUnavailable) || errors.Is(err, llm.ErrBadRequest) {
+		t.Errorf("resets every time: %v, want ErrUnavailable", err)
+	}
+}
+
+// A server with no such path (a base URL without its /v1) and one that
+// answers something other than a chat completion get errors that point at
+// the base URL.
+func TestWrongServerErrorsNameTheBaseURL(t *testing.T) {
+	t.Parallel()
+	notFound := func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "404 page not found", http.StatusNotFound) }
+	html := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = w.Write([]byte("<html>login</html>"))
+	}
+	stream := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte("data: {\"choices\":[]}\n\n"))
+	}
+	for name, h := range map[string]http.HandlerFunc{"404": notFound, "html": html, "stream": stream} {
+		srv, _ := rawServer(t, h)
+		_, err := rawClient(t, srv.URL).Complete(t.Context(), userRequest("Hi."))
+		if err == nil || !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "/v1") {
+			t.Errorf("%s: err = %v, want it to name the base URL %s and hint at /v1", name, err, srv.URL)
+		}
+		if name != "404" && !strings.Contains(err.Error(), "Content-Type text/") {
+			t.Errorf("%s: err = %v, want the answer's Content-Type", name, err)
+		}
+	}
+}
+
+func TestBaseURLIsTheAPIRootAlone(t *testing.T) {
+	t.Parallel()
+	for _, raw := range []string{
+		"https://example.openai.azure.com/openai/deployments/gpt4o?api-version=2024-06-01",
+		"https://praetor:s3cr3t@llm-proxy.internal/v1",
+		"https://llm.internal/v1#frag",
+	} {
+		_, err := New(Config{BaseURL: raw})
+		if err == nil || !strings.Contains(err.Error(), "API root alone") {
+			t.Errorf("%s: err = %v, want it refused", raw, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("the refusal quotes the password: %v", err)
+		}
+	}
+}
