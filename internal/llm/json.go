@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -64,7 +65,14 @@ func CompleteJSON(ctx context.Context, c Client, req Request, out any, opts ...J
 	req.Messages = append([]Message(nil), req.Messages...)
 
 	var last InvalidAnswerError
+	callID := req.CallID
 	for attempt := 1; attempt <= o.reasks+1; attempt++ {
+		if callID != "" && attempt > 1 {
+			// Each ask is a call of its own: recorded under its own id, or
+			// the stream would keep the first, unusable answer and drop the
+			// one used as its duplicate.
+			req.CallID = callID + "/reask-" + strconv.Itoa(attempt-1)
+		}
 		resp, err := c.Complete(ctx, req)
 		if err != nil {
 			return nil, err
@@ -72,6 +80,11 @@ func CompleteJSON(ctx context.Context, c Client, req Request, out any, opts ...J
 		reason := checkAnswer(resp.Content, schema, out)
 		if reason == "" {
 			return resp, nil
+		}
+		if resp.FinishReason == FinishLength {
+			// Asking again for the same at the same limit would be cut
+			// again: say why it failed.
+			reason = "it was cut off at the token limit (" + reason + "); answer more briefly"
 		}
 		last = InvalidAnswerError{Attempts: attempt, Reason: reason, Content: resp.Content}
 		req.Messages = append(req.Messages,
@@ -109,12 +122,14 @@ func checkAnswer(content string, schema *jsonschema.Schema, out any) string {
 	return ""
 }
 
-// ParseJSONAnswer finds the JSON value in a model's answer: the whole answer,
-// else the inside of a Markdown code fence, else the widest {...} span.
+// ParseJSONAnswer finds the JSON value in a model's answer, once the
+// <think>…</think> blocks some models print first are left out: the whole
+// answer, else the inside of a Markdown code fence, else the first whole
+// JSON object in it, whatever prose comes before or after.
 // Models asked for JSON still sometimes wrap it; rejecting those would cost
 // a re-ask for nothing.
 func ParseJSONAnswer(content string) (json.RawMessage, error) {
-	s := strings.TrimSpace(content)
+	s := strings.TrimSpace(withoutThinking(content))
 	if s == "" {
 		return nil, errors.New("empty answer, expected JSON")
 	}
@@ -124,14 +139,51 @@ func ParseJSONAnswer(content string) (json.RawMessage, error) {
 	if inner, ok := fenced(s); ok && json.Valid([]byte(inner)) {
 		return json.RawMessage(inner), nil
 	}
-	if i, j := strings.IndexByte(s, '{'), strings.LastIndexByte(s, '}'); i >= 0 && j > i {
-		if span := s[i : j+1]; json.Valid([]byte(span)) {
-			return json.RawMessage(span), nil
-		}
+	if obj, ok := firstObject(s); ok {
+		return obj, nil
 	}
 	var v any
 	err := json.Unmarshal([]byte(s), &v)
 	return nil, fmt.Errorf("not valid JSON: %v", err)
+}
+
+// maxObjectStarts bounds how many '{' firstObject tries: each try decodes
+// from there, and prose full of braces would make it quadratic.
+const maxObjectStarts = 64
+
+// firstObject returns the first '{' of s from which a whole JSON object
+// decodes, and that object.
+func firstObject(s string) (json.RawMessage, bool) {
+	for i, tries := 0, 0; tries < maxObjectStarts; tries++ {
+		j := strings.IndexByte(s[i:], '{')
+		if j < 0 {
+			return nil, false
+		}
+		i += j
+		var obj json.RawMessage
+		if err := json.NewDecoder(strings.NewReader(s[i:])).Decode(&obj); err == nil {
+			return obj, true
+		}
+		i++
+	}
+	return nil, false
+}
+
+// withoutThinking leaves out the <think>…</think> blocks that reasoning
+// models (DeepSeek R1, Qwen) served without a reasoning parser print before
+// their answer; an unclosed one runs to the end.
+func withoutThinking(s string) string {
+	for {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(s), "<think>")
+		if !ok {
+			return s
+		}
+		_, after, closed := strings.Cut(rest, "</think>")
+		if !closed {
+			return ""
+		}
+		s = after
+	}
 }
 
 // fenced returns the body of the first ``` code fence in s.

@@ -19,6 +19,7 @@ type scripted struct {
 
 type reply struct {
 	content string
+	finish  string
 	err     error
 }
 
@@ -34,7 +35,7 @@ func (s *scripted) Complete(_ context.Context, req Request) (*Response, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	return &Response{Content: r.content, Provider: "scripted", Usage: Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}}, nil
+	return &Response{Content: r.content, FinishReason: r.finish, Provider: "scripted", Usage: Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}}, nil
 }
 
 const personSchema = `{
@@ -234,6 +235,42 @@ func TestCompleteJSONReasksWithTheError(t *testing.T) {
 	}
 }
 
+// Each ask of a call with a CallID has its own: the recorder derives the
+// record's event id from it, and the stream keeps one record per id.
+func TestCompleteJSONReasksUnderTheirOwnCallID(t *testing.T) {
+	t.Parallel()
+	c := &scripted{replies: []reply{{content: "prose"}, {content: "more prose"}, {content: `{"name":"Ada","age":1}`}}}
+	req := Request{Messages: []Message{{Role: User, Content: "Ada, one"}}, CallID: "turn-7/research"}
+	if _, err := CompleteJSON(t.Context(), c, req, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"turn-7/research", "turn-7/research/reask-1", "turn-7/research/reask-2"}
+	for i, r := range c.seen {
+		if r.CallID != want[i] {
+			t.Errorf("ask %d has CallID %q, want %q", i+1, r.CallID, want[i])
+		}
+	}
+	c = &scripted{replies: []reply{{content: "prose"}, {content: `{"name":"Ada","age":1}`}}}
+	if _, err := CompleteJSON(t.Context(), c, Request{Messages: []Message{{Role: User, Content: "Ada"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if c.seen[1].CallID != "" {
+		t.Errorf("a call without a CallID got %q on its re-ask", c.seen[1].CallID)
+	}
+}
+
+// An answer cut off at the token limit is re-asked saying so.
+func TestCompleteJSONSaysAnAnswerWasCutOff(t *testing.T) {
+	t.Parallel()
+	c := &scripted{replies: []reply{{content: `{"name":"Ad`, finish: FinishLength}, {content: `{"name":"Ada","age":1}`, finish: FinishStop}}}
+	if _, err := CompleteJSON(t.Context(), c, Request{Messages: []Message{{Role: User, Content: "Ada"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if m := c.seen[1].Messages[2]; !strings.Contains(m.Content, "cut off at the token limit") || !strings.Contains(m.Content, "briefly") {
+		t.Errorf("re-ask = %q, want it to say the answer was cut off", m.Content)
+	}
+}
+
 func TestValidateJSON(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -278,6 +315,12 @@ func TestParseJSONAnswer(t *testing.T) {
 		{`{"a":`, ``, true},
 		{"```json\n{\"a\":\n```", ``, true},
 		{`} nonsense {`, ``, true},
+		{"{\"a\":1}\nNote: I left out {b} on purpose.", `{"a":1}`, false},
+		{"<think>the user said {x}</think>\n{\"a\":1}", `{"a":1}`, false},
+		{"<think>a</think> <think>b {</think>```json\n{\"a\":1}\n```", `{"a":1}`, false},
+		{"<think>never closed {\"a\":1}", ``, true},
+		{`{"a":1} and also {"b":2}`, `{"a":1}`, false},
+		{`I would say {maybe} then {"a":[1,{"b":2}]} done`, `{"a":[1,{"b":2}]}`, false},
 	}
 	for _, tc := range tests {
 		got, err := ParseJSONAnswer(tc.in)

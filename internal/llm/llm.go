@@ -89,13 +89,26 @@ type Usage struct {
 
 // Response is a completion's answer.
 type Response struct {
-	Content      string        `json:"content"`
-	Usage        Usage         `json:"usage"`
-	Latency      time.Duration `json:"latency"`
-	Model        string        `json:"model"`
-	Provider     string        `json:"provider"`
-	FinishReason string        `json:"finish_reason,omitempty"`
+	Content  string        `json:"content"`
+	Usage    Usage         `json:"usage"`
+	Latency  time.Duration `json:"latency"`
+	Model    string        `json:"model"`
+	Provider string        `json:"provider"`
+	// FinishReason is why the model stopped, as the provider says it:
+	// FinishStop, FinishLength, FinishContentFilter, or another word.
+	FinishReason string `json:"finish_reason,omitempty"`
 }
+
+// Finish reasons that callers act on.
+const (
+	// FinishStop: the model ended its answer.
+	FinishStop = "stop"
+	// FinishLength: the answer was cut off at MaxTokens (or the model's
+	// own limit).
+	FinishLength = "length"
+	// FinishContentFilter: the provider withheld (part of) the answer.
+	FinishContentFilter = "content_filter"
+)
 
 // Client completes chats. Implementations are safe for concurrent use.
 type Client interface {
