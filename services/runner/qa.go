@@ -1,11 +1,14 @@
 package runner
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"unicode"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/sensitive"
+	"github.com/praetorhq/praetor/internal/llm"
 )
 
 // QAReport is step 13's verdict on a reply.
@@ -88,6 +91,40 @@ func cutAtSentence(s string, max int) string {
 		}
 	}
 	return strings.TrimRightFunc(string(r), unicode.IsSpace) + "…"
+}
+
+// finished checks how the model ended a reply. A reply withheld by the
+// provider's filter, or empty (a reasoning model that spent its tokens
+// thinking), is an error: the turn gets the fallback reply, degraded. One
+// cut off at the token limit is kept up to its last whole sentence, and
+// short says so: it is degraded too.
+func finished(reply string, resp *llm.Response, maxTokens int) (kept, short string, err error) {
+	if resp == nil {
+		return reply, "", nil
+	}
+	switch {
+	case resp.FinishReason == llm.FinishContentFilter:
+		return "", "", errors.New("response generation: the provider withheld the reply (finish reason content_filter)")
+	case strings.TrimSpace(reply) == "":
+		return "", "", fmt.Errorf("response generation: the model's reply was empty (finish reason %q)", resp.FinishReason)
+	case resp.FinishReason == llm.FinishLength:
+		return wholeSentences(reply), fmt.Sprintf("the reply was cut off at the token limit (%d, ResponseMaxTokens); "+
+			"it ends at its last whole sentence", maxTokens), nil
+	}
+	return reply, "", nil
+}
+
+// wholeSentences is s up to its last sentence end (a '.', '?' or '!'
+// before a space or the end: not the point of "3.5"), or s and an ellipsis
+// when it has none.
+func wholeSentences(s string) string {
+	s = strings.TrimRightFunc(s, unicode.IsSpace)
+	for i := len(s) - 1; i > 0; i-- {
+		if (s[i] == '.' || s[i] == '?' || s[i] == '!') && (i == len(s)-1 || unicode.IsSpace(rune(s[i+1]))) {
+			return s[:i+1]
+		}
+	}
+	return s + "…"
 }
 
 // fallbackReply is the reply of a turn whose response generation failed:

@@ -412,19 +412,29 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 	// 12. Response generation.
 	step("response-generation")
 	fallback := fallbackReply(next)
+	degrade := func(reason string) {
+		if res.DegradedReason != "" {
+			res.DegradedReason += "; "
+		}
+		res.Degraded, res.DegradedReason = true, res.DegradedReason+reason
+	}
 	reply, resp, genErr := r.generate(ctx, def, m, cur, in, chosen, next, assembled)
+	var short string
+	if genErr == nil {
+		reply, short, genErr = finished(reply, resp, r.cfg.ResponseMaxTokens)
+	}
 	if genErr != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		res.Degraded, res.DegradedReason = true, genErr.Error()
+		degrade(genErr.Error())
 		reply = fallback
 	}
+	if short != "" {
+		degrade(short)
+	}
 	if cut != "" {
-		if res.DegradedReason != "" {
-			res.DegradedReason += "; "
-		}
-		res.Degraded, res.DegradedReason = true, res.DegradedReason+cut
+		degrade(cut)
 	}
 	if resp != nil {
 		res.Provider, res.Model, res.Usage = resp.Provider, resp.Model, resp.Usage

@@ -20,9 +20,10 @@ import (
 )
 
 type fakeLLM struct {
-	reply string
-	err   error
-	reqs  []llm.Request
+	reply  string
+	finish string
+	err    error
+	reqs   []llm.Request
 }
 
 func (f *fakeLLM) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
@@ -30,7 +31,7 @@ func (f *fakeLLM) Complete(_ context.Context, req llm.Request) (*llm.Response, e
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &llm.Response{Content: f.reply, Provider: "fake", Model: "fake-1"}, nil
+	return &llm.Response{Content: f.reply, Provider: "fake", Model: "fake-1", FinishReason: f.finish}, nil
 }
 
 var epoch = time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC)
@@ -206,6 +207,39 @@ func TestDegradedReplyStillAnswersTheTurn(t *testing.T) {
 	}
 	if res.State.TurnNumber != 1 || res.State.History[1].Content != want {
 		t.Errorf("turn not recorded: %+v", res.State.History)
+	}
+}
+
+// How the model ended its reply counts: one cut off at the token limit is
+// kept to its last whole sentence, one withheld or empty gets the fallback;
+// each is degraded, and counted so.
+func TestRepliesTheModelDidNotFinish(t *testing.T) {
+	def := enginetest.Definition()
+	fallback := "Sorry, I could not prepare a full answer just now. Let's keep going: What do you want to achieve?"
+	tests := []struct {
+		name, reply, finish, want, reason string
+	}{
+		{"cut off", "Thanks, that helps. The price of 3.5 units matters. Could you tell me which teams will use it and wh",
+			llm.FinishLength, "Thanks, that helps. The price of 3.5 units matters.", "cut off at the token limit"},
+		{"cut off in its first sentence", "Could you tell me which teams will use it and wh", llm.FinishLength,
+			"Could you tell me which teams will use it and wh…", "cut off at the token limit"},
+		{"withheld", "", llm.FinishContentFilter, fallback, "withheld"},
+		{"withheld in part", "Well", llm.FinishContentFilter, fallback, "withheld"},
+		{"empty", "  ", llm.FinishLength, fallback, "empty"},
+		{"empty, stopped", "", llm.FinishStop, fallback, "empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRunner(t, &fakeLLM{reply: tc.reply, finish: tc.finish})
+			res := process(t, r, def, nil, input(t, def, nil, "hello", nil))
+			if res.Reply != tc.want || !res.Degraded || !strings.Contains(res.DegradedReason, tc.reason) || !res.Telemetry.ResponseDegraded {
+				t.Errorf("reply %q degraded %t (%q); want %q, degraded for %q", res.Reply, res.Degraded, res.DegradedReason, tc.want, tc.reason)
+			}
+		})
+	}
+	res := process(t, newRunner(t, &fakeLLM{reply: "All good. Who will use it?", finish: llm.FinishStop}), def, nil, input(t, def, nil, "hello", nil))
+	if res.Degraded || res.Reply != "All good. Who will use it?" {
+		t.Errorf("a finished reply: %q degraded %t (%q)", res.Reply, res.Degraded, res.DegradedReason)
 	}
 }
 
