@@ -13,7 +13,9 @@
 // Each attempt has its own timeout. Rate limits (429), server errors (5xx),
 // 408, 409, timeouts and connection failures are retried with exponential
 // backoff and jitter; a Retry-After (or retry-after-ms) the server sends is
-// honoured instead of the backoff. Other failures are returned at once as an
+// honoured instead of the backoff. A whole call, retries and waits included,
+// ends by Config.MaxElapsed (4 minutes, inside the 5 a turn's handler has),
+// with the last failure. Other failures are returned at once as an
 // *llm.APIError whose category (llm.ErrUnauthorized, llm.ErrBadRequest,
 // llm.ErrBadResponse ...) callers test with errors.Is.
 package openai

@@ -36,6 +36,7 @@ const (
 	DefaultBackoffBase   = 500 * time.Millisecond
 	DefaultBackoffCap    = 20 * time.Second
 	DefaultMaxRetryAfter = 60 * time.Second
+	DefaultMaxElapsed    = 4 * time.Minute
 )
 
 // Doer sends HTTP requests; *http.Client is one.
@@ -75,6 +76,13 @@ type Config struct {
 	// caller that can wait without holding a goroutine (an event redelivery).
 	// Default 60s.
 	MaxRetryAfter time.Duration
+	// MaxElapsed bounds a whole call, its retries and waits included: no
+	// attempt runs past it, and once it is spent the last failure is
+	// returned. A caller that must answer in its own time (a turn's handler
+	// has 5 minutes, then its event is redelivered and the work redone)
+	// gets an error it can degrade on, instead of its context ending first.
+	// Default 4m.
+	MaxElapsed time.Duration
 	// HTTPClient sends the requests. Default a new http.Client; its own
 	// Timeout should be zero or longer than Timeout.
 	HTTPClient Doer
@@ -91,6 +99,7 @@ func (c Config) WithDefaults() Config {
 	c.Backoff.Base = cmp.Or(c.Backoff.Base, DefaultBackoffBase)
 	c.Backoff.Cap = cmp.Or(c.Backoff.Cap, DefaultBackoffCap)
 	c.MaxRetryAfter = cmp.Or(c.MaxRetryAfter, DefaultMaxRetryAfter)
+	c.MaxElapsed = cmp.Or(c.MaxElapsed, DefaultMaxElapsed)
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
 	}
@@ -120,6 +129,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxRetryAfter < 0 {
 		return fmt.Errorf("openai: max retry-after %s must be positive", c.MaxRetryAfter)
+	}
+	if c.MaxElapsed < 0 {
+		return fmt.Errorf("openai: max elapsed %s must be positive", c.MaxElapsed)
 	}
 	return nil
 }
@@ -181,11 +193,12 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 	if apiErr != nil {
 		return nil, apiErr
 	}
+	end := start.Add(c.cfg.MaxElapsed)
 	for attempt := 1; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("openai: chat completion: %w", err)
 		}
-		resp, err := c.attempt(ctx, creq)
+		resp, err := c.attempt(ctx, creq, min(c.cfg.Timeout, time.Until(end)))
 		if err == nil {
 			out, apiErr := c.response(resp, creq.Model, start)
 			if apiErr != nil {
@@ -215,6 +228,12 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 			// rather than a bare deadline later.
 			return nil, err
 		}
+		if time.Until(end) < delay+time.Second {
+			// No time left for another attempt worth the name.
+			err.Message += fmt.Sprintf(" (after %d attempts in %s, the most a call may take: MaxElapsed)", attempt,
+				time.Since(start).Round(time.Millisecond))
+			return nil, err
+		}
 		c.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "llm call retrying",
 			slog.String("provider", Provider),
 			slog.String("model", creq.Model),
@@ -229,8 +248,8 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 }
 
 // attempt makes one call under its own timeout. The error is nil on success.
-func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest) (goopenai.ChatCompletionResponse, *llm.APIError) {
-	actx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionRequest, timeout time.Duration) (goopenai.ChatCompletionResponse, *llm.APIError) {
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := c.api.CreateChatCompletion(actx, creq)
 	if err == nil {
@@ -239,7 +258,7 @@ func (c *Client) attempt(ctx context.Context, creq goopenai.ChatCompletionReques
 	if actx.Err() != nil && ctx.Err() == nil {
 		return resp, &llm.APIError{
 			Provider: Provider, Err: llm.ErrTimeout, Cause: context.DeadlineExceeded, Retryable: true,
-			Message: "no answer within " + c.cfg.Timeout.String(),
+			Message: "no answer within " + timeout.Round(time.Millisecond).String(),
 		}
 	}
 	// go-openai keeps the response headers even when the status is an error,

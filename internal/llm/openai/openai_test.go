@@ -525,6 +525,26 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// A call ends by MaxElapsed, retries and all, with an error its caller can
+// degrade on: its own context is still alive.
+func TestMaxElapsedBoundsTheWholeCall(t *testing.T) {
+	t.Parallel()
+	srv := openaitest.NewServer(t)
+	srv.Enqueue(openaitest.Reply{Stall: true}, openaitest.Reply{Stall: true}, openaitest.Reply{Stall: true})
+	c, _ := newClient(t, srv, Config{Timeout: time.Minute, MaxElapsed: 300 * time.Millisecond, MaxRetries: 5})
+	start := time.Now()
+	_, err := c.Complete(t.Context(), userRequest("Hi."))
+	if !errors.Is(err, llm.ErrTimeout) || !strings.Contains(err.Error(), "MaxElapsed") || t.Context().Err() != nil {
+		t.Fatalf("err = %v, want ErrTimeout naming MaxElapsed", err)
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("server got %d requests, want 1: no time was left for another", n)
+	}
+	if elapsed := time.Since(start); elapsed > 30*time.Second {
+		t.Errorf("the call took %s; its attempt had a minute, the call 300ms", elapsed)
+	}
+}
+
 func TestCancelInFlight(t *testing.T) {
 	t.Parallel()
 	srv := openaitest.NewServer(t)
