@@ -215,7 +215,8 @@ type Rel string
 
 // Relationship types.
 const (
-	// Supersedes points from a newer node to the node it replaces.
+	// Supersedes points from a node to the node it replaces: a newer node,
+	// or a reinstated one (Edge.Reinstated).
 	Supersedes Rel = "SUPERSEDES"
 	// ConflictsWith joins two nodes that contradict each other (stored with a
 	// direction, read without one).
@@ -226,6 +227,10 @@ const (
 type Edge struct {
 	Rel      Rel
 	From, To string
+	// Reinstated marks a Supersedes relationship written by
+	// WriteTx.Reinstate: From had been superseded and came back, replacing
+	// To, so From is usually the older node.
+	Reinstated bool
 }
 
 // Candidate is a node returned by a full-text search for dedup.

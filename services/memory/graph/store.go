@@ -95,6 +95,19 @@ type WriteTx interface {
 	// from newID to oldID, and oldID leaves the live set. An oldID that is
 	// not live fails with ErrNotLive.
 	Supersede(ctx context.Context, newID, oldID string) error
+	// Reinstate brings the superseded node id back: content that was
+	// replaced and is asserted again is the current content again, in its
+	// own node, so that its id and history stay one. The head of id's chain
+	// (the live node reached by following SupersededBy, see ChainHead)
+	// leaves the live set, superseded by id; id is live again and searchable
+	// as Create made it; the Supersedes relationships into id are removed
+	// (they no longer hold, and the supersession filter would still hide
+	// id), and a Supersedes relationship from id to the head, marked
+	// Edge.Reinstated, is added. It returns the head as it is afterwards.
+	// An id that is no node of this scope fails with ErrNotFound, a live
+	// one with ErrInvalid, a chain with no live head within MaxChainHops
+	// with ErrNoLiveHead.
+	Reinstate(ctx context.Context, id string) (head Node, err error)
 }
 
 // Errors of the port. Adapters wrap them, so test with errors.Is.
@@ -110,6 +123,10 @@ var (
 	ErrDuplicateContent = errors.New("graph: duplicate content")
 	// ErrNotLive: a superseded node cannot be superseded again.
 	ErrNotLive = errors.New("graph: node already superseded")
+	// ErrNoLiveHead: following SupersededBy from a superseded node reaches
+	// no live node (a cycle, a node missing from the scope, or a chain
+	// longer than MaxChainHops), so there is nothing it could replace.
+	ErrNoLiveHead = errors.New("graph: supersession chain has no live head")
 	// ErrUnavailable marks a transient failure: the graph did not answer,
 	// or the transaction was rolled back by a transient condition.
 	// Retrying later may succeed.

@@ -7,4 +7,8 @@
 // one at a time and the scope lock of the port is implied; read
 // transactions use a separate pool whose connections are query_only, so a
 // read transaction cannot write.
+//
+// The schema is applied at every Open: idempotent CREATE statements, then
+// the columns added since a table was first created (mem_edges.reinstated)
+// added to files that lack them.
 package embedded

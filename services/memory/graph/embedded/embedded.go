@@ -146,6 +146,7 @@ var schema = []string{
 		from_id TEXT NOT NULL,
 		to_id TEXT NOT NULL,
 		created_at INTEGER NOT NULL,
+		reinstated INTEGER NOT NULL DEFAULT 0,
 		PRIMARY KEY (rel, from_id, to_id)
 	) WITHOUT ROWID`,
 	`CREATE INDEX IF NOT EXISTS mem_edges_to ON mem_edges (to_id, rel)`,
@@ -169,6 +170,15 @@ var schema = []string{
 	END`,
 }
 
+// addedColumns are columns added to the tables of schema after databases
+// were created without them. The CREATE TABLE of schema has them, for new
+// databases; migrate adds them to older ones, since SQLite has no ADD
+// COLUMN IF NOT EXISTS.
+var addedColumns = []struct{ table, column, decl string }{
+	// A SUPERSEDES written by WriteTx.Reinstate (graph.Edge.Reinstated).
+	{"mem_edges", "reinstated", "INTEGER NOT NULL DEFAULT 0"},
+}
+
 func (s *Store) migrate(ctx context.Context) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
@@ -178,6 +188,18 @@ func (s *Store) migrate(ctx context.Context) error {
 	for _, stmt := range schema {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("embedded graph: schema: %w", err)
+		}
+	}
+	for _, c := range addedColumns {
+		var has int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`, c.table, c.column).Scan(&has); err != nil {
+			return fmt.Errorf("embedded graph: schema: columns of %s: %w", c.table, err)
+		}
+		if has > 0 {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE `+c.table+` ADD COLUMN `+c.column+` `+c.decl); err != nil {
+			return fmt.Errorf("embedded graph: schema: add %s.%s: %w", c.table, c.column, err)
 		}
 	}
 	if err := tx.Commit(); err != nil {

@@ -177,7 +177,7 @@ func (r *readTx) Edges(ctx context.Context, area graph.Area, rel graph.Rel) ([]g
 	if err := area.Validate(); err != nil {
 		return nil, err
 	}
-	rows, err := r.tx.QueryContext(ctx, `SELECT e.from_id, e.to_id FROM mem_edges e JOIN mem_nodes n ON n.id = e.from_id
+	rows, err := r.tx.QueryContext(ctx, `SELECT e.from_id, e.to_id, e.reinstated FROM mem_edges e JOIN mem_nodes n ON n.id = e.from_id
 		WHERE e.tenant_id = ? AND n.tenant_id = ? AND e.rel = ? AND n.area_uid = ? ORDER BY e.from_id, e.to_id`,
 		r.tenant, r.tenant, string(rel), areaUID(r.tenant, area))
 	if err != nil {
@@ -187,7 +187,7 @@ func (r *readTx) Edges(ctx context.Context, area graph.Area, rel graph.Rel) ([]g
 	var out []graph.Edge
 	for rows.Next() {
 		e := graph.Edge{Rel: rel}
-		if err := rows.Scan(&e.From, &e.To); err != nil {
+		if err := rows.Scan(&e.From, &e.To, &e.Reinstated); err != nil {
 			return nil, classify("scan edge", err)
 		}
 		out = append(out, e)
@@ -406,10 +406,6 @@ func (w *writeTx) Create(ctx context.Context, n graph.Node) error {
 	if err := graph.CheckNode(n, w.scope); err != nil {
 		return err
 	}
-	fts := ""
-	if n.Kind == graph.Decision || n.Kind == graph.Pattern {
-		fts = ftsScope(w.uid, n.Kind)
-	}
 	var validated any
 	if !n.LastValidatedAt.IsZero() {
 		validated = n.LastValidatedAt.UTC().UnixNano()
@@ -419,7 +415,7 @@ func (w *writeTx) Create(ctx context.Context, n graph.Node) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		n.ID, w.tenant, string(n.Kind), string(n.Scope.Level), n.Scope.ProjectID, n.Scope.Focus, w.uid,
 		areaUID(w.tenant, n.Scope.Area()), n.Title, n.Rationale, n.EntityName, graph.NormalizeEntity(n.EntityName),
-		n.ContentHash, string(cmpStatus(n.Status)), n.CreatedAt.UTC().UnixNano(), validated, fts)
+		n.ContentHash, string(cmpStatus(n.Status)), n.CreatedAt.UTC().UnixNano(), validated, liveFTSScope(w.uid, n.Kind))
 	var se *sqlite.Error
 	if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
 		if strings.Contains(se.Error(), "mem_nodes.id") {
@@ -459,6 +455,58 @@ func (w *writeTx) Supersede(ctx context.Context, newID, oldID string) error {
 	_, err = w.tx.ExecContext(ctx, `INSERT INTO mem_edges (tenant_id, rel, from_id, to_id, created_at) VALUES (?, 'SUPERSEDES', ?, ?, ?)`,
 		w.tenant, newID, oldID, time.Now().UnixNano())
 	return classify("supersede edge", err)
+}
+
+// liveFTSScope is the fts_scope of a live node of kind: its scope's token
+// for the kinds dedup searches (decisions, patterns), none for the others.
+func liveFTSScope(scopeUID string, kind graph.Kind) string {
+	if kind == graph.Decision || kind == graph.Pattern {
+		return ftsScope(scopeUID, kind)
+	}
+	return ""
+}
+
+func (w *writeTx) Reinstate(ctx context.Context, id string) (graph.Node, error) {
+	old, head, err := graph.ChainHead(ctx, id, w.scopeNode)
+	if err != nil {
+		return graph.Node{}, err
+	}
+	for _, step := range []struct {
+		op, query string
+		args      []any
+	}{
+		// What superseded old no longer does; left, it would still hide old
+		// from Live.
+		{"remove the supersession of the reinstated node", `DELETE FROM mem_edges WHERE tenant_id = ? AND rel = 'SUPERSEDES' AND to_id = ?`,
+			[]any{w.tenant, old.ID}},
+		{"reinstate", `UPDATE mem_nodes SET superseded_by = NULL, fts_scope = ? WHERE tenant_id = ? AND scope_uid = ? AND id = ?`,
+			[]any{liveFTSScope(w.uid, old.Kind), w.tenant, w.uid, old.ID}},
+		{"supersede the head", `UPDATE mem_nodes SET superseded_by = ?, fts_scope = '' WHERE tenant_id = ? AND scope_uid = ? AND id = ?`,
+			[]any{old.ID, w.tenant, w.uid, head.ID}},
+		{"reinstatement edge", `INSERT INTO mem_edges (tenant_id, rel, from_id, to_id, created_at, reinstated) VALUES (?, 'SUPERSEDES', ?, ?, ?, 1)
+			ON CONFLICT (rel, from_id, to_id) DO UPDATE SET reinstated = 1, created_at = excluded.created_at`,
+			[]any{w.tenant, old.ID, head.ID, time.Now().UnixNano()}},
+	} {
+		if _, err := w.tx.ExecContext(ctx, step.query, step.args...); err != nil {
+			return graph.Node{}, classify(step.op, err)
+		}
+	}
+	head.SupersededBy = old.ID
+	return head, nil
+}
+
+// scopeNode reads the node id of this transaction's scope, and reports
+// whether there is one.
+func (w *writeTx) scopeNode(ctx context.Context, id string) (graph.Node, bool, error) {
+	n, err := scanNode(w.tx.QueryRowContext(ctx, `SELECT `+nodeCols+` FROM mem_nodes WHERE tenant_id = ? AND scope_uid = ? AND id = ?`,
+		w.tenant, w.uid, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return graph.Node{}, false, nil
+	}
+	if err != nil {
+		return graph.Node{}, false, classify("read node", err)
+	}
+	return n, true, nil
 }
 
 // inScope returns graph.ErrNotFound when id is no node of this

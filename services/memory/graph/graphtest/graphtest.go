@@ -1,11 +1,11 @@
 // Package graphtest is the conformance suite of the graph port: every
 // adapter of graph.Store must pass Run. It tests the port's contract (scopes,
-// nodes, content-key uniqueness, supersession, full-text candidates,
-// conflicts, hygiene queries, tenant isolation) and runs the memory engines
-// on the adapter through every state and threshold of seed 001, including
-// the concurrency proofs: 32 writers of the same or near-same decision into
-// one scope, repeated, never produce a duplicate or two successors of one
-// node.
+// nodes, content-key uniqueness, supersession and reinstatement, full-text
+// candidates, conflicts, hygiene queries, tenant isolation) and runs the
+// memory engines on the adapter through every state and threshold of seed
+// 001, including the concurrency proofs: 32 writers of the same or
+// near-same decision into one scope, repeated, never produce a duplicate or
+// two successors of one node.
 package graphtest
 
 import (

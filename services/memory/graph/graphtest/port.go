@@ -24,6 +24,9 @@ func RunPort(t *testing.T, h Harness) {
 		{"ContentKeyUnique", testContentKeyUnique},
 		{"Supersede", testSupersede},
 		{"SupersedeOutsideTheScope", testSupersedeOutsideTheScope},
+		{"Reinstate", testReinstate},
+		{"ReinstateAChain", testReinstateChain},
+		{"ReinstateRefused", testReinstateRefused},
 		{"Candidates", testCandidates},
 		{"QuerySyntaxIsText", testQuerySyntaxIsText},
 		{"Conflicts", testConflicts},
@@ -614,5 +617,212 @@ func testSupersedeOutsideTheScope(t *testing.T, h Harness) {
 	})
 	if !errors.Is(err, graph.ErrNotFound) {
 		t.Fatalf("Supersede(project node, focus node) in the project's write = %v; want ErrNotFound", err)
+	}
+}
+
+// supersede records that newID replaces oldID, in a write of its own.
+func supersede(t *testing.T, s graph.Store, tenant string, sc graph.Scope, newID, oldID string) {
+	t.Helper()
+	err := s.Write(ctxT(t), tenant, sc, func(ctx context.Context, tx graph.WriteTx) error { return tx.Supersede(ctx, newID, oldID) })
+	if err != nil {
+		t.Fatalf("Supersede(%s, %s): %v", newID, oldID, err)
+	}
+}
+
+// reinstate runs WriteTx.Reinstate in a write of its own.
+func reinstate(t *testing.T, s graph.Store, tenant string, sc graph.Scope, id string) (graph.Node, error) {
+	t.Helper()
+	var head graph.Node
+	err := s.Write(ctxT(t), tenant, sc, func(ctx context.Context, tx graph.WriteTx) error {
+		var err error
+		head, err = tx.Reinstate(ctx, id)
+		return err
+	})
+	return head, err
+}
+
+func supersedesEdges(t *testing.T, s graph.Store, tenant string, area graph.Area) []graph.Edge {
+	t.Helper()
+	return read(t, s, tenant, func(ctx context.Context, tx graph.ReadTx) ([]graph.Edge, error) {
+		return tx.Edges(ctx, area, graph.Supersedes)
+	})
+}
+
+func liveIDs(t *testing.T, s graph.Store, tenant string, sc graph.Scope) []string {
+	t.Helper()
+	return ids(read(t, s, tenant, func(ctx context.Context, tx graph.ReadTx) ([]graph.Node, error) { return tx.Live(ctx, sc, 10) }))
+}
+
+// checkSupersession asserts that SupersededBy and the Supersedes
+// relationships of area say the same: a relationship from X to Y exactly
+// when Y is superseded by X.
+func checkSupersession(t *testing.T, s graph.Store, tenant string, area graph.Area) {
+	t.Helper()
+	byID := map[string]graph.Node{}
+	for _, n := range nodesOf(t, s, tenant, area) {
+		byID[n.ID] = n
+	}
+	into := map[string][]string{}
+	for _, e := range supersedesEdges(t, s, tenant, area) {
+		into[e.To] = append(into[e.To], e.From)
+		if by := byID[e.To].SupersededBy; by != e.From {
+			t.Errorf("SUPERSEDES %s -> %s, but %s is superseded by %q", e.From, e.To, e.To, by)
+		}
+	}
+	for id, n := range byID {
+		if !n.Live() && !slices.Equal(into[id], []string{n.SupersededBy}) {
+			t.Errorf("%s is superseded by %s, but its incoming SUPERSEDES come from %v", id, n.SupersededBy, into[id])
+		}
+	}
+}
+
+// The revert: A is superseded by B, then A comes back. A is live and
+// searchable again, B is superseded by A, and the relationships say so.
+func testReinstate(t *testing.T, h Harness) {
+	s, tenant := h.Open(t)
+	ensureProject(t, s, tenant, "p1")
+	sc := graph.ProjectScope("p1")
+	a := newNode(graph.Decision, sc, "Cache user sessions in Redis", "fast", base)
+	b := newNode(graph.Decision, sc, "Cache user sessions in Redis with a TTL", "fast, bounded", base.Add(time.Hour))
+	put(t, s, tenant, a, b)
+	supersede(t, s, tenant, sc, b.ID, a.ID)
+
+	head, err := reinstate(t, s, tenant, sc, a.ID)
+	if err != nil {
+		t.Fatalf("Reinstate(%s): %v", a.ID, err)
+	}
+	if head.ID != b.ID || head.Title != b.Title || head.SupersededBy != a.ID {
+		t.Errorf("Reinstate returned head %+v, want %s superseded by %s", head, b.ID, a.ID)
+	}
+	gotA := read(t, s, tenant, func(ctx context.Context, tx graph.ReadTx) (graph.Node, error) { return tx.Node(ctx, a.ID) })
+	gotB := read(t, s, tenant, func(ctx context.Context, tx graph.ReadTx) (graph.Node, error) { return tx.Node(ctx, b.ID) })
+	if !gotA.Live() || gotB.SupersededBy != a.ID {
+		t.Errorf("after Reinstate: %s superseded by %q, %s by %q; want %s live and %s superseded by it",
+			a.ID, gotA.SupersededBy, b.ID, gotB.SupersededBy, a.ID, b.ID)
+	}
+	if got := liveIDs(t, s, tenant, sc); !slices.Equal(got, []string{a.ID}) {
+		t.Errorf("Live after Reinstate = %v, want only the reinstated %s", got, a.ID)
+	}
+	want := []graph.Edge{{Rel: graph.Supersedes, From: a.ID, To: b.ID, Reinstated: true}}
+	if got := supersedesEdges(t, s, tenant, sc.Area()); !slices.Equal(got, want) {
+		t.Errorf("SUPERSEDES after Reinstate = %+v, want %+v (the one into %s removed)", got, want, a.ID)
+	}
+	checkSupersession(t, s, tenant, sc.Area())
+	// Full-text: the reinstated node is a candidate again, the head no more.
+	if got := ids2(candidates(t, s, tenant, sc, graph.Decision, "cache user sessions redis", 5)); !slices.Equal(got, []string{a.ID}) {
+		t.Errorf("Candidates after Reinstate = %v, want [%s]", got, a.ID)
+	}
+	// Back again: B reinstated over A, the relationship from A removed.
+	if head, err := reinstate(t, s, tenant, sc, b.ID); err != nil || head.ID != a.ID {
+		t.Fatalf("Reinstate(%s) back = %+v, %v; want head %s", b.ID, head, err, a.ID)
+	}
+	want = []graph.Edge{{Rel: graph.Supersedes, From: b.ID, To: a.ID, Reinstated: true}}
+	if got := supersedesEdges(t, s, tenant, sc.Area()); !slices.Equal(got, want) {
+		t.Errorf("SUPERSEDES after reinstating back = %+v, want %+v", got, want)
+	}
+	if got := liveIDs(t, s, tenant, sc); !slices.Equal(got, []string{b.ID}) {
+		t.Errorf("Live after reinstating back = %v, want [%s]", got, b.ID)
+	}
+	checkSupersession(t, s, tenant, sc.Area())
+}
+
+// A node superseded twice over (A <- B <- C) replaces the live head of its
+// chain, C; B stays superseded by C. Every kind can be reinstated: a
+// pattern becomes a full-text candidate again, an entity fact (no
+// full-text) live.
+func testReinstateChain(t *testing.T, h Harness) {
+	s, tenant := h.Open(t)
+	ensureProject(t, s, tenant, "p1")
+	sc := graph.ProjectScope("p1")
+	a := newNode(graph.Decision, sc, words(0, 1, 2, 3), "a", base)
+	b := newNode(graph.Decision, sc, words(0, 1, 2, 3, 4), "b", base.Add(time.Hour))
+	c := newNode(graph.Decision, sc, words(0, 1, 2, 3, 4, 5), "c", base.Add(2*time.Hour))
+	put(t, s, tenant, a, b, c)
+	supersede(t, s, tenant, sc, b.ID, a.ID)
+	supersede(t, s, tenant, sc, c.ID, b.ID)
+
+	head, err := reinstate(t, s, tenant, sc, a.ID)
+	if err != nil || head.ID != c.ID {
+		t.Fatalf("Reinstate(%s) = %+v, %v; want the head of its chain %s", a.ID, head, err, c.ID)
+	}
+	want := []graph.Edge{{Rel: graph.Supersedes, From: a.ID, To: c.ID, Reinstated: true}, {Rel: graph.Supersedes, From: c.ID, To: b.ID}}
+	slices.SortFunc(want, func(x, y graph.Edge) int { return strings.Compare(x.From, y.From) })
+	if got := supersedesEdges(t, s, tenant, sc.Area()); !slices.Equal(got, want) {
+		t.Errorf("SUPERSEDES = %+v, want %+v", got, want)
+	}
+	if got := liveIDs(t, s, tenant, sc); !slices.Equal(got, []string{a.ID}) {
+		t.Errorf("Live = %v, want [%s]", got, a.ID)
+	}
+	checkSupersession(t, s, tenant, sc.Area())
+	// B's chain now runs through C to A.
+	if head, err := reinstate(t, s, tenant, sc, b.ID); err != nil || head.ID != a.ID {
+		t.Fatalf("Reinstate(%s) = %+v, %v; want head %s", b.ID, head, err, a.ID)
+	}
+	if got := liveIDs(t, s, tenant, sc); !slices.Equal(got, []string{b.ID}) {
+		t.Errorf("Live = %v, want [%s]", got, b.ID)
+	}
+	checkSupersession(t, s, tenant, sc.Area())
+
+	p1 := newNode(graph.Pattern, sc, "Retry with backoff", "p1", base)
+	p2 := newNode(graph.Pattern, sc, "Retry with capped backoff", "p2", base.Add(time.Hour))
+	f1 := newNode(graph.EntityFact, sc, "Redis", "version 7", base)
+	f2 := newNode(graph.EntityFact, sc, "Redis", "version 8", base.Add(time.Hour))
+	put(t, s, tenant, p1, p2, f1, f2)
+	supersede(t, s, tenant, sc, p2.ID, p1.ID)
+	supersede(t, s, tenant, sc, f2.ID, f1.ID)
+	for _, tc := range []struct{ old, head graph.Node }{{p1, p2}, {f1, f2}} {
+		if head, err := reinstate(t, s, tenant, sc, tc.old.ID); err != nil || head.ID != tc.head.ID {
+			t.Errorf("Reinstate(%s %s) = %+v, %v; want head %s", tc.old.Kind, tc.old.ID, head, err, tc.head.ID)
+		}
+	}
+	if got := ids2(candidates(t, s, tenant, sc, graph.Pattern, "retry backoff", 5)); !slices.Equal(got, []string{p1.ID}) {
+		t.Errorf("pattern Candidates = %v, want the reinstated [%s]", got, p1.ID)
+	}
+	live := liveIDs(t, s, tenant, sc)
+	if !slices.Contains(live, f1.ID) || slices.Contains(live, f2.ID) {
+		t.Errorf("Live = %v, want the reinstated fact %s and not %s", live, f1.ID, f2.ID)
+	}
+	checkSupersession(t, s, tenant, sc.Area())
+}
+
+// Reinstate refuses what it cannot do, with the port's errors, and a
+// refused Reinstate changes nothing.
+func testReinstateRefused(t *testing.T, h Harness) {
+	s, tenant := h.Open(t)
+	ensureProject(t, s, tenant, "p1", "f1")
+	sc := graph.ProjectScope("p1")
+	live := newNode(graph.Decision, sc, "A live decision", "", base)
+	a := newNode(graph.Decision, sc, "Cycle end one", "", base)
+	b := newNode(graph.Decision, sc, "Cycle end two", "", base)
+	other := newNode(graph.Decision, graph.FocusScope("p1", "f1"), "A superseded node of another scope", "", base)
+	otherNew := newNode(graph.Decision, other.Scope, "Its successor", "", base)
+	put(t, s, tenant, live, a, b, other, otherNew)
+	supersede(t, s, tenant, other.Scope, otherNew.ID, other.ID)
+	// A cycle, which no engine writes but the port allows: A superseded by
+	// B, then B by A.
+	supersede(t, s, tenant, sc, b.ID, a.ID)
+	supersede(t, s, tenant, sc, a.ID, b.ID)
+	before := nodesOf(t, s, tenant, sc.Area())
+	for _, tc := range []struct {
+		name, id string
+		want     error
+	}{
+		{"a live node", live.ID, graph.ErrInvalid},
+		{"a missing node", "no-such-node", graph.ErrNotFound},
+		{"a node of another scope", other.ID, graph.ErrNotFound},
+		{"a node on a cycle", a.ID, graph.ErrNoLiveHead},
+	} {
+		if _, err := reinstate(t, s, tenant, sc, tc.id); !errors.Is(err, tc.want) {
+			t.Errorf("Reinstate(%s): err = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	after := nodesOf(t, s, tenant, sc.Area())
+	if len(after) != len(before) {
+		t.Fatalf("refused Reinstate changed the nodes: %d -> %d", len(before), len(after))
+	}
+	for i := range after {
+		if !sameNode(after[i], before[i]) {
+			t.Errorf("refused Reinstate changed %s: %+v -> %+v", after[i].ID, before[i], after[i])
+		}
 	}
 }

@@ -8,7 +8,8 @@
 // kind | content hash), status, created_at, last_validated_at, superseded_by
 // and, while live, ft_scope. Scopes are :Scope nodes (:Project, :FocusArea
 // with FOCUS_OF to its project, :Global) with a unique uid. Relationships:
-// SUPERSEDES (newer to older) and CONFLICTS_WITH, each carrying tenant_id.
+// SUPERSEDES (newer to older; from a reinstated node to the one it replaced,
+// with reinstated: true) and CONFLICTS_WITH, each carrying tenant_id.
 //
 // Schema, created idempotently by Open: uniqueness constraints on
 // Memory.id, Memory.content_key and Scope.uid; range indexes on

@@ -397,7 +397,7 @@ func classify(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, own := range []error{graph.ErrInvalid, graph.ErrNotFound, graph.ErrScopeNotFound, graph.ErrDuplicateContent, graph.ErrNotLive, graph.ErrUnavailable} {
+	for _, own := range []error{graph.ErrInvalid, graph.ErrNotFound, graph.ErrScopeNotFound, graph.ErrDuplicateContent, graph.ErrNotLive, graph.ErrNoLiveHead, graph.ErrUnavailable} {
 		if errors.Is(err, own) {
 			return err
 		}

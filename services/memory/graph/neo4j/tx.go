@@ -210,13 +210,14 @@ func (r *readTx) Edges(ctx context.Context, area graph.Area, rel graph.Rel) ([]g
 		return nil, fmt.Errorf("%w: relationship type %q", graph.ErrInvalid, rel)
 	}
 	var out []graph.Edge
-	err := r.run(ctx, `MATCH (a:Memory)-[:`+typ+`]->(b:Memory)
+	err := r.run(ctx, `MATCH (a:Memory)-[r:`+typ+`]->(b:Memory)
 		WHERE a.area_uid = $area AND a.kind IS NOT NULL AND a.tenant_id = $tenant AND b.tenant_id = $tenant
-		RETURN a.id AS a, b.id AS b ORDER BY a, b`, map[string]any{"area": areaUID(r.tenant, area)},
+		RETURN a.id AS a, b.id AS b, coalesce(r.reinstated, false) AS reinstated ORDER BY a, b`, map[string]any{"area": areaUID(r.tenant, area)},
 		func(rec *neo4j.Record) error {
 			a, _ := rec.Values[0].(string)
 			b, _ := rec.Values[1].(string)
-			out = append(out, graph.Edge{Rel: rel, From: a, To: b})
+			reinstated, _ := rec.Values[2].(bool)
+			out = append(out, graph.Edge{Rel: rel, From: a, To: b, Reinstated: reinstated})
 			return nil
 		})
 	return out, err
@@ -422,8 +423,8 @@ func (w *writeTx) Create(ctx context.Context, n graph.Node) error {
 		"content_hash": n.ContentHash, "content_key": contentKey(w.uid, n.Kind, n.ContentHash),
 		"status": string(cmpStatus(n.Status)), "created_at": n.CreatedAt.UTC(),
 	}
-	if _, ok := ftIndex[n.Kind]; ok {
-		props["ft_scope"] = ftScope(w.uid)
+	if ft := liveFTScope(w.uid, n.Kind); ft != nil {
+		props["ft_scope"] = ft
 	}
 	if n.Kind == graph.EntityFact {
 		props["entity_name"] = n.EntityName
@@ -483,4 +484,50 @@ func (w *writeTx) Supersede(ctx context.Context, newID, oldID string) error {
 		REMOVE old.ft_scope
 		CREATE (new)-[:SUPERSEDES {tenant_id: $tenant, created_at: datetime()}]->(old)`, params(),
 		func(*neo4j.Record) error { return nil })
+}
+
+// liveFTScope is the ft_scope of a live node of kind: its scope's token for
+// the kinds with a full-text index, nil (no property) for the others.
+func liveFTScope(uid string, kind graph.Kind) any {
+	if _, ok := ftIndex[kind]; ok {
+		return ftScope(uid)
+	}
+	return nil
+}
+
+func (w *writeTx) Reinstate(ctx context.Context, id string) (graph.Node, error) {
+	old, head, err := graph.ChainHead(ctx, id, w.scopeNode)
+	if err != nil {
+		return graph.Node{}, err
+	}
+	// The relationships into old go: what superseded it no longer does, and
+	// left, they would still hide it from Live. Setting ft_scope to null
+	// (an entity fact) removes it.
+	err = w.run(ctx, `MATCH (old:Memory {id: $old}) WHERE old.tenant_id = $tenant AND old.scope_uid = $scope
+		MATCH (head:Memory {id: $head}) WHERE head.tenant_id = $tenant AND head.scope_uid = $scope
+		OPTIONAL MATCH (:Memory)-[prior:SUPERSEDES]->(old)
+		DELETE prior
+		WITH DISTINCT old, head
+		SET old.superseded_by = null, old.ft_scope = $ft, head.superseded_by = old.id
+		REMOVE head.ft_scope
+		MERGE (old)-[r:SUPERSEDES]->(head)
+		SET r.tenant_id = $tenant, r.created_at = datetime(), r.reinstated = true`,
+		map[string]any{"old": old.ID, "head": head.ID, "scope": w.uid, "ft": liveFTScope(w.uid, old.Kind)},
+		func(*neo4j.Record) error { return nil })
+	if err != nil {
+		return graph.Node{}, err
+	}
+	head.SupersededBy = old.ID
+	return head, nil
+}
+
+// scopeNode reads the node id of this transaction's scope, and reports
+// whether there is one.
+func (w *writeTx) scopeNode(ctx context.Context, id string) (graph.Node, bool, error) {
+	ns, err := w.nodes(ctx, `MATCH (n:Memory {id: $id}) WHERE n.tenant_id = $tenant AND n.scope_uid = $scope RETURN `+nodeProjection,
+		map[string]any{"id": id, "scope": w.uid})
+	if err != nil || len(ns) == 0 {
+		return graph.Node{}, false, err
+	}
+	return ns[0], true, nil
 }
