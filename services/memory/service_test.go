@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -249,6 +250,75 @@ func TestServiceAnswersWrites(t *testing.T) {
 			return false
 		})
 	})
+}
+
+// A revert through the service, on both graphs: decision A is superseded
+// by B, then A is requested again. A is reinstated (answered supersede, with
+// A's node and B as the match) and retrieval returns A, not B; requested a
+// third time, A is a duplicate of itself.
+func TestServiceRevert(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) (graph.Store, string)
+	}{
+		{"embedded", func(t *testing.T) (graph.Store, string) { return memtest.Embedded(t), "acme" }},
+		{"neo4j", func(t *testing.T) (graph.Store, string) {
+			uri, user, password := testenv.Neo4j(t)
+			g, err := neo4jstore.Open(memtest.Ctx(t), neo4jstore.Config{URI: uri, User: user, Password: password, Logger: memtest.Logger(t)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = g.Close(context.Background()) })
+			return g, testenv.Neo4jTenant(t)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			db := testdb.SQLite(t)
+			g, tenant := tc.open(t)
+			r := newRig(t, db)
+			m := r.memory(t, g, nil)
+			r.service(t, m, nil)
+			memtest.Tenant(t, db, tenant)
+			memtest.Project(t, g, tenant, "shop")
+			// Each request waits for the answer before it: the order is the test.
+			save := func(id, title string) contracts.MemoryWritten {
+				t.Helper()
+				r.request(t, write1(tenant, id, "shop", title))
+				return r.answer(t, id)
+			}
+			const titleA, titleB = "Cache user sessions in Redis", "Cache user sessions in Redis with a TTL"
+			a := save("r-a", titleA)
+			if a.Status != "saved" || a.Outcome != "new" {
+				t.Fatalf("A: %+v, want saved/new", a)
+			}
+			b := save("r-b", titleB)
+			if b.Status != "saved" || b.Outcome != "supersede" || b.MatchID != a.NodeID {
+				t.Fatalf("B: %+v, want saved/supersede of %s", b, a.NodeID)
+			}
+			back := save("r-a-again", titleA)
+			if back.Status != "saved" || back.Outcome != "supersede" || back.NodeID != a.NodeID || back.MatchID != b.NodeID ||
+				!strings.Contains(back.Detail, "reinstated") {
+				t.Errorf("A again: %+v, want saved/supersede as %s (reinstated) of %s", back, a.NodeID, b.NodeID)
+			}
+			bundle, err := m.Retrieval.Retrieve(memtest.Ctx(t), tenant, "shop", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, n := range bundle.Nodes {
+				got = append(got, n.ID+" "+n.Title)
+			}
+			if want := []string{a.NodeID + " " + titleA}; !slices.Equal(got, want) {
+				t.Errorf("retrieval after the revert = %q, want %q (B superseded)", got, want)
+			}
+			third := save("r-a-third", titleA)
+			if third.Status != "saved" || third.Outcome != "duplicate_skip" || third.NodeID != a.NodeID {
+				t.Errorf("A a third time: %+v, want saved/duplicate_skip of %s", third, a.NodeID)
+			}
+		})
+	}
 }
 
 // Neo4j unavailable: the write is answered pending_retry at once and kept in

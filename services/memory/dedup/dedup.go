@@ -15,10 +15,13 @@ type Outcome string
 const (
 	// OutcomeNew: nothing similar; the node was written.
 	OutcomeNew Outcome = "new"
-	// OutcomeDuplicateSkip: the same content exists; nothing was written.
+	// OutcomeDuplicateSkip: the same content exists, live; nothing was
+	// written.
 	OutcomeDuplicateSkip Outcome = "duplicate_skip"
-	// OutcomeSupersede: a live node was similar enough; the node was written with a
-	// SUPERSEDES relationship to it.
+	// OutcomeSupersede: a live node was similar enough; the node was written
+	// with a SUPERSEDES relationship to it. Or the same content existed but
+	// had been superseded: that node was reinstated and supersedes the live
+	// head of its chain instead (Result.Reason says so).
 	OutcomeSupersede Outcome = "supersede"
 	// OutcomeManualReview: a live node was somewhat similar; nothing was written and
 	// the candidate is returned for a person to decide.
@@ -95,22 +98,26 @@ type Match struct {
 type Result struct {
 	Outcome Outcome
 	// NodeID is the node that now holds the content: the new node (OutcomeNew,
-	// OutcomeSupersede), the existing one (OutcomeDuplicateSkip), empty
+	// OutcomeSupersede), the existing one (OutcomeDuplicateSkip, and
+	// OutcomeSupersede when it reinstated that node), empty
 	// (OutcomeManualReview).
 	NodeID string
 	// Match is the existing node that decided the outcome: the duplicate,
-	// the superseded node or the candidate to review. With OutcomeNew it is
-	// the best candidate below the review threshold, if any.
+	// the superseded node (after a reinstatement, the head it replaced,
+	// with the similarity of the two titles) or the candidate to review.
+	// With OutcomeNew it is the best candidate below the review threshold,
+	// if any.
 	Match *Match
 	// Reason explains a manual_review that the score alone would have made a
-	// supersede.
+	// supersede, and a supersede that reinstated an existing node.
 	Reason string
 }
 
 // Options change one Run.
 type Options struct {
 	// Confirmed skips the similarity step: a person reviewed the candidates
-	// and wants the node written as new. Exact duplicates are still skipped.
+	// and wants the node written as new. The exact content step still runs:
+	// a live duplicate is skipped, a superseded one reinstated.
 	Confirmed bool
 }
 
@@ -133,6 +140,12 @@ func (e *Engine) Classify(best float64) Outcome {
 //
 // n.ContentHash is computed when empty. Decisions go through both steps of
 // the seed; patterns and entity facts through the exact hash only.
+//
+// Step 1 refines the seed's "hash found → duplicate_skip": the content key
+// is unique, so content that was superseded can only come back in its old
+// node, and skipping it would leave the replacement current while telling
+// the caller the content is stored. A hash match that is not live is
+// reinstated instead (see reinstate).
 func (e *Engine) Run(ctx context.Context, tx graph.WriteTx, n graph.Node, opt Options) (Result, error) {
 	if n.ContentHash == "" {
 		n.ContentHash = ContentHash(n.Kind, n.EntityName, n.Title, n.Rationale)
@@ -143,7 +156,13 @@ func (e *Engine) Run(ctx context.Context, tx graph.WriteTx, n graph.Node, opt Op
 		return Result{}, fmt.Errorf("dedup: hash lookup: %w", err)
 	}
 	if found {
-		return Result{Outcome: OutcomeDuplicateSkip, NodeID: old.ID, Match: &Match{ID: old.ID, Title: old.Title, Score: 1}}, nil
+		// The request's own node is an earlier attempt of this write that
+		// committed; superseded since, it was replaced after the write, and
+		// a retry must not undo that.
+		if old.Live() || old.ID == n.ID {
+			return Result{Outcome: OutcomeDuplicateSkip, NodeID: old.ID, Match: &Match{ID: old.ID, Title: old.Title, Score: 1}}, nil
+		}
+		return reinstate(ctx, tx, old)
 	}
 	if n.Kind != graph.Decision || opt.Confirmed {
 		return e.create(ctx, tx, n, nil)
@@ -186,6 +205,28 @@ func (e *Engine) Run(ctx context.Context, tx graph.WriteTx, n graph.Node, opt Op
 	default:
 		return e.create(ctx, tx, n, best)
 	}
+}
+
+// reinstate makes the superseded node old, whose content is written again,
+// the current one: it supersedes the live head of its chain (the seed's
+// "write + [:SUPERSEDES] → old", the write being old's return). A revert
+// (A superseded by B, then A asserted again) makes A current and B
+// superseded, as writing A anew would, but A keeps its id and history.
+func reinstate(ctx context.Context, tx graph.WriteTx, old graph.Node) (Result, error) {
+	head, err := tx.Reinstate(ctx, old.ID)
+	if err != nil {
+		return Result{}, fmt.Errorf("dedup: reinstate %s, the superseded node with the same content: %w", old.ID, err)
+	}
+	by := old.SupersededBy
+	if by != head.ID {
+		by += ", whose chain of supersessions ends at " + head.ID
+	}
+	return Result{
+		Outcome: OutcomeSupersede,
+		NodeID:  old.ID,
+		Match:   &Match{ID: head.ID, Title: head.Title, Score: Jaccard(TitleTokens(old.Title), TitleTokens(head.Title))},
+		Reason:  fmt.Sprintf("the same content was saved as %s and superseded by %s; reinstated, it supersedes %s now", old.ID, by, head.ID),
+	}, nil
 }
 
 func (e *Engine) create(ctx context.Context, tx graph.WriteTx, n graph.Node, best *Match) (Result, error) {

@@ -2,9 +2,14 @@
 // being stored twice in a scope.
 //
 // Step 1 compares the SHA-256 of the normalized content (ContentHash) with
-// the scope's nodes: a match is duplicate_skip. Step 2, for decisions only,
-// asks the store's full-text index for the five best candidates of the
-// scope and compares titles by Jaccard similarity of their TitleTokens:
+// the scope's nodes: a live match is duplicate_skip. A superseded match is
+// content asserted again after it was replaced, a revert: its node is
+// reinstated (graph.WriteTx.Reinstate), live again and superseding the live
+// head of its chain, and the outcome is supersede with the reinstated
+// node's id. (The seed skips any match; that left the replacement current
+// while telling the caller the content was stored.) Step 2, for decisions
+// only, asks the store's full-text index for the five best candidates of
+// the scope and compares titles by Jaccard similarity of their TitleTokens:
 // 0.70 or more supersedes the best candidate, 0.50 or more waits for manual
 // review, less is a new decision. One refinement of the seed (see
 // Config.ScoreOnly): a best candidate at 0.70 or more whose title differs by

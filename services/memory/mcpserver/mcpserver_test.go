@@ -120,6 +120,38 @@ func TestListTools(t *testing.T) {
 	}
 }
 
+// save_decision of a decision that was superseded reinstates it: the answer
+// names the reinstated node and the decision it replaces, and get_context
+// shows it again.
+func TestSaveDecisionReinstates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cs := e.connect(t, "acme")
+	a := map[string]any{"project_id": "shop", "title": "Cache user sessions in Redis", "rationale": "fast"}
+	first := save(t, cs, "save_decision", a)
+	b := save(t, cs, "save_decision", map[string]any{"project_id": "shop", "title": "Cache user sessions in Redis with a TTL",
+		"rationale": "fast, bounded"})
+	if b.Outcome != "supersede" || b.Match == nil || b.Match.ID != first.NodeID {
+		t.Fatalf("setup: %+v, want supersede of %s", b, first.NodeID)
+	}
+	back := save(t, cs, "save_decision", a)
+	if back.Status != "saved" || back.Outcome != "supersede" || back.NodeID != first.NodeID || back.Match == nil ||
+		back.Match.ID != b.NodeID || !strings.Contains(back.Detail, "reinstated") {
+		t.Errorf("the first decision again = %+v, want supersede as the reinstated %s of %s", back, first.NodeID, b.NodeID)
+	}
+	var ctxOut mcpserver.ContextOutput
+	if msg := call(t, cs, "get_context", map[string]any{"project_id": "shop"}, &ctxOut); msg != "" {
+		t.Fatal(msg)
+	}
+	var got []string
+	for _, n := range ctxOut.Nodes {
+		got = append(got, n.Title)
+	}
+	if want := []string{"Cache user sessions in Redis"}; !slices.Equal(got, want) {
+		t.Errorf("get_context = %q, want %q", got, want)
+	}
+}
+
 // Saves answer with their write status as a field; reads see what was
 // saved, by priority; hygiene and routing answer; every malformed call is a
 // tool error naming what to fix.

@@ -99,9 +99,11 @@ func (s *Server) MCP(tenant string) *mcp.Server {
 		"contradicting pairs; hygiene_due says the project's hygiene report is missing or older than 30 days.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.getContext)
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolSaveDecision, Description: "Save a decision with its rationale. " +
-		"An identical one is skipped (duplicate_skip); a very similar live decision is superseded (supersede); a " +
-		"somewhat similar one blocks the write for review (manual_review, status failed, candidate in match: resend " +
-		"with confirmed true to write anyway). " + saveNotes}, t.saveDecision)
+		"An identical live one is skipped (duplicate_skip); an identical one that was superseded is reinstated, " +
+		"replacing the decision that replaced it (supersede, node_id the reinstated node, match the replaced one); a " +
+		"very similar live decision is superseded (supersede); a somewhat similar one blocks the write for review " +
+		"(manual_review, status failed, candidate in match: resend with confirmed true to write anyway). " + saveNotes},
+		t.saveDecision)
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolSavePattern, Description: "Save a reusable pattern (name and description); " +
 		"an identical one is skipped. " + saveNotes}, t.savePattern)
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolSaveEntityFact, Description: "Save a fact about a named entity (a system, " +
@@ -254,8 +256,8 @@ type SaveOutput struct {
 	RequestID string `json:"request_id"`
 	Status    string `json:"status" jsonschema:"saved, pending_retry, failed or blocked_scope"`
 	Outcome   string `json:"outcome,omitempty" jsonschema:"new, duplicate_skip, supersede or manual_review"`
-	// NodeID holds the content (the existing node on duplicate_skip; the
-	// future node on pending_retry).
+	// NodeID holds the content (the existing node on duplicate_skip, and on
+	// a supersede that reinstated it; the future node on pending_retry).
 	NodeID     string       `json:"node_id,omitempty"`
 	Match      *MatchOutput `json:"match,omitempty"`
 	Scope      string       `json:"scope,omitempty" jsonschema:"where it went: g, p/<project> or f/<project>/<focus>"`

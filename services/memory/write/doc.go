@@ -14,5 +14,9 @@
 //
 // Writes are idempotent: the node id is fixed when the request is accepted
 // and the content hash makes a repeated write a duplicate_skip, so a write
-// whose first attempt committed without the caller knowing settles as saved.
+// whose first attempt committed without the caller knowing settles as saved
+// (even when another write superseded that node in between: dedup does not
+// reinstate the request's own node). Content written again after it was
+// superseded is not a repeat but a revert: dedup reinstates its node, and
+// the receipt says supersede with that node's id.
 package write

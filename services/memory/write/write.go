@@ -165,8 +165,10 @@ type Receipt struct {
 	Status    Status `json:"status"`
 	// Outcome is the dedup outcome, when dedup ran.
 	Outcome dedup.Outcome `json:"outcome,omitempty"`
-	// NodeID is the node holding the content: the new node, or the existing
-	// duplicate. For pending_retry, the id the node will have.
+	// NodeID is the node holding the content: the new node, the existing
+	// duplicate, or the existing node a supersede reinstated (the same
+	// content, superseded before). For pending_retry, the id the node will
+	// have.
 	NodeID string `json:"node_id,omitempty"`
 	// Match is the existing node dedup compared with: the duplicate, the
 	// superseded node, or the candidate waiting for manual review.
@@ -175,7 +177,9 @@ type Receipt struct {
 	Scope graph.Scope `json:"scope"`
 	// ScopeState is the resolution state of the request's scope.
 	ScopeState scope.State `json:"scope_state,omitempty"`
-	// Detail explains a status other than saved.
+	// Detail explains a status other than saved, and a saved write that
+	// created no node: a duplicate_skip, or a supersede that reinstated an
+	// existing node.
 	Detail string `json:"detail,omitempty"`
 }
 
@@ -553,6 +557,8 @@ func (e *Engine) run(ctx context.Context, p *Pending, gate func(context.Context)
 			out.Match.ID, out.Match.Title, out.Match.Score)
 	case dedup.OutcomeDuplicateSkip:
 		rc.Detail = "the same content is already saved as " + out.NodeID
+	case dedup.OutcomeSupersede:
+		rc.Detail = out.Reason // set when the supersede reinstated an existing node
 	}
 	return rc, nil
 }

@@ -3,6 +3,7 @@ package graphtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 // write the same decision (or near-duplicates of it, pairwise title
 // similarity 9/11) into one fresh scope at once, Rounds times. Every round
 // must end with no duplicate content, one live node, and no node superseded
-// twice.
+// twice. A last test has them all revert to a superseded decision at once:
+// it is reinstated once.
 func RunConcurrency(t *testing.T, h Harness) {
 	t.Run("SameDecision", func(t *testing.T) {
 		runRounds(t, h, func(round, w int) (string, string) {
@@ -31,6 +33,61 @@ func RunConcurrency(t *testing.T, h Harness) {
 				fmt.Sprintf("writer %d of round %d", w, round)
 		}, h.Writers)
 	})
+	t.Run("SameRevert", func(t *testing.T) { runRevertRounds(t, h) })
+}
+
+// runRevertRounds: A is superseded by B, then every writer writes A again
+// at once. Exactly one reinstates A, the others find it live; B stays
+// superseded once, by A. A tenth of Rounds: each round writes two nodes
+// before the race.
+func runRevertRounds(t *testing.T, h Harness) {
+	s, tenant := h.Open(t)
+	e := newWrite(t, s, nil, func(c *write.Config) { c.WriteTimeout = 2 * time.Minute })
+	const titleA, titleB = "Cache user sessions in Redis", "Cache user sessions in Redis with a TTL"
+	for round := range max(1, h.Rounds/10) {
+		project := fmt.Sprintf("revert-%d", round)
+		ensureProject(t, s, tenant, project)
+		req := func(title string) write.Request {
+			return write.Request{TenantID: tenant, ProjectID: project, Kind: graph.Decision, Title: title, Rationale: "sessions"}
+		}
+		a := save(t, e, req(titleA))
+		if b := save(t, e, req(titleB)); b.Outcome != dedup.OutcomeSupersede || b.Match == nil || b.Match.ID != a.NodeID {
+			t.Fatalf("round %d: setup %+v, want supersede of %s", round, b, a.NodeID)
+		}
+		receipts := make([]write.Receipt, h.Writers)
+		errs := make([]error, h.Writers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for w := range h.Writers {
+			wg.Go(func() {
+				<-start
+				receipts[w], errs[w] = e.Save(context.Background(), req(titleA))
+			})
+		}
+		close(start)
+		wg.Wait()
+		outcomes := map[dedup.Outcome]int{}
+		for w, rc := range receipts {
+			if errs[w] != nil || rc.Status != write.Saved || rc.NodeID != a.NodeID {
+				t.Fatalf("round %d writer %d: %+v, %v; want saved as %s", round, w, rc, errs[w], a.NodeID)
+			}
+			outcomes[rc.Outcome]++
+		}
+		if outcomes[dedup.OutcomeSupersede] != 1 || outcomes[dedup.OutcomeDuplicateSkip] != h.Writers-1 {
+			t.Errorf("round %d: outcomes %v, want 1 supersede (the reinstatement) and %d duplicate_skip", round, outcomes, h.Writers-1)
+		}
+		sc := graph.ProjectScope(project)
+		if got := liveIDs(t, s, tenant, sc); !slices.Equal(got, []string{a.NodeID}) {
+			t.Errorf("round %d: live %v, want only %s", round, got, a.NodeID)
+		}
+		if n := len(nodesOf(t, s, tenant, sc.Area())); n != 2 {
+			t.Errorf("round %d: %d nodes, want 2", round, n)
+		}
+		checkSupersession(t, s, tenant, sc.Area())
+		if t.Failed() {
+			return
+		}
+	}
 }
 
 func runRounds(t *testing.T, h Harness, content func(round, writer int) (string, string), wantNodes int) {

@@ -37,6 +37,8 @@ func RunEngines(t *testing.T, h Harness) {
 		{"DedupScopeAndKind", testDedupScopeAndKind},
 		{"DedupBestOfCandidates", testDedupBestCandidate},
 		{"DedupFindsAnOldNearDuplicate", testDedupOldNearDuplicate},
+		{"DedupReinstatesARevert", testDedupReinstates},
+		{"DedupKeepsARetrySuperseded", testDedupRetryNotReinstated},
 		{"WriteOutcomes", testWriteOutcomes},
 		{"WriteBlockedScope", testWriteBlocked},
 		{"WriteGovernance", testWriteGovernance},
@@ -1114,5 +1116,94 @@ func testDedupOldNearDuplicate(t *testing.T, h Harness) {
 	r := runDedup(t, s, tenant, newDedup(t), n, dedup.Options{})
 	if r.Outcome != dedup.OutcomeSupersede || r.Match == nil || r.Match.ID != old.ID {
 		t.Fatalf("outcome %s, match %+v; want supersede of %s (title Jaccard 4/5 = 0.8)", r.Outcome, r.Match, old.ID)
+	}
+}
+
+// The revert: A is superseded by B, then A is written again. Dedup
+// reinstates A, which supersedes B, instead of skipping A's content as
+// stored while B stays current; written a third time, A is a live
+// duplicate. Through a chain (A <- B <- C) A replaces the head, C; a
+// pattern, which only the port can supersede, follows the same rule.
+func testDedupReinstates(t *testing.T, h Harness) {
+	s, tenant := h.Open(t)
+	ensureProject(t, s, tenant, "p1", "f1")
+	d := newDedup(t)
+	tests := []struct {
+		name  string
+		scope graph.Scope
+		chain []string // titles: the first is A, each next supersedes the one before
+	}{
+		{"superseded once", graph.ProjectScope("p1"), []string{"Cache user sessions in Redis", "Cache user sessions in Redis with a TTL"}},
+		{"a chain", graph.FocusScope("p1", "f1"), []string{words(0, 1, 2, 3, 4, 5, 6, 7), words(0, 1, 2, 3, 4, 5, 6, 7, 8), words(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var chain []graph.Node
+			for i, title := range tt.chain {
+				n := decision(tt.scope, title, "rationale "+title)
+				r := runDedup(t, s, tenant, d, n, dedup.Options{})
+				if want := []dedup.Outcome{dedup.OutcomeNew, dedup.OutcomeSupersede}[min(i, 1)]; r.Outcome != want || r.NodeID != n.ID {
+					t.Fatalf("setup %q: %+v, want %s of %s", title, r, want, n.ID)
+				}
+				chain = append(chain, n)
+			}
+			a, head := chain[0], chain[len(chain)-1]
+			again := decision(tt.scope, a.Title, a.Rationale)
+			r := runDedup(t, s, tenant, d, again, dedup.Options{})
+			wantScore := dedup.Jaccard(dedup.TitleTokens(a.Title), dedup.TitleTokens(head.Title))
+			if r.Outcome != dedup.OutcomeSupersede || r.NodeID != a.ID || r.Match == nil || r.Match.ID != head.ID ||
+				r.Match.Title != head.Title || !approx(r.Match.Score, wantScore) {
+				t.Fatalf("A written again: %+v (match %+v), want supersede by the reinstated %s of the head %s, score %.2f",
+					r, r.Match, a.ID, head.ID, wantScore)
+			}
+			if !strings.Contains(r.Reason, "reinstated") || !strings.Contains(r.Reason, head.ID) || !strings.Contains(r.Reason, chain[1].ID) {
+				t.Errorf("reason = %q, want it to say %s was reinstated over %s (superseded by %s)", r.Reason, a.ID, head.ID, chain[1].ID)
+			}
+			if nodes := nodesOf(t, s, tenant, tt.scope.Area()); !slices.Contains(ids(nodes), a.ID) || slices.Contains(ids(nodes), again.ID) {
+				t.Errorf("nodes %v: want %s reinstated and no node %s written", ids(nodes), a.ID, again.ID)
+			}
+			if got := liveIDs(t, s, tenant, tt.scope); !slices.Equal(got, []string{a.ID}) {
+				t.Errorf("Live = %v, want only %s", got, a.ID)
+			}
+			third := runDedup(t, s, tenant, d, decision(tt.scope, a.Title, a.Rationale), dedup.Options{})
+			if third.Outcome != dedup.OutcomeDuplicateSkip || third.NodeID != a.ID {
+				t.Errorf("A written a third time: %+v, want duplicate_skip of %s", third, a.ID)
+			}
+			checkSupersession(t, s, tenant, tt.scope.Area())
+		})
+	}
+	t.Run("pattern", func(t *testing.T) {
+		sc := graph.ProjectScope("p1")
+		p1 := newNode(graph.Pattern, sc, "Outbox for events", "same transaction", base)
+		p2 := newNode(graph.Pattern, sc, "Outbox for events and commands", "same transaction", base.Add(time.Hour))
+		put(t, s, tenant, p1, p2)
+		supersede(t, s, tenant, sc, p2.ID, p1.ID)
+		again := newNode(graph.Pattern, sc, p1.Title, p1.Rationale, base.Add(2*time.Hour))
+		if r := runDedup(t, s, tenant, d, again, dedup.Options{}); r.Outcome != dedup.OutcomeSupersede || r.NodeID != p1.ID || r.Match == nil || r.Match.ID != p2.ID {
+			t.Errorf("superseded pattern written again: %+v, want supersede by the reinstated %s of %s", r, p1.ID, p2.ID)
+		}
+	})
+}
+
+// A write retried after its first attempt committed, and after another
+// write superseded that node, is not a revert: the retry finds its own
+// node and is a duplicate, and the newer node stays.
+func testDedupRetryNotReinstated(t *testing.T, h Harness) {
+	s, tenant := h.Open(t)
+	ensureProject(t, s, tenant, "p1")
+	sc := graph.ProjectScope("p1")
+	d := newDedup(t)
+	n := decision(sc, "Cache user sessions in Redis", "fast")
+	runDedup(t, s, tenant, d, n, dedup.Options{})
+	newer := decision(sc, "Cache user sessions in Redis with a TTL", "bounded")
+	if r := runDedup(t, s, tenant, d, newer, dedup.Options{}); r.Outcome != dedup.OutcomeSupersede {
+		t.Fatalf("setup: %+v, want supersede", r)
+	}
+	r := runDedup(t, s, tenant, d, n, dedup.Options{}) // the same node id: a retry
+	if r.Outcome != dedup.OutcomeDuplicateSkip || r.NodeID != n.ID {
+		t.Errorf("retry of a superseded write: %+v, want duplicate_skip of its own %s", r, n.ID)
+	}
+	if got := liveIDs(t, s, tenant, sc); !slices.Equal(got, []string{newer.ID}) {
+		t.Errorf("Live = %v, want the newer %s to stay", got, newer.ID)
 	}
 }
