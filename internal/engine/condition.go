@@ -39,9 +39,54 @@ func (c Condition) Holds(env CondEnv) bool {
 	case CondUserRequest:
 		msg := LowerText(env.Message)
 		for _, k := range c.Keywords {
-			if msg.Contains(k) {
+			if msg.Asks(k) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// Asks reports whether the text asks for phrase: it contains it (as
+// Contains does) at least once where no negation in the words before it,
+// in its clause, takes it back. "Let's explore the options" asks to
+// explore the options; "I don't want to explore the options yet" does not.
+func (t Text) Asks(phrase string) bool {
+	for from := 0; from < len(t.lower); {
+		i := Text{lower: t.lower[from:]}.Index(phrase)
+		if i < 0 {
+			return false
+		}
+		i += from
+		if !negatedBefore(t.lower[:i]) {
+			return true
+		}
+		from = i + 1
+	}
+	return false
+}
+
+// clauseWords is how many words before a phrase negatedBefore reads.
+const clauseWords = 6
+
+// negatedBefore reports whether the end of before — its last clauseWords
+// words, back to the start of their clause — holds a negation.
+func negatedBefore(before string) bool {
+	if i := strings.LastIndexAny(before, ".!?;,:"); i >= 0 {
+		before = before[i+1:]
+	}
+	words := strings.FieldsFunc(before, func(r rune) bool { return !isWordByte(r) && r != '\'' })
+	for k := len(words) - 1; k >= 0; k-- {
+		if words[k] == "but" { // "not now but let's explore the options"
+			words = words[k+1:]
+			break
+		}
+	}
+	for _, w := range words[max(len(words)-clauseWords, 0):] {
+		switch strings.ReplaceAll(w, "’", "'") {
+		case "no", "not", "never", "don't", "dont", "doesn't", "won't", "can't", "cannot", "isn't", "aren't",
+			"shouldn't", "wouldn't", "without", "nor":
+			return true
 		}
 	}
 	return false

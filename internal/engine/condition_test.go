@@ -32,3 +32,32 @@ func TestPhraseIndex(t *testing.T) {
 		}
 	}
 }
+
+// A user request counts where the user asks for it, not where a negation in
+// its clause takes it back.
+func TestAsks(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		text, phrase string
+		want         bool
+	}{
+		{"Let's explore the options now.", "explore the options", true},
+		{"I don't want to explore the options for software yet, let's just brainstorm.", "explore the options", false},
+		{"I do not want a handoff.", "handoff", false},
+		{"We're not ready to explore the options.", "explore the options", false},
+		{"No. Explore the options, please.", "explore the options", true},
+		{"Not now, but let's explore the options next week.", "explore the options", true},
+		{"Not yet but explore the options after lunch.", "explore the options", true},
+		{"I can’t explore the options today.", "explore the options", false},
+		{"Never mind the budget; explore the options.", "explore the options", true},
+		{"Don't explore the options yet. Actually, explore the options.", "explore the options", true},
+		{"We have no plan, nothing more to add; explore the options", "explore the options", true},
+		{"explore the options", "explore the options", true},
+		{"the options", "explore the options", false},
+	}
+	for _, c := range cases {
+		if got := LowerText(c.text).Asks(c.phrase); got != c.want {
+			t.Errorf("Asks(%q, %q) = %v, want %v", c.text, c.phrase, got, c.want)
+		}
+	}
+}

@@ -107,8 +107,9 @@ type Result struct {
 
 // correctionMarkers are words with which users correct themselves; a value
 // that follows one replaces the old one even when extracted with less
-// confidence.
-var correctionMarkers = []string{"actually", "instead", "rather", "correction", "i meant", "i mean",
+// confidence. Not "rather" alone ("we would rather text than call" states
+// a preference) nor "instead of" ("texts instead of calls" compares).
+var correctionMarkers = []string{"actually", "instead", "or rather", "correction", "i meant", "i mean",
 	"changed my mind", "change of plan", "not anymore", "no longer", "scratch that", "on second thought",
 	"let me correct", "to correct"}
 
@@ -120,9 +121,13 @@ func CorrectionMarker(text string) string {
 // CorrectionMarkerIn is CorrectionMarker of a text prepared for look-ups.
 func CorrectionMarkerIn(text engine.Text) string {
 	for _, m := range correctionMarkers {
-		if text.Contains(m) {
-			return m
+		if !text.Contains(m) {
+			continue
 		}
+		if m == "instead" && !engine.LowerText(strings.ReplaceAll(text.Lowered(), "instead of", "")).Contains(m) {
+			continue // only ever "instead of"
+		}
+		return m
 	}
 	return ""
 }

@@ -432,3 +432,25 @@ func orEmpty(s []string) []string {
 	}
 	return s
 }
+
+// A correction marker marks a correction, not a preference or a comparison.
+func TestCorrectionMarker(t *testing.T) {
+	t.Parallel()
+	cases := map[string]string{
+		"Actually, we have 60 technicians.":                                  "actually",
+		"Use MySQL instead.":                                                 "instead",
+		"40 technicians, or rather 45.":                                      "or rather",
+		"Text them instead of calling; instead, use push alerts.":            "instead",
+		"The office would rather get push alerts than phone calls.":          "",
+		"Dispatchers want texts instead of calls.":                           "",
+		"We no longer use spreadsheets.":                                     "no longer",
+		"The 6 staff there all agree on that.":                               "",
+		"I mean the office managers.":                                        "i mean",
+		"Rather than a web app we want a mobile one, I'd rather say it now.": "",
+	}
+	for text, want := range cases {
+		if got := extraction.CorrectionMarker(text); got != want {
+			t.Errorf("CorrectionMarker(%q) = %q, want %q", text, got, want)
+		}
+	}
+}

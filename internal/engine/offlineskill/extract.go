@@ -70,26 +70,35 @@ func Extract(p extraction.Prompt) Answer {
 			focus[f] = true
 		}
 	}
+	aboutKnown := false
 	for _, f := range p.Fields {
 		inFocus := focus[f.Path]
 		if f.Cues.FocusOnly && !inFocus {
 			continue
 		}
 		known := len(f.Current) > 0 && string(f.Current) != "null" && f.CurrentConfidence >= f.ConfidenceThreshold
-		if fa, ok := matchField(f, sentences, known, inFocus); ok {
+		fa, ok, blocked := matchField(f, sentences, known, inFocus)
+		if ok {
 			ans.Fields[f.Path] = fa
 		}
+		aboutKnown = aboutKnown || blocked
 	}
 	if p.Focus == nil || len(p.Focus.Fields) == 0 {
 		return ans
 	}
-	if len(ans.Fields) > 0 {
+	if len(ans.Fields) > 0 || aboutKnown {
 		// The cues found what the message is about: the question was
-		// answered through them, or the user talked about something else.
+		// answered through them, or the user talked about something else —
+		// perhaps about what is known already ("We have 40 technicians"
+		// when the count is known answers no other question).
 		return ans
 	}
 	if Declines(msg) {
 		ans.DeferredObligations = []string{p.Focus.ID}
+		return ans
+	}
+	if strings.HasSuffix(msg, "?") {
+		// A question back ("What do you mean by that?") answers nothing.
 		return ans
 	}
 	// Nothing matched the question's fields: the message is the answer to
@@ -144,7 +153,9 @@ func prepare(ss []string) []sentence {
 }
 
 // matchField tries a field's cues: patterns, then values, then keywords.
-func matchField(f extraction.PromptField, sentences []sentence, known, inFocus bool) (fieldAnswer, bool) {
+// blocked reports a cue that matched a sentence about the field while the
+// field is known and the sentence neither asked about nor corrected.
+func matchField(f extraction.PromptField, sentences []sentence, known, inFocus bool) (fa fieldAnswer, ok, blocked bool) {
 	conf := func(base float64, s sentence) float64 {
 		c := base
 		if f.Cues.Confidence > 0 {
@@ -170,37 +181,75 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			m := re.FindStringSubmatch(s.text)
-			if m == nil || !allowed(s) {
+			if m == nil {
+				continue
+			}
+			if !allowed(s) {
+				blocked = true
 				continue
 			}
 			if v, ok := patternValue(f.ValueType, re, m); ok {
 				return fieldAnswer{Value: v, Confidence: conf(confPattern, s),
-					Reasoning: fmt.Sprintf("matched the pattern of %s", f.DisplayName)}, true
+					Reasoning: fmt.Sprintf("matched the pattern of %s", f.DisplayName)}, true, false
 			}
 		}
 	}
-	for _, cv := range f.Cues.Values {
-		for _, s := range sentences {
-			for _, w := range cv.When {
-				if s.lower.Contains(w) && allowed(s) {
-					return fieldAnswer{Value: cv.Value, Confidence: conf(confValue, s),
-						Reasoning: fmt.Sprintf("%q means %v", w, cv.Value)}, true
-				}
-			}
-		}
+	if fa, ok := matchValues(f, sentences, allowed, conf); ok {
+		return fa, true, false
 	}
 	for _, s := range sentences {
 		for _, kw := range f.Cues.Keywords {
-			if !s.lower.Contains(kw) || !allowed(s) {
+			if !s.lower.Contains(kw) {
+				continue
+			}
+			if !allowed(s) {
+				blocked = true
 				continue
 			}
 			if v, ok := valueFromText(f.ValueType, s.text, kw); ok {
 				return fieldAnswer{Value: v, Confidence: conf(confKeyword, s),
-					Reasoning: fmt.Sprintf("the sentence mentions %q", kw)}, true
+					Reasoning: fmt.Sprintf("the sentence mentions %q", kw)}, true, false
 			}
 		}
 	}
-	return fieldAnswer{}, false
+	return fieldAnswer{}, false, blocked
+}
+
+// matchValues tries a field's value cues: the first value one of whose
+// words a sentence holds. For a yes-or-no field, a message that holds words
+// of both ("Mostly correct, but the geography is wrong") or negates its yes
+// ("that's not correct") is a no: a qualified yes confirms nothing.
+func matchValues(f extraction.PromptField, sentences []sentence, allowed func(sentence) bool,
+	conf func(float64, sentence) float64) (fieldAnswer, bool) {
+	var found *fieldAnswer
+	no := false
+	for _, cv := range f.Cues.Values {
+		for _, s := range sentences {
+			if !allowed(s) {
+				continue
+			}
+			for _, w := range cv.When {
+				if !s.lower.Contains(w) {
+					continue
+				}
+				// A bare "no" does not take back a yes ("Yes, no changes
+				// needed"); "wrong", "not quite" and a negated yes do.
+				if f.ValueType == engine.TypeBoolean && ((cv.Value == false && w != "no") || (cv.Value != false && !s.lower.Asks(w))) {
+					no = true
+				}
+				if found == nil {
+					found = &fieldAnswer{Value: cv.Value, Confidence: conf(confValue, s), Reasoning: fmt.Sprintf("%q means %v", w, cv.Value)}
+				}
+			}
+		}
+	}
+	if found == nil {
+		return fieldAnswer{}, false
+	}
+	if no && found.Value != false {
+		found.Value, found.Reasoning = false, "a yes with a no or a negation in it: "+found.Reasoning+", qualified"
+	}
+	return *found, true
 }
 
 // compiledCue is a cue pattern, compiled, with its prefilter (nil when it
