@@ -111,7 +111,8 @@ type Result struct {
 // a preference) nor "instead of" ("texts instead of calls" compares).
 var correctionMarkers = []string{"actually", "instead", "or rather", "correction", "i meant", "i mean",
 	"changed my mind", "change of plan", "not anymore", "no longer", "scratch that", "on second thought",
-	"let me correct", "to correct"}
+	"let me correct", "to correct", "not quite", "that's not right", "that is not right", "that's incorrect",
+	"that is incorrect"}
 
 // CorrectionMarker returns the first correction marker in text, or "".
 func CorrectionMarker(text string) string {

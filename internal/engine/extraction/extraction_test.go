@@ -446,6 +446,7 @@ func TestCorrectionMarker(t *testing.T) {
 		"We no longer use spreadsheets.":                                     "no longer",
 		"The 6 staff there all agree on that.":                               "",
 		"I mean the office managers.":                                        "i mean",
+		"Not quite. The number of users is 60 technicians.":                  "not quite",
 		"Rather than a web app we want a mobile one, I'd rather say it now.": "",
 	}
 	for text, want := range cases {

@@ -247,6 +247,9 @@ func TestReplySkill(t *testing.T) {
 		{name: "active listening reflects the user", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
 			next: "trigger_event_identified", msg: "We lose our jobs every week. It hurts.",
 			want: "It sounds like you lose your jobs every week. What made this a priority now?"},
+		{name: "active listening turns contractions around", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
+			next: "trigger_event_identified", msg: "I've used ServiceTitan and we'd like something simpler.",
+			want: "It sounds like you've used ServiceTitan and you'd like something simpler. What made this a priority now?"},
 		{name: "context reinstatement then the question", phase: "CORE_CAPTURE", techniques: []string{"context_reinstatement", "active_listening"},
 			next: "trigger_event_identified", msg: "ok",
 			want: "Think back to the last time this came up: where were you, and who was involved? What made this a priority now?"},
@@ -259,7 +262,7 @@ func TestReplySkill(t *testing.T) {
 				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "hi"},
 					{Role: engine.RoleAssistant, Turn: 1, Content: "When do you need it, and is there a hard deadline?"}}
 			},
-			want: "Let me ask that another way. Even a rough answer helps: the timeline or deadline is known — what can you tell me?"},
+			want: "Even a rough answer helps, or say if you would rather skip it for now: when do you need it, and is there a hard deadline?"},
 		{name: "only the last reply counts as asked", phase: "CONSTRAINTS", techniques: nil,
 			next: "timeline_known", msg: "hmm",
 			setup: func(m *engine.WorkingMemory) {

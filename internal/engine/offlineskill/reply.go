@@ -224,14 +224,16 @@ func Compose(p ReplyPrompt) string {
 	if has(p.Techniques, "open_ended_questions") && startsClosed(q) {
 		q = "In your own words: " + lowerFirst(q)
 	}
-	if p.DominantMode == "inform" && p.NextDescription != "" {
-		parts = append(parts, "Next, let's look at this: "+lowerFirst(strings.TrimSuffix(p.NextDescription, "."))+".")
+	if p.DominantMode == "inform" {
+		// The obligation's description speaks of the user in the third
+		// person ("the user explained the options back"): not to them.
+		parts = append(parts, "Next, let's look at this.")
 	}
 	reply := joinParts(append(parts, q))
 	if p.LastReply != "" && strings.HasSuffix(strings.TrimSpace(p.LastReply), q) {
-		// The same question again: ask it another way (multiple retrieval attempts).
-		reply = joinParts(append(parts, "Let me ask that another way. "+
-			"Even a rough answer helps: "+lowerFirst(strings.TrimSuffix(p.NextDescription, "."))+" — what can you tell me?"))
+		// The same question again (multiple retrieval attempts): say a rough
+		// answer will do, and that it can be put off.
+		reply = joinParts(append(parts, "Even a rough answer helps, or say if you would rather skip it for now: "+lowerFirst(q)))
 	}
 	return reply
 }
@@ -245,11 +247,8 @@ func opener(p ReplyPrompt) string {
 			if len(p.Known) == 0 {
 				continue
 			}
-			known := p.Known
-			if len(known) > 12 {
-				known = known[:12]
-			}
-			return "Here is what I have so far:\n- " + strings.Join(known, "\n- ") + "\n"
+			// All of it: this is what the user is asked to confirm.
+			return "Here is what I have so far:\n- " + strings.Join(p.Known, "\n- ") + "\n"
 		case "active_listening":
 			if echo != "" {
 				return "It sounds like " + echo + "."
@@ -294,8 +293,9 @@ func opener(p ReplyPrompt) string {
 var danglers = map[string]bool{"and": true, "or": true, "but": true, "so": true, "the": true, "a": true, "an": true,
 	"to": true, "of": true, "with": true, "for": true, "in": true, "on": true, "that": true, "because": true, "which": true}
 
-var pronouns = map[string]string{"i": "you", "i'm": "you're", "me": "you", "my": "your", "mine": "yours",
-	"we": "you", "we're": "you're", "us": "you", "our": "your", "ours": "yours", "am": "are", "myself": "yourself"}
+var pronouns = map[string]string{"i": "you", "i'm": "you're", "i've": "you've", "i'd": "you'd", "i'll": "you'll",
+	"me": "you", "my": "your", "mine": "yours", "we": "you", "we're": "you're", "we've": "you've", "we'd": "you'd",
+	"we'll": "you'll", "us": "you", "our": "your", "ours": "yours", "am": "are", "myself": "yourself", "ourselves": "yourselves"}
 
 // reflect turns the first sentence of the user's message around: "We keep
 // losing jobs." → "you keep losing jobs".
@@ -322,8 +322,8 @@ func reflect(msg string) string {
 		words[len(words)-1] = strings.TrimRight(words[len(words)-1], ",")
 	}
 	for i, w := range words {
-		core := strings.Trim(w, ",")
-		if r, ok := pronouns[strings.ToLower(core)]; ok {
+		core := strings.Trim(w, ",:;")
+		if r, ok := pronouns[strings.ToLower(strings.ReplaceAll(core, "’", "'"))]; ok {
 			words[i] = strings.Replace(w, core, r, 1)
 		}
 	}
