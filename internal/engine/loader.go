@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,7 +27,11 @@ const MaxFileSize = 1 << 20
 // YAML syntax errors are reported with the file, the path and line:col. It
 // does not validate the definition; Validate does. def is nil when the file
 // could not be decoded.
-func Parse(file string, data []byte) (*Definition, Report) {
+func Parse(file string, data []byte) (*Definition, Report) { return parseFile(file, data, false) }
+
+// parseFile is Parse; lenient, it also returns the definition of a file whose
+// only errors are unknown keys, with those errors.
+func parseFile(file string, data []byte, lenient bool) (*Definition, Report) {
 	var rep Report
 	fail := func(line int, rule, format string, args ...any) (*Definition, Report) {
 		rep.Add(Issue{Severity: SeverityError, File: file, Pos: Pos{Line: line}, Rule: rule,
@@ -64,7 +70,13 @@ func Parse(file string, data []byte) (*Definition, Report) {
 		return fail(root.Line, "empty", "file is empty: an engine definition is a YAML mapping")
 	}
 	if !w.report.Valid() {
-		return nil, w.report
+		// Unknown keys alone still leave a definition to check: a lenient
+		// parse (Load's) returns it with them, so that its other errors are
+		// reported too, rather than one round of fixes at a time.
+		if !lenient || slices.ContainsFunc(w.report.Errors, func(i Issue) bool { return i.Rule != "unknown-key" }) {
+			return nil, w.report
+		}
+		rep = w.report
 	}
 	var def Definition
 	if err := root.Decode(&def); err != nil {
@@ -183,6 +195,7 @@ func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 		file   string
 		bad    bool
 		source int
+		sum    [sha256.Size]byte
 	}
 	var all []parsed
 	for si, src := range sources {
@@ -197,10 +210,10 @@ func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 				rep.Add(Issue{Severity: SeverityError, File: display, Rule: "read", Message: err.Error()})
 				continue
 			}
-			def, r := Parse(display, data)
+			def, r := parseFile(display, data, true)
 			rep.Merge(r)
 			if def != nil {
-				all = append(all, parsed{def: def, file: display, bad: !r.Valid(), source: si})
+				all = append(all, parsed{def: def, file: display, bad: !r.Valid(), source: si, sum: sha256.Sum256(data)})
 			}
 		}
 	}
@@ -208,6 +221,7 @@ func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 	// (--engines-dir) overrides an earlier one's engine of the same id.
 	known := map[string]string{}
 	from := map[string]int{}
+	sums := map[string][sha256.Size]byte{}
 	for _, p := range all {
 		if p.def.EngineID == "" {
 			continue
@@ -218,10 +232,12 @@ func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 					Rule: "duplicate-engine", Message: fmt.Sprintf("engine %q is already defined in %s", p.def.EngineID, prev)})
 				continue
 			}
-			rep.Add(Issue{Severity: SeverityWarning, File: p.file, Path: "engine_id", Pos: p.def.PosOf("engine_id"),
-				Rule: "override-engine", Message: fmt.Sprintf("engine %q overrides the one in %s", p.def.EngineID, prev)})
+			if sums[p.def.EngineID] != p.sum { // the same file again (validate engines/) overrides nothing
+				rep.Add(Issue{Severity: SeverityWarning, File: p.file, Path: "engine_id", Pos: p.def.PosOf("engine_id"),
+					Rule: "override-engine", Message: fmt.Sprintf("engine %q overrides the one in %s", p.def.EngineID, prev)})
+			}
 		}
-		known[p.def.EngineID], from[p.def.EngineID] = p.file, p.source
+		known[p.def.EngineID], from[p.def.EngineID], sums[p.def.EngineID] = p.file, p.source, p.sum
 	}
 	cat := &Catalog{defs: map[string]*Definition{}}
 	for _, p := range all {

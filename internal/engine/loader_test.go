@@ -163,6 +163,12 @@ func TestLaterSourceOverridesEngine(t *testing.T) {
 	if !ok || !strings.HasPrefix(def.Name, "Overridden ") {
 		t.Fatalf("catalog holds %+v, want the later source's engine", def)
 	}
+	// The same file again (praetor validate engines/ in the repository)
+	// overrides nothing worth a warning.
+	same := Source{FS: fstest.MapFS{"minimal.yaml": {Data: data}}, Dir: ".", Label: "again"}
+	if _, rep, err := Load(testRegistry(t), shipped, same); err != nil || len(rep.Warnings) != 0 {
+		t.Errorf("the same engine again: warnings %v, %v; want none", rep.Warnings, err)
+	}
 }
 
 func TestLoadDirSource(t *testing.T) {
@@ -180,5 +186,31 @@ func TestLoadDirSource(t *testing.T) {
 	got, err := def.RenderSystemPrompt(PromptData{EngineName: "Minimal", PhaseName: "Start"})
 	if err != nil || got != "You are Minimal in phase Start." {
 		t.Errorf("prompt = %q, %v", got, err)
+	}
+}
+
+// A file with an unknown key still has the rest of it checked: one round of
+// fixes, not one per kind of error. Such a file is not loaded.
+func TestLoadReportsUnknownKeysWithTheOtherErrors(t *testing.T) {
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(data), "name: ", "nmae: typo\nname: ", 1)
+	broken = strings.Replace(broken, "engine_id: minimal", "engine_id: Not An Id", 1)
+	src := Source{FS: fstest.MapFS{"minimal.yaml": {Data: []byte(broken)}}, Dir: ".", Label: "custom"}
+	cat, rep, err := Load(testRegistry(t), src)
+	if err == nil {
+		t.Fatal("loaded a file with errors")
+	}
+	rules := map[string]bool{}
+	for _, i := range rep.Errors {
+		rules[i.Rule] = true
+	}
+	if !rules["unknown-key"] || len(rules) < 2 {
+		t.Errorf("errors %v, want the unknown key and the invalid engine_id", rep.Errors)
+	}
+	if _, ok := cat.Get("Not An Id"); ok {
+		t.Error("the broken engine was loaded")
 	}
 }
