@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -160,7 +161,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	oc := goopenai.DefaultConfig(cfg.APIKey)
 	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
-	oc.HTTPClient = cfg.HTTPClient
+	oc.HTTPClient = errorIn200{next: cfg.HTTPClient}
 	return &Client{
 		cfg:     cfg,
 		api:     goopenai.NewClientWithConfig(oc),
@@ -514,4 +515,47 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// maxAnswerBytes bounds the answer errorIn200 reads whole.
+const maxAnswerBytes = 32 << 20
+
+// errorIn200 gives go-openai the error that some gateways and compatible
+// servers send with a 200 ({"error": {...}} and no choices) with an error
+// status, so that it is read, classified and retried as the error it is
+// rather than as an answer with no choices, its message lost.
+type errorIn200 struct{ next Doer }
+
+func (d errorIn200) Do(req *http.Request) (*http.Response, error) {
+	resp, err := d.next.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(resp.Header.Get("Content-Type"), "json") {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err // a transport failure mid-answer: classify retries it
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var probe struct {
+		Choices json.RawMessage `json:"choices"`
+		Error   *struct {
+			Type string `json:"type"`
+			Code any    `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &probe) != nil || probe.Error == nil || len(probe.Choices) > 0 {
+		return resp, nil
+	}
+	status := http.StatusBadGateway // an upstream's failure, passed on
+	switch kind := strings.ToLower(probe.Error.Type + " " + fmt.Sprint(probe.Error.Code)); {
+	case strings.Contains(kind, "rate_limit"):
+		status = http.StatusTooManyRequests
+	case strings.Contains(kind, "invalid_request"), strings.Contains(kind, "context_length"):
+		status = http.StatusBadRequest
+	case strings.Contains(kind, "authentication"), strings.Contains(kind, "invalid_api_key"):
+		status = http.StatusUnauthorized
+	}
+	resp.StatusCode, resp.Status = status, fmt.Sprintf("%d %s (an error sent with 200)", status, http.StatusText(status))
+	return resp, nil
 }

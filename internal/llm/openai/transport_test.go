@@ -120,3 +120,31 @@ func TestBaseURLIsTheAPIRootAlone(t *testing.T) {
 		}
 	}
 }
+
+// An error a gateway sends with a 200 is read as the error it is: its
+// message kept, classified by its type, and retried when that may help.
+func TestErrorSentWithA200(t *testing.T) {
+	t.Parallel()
+	errorIn200 := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(body))
+		}
+	}
+	overloaded := errorIn200(`{"error":{"message":"upstream provider overloaded, try again","type":"server_error"}}`)
+	srv, n := rawServer(t, overloaded, ok)
+	resp, err := rawClient(t, srv.URL+"/v1").Complete(t.Context(), userRequest("Hi."))
+	if err != nil || resp.Content != "fine" || n.Load() != 2 {
+		t.Errorf("an overloaded upstream: %+v, %v after %d requests; want the retry's answer", resp, err, n.Load())
+	}
+	srv, n = rawServer(t, overloaded)
+	_, err = rawClient(t, srv.URL+"/v1").Complete(t.Context(), userRequest("Hi."))
+	if !errors.Is(err, llm.ErrUnavailable) || !strings.Contains(err.Error(), "upstream provider overloaded") {
+		t.Errorf("overloaded every time: %v, want ErrUnavailable with the server's message", err)
+	}
+	srv, n = rawServer(t, errorIn200(`{"error":{"message":"this model's maximum context length is 8192 tokens","type":"invalid_request_error","code":"context_length_exceeded"}}`))
+	_, err = rawClient(t, srv.URL+"/v1").Complete(t.Context(), userRequest("Hi."))
+	if !errors.Is(err, llm.ErrBadRequest) || !strings.Contains(err.Error(), "maximum context length") || n.Load() != 1 {
+		t.Errorf("a bad request: %v after %d requests, want ErrBadRequest with the message, not retried", err, n.Load())
+	}
+}
