@@ -278,6 +278,25 @@ func TestServeConversation(t *testing.T) {
 		}
 	}
 
+	// Each turn's model calls are recorded once, named after the turn: a
+	// turn redone is answered as recorded (internal/llm/record).
+	calls := map[string]int{}
+	if err := c.bus.Replay(t.Context(), events.ReplayConfig{Stream: contracts.StreamLLM}, func(r events.Record) error {
+		if rec, err := contracts.DecodeAs[contracts.LLMCallRecorded](r.Event); err == nil {
+			calls[rec.CallID]++
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for id := range responded {
+		for _, purpose := range []string{"extraction", "response"} {
+			if n := calls["turn/"+id+"/"+purpose]; n != 1 {
+				t.Errorf("turn %s has %d %s calls recorded under its name, want 1 (calls: %v)", id, n, purpose, calls)
+			}
+		}
+	}
+
 	// Under serve the streams are compressed by default (dev's are not),
 	// and keep NATS's duplicate window (dev's is shorter).
 	if info, err := c.bus.JetStream().Stream(t.Context(), contracts.StreamLLM); err != nil {

@@ -14,6 +14,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -128,4 +129,28 @@ func WithOwner(ctx context.Context, tenantID, scope string) context.Context {
 func OwnerFrom(ctx context.Context) (tenantID, scope string, ok bool) {
 	o, ok := ctx.Value(ownerKey{}).([2]string)
 	return o[0], o[1], ok
+}
+
+type workKey struct{}
+
+// WithWork returns ctx naming the piece of work the model calls made under
+// it do ("turn/<turn id>"): a call whose Request has no CallID is then
+// identified as work/purpose (CallIDOf). A handler sets it once, so that the
+// same work redone (after a stale write, or redelivered after a crash) makes
+// calls of the same ids, which a recorder answers with what it recorded the
+// first time: the answer a replay serves.
+func WithWork(ctx context.Context, work string) context.Context {
+	return context.WithValue(ctx, workKey{}, work)
+}
+
+// CallIDOf is req's CallID or, without one, the id WithWork gives it under
+// ctx; empty when neither says.
+func CallIDOf(ctx context.Context, req Request) string {
+	if req.CallID != "" {
+		return req.CallID
+	}
+	if w, _ := ctx.Value(workKey{}).(string); w != "" {
+		return w + "/" + cmp.Or(req.Purpose, "call")
+	}
+	return ""
 }

@@ -96,6 +96,46 @@ func (b *Bus) Publish(ctx context.Context, ev event.Event) error {
 	return b.PublishMsg(ctx, msg)
 }
 
+// Ack says where a published event is.
+type Ack struct {
+	// Stream and Seq locate the stored event.
+	Stream string
+	Seq    uint64
+	// Duplicate: the stream held the event's id already (within its
+	// duplicate window) and stored nothing; Seq is the first copy's.
+	Duplicate bool
+}
+
+// PublishAck is Publish, and says where the event is: where this publish
+// stored it, or, for a duplicate, where its first copy is.
+func (b *Bus) PublishAck(ctx context.Context, ev event.Event) (Ack, error) {
+	msg, err := b.encode(ctx, ev)
+	if err != nil {
+		return Ack{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
+	defer cancel()
+	ack, err := b.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return Ack{}, fmt.Errorf("events: publish %s: %w", msg.Subject, err)
+	}
+	b.cfg.Metrics.publishedOf(msgType(msg)).Inc()
+	return Ack{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// Stored reads back the event stored at seq in stream.
+func (b *Bus) Stored(ctx context.Context, stream string, seq uint64) (event.Event, error) {
+	s, err := b.js.Stream(ctx, stream)
+	if err != nil {
+		return event.Event{}, fmt.Errorf("events: read %s #%d: %w", stream, seq, err)
+	}
+	raw, err := s.GetMsg(ctx, seq)
+	if err != nil {
+		return event.Event{}, fmt.Errorf("events: read %s #%d: %w", stream, seq, err)
+	}
+	return Decode(raw.Header, raw.Data)
+}
+
 // PublishMsg sends a message already in binary content mode (as the outbox
 // relay stores them) and waits for the acknowledgement.
 func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg) error {

@@ -520,3 +520,29 @@ func TestAdvisoryOfADeletedStream(t *testing.T) {
 		t.Fatalf("dead letters %+v, want one for PRAETOR_GONE #7 saying its stream is gone", dls)
 	}
 }
+
+// PublishAck says where an event went; a duplicate is told so, with its
+// first copy's sequence, which Stored reads back.
+func TestPublishAckAndStored(t *testing.T) {
+	bus, topic := dlqBus(t, events.StreamConfig{})
+	first := eventstest.NewEvent("ack-1", "k", 1)
+	ack, err := bus.PublishAck(t.Context(), first)
+	if err != nil || ack.Stream != topic.Stream || ack.Seq != 1 || ack.Duplicate {
+		t.Fatalf("first publish: %+v, %v", ack, err)
+	}
+	if _, err := bus.PublishAck(t.Context(), eventstest.NewEvent("ack-2", "k", 2)); err != nil {
+		t.Fatal(err)
+	}
+	again := eventstest.NewEvent("ack-1", "k", 99) // the same id, other data
+	ack, err = bus.PublishAck(t.Context(), again)
+	if err != nil || ack.Seq != 1 || !ack.Duplicate {
+		t.Fatalf("the same id again: %+v, %v; want a duplicate of #1", ack, err)
+	}
+	stored, err := bus.Stored(t.Context(), ack.Stream, ack.Seq)
+	if err != nil || stored.ID() != "ack-1" || eventstest.PayloadOf(t, stored).N != 1 {
+		t.Fatalf("stored #1 = %v (%v), want the first copy", stored, err)
+	}
+	if _, err := bus.Stored(t.Context(), ack.Stream, 42); err == nil {
+		t.Error("read a sequence the stream does not hold")
+	}
+}

@@ -163,7 +163,7 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	number := st.TurnNumber + 1
 	meta := extraction.Meta{SessionID: sess.ID, ProjectID: sess.ProjectID, MessageID: turn.TurnID,
 		EngineID: def.EngineID, TurnNumber: number}
-	ctx = llm.WithOwner(ctx, turn.TenantID, sess.ID)
+	ctx = llm.WithWork(llm.WithOwner(ctx, turn.TenantID, sess.ID), "turn/"+turn.TurnID)
 	res, err := s.pipeline.Extract(ctx, extraction.Request{Def: def, Current: current, Message: turn.Message,
 		History: mem.History, Focus: mem.Obligations.Focus, Meta: meta, TenantID: turn.TenantID, Scope: sess.ID})
 	if err != nil {

@@ -301,8 +301,9 @@ func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, erro
 			intel <- s.intelligence(ctx, sess, known, te.TurnID, ev.Time())
 		}(ctx, mem.BackgroundTasks.Intelligence)
 	}
-	// Every model call of the turn (reply, summary) belongs to the session.
-	ctx = llm.WithOwner(ctx, te.TenantID, te.SessionID)
+	// Every model call of the turn (reply, summary) belongs to the session,
+	// and is the turn's: redone, it is answered as recorded the first time.
+	ctx = llm.WithWork(llm.WithOwner(ctx, te.TenantID, te.SessionID), "turn/"+te.TurnID)
 	// mem was just decoded (and normalized) for this turn alone: the turn
 	// may work on it.
 	res, err := s.runner.processOwned(ctx, def, mem, in)

@@ -19,14 +19,19 @@
 // The event id is derived, never random, so that re-running the same work
 // publishes the same ids and JetStream's duplicate window drops the copies:
 //
-//   - with Request.CallID set (the caller's name for the call, derived from
-//     its input, e.g. "<turn id>/extraction"): from (tenant, scope, CallID).
-//     A handler that crashes after the call and is redelivered, in this
-//     process or another, records under the same id, so the stream holds one
+//   - with a CallID (Request.CallID, the caller's name for the call derived
+//     from its input, or else the work named by llm.WithWork and the
+//     request's purpose, e.g. "turn/<turn id>/extraction"): from (tenant,
+//     scope, CallID, request hash). A handler that crashes after the call and
+//     is redelivered, in this process or another, or that redoes its work
+//     after a stale write, records under the same id, so the stream holds one
 //     record per logical call (the duplicate window outlasts the consumers'
 //     ack wait, node.DefaultDuplicates; a copy published past it is stored,
-//     and a replay keeps the first record of an id). This is the robust
-//     choice; engines should set CallID.
+//     and a replay keeps the first record of an id). Through an
+//     AckPublisher (*events.Bus) the redone call is answered with that first
+//     record — its answer or its failure — rather than the model's new
+//     answer, which nothing keeps: the work commits what a replay will
+//     serve. This is the robust choice; handlers set llm.WithWork.
 //   - without it: from (tenant, scope, request hash, n), where n counts the
 //     earlier calls with that hash in that scope made through this Recorder.
 //     A deterministic run makes the same calls in the same order, so a re-run

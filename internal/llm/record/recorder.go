@@ -18,6 +18,7 @@ import (
 	"github.com/praetorhq/praetor/internal/bufpool"
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
 )
 
 // Defaults for calls that do not say whose they are.
@@ -56,6 +57,16 @@ var idSpace = uuid.MustParse("3f1c5c2e-6d0b-5a53-9a6e-7c1b8f0a4d21")
 // connection's buffer as it sends it.)
 type Publisher interface {
 	Publish(ctx context.Context, ev event.Event) error
+}
+
+// AckPublisher is a Publisher that says where an event went and reads
+// stored events back; *events.Bus is one. Through one, a call made again
+// under the same CallID with the same request is answered with its first
+// record (see the package documentation).
+type AckPublisher interface {
+	Publisher
+	PublishAck(ctx context.Context, ev event.Event) (events.Ack, error)
+	Stored(ctx context.Context, stream string, seq uint64) (event.Event, error)
 }
 
 // Config configures a Recorder.
@@ -211,9 +222,16 @@ func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 		rec.Latency = resp.Latency
 		rec.FinishReason = resp.FinishReason
 	}
-	rec.CallID = req.CallID
+	rec.CallID = llm.CallIDOf(ctx, req)
 
-	if err := r.publish(ctx, rec, r.eventID(tenant, scope, hash, req.CallID)); err != nil {
+	first, err := r.publish(ctx, rec, r.eventID(tenant, scope, hash, rec.CallID))
+	if err == nil && first != nil {
+		// This call was made and recorded before (work redone: a stale
+		// write, a redelivery): its record is what a replay serves, so it
+		// is the answer, not this one.
+		return answerOf(*first)
+	}
+	if err != nil {
 		r.failures.Inc()
 		r.cfg.Logger.LogAttrs(ctx, slog.LevelError, "llm call not recorded",
 			slog.String("tenant", tenant),
@@ -233,7 +251,10 @@ func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 // megabyte each.
 var bufs = bufpool.New(1 << 20)
 
-func (r *Recorder) publish(ctx context.Context, rec contracts.LLMCallRecorded, id string) error {
+// publish publishes the record. When the stream already held its id (a
+// CallID recorded before) and rec is the same request, it returns that
+// first record; nil otherwise.
+func (r *Recorder) publish(ctx context.Context, rec contracts.LLMCallRecorded, id string) (*contracts.LLMCallRecorded, error) {
 	// The request, tens of kilobytes of prompt, is already compact JSON
 	// (llm.CanonicalJSON): it is appended to the encoded record as it is,
 	// rather than scanned and copied again by the encoder.
@@ -246,20 +267,42 @@ func (r *Recorder) publish(ctx context.Context, rec contracts.LLMCallRecorded, i
 		"request", request)
 	if err != nil {
 		bufs.Put(buf, *buf)
-		return err
+		return nil, err
 	}
 	defer bufs.Put(buf, ev.DataEncoded)
 	// The answer is already paid for: record it even if the caller's
 	// context ends right after the call.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.PublishTimeout)
 	defer cancel()
-	return r.pub.Publish(pctx, ev)
+	ap, ok := r.pub.(AckPublisher)
+	if !ok || rec.CallID == "" {
+		return nil, r.pub.Publish(pctx, ev)
+	}
+	ack, err := ap.PublishAck(pctx, ev)
+	if err != nil || !ack.Duplicate {
+		return nil, err
+	}
+	stored, err := ap.Stored(pctx, ack.Stream, ack.Seq)
+	if err != nil {
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "llm call recorded before, but its record could not be read; answering with this call's",
+			slog.String("call_id", rec.CallID), slog.Any("error", err))
+		return nil, nil
+	}
+	first, err := contracts.DecodeAs[contracts.LLMCallRecorded](stored)
+	if err != nil || first.RequestHash != rec.RequestHash {
+		// Not this request's record (an id derived from the same CallID and
+		// hash cannot be another's): answer with this call.
+		return nil, nil
+	}
+	return first, nil
 }
 
 // eventID derives the record's event id; see the package documentation.
 func (r *Recorder) eventID(tenant, scope, hash, callID string) string {
 	if callID != "" {
-		return uuid.NewSHA1(idSpace, []byte("call\x00"+tenant+"\x00"+scope+"\x00"+callID)).String()
+		// The hash too: the same CallID asking something else (the work
+		// redone on a state that changed meanwhile) is another call.
+		return uuid.NewSHA1(idSpace, []byte("call\x00"+tenant+"\x00"+scope+"\x00"+callID+"\x00"+hash)).String()
 	}
 	key := tenant + "\x00" + scope + "\x00" + hash
 	sum := sha256.Sum256([]byte(key))

@@ -109,7 +109,12 @@ func (r *Replayer) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	r.queues[k] = q[1:]
 	r.served[k]++
 	r.mu.Unlock()
+	return answerOf(rec)
+}
 
+// answerOf is what a recorded call answered: its response, or its failure
+// as a *ReplayedError.
+func answerOf(rec contracts.LLMCallRecorded) (*llm.Response, error) {
 	if rec.Error != "" {
 		outcome, msg, _ := strings.Cut(rec.Error, ": ")
 		return nil, &ReplayedError{Outcome: outcome, Message: msg}
