@@ -97,8 +97,10 @@ func Extract(p extraction.Prompt) Answer {
 		ans.DeferredObligations = []string{p.Focus.ID}
 		return ans
 	}
-	if strings.HasSuffix(msg, "?") {
-		// A question back ("What do you mean by that?") answers nothing.
+	if strings.HasSuffix(msg, "?") || unsure(engine.LowerText(msg)) {
+		// A question back ("What do you mean by that?") answers nothing,
+		// nor does saying what one does not know, about this or another
+		// question.
 		return ans
 	}
 	// Nothing matched the question's fields: the message is the answer to
@@ -429,13 +431,37 @@ func ParseNumber(text string) (any, bool) {
 	return f, true
 }
 
-var declinePhrases = []string{"skip", "not sure", "don't know", "do not know", "no idea", "later", "come back to",
-	"pass on", "haven't decided", "have not decided", "not decided", "tbd", "rather not", "prefer not", "no clue"}
+// declinePhrases put a question off whatever else the message says;
+// unsurePhrases only in a short message with no figure in it: "We have no
+// idea how big the market is, maybe 20,000 households" answers something,
+// and declines nothing that was asked.
+var (
+	declinePhrases = []string{"skip", "later", "come back to", "pass on", "tbd", "rather not", "prefer not"}
+	unsurePhrases  = []string{"not sure", "don't know", "do not know", "no idea", "haven't decided", "have not decided",
+		"not decided", "no clue"}
+)
+
+// maxUnsureWords bounds the message whose unsure phrase declines the
+// question.
+const maxUnsureWords = 15
 
 // Declines reports whether the user puts the question off.
 func Declines(text string) bool {
 	t := engine.LowerText(text)
 	for _, p := range declinePhrases {
+		if t.Contains(p) {
+			return true
+		}
+	}
+	if len(strings.Fields(text)) > maxUnsureWords || strings.ContainsAny(text, "0123456789") {
+		return false
+	}
+	return unsure(t)
+}
+
+// unsure reports whether t says the user does not know something.
+func unsure(t engine.Text) bool {
+	for _, p := range unsurePhrases {
 		if t.Contains(p) {
 			return true
 		}
