@@ -16,6 +16,13 @@
 // a replaced word, not only by added or removed words or changed numbers,
 // waits for manual review rather than being superseded.
 //
+// Content is compared in graph.SignedWords: words of letters and digits,
+// with the '+' or '#' that ends a name kept, so "Use C++ for the engine"
+// and "Use C for the engine" are neither the same content (step 1) nor the
+// same title (step 2: two tokens of four shared, 0.5, manual review). The
+// hashes that the stores kept from before the signs counted are recomputed
+// when a store opens (with ContentHash, the one definition of the hash).
+//
 // Run executes inside the write transaction of graph.Store.Write, which has
 // taken the scope's write lock first; the content-key uniqueness constraint
 // of the store is the second line of defence.

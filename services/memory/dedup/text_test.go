@@ -12,7 +12,10 @@ func TestNormalize(t *testing.T) {
 	tests := []struct{ in, want string }{
 		{"Use  Postgres!", "use postgres"},
 		{"  USE\tpostgres\n", "use postgres"},
-		{"C++ && Rust", "c rust"},
+		{"C++ && Rust", "c++ rust"},
+		{"C ++ && Rust", "c rust"},
+		{"C#, F# or g++?", "c# f# or g++"},
+		{"a+b", "a b"},
 		{"Ｆｕｌｌ-width ＡＢＣ", "full width abc"}, // NFKC
 		{"Café déjà vu", "café déjà vu"},
 		{"", ""},
@@ -52,6 +55,48 @@ func TestContentHash(t *testing.T) {
 	}
 }
 
+// A sign that ends a name is content: each pair is other content, in the
+// title, the rationale or the entity name.
+func TestContentHashKeepsSigns(t *testing.T) {
+	t.Parallel()
+	type content struct {
+		kind                     graph.Kind
+		entity, title, rationale string
+	}
+	dec := func(title, rationale string) content { return content{graph.Decision, "", title, rationale} }
+	fact := func(entity string) content { return content{graph.EntityFact, entity, "compiles slowly", ""} }
+	tests := []struct{ a, b content }{
+		{dec("Use C++ for the engine", "speed"), dec("Use C for the engine", "speed")},
+		{dec("Use C# for the tools", "speed"), dec("Use C for the tools", "speed")},
+		{dec("Use F# for the pricing model", ""), dec("Use F for the pricing model", "")},
+		{dec("Build with g++", ""), dec("Build with g", "")},
+		{dec("Edit configs in Notepad++", ""), dec("Edit configs in Notepad", "")},
+		{dec("Engine language", "C++ for speed"), dec("Engine language", "C for speed")},
+		{fact("C++"), fact("C")},
+		{fact("C#"), fact("C")},
+	}
+	for _, tt := range tests {
+		a := ContentHash(tt.a.kind, tt.a.entity, tt.a.title, tt.a.rationale)
+		if b := ContentHash(tt.b.kind, tt.b.entity, tt.b.title, tt.b.rationale); a == b {
+			t.Errorf("%+v and %+v hash the same", tt.a, tt.b)
+		}
+	}
+	same := []struct{ a, b content }{
+		{dec("Use C++ for the engine", "speed"), dec("use c++ for the engine!", "Speed.")},
+		{dec("Use C++17", ""), dec("use c++ 17", "")},
+		{dec("Use C ++", ""), dec("Use C", "")},
+		{dec("Use Redis+Postgres", ""), dec("Use Redis Postgres", "")},
+		{dec("Use Ｃ＃", ""), dec("Use C#", "")},
+		{fact("C++"), fact(" c++ ")},
+	}
+	for _, tt := range same {
+		a := ContentHash(tt.a.kind, tt.a.entity, tt.a.title, tt.a.rationale)
+		if b := ContentHash(tt.b.kind, tt.b.entity, tt.b.title, tt.b.rationale); a != b {
+			t.Errorf("%+v and %+v hash differently; they are the same content", tt.a, tt.b)
+		}
+	}
+}
+
 func TestTitleTokens(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -64,10 +109,44 @@ func TestTitleTokens(t *testing.T) {
 		{"the a an of", nil},
 		{"Redis redis REDIS", []string{"redis"}},
 		{"v1 v2 servers", []string{"v1", "v2", "server"}},
+		{"Use C++ for the engine", []string{"use", "c++", "engine"}},
+		{"Use C for the engine", []string{"use", "c", "engine"}},
+		{"Port the C# tools to F#", []string{"port", "c#", "tool", "f#"}},
+		{"Build with g++ and Notepad++", []string{"build", "g++", "notepad++"}},
+		{"A+ ratings", []string{"a+", "rating"}}, // "a+" is no stopword
 	}
 	for _, tt := range tests {
 		if got := TitleTokens(tt.in); !slices.Equal(got, tt.want) {
 			t.Errorf("TitleTokens(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// C++ and C are half alike as titles: a decision about one waits for review
+// next to a decision about the other; it never supersedes it, which a
+// similarity of 1 (the signs dropped) would make it do.
+func TestSignsInTitleSimilarity(t *testing.T) {
+	t.Parallel()
+	e, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		a, b  string
+		score float64
+	}{
+		{"Use C++ for the engine", "Use C for the engine", 0.5},
+		{"Use C# for the tools", "Use C for the tools", 0.5},
+		{"Use F# for pricing", "Use F for pricing", 0.5},
+		{"Build with g++", "Build with g", 1.0 / 3},
+	}
+	for _, tt := range tests {
+		got := Jaccard(TitleTokens(tt.a), TitleTokens(tt.b))
+		if got != tt.score {
+			t.Errorf("Jaccard(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.score)
+		}
+		if o := e.Classify(got); o == OutcomeSupersede {
+			t.Errorf("%q after %q classifies as %s", tt.b, tt.a, o)
 		}
 	}
 }
@@ -141,6 +220,9 @@ func TestReplacedWord(t *testing.T) {
 		{"Use Node.js 18 for builds", "Use Node.js 20 for builds", false, "", ""},
 		{"Sunset API v1 by Q2", "Sunset API v1 by Q3", true, "q2", "q3"},
 		{"same", "same", false, "", ""},
+		{"Build the engine with g++ on the Linux release builders", "Build the engine with g on the Linux release builders", true, "g++", "g"},
+		{"Write the engine in C#", "Write the engine in C++", true, "c#", "c++"},
+		{"Require Java 8+ on the build agents", "Require Java 11+ on the build agents", false, "", ""},
 	}
 	for _, tt := range tests {
 		fa, fb, ok := ReplacedWord(TitleTokens(tt.a), TitleTokens(tt.b))

@@ -7,6 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 func TestScopeKeyAndValidate(t *testing.T) {
@@ -47,6 +51,9 @@ func TestSearchTerms(t *testing.T) {
 		want []string
 	}{
 		{`C++ && (foo OR bar) "baz"`, 0, []string{"c", "foo", "or", "bar", "baz"}},
+		// Signs are query syntax: SearchTerms never keeps them, whatever
+		// SignedWords does.
+		{"C# F# g++ Notepad++ Ｃ＋＋ ﹟", 0, []string{"c", "f", "g", "notepad"}},
 		{"a a A b", 0, []string{"a", "b"}},
 		{"one two three", 2, []string{"one", "two"}},
 		{"!!! ??? ***", 0, nil},
@@ -60,9 +67,101 @@ func TestSearchTerms(t *testing.T) {
 	if n := len(SearchTerms(strings.Repeat("word", 1)+" "+strings.Join(strings.Fields(strings.Repeat("x y z ", 1000)), "1 "), 0)); n > MaxSearchTerms {
 		t.Errorf("SearchTerms returned %d terms, more than %d", n, MaxSearchTerms)
 	}
-	if got := NormalizeEntity("  Postgre-SQL  16 "); got != "postgre sql 16" {
-		t.Errorf("NormalizeEntity = %q", got)
+	for in, want := range map[string]string{
+		"  Postgre-SQL  16 ": "postgre sql 16",
+		"C++":                "c++",
+		"c++ ":               "c++",
+		"C":                  "c",
+		"C ++":               "c",
+		"C#/.NET":            "c# net",
+	} {
+		if got := NormalizeEntity(in); got != want {
+			t.Errorf("NormalizeEntity(%q) = %q, want %q", in, got, want)
+		}
 	}
+}
+
+func TestSignedWords(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"Use C++ for the engine", []string{"use", "c++", "for", "the", "engine"}},
+		{"Use C for the engine", []string{"use", "c", "for", "the", "engine"}},
+		{"C#, F# and g++", []string{"c#", "f#", "and", "g++"}},
+		{"Notepad++ is fine", []string{"notepad++", "is", "fine"}},
+		{"c+++", []string{"c+++"}},
+		{"C##", []string{"c#"}},     // one '#' only; the second separates
+		{"C ++", []string{"c"}},     // a sign after a space ends no word
+		{"a+b", []string{"a", "b"}}, // a sign before a letter joins two words
+		{"Redis+Postgres", []string{"redis", "postgres"}},
+		{"C++17", []string{"c++", "17"}}, // before a digit it ends the word
+		{"C++ 17", []string{"c++", "17"}},
+		{"N+1 queries", []string{"n+", "1", "queries"}},
+		{"Java 8+", []string{"java", "8+"}},
+		{"(C++), [C#]. C++-based", []string{"c++", "c#", "c++", "based"}},
+		{"+1 #tag ++", []string{"1", "tag"}},
+		{"C#.NET", []string{"c#", "net"}},
+		{"Ｃ＋＋ and Ｆ＃", []string{"c++", "and", "f#"}}, // full-width, by NFKC
+		{"C⁺⁺", []string{"c++"}},                     // superscript
+		{"Ĉ++ déjà-vu", []string{"ĉ++", "déjà", "vu"}},
+		{"Ｆｕｌｌ-width ＡＢＣ", []string{"full", "width", "abc"}},
+		{"", nil},
+		{"++ ## !!", nil},
+	}
+	for _, tt := range tests {
+		if got := SignedWords(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("SignedWords(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// SignRunes must hold every character that NFKC turns into '+' or '#': a
+// node whose text has one that SignRunes lacks would keep its old content
+// hash when its store opens.
+func TestSignRunes(t *testing.T) {
+	t.Parallel()
+	var want []rune
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if utf8.ValidRune(r) && strings.ContainsAny(norm.NFKC.String(string(r)), "+#") {
+			want = append(want, r)
+		}
+	}
+	if got := []rune(SignRunes); !slices.Equal(sortedRunes(got), want) {
+		t.Errorf("SignRunes = %q, want %q", SignRunes, string(want))
+	}
+}
+
+func sortedRunes(rs []rune) []rune {
+	out := slices.Clone(rs)
+	slices.Sort(out)
+	return out
+}
+
+// FuzzSignedWords checks what the stores' migration relies on: SignedWords
+// only adds signs to the words of Words, and adds none to text without
+// SignRunes.
+func FuzzSignedWords(f *testing.F) {
+	for _, s := range []string{"Use C++ for the engine", "C# F# g++ a+b C++17 N+1", "Ｃ＋＋ C⁺⁺ ﹟", "c+++##", "déjà vu", "\xff+#"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		words, signed := Words(s), SignedWords(s)
+		stripped := make([]string, len(signed))
+		for i, w := range signed {
+			stripped[i] = strings.TrimRight(w, "+#")
+			if rest := strings.TrimLeft(stripped[i], "+#"); rest != stripped[i] || rest == "" {
+				t.Fatalf("SignedWords(%q) has the word %q: signs only end a word of letters and digits", s, w)
+			}
+		}
+		if !slices.Equal(stripped, words) {
+			t.Fatalf("SignedWords(%q) = %q; without signs that is %q, not Words %q", s, signed, stripped, words)
+		}
+		if !strings.ContainsAny(s, SignRunes) && !slices.Equal(signed, words) {
+			t.Fatalf("SignedWords(%q) = %q differs from Words %q for text without signs", s, signed, words)
+		}
+	})
 }
 
 // chainOf builds the nodes of a chain a0 <- a1 <- ... <- a<hops>, a<hops>

@@ -98,6 +98,22 @@ func TestDuplicatesCap(t *testing.T) {
 	}
 }
 
+// Titles that differ by a sign ending a name are about different things:
+// not duplicates, while case and punctuation still are.
+func TestDuplicatesKeepSigns(t *testing.T) {
+	t.Parallel()
+	rows := []graph.TitleRow{
+		{ID: "cpp", Kind: graph.Decision, Title: "Use C++ for the engine"},
+		{ID: "c", Kind: graph.Decision, Title: "Use C for the engine"},
+		{ID: "csharp", Kind: graph.Decision, Title: "Use C# for the engine"},
+		{ID: "cpp2", Kind: graph.Decision, Title: "use c++ for the engine!"},
+	}
+	got, _ := Duplicates(rows, 0.9, 100)
+	if want := []Duplicate{{A: "cpp", B: "cpp2", Kind: graph.Decision, Score: 1}}; !slices.Equal(got, want) {
+		t.Errorf("Duplicates = %+v, want %+v", got, want)
+	}
+}
+
 func TestConfig(t *testing.T) {
 	t.Parallel()
 	c := Config{}.WithDefaults()

@@ -10,5 +10,9 @@
 //
 // The schema is applied at every Open: idempotent CREATE statements, then
 // the columns added since a table was first created (mem_edges.reinstated)
-// added to files that lack them.
+// added to files that lack them, then the content hashes and entity keys
+// recomputed for the nodes with a sign ('+', '#') whose stored ones predate
+// the signs counting ("C++" is not "C"; see dedup.Normalize), among the
+// nodes added since the last Open (mem_meta's rehashed_seq), all in one
+// transaction.
 package embedded

@@ -17,6 +17,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/praetorhq/praetor/services/memory/dedup"
 	"github.com/praetorhq/praetor/services/memory/graph"
 )
 
@@ -150,6 +151,12 @@ var schema = []string{
 		PRIMARY KEY (rel, from_id, to_id)
 	) WITHOUT ROWID`,
 	`CREATE INDEX IF NOT EXISTS mem_edges_to ON mem_edges (to_id, rel)`,
+	// Named values of the store about its own data: rehashed_seq (see
+	// rehash).
+	`CREATE TABLE IF NOT EXISTS mem_meta (
+		name TEXT PRIMARY KEY,
+		value INTEGER NOT NULL
+	) WITHOUT ROWID`,
 	// Full-text index of titles and rationales (external content: the text
 	// lives once, in mem_nodes), kept in step by triggers. fts_scope is one
 	// token naming the tenant, scope and kind of a live decision or pattern
@@ -179,6 +186,9 @@ var addedColumns = []struct{ table, column, decl string }{
 	{"mem_edges", "reinstated", "INTEGER NOT NULL DEFAULT 0"},
 }
 
+// migrate brings the file up to date, in one transaction: the tables,
+// indexes and triggers of schema, the addedColumns, and the content hashes
+// and entity keys of rehash.
 func (s *Store) migrate(ctx context.Context) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
@@ -202,10 +212,107 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("embedded graph: schema: add %s.%s: %w", c.table, c.column, err)
 		}
 	}
+	n, err := rehash(ctx, tx)
+	if err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return classify("commit schema", err)
 	}
+	if n > 0 {
+		s.cfg.Logger.Info("embedded graph: content hashes recomputed", "path", s.cfg.Path, "nodes", n)
+	}
 	return nil
+}
+
+// signGlob matches the text that holds one of graph.SignRunes.
+var signGlob = "*[" + graph.SignRunes + "]*"
+
+// rehash recomputes the content hash (dedup.ContentHash) and entity key
+// (graph.NormalizeEntity) of the nodes whose stored ones are not the
+// current definitions, and returns how many it changed. The definitions
+// changed once, when the signs that end a name began to count ("C++" is not
+// "C"): a node stored before, with '+' or '#' in its title, rationale or
+// entity name, may have the hash and key of its content without the signs.
+//
+// It checks only the nodes added since it last ran: mem_meta's
+// rehashed_seq is the highest mem_nodes.seq it has checked (nodes are never
+// deleted, so seq only grows). A file that is up to date costs two look-ups
+// by key, a second run changes nothing, and nodes that an older version
+// writes into the file later are checked at the next Open. Of the new
+// nodes, only those with a sign are read, and only those whose values
+// differ are written. (The GLOB that finds them costs some microseconds a
+// node: over the whole table at every Open, about a second per 100,000
+// nodes.)
+//
+// Two nodes cannot come to share a content key: the signs only add to the
+// words of the old form, so content that is the same with them was the same
+// without them, and the old hash kept it once per scope and kind. Should the
+// file hold such a pair anyway (hashes written by something else than
+// ContentHash), rehash fails with graph.ErrDuplicateContent naming both, and
+// the transaction changes nothing.
+func rehash(ctx context.Context, tx *sql.Tx) (int, error) {
+	var checked, last int64
+	err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT value FROM mem_meta WHERE name = 'rehashed_seq'), 0),
+		coalesce((SELECT max(seq) FROM mem_nodes), 0)`).Scan(&checked, &last)
+	if err != nil {
+		return 0, classify("rehash: read rehashed_seq", err)
+	}
+	if last <= checked {
+		return 0, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT seq, id, tenant_id, scope_uid, kind, title, rationale, entity_name, entity_key, content_hash
+		FROM mem_nodes WHERE seq > ? AND seq <= ? AND (title || rationale || entity_name) GLOB ?`, checked, last, signGlob)
+	if err != nil {
+		return 0, classify("rehash: find nodes with signs", err)
+	}
+	type stale struct {
+		seq                     int64
+		id, tenant, scope, kind string
+		hash, key               string // as they are now defined
+	}
+	var todo []stale
+	for rows.Next() {
+		var (
+			n                                 stale
+			title, rationale, name, key, hash string
+		)
+		if err := rows.Scan(&n.seq, &n.id, &n.tenant, &n.scope, &n.kind, &title, &rationale, &name, &key, &hash); err != nil {
+			rows.Close()
+			return 0, classify("rehash: scan node", err)
+		}
+		n.hash = dedup.ContentHash(graph.Kind(n.kind), name, title, rationale)
+		n.key = graph.NormalizeEntity(name)
+		if n.hash != hash || n.key != key {
+			todo = append(todo, n)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return 0, classify("rehash: read nodes", err)
+	}
+	rows.Close()
+	for _, n := range todo {
+		_, err := tx.ExecContext(ctx, `UPDATE mem_nodes SET content_hash = ?, entity_key = ? WHERE seq = ?`, n.hash, n.key, n.seq)
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE {
+			var other string
+			_ = tx.QueryRowContext(ctx, `SELECT id FROM mem_nodes WHERE scope_uid = ? AND kind = ? AND content_hash = ?`,
+				n.scope, n.kind, n.hash).Scan(&other)
+			return 0, fmt.Errorf("embedded graph: rehash: %s %s and %s of tenant %s hold the same content once signs count "+
+				"(content hash %s in scope %s); a scope holds each content once, so one of them must go before the file can open: %w: %w",
+				n.kind, n.id, cmp.Or(other, "another node"), n.tenant, n.hash, n.scope, graph.ErrDuplicateContent, err)
+		}
+		if err != nil {
+			return 0, classify("rehash: update node "+n.id, err)
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO mem_meta (name, value) VALUES ('rehashed_seq', ?)
+		ON CONFLICT (name) DO UPDATE SET value = excluded.value`, last)
+	if err != nil {
+		return 0, classify("rehash: record rehashed_seq", err)
+	}
+	return len(todo), nil
 }
 
 func scopeUID(tenant string, s graph.Scope) string { return tenant + "|" + s.Key() }

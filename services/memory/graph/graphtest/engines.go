@@ -36,6 +36,7 @@ func RunEngines(t *testing.T, h Harness) {
 		{"DedupThresholds", testDedupThresholds},
 		{"DedupScopeAndKind", testDedupScopeAndKind},
 		{"DedupBestOfCandidates", testDedupBestCandidate},
+		{"DedupKeepsSigns", testDedupSigns},
 		{"DedupFindsAnOldNearDuplicate", testDedupOldNearDuplicate},
 		{"DedupReinstatesARevert", testDedupReinstates},
 		{"DedupKeepsARetrySuperseded", testDedupRetryNotReinstated},
@@ -576,6 +577,79 @@ func testDedupBestCandidate(t *testing.T, h Harness) {
 	if r2.Outcome != dedup.OutcomeSupersede || r2.Match.ID != n.ID {
 		t.Errorf("chain: %s of %+v, want supersede of %s", r2.Outcome, r2.Match, n.ID)
 	}
+}
+
+// Names that differ by a sign that ends them are different names: "Use C
+// for the engine" is neither the content of "Use C++ for the engine"
+// (duplicate_skip, with signs dropped from the hash) nor its update
+// (supersede, with signs dropped from the title tokens). Somewhat alike as
+// titles, it waits for review, and confirmed, both are kept; an entity fact
+// about C is not one about C++.
+func testDedupSigns(t *testing.T, h Harness) {
+	tests := []struct {
+		name, first, second string
+		score               float64
+		// reason is what Result.Reason names when the score alone would
+		// supersede: the replaced word.
+		reason string
+	}{
+		{"C++ then C", "Use C++ for the engine", "Use C for the engine", 0.5, ""},
+		{"C then C++", "Use C for the engine", "Use C++ for the engine", 0.5, ""},
+		{"C# then C", "Use C# for the build tools", "Use C for the build tools", 3.0 / 5, ""},
+		{"F# then F", "Price the options in F#", "Price the options in F", 0.5, ""},
+		{"g++ then g, a long title", "Build the engine with g++ on the Linux release builders",
+			"Build the engine with g on the Linux release builders", 5.0 / 7, `"g++" with "g"`},
+	}
+	const why = "Speed and control over memory."
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, tenant := h.Open(t)
+			ensureProject(t, s, tenant, "p1")
+			sc := graph.ProjectScope("p1")
+			d := newDedup(t)
+			first := decision(sc, tt.first, why)
+			if r := runDedup(t, s, tenant, d, first, dedup.Options{}); r.Outcome != dedup.OutcomeNew {
+				t.Fatalf("%q: %+v, want new", tt.first, r)
+			}
+			second := decision(sc, tt.second, why)
+			r := runDedup(t, s, tenant, d, second, dedup.Options{})
+			if r.Outcome != dedup.OutcomeManualReview || r.Match == nil || r.Match.ID != first.ID || !approx(r.Match.Score, tt.score) {
+				t.Fatalf("%q after %q: %s, match %+v; want manual_review of %s at %.3f", tt.second, tt.first, r.Outcome, r.Match, first.ID, tt.score)
+			}
+			if tt.reason != "" && !strings.Contains(r.Reason, tt.reason) {
+				t.Errorf("reason = %q, want it to name the replaced word (%s)", r.Reason, tt.reason)
+			}
+			if c := runDedup(t, s, tenant, d, second, dedup.Options{Confirmed: true}); c.Outcome != dedup.OutcomeNew || c.NodeID != second.ID {
+				t.Fatalf("confirmed %q: %+v, want new", tt.second, c)
+			}
+			if got := liveIDs(t, s, tenant, sc); !slices.Equal(sorted(got), sorted([]string{first.ID, second.ID})) {
+				t.Errorf("live nodes = %v, want both decisions, %s and %s", got, first.ID, second.ID)
+			}
+			if edges := supersedesEdges(t, s, tenant, sc.Area()); len(edges) != 0 {
+				t.Errorf("SUPERSEDES edges %v, want none", edges)
+			}
+			// Each is still its own content.
+			for _, n := range []graph.Node{first, second} {
+				again := decision(sc, n.Title, why)
+				if r := runDedup(t, s, tenant, d, again, dedup.Options{}); r.Outcome != dedup.OutcomeDuplicateSkip || r.NodeID != n.ID {
+					t.Errorf("%q again: %+v, want duplicate_skip of %s", n.Title, r, n.ID)
+				}
+			}
+		})
+	}
+	t.Run("entity facts", func(t *testing.T) {
+		s, tenant := h.Open(t)
+		ensureProject(t, s, tenant, "p1")
+		sc := graph.ProjectScope("p1")
+		d := newDedup(t)
+		for _, name := range []string{"C++", "C", "C#"} {
+			fact := newNode(graph.EntityFact, sc, name, "compiles slowly", base)
+			fact.ContentHash = ""
+			if r := runDedup(t, s, tenant, d, fact, dedup.Options{}); r.Outcome != dedup.OutcomeNew {
+				t.Errorf("fact about %s: %+v, want new", name, r)
+			}
+		}
+	})
 }
 
 func newWrite(t *testing.T, s write.Store, tokens write.TokenChecker, mod func(*write.Config)) *write.Engine {

@@ -16,6 +16,7 @@ import (
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j/config"
 
+	"github.com/praetorhq/praetor/services/memory/dedup"
 	"github.com/praetorhq/praetor/services/memory/graph"
 )
 
@@ -79,8 +80,10 @@ type Store struct {
 var _ graph.Store = (*Store)(nil)
 
 // Open connects to Neo4j and creates the schema (constraints, indexes,
-// full-text indexes) if it is missing, then waits until the indexes are
-// online. A server that does not answer fails with graph.ErrUnavailable.
+// full-text indexes) if it is missing, waits until the indexes are online,
+// and recomputes the content hashes an older version stored differently
+// (see EnsureSchema). A server that does not answer fails with
+// graph.ErrUnavailable.
 func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
@@ -159,8 +162,10 @@ var schema = []string{
 	`CREATE FULLTEXT INDEX pattern_fulltext IF NOT EXISTS FOR (n:Pattern) ON EACH [n.title, n.rationale, n.ft_scope]`,
 }
 
-// EnsureSchema creates the constraints and indexes that are missing and
-// waits for them to be online. Open calls it.
+// EnsureSchema creates the constraints and indexes that are missing, waits
+// for them to be online, and brings the content hashes and entity keys of
+// the nodes up to date (rehash). Open calls it; every step is idempotent,
+// and cheap when there is nothing to do.
 func (s *Store) EnsureSchema(ctx context.Context) error {
 	for _, stmt := range schema {
 		if err := s.ensure(ctx, stmt); err != nil {
@@ -170,7 +175,159 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 	if _, err := neo4j.ExecuteQuery(ctx, s.driver, `CALL db.awaitIndexes(300)`, nil, neo4j.EagerResultTransformer, s.queryConfig()); err != nil {
 		return classify("await indexes", err)
 	}
+	n, err := s.rehash(ctx, "")
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.cfg.Logger.Info("neo4j graph: content hashes recomputed", "uri", s.cfg.URI, "nodes", n)
+	}
 	return nil
+}
+
+// signRunes are graph.SignRunes, one string each, for the Cypher of rehash.
+var signRunes = strings.Split(graph.SignRunes, "")
+
+const (
+	// rehashScopes finds the scopes (of one tenant, or of all when $tenant
+	// is empty) written since rehash last checked them, or by a version
+	// that does not keep rehashed_seq, and marks them checked. The SET
+	// takes their write locks: no node is added to them until rehash
+	// commits.
+	rehashScopes = `MATCH (s:Scope) WHERE ($tenant = '' OR s.tenant_id = $tenant)
+		  AND coalesce(s.rehashed_seq, -1) <> coalesce(s.write_seq, 0)
+		SET s.rehashed_seq = coalesce(s.write_seq, 0)
+		RETURN s.uid AS uid`
+	// rehashCandidates finds the memory nodes of those scopes with a sign
+	// in their title, rationale or entity name (by the index on scope_uid
+	// and created_at).
+	rehashCandidates = `MATCH (n:Memory) WHERE n.scope_uid IN $scopes AND n.created_at IS NOT NULL AND n.kind IS NOT NULL
+		  AND any(c IN $signs WHERE n.title CONTAINS c OR n.rationale CONTAINS c OR coalesce(n.entity_name, '') CONTAINS c)
+		RETURN n.id AS id, n.tenant_id AS tenant, n.scope_uid AS scope, n.kind AS kind, n.title AS title,
+			n.rationale AS rationale, n.entity_name AS entity_name, n.content_key AS content_key, n.entity_key AS entity_key`
+)
+
+// rehash recomputes the content hash (dedup.ContentHash), content key and
+// entity key (graph.NormalizeEntity) of the nodes whose stored ones are not
+// the current definitions, in one transaction, and returns how many it
+// changed. The definitions changed once, when the signs that end a name
+// began to count ("C++" is not "C"): a node stored before, with '+' or '#'
+// in its title, rationale or entity name, may have the hash and keys of its
+// content without the signs.
+//
+// It checks only the scopes whose nodes may have such hashes. A scope's
+// rehashed_seq is the write_seq (the count of its write transactions) up to
+// which its nodes are known to be current; the lock of every write keeps it
+// level with write_seq when it was, and scopes are created with it. A
+// scope without it (older than this code) or behind write_seq (written by
+// an older version since) is checked: its nodes with a sign are read, and
+// those whose values differ are written. A database that is up to date
+// costs one pass over the Scope nodes, a second run changes nothing, and
+// nodes that a replica of an older version writes during a rolling upgrade
+// are checked at the next start. (Over every Memory node at every start,
+// the CONTAINS filter would cost about a second per 100,000 nodes.)
+// Replicas starting at once queue on the scope locks and write the same
+// values.
+//
+// Two nodes cannot come to share a content key: the signs only add to the
+// words of the old form, so content that is the same with them was the same
+// without them, and the old key kept it once per scope and kind. Should the
+// database hold such a pair anyway (hashes written by something else than
+// ContentHash), rehash fails with graph.ErrDuplicateContent naming both, and
+// changes nothing.
+//
+// tenant limits the work to one tenant when not empty (tests, which share a
+// server); Open does all.
+func (s *Store) rehash(ctx context.Context, tenant string) (int, error) {
+	sess := s.session(ctx, neo4j.AccessModeWrite)
+	defer sess.Close(ctx)
+	changed, err := sess.ExecuteWrite(ctx, func(tx neo4j.ManagedTransaction) (any, error) {
+		res, err := tx.Run(ctx, rehashScopes, map[string]any{"tenant": tenant})
+		if err != nil {
+			return 0, err
+		}
+		recs, err := res.Collect(ctx)
+		if err != nil || len(recs) == 0 {
+			return 0, err
+		}
+		scopes := make([]any, len(recs))
+		for i, r := range recs {
+			scopes[i] = r.Values[0]
+		}
+		res, err = tx.Run(ctx, rehashCandidates, map[string]any{"scopes": scopes, "signs": signRunes})
+		if err != nil {
+			return 0, err
+		}
+		var todo, moving []any
+		byKey := map[string]string{} // new content key -> node id
+		for res.Next(ctx) {
+			m := res.Record().AsMap()
+			str := func(k string) string { v, _ := m[k].(string); return v }
+			id, kind, name := str("id"), graph.Kind(str("kind")), str("entity_name")
+			hash := dedup.ContentHash(kind, name, str("title"), str("rationale"))
+			key := contentKey(str("scope"), kind, hash)
+			var entityKey any // only entity facts have one
+			if kind == graph.EntityFact {
+				entityKey = graph.NormalizeEntity(name)
+			}
+			if other, dup := byKey[key]; dup {
+				return 0, sameContent(kind, id, other, str("tenant"), key)
+			}
+			byKey[key] = id
+			if key == str("content_key") && entityKey == m["entity_key"] {
+				continue
+			}
+			todo = append(todo, map[string]any{"id": id, "tenant": str("tenant"), "kind": string(kind),
+				"hash": hash, "key": key, "entity_key": entityKey})
+			moving = append(moving, id)
+		}
+		if err := res.Err(); err != nil {
+			return 0, err
+		}
+		if len(todo) == 0 {
+			return 0, nil
+		}
+		// A node without signs (the candidates were checked above) that
+		// holds a new key.
+		res, err = tx.Run(ctx, `UNWIND $rows AS r
+			MATCH (m:Memory {content_key: r.key}) WHERE NOT m.id IN $moving
+			RETURN r.id AS id, m.id AS other, r.kind AS kind, r.tenant AS tenant, r.key AS key LIMIT 1`,
+			map[string]any{"rows": todo, "moving": moving})
+		if err != nil {
+			return 0, err
+		}
+		if res.Next(ctx) {
+			m := res.Record().AsMap()
+			str := func(k string) string { v, _ := m[k].(string); return v }
+			return 0, sameContent(graph.Kind(str("kind")), str("id"), str("other"), str("tenant"), str("key"))
+		}
+		if err := res.Err(); err != nil {
+			return 0, err
+		}
+		res, err = tx.Run(ctx, `UNWIND $rows AS r
+			MATCH (n:Memory {id: r.id}) WHERE n.tenant_id = r.tenant
+			SET n.content_hash = r.hash, n.content_key = r.key, n.entity_key = r.entity_key`,
+			map[string]any{"rows": todo})
+		if err != nil {
+			return 0, err
+		}
+		if _, err := res.Consume(ctx); err != nil {
+			return 0, err
+		}
+		return len(todo), nil
+	})
+	if err != nil {
+		return 0, classify("rehash", err)
+	}
+	return changed.(int), nil
+}
+
+// sameContent is the error of rehash when two nodes would share a content
+// key.
+func sameContent(kind graph.Kind, id, other, tenant, key string) error {
+	return fmt.Errorf("neo4j graph: rehash: %s %s and %s of tenant %s hold the same content once signs count "+
+		"(content key %s); a scope holds each content once, so one of them must go before the store can open: %w",
+		kind, id, other, tenant, key, graph.ErrDuplicateContent)
 }
 
 // ensure runs a schema statement. IF NOT EXISTS does not make two at once
@@ -277,13 +434,19 @@ func (s *Store) Write(ctx context.Context, tenant string, scope graph.Scope, fn 
 
 // lockCypher takes the scope node's write lock; for the global scope it
 // creates the node first (MERGE is safe under the uid uniqueness constraint).
+// It counts the write in write_seq, and keeps rehashed_seq level with it
+// when it was: this version writes current content hashes (see rehash).
 const (
 	lockScopeCypher = `MATCH (s:Scope {uid: $uid}) WHERE s.tenant_id = $tenant
-		SET s.write_seq = coalesce(s.write_seq, 0) + 1 RETURN s.uid AS uid`
+		` + countWrite
 	lockGlobalCypher = `MERGE (s:Scope {uid: $uid})
-		ON CREATE SET s:Global, s.tenant_id = $tenant, s.scope_key = 'g', s.level = 'global', s.project_id = '', s.focus = '', s.created_at = datetime()
+		ON CREATE SET s:Global, s.tenant_id = $tenant, s.scope_key = 'g', s.level = 'global', s.project_id = '', s.focus = '',
+			s.created_at = datetime(), s.rehashed_seq = 0
 		WITH s WHERE s.tenant_id = $tenant
-		SET s.write_seq = coalesce(s.write_seq, 0) + 1 RETURN s.uid AS uid`
+		` + countWrite
+	countWrite = `WITH s, coalesce(s.write_seq, 0) AS seq
+		SET s.write_seq = seq + 1, s.rehashed_seq = CASE WHEN s.rehashed_seq = seq THEN seq + 1 ELSE s.rehashed_seq END
+		RETURN s.uid AS uid`
 )
 
 func (s *Store) writeQuery(ctx context.Context, cypher string, params map[string]any) ([]*neo4j.Record, error) {
@@ -311,7 +474,7 @@ func (s *Store) EnsureProject(ctx context.Context, tenant, projectID string) err
 	}
 	_, err := s.writeQuery(ctx, `MERGE (p:Scope {uid: $uid})
 		ON CREATE SET p:Project, p.tenant_id = $tenant, p.scope_key = $key, p.level = 'project',
-			p.project_id = $project, p.focus = '', p.created_at = datetime()`,
+			p.project_id = $project, p.focus = '', p.created_at = datetime(), p.rehashed_seq = 0`,
 		map[string]any{"uid": scopeUID(tenant, sc), "tenant": tenant, "key": sc.Key(), "project": projectID})
 	return classify("ensure project", err)
 }
@@ -325,7 +488,7 @@ func (s *Store) EnsureFocusArea(ctx context.Context, tenant, projectID, focus st
 	recs, err := s.writeQuery(ctx, `MATCH (p:Project {uid: $puid}) WHERE p.tenant_id = $tenant
 		MERGE (f:Scope {uid: $uid})
 		ON CREATE SET f:FocusArea, f.tenant_id = $tenant, f.scope_key = $key, f.level = 'focus',
-			f.project_id = $project, f.focus = $focus, f.created_at = datetime()
+			f.project_id = $project, f.focus = $focus, f.created_at = datetime(), f.rehashed_seq = 0
 		MERGE (f)-[:FOCUS_OF]->(p)
 		RETURN f.uid AS uid`,
 		map[string]any{"puid": scopeUID(tenant, graph.ProjectScope(projectID)), "uid": scopeUID(tenant, sc),
@@ -373,7 +536,8 @@ func (s *Store) MarkHygiene(ctx context.Context, tenant string, area graph.Area,
 	cypher := `MATCH (s:Scope {uid: $uid}) WHERE s.tenant_id = $tenant SET s.last_hygiene_at = $at RETURN s.uid AS uid`
 	if area.Global() {
 		cypher = `MERGE (s:Scope {uid: $uid})
-			ON CREATE SET s:Global, s.tenant_id = $tenant, s.scope_key = 'g', s.level = 'global', s.project_id = '', s.focus = '', s.created_at = datetime()
+			ON CREATE SET s:Global, s.tenant_id = $tenant, s.scope_key = 'g', s.level = 'global', s.project_id = '', s.focus = '',
+				s.created_at = datetime(), s.rehashed_seq = 0
 			WITH s WHERE s.tenant_id = $tenant SET s.last_hygiene_at = $at RETURN s.uid AS uid`
 	}
 	recs, err := s.writeQuery(ctx, cypher, params)
