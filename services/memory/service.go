@@ -189,9 +189,9 @@ func (s *Service) Memory() *Memory { return s.mem }
 // work saves the requested node and returns the step that commits the
 // answer. The save is an effect outside the transaction, like a model call
 // elsewhere: a redelivery after a crash saves again, which dedup turns into
-// duplicate_skip of the node the first attempt wrote (or, if another write
-// superseded that node in between, reinstates it: dedup cannot tell a
-// redelivery from the same content asserted again).
+// duplicate_skip of the node the first attempt wrote — the node's id derives
+// from the request id, so dedup knows it for the request's own even if
+// another write superseded it in between, and leaves that write in place.
 func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, error) {
 	m, err := contracts.DecodeAs[contracts.MemoryWriteRequested](ev)
 	if err != nil {

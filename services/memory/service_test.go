@@ -279,7 +279,7 @@ func TestServiceRevert(t *testing.T) {
 			g, tenant := tc.open(t)
 			r := newRig(t, db)
 			m := r.memory(t, g, nil)
-			r.service(t, m, nil)
+			svc := r.service(t, m, nil)
 			memtest.Tenant(t, db, tenant)
 			memtest.Project(t, g, tenant, "shop")
 			// Each request waits for the answer before it: the order is the test.
@@ -316,6 +316,19 @@ func TestServiceRevert(t *testing.T) {
 			third := save("r-a-third", titleA)
 			if third.Status != "saved" || third.Outcome != "duplicate_skip" || third.NodeID != a.NodeID {
 				t.Errorf("A a third time: %+v, want saved/duplicate_skip of %s", third, a.NodeID)
+			}
+
+			// A request made again (its event redelivered after a crash,
+			// once the graph had committed) is not a revert: it leaves the
+			// write that superseded its node in place.
+			c := save("r-c", "Deploy the API on Kubernetes")
+			d := save("r-d", "Deploy the API on Kubernetes with autoscaling")
+			if d.Outcome != "supersede" || d.MatchID != c.NodeID {
+				t.Fatalf("D: %+v, want a supersede of %s", d, c.NodeID)
+			}
+			redelivered, err := m.Writes.Save(memtest.Ctx(t), svc.WriteRequest(write1(tenant, "r-c", "shop", "Deploy the API on Kubernetes")))
+			if err != nil || redelivered.Outcome != "duplicate_skip" || redelivered.NodeID != c.NodeID {
+				t.Errorf("C's request again: %+v, %v; want duplicate_skip of its own node %s, D left current", redelivered, err, c.NodeID)
 			}
 		})
 	}

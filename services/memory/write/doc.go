@@ -13,7 +13,9 @@
 // never dropped: it leaves the Queue only when it has settled.
 //
 // Writes are idempotent: the node id is fixed when the request is accepted
-// and the content hash makes a repeated write a duplicate_skip, so a write
+// (derived from the request id when there is one, so a request made again —
+// a redelivered event — has the same) and the content hash makes a repeated
+// write a duplicate_skip, so a write
 // whose first attempt committed without the caller knowing settles as saved
 // (even when another write superseded that node in between: dedup does not
 // reinstate the request's own node). Content written again after it was

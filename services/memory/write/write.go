@@ -339,6 +339,9 @@ type Pending struct {
 	LastError    string    `json:"last_error,omitempty"`
 }
 
+// nodeSpace is the UUID namespace of the node ids derived from request ids.
+var nodeSpace = uuid.MustParse("8d0e3f0a-8f5e-5c4b-9a57-2b6f5d1c7e41")
+
 // Save runs one write: scope gate, governance gate, dedup and write. It
 // returns at the latest after Config.WriteTimeout, with pending_retry when
 // the graph did not answer in time. The error is non-nil only for a
@@ -349,6 +352,13 @@ func (e *Engine) Save(ctx context.Context, r Request) (Receipt, error) {
 		return Receipt{}, err
 	}
 	p := &Pending{Request: r, NodeID: e.cfg.NewID(), CreatedAt: e.cfg.Now().UTC()}
+	if r.RequestID != "" {
+		// A request id names one write: its node's id derives from it, so a
+		// request made again (an event redelivered after a crash) finds its
+		// own node, which dedup leaves as it is even if a later write
+		// superseded it, rather than reinstating it over that write.
+		p.NodeID = uuid.NewSHA1(nodeSpace, []byte(r.TenantID+"\x00"+r.RequestID)).String()
+	}
 	p.Request.RequestID = cmp.Or(r.RequestID, p.NodeID)
 	p.Request.GovernanceToken, p.Request.Authorize = "", nil
 	gate := r.Authorize
