@@ -48,9 +48,11 @@ func (c Condition) Holds(env CondEnv) bool {
 }
 
 // Asks reports whether the text asks for phrase: it contains it (as
-// Contains does) at least once where no negation in the words before it,
-// in its clause, takes it back. "Let's explore the options" asks to
-// explore the options; "I don't want to explore the options yet" does not.
+// Contains does) at least once where no negation takes it back — in the
+// words before it, in its clause ("I don't want to explore the options"), or
+// right after it ("explore the options, but not now"). A negation that
+// asks ("why not", "can't we"), or that is an idiom ("no problem", "I
+// wouldn't mind"), takes nothing back.
 func (t Text) Asks(phrase string) bool {
 	for from := 0; from < len(t.lower); {
 		i := Text{lower: t.lower[from:]}.Index(phrase)
@@ -58,7 +60,7 @@ func (t Text) Asks(phrase string) bool {
 			return false
 		}
 		i += from
-		if !negatedBefore(t.lower[:i]) {
+		if !negatedBefore(t.lower[:i]) && !putOffAfter(t.lower[i+len(strings.TrimSpace(phrase)):]) {
 			return true
 		}
 		from = i + 1
@@ -66,8 +68,18 @@ func (t Text) Asks(phrase string) bool {
 	return false
 }
 
-// clauseWords is how many words before a phrase negatedBefore reads.
+// clauseWords is how many words before a phrase negatedBefore reads, and
+// after it putOffAfter.
 const clauseWords = 6
+
+// wordsOf splits lowered text into words, apostrophes kept ("don't").
+func wordsOf(s string) []string {
+	words := strings.FieldsFunc(s, func(r rune) bool { return !isWordByte(r) && r != '\'' })
+	for i, w := range words {
+		words[i] = strings.ReplaceAll(w, "’", "'")
+	}
+	return words
+}
 
 // negatedBefore reports whether the end of before — its last clauseWords
 // words, back to the start of their clause — holds a negation.
@@ -75,18 +87,62 @@ func negatedBefore(before string) bool {
 	if i := strings.LastIndexAny(before, ".!?;,:"); i >= 0 {
 		before = before[i+1:]
 	}
-	words := strings.FieldsFunc(before, func(r rune) bool { return !isWordByte(r) && r != '\'' })
+	words := wordsOf(before)
 	for k := len(words) - 1; k >= 0; k-- {
-		if words[k] == "but" { // "not now but let's explore the options"
+		// A new clause: "not now but let's ...", "no budget yet so let's ...".
+		if words[k] == "but" || words[k] == "so" {
 			words = words[k+1:]
 			break
 		}
 	}
-	for _, w := range words[max(len(words)-clauseWords, 0):] {
-		switch strings.ReplaceAll(w, "’", "'") {
-		case "no", "not", "never", "don't", "dont", "doesn't", "won't", "can't", "cannot", "isn't", "aren't",
-			"shouldn't", "wouldn't", "without", "nor":
+	first := max(len(words)-clauseWords, 0)
+	for k := first; k < len(words); k++ {
+		next, prev := "", ""
+		if k+1 < len(words) {
+			next = words[k+1]
+		}
+		if k > 0 {
+			prev = words[k-1]
+		}
+		switch words[k] {
+		case "no":
+			switch next {
+			case "problem", "problems", "worries", "worry", "rush", "doubt":
+				continue // an idiom
+			}
 			return true
+		case "not":
+			if prev == "why" { // "why not explore the options?"
+				continue
+			}
+			return true
+		case "can't", "cannot", "couldn't", "won't", "wouldn't", "don't", "doesn't", "shouldn't":
+			switch next {
+			case "we", "you", "i", "it", "they": // "can't we just explore the options?"
+				continue
+			case "mind": // "I wouldn't mind if we explore the options"
+				continue
+			}
+			return true
+		case "never", "dont", "isn't", "aren't", "without", "nor", "nothing", "nobody", "neither":
+			return true
+		}
+	}
+	return false
+}
+
+// putOffAfter reports whether after — the text right after a phrase —
+// puts it off: "explore the options, but not now", "Explore the options?
+// Not yet."
+func putOffAfter(after string) bool {
+	words := wordsOf(after)
+	words = words[:min(len(words), clauseWords)]
+	for k := 0; k+1 < len(words); k++ {
+		if words[k] == "not" {
+			switch words[k+1] {
+			case "now", "yet", "today":
+				return true
+			}
 		}
 	}
 	return false

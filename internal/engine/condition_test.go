@@ -54,6 +54,16 @@ func TestAsks(t *testing.T) {
 		{"We have no plan, nothing more to add; explore the options", "explore the options", true},
 		{"explore the options", "explore the options", true},
 		{"the options", "explore the options", false},
+		{"Why not explore the options?", "explore the options", true},
+		{"No problem, let's explore the options", "explore the options", true},
+		{"No problem let's explore the options", "explore the options", true},
+		{"I have no budget yet so let's explore the options", "explore the options", true},
+		{"Can't we just explore the options now?", "explore the options", true},
+		{"I wouldn't mind if we explore the options", "explore the options", true},
+		{"I want to explore the options, but not now.", "explore the options", false},
+		{"Explore the options? Not yet.", "explore the options", false},
+		{"There is nothing to explore the options for.", "explore the options", false},
+		{"No need to explore the options.", "explore the options", false},
 	}
 	for _, c := range cases {
 		if got := LowerText(c.text).Asks(c.phrase); got != c.want {

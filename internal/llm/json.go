@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,8 +162,14 @@ func firstObject(s string) (json.RawMessage, bool) {
 		}
 		i += j
 		var obj json.RawMessage
-		if err := json.NewDecoder(strings.NewReader(s[i:])).Decode(&obj); err == nil {
+		err := json.NewDecoder(strings.NewReader(s[i:])).Decode(&obj)
+		if err == nil {
 			return obj, true
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			// The answer ends inside this object (cut off): a '{' further on
+			// is inside it, a piece of it, not an answer.
+			return nil, false
 		}
 		i++
 	}

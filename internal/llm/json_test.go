@@ -321,6 +321,7 @@ func TestParseJSONAnswer(t *testing.T) {
 		{"<think>never closed {\"a\":1}", ``, true},
 		{`{"a":1} and also {"b":2}`, `{"a":1}`, false},
 		{`I would say {maybe} then {"a":[1,{"b":2}]} done`, `{"a":[1,{"b":2}]}`, false},
+		{`{"summary": "s", "findings": [{"title": "Jobber", "detail": "Scheduling"}, {"title": "Servi`, ``, true},
 	}
 	for _, tc := range tests {
 		got, err := ParseJSONAnswer(tc.in)

@@ -114,17 +114,33 @@ func finished(reply string, resp *llm.Response, maxTokens int) (kept, short stri
 	return reply, "", nil
 }
 
-// wholeSentences is s up to its last sentence end (a '.', '?' or '!'
-// before a space or the end: not the point of "3.5"), or s and an ellipsis
-// when it has none.
+// wholeSentences is s up to its last sentence end, or s and an ellipsis
+// when it has none. A sentence ends at a '?' or '!', or a '.', before a
+// space or the end; not the point of "3.5", of a list's "2." or of "e.g.".
 func wholeSentences(s string) string {
 	s = strings.TrimRightFunc(s, unicode.IsSpace)
 	for i := len(s) - 1; i > 0; i-- {
-		if (s[i] == '.' || s[i] == '?' || s[i] == '!') && (i == len(s)-1 || unicode.IsSpace(rune(s[i+1]))) {
+		if (s[i] == '.' || s[i] == '?' || s[i] == '!') && (i == len(s)-1 || unicode.IsSpace(rune(s[i+1]))) &&
+			(s[i] != '.' || !notAnEnd(s[:i])) {
 			return s[:i+1]
 		}
 	}
 	return s + "…"
+}
+
+// abbreviations end in a point that ends no sentence.
+var abbreviations = map[string]bool{"e.g": true, "i.e": true, "etc": true, "vs": true, "mr": true, "mrs": true,
+	"ms": true, "dr": true, "approx": true, "incl": true}
+
+// notAnEnd reports whether the word before a point (the end of before)
+// makes it no sentence end: a number (a list item, "2.") or an
+// abbreviation.
+func notAnEnd(before string) bool {
+	word := before[strings.LastIndexFunc(before, unicode.IsSpace)+1:]
+	if word == "" {
+		return true
+	}
+	return strings.Trim(word, "0123456789") == "" || abbreviations[strings.ToLower(word)]
 }
 
 // fallbackReply is the reply of a turn whose response generation failed:

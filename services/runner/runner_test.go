@@ -221,6 +221,10 @@ func TestRepliesTheModelDidNotFinish(t *testing.T) {
 	}{
 		{"cut off", "Thanks, that helps. The price of 3.5 units matters. Could you tell me which teams will use it and wh",
 			llm.FinishLength, "Thanks, that helps. The price of 3.5 units matters.", "cut off at the token limit"},
+		{"cut off in a list", "Here are three options.\n1. An off-the-shelf tool\n2. A no-code app\n3.", llm.FinishLength,
+			"Here are three options.", "cut off at the token limit"},
+		{"cut off after an abbreviation", "Options exist. Options include e.g. Jobber or", llm.FinishLength,
+			"Options exist.", "cut off at the token limit"},
 		{"cut off in its first sentence", "Could you tell me which teams will use it and wh", llm.FinishLength,
 			"Could you tell me which teams will use it and wh…", "cut off at the token limit"},
 		{"withheld", "", llm.FinishContentFilter, fallback, "withheld"},

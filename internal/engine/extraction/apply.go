@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -114,6 +115,10 @@ var correctionMarkers = []string{"actually", "instead", "or rather", "correction
 	"let me correct", "to correct", "not quite", "that's not right", "that is not right", "that's incorrect",
 	"that is incorrect"}
 
+// notQuite is "not quite" as an answer of its own ("Not quite. ...", "not
+// quite, ...", "not quite right").
+var notQuite = regexp.MustCompile(`\bnot quite(?:\s*[.,;:!—–-]|\s*$|\s+right\b)`)
+
 // CorrectionMarker returns the first correction marker in text, or "".
 func CorrectionMarker(text string) string {
 	return CorrectionMarkerIn(engine.LowerText(text))
@@ -127,6 +132,9 @@ func CorrectionMarkerIn(text engine.Text) string {
 		}
 		if m == "instead" && !engine.LowerText(strings.ReplaceAll(text.Lowered(), "instead of", "")).Contains(m) {
 			continue // only ever "instead of"
+		}
+		if m == "not quite" && !notQuite.MatchString(text.Lowered()) {
+			continue // "not quite sure", "not quite ready": no correction
 		}
 		return m
 	}

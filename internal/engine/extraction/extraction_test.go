@@ -447,6 +447,9 @@ func TestCorrectionMarker(t *testing.T) {
 		"The 6 staff there all agree on that.":                               "",
 		"I mean the office managers.":                                        "i mean",
 		"Not quite. The number of users is 60 technicians.":                  "not quite",
+		"I'm not quite sure about the details, but we also use Slack.":       "",
+		"It's not quite a CRM.":                                              "",
+		"That's not quite right: we have 60.":                                "not quite",
 		"Rather than a web app we want a mobile one, I'd rather say it now.": "",
 	}
 	for text, want := range cases {

@@ -155,8 +155,8 @@ func prepare(ss []string) []sentence {
 }
 
 // matchField tries a field's cues: patterns, then values, then keywords.
-// blocked reports a cue that matched a sentence about the field while the
-// field is known and the sentence neither asked about nor corrected.
+// blocked reports a pattern that matched a sentence about the field while
+// the field is known and the sentence neither asked about nor corrected it.
 func matchField(f extraction.PromptField, sentences []sentence, known, inFocus bool) (fa fieldAnswer, ok, blocked bool) {
 	conf := func(base float64, s sentence) float64 {
 		c := base
@@ -201,11 +201,10 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	}
 	for _, s := range sentences {
 		for _, kw := range f.Cues.Keywords {
-			if !s.lower.Contains(kw) {
-				continue
-			}
-			if !allowed(s) {
-				blocked = true
+			if !s.lower.Contains(kw) || !allowed(s) {
+				// A keyword alone ("technicians") is too weak a sign that the
+				// message is about the known field to keep it from
+				// answering the question asked: not blocked.
 				continue
 			}
 			if v, ok := valueFromText(f.ValueType, s.text, kw); ok {
@@ -235,8 +234,10 @@ func matchValues(f extraction.PromptField, sentences []sentence, allowed func(se
 					continue
 				}
 				// A bare "no" does not take back a yes ("Yes, no changes
-				// needed"); "wrong", "not quite" and a negated yes do.
-				if f.ValueType == engine.TypeBoolean && ((cv.Value == false && w != "no") || (cv.Value != false && !s.lower.Asks(w))) {
+				// needed"), nor a negated no-word ("nothing wrong", "I
+				// can't wait"); "wrong", "not quite" and a negated yes do.
+				if f.ValueType == engine.TypeBoolean && ((cv.Value == false && w != "no" && s.lower.Asks(w)) ||
+					(cv.Value != false && !s.lower.Asks(w))) {
 					no = true
 				}
 				if found == nil {

@@ -107,6 +107,10 @@ func TestExtractionSkill(t *testing.T) {
 			absent: []string{"constraints.team"}},
 		{name: "a short unsure answer declines", focus: "team_resources_known", msg: "No idea, honestly.",
 			deferred: []string{"team_resources_known"}, absent: []string{"constraints.team"}},
+		{name: "a keyword of a known field does not keep a message from answering", focus: "trigger_event_identified",
+			current: map[string]any{"users_and_personas.primary_user": "field technicians", "users_and_personas.user_count": 40},
+			msg:     "Our technicians kept showing up at the wrong address and a big client left.",
+			want:    map[string]any{"purpose_and_problem.trigger_event": "Our technicians kept showing up at the wrong address and a big client left"}},
 		{name: "a question back answers nothing", focus: "core_problem_defined", msg: "What do you mean by that?",
 			absent: []string{"purpose_and_problem.core_problem"}},
 		{name: "a qualified yes is a no", focus: "confirm_project_scope", msg: "Mostly correct, but the budget is wrong.",
@@ -114,6 +118,10 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a negated yes is a no", focus: "confirm_project_scope", msg: "That's not correct.",
 			want: map[string]any{"validation.scope_confirmed": false}},
 		{name: "a yes with a bare no is a yes", focus: "confirm_project_scope", msg: "Yes, no changes needed.",
+			want: map[string]any{"validation.scope_confirmed": true}},
+		{name: "a yes with a negated no-word is a yes", focus: "confirm_project_scope", msg: "Yes, that's right, nothing wrong there.",
+			want: map[string]any{"validation.scope_confirmed": true}},
+		{name: "looks good is a yes", focus: "confirm_project_scope", msg: "Looks good, I don't see anything wrong.",
 			want: map[string]any{"validation.scope_confirmed": true}},
 		{name: "secondary users are not the primary ones", msg: "The secondary users are the office managers.",
 			absent: []string{"users_and_personas.primary_user"}},
@@ -155,6 +163,34 @@ func TestExtractionSkill(t *testing.T) {
 				t.Errorf("deferred = %v, want %v", ans.DeferredObligations, tt.deferred)
 			}
 		})
+	}
+}
+
+// The confirmation of ideation's selection reads a negated no-word as
+// nothing: "I can't wait" is eager, not a no.
+func TestExtractionSkillIdeationConfirmation(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	def, _ := cat.Get("ideation")
+	focus := ""
+	for _, o := range def.Obligations {
+		if len(o.Fields) == 1 && o.Fields[0] == "selection.selection_confirmed" {
+			focus = o.ID
+		}
+	}
+	for msg, want := range map[string]bool{
+		"Absolutely, I can't wait to get started!": true,
+		"Yes, let's do it, no need to wait.":       true,
+		"Wait, not yet.":                           false,
+		"Yes, but wait a moment.":                  false,
+	} {
+		ans := extract(t, def, engine.NewExtraction(), focus, msg)
+		var got any
+		if fa, ok := ans.Fields["selection.selection_confirmed"]; ok {
+			_ = json.Unmarshal(fa.Value, &got)
+		}
+		if got != want {
+			t.Errorf("%q: selection confirmed = %v, want %v", msg, got, want)
+		}
 	}
 }
 

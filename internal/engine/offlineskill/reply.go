@@ -247,8 +247,7 @@ func opener(p ReplyPrompt) string {
 			if len(p.Known) == 0 {
 				continue
 			}
-			// All of it: this is what the user is asked to confirm.
-			return "Here is what I have so far:\n- " + strings.Join(p.Known, "\n- ") + "\n"
+			return summary(p.Known)
 		case "active_listening":
 			if echo != "" {
 				return "It sounds like " + echo + "."
@@ -288,6 +287,27 @@ func opener(p ReplyPrompt) string {
 		}
 	}
 	return ""
+}
+
+// maxSummaryChars bounds the list summary_reflection reads back: the
+// runner cuts a reply past 4,000 characters, and the question after the
+// list must stay.
+const maxSummaryChars = 3000
+
+// summary lists what is known, all of it when it fits (it is what the user
+// is asked to confirm), else as much as fits and how many items are left.
+func summary(known []string) string {
+	var b strings.Builder
+	b.WriteString("Here is what I have so far:\n")
+	for i, k := range known {
+		line := "- " + k + "\n"
+		if b.Len()+len(line) > maxSummaryChars {
+			fmt.Fprintf(&b, "- and %d more\n", len(known)-i)
+			break
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 var danglers = map[string]bool{"and": true, "or": true, "but": true, "so": true, "the": true, "a": true, "an": true,

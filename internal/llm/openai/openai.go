@@ -82,7 +82,8 @@ type Config struct {
 	// returned. A caller that must answer in its own time (a turn's handler
 	// has 5 minutes, then its event is redelivered and the work redone)
 	// gets an error it can degrade on, instead of its context ending first.
-	// Default 4m.
+	// Default 4m, or Timeout when that is longer: one attempt is never cut
+	// short of the timeout it was given.
 	MaxElapsed time.Duration
 	// HTTPClient sends the requests. Default a new http.Client; its own
 	// Timeout should be zero or longer than Timeout.
@@ -100,7 +101,7 @@ func (c Config) WithDefaults() Config {
 	c.Backoff.Base = cmp.Or(c.Backoff.Base, DefaultBackoffBase)
 	c.Backoff.Cap = cmp.Or(c.Backoff.Cap, DefaultBackoffCap)
 	c.MaxRetryAfter = cmp.Or(c.MaxRetryAfter, DefaultMaxRetryAfter)
-	c.MaxElapsed = cmp.Or(c.MaxElapsed, DefaultMaxElapsed)
+	c.MaxElapsed = cmp.Or(c.MaxElapsed, max(DefaultMaxElapsed, c.Timeout))
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
 	}
@@ -113,14 +114,18 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("openai: base URL %q must be an http(s) URL such as %s", redact(c.BaseURL), DefaultBaseURL)
+		msg := fmt.Sprintf("openai: base URL %q must be an http(s) URL such as %s", RedactURL(c.BaseURL), DefaultBaseURL)
+		if strings.Contains(c.BaseURL, "@") {
+			msg += " (credentials do not go in it: the key goes in the API key setting)"
+		}
+		return errors.New(msg)
 	}
 	// The path is appended to the base URL as text: a query (Azure's
 	// ?api-version=) would end up before it, and a password in it would be
 	// logged with it.
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("openai: base URL %q must be the API root alone, without a query, a fragment or credentials "+
-			"(the key goes in the API key setting; for Azure OpenAI use a compatible gateway)", redact(c.BaseURL))
+			"(the key goes in the API key setting; for Azure OpenAI use a compatible gateway)", RedactURL(c.BaseURL))
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("openai: timeout %s must be positive", c.Timeout)
@@ -178,10 +183,19 @@ func (c *Client) Model() string { return c.cfg.Model }
 // baseURL is the API root requests go to, as errors quote it.
 func (c *Client) baseURL() string { return strings.TrimRight(c.cfg.BaseURL, "/") }
 
-// redact hides the password of a URL that has one, for messages.
-func redact(raw string) string {
+// RedactURL hides the password of a URL that has one, for messages: also
+// of one that does not parse (a password with '#' or '%' in it breaks the
+// URL), by hiding whatever comes between the scheme and the last '@'.
+func RedactURL(raw string) string {
 	if u, err := url.Parse(raw); err == nil {
 		return u.Redacted()
+	}
+	if at := strings.LastIndexByte(raw, '@'); at >= 0 {
+		start := strings.Index(raw, "://") + len("://")
+		if start < len("://") || start > at {
+			start = 0
+		}
+		return raw[:start] + "xxxxx" + raw[at:]
 	}
 	return raw
 }

@@ -545,6 +545,18 @@ func TestMaxElapsedBoundsTheWholeCall(t *testing.T) {
 	}
 }
 
+// A timeout longer than MaxElapsed's default raises it: an attempt is not
+// cut short of the timeout it was given.
+func TestMaxElapsedDefaultsToTheTimeout(t *testing.T) {
+	t.Parallel()
+	if c := (Config{Timeout: 10 * time.Minute}).WithDefaults(); c.MaxElapsed != 10*time.Minute {
+		t.Errorf("a 10m timeout: MaxElapsed %s, want 10m", c.MaxElapsed)
+	}
+	if c := (Config{}).WithDefaults(); c.MaxElapsed != DefaultMaxElapsed {
+		t.Errorf("defaults: MaxElapsed %s, want %s", c.MaxElapsed, DefaultMaxElapsed)
+	}
+}
+
 func TestCancelInFlight(t *testing.T) {
 	t.Parallel()
 	srv := openaitest.NewServer(t)

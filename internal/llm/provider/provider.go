@@ -100,11 +100,12 @@ func (c Config) validate() error {
 	if c.BaseURL != "" {
 		u, err := url.Parse(c.BaseURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			shown := c.BaseURL
-			if err == nil {
-				shown = u.Redacted() // never a password in a message
+			hint := ""
+			if strings.Contains(c.BaseURL, "@") {
+				hint = " (credentials do not go in it: the key goes in " + EnvAPIKey + ")"
 			}
-			return bad(EnvBaseURL, "%q is not an http(s) URL; use e.g. %s or http://localhost:11434/v1", shown, openai.DefaultBaseURL)
+			return bad(EnvBaseURL, "%q is not an http(s) URL; use e.g. %s or http://localhost:11434/v1%s",
+				openai.RedactURL(c.BaseURL), openai.DefaultBaseURL, hint)
 		}
 	}
 	if c.Provider == OpenAI && c.APIKey == "" && c.BaseURL == "" {
@@ -178,6 +179,11 @@ func New(cfg Config, logger *slog.Logger) (llm.Client, Info, error) {
 	})
 	if err != nil {
 		return nil, Info{}, bad(EnvBaseURL, "%v", err)
+	}
+	if cfg.Timeout > openai.DefaultMaxElapsed {
+		logger.Warn("llm timeout is longer than a turn may wait for its model: a turn whose model takes longer "+
+			"than 4m is not answered degraded but cut off by its handler (5m) and redone; keep "+EnvTimeout+" at 4m or less "+
+			"unless only workflow agents call the model", slog.Duration("timeout", cfg.Timeout))
 	}
 	info := Info{Provider: OpenAI, Model: c.Model(), BaseURL: cmp.Or(cfg.BaseURL, openai.DefaultBaseURL), Reason: reason}
 	logger.Info("llm provider selected",

@@ -95,6 +95,7 @@ func TestInvalidSettings(t *testing.T) {
 		{"base URL of another scheme", Config{BaseURL: "ftp://x/v1", APIKey: secret}, EnvBaseURL},
 		{"base URL with credentials", Config{Provider: OpenAI, BaseURL: "https://praetor:" + secret + "@llm-proxy.internal/v1"}, EnvBaseURL},
 		{"base URL of another scheme with credentials", Config{BaseURL: "ftp://praetor:" + secret + "@x/v1"}, EnvBaseURL},
+		{"base URL that does not parse, with credentials", Config{Provider: OpenAI, BaseURL: "https://praetor:" + secret + "#x@llm-proxy.internal/v1"}, EnvBaseURL},
 		{"base URL with a query", Config{BaseURL: "https://x.openai.azure.com/openai?api-version=2024-06-01", APIKey: secret}, EnvBaseURL},
 		{"negative timeout", Config{Timeout: -time.Second}, EnvTimeout},
 	}
