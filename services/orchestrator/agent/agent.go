@@ -108,6 +108,15 @@ type Runtime interface {
 	Dispatch(ctx context.Context, t Task, c Context) (Result, error)
 }
 
+// Abandoner is a Runtime that can stop what an attempt left running
+// without its dispatcher: a durable command started by a worker that died,
+// when the attempt reaches another worker only after the orchestrator gave
+// up on it. Abandon stops it, if anything of it runs, and returns once it
+// has.
+type Abandoner interface {
+	Abandon(ctx context.Context, t Task) error
+}
+
 // OutputError reports an output that is missing or malformed; the task
 // fails with it (and retries, if it has retries left: an agent may do better
 // on a second try).
@@ -157,6 +166,15 @@ func (r *Router) Dispatch(ctx context.Context, t Task, c Context) (Result, error
 		return Result{}, events.Permanent(fmt.Errorf("%w %q", ErrUnknownAgent, t.Agent))
 	}
 	return rt.Dispatch(ctx, t, c)
+}
+
+// Abandon stops what t left running, when its agent's runtime is an
+// Abandoner (see there); nothing otherwise.
+func (r *Router) Abandon(ctx context.Context, t Task) error {
+	if a, ok := r.runtimes[t.Agent].(Abandoner); ok {
+		return a.Abandon(ctx, t)
+	}
+	return nil
 }
 
 // Runtime returns the runtime of an agent.

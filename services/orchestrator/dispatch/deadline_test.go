@@ -3,7 +3,12 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,6 +17,7 @@ import (
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/services/orchestrator/agent"
+	"github.com/praetorhq/praetor/services/orchestrator/agent/command"
 	"github.com/praetorhq/praetor/services/orchestrator/agent/mock"
 	"github.com/praetorhq/praetor/services/orchestrator/engine"
 	"github.com/praetorhq/praetor/services/orchestrator/executor"
@@ -148,4 +154,51 @@ tasks:
 			t.Errorf("the first attempt's answers = %+v, want one timeout", o)
 		}
 	})
+}
+
+// A durable attempt whose worker died leaves its command running; when the
+// attempt reaches another worker only after its deadline, that worker stops
+// the command instead of leaving it to run beside the retry.
+func TestExpiredAttemptStopsWhatItLeftRunning(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, testdb.SQLite(t))
+	dir := t.TempDir()
+	rt, err := command.New(command.Config{Path: "/bin/true", AttemptsDir: dir, KillGrace: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := agent.Task{RunID: "run-o", TaskID: "a", DispatchID: "run-o/a/1", Attempt: 1, Agent: "mock", Kind: agent.KindWork,
+		Outputs: []string{"a.md"}, Timeout: time.Hour}
+	// What the dead worker left: the attempt's supervisor, in a process
+	// group of its own, and the pid file that names it.
+	left := exec.Command("/bin/sh", "-c", "sleep 60")
+	left.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := left.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = left.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = syscall.Kill(-left.Process.Pid, syscall.SIGKILL) })
+	base := command.AttemptDir(dir, task.DispatchID)
+	orchtest.Write(t, base, "context.md", "context")
+	orchtest.Write(t, base, "pid", strconv.Itoa(left.Process.Pid)+"\n")
+	if err := os.MkdirAll(filepath.Join(base, "work"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	c.worker(router(rt), []string{"mock"}, nil)
+	bus := c.nats.Bus(t)
+	ev, err := taskmsg.Dispatched(tenant, task, agent.Context{Definition: "id: a\n"}, time.Now(), time.Now().Add(-time.Second), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Publish(orchtest.Ctx(t), ev); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the timed-out answer", func() bool { c.drained(); return c.answers(bus, task.DispatchID) == 1 })
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the command the dead worker left is still running")
+	}
 }

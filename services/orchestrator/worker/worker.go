@@ -443,8 +443,17 @@ func (p *Pool) work(ctx context.Context, ev event.Event) (string, event.Event, e
 		// orchestrator still waiting for it — one that resumed the run
 		// meanwhile — treats as the timeout it is.
 		p.metrics.tasks.WithLabelValues("expired").Inc()
-		log.Warn("attempt not started: it reached the worker after its deadline", "late", late)
-		answer, err := taskmsg.Failed(tenant, ev.ID(), t, fmt.Errorf("worker: attempt %s reached a worker %s after its deadline and was not started: %w",
+		log.Warn("attempt not started: it reached the worker after its deadline (a backlog, or this host's clock ahead of the orchestrator's)",
+			"late", late)
+		// A worker that died running it may have left it running (a
+		// durable command): it is not waited for any more.
+		if a, ok := p.cfg.Runtime.(agent.Abandoner); ok {
+			if err := a.Abandon(ctx, t); err != nil {
+				log.Warn("stopping what the attempt left running failed", "error", err)
+			}
+		}
+		answer, err := taskmsg.Failed(tenant, ev.ID(), t, fmt.Errorf("worker: attempt %s reached a worker %s after its deadline and was not started "+
+			"(the orchestrator had stopped waiting for it; if this happens without a backlog, check the hosts' clocks): %w",
 			t.DispatchID, late.Round(time.Millisecond), context.DeadlineExceeded), p.cfg.Now())
 		if err != nil {
 			return "", event.Event{}, events.Permanent(err)

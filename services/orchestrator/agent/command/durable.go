@@ -97,6 +97,28 @@ func (r *Runtime) dispatchDurable(ctx context.Context, t agent.Task, c agent.Con
 	return r.start(ctx, t, c, base, work, files)
 }
 
+// Abandon stops the durable attempt of t if its command still runs (its
+// worker died, and the orchestrator has given up on it): SIGTERM to its
+// process group, SIGKILL after KillGrace. Its directory stays, for the
+// pruner. Without AttemptsDir there is nothing an attempt leaves running.
+func (r *Runtime) Abandon(_ context.Context, t agent.Task) error {
+	if r.cfg.AttemptsDir == "" || t.DispatchID == "" {
+		return nil
+	}
+	base := AttemptDir(r.cfg.AttemptsDir, t.DispatchID)
+	if _, err := os.Stat(filepath.Join(base, "status")); err == nil {
+		return nil // it ended
+	}
+	pid, ok := readPID(filepath.Join(base, "pid"))
+	if !ok || !running(pid) {
+		return nil
+	}
+	r.cfg.Logger.Warn("stopping an attempt left running, which the orchestrator gave up on", "task", t.TaskID,
+		"dispatch", t.DispatchID, "pid", pid.pid)
+	r.stopGroup(pid.pid, nil)
+	return nil
+}
+
 // start runs the attempt afresh.
 func (r *Runtime) start(ctx context.Context, t agent.Task, c agent.Context, base, work string, files map[string]string) (agent.Result, error) {
 	if err := ctx.Err(); err != nil {
