@@ -89,8 +89,9 @@ func negatedBefore(before string) bool {
 	}
 	words := wordsOf(before)
 	for k := len(words) - 1; k >= 0; k-- {
-		// A new clause: "not now but let's ...", "no budget yet so let's ...".
-		if words[k] == "but" || words[k] == "so" {
+		// A new clause: "not now but let's ...", "no budget yet so let's
+		// ..." — not the "so" of "not so sure".
+		if words[k] == "but" || words[k] == "so" && (k == 0 || words[k-1] != "not") {
 			words = words[k+1:]
 			break
 		}
@@ -132,21 +133,31 @@ func negatedBefore(before string) bool {
 }
 
 // putOffAfter reports whether after — the text right after a phrase —
-// puts it off: "explore the options, but not now", "Explore the options?
-// Not yet."
+// puts it off, in the phrase's own sentence ("explore the options, but not
+// now") or as the whole of the next ("Explore the options? Not yet."); not
+// "if not now, when?", nor a "not yet" about something else in a sentence
+// of its own.
 func putOffAfter(after string) bool {
-	words := wordsOf(after)
+	end := strings.IndexAny(after, ".!?;")
+	clause, next := after, ""
+	if end >= 0 {
+		clause, next = after[:end], after[end+1:]
+	}
+	words := wordsOf(clause)
 	words = words[:min(len(words), clauseWords)]
 	for k := 0; k+1 < len(words); k++ {
-		if words[k] == "not" {
-			switch words[k+1] {
-			case "now", "yet", "today":
-				return true
-			}
+		if words[k] == "not" && putOff(words[k+1]) && (k == 0 || words[k-1] != "if") {
+			return true
 		}
 	}
-	return false
+	if end := strings.IndexAny(next, ".!?;"); end >= 0 {
+		next = next[:end]
+	}
+	w := wordsOf(next)
+	return len(w) == 2 && w[0] == "not" && putOff(w[1]) // the next sentence is "Not yet."
 }
+
+func putOff(w string) bool { return w == "now" || w == "yet" || w == "today" }
 
 // AllHold reports whether every condition holds (true for none).
 func AllHold(conds []Condition, env CondEnv) bool {

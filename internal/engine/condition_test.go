@@ -64,6 +64,10 @@ func TestAsks(t *testing.T) {
 		{"Explore the options? Not yet.", "explore the options", false},
 		{"There is nothing to explore the options for.", "explore the options", false},
 		{"No need to explore the options.", "explore the options", false},
+		{"I'm not so sure we should explore the options", "explore the options", false},
+		{"Let's explore the options. I'm not yet sure about the budget.", "explore the options", true},
+		{"Let's explore the options; we have not yet decided anything.", "explore the options", true},
+		{"Let's explore the options - if not now, when?", "explore the options", true},
 	}
 	for _, c := range cases {
 		if got := LowerText(c.text).Asks(c.phrase); got != c.want {

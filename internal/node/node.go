@@ -183,7 +183,9 @@ func DefaultCompression(dev bool) string {
 // 2 minutes) a 30 s window had 7–22% less live heap than 2 minutes in all
 // four and less marking a cycle in three. Correctness does not rest on the
 // window: handlers' inboxes drop an event id they have handled, and replay
-// skips repeated ids; the window keeps copies out of the stream.
+// takes one copy of a repeated id (of a recorded model call the last, which
+// the work that committed used: internal/llm/record); the window keeps
+// copies out of the stream.
 func DefaultDuplicates(dev bool, ackWait time.Duration) time.Duration {
 	if dev {
 		return ackWait + 30*time.Second

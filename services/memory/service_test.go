@@ -330,6 +330,11 @@ func TestServiceRevert(t *testing.T) {
 			if err != nil || redelivered.Outcome != "duplicate_skip" || redelivered.NodeID != c.NodeID {
 				t.Errorf("C's request again: %+v, %v; want duplicate_skip of its own node %s, D left current", redelivered, err, c.NodeID)
 			}
+			// A request id used again for other content is another write.
+			reused, err := m.Writes.Save(memtest.Ctx(t), svc.WriteRequest(write1(tenant, "r-c", "shop", "Keep audit logs for seven years")))
+			if err != nil || reused.Status != "saved" || reused.Outcome != "new" || reused.NodeID == c.NodeID {
+				t.Errorf("r-c used again for other content: %+v, %v; want a new node of its own", reused, err)
+			}
 		})
 	}
 }

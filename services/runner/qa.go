@@ -129,18 +129,21 @@ func wholeSentences(s string) string {
 }
 
 // abbreviations end in a point that ends no sentence.
-var abbreviations = map[string]bool{"e.g": true, "i.e": true, "etc": true, "vs": true, "mr": true, "mrs": true,
+var abbreviations = map[string]bool{"e.g": true, "i.e": true, "vs": true, "mr": true, "mrs": true,
 	"ms": true, "dr": true, "approx": true, "incl": true}
 
 // notAnEnd reports whether the word before a point (the end of before)
-// makes it no sentence end: a number (a list item, "2.") or an
-// abbreviation.
+// makes it no sentence end: a list item's number ("2." alone at the start
+// of a line) or an abbreviation. "We have 40 technicians." ends one.
 func notAnEnd(before string) bool {
-	word := before[strings.LastIndexFunc(before, unicode.IsSpace)+1:]
+	at := strings.LastIndexFunc(before, unicode.IsSpace) + 1
+	word := before[at:]
 	if word == "" {
 		return true
 	}
-	return strings.Trim(word, "0123456789") == "" || abbreviations[strings.ToLower(word)]
+	line := before[strings.LastIndexByte(before[:at], '\n')+1 : at]
+	listItem := len(word) <= 2 && strings.Trim(word, "0123456789") == "" && strings.TrimSpace(line) == ""
+	return listItem || abbreviations[strings.ToLower(word)]
 }
 
 // fallbackReply is the reply of a turn whose response generation failed:

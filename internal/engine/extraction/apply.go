@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -115,9 +114,26 @@ var correctionMarkers = []string{"actually", "instead", "or rather", "correction
 	"let me correct", "to correct", "not quite", "that's not right", "that is not right", "that's incorrect",
 	"that is incorrect"}
 
-// notQuite is "not quite" as an answer of its own ("Not quite. ...", "not
-// quite, ...", "not quite right").
-var notQuite = regexp.MustCompile(`\bnot quite(?:\s*[.,;:!—–-]|\s*$|\s+right\b)`)
+// notQuiteHedges are the words after which "not quite" hedges rather than
+// corrects: "not quite sure", "not quite ready", "not quite a CRM".
+var notQuiteHedges = map[string]bool{"sure": true, "ready": true, "finished": true, "done": true, "there": true,
+	"yet": true, "enough": true, "a": true, "an": true, "the": true, "as": true, "so": true}
+
+// correctsNotQuite reports whether a lowered text says "not quite" as a
+// correction: "Not quite. ...", "not quite right", "not quite correct".
+func correctsNotQuite(lower string) bool {
+	for from := 0; ; {
+		i := strings.Index(lower[from:], "not quite")
+		if i < 0 {
+			return false
+		}
+		from += i + len("not quite")
+		next := strings.FieldsFunc(lower[from:], func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
+		if len(next) == 0 || !notQuiteHedges[next[0]] || strings.IndexFunc(lower[from:], unicode.IsPunct) == 0 {
+			return true
+		}
+	}
+}
 
 // CorrectionMarker returns the first correction marker in text, or "".
 func CorrectionMarker(text string) string {
@@ -133,7 +149,7 @@ func CorrectionMarkerIn(text engine.Text) string {
 		if m == "instead" && !engine.LowerText(strings.ReplaceAll(text.Lowered(), "instead of", "")).Contains(m) {
 			continue // only ever "instead of"
 		}
-		if m == "not quite" && !notQuite.MatchString(text.Lowered()) {
+		if m == "not quite" && !correctsNotQuite(text.Lowered()) {
 			continue // "not quite sure", "not quite ready": no correction
 		}
 		return m

@@ -450,6 +450,10 @@ func TestCorrectionMarker(t *testing.T) {
 		"I'm not quite sure about the details, but we also use Slack.":       "",
 		"It's not quite a CRM.":                                              "",
 		"That's not quite right: we have 60.":                                "not quite",
+		"That's not quite correct, the budget is 20000.":                     "not quite",
+		"Not quite what I said.":                                             "not quite",
+		"Not quite, a CRM is what we need.":                                  "not quite",
+		"We're not quite there yet.":                                         "",
 		"Rather than a web app we want a mobile one, I'd rather say it now.": "",
 	}
 	for text, want := range cases {

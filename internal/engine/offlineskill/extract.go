@@ -201,10 +201,16 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	}
 	for _, s := range sentences {
 		for _, kw := range f.Cues.Keywords {
-			if !s.lower.Contains(kw) || !allowed(s) {
+			if !s.lower.Contains(kw) {
+				continue
+			}
+			if !allowed(s) {
 				// A keyword alone ("technicians") is too weak a sign that the
 				// message is about the known field to keep it from
-				// answering the question asked: not blocked.
+				// answering the question asked; with the field's value
+				// ("it's for our field technicians", when that is known)
+				// it is a restatement.
+				blocked = blocked || mentionsValue(s, f.Current)
 				continue
 			}
 			if v, ok := valueFromText(f.ValueType, s.text, kw); ok {
@@ -214,6 +220,24 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 	}
 	return fieldAnswer{}, false, blocked
+}
+
+// mentionsValue reports whether the sentence holds the current value of a
+// field (a string, or a string of a list), as whole words.
+func mentionsValue(s sentence, current json.RawMessage) bool {
+	var one string
+	if json.Unmarshal(current, &one) == nil {
+		return len(one) >= 3 && s.lower.Contains(one)
+	}
+	var many []string
+	if json.Unmarshal(current, &many) == nil {
+		for _, v := range many {
+			if len(v) >= 3 && s.lower.Contains(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // matchValues tries a field's value cues: the first value one of whose

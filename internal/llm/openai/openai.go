@@ -123,7 +123,7 @@ func (c Config) validate() error {
 	// The path is appended to the base URL as text: a query (Azure's
 	// ?api-version=) would end up before it, and a password in it would be
 	// logged with it.
-	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil || strings.Contains(c.BaseURL, "@") {
 		return fmt.Errorf("openai: base URL %q must be the API root alone, without a query, a fragment or credentials "+
 			"(the key goes in the API key setting; for Azure OpenAI use a compatible gateway)", RedactURL(c.BaseURL))
 	}
@@ -183,18 +183,18 @@ func (c *Client) Model() string { return c.cfg.Model }
 // baseURL is the API root requests go to, as errors quote it.
 func (c *Client) baseURL() string { return strings.TrimRight(c.cfg.BaseURL, "/") }
 
-// RedactURL hides the password of a URL that has one, for messages: also
-// of one that does not parse (a password with '#' or '%' in it breaks the
-// URL), by hiding whatever comes between the scheme and the last '@'.
+// RedactURL hides the credentials of a URL, for messages: whatever comes
+// between the scheme and the last '@', parsed or not — a password with '#',
+// '?' or '/' in it breaks the URL into a host, a query or a path that holds
+// the rest of it.
 func RedactURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil {
-		return u.Redacted()
+	start := strings.Index(raw, "://")
+	if start < 0 {
+		start = 0
+	} else {
+		start += len("://")
 	}
-	if at := strings.LastIndexByte(raw, '@'); at >= 0 {
-		start := strings.Index(raw, "://") + len("://")
-		if start < len("://") || start > at {
-			start = 0
-		}
+	if at := strings.LastIndexByte(raw, '@'); at >= start {
 		return raw[:start] + "xxxxx" + raw[at:]
 	}
 	return raw

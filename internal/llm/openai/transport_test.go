@@ -110,6 +110,9 @@ func TestBaseURLIsTheAPIRootAlone(t *testing.T) {
 		"https://example.openai.azure.com/openai/deployments/gpt4o?api-version=2024-06-01",
 		"https://praetor:s3cr3t@llm-proxy.internal/v1",
 		"https://llm.internal/v1#frag",
+		"https://praetor:2024#s3cr3t@llm-proxy.internal/v1",
+		"https://praetor:7781?s3cr3t@llm-proxy.internal/v1",
+		"https://praetor:7781/s3cr3t@llm-proxy.internal/v1",
 	} {
 		_, err := New(Config{BaseURL: raw})
 		if err == nil || !strings.Contains(err.Error(), "API root alone") {

@@ -189,7 +189,7 @@ func New(cfg Config, logger *slog.Logger) (llm.Client, Info, error) {
 	logger.Info("llm provider selected",
 		slog.String("provider", info.Provider),
 		slog.String("model", info.Model),
-		slog.String("base_url", info.BaseURL),
+		slog.String("base_url", openai.RedactURL(info.BaseURL)),
 		slog.Duration("timeout", cfg.Timeout),
 		slog.Int("max_retries", max(cfg.MaxRetries, 0)),
 		slog.String("reason", reason))

@@ -27,11 +27,12 @@
 //     after a stale write, records under the same id, so the stream holds one
 //     record per logical call (the duplicate window outlasts the consumers'
 //     ack wait, node.DefaultDuplicates; a copy published past it is stored,
-//     and a replay keeps the first record of an id). Through an
-//     AckPublisher (*events.Bus) the redone call is answered with that first
-//     record — its answer or its failure — rather than the model's new
-//     answer, which nothing keeps: the work commits what a replay will
-//     serve. This is the robust choice; handlers set llm.WithWork.
+//     and a replay serves the last copy of an id, the one the work that
+//     committed used). Through an AckPublisher (*events.Bus) the call redone
+//     within the window is answered with that first record — its answer or
+//     its failure — rather than the model's new answer, which the stream
+//     dropped: the work commits what a replay will serve. This is the
+//     robust choice; handlers set llm.WithWork.
 //   - without it: from (tenant, scope, request hash, n), where n counts the
 //     earlier calls with that hash in that scope made through this Recorder.
 //     A deterministic run makes the same calls in the same order, so a re-run

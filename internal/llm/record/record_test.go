@@ -426,6 +426,12 @@ func TestReplayerFromEventsSkipsAndDedups(t *testing.T) {
 	if rp.Remaining() != 1 {
 		t.Errorf("Remaining = %d, want 1 (duplicate id and other types skipped)", rp.Remaining())
 	}
+	// Of the two copies of the id (the call redone past the duplicate
+	// window, which stored the second), the last is served: the answer the
+	// work that committed used.
+	if resp, err := rp.Complete(t.Context(), req); err != nil || resp.Content != `answer 2 to "hello"` {
+		t.Errorf("served %+v, %v; want the second copy's answer 2", resp, err)
+	}
 
 	bad := pub.published()[0].Clone()
 	bad.SetID("broken")

@@ -69,21 +69,30 @@ func NewReplayer(records []contracts.LLMCallRecorded) *Replayer {
 }
 
 // NewReplayerFromEvents serves the llm.call.recorded events among evs (in
-// stream order), skipping other types and repeated event ids. An
+// stream order), skipping other types. Of the copies of an event id, the
+// last is served, in the place of the first: within the stream's duplicate
+// window a call redone is answered with its first record and leaves no
+// copy, but redone past it (a redrive, a crash late in a slow turn) the
+// model answers anew and that answer, stored as a second copy, is the one
+// the work that committed used — only the last run of a turn commits. An
 // llm.call.recorded event that breaks its contract is an error: a replay
 // with a hole in it would not be the same run.
 func NewReplayerFromEvents(evs []event.Event) (*Replayer, error) {
-	seen := map[string]bool{}
+	at := map[string]int{}
 	var records []contracts.LLMCallRecorded
 	for _, ev := range evs {
-		if ev.Type() != contracts.LLMCallRecordedSpec.Type || seen[ev.ID()] {
+		if ev.Type() != contracts.LLMCallRecordedSpec.Type {
 			continue
 		}
-		seen[ev.ID()] = true
 		rec, err := contracts.DecodeAs[contracts.LLMCallRecorded](ev)
 		if err != nil {
 			return nil, fmt.Errorf("record: event %s: %w", ev.ID(), err)
 		}
+		if i, ok := at[ev.ID()]; ok {
+			records[i] = *rec
+			continue
+		}
+		at[ev.ID()] = len(records)
 		records = append(records, *rec)
 	}
 	return NewReplayer(records), nil

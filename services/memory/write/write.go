@@ -353,11 +353,14 @@ func (e *Engine) Save(ctx context.Context, r Request) (Receipt, error) {
 	}
 	p := &Pending{Request: r, NodeID: e.cfg.NewID(), CreatedAt: e.cfg.Now().UTC()}
 	if r.RequestID != "" {
-		// A request id names one write: its node's id derives from it, so a
-		// request made again (an event redelivered after a crash) finds its
-		// own node, which dedup leaves as it is even if a later write
-		// superseded it, rather than reinstating it over that write.
-		p.NodeID = uuid.NewSHA1(nodeSpace, []byte(r.TenantID+"\x00"+r.RequestID)).String()
+		// The same request made again (an event redelivered after a crash)
+		// gets the same node id, from the request id and what it asks: it
+		// finds its own node, which dedup leaves as it is even if a later
+		// write superseded it, rather than reinstating it over that write.
+		// A request id used again for other content (callers name their
+		// requests as they like) is another write, with a node of its own.
+		p.NodeID = uuid.NewSHA1(nodeSpace, []byte(strings.Join([]string{r.TenantID, r.RequestID, string(r.Kind),
+			string(r.Level), r.ProjectID, r.Focus, dedup.ContentHash(r.Kind, r.EntityName, r.Title, r.Rationale)}, "\x00"))).String()
 	}
 	p.Request.RequestID = cmp.Or(r.RequestID, p.NodeID)
 	p.Request.GovernanceToken, p.Request.Authorize = "", nil

@@ -99,8 +99,9 @@ func (r *Runtime) dispatchDurable(ctx context.Context, t agent.Task, c agent.Con
 
 // Abandon stops the durable attempt of t if its command still runs (its
 // worker died, and the orchestrator has given up on it): SIGTERM to its
-// process group, SIGKILL after KillGrace. Its directory stays, for the
-// pruner. Without AttemptsDir there is nothing an attempt leaves running.
+// process group, SIGKILL after KillGrace (it returns once that is sent). Its
+// directory stays, for the pruner. Without AttemptsDir there is nothing an
+// attempt leaves running.
 func (r *Runtime) Abandon(_ context.Context, t agent.Task) error {
 	if r.cfg.AttemptsDir == "" || t.DispatchID == "" {
 		return nil
@@ -110,7 +111,13 @@ func (r *Runtime) Abandon(_ context.Context, t agent.Task) error {
 		return nil // it ended
 	}
 	pid, ok := readPID(filepath.Join(base, "pid"))
-	if !ok || !running(pid) {
+	if !ok {
+		return nil
+	}
+	if !running(pid) {
+		// Its supervisor is gone without a status, but what it started may
+		// run on in its group: as dispatchDurable does, none of it may.
+		_ = syscall.Kill(-pid.pid, syscall.SIGKILL)
 		return nil
 	}
 	r.cfg.Logger.Warn("stopping an attempt left running, which the orchestrator gave up on", "task", t.TaskID,
