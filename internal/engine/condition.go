@@ -134,15 +134,11 @@ func negatedBefore(before string) bool {
 
 // putOffAfter reports whether after — the text right after a phrase —
 // puts it off, in the phrase's own sentence ("explore the options, but not
-// now") or as the whole of the next ("Explore the options? Not yet."); not
-// "if not now, when?", nor a "not yet" about something else in a sentence
-// of its own.
+// now") or as the next sentence ("Explore the options? Not yet, sorry."); not
+// "if not now, when?", nor a "not yet" about something else ("I'm not yet
+// sure about the budget").
 func putOffAfter(after string) bool {
-	end := strings.IndexAny(after, ".!?;")
-	clause, next := after, ""
-	if end >= 0 {
-		clause, next = after[:end], after[end+1:]
-	}
+	clause, next := sentenceEnd(after)
 	words := wordsOf(clause)
 	words = words[:min(len(words), clauseWords)]
 	for k := 0; k+1 < len(words); k++ {
@@ -150,11 +146,39 @@ func putOffAfter(after string) bool {
 			return true
 		}
 	}
-	if end := strings.IndexAny(next, ".!?;"); end >= 0 {
-		next = next[:end]
+	first, _ := sentenceEnd(next)
+	w := wordsOf(first)
+	return len(w) >= 2 && len(w) <= 4 && w[0] == "not" && putOff(w[1]) // "Not yet.", "Not now, thanks."
+}
+
+// sentenceEnd splits s at its first sentence end: a run of '!', '?', ';'
+// and '.', where a '.' counts only before a space or the end and not after
+// an abbreviation ("v2.0", "e.g." end nothing). rest starts after the run.
+func sentenceEnd(s string) (sentence, rest string) {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '!', '?', ';':
+		case '.':
+			if i+1 < len(s) && s[i+1] != ' ' && s[i+1] != '\n' && s[i+1] != '.' && s[i+1] != '!' && s[i+1] != '?' {
+				continue
+			}
+			k := i
+			for k > 0 && (isWordByte(rune(s[k-1])) || s[k-1] == '.') {
+				k--
+			}
+			if strings.Contains(s[k:i], ".") { // "e.g.", "i.e."
+				continue
+			}
+		default:
+			continue
+		}
+		j := i
+		for j < len(s) && strings.IndexByte(".!?; \n", s[j]) >= 0 {
+			j++
+		}
+		return s[:i], s[j:]
 	}
-	w := wordsOf(next)
-	return len(w) == 2 && w[0] == "not" && putOff(w[1]) // the next sentence is "Not yet."
+	return s, ""
 }
 
 func putOff(w string) bool { return w == "now" || w == "yet" || w == "today" }

@@ -68,6 +68,13 @@ func TestAsks(t *testing.T) {
 		{"Let's explore the options. I'm not yet sure about the budget.", "explore the options", true},
 		{"Let's explore the options; we have not yet decided anything.", "explore the options", true},
 		{"Let's explore the options - if not now, when?", "explore the options", true},
+		{"Explore the options... not yet.", "explore the options", false},
+		{"Explore the options?! Not yet.", "explore the options", false},
+		{"Explore the options. Not now, thanks.", "explore the options", false},
+		{"Explore the options? Not today please.", "explore the options", false},
+		{"Explore the options (e.g. pricing), but not now.", "explore the options", false},
+		{"Explore the options for v2.0 but not now.", "explore the options", false},
+		{"Explore the options. Not yet sure about the budget, though.", "explore the options", true},
 	}
 	for _, c := range cases {
 		if got := LowerText(c.text).Asks(c.phrase); got != c.want {

@@ -133,16 +133,19 @@ var abbreviations = map[string]bool{"e.g": true, "i.e": true, "vs": true, "mr": 
 	"ms": true, "dr": true, "approx": true, "incl": true}
 
 // notAnEnd reports whether the word before a point (the end of before)
-// makes it no sentence end: a list item's number ("2." alone at the start
-// of a line) or an abbreviation. "We have 40 technicians." ends one.
+// makes it no sentence end: a list item's number or an abbreviation. "We
+// have 40 technicians." ends one.
 func notAnEnd(before string) bool {
 	at := strings.LastIndexFunc(before, unicode.IsSpace) + 1
 	word := before[at:]
 	if word == "" {
 		return true
 	}
-	line := before[strings.LastIndexByte(before[:at], '\n')+1 : at]
-	listItem := len(word) <= 2 && strings.Trim(word, "0123456789") == "" && strings.TrimSpace(line) == ""
+	// A list item's number: alone at the start of a line, or after a colon
+	// or a comma ("Options: 1. Jobber, 2. ServiceTitan, 3.").
+	lead := strings.TrimRight(before[:at], " \t")
+	listItem := len(word) <= 2 && strings.Trim(word, "0123456789") == "" &&
+		(lead == "" || strings.HasSuffix(lead, "\n") || strings.HasSuffix(lead, ":") || strings.HasSuffix(lead, ","))
 	return listItem || abbreviations[strings.ToLower(word)]
 }
 

@@ -227,6 +227,8 @@ func TestRepliesTheModelDidNotFinish(t *testing.T) {
 			"Options exist.", "cut off at the token limit"},
 		{"cut off after a sentence ending in a number", "Great. Your team has 40 technicians. We can launch in 2026. What is your bud",
 			llm.FinishLength, "Great. Your team has 40 technicians. We can launch in 2026.", "cut off at the token limit"},
+		{"cut off in an inline list", "Good question. Options: 1. Jobber, 2. ServiceTitan, 3. Housec", llm.FinishLength,
+			"Good question.", "cut off at the token limit"},
 		{"cut off after etc.", "Thanks. We use Redis, Postgres, etc. Then we ask ab", llm.FinishLength,
 			"Thanks. We use Redis, Postgres, etc.", "cut off at the token limit"},
 		{"cut off in its first sentence", "Could you tell me which teams will use it and wh", llm.FinishLength,

@@ -114,26 +114,37 @@ var correctionMarkers = []string{"actually", "instead", "or rather", "correction
 	"let me correct", "to correct", "not quite", "that's not right", "that is not right", "that's incorrect",
 	"that is incorrect"}
 
-// notQuiteHedges are the words after which "not quite" hedges rather than
-// corrects: "not quite sure", "not quite ready", "not quite a CRM".
-var notQuiteHedges = map[string]bool{"sure": true, "ready": true, "finished": true, "done": true, "there": true,
-	"yet": true, "enough": true, "a": true, "an": true, "the": true, "as": true, "so": true}
+// notQuiteCorrects are the words after which "not quite" corrects: "not
+// quite right", "not quite what I said". Anything else after it hedges
+// ("not quite sure", "not quite a CRM"), but punctuation or the end, after
+// which it is an answer of its own ("Not quite. ...", "not quite - ...").
+var notQuiteCorrects = map[string]bool{"right": true, "correct": true, "accurate": true, "true": true, "what": true}
 
 // correctsNotQuite reports whether a lowered text says "not quite" as a
-// correction: "Not quite. ...", "not quite right", "not quite correct".
+// correction.
 func correctsNotQuite(lower string) bool {
 	for from := 0; ; {
 		i := strings.Index(lower[from:], "not quite")
 		if i < 0 {
 			return false
 		}
-		from += i + len("not quite")
-		next := strings.FieldsFunc(lower[from:], func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
-		if len(next) == 0 || !notQuiteHedges[next[0]] || strings.IndexFunc(lower[from:], unicode.IsPunct) == 0 {
+		i += from
+		from = i + len("not quite")
+		if i > 0 && isLetter(lower[i-1]) { // "cannot quite"
+			continue
+		}
+		rest := strings.TrimLeft(lower[from:], " \t")
+		if rest == "" || !isLetter(rest[0]) && rest[0] != '\'' {
+			return true
+		}
+		word := rest[:strings.IndexFunc(rest+" ", func(r rune) bool { return !unicode.IsLetter(r) })]
+		if notQuiteCorrects[word] {
 			return true
 		}
 	}
 }
+
+func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80 }
 
 // CorrectionMarker returns the first correction marker in text, or "".
 func CorrectionMarker(text string) string {

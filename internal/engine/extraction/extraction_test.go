@@ -454,6 +454,11 @@ func TestCorrectionMarker(t *testing.T) {
 		"Not quite what I said.":                                             "not quite",
 		"Not quite, a CRM is what we need.":                                  "not quite",
 		"We're not quite there yet.":                                         "",
+		"I'm not quite certain about the details, but we also use Slack.":    "",
+		"I'm not quite clear on the budget yet.":                             "",
+		"I'm not quite sure, and I cannot quite remember the count.":         "",
+		"Not quite - a CRM is what we need.":                                 "not quite",
+		"Not quite":                                                          "not quite",
 		"Rather than a web app we want a mobile one, I'd rather say it now.": "",
 	}
 	for text, want := range cases {

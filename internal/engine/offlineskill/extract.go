@@ -210,7 +210,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				// answering the question asked; with the field's value
 				// ("it's for our field technicians", when that is known)
 				// it is a restatement.
-				blocked = blocked || mentionsValue(s, f.Current)
+				blocked = blocked || restates(s, f.Current)
 				continue
 			}
 			if v, ok := valueFromText(f.ValueType, s.text, kw); ok {
@@ -222,23 +222,46 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	return fieldAnswer{}, false, blocked
 }
 
-// mentionsValue reports whether the sentence holds the current value of a
-// field (a string, or a string of a list), as whole words.
-func mentionsValue(s sentence, current json.RawMessage) bool {
+// restates reports whether the sentence only restates the current value of
+// a field (a string, or a string of a list): it holds it, as whole words,
+// and little else ("Like I told you, it's for our field technicians"). A
+// sentence that says more with it ("Our field technicians kept showing up
+// at the wrong address") is about something else.
+func restates(s sentence, current json.RawMessage) bool {
+	var values []string
 	var one string
 	if json.Unmarshal(current, &one) == nil {
-		return len(one) >= 3 && s.lower.Contains(one)
+		values = []string{one}
+	} else if json.Unmarshal(current, &values) != nil {
+		return false
 	}
-	var many []string
-	if json.Unmarshal(current, &many) == nil {
-		for _, v := range many {
-			if len(v) >= 3 && s.lower.Contains(v) {
-				return true
+	for _, v := range values {
+		if len(v) < 3 || !s.lower.Contains(v) {
+			continue
+		}
+		known := map[string]bool{}
+		for _, w := range strings.Fields(strings.ToLower(v)) {
+			known[w] = true
+		}
+		rest := 0
+		for _, w := range strings.FieldsFunc(s.lower.Lowered(), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' }) {
+			if !known[w] && !restateFiller[w] {
+				rest++
 			}
+		}
+		if rest <= 2 {
+			return true
 		}
 	}
 	return false
 }
+
+// restateFiller are the words a restatement is made of besides the value.
+var restateFiller = map[string]bool{"a": true, "an": true, "the": true, "our": true, "my": true, "it": true, "it's": true,
+	"its": true, "is": true, "are": true, "for": true, "to": true, "of": true, "and": true, "like": true, "i": true,
+	"told": true, "you": true, "said": true, "as": true, "we": true, "they": true, "them": true, "that": true,
+	"this": true, "again": true, "already": true, "just": true, "yes": true, "so": true, "well": true, "all": true,
+	"mentioned": true, "before": true}
 
 // matchValues tries a field's value cues: the first value one of whose
 // words a sentence holds. For a yes-or-no field, a message that holds words

@@ -125,7 +125,8 @@ func (c Config) validate() error {
 	// logged with it.
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil || strings.Contains(c.BaseURL, "@") {
 		return fmt.Errorf("openai: base URL %q must be the API root alone, without a query, a fragment or credentials "+
-			"(the key goes in the API key setting; for Azure OpenAI use a compatible gateway)", RedactURL(c.BaseURL))
+			"(the key goes in the API key setting; an '@' that belongs to the path is written %%40; for Azure OpenAI use a "+
+			"compatible gateway)", RedactURL(c.BaseURL))
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("openai: timeout %s must be positive", c.Timeout)

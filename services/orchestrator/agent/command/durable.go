@@ -92,7 +92,7 @@ func (r *Runtime) dispatchDurable(ctx context.Context, t agent.Task, c agent.Con
 	} else if ok {
 		// Its supervisor is gone without a status: nothing of the attempt
 		// can be trusted. Make sure none of it runs on, and start afresh.
-		_ = syscall.Kill(-pid.pid, syscall.SIGKILL)
+		killOrphans(pid)
 	}
 	return r.start(ctx, t, c, base, work, files)
 }
@@ -117,7 +117,7 @@ func (r *Runtime) Abandon(_ context.Context, t agent.Task) error {
 	if !running(pid) {
 		// Its supervisor is gone without a status, but what it started may
 		// run on in its group: as dispatchDurable does, none of it may.
-		_ = syscall.Kill(-pid.pid, syscall.SIGKILL)
+		killOrphans(pid)
 		return nil
 	}
 	r.cfg.Logger.Warn("stopping an attempt left running, which the orchestrator gave up on", "task", t.TaskID,
@@ -345,6 +345,22 @@ func running(p procID) bool {
 		return false
 	}
 	return p.start == "" || p.start == start
+}
+
+// killOrphans kills the process group of an attempt whose supervisor p is
+// gone, with what it started still in it. Only when no live process holds
+// p's pid: a pid file can outlive its process (a restarted container starts
+// its pids again), and the number may now lead another attempt's group.
+func killOrphans(p procID) {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/stat")
+	if err == nil {
+		if state, _, ok := statFields(raw); !ok || (state != "Z" && state != "X") {
+			return // a live process has the pid: not ours to kill
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return // no /proc to tell by: leave it
+	}
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 }
 
 // startTime is a process's start time from /proc (empty without it).

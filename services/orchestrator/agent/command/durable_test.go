@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -189,4 +192,81 @@ func TestDurableAttemptFailuresAndTimeout(t *testing.T) {
 	if err != nil || string(res.Outputs["answer.md"]) != "# answer\n" {
 		t.Fatalf("stdout output = %q, %v", res.Outputs["answer.md"], err)
 	}
+}
+
+// dead reports whether pid has ended (gone, or a zombie no one reaped).
+func dead(pid int) bool {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	state, _, _ := statFields(raw)
+	return state == "Z" || state == "X"
+}
+
+// Abandon kills what an attempt whose supervisor died left in its process
+// group; but a pid file whose number now belongs to another live process
+// (pids start again in a restarted container) kills nothing.
+func TestAbandonKillsOrphansOnly(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r, _ := durable(t, "true\n", func(c *Config) { c.AttemptsDir = dir })
+	attempt := func(id string, pidLine string) agent.Task {
+		t.Helper()
+		task := designTask
+		task.DispatchID = id
+		base := AttemptDir(dir, id)
+		if err := os.MkdirAll(filepath.Join(base, "work"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(base, "pid"), []byte(pidLine), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return task
+	}
+
+	// A supervisor that died and left its child running in its group.
+	childFile := filepath.Join(dir, "child")
+	sup := exec.Command("/bin/sh", "-c", "sleep 30 & echo $! > "+childFile)
+	sup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sup.Run(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-sup.Process.Pid, syscall.SIGKILL) })
+	child, err := strconv.Atoi(strings.TrimSpace(string(must(os.ReadFile(childFile)))))
+	if err != nil || dead(child) {
+		t.Fatalf("the orphan: %d, %v", child, err)
+	}
+	if err := r.Abandon(context.Background(), attempt("run-1/orphan/1", strconv.Itoa(sup.Process.Pid)+" 1\n")); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !dead(child) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond) // polling another process's end
+	}
+	if !dead(child) {
+		t.Error("the orphan of a dead supervisor runs on")
+	}
+
+	// A live process of another attempt, whose pid the stale file names.
+	other := exec.Command("/bin/sh", "-c", "sleep 30")
+	other.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-other.Process.Pid, syscall.SIGKILL); _ = other.Wait() })
+	if err := r.Abandon(context.Background(), attempt("run-1/stale/1", strconv.Itoa(other.Process.Pid)+" 1\n")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // a kill, had there been one, lands at once
+	if dead(other.Process.Pid) {
+		t.Error("a process that only shares the stale pid was killed")
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
