@@ -157,19 +157,8 @@ func TestOpenRefusesSameContent(t *testing.T) {
 	const tenant = "t1"
 	sc := graph.ProjectScope("p1")
 	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	for _, tt := range []struct {
-		name string
-		a, b graph.Node
-	}{
-		{"both with signs",
-			graph.Node{ID: "a", Kind: graph.Decision, Scope: sc, Title: "Use C++ for the engine", ContentHash: "h1", CreatedAt: at},
-			graph.Node{ID: "b", Kind: graph.Decision, Scope: sc, Title: "use c++ for the engine!", ContentHash: "h2", CreatedAt: at}},
-		{"one without signs holding the new hash",
-			graph.Node{ID: "a", Kind: graph.Decision, Scope: sc, Title: "Use C++ for the engine", ContentHash: "h1", CreatedAt: at},
-			graph.Node{ID: "b", Kind: graph.Decision, Scope: sc, Title: "Use C for the engine",
-				ContentHash: dedup.ContentHash(graph.Decision, "", "Use C++ for the engine", ""), CreatedAt: at}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range graphtest.SameContentPairs(sc, at) {
+		t.Run(tt.Name, func(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "memory.db")
 			s := openAt(t, path)
@@ -177,7 +166,7 @@ func TestOpenRefusesSameContent(t *testing.T) {
 				t.Fatal(err)
 			}
 			err := s.Write(ctx, tenant, sc, func(ctx context.Context, tx graph.WriteTx) error {
-				return errors.Join(tx.Create(ctx, tt.a), tx.Create(ctx, tt.b))
+				return errors.Join(tx.Create(ctx, tt.A), tx.Create(ctx, tt.B))
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -209,7 +198,7 @@ func TestOpenRefusesSameContent(t *testing.T) {
 				}
 				hashes = append(hashes, h)
 			}
-			if want := []string{tt.a.ContentHash, tt.b.ContentHash}; !slices.Equal(hashes, want) {
+			if want := []string{tt.A.ContentHash, tt.B.ContentHash}; !slices.Equal(hashes, want) {
 				t.Errorf("content hashes after the failed opens = %q, want them unchanged, %q", hashes, want)
 			}
 		})

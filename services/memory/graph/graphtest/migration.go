@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/praetorhq/praetor/services/memory/dedup"
 	"github.com/praetorhq/praetor/services/memory/graph"
@@ -189,4 +190,26 @@ func byContentHash(t *testing.T, s graph.Store, tenant string, sc graph.Scope, k
 		t.Fatalf("ByContentHash(%s, %s): %v", kind, hash, err)
 	}
 	return n, found
+}
+
+// SameContentPair is two nodes of one scope whose content is the same once
+// signs count: they cannot come from dedup.ContentHash (the old hash made
+// them one), so a store's migration, meeting them, must refuse to go on.
+type SameContentPair struct {
+	Name string
+	A, B graph.Node
+}
+
+// SameContentPairs are the pairs each store's migration test writes, in
+// scope sc, created at.
+func SameContentPairs(sc graph.Scope, at time.Time) []SameContentPair {
+	return []SameContentPair{
+		{"both with signs",
+			graph.Node{ID: "a", Kind: graph.Decision, Scope: sc, Title: "Use C++ for the engine", ContentHash: "h1", CreatedAt: at},
+			graph.Node{ID: "b", Kind: graph.Decision, Scope: sc, Title: "use c++ for the engine!", ContentHash: "h2", CreatedAt: at}},
+		{"one without signs holding the new hash",
+			graph.Node{ID: "a", Kind: graph.Decision, Scope: sc, Title: "Use C++ for the engine", ContentHash: "h1", CreatedAt: at},
+			graph.Node{ID: "b", Kind: graph.Decision, Scope: sc, Title: "Use C for the engine",
+				ContentHash: dedup.ContentHash(graph.Decision, "", "Use C++ for the engine", ""), CreatedAt: at}},
+	}
 }

@@ -47,27 +47,16 @@ func TestRehashRefusesSameContent(t *testing.T) {
 	ctx := context.Background()
 	sc := graph.ProjectScope("p1")
 	at := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	for _, tt := range []struct {
-		name string
-		a, b graph.Node
-	}{
-		{"both with signs",
-			graph.Node{ID: "a", Kind: graph.Decision, Scope: sc, Title: "Use C++ for the engine", ContentHash: "h1", CreatedAt: at},
-			graph.Node{ID: "b", Kind: graph.Decision, Scope: sc, Title: "use c++ for the engine!", ContentHash: "h2", CreatedAt: at}},
-		{"one without signs holding the new hash",
-			graph.Node{ID: "a", Kind: graph.Decision, Scope: sc, Title: "Use C++ for the engine", ContentHash: "h1", CreatedAt: at},
-			graph.Node{ID: "b", Kind: graph.Decision, Scope: sc, Title: "Use C for the engine",
-				ContentHash: dedup.ContentHash(graph.Decision, "", "Use C++ for the engine", ""), CreatedAt: at}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
+	for _, tt := range graphtest.SameContentPairs(sc, at) {
+		t.Run(tt.Name, func(t *testing.T) {
 			tenant := testenv.Neo4jTenant(t)
 			// Node ids are unique across tenants.
-			tt.a.ID, tt.b.ID = tenant+"-a", tenant+"-b"
+			tt.A.ID, tt.B.ID = tenant+"-a", tenant+"-b"
 			if err := s.EnsureProject(ctx, tenant, "p1"); err != nil {
 				t.Fatal(err)
 			}
 			err := s.Write(ctx, tenant, sc, func(ctx context.Context, tx graph.WriteTx) error {
-				return errors.Join(tx.Create(ctx, tt.a), tx.Create(ctx, tt.b))
+				return errors.Join(tx.Create(ctx, tt.A), tx.Create(ctx, tt.B))
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -75,8 +64,8 @@ func TestRehashRefusesSameContent(t *testing.T) {
 			age(t, s, tenant, nil)
 			for range 2 {
 				n, err := s.RehashTenant(ctx, tenant)
-				if !errors.Is(err, graph.ErrDuplicateContent) || !strings.Contains(err.Error(), tt.a.ID) || !strings.Contains(err.Error(), tt.b.ID) {
-					t.Errorf("rehash = %d, %v; want ErrDuplicateContent naming %s and %s", n, err, tt.a.ID, tt.b.ID)
+				if !errors.Is(err, graph.ErrDuplicateContent) || !strings.Contains(err.Error(), tt.A.ID) || !strings.Contains(err.Error(), tt.B.ID) {
+					t.Errorf("rehash = %d, %v; want ErrDuplicateContent naming %s and %s", n, err, tt.A.ID, tt.B.ID)
 				}
 			}
 			var hashes []string
@@ -90,7 +79,7 @@ func TestRehashRefusesSameContent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := []string{tt.a.ContentHash, tt.b.ContentHash}; !slices.Equal(hashes, want) {
+			if want := []string{tt.A.ContentHash, tt.B.ContentHash}; !slices.Equal(hashes, want) {
 				t.Errorf("content hashes after the failed migrations = %q, want them unchanged, %q", hashes, want)
 			}
 		})
