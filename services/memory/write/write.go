@@ -535,6 +535,29 @@ func (e *Engine) run(ctx context.Context, p *Pending, gate func(context.Context)
 	if r.Kind == graph.Pattern {
 		n.LastValidatedAt = p.CreatedAt
 	}
+	if r.RequestID != "" {
+		// The node of this very request may exist already — in another
+		// scope when the request, made again, resolves to a focus that
+		// came to exist meanwhile: the write was done, once.
+		var prior graph.Node
+		err := e.cfg.Store.Read(actx, r.TenantID, func(ctx context.Context, tx graph.ReadTx) error {
+			var err error
+			prior, err = tx.Node(ctx, p.NodeID)
+			return err
+		})
+		switch {
+		case err == nil:
+			rc.Status, rc.Outcome, rc.NodeID, rc.Scope = Saved, dedup.OutcomeDuplicateSkip, prior.ID, prior.Scope
+			rc.Detail = "this request was saved before, as " + prior.ID + " in " + prior.Scope.Key()
+			return rc, nil
+		case errors.Is(err, graph.ErrNotFound):
+		case graph.IsTransient(err) || actx.Err() != nil:
+			return rc, err
+		default:
+			rc.Status, rc.Detail = Failed, "look up the request's node: "+err.Error()
+			return rc, nil
+		}
+	}
 	var out dedup.Result
 	// A concurrent writer outside the scope lock (another process version,
 	// a manual import) can still hit the content-key constraint; the second
