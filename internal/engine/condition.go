@@ -3,6 +3,7 @@ package engine
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // CondEnv is what a condition is evaluated against.
@@ -148,38 +149,62 @@ func putOffAfter(after string) bool {
 	}
 	first, _ := sentenceEnd(next)
 	w := wordsOf(first)
-	return len(w) >= 2 && len(w) <= 4 && w[0] == "not" && putOff(w[1]) // "Not yet.", "Not now, thanks."
+	if len(w) < 2 || w[0] != "not" || !putOff(w[1]) {
+		return false
+	}
+	for _, x := range w[2:] { // "Not yet.", "Not now, thanks."
+		if !putOffFiller[x] {
+			return false
+		}
+	}
+	return true
 }
 
 // sentenceEnd splits s at its first sentence end: a run of '!', '?', ';'
-// and '.', where a '.' counts only before a space or the end and not after
-// an abbreviation ("v2.0", "e.g." end nothing). rest starts after the run.
+// and '.', where a '.' counts only before white space, a closing quote or
+// bracket, or the end, and not after an abbreviation of letters ("e.g.",
+// "i.e."; "v2.0" ends nothing, "v2.0." does). rest starts after the run.
 func sentenceEnd(s string) (sentence, rest string) {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '!', '?', ';':
 		case '.':
-			if i+1 < len(s) && s[i+1] != ' ' && s[i+1] != '\n' && s[i+1] != '.' && s[i+1] != '!' && s[i+1] != '?' {
-				continue
+			if i+1 < len(s) {
+				next, _ := utf8.DecodeRuneInString(s[i+1:])
+				if !unicode.IsSpace(next) && !strings.ContainsRune(".!?\"')]”’»", next) {
+					continue
+				}
 			}
-			k := i
-			for k > 0 && (isWordByte(rune(s[k-1])) || s[k-1] == '.') {
-				k--
-			}
-			if strings.Contains(s[k:i], ".") { // "e.g.", "i.e."
+			if abbreviation(s[:i]) {
 				continue
 			}
 		default:
 			continue
 		}
 		j := i
-		for j < len(s) && strings.IndexByte(".!?; \n", s[j]) >= 0 {
+		for j < len(s) && strings.IndexByte(".!?; \t\r\n", s[j]) >= 0 {
 			j++
 		}
 		return s[:i], s[j:]
 	}
 	return s, ""
 }
+
+// abbreviation reports whether before ends in an abbreviation whose point
+// follows: letters with points between them ("e.g", "i.e", "u.s").
+func abbreviation(before string) bool {
+	k := len(before)
+	for k > 0 && (unicode.IsLetter(rune(before[k-1])) || before[k-1] == '.') {
+		k--
+	}
+	word := before[k:]
+	return strings.Contains(word, ".") && !strings.HasSuffix(word, ".")
+}
+
+// putOffFiller are the words that may follow a put-off of its own ("Not
+// now, thanks."); any other makes it about something else ("Not yet sure").
+var putOffFiller = map[string]bool{"thanks": true, "thank": true, "you": true, "please": true, "sorry": true,
+	"though": true, "maybe": true, "later": true, "tomorrow": true}
 
 func putOff(w string) bool { return w == "now" || w == "yet" || w == "today" }
 

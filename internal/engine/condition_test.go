@@ -75,6 +75,14 @@ func TestAsks(t *testing.T) {
 		{"Explore the options (e.g. pricing), but not now.", "explore the options", false},
 		{"Explore the options for v2.0 but not now.", "explore the options", false},
 		{"Explore the options. Not yet sure about the budget, though.", "explore the options", true},
+		{"Let's explore the options for v2.0. I'm not yet sure about the budget.", "explore the options", true},
+		{"Let's explore the options for version 2.5. Not yet sure about the budget, though.", "explore the options", true},
+		{"Let's explore the options.\r\nI'm not yet sure about the budget.", "explore the options", true},
+		{"Let's explore the options.\tI'm not yet sure about the budget.", "explore the options", true},
+		{"Let's \"explore the options.\" I'm not yet sure about the budget.", "explore the options", true},
+		{"Let's explore the options. Not yet sure.", "explore the options", true},
+		{"Let's explore the options. Not yet decided.", "explore the options", true},
+		{"Explore the options. Not now, thank you.", "explore the options", false},
 	}
 	for _, c := range cases {
 		if got := LowerText(c.text).Asks(c.phrase); got != c.want {

@@ -141,11 +141,11 @@ func notAnEnd(before string) bool {
 	if word == "" {
 		return true
 	}
-	// A list item's number: alone at the start of a line, or after a colon
-	// or a comma ("Options: 1. Jobber, 2. ServiceTitan, 3.").
-	lead := strings.TrimRight(before[:at], " \t")
-	listItem := len(word) <= 2 && strings.Trim(word, "0123456789") == "" &&
-		(lead == "" || strings.HasSuffix(lead, "\n") || strings.HasSuffix(lead, ":") || strings.HasSuffix(lead, ","))
+	// A list item's number: alone at the start of a line. (One in the
+	// middle of a line — "Options: 1. Jobber, 2. Servi" — cannot be told
+	// from "team size: 12." and ends a sentence.)
+	line := before[strings.LastIndexByte(before[:at], '\n')+1 : at]
+	listItem := len(word) <= 2 && strings.Trim(word, "0123456789") == "" && strings.TrimSpace(line) == ""
 	return listItem || abbreviations[strings.ToLower(word)]
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -115,10 +116,12 @@ var correctionMarkers = []string{"actually", "instead", "or rather", "correction
 	"that is incorrect"}
 
 // notQuiteCorrects are the words after which "not quite" corrects: "not
-// quite right", "not quite what I said". Anything else after it hedges
-// ("not quite sure", "not quite a CRM"), but punctuation or the end, after
-// which it is an answer of its own ("Not quite. ...", "not quite - ...").
-var notQuiteCorrects = map[string]bool{"right": true, "correct": true, "accurate": true, "true": true, "what": true}
+// quite right", "not quite what I said", "not quite how it works". Anything
+// else after it hedges ("not quite sure", "not quite a CRM"), but for
+// punctuation or the end, after which it is an answer of its own ("Not
+// quite. ...", "Not quite — ...").
+var notQuiteCorrects = map[string]bool{"right": true, "correct": true, "accurate": true, "true": true, "what": true,
+	"it": true, "how": true}
 
 // correctsNotQuite reports whether a lowered text says "not quite" as a
 // correction.
@@ -130,21 +133,21 @@ func correctsNotQuite(lower string) bool {
 		}
 		i += from
 		from = i + len("not quite")
-		if i > 0 && isLetter(lower[i-1]) { // "cannot quite"
+		if before, _ := utf8.DecodeLastRuneInString(lower[:i]); i > 0 && unicode.IsLetter(before) { // "cannot quite"
 			continue
 		}
-		rest := strings.TrimLeft(lower[from:], " \t")
-		if rest == "" || !isLetter(rest[0]) && rest[0] != '\'' {
+		rest := strings.TrimLeftFunc(lower[from:], unicode.IsSpace)
+		first, _ := utf8.DecodeRuneInString(rest)
+		if rest == "" || !unicode.IsLetter(first) && !strings.ContainsRune("\"'“‘", first) {
 			return true
 		}
+		rest = strings.TrimLeft(rest, "\"'“‘")
 		word := rest[:strings.IndexFunc(rest+" ", func(r rune) bool { return !unicode.IsLetter(r) })]
 		if notQuiteCorrects[word] {
 			return true
 		}
 	}
 }
-
-func isLetter(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= 0x80 }
 
 // CorrectionMarker returns the first correction marker in text, or "".
 func CorrectionMarker(text string) string {

@@ -459,6 +459,12 @@ func TestCorrectionMarker(t *testing.T) {
 		"I'm not quite sure, and I cannot quite remember the count.":         "",
 		"Not quite - a CRM is what we need.":                                 "not quite",
 		"Not quite":                                                          "not quite",
+		"Not quite — we need a CRM.":                                         "not quite",
+		"Not quite – we use HubSpot.":                                        "not quite",
+		"Not quite “right”, we use HubSpot.":                                 "not quite",
+		"Not quite… we use HubSpot.":                                         "", // "…" is no word boundary to Text
+		"That's not quite it: we use HubSpot.":                               "not quite",
+		"That's not quite how it works, we use HubSpot.":                     "not quite",
 		"Rather than a web app we want a mobile one, I'd rather say it now.": "",
 	}
 	for text, want := range cases {

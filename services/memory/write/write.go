@@ -535,10 +535,12 @@ func (e *Engine) run(ctx context.Context, p *Pending, gate func(context.Context)
 	if r.Kind == graph.Pattern {
 		n.LastValidatedAt = p.CreatedAt
 	}
-	if r.RequestID != "" {
-		// The node of this very request may exist already — in another
-		// scope when the request, made again, resolves to a focus that
-		// came to exist meanwhile: the write was done, once.
+	if r.RequestID != p.NodeID {
+		// The request was named (Save derived its node's id from the
+		// name), and made again, its node may exist already — in another
+		// scope when it now resolves to a focus that came to exist
+		// meanwhile: the write was done, once. (An unnamed request's
+		// node id is new: nothing to look up.)
 		var prior graph.Node
 		err := e.cfg.Store.Read(actx, r.TenantID, func(ctx context.Context, tx graph.ReadTx) error {
 			var err error

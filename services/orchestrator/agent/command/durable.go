@@ -354,8 +354,9 @@ func running(p procID) bool {
 func killOrphans(p procID) {
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/stat")
 	if err == nil {
-		if state, _, ok := statFields(raw); !ok || (state != "Z" && state != "X") {
-			return // a live process has the pid: not ours to kill
+		state, start, ok := statFields(raw)
+		if !ok || (state != "Z" && state != "X") || (p.start != "" && start != p.start) {
+			return // another process has the pid (live, or another's zombie): not ours to kill
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return // no /proc to tell by: leave it
