@@ -113,13 +113,10 @@ func (b *Bus) PublishAck(ctx context.Context, ev event.Event) (Ack, error) {
 	if err != nil {
 		return Ack{}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
-	defer cancel()
-	ack, err := b.js.PublishMsg(ctx, msg)
+	ack, err := b.send(ctx, msg)
 	if err != nil {
-		return Ack{}, fmt.Errorf("events: publish %s: %w", msg.Subject, err)
+		return Ack{}, err
 	}
-	b.cfg.Metrics.publishedOf(msgType(msg)).Inc()
 	return Ack{Stream: ack.Stream, Seq: ack.Sequence, Duplicate: ack.Duplicate}, nil
 }
 
@@ -139,13 +136,20 @@ func (b *Bus) Stored(ctx context.Context, stream string, seq uint64) (event.Even
 // PublishMsg sends a message already in binary content mode (as the outbox
 // relay stores them) and waits for the acknowledgement.
 func (b *Bus) PublishMsg(ctx context.Context, msg *nats.Msg) error {
+	_, err := b.send(ctx, msg)
+	return err
+}
+
+// send publishes msg, waits for its acknowledgement and counts it.
+func (b *Bus) send(ctx context.Context, msg *nats.Msg) (*jetstream.PubAck, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.PublishTimeout)
 	defer cancel()
-	if _, err := b.js.PublishMsg(ctx, msg); err != nil {
-		return fmt.Errorf("events: publish %s: %w", msg.Subject, err)
+	ack, err := b.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return nil, fmt.Errorf("events: publish %s: %w", msg.Subject, err)
 	}
 	b.cfg.Metrics.publishedOf(msgType(msg)).Inc()
-	return nil
+	return ack, nil
 }
 
 // PublishBatch sends events asynchronously with at most Config.BatchWindow

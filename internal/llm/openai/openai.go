@@ -552,6 +552,9 @@ func (d errorIn200) Do(req *http.Request) (*http.Response, error) {
 		return nil, err // a transport failure mid-answer: classify retries it
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if !bytes.Contains(body, []byte(`"error"`)) {
+		return resp, nil // an answer: go-openai decodes it, once
+	}
 	var probe struct {
 		Choices json.RawMessage `json:"choices"`
 		Error   *struct {
