@@ -3,7 +3,6 @@ package engine
 import (
 	"strings"
 	"unicode"
-	"unicode/utf8"
 )
 
 // CondEnv is what a condition is evaluated against.
@@ -73,9 +72,10 @@ func (t Text) Asks(phrase string) bool {
 // after it putOffAfter.
 const clauseWords = 6
 
-// wordsOf splits lowered text into words, apostrophes kept ("don't").
+// wordsOf splits lowered text into words, apostrophes and hyphens kept
+// ("don't", "no-code").
 func wordsOf(s string) []string {
-	words := strings.FieldsFunc(s, func(r rune) bool { return !isWordByte(r) && r != '\'' })
+	words := strings.FieldsFunc(s, func(r rune) bool { return !isWordByte(r) && r != '\'' && r != '-' })
 	for i, w := range words {
 		words[i] = strings.ReplaceAll(w, "’", "'")
 	}
@@ -97,36 +97,64 @@ func negatedBefore(before string) bool {
 			break
 		}
 	}
-	first := max(len(words)-clauseWords, 0)
-	for k := first; k < len(words); k++ {
-		next, prev := "", ""
-		if k+1 < len(words) {
-			next = words[k+1]
+	for k := max(len(words)-clauseWords, 0); k < len(words); k++ {
+		if negation(words, k) || scopeNegations[words[k]] {
+			return true
 		}
-		if k > 0 {
-			prev = words[k-1]
+	}
+	return false
+}
+
+// negation reports whether words[k] says no, unless an idiom makes it
+// ask or agree: "no problem", "why not", "can't we", "I wouldn't mind".
+func negation(words []string, k int) bool {
+	next, prev := "", ""
+	if k+1 < len(words) {
+		next = words[k+1]
+	}
+	if k > 0 {
+		prev = words[k-1]
+	}
+	switch words[k] {
+	case "no":
+		switch next {
+		case "problem", "problems", "worries", "worry", "rush", "doubt", "issue", "issues":
+			return false
 		}
-		switch words[k] {
-		case "no":
-			switch next {
-			case "problem", "problems", "worries", "worry", "rush", "doubt":
-				continue // an idiom
-			}
-			return true
-		case "not":
-			if prev == "why" { // "why not explore the options?"
-				continue
-			}
-			return true
-		case "can't", "cannot", "couldn't", "won't", "wouldn't", "don't", "doesn't", "shouldn't":
-			switch next {
-			case "we", "you", "i", "it", "they": // "can't we just explore the options?"
-				continue
-			case "mind": // "I wouldn't mind if we explore the options"
-				continue
-			}
-			return true
-		case "never", "dont", "isn't", "aren't", "without", "nor", "nothing", "nobody", "neither":
+		return true
+	case "not":
+		// "why not explore the options?", "not a problem"
+		return prev != "why" && !(k+2 < len(words) && (next == "a" || next == "an") &&
+			(words[k+2] == "problem" || words[k+2] == "issue"))
+	case "can't", "cannot", "couldn't", "won't", "wouldn't", "don't", "doesn't", "shouldn't":
+		switch next {
+		case "we", "you", "i", "it", "they": // "can't we just explore the options?"
+			return false
+		case "mind": // "I wouldn't mind if we explore the options"
+			return false
+		}
+		return true
+	}
+	return negations[words[k]]
+}
+
+// negations are the words that say no whatever their neighbours.
+var negations = map[string]bool{"never": true, "nope": true, "dont": true, "isn't": true, "aren't": true, "wasn't": true,
+	"weren't": true, "didn't": true, "haven't": true, "hasn't": true}
+
+// scopeNegations take back what follows them in their clause ("without
+// exploring the options") but say no to nothing by themselves: "Yes,
+// nothing to add" agrees.
+var scopeNegations = map[string]bool{"without": true, "nor": true, "nothing": true, "nobody": true, "neither": true}
+
+// Negative reports whether the text says no: a negation anywhere in it
+// that no idiom turns ("Yes, no problem" and "Sure, why not" do not; "No,
+// not really" and "I don't think so" do). A hyphenated word is no
+// negation: "a no-code tool".
+func (t Text) Negative() bool {
+	words := wordsOf(t.lower)
+	for k := range words {
+		if negation(words, k) {
 			return true
 		}
 	}
@@ -139,7 +167,7 @@ func negatedBefore(before string) bool {
 // "if not now, when?", nor a "not yet" about something else ("I'm not yet
 // sure about the budget").
 func putOffAfter(after string) bool {
-	clause, next := sentenceEnd(after)
+	clause, next := FirstSentence(after)
 	words := wordsOf(clause)
 	words = words[:min(len(words), clauseWords)]
 	for k := 0; k+1 < len(words); k++ {
@@ -147,7 +175,7 @@ func putOffAfter(after string) bool {
 			return true
 		}
 	}
-	first, _ := sentenceEnd(next)
+	first, _ := FirstSentence(next)
 	w := wordsOf(first)
 	if len(w) < 2 || w[0] != "not" || !putOff(w[1]) {
 		return false
@@ -158,47 +186,6 @@ func putOffAfter(after string) bool {
 		}
 	}
 	return true
-}
-
-// sentenceEnd splits s at its first sentence end: a run of '!', '?', ';'
-// and '.', where a '.' counts only before white space, a closing quote or
-// bracket, or the end, and not after an abbreviation of letters ("e.g.",
-// "i.e."; "v2.0" ends nothing, "v2.0." does). rest starts after the run.
-func sentenceEnd(s string) (sentence, rest string) {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '!', '?', ';':
-		case '.':
-			if i+1 < len(s) {
-				next, _ := utf8.DecodeRuneInString(s[i+1:])
-				if !unicode.IsSpace(next) && !strings.ContainsRune(".!?\"')]”’»", next) {
-					continue
-				}
-			}
-			if abbreviation(s[:i]) {
-				continue
-			}
-		default:
-			continue
-		}
-		j := i
-		for j < len(s) && strings.IndexByte(".!?; \t\r\n", s[j]) >= 0 {
-			j++
-		}
-		return s[:i], s[j:]
-	}
-	return s, ""
-}
-
-// abbreviation reports whether before ends in an abbreviation whose point
-// follows: letters with points between them ("e.g", "i.e", "u.s").
-func abbreviation(before string) bool {
-	k := len(before)
-	for k > 0 && (unicode.IsLetter(rune(before[k-1])) || before[k-1] == '.') {
-		k--
-	}
-	word := before[k:]
-	return strings.Contains(word, ".") && !strings.HasSuffix(word, ".")
 }
 
 // putOffFiller are the words that may follow a put-off of its own ("Not

@@ -83,6 +83,10 @@ func TestAsks(t *testing.T) {
 		{"Let's explore the options. Not yet sure.", "explore the options", true},
 		{"Let's explore the options. Not yet decided.", "explore the options", true},
 		{"Explore the options. Not now, thank you.", "explore the options", false},
+		{"Let's take a no-code way to explore the options", "explore the options", true},
+		{"We didn't explore the options", "explore the options", false},
+		{"Let's explore the options\nnot now", "explore the options", false},
+		{"Explore the options; not yet", "explore the options", false},
 	}
 	for _, c := range cases {
 		if got := LowerText(c.text).Asks(c.phrase); got != c.want {

@@ -114,39 +114,17 @@ func finished(reply string, resp *llm.Response, maxTokens int) (kept, short stri
 	return reply, "", nil
 }
 
-// wholeSentences is s up to its last sentence end, or s and an ellipsis
-// when it has none. A sentence ends at a '?' or '!', or a '.', before a
-// space or the end; not the point of "3.5", of a list's "2." or of "e.g.".
+// wholeSentences is s up to its last sentence end (engine.EndsSentence:
+// not the point of "3.5", of a list's "2." or of "e.g."), or s and an
+// ellipsis when it has none.
 func wholeSentences(s string) string {
 	s = strings.TrimRightFunc(s, unicode.IsSpace)
 	for i := len(s) - 1; i > 0; i-- {
-		if (s[i] == '.' || s[i] == '?' || s[i] == '!') && (i == len(s)-1 || unicode.IsSpace(rune(s[i+1]))) &&
-			(s[i] != '.' || !notAnEnd(s[:i])) {
-			return s[:i+1]
+		if engine.EndsSentence(s, i) {
+			return s[:engine.SentenceTail(s, i)]
 		}
 	}
 	return s + "…"
-}
-
-// abbreviations end in a point that ends no sentence.
-var abbreviations = map[string]bool{"e.g": true, "i.e": true, "vs": true, "mr": true, "mrs": true,
-	"ms": true, "dr": true, "approx": true, "incl": true}
-
-// notAnEnd reports whether the word before a point (the end of before)
-// makes it no sentence end: a list item's number or an abbreviation. "We
-// have 40 technicians." ends one.
-func notAnEnd(before string) bool {
-	at := strings.LastIndexFunc(before, unicode.IsSpace) + 1
-	word := before[at:]
-	if word == "" {
-		return true
-	}
-	// A list item's number: alone at the start of a line. (One in the
-	// middle of a line — "Options: 1. Jobber, 2. Servi" — cannot be told
-	// from "team size: 12." and ends a sentence.)
-	line := before[strings.LastIndexByte(before[:at], '\n')+1 : at]
-	listItem := len(word) <= 2 && strings.Trim(word, "0123456789") == "" && strings.TrimSpace(line) == ""
-	return listItem || abbreviations[strings.ToLower(word)]
 }
 
 // fallbackReply is the reply of a turn whose response generation failed:

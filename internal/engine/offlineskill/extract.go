@@ -63,7 +63,7 @@ func Extract(p extraction.Prompt) Answer {
 	if msg == "" {
 		return ans
 	}
-	sentences := prepare(Sentences(msg))
+	sentences := prepare(engine.Sentences(msg))
 	focus := map[string]bool{}
 	if p.Focus != nil {
 		for _, f := range p.Focus.Fields {
@@ -399,35 +399,8 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 	return nil, false
 }
 
-// Sentences splits text at sentence ends (. ! ? ; and new lines) that are
-// followed by a space or the end, so "$2.5k" and "e.g." stay whole enough.
-func Sentences(text string) []string {
-	var out []string
-	start := 0
-	rs := []rune(text)
-	for i, r := range rs {
-		end := false
-		switch r {
-		case '\n', ';':
-			end = true
-		case '.', '!', '?':
-			end = i == len(rs)-1 || unicode.IsSpace(rs[i+1])
-		}
-		if end {
-			if s := strings.TrimSpace(string(rs[start : i+1])); s != "" {
-				out = append(out, s)
-			}
-			start = i + 1
-		}
-	}
-	if s := strings.TrimSpace(string(rs[start:])); s != "" {
-		out = append(out, s)
-	}
-	return out
-}
-
 func firstSentences(s string, n int) string {
-	ss := Sentences(s)
+	ss := engine.Sentences(s)
 	if len(ss) > n {
 		ss = ss[:n]
 	}
@@ -517,21 +490,10 @@ func unsure(t engine.Text) bool {
 	return false
 }
 
-var negations = map[string]bool{"no": true, "not": true, "never": true, "nope": true, "don't": true,
-	"doesn't": true, "isn't": true, "wasn't": true, "won't": true, "can't": true, "cannot": true}
-
-// Negated reports whether a sentence is negative or declines; "no-code" is
-// not a negation.
+// Negated reports whether a sentence declines or says no (engine's
+// Text.Negative: "Yes, no problem" does not).
 func Negated(s string) bool {
-	if Declines(s) {
-		return true
-	}
-	for _, w := range strings.Fields(strings.ToLower(s)) {
-		if negations[strings.Trim(w, ".,;:!?\"()")] {
-			return true
-		}
-	}
-	return false
+	return Declines(s) || engine.LowerText(s).Negative()
 }
 
 // affirmations are the words that answer a yes-or-no question with yes.

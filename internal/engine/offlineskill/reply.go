@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
 	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/internal/llm"
@@ -320,7 +321,7 @@ var pronouns = map[string]string{"i": "you", "i'm": "you're", "i've": "you've", 
 // reflect turns the first sentence of the user's message around: "We keep
 // losing jobs." → "you keep losing jobs".
 func reflect(msg string) string {
-	ss := Sentences(msg)
+	ss := engine.Sentences(msg)
 	if len(ss) == 0 {
 		return ""
 	}
@@ -457,7 +458,7 @@ func Summarize(_ context.Context, req llm.Request) (string, error) {
 		var rest string
 		if n, _ := fmt.Sscanf(l, "[turn %d] user:", &turn); n == 1 {
 			_, rest, _ = strings.Cut(l, "user: ")
-			if ss := Sentences(rest); len(ss) > 0 {
+			if ss := engine.Sentences(rest); len(ss) > 0 {
 				parts = append(parts, fmt.Sprintf("turn %d: %s", turn, cleanSentence(ss[0])))
 			}
 		}

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// EndsSentence reports whether the mark at s[i] — a point, a question mark
+// or an exclamation mark — ends a sentence. It does before white space, a
+// closing quote or bracket, another mark, or the end of s: not the point of
+// "3.5" or "v2.0", nor the question mark of a URL's query. A point also does
+// not after an abbreviation ("e.g.", "i.e.", "vs.", "Dr.") or a list item's
+// number alone at the start of a line ("1."); one after a number elsewhere
+// does ("team size: 12.", "v2.0.").
+func EndsSentence(s string, i int) bool {
+	switch s[i] {
+	case '.', '?', '!':
+	default:
+		return false
+	}
+	if i+1 < len(s) {
+		next, _ := utf8.DecodeRuneInString(s[i+1:])
+		if !unicode.IsSpace(next) && !strings.ContainsRune(".!?"+closers, next) {
+			return false
+		}
+	}
+	if s[i] != '.' {
+		return true
+	}
+	before := s[:i]
+	at := strings.LastIndexFunc(before, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' }) + 1
+	word := before[at:]
+	switch {
+	case strings.Contains(word, ".") && !strings.HasSuffix(word, ".") && !strings.ContainsAny(word, "0123456789"):
+		return false // "e.g", "i.e", "u.s"
+	case abbreviations[strings.ToLower(word)]:
+		return false
+	}
+	// A list item's number: alone at the start of its line. (One in the
+	// middle of a line — "Options: 1. Jobber, 2. Servi" — cannot be told
+	// from "team size: 12." and ends a sentence.)
+	line := before[strings.LastIndexByte(before, '\n')+1 : at]
+	return word == "" || len(word) > 2 || strings.Trim(word, "0123456789") != "" || strings.TrimSpace(line) != ""
+}
+
+// closers are the closing quotes and brackets that may follow a sentence's
+// end.
+const closers = "\"')]”’»"
+
+// abbreviations are the words whose point ends no sentence.
+var abbreviations = map[string]bool{"vs": true, "mr": true, "mrs": true, "dr": true, "approx": true, "incl": true}
+
+// FirstSentence splits s after its first sentence: at a mark that ends it
+// (EndsSentence) with the marks, quotes and brackets that follow it
+// ("Really?!", "(as he said.)"), at a semicolon
+// or at a line's end. sentence keeps its marks; rest is what follows.
+func FirstSentence(s string) (sentence, rest string) {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\n', ';':
+			return s[:i+1], s[i+1:]
+		case '.', '?', '!':
+			if !EndsSentence(s, i) {
+				continue
+			}
+			j := SentenceTail(s, i)
+			return s[:j], s[j:]
+		}
+	}
+	return s, ""
+}
+
+// SentenceTail is where the sentence that ends at s[i] stops: after the
+// marks, quotes and brackets that follow that end ("Really?!", "he said
+// \"no.\"").
+func SentenceTail(s string, i int) int {
+	j := i + 1
+	for j < len(s) {
+		r, size := utf8.DecodeRuneInString(s[j:])
+		if !strings.ContainsRune(".!?"+closers, r) {
+			break
+		}
+		j += size
+	}
+	return j
+}
+
+// Sentences splits text into its sentences (FirstSentence), trimmed, with
+// no empty ones.
+func Sentences(text string) []string {
+	var out []string
+	for text != "" {
+		var s string
+		s, text = FirstSentence(text)
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
