@@ -59,6 +59,9 @@ type APIError struct {
 	// Cause is the underlying error, when there is one (a timeout's
 	// context.DeadlineExceeded, a decoder's syntax error).
 	Cause error
+	// Usage is what the provider charged for an answer that is still an
+	// error (a refusal), zero when it charged nothing.
+	Usage Usage
 }
 
 func (e *APIError) Error() string {

@@ -99,9 +99,17 @@ func (i *instrumented) Complete(ctx context.Context, req Request) (*Response, er
 	resp, err := i.next.Complete(ctx, req)
 	i.m.seconds.WithLabelValues(i.provider).Observe(time.Since(start).Seconds())
 	i.m.requests.WithLabelValues(i.provider, cmp.Or(req.Purpose, "none"), Outcome(err)).Inc()
-	if resp != nil {
-		i.m.tokens.WithLabelValues(i.provider, "prompt").Add(float64(resp.Usage.PromptTokens))
-		i.m.tokens.WithLabelValues(i.provider, "completion").Add(float64(resp.Usage.CompletionTokens))
+	var usage Usage
+	var apiErr *APIError
+	switch {
+	case resp != nil:
+		usage = resp.Usage
+	case errors.As(err, &apiErr):
+		usage = apiErr.Usage // a refusal is billed too
+	}
+	if usage.PromptTokens > 0 || usage.CompletionTokens > 0 {
+		i.m.tokens.WithLabelValues(i.provider, "prompt").Add(float64(usage.PromptTokens))
+		i.m.tokens.WithLabelValues(i.provider, "completion").Add(float64(usage.CompletionTokens))
 	}
 	return resp, err
 }

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -17,11 +18,12 @@ func TestInstrument(t *testing.T) {
 		{content: "two"},
 		{err: &APIError{Provider: "x", Status: 429, Err: ErrRateLimited}},
 		{err: context.Canceled},
+		{err: fmt.Errorf("extraction: %w", &APIError{Provider: "x", Err: ErrRefused, Usage: Usage{PromptTokens: 40, CompletionTokens: 5}})},
 	}}, "openai", reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, purpose := range []string{"extraction", "extraction", "response", ""} {
+	for _, purpose := range []string{"extraction", "extraction", "response", "", "extraction"} {
 		c.Complete(t.Context(), Request{Purpose: purpose, Messages: []Message{{Role: User, Content: "x"}}})
 	}
 
@@ -31,10 +33,11 @@ func TestInstrument(t *testing.T) {
 praetor_llm_requests_total{outcome="canceled",provider="openai",purpose="none"} 1
 praetor_llm_requests_total{outcome="ok",provider="openai",purpose="extraction"} 2
 praetor_llm_requests_total{outcome="rate_limited",provider="openai",purpose="response"} 1
+praetor_llm_requests_total{outcome="refused",provider="openai",purpose="extraction"} 1
 # HELP praetor_llm_tokens_total Tokens used by model calls, by provider and kind (prompt, completion).
 # TYPE praetor_llm_tokens_total counter
-praetor_llm_tokens_total{kind="completion",provider="openai"} 2
-praetor_llm_tokens_total{kind="prompt",provider="openai"} 2
+praetor_llm_tokens_total{kind="completion",provider="openai"} 7
+praetor_llm_tokens_total{kind="prompt",provider="openai"} 42
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), MetricRequests, MetricTokens); err != nil {
 		t.Error(err)
@@ -45,8 +48,8 @@ praetor_llm_tokens_total{kind="prompt",provider="openai"} 2
 	mfs, _ := reg.Gather()
 	for _, mf := range mfs {
 		if mf.GetName() == MetricSeconds {
-			if got := mf.GetMetric()[0].GetHistogram().GetSampleCount(); got != 4 {
-				t.Errorf("%s count = %d, want 4", MetricSeconds, got)
+			if got := mf.GetMetric()[0].GetHistogram().GetSampleCount(); got != 5 {
+				t.Errorf("%s count = %d, want 5", MetricSeconds, got)
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -291,6 +292,9 @@ func (c *Client) classify(err error, h http.Header) *llm.APIError {
 		synErr *json.SyntaxError
 		typErr *json.UnmarshalTypeError
 		netErr net.Error
+		// TLS: a certificate not accepted, or TLS and plain HTTP mixed up.
+		certErr   *tls.CertificateVerificationError
+		recordErr tls.RecordHeaderError
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -304,6 +308,17 @@ func (c *Client) classify(err error, h http.Header) *llm.APIError {
 			msg = "POST " + c.baseURL() + "/chat/completions: " + msg + "; check the base URL (OpenAI-compatible servers usually end in /v1)"
 		}
 		return c.fromStatus(reqErr.HTTPStatusCode, "", msg, h)
+	case errors.As(err, &certErr):
+		// Waiting does not make a certificate trusted: a private CA, a proxy
+		// that intercepts TLS, a name the certificate does not hold.
+		return &llm.APIError{Provider: Provider, Err: llm.ErrUnavailable, Cause: err,
+			Message: "the server's TLS certificate is not accepted: " + err.Error() + "; check the base URL " + c.baseURL() +
+				", and if the server's certificate is signed by a private CA, add the CA to the system's trust store " +
+				"or name it in SSL_CERT_FILE"}
+	case errors.As(err, &recordErr), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+		return &llm.APIError{Provider: Provider, Err: llm.ErrUnavailable, Cause: err,
+			Message: "TLS and plain HTTP are mixed up: " + err.Error() + "; check the scheme of the base URL " + c.baseURL() +
+				" (https:// for a server that speaks TLS, http:// for one that does not)"}
 	case errors.As(err, &urlErr), errors.As(err, &netErr), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		// The connection failed, before the request or while the answer was
 		// read (a reset mid-body reaches us as a bare net error).
@@ -397,16 +412,18 @@ func (c *Client) response(resp goopenai.ChatCompletionResponse, model string, st
 		return nil, &llm.APIError{Provider: Provider, Err: llm.ErrBadResponse, Message: "the answer has no choices"}
 	}
 	ch := resp.Choices[0]
+	usage := llm.Usage{
+		PromptTokens:     resp.Usage.PromptTokens,
+		CompletionTokens: resp.Usage.CompletionTokens,
+		TotalTokens:      resp.Usage.TotalTokens,
+	}
 	if ch.Message.Content == "" && ch.Message.Refusal != "" {
-		return nil, &llm.APIError{Provider: Provider, Err: llm.ErrRefused, Message: ch.Message.Refusal}
+		// A refusal is billed like an answer.
+		return nil, &llm.APIError{Provider: Provider, Err: llm.ErrRefused, Message: ch.Message.Refusal, Usage: usage}
 	}
 	return &llm.Response{
-		Content: ch.Message.Content,
-		Usage: llm.Usage{
-			PromptTokens:     resp.Usage.PromptTokens,
-			CompletionTokens: resp.Usage.CompletionTokens,
-			TotalTokens:      resp.Usage.TotalTokens,
-		},
+		Content:      ch.Message.Content,
+		Usage:        usage,
 		Latency:      time.Since(start),
 		Model:        cmp.Or(resp.Model, model),
 		Provider:     Provider,

@@ -315,6 +315,7 @@ func TestRetries(t *testing.T) {
 		wantErr      error
 		wantStatus   int
 		wantRequests int
+		wantUsage    llm.Usage
 		// wantSleeps are the exact waits (jitter is fixed at 0 except
 		// where wantSleepRange is used).
 		wantSleeps []time.Duration
@@ -447,10 +448,12 @@ func TestRetries(t *testing.T) {
 			wantRequests: 1,
 		},
 		{
-			name:         "refusal",
-			replies:      []openaitest.Reply{{Refusal: "I can't help with that."}},
+			name: "refusal",
+			replies: []openaitest.Reply{{Refusal: "I can't help with that.",
+				Usage: &openaitest.Usage{PromptTokens: 30, CompletionTokens: 6, TotalTokens: 36}}},
 			wantErr:      llm.ErrRefused,
 			wantRequests: 1,
+			wantUsage:    llm.Usage{PromptTokens: 30, CompletionTokens: 6, TotalTokens: 36},
 		},
 	}
 	for _, tc := range tests {
@@ -481,6 +484,9 @@ func TestRetries(t *testing.T) {
 			var apiErr *llm.APIError
 			if !errors.As(err, &apiErr) {
 				t.Fatalf("err = %T, want *llm.APIError", err)
+			}
+			if apiErr.Usage != tc.wantUsage {
+				t.Errorf("APIError usage %+v, want %+v (what the provider charged)", apiErr.Usage, tc.wantUsage)
 			}
 			if apiErr.Status != tc.wantStatus || apiErr.Attempts != tc.wantRequests || apiErr.Provider != "openai" {
 				t.Errorf("APIError status %d attempts %d provider %q, want %d, %d, openai",

@@ -2,6 +2,8 @@ package openai
 
 import (
 	"errors"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -149,5 +151,28 @@ func TestErrorSentWithA200(t *testing.T) {
 	_, err = rawClient(t, srv.URL+"/v1").Complete(t.Context(), userRequest("Hi."))
 	if !errors.Is(err, llm.ErrBadRequest) || !strings.Contains(err.Error(), "maximum context length") || n.Load() != 1 {
 		t.Errorf("a bad request: %v after %d requests, want ErrBadRequest with the message, not retried", err, n.Load())
+	}
+}
+
+// A certificate the client does not trust, and TLS spoken to a server that
+// does not (or the reverse), are settings to mend, not outages to wait out:
+// one attempt each, and an error that says what to check.
+func TestTLSMistakesAreNotRetried(t *testing.T) {
+	t.Parallel()
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(ok))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the handshakes fail on purpose
+	tlsSrv.StartTLS()
+	t.Cleanup(tlsSrv.Close)
+	plain, _ := rawServer(t, ok)
+	for _, c := range []struct{ name, baseURL, want string }{
+		{"untrusted certificate", tlsSrv.URL + "/v1", "add the CA to the system's trust store or name it in SSL_CERT_FILE"},
+		{"https to a plain server", strings.Replace(plain.URL, "http://", "https://", 1) + "/v1", "check the scheme of the base URL"},
+		{"http to a TLS server", strings.Replace(tlsSrv.URL, "https://", "http://", 1) + "/v1", "HTTPS server"},
+	} {
+		_, err := rawClient(t, c.baseURL).Complete(t.Context(), userRequest("Hi."))
+		var apiErr *llm.APIError
+		if !errors.As(err, &apiErr) || apiErr.Attempts != 1 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want one attempt and an error saying %q", c.name, err, c.want)
+		}
 	}
 }
