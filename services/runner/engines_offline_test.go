@@ -1,9 +1,13 @@
 package runner_test
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
 // Conversations with the shipped engines, offline, that a new user would
@@ -22,6 +26,17 @@ var explorationToDeliberation = []string{
 	"The downside is the monthly fee per user.",
 	"Seems good overall.",
 	"So basically, in my own words: Jobber is ready to go, Connecteam is cheaper, and custom gives full control but costs most.",
+}
+
+const constraintsQuestion = "What constraints matter here"
+
+func obligationStatus(t *testing.T, m *engine.WorkingMemory, id string) engine.ObligationStatusValue {
+	t.Helper()
+	o, ok := m.Obligation(id)
+	if !ok {
+		t.Fatalf("no obligation %s", id)
+	}
+	return o.Status
 }
 
 // A teach-back that calls an option "limited" names no constraint, and the
@@ -45,5 +60,63 @@ func TestExplorationTeachBackIsNoConstraint(t *testing.T) {
 	s.state.Extraction.Decode("decision.constraints", &got)
 	if len(got) != 1 || !strings.Contains(got[0], "5000 dollars") {
 		t.Errorf("decision.constraints = %q, want the budget", got)
+	}
+}
+
+// One constraint named in answer to the constraints question settles it:
+// the question is not asked again, turn after turn, until the user names a
+// second one (it was, seven times in a row, up to the handoff).
+func TestExplorationAsksForConstraintsOnce(t *testing.T) {
+	s := newSession(t, "exploration")
+	for _, msg := range explorationToDeliberation {
+		s.say(msg)
+	}
+	res := s.say("The tradeoff is price versus features.")
+	for i := 0; !strings.Contains(res.Reply, constraintsQuestion); i++ {
+		if i == 3 {
+			t.Fatalf("the constraints question was never asked; last reply %q", res.Reply)
+		}
+		res = s.say("The risk is that crews won't use the app.")
+	}
+	res = s.say("We only have about 300 dollars a month.")
+	if got := obligationStatus(t, s.state, "constraints_identified"); got != engine.StatusSatisfied {
+		t.Errorf("constraints_identified = %s after a constraint was named, want satisfied", got)
+	}
+	if strings.Contains(res.Reply, constraintsQuestion) {
+		t.Errorf("the constraints question was asked again after it was answered: %q", res.Reply)
+	}
+	var got []string
+	s.state.Extraction.Decode("decision.constraints", &got)
+	if !slices.Equal(got, []string{"about 300 dollars a month"}) {
+		t.Errorf("decision.constraints = %q", got)
+	}
+}
+
+// A session that starts from a handoff carrying the constraints (ideation's
+// budget and people, say) does not ask for them again: its first reply says
+// it has noted them.
+func TestExplorationKnowsTheHandoffsConstraints(t *testing.T) {
+	s := newSession(t, "exploration")
+	var h contracts.EngineHandoff
+	for _, c := range []string{"£500 a month to spend", "just two instructors"} {
+		h.ActionList.ConstraintsIdentified = append(h.ActionList.ConstraintsIdentified,
+			contracts.IdentifiedConstraint{Constraint: c, Implication: "Options must respect it"})
+	}
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.state = engine.NewWorkingMemory(s.def, "sess-1", "proj-1")
+	s.state.InboundHandoff = b
+	script := append(slices.Clone(explorationToDeliberation),
+		"The tradeoff is price versus features.",
+		"The risk is that crews won't use the app.")
+	for _, msg := range script {
+		if res := s.say(msg); strings.Contains(res.Reply, constraintsQuestion) {
+			t.Fatalf("asked for the constraints the handoff carried: %q", res.Reply)
+		}
+	}
+	if got := obligationStatus(t, s.state, "constraints_identified"); got != engine.StatusSatisfied {
+		t.Errorf("constraints_identified = %s, want satisfied", got)
 	}
 }

@@ -7,12 +7,14 @@
 package exploration
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
 
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
 // Field paths of the exploration extraction schema the evaluators read.
@@ -200,9 +202,32 @@ func EvaluateTradeoffUnderstanding(m *engine.WorkingMemory) float64 {
 	return s
 }
 
-// EvaluateConstraintAwareness: two constraints named make 1.0.
+// EvaluateConstraintAwareness: two constraints known make 1.0, whether the
+// user named them here or the session's inbound handoff carried them (a
+// budget captured in project discovery is as known as one said here).
 func EvaluateConstraintAwareness(m *engine.WorkingMemory) float64 {
-	return ratio(count(m, FieldConstraints), 2)
+	var named []string
+	var xs []any
+	if m.Extraction.Decode(FieldConstraints, &xs) {
+		for _, x := range xs {
+			named = append(named, fmt.Sprint(x))
+		}
+	} else if count(m, FieldConstraints) > 0 {
+		named = append(named, string(m.Extraction.Fields[FieldConstraints].Value))
+	}
+	var h contracts.EngineHandoff
+	if len(m.InboundHandoff) > 0 && json.Unmarshal(m.InboundHandoff, &h) == nil {
+		for _, c := range h.ActionList.ConstraintsIdentified {
+			named = append(named, c.Constraint)
+		}
+	}
+	known := map[string]bool{}
+	for _, c := range named {
+		if c = strings.ToLower(strings.Join(strings.Fields(c), " ")); c != "" {
+			known[c] = true
+		}
+	}
+	return ratio(len(known), 2)
 }
 
 // EvaluatePrecedentExposure: two precedents discussed make 1.0.

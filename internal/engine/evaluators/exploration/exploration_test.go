@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
 func mem(fields map[string]any) *engine.WorkingMemory {
@@ -69,5 +70,42 @@ func TestRegisterAllThirteen(t *testing.T) {
 	}
 	if err := Register(reg); err == nil {
 		t.Error("registering twice: err = nil")
+	}
+}
+
+// Constraints carried by the inbound handoff (a budget captured in project
+// discovery or ideation) are known: asking for them again repeats what the
+// reply has just acknowledged. The same constraint said again counts once.
+func TestConstraintAwarenessCountsHandoffConstraints(t *testing.T) {
+	handoff := func(constraints ...string) json.RawMessage {
+		var h contracts.EngineHandoff
+		for _, c := range constraints {
+			h.ActionList.ConstraintsIdentified = append(h.ActionList.ConstraintsIdentified,
+				contracts.IdentifiedConstraint{Constraint: c, Implication: "Options must respect it"})
+		}
+		b, err := json.Marshal(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	tests := []struct {
+		name    string
+		fields  map[string]any
+		handoff json.RawMessage
+		want    float64
+	}{
+		{"handoff alone", nil, handoff("£500 a month to spend", "just two instructors"), 1},
+		{"one from each", map[string]any{FieldConstraints: []string{"live by January"}}, handoff("Budget: $5,000"), 1},
+		{"said again", map[string]any{FieldConstraints: []string{"Budget: $5,000"}}, handoff("budget:  $5,000"), 0.5},
+		{"a handoff without constraints", nil, handoff(), 0},
+		{"a scalar value", map[string]any{FieldConstraints: "a small budget"}, nil, 0.5},
+	}
+	for _, tt := range tests {
+		m := mem(tt.fields)
+		m.InboundHandoff = tt.handoff
+		if got := EvaluateConstraintAwareness(m); got != tt.want {
+			t.Errorf("%s: EvaluateConstraintAwareness = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }
