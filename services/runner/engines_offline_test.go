@@ -120,3 +120,18 @@ func TestExplorationKnowsTheHandoffsConstraints(t *testing.T) {
 		t.Errorf("constraints_identified = %s, want satisfied", got)
 	}
 }
+
+// Two knowledge gaps said in one sentence, of which the offline cues take
+// one, answer the question: it is not asked again.
+func TestExplorationAsksForKnowledgeGapsOnce(t *testing.T) {
+	s := newSession(t, "exploration")
+	s.say("We need a way to schedule our cleaning crews and I want to explore the options.")
+	s.say("I've used Google Sheets for it so far, that's about it.")
+	res := s.say("I don't understand what a scheduling app does that a spreadsheet can't, and I'm unsure about pricing models.")
+	if got := obligationStatus(t, s.state, "knowledge_gaps_identified"); got != engine.StatusSatisfied {
+		t.Errorf("knowledge_gaps_identified = %s, want satisfied", got)
+	}
+	if strings.Contains(res.Reply, "What are you unsure about") || strings.Contains(res.Reply, "what are you unsure about") {
+		t.Errorf("the knowledge-gaps question was asked again: %q", res.Reply)
+	}
+}
