@@ -135,3 +135,18 @@ func TestExplorationAsksForKnowledgeGapsOnce(t *testing.T) {
 		t.Errorf("the knowledge-gaps question was asked again: %q", res.Reply)
 	}
 }
+
+// "X versus Y" is the tradeoff, wherever the word "tradeoff" stands: "Cost
+// versus reliability is the tradeoff for me" was filed as "for me".
+func TestExplorationTradeoffIsWhatIsWeighed(t *testing.T) {
+	s := newSession(t, "exploration")
+	for _, msg := range explorationToDeliberation {
+		s.say(msg)
+	}
+	s.say("Cost versus reliability is the tradeoff for me.")
+	var got []string
+	s.state.Extraction.Decode("decision.tradeoffs", &got)
+	if !slices.Equal(got, []string{"Cost versus reliability"}) {
+		t.Errorf("decision.tradeoffs = %q, want [Cost versus reliability]", got)
+	}
+}
