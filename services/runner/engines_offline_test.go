@@ -150,3 +150,38 @@ func TestExplorationTradeoffIsWhatIsWeighed(t *testing.T) {
 		t.Errorf("decision.tradeoffs = %q, want [Cost versus reliability]", got)
 	}
 }
+
+// An owner who corrects the team size ("Actually it's 11 people now") while
+// asked about the team's roles corrects the head count; the correction is
+// not filed as the roles.
+func TestBusinessProfileHeadcountCorrection(t *testing.T) {
+	s := newSession(t, "business-profile")
+	for _, msg := range []string{
+		"Hi! We run a small bakery in Leeds called Crumb & Co, we've been going for about 6 years.",
+		"Both, cafes buy wholesale and people buy in the shop.",
+		"Wholesale bread to cafes is the biggest, then shop sales and celebration cakes.",
+		"Per loaf for wholesale, and cakes are priced by size.",
+		"Everything is baked fresh every morning with local flour, that's why people come to us.",
+		"Local cafes, office workers, and families ordering birthday cakes.",
+		"Mostly local, within about ten miles of the shop.",
+		"Greggs and the supermarket bakeries.",
+		"Sourdough, pastries and custom cakes.",
+		"We are a team of 9 people.",
+	} {
+		s.say(msg)
+	}
+	var n float64
+	if !s.state.Extraction.Decode("team_composition.headcount", &n) || n != 9 {
+		t.Fatalf("headcount = %s, want 9", s.state.Extraction.Fields["team_composition.headcount"].Value)
+	}
+	if s.state.Obligations.Focus != "key_roles_identified" {
+		t.Fatalf("focus = %s, want key_roles_identified", s.state.Obligations.Focus)
+	}
+	s.say("Actually it's 11 people now, we hired two bakers last month.")
+	if !s.state.Extraction.Decode("team_composition.headcount", &n) || n != 11 {
+		t.Errorf("headcount = %s after the correction, want 11", s.state.Extraction.Fields["team_composition.headcount"].Value)
+	}
+	if s.state.Extraction.Has("team_composition.key_roles") {
+		t.Errorf("the correction was filed as the key roles: %s", s.state.Extraction.Fields["team_composition.key_roles"].Value)
+	}
+}
