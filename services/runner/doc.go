@@ -28,7 +28,9 @@
 // At step 17 the first exit transition whose conditions hold maps working
 // memory to an EngineHandoff (the context mapper registered for the
 // transition) and validates it. A valid handoff fires the transition once:
-// the reply ends by saying where the conversation goes, and the service
+// the reply ends by saying where the conversation goes, in place of the
+// questions it closed with (the user's next message goes to the target, so
+// the source could never hear their answers), and the service
 // writes eng_handoffs, marks the session handed_off and publishes
 // handoff.created with the turn. A handoff that fails validation is not
 // written: the reasons are logged, counted and kept in working memory

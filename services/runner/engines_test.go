@@ -317,8 +317,17 @@ func checkTurn(t *testing.T, s *session, res *runner.Result, turn int) {
 	if !slices.Equal(res.Steps, runner.Steps()) {
 		t.Errorf("turn %d: steps %v", turn, res.Steps)
 	}
-	if res.Degraded || !strings.Contains(res.Reply, "?") {
-		t.Errorf("turn %d: reply %q (degraded %v) asks nothing", turn, res.Reply, res.Degraded)
+	// Every reply asks for more, but the one that hands off: it says where
+	// the user's next message goes.
+	switch {
+	case res.Degraded:
+		t.Errorf("turn %d: reply %q degraded", turn, res.Reply)
+	case res.Effects.Exit != nil:
+		if strings.Contains(res.Reply, "?") || !strings.HasSuffix(res.Reply, "Your next message goes there.") {
+			t.Errorf("turn %d: the reply that hands off asks what the user cannot answer here: %q", turn, res.Reply)
+		}
+	case !strings.Contains(res.Reply, "?"):
+		t.Errorf("turn %d: reply %q asks nothing", turn, res.Reply)
 	}
 	// A phase change follows an edge of the phase graph.
 	cur, ok := def.Phase(res.Phase)

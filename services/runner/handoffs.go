@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/handoff"
@@ -66,7 +68,8 @@ func verifyInbound(def *engine.Definition, m *engine.WorkingMemory, reply string
 // fires, unless a stalled task blocks progress. Its context mapper builds
 // the handoff; when the handoff passes validation the transition fires
 // once (m.Exit), its effect carries the handoff to write and publish, and
-// the reply tells the user where the conversation goes; when it does not,
+// the reply ends by telling the user where the conversation goes, in place
+// of the questions it closed with (see handover); when it does not,
 // nothing is handed off, the rejection is kept in working memory and the
 // result, and the conversation goes on (the transition may fire on a later
 // turn). It returns the reply.
@@ -112,10 +115,42 @@ func (r *Runner) exit(ctx context.Context, def *engine.Definition, m *engine.Wor
 		if target != nil {
 			name = cmp.Or(target.Name, name)
 		}
-		return reply + "\n\nI am handing you over to " + name + " to go on from here (" + x.Reason +
-			"). Your next message goes there."
+		return handover(reply, name, x.Reason)
 	}
 	return reply
+}
+
+// handover is the reply of the turn that hands off: the reply, without the
+// questions it ends with, then where the conversation goes. The reply was
+// written at step 12, before the exit fired, and asks what the source engine
+// needs next; the user's next message goes to the target engine, so no
+// answer to such a question could reach the engine that asked it. (The
+// obligation it asked about stays open in the handoff's phase results.)
+func handover(reply, target, reason string) string {
+	line := "I am handing you over to " + target + " to go on from here (" + reason + "). Your next message goes there."
+	if reply = withoutClosingQuestions(reply); reply == "" {
+		return line
+	}
+	return reply + "\n\n" + line
+}
+
+// withoutClosingQuestions is s without the questions it ends with, each
+// the last of s's sentences (engine.Sentences: after the previous sentence
+// end or line) while it ends in a question mark, quotes, brackets and
+// Markdown emphasis aside.
+func withoutClosingQuestions(s string) string {
+	for {
+		s = strings.TrimRightFunc(s, unicode.IsSpace)
+		ss := engine.Sentences(s)
+		if len(ss) == 0 {
+			return s
+		}
+		last := ss[len(ss)-1]
+		if !strings.HasSuffix(strings.TrimRight(last, "\"'”’»)]*_"), "?") || !strings.HasSuffix(s, last) {
+			return s
+		}
+		s = s[:len(s)-len(last)]
+	}
 }
 
 // stalledNames are the display names of the tasks progress waits for.

@@ -139,7 +139,12 @@ func TestOfflineProjectDiscoveryConversation(t *testing.T) {
 				t.Errorf("turn %d: %s not extracted (log %v)", i+1, f, last.Effects.ExtractionLog)
 			}
 		}
-		if !strings.Contains(last.Reply, "?") {
+		switch {
+		case last.Effects.Exit != nil:
+			if strings.Contains(last.Reply, "?") || !strings.HasSuffix(last.Reply, "Your next message goes there.") {
+				t.Errorf("turn %d: the reply that hands off asks what the user cannot answer here: %q", i+1, last.Reply)
+			}
+		case !strings.Contains(last.Reply, "?"):
 			t.Errorf("turn %d: the reply asks nothing: %q", i+1, last.Reply)
 		}
 	}

@@ -344,6 +344,38 @@ func TestExitTransitionFiresOnce(t *testing.T) {
 	}
 }
 
+// The reply of the turn whose exit transition fires is the last this
+// session gives: the user's next message goes to the target engine. It
+// ends with the handover, never with a question of the source engine that
+// the user could answer only where it was not asked; what came before the
+// question stays.
+func TestHandoffReplyEndsWithTheHandover(t *testing.T) {
+	const handover = "I am handing you over to elsewhere to go on from here (user asked). Your next message goes there."
+	for _, tc := range []struct{ reply, want string }{
+		{"Noted: a booking app. What is your budget?", "Noted: a booking app.\n\n" + handover},
+		{"Noted, e.g. Jobber. What is your budget? And when do you need it?  ", "Noted, e.g. Jobber.\n\n" + handover},
+		{"Here is what I have:\n- Goal: a booking app\n**Is this right?**", "Here is what I have:\n- Goal: a booking app\n\n" + handover},
+		{"She said \"fine.\" Anything else to add?", "She said \"fine.\"\n\n" + handover},
+		{"Is there anything you would like to add or change?", handover},
+		{"Why not? We have everything we need.", "Why not? We have everything we need.\n\n" + handover},
+		{"Voilà tout. Ça va?", "Voilà tout.\n\n" + handover},
+	} {
+		def := enginetest.Definition()
+		def.ExitTransitions = []engine.ExitTransition{{TargetEngine: "elsewhere", Reason: "user asked",
+			Conditions: []engine.Condition{{Type: engine.CondUserRequest, Keywords: []string{"explore options"}}}}}
+		res := process(t, newRunner(t, &fakeLLM{reply: tc.reply}), def, nil, input(t, def, nil, "Can we explore options now?", nil))
+		if res.Effects.Exit == nil {
+			t.Fatalf("%q: the exit did not fire", tc.reply)
+		}
+		if res.Reply != tc.want {
+			t.Errorf("reply of %q:\n got %q\nwant %q", tc.reply, res.Reply, tc.want)
+		}
+		if h := res.State.History; h[len(h)-1].Content != res.Reply {
+			t.Errorf("history keeps %q, the user saw %q", h[len(h)-1].Content, res.Reply)
+		}
+	}
+}
+
 func TestBackgroundTaskDispatched(t *testing.T) {
 	def := enginetest.Definition()
 	def.BackgroundTasks = []engine.BackgroundTask{{TaskID: "budget_research", Handler: "research.web",
