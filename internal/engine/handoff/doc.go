@@ -5,7 +5,9 @@
 //     contracts.EngineHandoff. They are Go code registered by name, one per
 //     exit transition ("exploration->project-discovery"), like custom
 //     evaluators; Builtin registers those of the shipped engines, and
-//     Generic serves engines that register none.
+//     Generic serves engines that register none. Map adds what the
+//     session's own inbound handoff brought (CarryForward), so a chain of
+//     engines drops nothing the user settled.
 //   - Validate applies the seed's rules: every section present, decision
 //     reasoning longer than 20 characters and not a placeholder, confidences
 //     in [0, 1], no self-transition, at least one decision, constraint or

@@ -1,6 +1,7 @@
 package handoff_test
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -331,5 +332,74 @@ func TestGenericMapper(t *testing.T) {
 	}
 	if !h.Metadata.HandoffDate.Equal(at) {
 		t.Errorf("date = %v", h.Metadata.HandoffDate)
+	}
+}
+
+// A handoff carries forward what its session's own inbound handoff brought:
+// after project-discovery → exploration → project-discovery, the second
+// discovery session knows the requirements the first captured (the budget,
+// the platform, the goal, the security concern, the question put off), not
+// only the decision exploration reached. What the source settled comes
+// first and is not repeated; the knowledge gaps are the source's own (it
+// may have closed the earlier ones).
+func TestMapCarriesTheInboundHandoffForward(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	mappers := handoff.Builtin()
+
+	first := enginetest.Memory(discovery)
+	first.TurnNumber = 20
+	enginetest.Set(first, "constraints.budget", "$90k", 0.9, 15)
+	enginetest.Set(first, "constraints.technical", "Android tablets, hosted on Azure", 0.9, 9)
+	enginetest.Set(first, "purpose_and_problem.desired_outcome", "No job is forgotten", 0.9, 14)
+	enginetest.Set(first, "purpose_and_problem.core_problem", "Jobs get lost on paper", 0.9, 1)
+	enginetest.Set(first, "non_functional_screening.security", "Only staff may see customer data", 0.9, 13)
+	first.Extraction.Deferred = map[string]int{"team_resources_known": 11}
+	toExploration, err := mappers.Map(handoff.Input{Source: discovery, Memory: first, TargetEngineID: "exploration",
+		Reason: "Requirements are captured and the user wants to explore solution options", Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toExploration.SituationAwareness.KnowledgeGapsRevealed = []string{"Unsure how hosting works"}
+
+	second := enginetest.Memory(exploration)
+	second.TurnNumber = 10
+	second.InboundHandoff, _ = json.Marshal(toExploration)
+	enginetest.Set(second, "decision.decision_made", "custom build", 0.85, 10)
+	enginetest.Set(second, "decision.reasoning", "It gives us full control over offline sync", 0.85, 10)
+	enginetest.Set(second, "decision.constraints", []string{"Budget: $90k", "Live within six months"}, 0.85, 8)
+	back, err := mappers.Map(handoff.Input{Source: exploration, Memory: second, TargetEngineID: "project-discovery",
+		Reason: "User reached decision and ready to define requirements", Now: at.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if r := handoff.Validate(back); !r.Valid {
+		t.Fatalf("invalid: %v", r.Errors)
+	}
+	if d := back.ActionList.DecisionsReached; len(d) != 1 || d[0].Decision != "custom build" {
+		t.Errorf("decisions = %+v", d)
+	}
+	var constraints []string
+	for _, c := range back.ActionList.ConstraintsIdentified {
+		constraints = append(constraints, c.Constraint)
+	}
+	if want := []string{"Budget: $90k", "Live within six months", "Technical: Android tablets, hosted on Azure"}; !slices.Equal(constraints, want) {
+		t.Errorf("constraints = %q, want %q", constraints, want)
+	}
+	sa, rs := back.SituationAwareness, back.RelationalState
+	if !slices.Contains(sa.UserGoals, "No job is forgotten") || !slices.Contains(sa.KeyPainPoints, "Jobs get lost on paper") {
+		t.Errorf("goals %q, pain points %q", sa.UserGoals, sa.KeyPainPoints)
+	}
+	if !slices.Contains(rs.Sensitivities, "Only staff may see customer data") ||
+		!slices.ContainsFunc(rs.OpenQuestions, func(q string) bool { return strings.HasPrefix(q, "Put off by the user: The team") }) {
+		t.Errorf("sensitivities %q, open questions %q", rs.Sensitivities, rs.OpenQuestions)
+	}
+	if slices.Contains(sa.KnowledgeGapsRevealed, "Unsure how hosting works") {
+		t.Errorf("an earlier engine's knowledge gap is carried: %q", sa.KnowledgeGapsRevealed)
+	}
+	if md := back.Metadata; md.SourceEngineID != "exploration" || md.TargetEngineID != "project-discovery" || md.TurnCount != 10 {
+		t.Errorf("metadata = %+v", md)
 	}
 }

@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -96,13 +97,66 @@ func (r *Mappers) Names() []string {
 	return out
 }
 
-// Map builds the handoff of in's transition with its mapper.
+// Map builds the handoff of in's transition with its mapper, and carries
+// forward what the session's own inbound handoff brought (CarryForward).
 func (r *Mappers) Map(in Input) (contracts.EngineHandoff, error) {
 	fn, _ := r.Lookup(in.Source.EngineID, in.TargetEngineID)
 	if fn == nil {
 		return contracts.EngineHandoff{}, fmt.Errorf("%w for %s", ErrNoMapper, Name(in.Source.EngineID, in.TargetEngineID))
 	}
-	return fn(in), nil
+	h := fn(in)
+	var inbound contracts.EngineHandoff
+	if len(in.Memory.InboundHandoff) > 0 && json.Unmarshal(in.Memory.InboundHandoff, &inbound) == nil {
+		CarryForward(&h, inbound)
+	}
+	return h, nil
+}
+
+// CarryForward adds to h what the source session learnt from its own
+// inbound handoff, so nothing the user settled is dropped along a chain of
+// engines (I-PASS Safety): project-discovery → exploration →
+// project-discovery gives the second discovery session the requirements the
+// first captured, not only exploration's decision. Decisions, eliminated
+// options, constraints, assumptions, goals, pain points, concepts taught,
+// prior experience, open questions and sensitivities are carried, after
+// h's own and without repeats. Knowledge gaps are not: they are what the
+// source session was there to close, and it reports its own. Nor are the
+// phase results, the metadata and the source's view of the user (levels,
+// trust, rapport), which are the source session's.
+func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
+	al, in := &h.ActionList, inbound.ActionList
+	al.DecisionsReached = union(al.DecisionsReached, in.DecisionsReached, func(d contracts.Decision) string { return d.Decision })
+	al.OptionsEliminated = union(al.OptionsEliminated, in.OptionsEliminated, func(o contracts.EliminatedOption) string { return o.Option })
+	al.ConstraintsIdentified = union(al.ConstraintsIdentified, in.ConstraintsIdentified,
+		func(c contracts.IdentifiedConstraint) string { return c.Constraint })
+	al.AssumptionsCarriedForward = union(al.AssumptionsCarriedForward, in.AssumptionsCarriedForward,
+		func(a contracts.CarriedAssumption) string { return a.Assumption })
+	text := func(s string) string { return s }
+	sa, ac, rs := &h.SituationAwareness, &h.AccumulatedContext, &h.RelationalState
+	sa.UserGoals = union(sa.UserGoals, inbound.SituationAwareness.UserGoals, text)
+	sa.KeyPainPoints = union(sa.KeyPainPoints, inbound.SituationAwareness.KeyPainPoints, text)
+	ac.ConceptsTaught = union(ac.ConceptsTaught, inbound.AccumulatedContext.ConceptsTaught,
+		func(c contracts.TaughtConcept) string { return c.Concept })
+	ac.PriorExperience = union(ac.PriorExperience, inbound.AccumulatedContext.PriorExperience, text)
+	rs.OpenQuestions = union(rs.OpenQuestions, inbound.RelationalState.OpenQuestions, text)
+	rs.Sensitivities = union(rs.Sensitivities, inbound.RelationalState.Sensitivities, text)
+}
+
+// union is own followed by the items of more whose key (spaces and case
+// aside) is neither empty nor already there.
+func union[T any](own, more []T, key func(T) string) []T {
+	seen := make(map[string]bool, len(own)+len(more))
+	norm := func(x T) string { return strings.ToLower(oneLine(key(x))) }
+	for _, x := range own {
+		seen[norm(x)] = true
+	}
+	for _, x := range more {
+		if k := norm(x); k != "" && !seen[k] {
+			seen[k] = true
+			own = append(own, x)
+		}
+	}
+	return own
 }
 
 // Unmapped lists the exit transitions of the engines that have no mapper
