@@ -42,7 +42,10 @@
 // The first reply of the target session is the answer to the user's next
 // message, which goes to the target session: the gateway says so (the turn
 // that handed off names the target session, the stream sends a "handoff"
-// event once it exists, the old session refuses messages and names it).
+// event once it exists, the old session refuses messages and names it). A
+// message the gateway took just before the handoff committed reaches the
+// old session after it: that engine does not answer it (Process returns
+// ErrHandedOff); its turn is answered, degraded, with where to send it.
 // The target engine does not greet on its own: a greeting would be a model
 // call outside any turn, with no user message to answer, that a replay
 // could not place. Its context opens with the handoff's executive summary

@@ -149,8 +149,8 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 			in.AcceptGap = in.AcceptGap && skipped[n]
 		}
 		res, err := r.Process(ctx, def, mem, in)
-		if errors.Is(err, ErrDuplicateTurn) {
-			continue
+		if errors.Is(err, ErrDuplicateTurn) || errors.Is(err, ErrHandedOff) {
+			continue // the live run answered it without processing it
 		}
 		if err != nil {
 			return nil, fmt.Errorf("replay: turn %d (%s): %w", te.TurnNumber, te.TurnID, err)

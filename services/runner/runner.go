@@ -212,6 +212,10 @@ var (
 	// ErrTurnGap is returned when turns are missing between the state and
 	// the input.
 	ErrTurnGap = errors.New("runner: turn out of order")
+	// ErrHandedOff is returned for a turn after the one whose exit
+	// transition fired: the conversation has gone to the target engine, and
+	// the session takes no more turns.
+	ErrHandedOff = errors.New("runner: the session has handed off")
 )
 
 // Steps returns the seed's 19 steps, in order, as Result.Steps reports them.
@@ -535,6 +539,8 @@ func (r *Runner) preprocess(def *engine.Definition, state *engine.WorkingMemory,
 		return nil, fmt.Errorf("%w: turn %d, state is at turn %d", ErrDuplicateTurn, in.TurnNumber, m.TurnNumber)
 	case in.TurnNumber != m.TurnNumber+1 && !in.AcceptGap:
 		return nil, fmt.Errorf("%w: turn %d, state is at turn %d", ErrTurnGap, in.TurnNumber, m.TurnNumber)
+	case m.Exit != nil:
+		return nil, fmt.Errorf("%w to %s at turn %d", ErrHandedOff, m.Exit.TargetEngine, m.Exit.AtTurn)
 	}
 	if _, ok := def.Phase(m.Phase.Current); !ok {
 		return nil, fmt.Errorf("runner: state is in phase %q, which engine %s %s does not have", m.Phase.Current, def.EngineID, def.Version)

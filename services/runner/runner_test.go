@@ -338,9 +338,9 @@ func TestExitTransitionFiresOnce(t *testing.T) {
 	if res.Effects.Exit == nil || res.Effects.Exit.TargetEngine != "elsewhere" || res.State.Exit == nil || res.State.Exit.AtTurn != 2 {
 		t.Fatalf("exit = %+v / %+v", res.Effects.Exit, res.State.Exit)
 	}
-	res = process(t, r, def, res.State, input(t, def, res.State, "explore options please", nil))
-	if res.Effects.Exit != nil {
-		t.Error("exit fired twice")
+	// The session takes no turn after the one that handed off.
+	if _, err := r.Process(context.Background(), def, res.State, input(t, def, res.State, "explore options please", nil)); !errors.Is(err, runner.ErrHandedOff) {
+		t.Errorf("a turn after the handoff: %v, want ErrHandedOff", err)
 	}
 }
 

@@ -314,6 +314,8 @@ func (s *Service) turn(ctx context.Context, ev event.Event) (delivery.Step, erro
 	switch {
 	case errors.Is(err, ErrDuplicateTurn):
 		return s.setAside(sess, te, ev.Time()), nil
+	case errors.Is(err, ErrHandedOff):
+		return s.movedOn(sess, te, mem.Exit, ev.Time()), nil
 	case err != nil && ctx.Err() == nil:
 		return nil, events.Permanent(err)
 	case err != nil:
@@ -384,6 +386,30 @@ const setAsideReply = "This message reached me after our conversation had gone o
 // it is answered, degraded, as set aside, so no client waits for it for
 // ever. The state does not change.
 func (s *Service) setAside(sess conversation.Session, te *contracts.TurnExtracted, at time.Time) delivery.Step {
+	return s.answerUnprocessed(sess, te, at, setAsideReply,
+		fmt.Sprintf("set aside: the session went on to turn %d without it", sess.TurnCount))
+}
+
+// movedOn is the step for a turn that reached the session after the turn
+// that handed it off (the gateway took it while the session was still
+// active): the engine the conversation left does not answer it; the turn is
+// answered, degraded, with where the conversation went, so the user sends
+// it again there. The state does not change.
+func (s *Service) movedOn(sess conversation.Session, te *contracts.TurnExtracted, x *engine.ExitState, at time.Time) delivery.Step {
+	name := x.TargetEngine
+	if def, ok := s.cfg.Engines.Get(x.TargetEngine); ok {
+		name = cmp.Or(def.Name, name)
+	}
+	reply := "This message reached me after I had handed our conversation over to " + name +
+		", so I did not answer it here. If it still matters, please send it again there."
+	return s.answerUnprocessed(sess, te, at, reply, fmt.Sprintf("handed off: the session handed off to %s at turn %d "+
+		"(handoff %s); post to session %s", x.TargetEngine, x.AtTurn, x.HandoffID, TargetSessionID(x.HandoffID)))
+}
+
+// answerUnprocessed is the step that answers a pending turn the session
+// does not process, degraded with reply and reason; a turn answered before
+// is left alone.
+func (s *Service) answerUnprocessed(sess conversation.Session, te *contracts.TurnExtracted, at time.Time, reply, reason string) delivery.Step {
 	return func(ctx context.Context, tx store.Querier) ([]event.Event, error) {
 		t, err := conversation.GetTurn(ctx, tx, te.TenantID, te.TurnID)
 		switch {
@@ -394,20 +420,20 @@ func (s *Service) setAside(sess conversation.Session, te *contracts.TurnExtracte
 		}
 		at = at.UTC()
 		now := s.cfg.Now().UTC() // when it is answered: after the turns the session went on with
-		reply := contracts.TurnResponded{TenantID: te.TenantID, SessionID: sess.ID, TurnID: te.TurnID, TurnNumber: te.TurnNumber,
-			Text: setAsideReply, Phase: sess.Phase, Completeness: sess.Completeness, Degraded: true,
-			DegradedReason: fmt.Sprintf("set aside: the session went on to turn %d without it", sess.TurnCount), StateHash: sess.StateHash}
+		payload := contracts.TurnResponded{TenantID: te.TenantID, SessionID: sess.ID, TurnID: te.TurnID, TurnNumber: te.TurnNumber,
+			Text: reply, Phase: sess.Phase, Completeness: sess.Completeness, Degraded: true,
+			DegradedReason: reason, StateHash: sess.StateHash}
 		if err := conversation.AnswerTurn(ctx, tx, conversation.Turn{ID: te.TurnID, TenantID: te.TenantID, SessionID: sess.ID,
-			TurnNumber: te.TurnNumber, Reply: setAsideReply, Phase: sess.Phase, Completeness: sess.Completeness, Degraded: true,
+			TurnNumber: te.TurnNumber, Reply: reply, Phase: sess.Phase, Completeness: sess.Completeness, Degraded: true,
 			RespondedAt: &now}); err != nil {
 			return nil, err
 		}
-		out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(te.TurnID, "responded"), Source: source, Time: at}, reply)
+		out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(te.TurnID, "responded"), Source: source, Time: at}, payload)
 		if err != nil {
 			return nil, events.Permanent(err)
 		}
-		s.cfg.Logger.Warn("runner: a turn the session went on without came back; answered as set aside",
-			"session_id", sess.ID, "turn", te.TurnNumber, "turn_id", te.TurnID, "state_turn", sess.TurnCount)
+		s.cfg.Logger.Warn("runner: a turn answered without being processed",
+			"session_id", sess.ID, "turn", te.TurnNumber, "turn_id", te.TurnID, "state_turn", sess.TurnCount, "reason", reason)
 		return []event.Event{out}, nil
 	}
 }

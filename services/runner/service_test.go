@@ -728,3 +728,69 @@ func TestSkippedTurnRedrivenIsAnsweredAsSetAside(t *testing.T) {
 		t.Errorf("turn 1 answered again: %q", again.Reply)
 	}
 }
+
+// A message the gateway took while the session was still active, but that
+// reaches the runner after the turn that handed off (the user sent two
+// quickly), is not answered by the engine the conversation left: the
+// session stays as the handoff left it, and the turn is answered at once
+// with where to send the message, so no client waits for it and the user
+// knows it went nowhere. A replay skips it as the live run did.
+func TestTurnAfterTheHandoffIsAnsweredWithWhereToGo(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{Engines: map[string]string{"handing.yaml": handoffEngine}})
+	s, _ := newService(t, rig, fixed("What is your budget?"), func(c *Config) { c.Mappers = handingMappers(t) })
+	sid := rig.CreateSession(t, "handing", "hand-late")
+	h := s.redoStale(s.inbox.Handler(s.work))
+	msgs := []string{"Our goal is a booking app; the budget is $5k. Can we explore options?", "Also, it must work in Spanish."}
+	for n, msg := range msgs {
+		if err := conversation.CreateTurn(context.Background(), rig.DB, conversation.Turn{ID: runnertest.TurnID(sid, n+1),
+			TenantID: runnertest.Tenant, SessionID: sid, Message: msg, ReceivedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deliver := func(n int, fields map[string]any) {
+		t.Helper()
+		id, at, te := runnertest.TurnID(sid, n), t0.Add(time.Duration(n)*time.Minute), runnertest.Turn(sid, n, msgs[n-1], fields)
+		if err := h(context.Background(), runnertest.Event(t, id, at, te)); err != nil {
+			t.Fatalf("turn %d: %v", n, err)
+		}
+		rig.Publish(t, id, at, te) // for the replay (the service is not started)
+	}
+	deliver(1, map[string]any{"basics.goal": "a booking app", "basics.budget": "$5k"})
+	before, _ := rig.Session(t, sid)
+	if before.Status != conversation.StatusHandedOff {
+		t.Fatalf("status = %s after the turn that hands off", before.Status)
+	}
+	deliver(2, nil)
+
+	after, m := rig.Session(t, sid)
+	if after.StateHash != before.StateHash || m.TurnNumber != 1 || after.Status != conversation.StatusHandedOff {
+		t.Errorf("the engine the conversation left took the message: turn %d, status %s", m.TurnNumber, after.Status)
+	}
+	target := TargetSessionID(HandoffID(runnertest.TurnID(sid, 1)))
+	turn, err := conversation.GetTurn(context.Background(), rig.DB, runnertest.Tenant, runnertest.TurnID(sid, 2))
+	if err != nil || !turn.Answered() || !turn.Degraded || turn.TurnNumber != 2 ||
+		!strings.Contains(turn.Reply, "Solution Exploration") || strings.Contains(turn.Reply, "budget") {
+		t.Fatalf("turn 2 = %+v (%v), want answered with where the conversation went", turn, err)
+	}
+	if hs, _ := conversation.ListHandoffs(context.Background(), rig.DB, runnertest.Tenant, sid); len(hs) != 1 {
+		t.Errorf("handoffs = %d, want 1", len(hs))
+	}
+	responded := rig.Events(t, contracts.StreamTurns, contracts.TurnRespondedSpec.Type)
+	var late *contracts.TurnResponded
+	for _, ev := range responded {
+		if tr, err := contracts.DecodeAs[contracts.TurnResponded](ev); err == nil && tr.TurnID == runnertest.TurnID(sid, 2) {
+			late = tr
+		}
+	}
+	if late == nil || !late.Degraded || !strings.Contains(late.DegradedReason, target) {
+		t.Errorf("turn.responded of turn 2 = %+v", late)
+	}
+
+	res, err := Replay(context.Background(), s.runner, rig.Engines, rig.SessionEvents(t, sid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Diverged || res.StateHash != after.StateHash || len(res.Turns) != 1 {
+		t.Errorf("replay: diverged %t, %d turns, hash %s, live %s", res.Diverged, len(res.Turns), res.StateHash, after.StateHash)
+	}
+}
