@@ -51,7 +51,9 @@ var ErrNoSessionStart = errors.New("replay: no session.started event for the ses
 // come from r's LLM, which for an audit is a record.Replayer of the
 // session's llm.call.recorded events, so no model is called. Each turn's
 // state hash is compared with the one its turn.responded recorded, and
-// each merge's with its task.merged.
+// each merge's with its task.merged. A turn whose model call the records
+// cannot serve (a record.Replayer's Missed) ends the replay with an error
+// naming the turn and the call: past it, the state is not the live run's.
 func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEvents []event.Event) (*ReplayResult, error) {
 	var (
 		start    *contracts.SessionStarted
@@ -148,9 +150,14 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 		for n := mem.TurnNumber + 1; n < te.TurnNumber; n++ {
 			in.AcceptGap = in.AcceptGap && skipped[n]
 		}
-		res, err := r.Process(ctx, def, mem, in)
+		// The turn's calls are named as the live run named them, so a call
+		// the records cannot serve is told from the live run's.
+		res, err := r.Process(llm.WithWork(ctx, "turn/"+te.TurnID), def, mem, in)
 		if errors.Is(err, ErrDuplicateTurn) || errors.Is(err, ErrHandedOff) {
 			continue // the live run answered it without processing it
+		}
+		if err == nil {
+			err = missedCall(r)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("replay: turn %d (%s): %w", te.TurnNumber, te.TurnID, err)
@@ -169,6 +176,23 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 	}
 	out.StateHash = hash
 	return out, nil
+}
+
+// missedCalls is a replay's LLM (a record.Replayer) that says which call
+// it could not serve.
+type missedCalls interface {
+	Missed() error
+}
+
+// missedCall is the call of the turn just processed that the records could
+// not serve. The turn took it as a model failure and went on, degraded (a
+// summary falls back to the offline one): its state is not the live run's,
+// and the call is the reason.
+func missedCall(r *Runner) error {
+	if m, ok := r.cfg.LLM.(missedCalls); ok {
+		return m.Missed()
+	}
+	return nil
 }
 
 // mergeKey identifies a task outcome's merge among a session's events.

@@ -43,7 +43,12 @@
 // A Replayer keys records by (tenant, scope, request hash) and serves the
 // records of one key in their recorded order, so the n-th identical request
 // of a scope gets the n-th recorded answer. A request with no record left is
-// an error wrapping ErrNotRecorded.
+// a *NotRecordedError (wrapping ErrNotRecorded) that names the call and,
+// when the live run recorded another request under the same call id, that
+// request: the replay's prompt is not the live run's. A caller that takes
+// a model failure in its stride (a turn answers degraded) asks Missed
+// after each step, so a replay says which call it could not serve rather
+// than only that its state came out otherwise.
 //
 // # Failures
 //

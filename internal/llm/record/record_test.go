@@ -531,3 +531,37 @@ func TestRecordsKeepTheirRequests(t *testing.T) {
 		}
 	}
 }
+
+// A call the replayer cannot serve is named as the replay made it, beside
+// the request the live run recorded under the same call id, and Missed
+// reports the first such call once.
+func TestReplayerNamesTheCallItMissed(t *testing.T) {
+	t.Parallel()
+	pub := &memPublisher{}
+	rec := newRecorder(t, &model{}, pub, Config{})
+	ctx := llm.WithWork(t.Context(), "turn/t1")
+	if _, err := rec.Complete(ctx, ask("acme", "s1", "hello")); err != nil {
+		t.Fatal(err)
+	}
+	rp, err := NewReplayerFromEvents(pub.published())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rp.Missed(); err != nil {
+		t.Errorf("Missed before any call = %v, want nil", err)
+	}
+	_, err = rp.Complete(ctx, ask("acme", "s1", "hello, edited"))
+	var nre *NotRecordedError
+	live := llm.Hash(ask("acme", "s1", "hello"))
+	if !errors.As(err, &nre) || nre.CallID != "turn/t1/response" || nre.LiveHash != live || nre.Purpose != "response" ||
+		!strings.Contains(err.Error(), "which asked request "+live) {
+		t.Fatalf("edited call: %v (%+v), want the live request %s named", err, nre, live)
+	}
+	_, _ = rp.Complete(llm.WithWork(t.Context(), "turn/t2"), ask("acme", "s1", "never asked"))
+	if got := rp.Missed(); !errors.Is(got, ErrNotRecorded) || !strings.Contains(got.Error(), "turn/t1/response") {
+		t.Errorf("Missed = %v, want the first call missed (turn/t1)", got)
+	}
+	if got := rp.Missed(); got != nil {
+		t.Errorf("Missed again = %v, want nil: it was reported", got)
+	}
+}

@@ -19,17 +19,36 @@ var ErrNotRecorded = errors.New("record: call not recorded")
 // NotRecordedError says which call a replay could not serve.
 type NotRecordedError struct {
 	TenantID, Scope, RequestHash string
+	// Purpose and CallID name the call as the replay made it (CallID from
+	// the request or llm.WithWork; "" when neither says).
+	Purpose, CallID string
 	// Served counts the records of this request already served; more than
 	// zero means the replay asked more often than the run did.
 	Served int
+	// LiveHash is the request the live run recorded under CallID, when it
+	// asked another: the replay's prompt is not the live run's (the engine
+	// or the state before the call differs).
+	LiveHash string
 }
 
 func (e *NotRecordedError) Error() string {
-	if e.Served > 0 {
-		return fmt.Sprintf("%s: request %s in %s/%s asked again after its %d recorded answers were served",
-			ErrNotRecorded, e.RequestHash, e.TenantID, e.Scope, e.Served)
+	call := "request " + e.RequestHash
+	if e.Purpose != "" {
+		call = e.Purpose + " " + call
 	}
-	return fmt.Sprintf("%s: request %s in %s/%s has no record", ErrNotRecorded, e.RequestHash, e.TenantID, e.Scope)
+	if e.CallID != "" {
+		call += " (call " + e.CallID + ")"
+	}
+	switch {
+	case e.Served > 0:
+		return fmt.Sprintf("%s: %s in %s/%s asked again after its %d recorded answers were served",
+			ErrNotRecorded, call, e.TenantID, e.Scope, e.Served)
+	case e.LiveHash != "":
+		return fmt.Sprintf("%s: %s in %s/%s differs from the live run's, which asked request %s: the prompt is not the one the live run sent",
+			ErrNotRecorded, call, e.TenantID, e.Scope, e.LiveHash)
+	}
+	return fmt.Sprintf("%s: %s in %s/%s has no record (expired from the stream, or never published)",
+		ErrNotRecorded, call, e.TenantID, e.Scope)
 }
 
 // Unwrap makes errors.Is(err, ErrNotRecorded) true.
@@ -54,16 +73,24 @@ type Replayer struct {
 	mu     sync.Mutex
 	queues map[string][]contracts.LLMCallRecorded
 	served map[string]int
+	// byCall is the last request hash recorded under each (tenant, scope,
+	// CallID): what the live run asked, for a replay that asks otherwise.
+	byCall map[string]string
+	// missed is the first call not served since Missed was last asked.
+	missed *NotRecordedError
 }
 
 var _ llm.Client = (*Replayer)(nil)
 
 // NewReplayer serves records, which must be in recorded (stream) order.
 func NewReplayer(records []contracts.LLMCallRecorded) *Replayer {
-	r := &Replayer{queues: map[string][]contracts.LLMCallRecorded{}, served: map[string]int{}}
+	r := &Replayer{queues: map[string][]contracts.LLMCallRecorded{}, served: map[string]int{}, byCall: map[string]string{}}
 	for _, rec := range records {
 		k := replayKey(rec.TenantID, rec.Scope, rec.RequestHash)
 		r.queues[k] = append(r.queues[k], rec)
+		if rec.CallID != "" {
+			r.byCall[replayKey(rec.TenantID, rec.Scope, rec.CallID)] = rec.RequestHash
+		}
 	}
 	return r
 }
@@ -110,9 +137,17 @@ func (r *Replayer) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	r.mu.Lock()
 	q := r.queues[k]
 	if len(q) == 0 {
-		served := r.served[k]
+		callID := llm.CallIDOf(ctx, req)
+		e := &NotRecordedError{TenantID: tenant, Scope: scope, RequestHash: hash, Purpose: req.Purpose, CallID: callID,
+			Served: r.served[k]}
+		if callID != "" {
+			e.LiveHash = r.byCall[replayKey(tenant, scope, callID)]
+		}
+		if r.missed == nil {
+			r.missed = e
+		}
 		r.mu.Unlock()
-		return nil, &NotRecordedError{TenantID: tenant, Scope: scope, RequestHash: hash, Served: served}
+		return nil, e
 	}
 	rec := q[0]
 	r.queues[k] = q[1:]
@@ -136,6 +171,22 @@ func answerOf(rec contracts.LLMCallRecorded) (*llm.Response, error) {
 		Provider:     rec.Provider,
 		FinishReason: rec.FinishReason,
 	}, nil
+}
+
+// Missed returns the first call the replayer could not serve since Missed
+// was last called, nil when it served them all. A caller that degrades
+// on a model failure, as a turn does, would otherwise take the replay
+// elsewhere than the live run without a word: a replay asks after each
+// step.
+func (r *Replayer) Missed() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.missed
+	r.missed = nil
+	if e == nil {
+		return nil
+	}
+	return e
 }
 
 // Remaining counts the records not served yet; a replay that reproduced its

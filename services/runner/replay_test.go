@@ -1,0 +1,158 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/praetorhq/praetor/engines"
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/builtin"
+	"github.com/praetorhq/praetor/internal/llm/record"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/services/runner/runnertest"
+)
+
+// recording starts the runner service on the bench with the engines of
+// cat and its model calls recorded on the bench's stream, as praetor runs
+// it.
+func recording(t *testing.T, rig *runnertest.Rig, cat *engine.Catalog) *Service {
+	t.Helper()
+	rec, err := record.NewRecorder(fixed("What have you looked at so far?"), rig.Bus, record.Config{Provider: "fake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{LLM: rec, Registry: rig.Registry, Logger: rig.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewService(ServiceConfig{DB: rig.DB, Bus: rig.Bus, Relay: rig.Relay, Engines: cat, Runner: r,
+		Logger: rig.Logger, Registerer: prometheus.NewRegistry(), AckWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	return s
+}
+
+// say publishes a session's turn n and waits for its reply.
+func say(t *testing.T, rig *runnertest.Rig, sid string, n int, msg string) {
+	t.Helper()
+	rig.Publish(t, runnertest.TurnID(sid, n), t0.Add(time.Duration(n)*time.Minute), runnertest.Turn(sid, n, msg, nil))
+	runnertest.WaitFor(t, 20*time.Second, "the reply", func() bool {
+		for _, ev := range rig.SessionEvents(t, sid) {
+			if ev.Type() == contracts.TurnRespondedSpec.Type && ev.ID() == events.DeriveID(runnertest.TurnID(sid, n), "responded") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// recordedSession runs a session's turns through a recording runner
+// service and returns its events, its recorded calls and its live state
+// hash.
+func recordedSession(t *testing.T, rig *runnertest.Rig, id string, messages ...string) (evs, calls []event.Event, live string) {
+	t.Helper()
+	recording(t, rig, rig.Engines)
+	sid := rig.CreateSession(t, "exploration", id)
+	for i, msg := range messages {
+		say(t, rig, sid, i+1, msg)
+	}
+	sess, _ := rig.Session(t, sid)
+	return rig.SessionEvents(t, sid), rig.Events(t, contracts.StreamLLM, contracts.LLMCallRecordedSpec.Type), sess.StateHash
+}
+
+// replayRecorded replays a session as praetor replay --session does: the
+// model answers come from the recorded calls.
+func replayRecorded(t *testing.T, rig *runnertest.Rig, cat *engine.Catalog, evs, calls []event.Event) (*ReplayResult, error) {
+	t.Helper()
+	rp, err := record.NewReplayerFromEvents(calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{LLM: rp, Registry: rig.Registry, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Replay(context.Background(), r, cat, evs)
+}
+
+// A replay whose turn asks the model something the records cannot answer
+// stops at that turn and names the call: the request the live run asked
+// instead, or that the live run's record is missing. It used to take the
+// miss as a model failure, answer the turn degraded, and report only that
+// the state hashes differed.
+func TestReplayNamesTheCallItCannotServe(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	evs, calls, live := recordedSession(t, rig, "missed-1",
+		"Tell me about hosting options.", "We know AWS a little.", "Cost matters most.")
+	res, err := replayRecorded(t, rig, rig.Engines, evs, calls)
+	if err != nil || res.Diverged || res.StateHash != live {
+		t.Fatalf("replay of the whole record: %v; diverged %v, hash %v, live %s", err, res != nil && res.Diverged, res, live)
+	}
+
+	turn2 := runnertest.TurnID("missed-1", 2)
+	var without []event.Event // turn 2's reply record expired, or never published
+	var liveHash string
+	for _, ev := range calls {
+		c, _ := contracts.DecodeAs[contracts.LLMCallRecorded](ev)
+		if c.CallID == "turn/"+turn2+"/"+PurposeResponse {
+			liveHash = c.RequestHash
+			continue
+		}
+		without = append(without, ev)
+	}
+	if liveHash == "" {
+		t.Fatalf("no record of turn 2's reply among %d calls", len(calls))
+	}
+	_, err = replayRecorded(t, rig, rig.Engines, evs, without)
+	var nre *record.NotRecordedError
+	if !errors.As(err, &nre) || !strings.Contains(err.Error(), "turn 2 ("+turn2+")") ||
+		!strings.Contains(err.Error(), "has no record") || nre.Purpose != PurposeResponse || nre.RequestHash != liveHash {
+		t.Errorf("replay without turn 2's record: %v, want turn 2's response request %s named, with no record", err, liveHash)
+	}
+
+	// The same version of the engine, its first phase's instructions edited
+	// since: the first turn's prompt is not the live run's.
+	_, err = replayRecorded(t, rig, editedExploration(t, rig, "1.0.0"), evs, calls)
+	turn1 := runnertest.TurnID("missed-1", 1)
+	var first string
+	for _, ev := range calls {
+		if c, _ := contracts.DecodeAs[contracts.LLMCallRecorded](ev); c.CallID == "turn/"+turn1+"/"+PurposeResponse {
+			first = c.RequestHash
+		}
+	}
+	if !errors.As(err, &nre) || !strings.Contains(err.Error(), "turn 1 ("+turn1+")") || nre.LiveHash != first ||
+		!strings.Contains(err.Error(), fmt.Sprintf("which asked request %s", first)) {
+		t.Errorf("replay with an edited engine: %v, want turn 1's call named with the live run's request %s", err, first)
+	}
+}
+
+// editedExploration is a catalog whose exploration engine is the shipped
+// one at version, its first phase's instructions edited; the shipped
+// version stays in the catalog, overridden.
+func editedExploration(t *testing.T, rig *runnertest.Rig, version string) *engine.Catalog {
+	t.Helper()
+	yaml, err := fs.ReadFile(engines.FS, "exploration.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(yaml), "agent_instructions: >-\n", "agent_instructions: >-\n      Be brief.\n", 1)
+	edited = strings.Replace(edited, "\nversion: 1.0.0\n", "\nversion: "+version+"\n", 1)
+	cat, _, err := builtin.LoadWith(rig.Registry, engine.Source{FS: fstest.MapFS{"exploration.yaml": {Data: []byte(edited)}}, Dir: "."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
