@@ -76,10 +76,15 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 			merges++
 		}
 	}
+	version := ""
 	for _, t := range res.Turns {
 		mark := "ok"
 		if !t.Match {
 			mark = "DIVERGED (recorded " + t.RecordedHash + ")"
+		}
+		if t.EngineVersion != version {
+			fmt.Fprintf(stderr, "engine %s %s\n", res.EngineID, t.EngineVersion)
+			version = t.EngineVersion
 		}
 		if t.TaskID != "" { // a background task's result merged after turn TurnNumber
 			fmt.Fprintf(stderr, "  merge %-14s %s  %s\n", t.TaskID, t.StateHash, mark)

@@ -172,7 +172,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs.StringVar(&since, 0, "since", "", "start at this time: RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (1h)")
 	toolNATSFlags(fs, &natsURL, &dataDir)
 	fs.StringVar(&session, 0, "session", "", "rebuild this session from its events and recorded model answers, and check its state hash")
-	fs.StringListVar(&enginesDirs, 0, "engines-dir", "engine directories the session's engine may come from (with --session)")
+	fs.StringListVar(&enginesDirs, 0, "engines-dir", "engine directories the session's engine may come from, one per version it ran when it changed mid-way (with --session)")
 	fs.StringVar(&workflowRun, 0, "workflow", "", "rebuild this workflow run from its events on PRAETOR_WORKFLOWS; print its state and hash")
 	fs.StringVar(&tenant, 0, "tenant", "default", "tenant of the --workflow run")
 	return &ff.Command{

@@ -160,7 +160,21 @@ func FileSource(file string) Source {
 // Catalog is a validated set of engines, by id.
 type Catalog struct {
 	defs map[string]*Definition
+	// versions holds every valid version of each engine the sources
+	// defined, overridden ones too (a later source's same version wins).
+	versions map[string]map[string]*Definition
 }
+
+// Version returns an engine at a version: the one Get returns, or one a
+// later source overrode. A replay of a session that went on under a new
+// version of its engine needs each version it ran.
+func (c *Catalog) Version(id, version string) (*Definition, bool) {
+	d, ok := c.versions[id][version]
+	return d, ok
+}
+
+// Versions returns the versions of an engine the catalog holds, sorted.
+func (c *Catalog) Versions(id string) []string { return sortedKeys(c.versions[id]) }
 
 // Get returns an engine by id.
 func (c *Catalog) Get(id string) (*Definition, bool) {
@@ -239,16 +253,30 @@ func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 		}
 		known[p.def.EngineID], from[p.def.EngineID], sums[p.def.EngineID] = p.file, p.source, p.sum
 	}
-	cat := &Catalog{defs: map[string]*Definition{}}
+	cat := &Catalog{defs: map[string]*Definition{}, versions: map[string]map[string]*Definition{}}
 	for _, p := range all {
 		r := p.def.locate(Validate(p.def, ValidateEnv{Registry: reg, Engines: func(id string) bool {
 			_, ok := known[id]
 			return ok
 		}}))
 		rep.Merge(r)
-		if r.Valid() && !p.bad && known[p.def.EngineID] == p.file {
+		if !r.Valid() || p.bad || p.def.EngineID == "" {
+			continue
+		}
+		if known[p.def.EngineID] == p.file {
 			cat.defs[p.def.EngineID] = p.def
 		}
+		if from[p.def.EngineID] != p.source || known[p.def.EngineID] == p.file { // not a duplicate within a source
+			if cat.versions[p.def.EngineID] == nil {
+				cat.versions[p.def.EngineID] = map[string]*Definition{}
+			}
+			cat.versions[p.def.EngineID][p.def.Version] = p.def
+		}
+	}
+	// The engine Get returns is its version's, whatever a source before
+	// it defined at that version.
+	for id, d := range cat.defs {
+		cat.versions[id][d.Version] = d
 	}
 	rep.Sort()
 	return cat, rep, rep.Err()

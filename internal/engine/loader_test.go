@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -163,6 +164,24 @@ func TestLaterSourceOverridesEngine(t *testing.T) {
 	if !ok || !strings.HasPrefix(def.Name, "Overridden ") {
 		t.Fatalf("catalog holds %+v, want the later source's engine", def)
 	}
+	// The overridden engine stays at its version, for a replay of a
+	// session that ran it; the same version overridden is the later one.
+	if v, ok := cat.Version("minimal", def.Version); !ok || v != def || !slices.Equal(cat.Versions("minimal"), []string{def.Version}) {
+		t.Errorf("Version(minimal, %s) = %v, %t; versions %v; want the later source's alone", def.Version, v, ok, cat.Versions("minimal"))
+	}
+	bumped := Source{FS: fstest.MapFS{"minimal.yaml": {Data: []byte(strings.Replace(string(changed), "\nversion: 1.0.0", "\nversion: 1.1.0", 1))}},
+		Dir: ".", Label: "bumped"}
+	cat, _, err = Load(testRegistry(t), shipped, bumped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, _ := cat.Get("minimal")
+	first, ok := cat.Version("minimal", "1.0.0")
+	if latest.Version != "1.1.0" || !ok || strings.HasPrefix(first.Name, "Overridden ") ||
+		!slices.Equal(cat.Versions("minimal"), []string{"1.0.0", "1.1.0"}) {
+		t.Errorf("after a new version: Get gives %s, Version(1.0.0) %v %t, versions %v", latest.Version, first, ok, cat.Versions("minimal"))
+	}
+
 	// The same file again (praetor validate engines/ in the repository)
 	// overrides nothing worth a warning.
 	same := Source{FS: fstest.MapFS{"minimal.yaml": {Data: data}}, Dir: ".", Label: "again"}

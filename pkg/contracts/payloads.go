@@ -156,6 +156,11 @@ type TurnResponded struct {
 	// StateHash is the hash of the session's working memory after the turn,
 	// so a replay can prove it rebuilt the same state.
 	StateHash string `json:"state_hash,omitempty"`
+	// EngineVersion is the version of the session's engine that answered
+	// the turn: a session goes on under a new version of its engine once
+	// it is loaded, and a replay answers each turn with the version the
+	// live run used.
+	EngineVersion string `json:"engine_version,omitempty"`
 	// SkippedTurns are the numbers of the session's turns this turn went
 	// on without: they never reached the runner (dead-lettered), and a
 	// replay leaves them out as the live run did.
@@ -375,6 +380,9 @@ type TaskMerged struct {
 	Sidebar json.RawMessage `json:"sidebar,omitempty"`
 	// StateHash is the hash of the working memory after the merge.
 	StateHash string `json:"state_hash,omitempty"`
+	// EngineVersion is the version of the session's engine that merged
+	// the outcome (see TurnResponded.EngineVersion).
+	EngineVersion string `json:"engine_version,omitempty"`
 }
 
 func (TaskMerged) Spec() *Spec                   { return TaskMergedSpec }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
@@ -21,6 +22,8 @@ type ReplayedTurn struct {
 	TurnNumber int    `json:"turn_number"`
 	TurnID     string `json:"turn_id"`
 	Phase      string `json:"phase"`
+	// EngineVersion is the version of the engine the step ran with.
+	EngineVersion string `json:"engine_version"`
 	// StateHash is the hash of the rebuilt state; RecordedHash the one the
 	// live run published in turn.responded ("" when it published none).
 	StateHash    string `json:"state_hash"`
@@ -44,8 +47,10 @@ type ReplayResult struct {
 var ErrNoSessionStart = errors.New("replay: no session.started event for the session")
 
 // Replay rebuilds a session by folding its events, in stream order, through
-// the runner: the session.started event gives the initial working memory
-// (with its inbound handoff, if any), each turn.extracted a turn (at the
+// the runner, each step with the version of the engine it ran with live
+// (engines holds every version the session ran: Catalog.Version): the
+// session.started event gives the initial working memory (with its
+// inbound handoff, if any), each turn.extracted a turn (at the
 // event's time), each task.returned a background task outcome merged
 // between turns, where the live run merged it; the runner's model answers
 // come from r's LLM, which for an audit is a record.Replayer of the
@@ -59,7 +64,8 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 		start    *contracts.SessionStarted
 		steps    []event.Event
 		recorded = map[string]string{}
-		skipped  = map[int]bool{} // turns the live run went on without
+		versions = map[string]string{} // the engine version each step ran with live, where recorded
+		skipped  = map[int]bool{}      // turns the live run went on without
 	)
 	for _, ev := range sessionEvents {
 		switch ev.Type() {
@@ -76,7 +82,7 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 			if err != nil {
 				return nil, err
 			}
-			recorded[tr.TurnID] = tr.StateHash
+			recorded[tr.TurnID], versions[tr.TurnID] = tr.StateHash, tr.EngineVersion
 			for _, n := range tr.SkippedTurns {
 				skipped[n] = true
 			}
@@ -86,18 +92,35 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 				return nil, err
 			}
 			recorded[mergeKey(tm.TaskID, tm.Attempt)] = tm.StateHash
+			versions[mergeKey(tm.TaskID, tm.Attempt)] = tm.EngineVersion
 		}
 	}
 	if start == nil {
 		return nil, ErrNoSessionStart
 	}
-	def, ok := engines.Get(start.EngineID)
-	if !ok {
-		return nil, fmt.Errorf("replay: session %s ran engine %q, which is not loaded", start.SessionID, start.EngineID)
+	// A session goes on under a new version of its engine once it is
+	// loaded: each step is replayed with the version it ran with.
+	defAt := func(version string) (*engine.Definition, error) {
+		d, ok := engines.Version(start.EngineID, version)
+		if ok {
+			return d, nil
+		}
+		loaded := engines.Versions(start.EngineID)
+		if len(loaded) == 0 {
+			return nil, fmt.Errorf("engine %q, which is not loaded", start.EngineID)
+		}
+		return nil, fmt.Errorf("%s %s, which is not loaded (loaded: %s; give each version's engine directory with --engines-dir)",
+			start.EngineID, version, strings.Join(loaded, ", "))
 	}
-	if def.Version != start.EngineVersion {
-		return nil, fmt.Errorf("replay: session %s ran %s %s; the loaded engine is %s (load that version with --engines-dir)",
-			start.SessionID, start.EngineID, start.EngineVersion, def.Version)
+	def, err := defAt(start.EngineVersion)
+	if err != nil {
+		return nil, fmt.Errorf("replay: session %s started on %w", start.SessionID, err)
+	}
+	stepDef := func(key string) (*engine.Definition, error) {
+		if v := versions[key]; v != "" && v != def.Version {
+			return defAt(v)
+		}
+		return def, nil
 	}
 	ctx = llm.WithOwner(ctx, start.TenantID, start.SessionID)
 	r = r.withEngines(engines)
@@ -117,6 +140,9 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 			if err != nil {
 				return nil, err
 			}
+			if def, err = stepDef(mergeKey(tr.TaskID, tr.Attempt)); err != nil {
+				return nil, fmt.Errorf("replay: task %s attempt %d was merged by %w", tr.TaskID, tr.Attempt, err)
+			}
 			mg, err := r.Merge(def, mem, OutcomeOf(*tr))
 			if err != nil {
 				return nil, fmt.Errorf("replay: task %s attempt %d: %w", tr.TaskID, tr.Attempt, err)
@@ -125,7 +151,7 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 				continue
 			}
 			rt := ReplayedTurn{TaskID: tr.TaskID, TurnNumber: mg.State.TurnNumber, TurnID: ev.ID(), Phase: mg.State.Phase.Current,
-				StateHash: mg.StateHash, RecordedHash: recorded[mergeKey(tr.TaskID, tr.Attempt)]}
+				EngineVersion: def.Version, StateHash: mg.StateHash, RecordedHash: recorded[mergeKey(tr.TaskID, tr.Attempt)]}
 			rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
 			out.Diverged = out.Diverged || !rt.Match
 			out.Turns = append(out.Turns, rt)
@@ -144,6 +170,9 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 			return nil, err
 		}
 		in.Now = ev.Time()
+		if def, err = stepDef(te.TurnID); err != nil {
+			return nil, fmt.Errorf("replay: turn %d (%s) ran %w", te.TurnNumber, te.TurnID, err)
+		}
 		// A gap is taken where the live run took it, over skipped turns
 		// only: any other is a turn missing from the events.
 		in.AcceptGap = true
@@ -162,8 +191,8 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 		if err != nil {
 			return nil, fmt.Errorf("replay: turn %d (%s): %w", te.TurnNumber, te.TurnID, err)
 		}
-		rt := ReplayedTurn{TurnNumber: res.State.TurnNumber, TurnID: te.TurnID, Phase: res.Phase, StateHash: res.StateHash,
-			RecordedHash: recorded[te.TurnID], Reply: res.Reply}
+		rt := ReplayedTurn{TurnNumber: res.State.TurnNumber, TurnID: te.TurnID, Phase: res.Phase, EngineVersion: def.Version,
+			StateHash: res.StateHash, RecordedHash: recorded[te.TurnID], Reply: res.Reply}
 		rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
 		out.Diverged = out.Diverged || !rt.Match
 		out.Turns = append(out.Turns, rt)

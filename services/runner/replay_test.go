@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -155,4 +156,57 @@ func editedExploration(t *testing.T, rig *runnertest.Rig, version string) *engin
 		t.Fatal(err)
 	}
 	return cat
+}
+
+// A session that went on under a new version of its engine (praetor
+// restarted with the engine's YAML changed) is replayed turn by turn with
+// the version each turn ran, given both; given only the old one, the
+// replay names the turn that ran the new one. It used to refuse such a
+// session whatever it was given: it compared the one loaded version with
+// the version the session started on, and with that one loaded the later
+// turns diverged.
+func TestReplayFollowsTheEngineVersionOfEachTurn(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	old := recording(t, rig, rig.Engines)
+	sid := rig.CreateSession(t, "exploration", "versions-1")
+	say(t, rig, sid, 1, "Tell me about hosting options.")
+	say(t, rig, sid, 2, "We know AWS a little.")
+	stop(t, old)
+	newer := editedExploration(t, rig, "1.1.0")
+	recording(t, rig, newer)
+	say(t, rig, sid, 3, "Cost matters most.")
+	sess, m := rig.Session(t, sid)
+	if m.EngineVersion != "1.1.0" {
+		t.Fatalf("the live session is at engine %s after the restart, want 1.1.0", m.EngineVersion)
+	}
+	evs, calls := rig.SessionEvents(t, sid), rig.Events(t, contracts.StreamLLM, contracts.LLMCallRecordedSpec.Type)
+
+	res, err := replayRecorded(t, rig, newer, evs, calls)
+	if err != nil {
+		t.Fatalf("replay with both versions: %v", err)
+	}
+	var ran []string
+	for _, rt := range res.Turns {
+		if rt.TaskID == "" {
+			ran = append(ran, rt.EngineVersion)
+		}
+	}
+	if res.Diverged || res.StateHash != sess.StateHash || !slices.Equal(ran, []string{"1.0.0", "1.0.0", "1.1.0"}) {
+		t.Errorf("replay with both versions: diverged %t, hash %s (live %s), versions %v", res.Diverged, res.StateHash,
+			sess.StateHash, ran)
+	}
+	_, err = replayRecorded(t, rig, rig.Engines, evs, calls)
+	if want := "turn 3 (" + runnertest.TurnID(sid, 3) + ") ran exploration 1.1.0, which is not loaded (loaded: 1.0.0"; err == nil ||
+		!strings.Contains(err.Error(), want) {
+		t.Errorf("replay with the old version alone: %v, want %q", err, want)
+	}
+}
+
+func stop(t *testing.T, s *Service) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

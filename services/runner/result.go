@@ -187,6 +187,6 @@ func (r *Result) responded(tenantID, turnID string) contracts.TurnResponded {
 		TenantID: tenantID, SessionID: r.State.SessionID, TurnID: turnID, TurnNumber: r.State.TurnNumber,
 		Text: r.Reply, Phase: r.Phase, Completeness: r.Completeness.Overall, Provider: r.Provider,
 		Degraded: r.Degraded || r.Telemetry.ExtractionDegraded, DegradedReason: r.DegradedReason, StateHash: r.StateHash,
-		SkippedTurns: r.SkippedTurns,
+		EngineVersion: r.State.EngineVersion, SkippedTurns: r.SkippedTurns,
 	}
 }
