@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/praetorhq/praetor/internal/wiring"
 
@@ -38,11 +42,15 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	}
 	// The turns stream is partitioned: its subjects end in a partition token.
 	sessionEvents, err := collect(contracts.StreamTurns, "praetor.turn.*.*."+sessionID+".*")
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("no stream %s on %s: not the NATS praetor runs on (--nats-url, --data-dir)",
+			contracts.StreamTurns, bus.Conn().ConnectedUrl())
+	}
 	if err != nil {
 		return err
 	}
 	if len(sessionEvents) == 0 {
-		return fmt.Errorf("no events of session %s in %s", sessionID, contracts.StreamTurns)
+		return fmt.Errorf("no events of session %s in %s%s", sessionID, contracts.StreamTurns, lost(ctx, bus, contracts.StreamTurns))
 	}
 	calls, err := collect(contracts.StreamLLM, "praetor.llm.call.*."+sessionID)
 	if err != nil {
@@ -67,6 +75,9 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		return err
 	}
 	res, err := runner.Replay(ctx, r, cat, sessionEvents)
+	if errors.Is(err, runner.ErrNoSessionStart) {
+		return fmt.Errorf("session %s: %w%s", sessionID, err, lost(ctx, bus, contracts.StreamTurns))
+	}
 	if err != nil {
 		return err
 	}
@@ -114,4 +125,27 @@ func recordedSummaries(calls []event.Event) bool {
 		}
 	}
 	return false
+}
+
+// lost says which of a stream's events are gone (expired past its max
+// age, or removed), "" when it holds all it was given: the reason a
+// session's first events may be missing.
+func lost(ctx context.Context, bus *events.Bus, stream string) string {
+	st, err := bus.JetStream().Stream(ctx, stream)
+	if err != nil {
+		return ""
+	}
+	info := st.CachedInfo()
+	if info.State.FirstSeq <= 1 {
+		return ""
+	}
+	why := "expired or removed"
+	if info.Config.MaxAge > 0 {
+		why = fmt.Sprintf("expired (it keeps events for %s) or removed", info.Config.MaxAge)
+	}
+	if info.State.Msgs == 0 {
+		return fmt.Sprintf("; %s holds none of its %d events: they %s", stream, info.State.LastSeq, why)
+	}
+	return fmt.Sprintf("; %s holds its events from sequence %d (%s) on: the %d before %s", stream, info.State.FirstSeq,
+		info.State.FirstTime.UTC().Format(time.RFC3339), info.State.FirstSeq-1, why)
 }
