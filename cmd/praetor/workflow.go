@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1005,6 +1007,11 @@ services/orchestrator/schema.`),
 // prints the state and its hash (praetor replay --workflow RUN).
 func replayWorkflow(ctx context.Context, bus *events.Bus, tenant, runID string, stdout, stderr io.Writer) error {
 	s, evs, err := runevents.Rebuild(ctx, bus, tenant, runID)
+	if errors.Is(err, runevents.ErrNoEvents) {
+		if others := runTenants(ctx, bus, runID); len(others) > 0 {
+			return fmt.Errorf("%w; it has events of tenant %s (--tenant)", err, strings.Join(others, ", "))
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -1020,4 +1027,19 @@ func replayWorkflow(ctx context.Context, bus *events.Bus, tenant, runID string, 
 	fmt.Fprintf(stderr, "run %s of tenant %s: %d events folded, status %s\n", runID, tenant, len(evs), s.Status)
 	fmt.Fprintf(stdout, "state hash %s\n", h)
 	return nil
+}
+
+// runTenants are the tenants with events of a run on the workflow stream:
+// the ones a replay given another tenant could mean.
+func runTenants(ctx context.Context, bus *events.Bus, runID string) []string {
+	seen := map[string]bool{}
+	_ = bus.Replay(ctx, events.ReplayConfig{Stream: contracts.StreamWorkflows, Subjects: runevents.Subjects("*", runID)},
+		func(r events.Record) error {
+			// praetor.workflow.<event>.<tenant>.<run>[.<partition>]
+			if parts := strings.Split(r.Subject, "."); len(parts) > 3 {
+				seen[parts[3]] = true
+			}
+			return nil
+		})
+	return slices.Sorted(maps.Keys(seen))
 }

@@ -221,6 +221,12 @@ func TestWorkflowOverJetStreamAndReplay(t *testing.T) {
 	if !strings.Contains(string(out), `"status": "COMPLETED"`) || !strings.Contains(string(out), "10 events folded") {
 		t.Fatalf("replay output:\n%s", out)
 	}
+	// Asked for the run without its tenant, the replay names the tenant
+	// that has it.
+	out, err = exec.Command(binary, "replay", "--workflow", "js-1", "--nats-url", natsURL).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "js-1 of tenant default") || !strings.Contains(string(out), "it has events of tenant acme (--tenant)") {
+		t.Fatalf("replay of another tenant's run: %v\n%s", err, out)
+	}
 
 	out, err = exec.Command(binary, "workflow", "status", "js-1", "--database-url", dbURL, "--tenant", "acme").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "events fold to the stored state (hash "+live+")") {
