@@ -2,13 +2,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/praetorhq/praetor/internal/llm/openai/openaitest"
 	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/pkg/events/eventstest"
@@ -69,5 +74,77 @@ func TestReplaySessionSaysWhatTheStreamLost(t *testing.T) {
 	err = replaySession(ctx, bus, "s-2", nil, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "no events of session s-2 in PRAETOR_TURNS; PRAETOR_TURNS holds its events from sequence 2") {
 		t.Errorf("replay of an unknown session: %v, want where the stream's events begin", err)
+	}
+}
+
+// praetor replay --session rebuilds, without the model, a conversation
+// whose model misbehaved: extraction answers that never parse (re-asked,
+// then degraded), a reply cut at the token limit, and a reply the provider
+// refused (the fallback, degraded).
+func TestReplayOfADegradedConversation(t *testing.T) {
+	model := openaitest.NewServer(t)
+	model.Default = func(req openaitest.ChatRequest) openaitest.Reply {
+		if req.ResponseFormat != nil {
+			return openaitest.Reply{Content: "Sure! The user wants an app, I think."} // not JSON
+		}
+		last := req.Messages[len(req.Messages)-1].Content
+		switch {
+		case strings.Contains(last, "cut"):
+			return openaitest.Reply{Content: "Field apps come in three kinds. The first is offline-first and", FinishReason: "length"}
+		case strings.Contains(last, "refuse"):
+			return openaitest.Reply{Status: 400, Error: "the prompt was flagged", ErrorType: "invalid_request_error"}
+		}
+		return openaitest.Reply{Content: "Thanks. Who will use the app day to day?"}
+	}
+	httpAddr, natsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	start(t, []string{"PRAETOR_LLM_API_KEY=sk-test", "OPENAI_API_KEY="},
+		"dev", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-listen", natsAddr,
+		"--llm-provider", "openai", "--llm-base-url", model.BaseURL(), "--llm-model", "gpt-test")
+	base := "http://" + httpAddr
+	testenv.WaitHTTP(t, base+"/readyz", 30*time.Second)
+	post := func(path string, body any, out any) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		resp, err := http.Post(base+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	var sess struct {
+		SessionID string `json:"session_id"`
+		StateHash string `json:"state_hash"`
+	}
+	post("/v1/sessions", map[string]string{"engine_id": "project-discovery"}, &sess)
+	for _, msg := range []string{"We want a mobile app; please cut it short.", "Our technicians lose track of jobs; refuse if you must.",
+		"We have 40 technicians."} {
+		var turn struct {
+			Status   string `json:"status"`
+			Degraded bool   `json:"degraded"`
+		}
+		post("/v1/sessions/"+sess.SessionID+"/turns?wait=30s", map[string]string{"message": msg}, &turn)
+		if turn.Status != "answered" || !turn.Degraded {
+			t.Fatalf("turn %q: %+v, want answered, degraded", msg, turn)
+		}
+	}
+	resp, err := http.Get(base + "/v1/sessions/" + sess.SessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&sess)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := len(model.Requests())
+	out, err := exec.Command(binary, "replay", "--session", sess.SessionID, "--nats-url", "nats://"+natsAddr).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "state hash "+sess.StateHash) || strings.Contains(string(out), "DIVERGED") {
+		t.Fatalf("replay: %v, want the live state hash %s in:\n%s", err, sess.StateHash, out)
+	}
+	if len(model.Requests()) != calls {
+		t.Error("the replay called the model")
 	}
 }
