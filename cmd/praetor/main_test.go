@@ -167,6 +167,11 @@ func TestHelpEverywhere(t *testing.T) {
 		if !strings.Contains(string(out), "USAGE") {
 			t.Errorf("praetor %s --help printed no usage:\n%s", sub, out)
 		}
+		// The auditor's replay is told, not only the stream dump's.
+		if sub == "replay" && (!strings.Contains(string(out), "required unless --session or --workflow") ||
+			!strings.Contains(string(out), "--session ID rebuilds a session")) {
+			t.Errorf("praetor replay --help does not say what --session does, or calls --stream required:\n%s", out)
+		}
 	}
 }
 

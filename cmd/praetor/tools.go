@@ -166,7 +166,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		workflowRun, tenant             string
 	)
 	fs := ff.NewFlagSet("replay").SetParent(parent)
-	fs.StringVar(&stream, 0, "stream", "", "stream to read, e.g. PRAETOR_TURNS, PRAETOR_DLQ (required)")
+	fs.StringVar(&stream, 0, "stream", "", "stream to read, e.g. PRAETOR_TURNS, PRAETOR_DLQ (required unless --session or --workflow)")
 	fs.StringListVar(&subjects, 0, "subject", "subject filter, repeatable (e.g. 'praetor.turn.*.acme.SESSION.*')")
 	fs.Uint64Var(&fromSeq, 0, "from-seq", 0, "start at this stream sequence")
 	fs.StringVar(&since, 0, "since", "", "start at this time: RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (1h)")
@@ -178,10 +178,15 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	return &ff.Command{
 		Name:      "replay",
 		Usage:     "praetor replay --stream S [--from-seq N | --since T] [--subject F ...] | --session ID | --workflow RUN [--tenant T]",
-		ShortHelp: "print a stream's events as JSON lines, without touching any consumer",
+		ShortHelp: "print a stream's events as JSON lines, or rebuild a session or workflow run and check its state hash",
 		LongHelp: "Streams: " + streamNames() + ".\n" +
 			"Each line is {\"stream_seq\",\"subject\",\"stored_at\",\"event\"}; a message that is not a valid\n" +
-			"CloudEvent is printed with \"error\", its headers and its base64 data.",
+			"CloudEvent is printed with \"error\", its headers and its base64 data. No consumer is touched.\n\n" +
+			"--session ID rebuilds a session from PRAETOR_TURNS, its model answers served from PRAETOR_LLM\n" +
+			"(no model is called): a line per turn on stderr with its state hash, ok or DIVERGED from the\n" +
+			"hash the live run recorded, then the state as JSON on stdout. It fails naming the turn and the\n" +
+			"model call it cannot serve, or the engine version it lacks (--engines-dir, one per version).\n" +
+			"--workflow RUN folds a run's events from PRAETOR_WORKFLOWS and prints its state and hash.",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if workflowRun != "" || session != "" {
