@@ -200,12 +200,16 @@ func phaseResults(def *engine.Definition, m *engine.WorkingMemory) []contracts.P
 	return out
 }
 
+// OpenPrefix starts each of a handoff's knowledge gaps that is a required
+// obligation of the source left open.
+const OpenPrefix = "Still open: "
+
 // openRequired lists the required obligations not yet satisfied.
 func openRequired(m *engine.WorkingMemory) []string {
 	out := []string{}
 	for _, o := range m.Obligations.Items {
 		if o.Required && o.Status != engine.StatusSatisfied && o.Status != engine.StatusDeferred {
-			out = append(out, "Still open: "+strings.TrimSuffix(o.Description, "."))
+			out = append(out, OpenPrefix+strings.TrimSuffix(o.Description, "."))
 		}
 	}
 	return out

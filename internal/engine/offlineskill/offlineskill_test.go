@@ -405,7 +405,8 @@ func TestReplyAcknowledgesAHandoff(t *testing.T) {
 			DecisionsReached:      []contracts.Decision{{Decision: "off-the-shelf tool", Confidence: 0.8, Reasoning: "it is cheap and fast to start"}},
 			ConstraintsIdentified: []contracts.IdentifiedConstraint{{Constraint: "Budget limited to $5,000", Implication: "fit it"}},
 		},
-		SituationAwareness: contracts.SituationAwareness{UserConfidenceLevel: "medium", KnowledgeGapsRevealed: []string{"how hosting works"}},
+		SituationAwareness: contracts.SituationAwareness{UserConfidenceLevel: "medium",
+			KnowledgeGapsRevealed: []string{"how hosting works", handoff.OpenPrefix + "The risks of the option are named"}},
 		AccumulatedContext: contracts.AccumulatedContext{TechnicalLevel: "beginner"},
 		RelationalState:    contracts.RelationalState{TrustLevel: "medium", Rapport: "Cordial", Sensitivities: []string{"the budget is tight"}},
 	}
@@ -425,6 +426,9 @@ func TestReplyAcknowledgesAHandoff(t *testing.T) {
 		if !strings.Contains(first, want) {
 			t.Errorf("first reply lacks %q: %s", want, first)
 		}
+	}
+	if n := strings.Count(first, "Still open:"); n != 1 {
+		t.Errorf("the first reply says %q %d times, want once: %s", "Still open:", n, first)
 	}
 	if v := handoff.Verify(h, first, handoff.Receiver{EngineID: "project-discovery", ProjectID: "p1"}); !v.Verified {
 		t.Errorf("the offline acknowledgment does not verify: %+v", v.Details)

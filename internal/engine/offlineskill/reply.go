@@ -141,7 +141,9 @@ func parseHandoff(text string) *HandoffSummary {
 			c, _, _ := strings.Cut(item, " → ")
 			h.Constraints = append(h.Constraints, c)
 		case cur == handoff.SectionGaps:
-			h.Gaps = append(h.Gaps, item)
+			// An open obligation of the source comes as "Still open: …",
+			// and the acknowledgement says "Still open:" once.
+			h.Gaps = append(h.Gaps, strings.TrimPrefix(item, handoff.OpenPrefix))
 		case cur == handoff.SectionSensitive:
 			h.Sensitivities = append(h.Sensitivities, item)
 		}
