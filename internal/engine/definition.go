@@ -584,6 +584,10 @@ type Cues struct {
 	// FocusOnly applies the cues only when the field's obligation is the one
 	// the last reply asked for, for generic words such as "yes".
 	FocusOnly bool `yaml:"focus_only,omitempty" json:"focus_only,omitempty"`
+	// Firm keeps a hedged answer to the field's question ("maybe",
+	// "probably", "I guess") from filling it when no cue matched: for a
+	// field such as a decision, which a hedge does not make.
+	Firm bool `yaml:"firm,omitempty" json:"firm,omitempty"`
 }
 
 // Empty reports whether no cue is set.

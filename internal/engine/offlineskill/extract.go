@@ -97,10 +97,11 @@ func Extract(p extraction.Prompt) Answer {
 		ans.DeferredObligations = []string{p.Focus.ID}
 		return ans
 	}
-	if strings.HasSuffix(msg, "?") || unsure(engine.LowerText(msg)) {
+	answer, hedged := answerPart(msg)
+	if answer == "" {
 		// A question back ("What do you mean by that?") answers nothing,
 		// nor does saying what one does not know, about this or another
-		// question.
+		// question, nor "Nothing else".
 		return ans
 	}
 	// Nothing matched the question's fields: the message is the answer to
@@ -110,7 +111,10 @@ func Extract(p extraction.Prompt) Answer {
 		if f == nil || (len(f.Current) > 0 && f.CurrentConfidence >= f.ConfidenceThreshold && len(p.Focus.Fields) > 1) {
 			continue
 		}
-		v, ok := valueFromText(f.ValueType, msg, "")
+		if hedged && f.Cues.Firm {
+			break // "Maybe the cheaper one" decides nothing
+		}
+		v, ok := valueFromText(f.ValueType, answer, "")
 		if f.ValueType == engine.TypeBoolean {
 			// A yes-or-no question is answered by a yes or a no, not by
 			// whatever the user says next ("Our team is me and Ana" does
@@ -133,6 +137,94 @@ func promptField(p extraction.Prompt, path string) *extraction.PromptField {
 		}
 	}
 	return nil
+}
+
+// answerPart is what of a message can answer the question just asked:
+// its sentences that neither ask ("What do you mean?"), nor say what the
+// user does not know ("Not sure really."), nor that there is nothing more
+// ("Nothing else."), the first of them without its hedge ("Probably
+// Greggs" gives "Greggs"); hedged says whether one was taken off. A
+// message that goes on with something else ("And maybe it goes down in
+// busy weeks.") answers nothing.
+func answerPart(msg string) (answer string, hedged bool) {
+	var kept []string
+	for _, s := range engine.Sentences(msg) {
+		t := engine.LowerText(s)
+		if question(s) || unsure(t) || nothingMore(t) {
+			continue
+		}
+		kept = append(kept, s)
+	}
+	if len(kept) == 0 {
+		return "", false
+	}
+	lower := strings.ToLower(kept[0])
+	for _, c := range continuations {
+		if strings.HasPrefix(lower, c) {
+			return "", false
+		}
+	}
+	for _, h := range hedges {
+		if rest, ok := strings.CutPrefix(lower, h); ok {
+			kept[0] = strings.TrimLeft(kept[0][len(kept[0])-len(rest):], " ,")
+			hedged = true
+			break
+		}
+	}
+	for _, s := range kept {
+		for _, w := range strings.Fields(strings.ToLower(s)) {
+			hedged = hedged || hedgeWords[strings.Trim(w, ".,;:!?")]
+		}
+	}
+	return strings.Join(kept, " "), hedged
+}
+
+// question reports whether a sentence asks.
+func question(s string) bool { return strings.HasSuffix(strings.TrimRight(s, "\"'”’»)]*_ "), "?") }
+
+// asksBack reports whether a sentence asks the assistant what it meant
+// ("What kind of constraints do you mean?", "Like what?"), which answers
+// nothing; "What if a technician has no connection?" raises a case.
+func asksBack(s sentence) bool {
+	if !question(s.text) {
+		return false
+	}
+	for _, p := range askBackPhrases {
+		if s.lower.Contains(p) {
+			return true
+		}
+	}
+	return false
+}
+
+var askBackPhrases = []string{"you mean", "what kind of", "what sort of", "like what", "such as what", "what do you",
+	"can you", "could you", "would you", "what counts as", "what is a", "what's a", "which ones"}
+
+// continuations start a message that goes on with what the user was
+// saying before the question.
+var continuations = []string{"and ", "also ", "plus ", "oh and ", "another thing"}
+
+// hedges start an answer the user is not sure of; hedgeWords are the same
+// anywhere in it.
+var (
+	hedges     = []string{"probably ", "maybe ", "perhaps ", "i think ", "i guess ", "i suppose ", "possibly "}
+	hedgeWords = map[string]bool{"maybe": true, "perhaps": true, "probably": true, "possibly": true, "might": true, "guess": true}
+)
+
+// nothingMorePhrases say there is nothing more to tell.
+var nothingMorePhrases = []string{"nothing else", "nothing more", "nothing to add", "that's all", "that is all", "that's everything"}
+
+// nothingMore reports whether a short sentence says there is nothing more.
+func nothingMore(t engine.Text) bool {
+	if len(strings.Fields(t.Lowered())) > 6 {
+		return false
+	}
+	for _, p := range nothingMorePhrases {
+		if t.Contains(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // sentence is a sentence of the message, prepared once for the cues of
@@ -200,6 +292,10 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		return fa, true, false
 	}
 	for _, s := range sentences {
+		if asksBack(s) {
+			// "What kind of constraints do you mean?" names none.
+			continue
+		}
 		for _, kw := range f.Cues.Keywords {
 			if !s.lower.Contains(kw) {
 				continue
@@ -474,10 +570,16 @@ func Declines(text string) bool {
 			return true
 		}
 	}
-	if len(strings.Fields(text)) > maxUnsureWords || strings.ContainsAny(text, "0123456789") {
+	if len(strings.Fields(text)) > maxUnsureWords || strings.ContainsAny(text, "0123456789") || !unsure(t) ||
+		question(text) {
+		// Not knowing, then asking what was meant, wants the question
+		// explained, not skipped.
 		return false
 	}
-	return unsure(t)
+	// "Not sure really. Probably Greggs and the supermarket bakeries."
+	// answers all the same.
+	answer, _ := answerPart(text)
+	return answer == ""
 }
 
 // unsure reports whether t says the user does not know something.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,6 +142,17 @@ func TestExtractionSkill(t *testing.T) {
 			absent: []string{"users_and_personas.primary_user"}},
 		{name: "the primary users", msg: "The users are our field technicians.",
 			want: map[string]any{"users_and_personas.primary_user": "field technicians"}},
+		{name: "a hedge before the answer keeps the answer", focus: "team_resources_known",
+			msg:  "Not sure really. Probably two developers from our partner agency.",
+			want: map[string]any{"constraints.team": "Probably two developers from our partner agency"}},
+		{name: "nothing else answers nothing", focus: "team_resources_known", msg: "Nothing else really.",
+			absent: []string{"constraints.team"}},
+		{name: "a message that goes on with something else answers nothing", focus: "trigger_event_identified",
+			msg: "And maybe the dispatchers want it too.", absent: []string{"purpose_and_problem.trigger_event"}},
+		{name: "a keyword in a question back names nothing", focus: "team_resources_known",
+			msg: "Not sure, what kind of budget do you mean?", absent: []string{"constraints.budget", "constraints.team"}},
+		{name: "a question that raises a case still counts", msg: "What if a technician has no connection in a basement?",
+			want: map[string]any{"edge_cases.cases": []any{"a technician has no connection in a basement"}}},
 		{name: "a preference is not a correction", current: map[string]any{"users_and_personas.user_count": 60},
 			msg:    "The office would rather get push alerts than phone calls, and the 6 staff there all agree.",
 			absent: []string{"users_and_personas.user_count"}},
@@ -177,6 +189,35 @@ func TestExtractionSkill(t *testing.T) {
 				t.Errorf("deferred = %v, want %v", ans.DeferredObligations, tt.deferred)
 			}
 		})
+	}
+}
+
+// A decision is firm or it is none: exploration's decision answered with a
+// hedge, and no cue, stays open.
+func TestExtractionSkillFirmDecision(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	def, _ := cat.Get("exploration")
+	focus := ""
+	for _, o := range def.Obligations {
+		if slices.Contains(o.Fields, "decision.decision_made") {
+			focus = o.ID
+		}
+	}
+	for msg, want := range map[string]any{
+		"The off-the-shelf one.":       "The off-the-shelf one",
+		"Maybe the off-the-shelf one.": nil,
+		"The cheaper one, I guess.":    nil,
+		"And it goes down a lot, too.": nil,
+		"Which one would you pick?":    nil,
+	} {
+		ans := extract(t, def, engine.NewExtraction(), focus, msg)
+		var got any
+		if fa, ok := ans.Fields["decision.decision_made"]; ok {
+			_ = json.Unmarshal(fa.Value, &got)
+		}
+		if got != want {
+			t.Errorf("%q: decision = %v, want %v", msg, got, want)
+		}
 	}
 }
 
@@ -305,6 +346,13 @@ func TestReplySkill(t *testing.T) {
 		{name: "active listening turns contractions around", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
 			next: "trigger_event_identified", msg: "I've used ServiceTitan and we'd like something simpler.",
 			want: "It sounds like you've used ServiceTitan and you'd like something simpler. What made this a priority now?"},
+		{name: "active listening does not echo a question back", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
+			next: "trigger_event_identified", msg: "What do you mean by alternatives?", want: "What made this a priority now?"},
+		{name: "active listening does not echo a decline", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
+			next: "trigger_event_identified", msg: "I'd rather skip that one.", want: "What made this a priority now?"},
+		{name: "reflective listening does not echo a bare confirmation", phase: "CORE_CAPTURE",
+			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "That's right.",
+			want: "What made this a priority now?"},
 		{name: "context reinstatement then the question", phase: "CORE_CAPTURE", techniques: []string{"context_reinstatement", "active_listening"},
 			next: "trigger_event_identified", msg: "ok",
 			want: "Think back to the last time this came up: where were you, and who was involved? What made this a priority now?"},

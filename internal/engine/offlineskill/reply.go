@@ -320,11 +320,18 @@ var pronouns = map[string]string{"i": "you", "i'm": "you're", "i've": "you've", 
 	"me": "you", "my": "your", "mine": "yours", "we": "you", "we're": "you're", "we've": "you've", "we'd": "you'd",
 	"we'll": "you'll", "us": "you", "our": "your", "ours": "yours", "am": "are", "myself": "yourself", "ourselves": "yourselves"}
 
+// minEchoWords is the fewest words an echo is made of.
+const minEchoWords = 3
+
 // reflect turns the first sentence of the user's message around: "We keep
-// losing jobs." → "you keep losing jobs".
+// losing jobs." → "you keep losing jobs"; nothing for a question, a
+// decline or a sentence too short to say something.
 func reflect(msg string) string {
 	ss := engine.Sentences(msg)
-	if len(ss) == 0 {
+	if len(ss) == 0 || question(ss[0]) || Declines(msg) {
+		// "It sounds like what do you mean by that." and "It sounds like
+		// you'd rather skip that one." echo nothing the user said about
+		// the matter.
 		return ""
 	}
 	words := strings.Fields(cleanSentence(ss[0]))
@@ -333,8 +340,8 @@ func reflect(msg string) string {
 			words = words[1:]
 		}
 	}
-	if len(words) == 0 {
-		return ""
+	if len(words) < minEchoWords {
+		return "" // "So what matters to you is that that's right."
 	}
 	if len(words) > 18 {
 		words = words[:18]
