@@ -397,13 +397,17 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		stopOnce.Do(func() {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.DrainTimeout)
 			defer cancel()
-			for _, s := range slices.Backward(services) {
-				if err := s.Stop(dctx); err != nil {
-					log.Warn("service did not drain cleanly", "service", s.name, "error", err)
-				}
-			}
+			// Every consumer of every service stops taking events at
+			// once, and their in-flight handlers share the drain timeout;
+			// stopped one service after another, the last ones would take
+			// events while the first drained, and get what time was left.
 			if err := bus.Close(dctx); err != nil {
 				log.Warn("consumers did not drain cleanly", "error", err)
+			}
+			for _, s := range slices.Backward(services) {
+				if err := s.Stop(dctx); err != nil {
+					log.Warn("service did not stop cleanly", "service", s.name, "error", err)
+				}
 			}
 			_ = relay.Stop(dctx)
 		})

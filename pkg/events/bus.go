@@ -369,9 +369,10 @@ func msgType(m *nats.Msg) string {
 	return ""
 }
 
-// Close stops every subscription still running (draining in-flight handlers
-// within ctx) and the dead-letter watcher. It does not close the connection.
-// Calling it twice is harmless.
+// Close stops every subscription still running and the dead-letter
+// watcher: every subscription stops taking events at once, then the
+// in-flight handlers of all of them finish within ctx. It does not close the
+// connection. Calling it twice is harmless.
 func (b *Bus) Close(ctx context.Context) error {
 	b.mu.Lock()
 	if b.closed {
@@ -386,6 +387,10 @@ func (b *Bus) Close(ctx context.Context) error {
 	w := b.watcher
 	b.mu.Unlock()
 
+	// Every consumer stops taking events now; then each waits for its own.
+	for _, s := range subs {
+		s.drain()
+	}
 	var errs []error
 	for _, s := range subs {
 		errs = append(errs, s.Stop(ctx))

@@ -127,8 +127,10 @@ type Subscription struct {
 	metrics *serviceMetrics
 	polled  chan struct{} // closed when the backlog poller has ended
 
-	stopOnce sync.Once
-	stopErr  error
+	drainOnce sync.Once
+	drained   chan struct{} // closed once every received event is handled
+	stopOnce  sync.Once
+	stopErr   error
 }
 
 // Subscribe starts a durable consumer that hands each event to h behind the
@@ -506,17 +508,16 @@ func (w *worker) watch() {
 	w.timer.Reset(w.next(now))
 }
 
-// Stop drains the subscription: it stops pulling, lets the events already
-// received finish, and returns when they have. If ctx ends first, the
-// handlers still running see their context cancelled, their events are
-// redelivered later, and Stop returns ctx's error. Calling Stop twice is
-// harmless.
-func (s *Subscription) Stop(ctx context.Context) error {
-	s.stopOnce.Do(func() {
+// drain stops the pulls and returns a channel closed once every event
+// already received has been handled. Bus.Close starts every subscription's
+// drain before it waits for any, so no consumer takes new events while
+// another one finishes its own.
+func (s *Subscription) drain() <-chan struct{} {
+	s.drainOnce.Do(func() {
 		for _, cc := range s.ccs {
 			cc.Drain()
 		}
-		done := make(chan struct{})
+		s.drained = make(chan struct{})
 		go func() {
 			for _, cc := range s.ccs {
 				<-cc.Closed()
@@ -527,8 +528,20 @@ func (s *Subscription) Stop(ctx context.Context) error {
 				close(s.jobs)
 				s.workers.Wait()
 			}
-			close(done)
+			close(s.drained)
 		}()
+	})
+	return s.drained
+}
+
+// Stop drains the subscription: it stops pulling, lets the events already
+// received finish, and returns when they have. If ctx ends first, the
+// handlers still running see their context cancelled, their events are
+// redelivered later, and Stop returns ctx's error. Calling Stop twice is
+// harmless.
+func (s *Subscription) Stop(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		done := s.drain()
 		select {
 		case <-done:
 		case <-ctx.Done():
