@@ -116,8 +116,8 @@ type Subscription struct {
 	cfg     ConsumerConfig
 	handler Handler
 
-	ctx    context.Context // cancelled when a drain runs out of time
-	cancel context.CancelFunc
+	ctx    context.Context // cancelled, with errDrainTimedOut, when a drain runs out of time
+	cancel context.CancelCauseFunc
 	ccs    []jetstream.ConsumeContext
 	// jobs feeds the workers of an unkeyed consumer; closed once its
 	// subscription has drained.
@@ -153,7 +153,7 @@ func (b *Bus) Subscribe(ctx context.Context, cfg ConsumerConfig, h Handler) (*Su
 	}
 
 	m := b.cfg.Metrics
-	sctx, cancel := context.WithCancel(context.Background())
+	sctx, cancel := context.WithCancelCause(context.Background())
 	s := &Subscription{bus: b, cfg: cfg, handler: standardChain(h, b.cfg.Logger, m, cfg), ctx: sctx, cancel: cancel,
 		metrics: m.forService(cfg.Name)}
 
@@ -406,6 +406,11 @@ func (w *worker) process(msg jetstream.Msg) {
 		s.deadLetter(msg, d, "", CauseDecode, err)
 		return
 	}
+	if cause := context.Cause(s.ctx); cause != nil {
+		// The drain ran out of time before a worker was free for it.
+		s.interrupted(msg, d, ev.Type(), fmt.Errorf("not started: %w", cause))
+		return
+	}
 	hctx, cancel := context.WithCancelCause(withDelivery(s.ctx, d))
 	start := time.Now()
 	w.start(msg, cancel, start)
@@ -427,6 +432,8 @@ func (w *worker) process(msg jetstream.Msg) {
 		tm.ok.Inc()
 	case IsPermanent(err):
 		s.deadLetter(msg, d, ev.Type(), CausePermanent, err)
+	case errors.Is(context.Cause(hctx), errDrainTimedOut):
+		s.interrupted(msg, d, ev.Type(), fmt.Errorf("%w: %w", errDrainTimedOut, err))
 	case meta.NumDelivered >= uint64(s.cfg.MaxDeliver):
 		s.deadLetter(msg, d, ev.Type(), CauseMaxDeliver, err)
 	default:
@@ -438,6 +445,19 @@ func (w *worker) process(msg jetstream.Msg) {
 		_ = msg.NakWithDelay(delay)
 		tm.retry.Inc()
 	}
+}
+
+// interrupted settles an event the shutdown kept from finishing: it goes
+// back to the stream at once, for another process; on its last delivery,
+// when the server would not deliver it again, it is dead-lettered with
+// reason, which says so.
+func (s *Subscription) interrupted(msg jetstream.Msg, d Delivery, ceType string, reason error) {
+	if d.NumDelivered >= uint64(s.cfg.MaxDeliver) {
+		s.deadLetter(msg, d, ceType, CauseMaxDeliver, reason)
+		return
+	}
+	_ = msg.Nak()
+	s.metrics.of(ceType).retry.Inc()
 }
 
 // deadLetter copies the message to the dead-letter stream, then terminates
@@ -534,22 +554,29 @@ func (s *Subscription) drain() <-chan struct{} {
 	return s.drained
 }
 
+// errDrainTimedOut is why the handlers still running when a drain runs out
+// of time are interrupted, and the events received but not yet started are
+// not started: the process is stopping, and nothing says the event is at
+// fault.
+var errDrainTimedOut = errors.New("interrupted by shutdown: the drain ran out of time (the event may well be sound)")
+
 // Stop drains the subscription: it stops pulling, lets the events already
 // received finish, and returns when they have. If ctx ends first, the
-// handlers still running see their context cancelled, their events are
-// redelivered later, and Stop returns ctx's error. Calling Stop twice is
-// harmless.
+// handlers still running see their context cancelled, the events received
+// but not yet started are not started, both go back to the stream at once
+// (on their last delivery, to the dead-letter stream, the reason naming the
+// shutdown), and Stop returns ctx's error. Calling Stop twice is harmless.
 func (s *Subscription) Stop(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		done := s.drain()
 		select {
 		case <-done:
 		case <-ctx.Done():
-			s.cancel()
+			s.cancel(errDrainTimedOut)
 			<-done
 			s.stopErr = fmt.Errorf("events: drain %s: %w", s.cfg.Name, ctx.Err())
 		}
-		s.cancel()
+		s.cancel(nil)
 		if s.polled != nil {
 			<-s.polled
 		}

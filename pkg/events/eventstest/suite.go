@@ -39,6 +39,7 @@ func Run(t *testing.T, h Harness) {
 		{"MaxDeliverFromAdvisoryGoesToDLQ", testMaxDeliverAdvisory},
 		{"ReplayFromSequenceAndTime", testReplay},
 		{"DrainFinishesInFlight", testDrain},
+		{"DrainTimeoutInterruptsWithAReason", testDrainTimeout},
 		{"PublishBatch", testBatch},
 		{"HandlerTimeoutRedelivers", testHandlerTimeout},
 		{"BacklogGauge", testBacklog},
@@ -597,6 +598,52 @@ func testDrain(t *testing.T, h Harness) {
 	}
 	if err := sub.Stop(context.Background()); err != nil {
 		t.Fatalf("second Stop: %v", err)
+	}
+}
+
+// testDrainTimeout: a drain that runs out of time interrupts the handler
+// still running and starts none of the events received but not started; on
+// their last delivery both are dead-lettered saying why (the shutdown, not
+// the event), so an operator can tell them from failures and redrive them.
+func testDrainTimeout(t *testing.T, h Harness) {
+	f := newFixture(t, h, 0)
+	cfg := f.consumer("drainout", false)
+	cfg.Concurrency, cfg.MaxDeliver = 1, 1
+	var calls atomic.Int64
+	entered := make(chan struct{}, 2)
+	sub := f.subscribe(f.bus, cfg, func(ctx context.Context, ev event.Event) error {
+		calls.Add(1)
+		entered <- struct{}{}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	f.publish(NewEvent("out-1", "k", 0), NewEvent("out-2", "k", 1))
+	Wait(t, entered, 5*time.Second, "the first handler")
+	// The second is delivered, waiting for the one worker.
+	Eventually(t, 5*time.Second, "both events delivered", func() bool {
+		c, err := f.bus.JetStream().Consumer(context.Background(), f.topic.Stream, "drainout")
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Info(context.Background())
+		return err == nil && info.NumAckPending == 2
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no time left to drain
+	if err := sub.Stop(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("stop = %v, want the drain's context error", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("handler ran %d times, want 1: an event not started when the drain ran out is not started", n)
+	}
+	Eventually(t, 5*time.Second, "two dead letters", func() bool {
+		return len(DeadLetters(t, f.bus, f.topic.Stream, "drainout")) == 2
+	})
+	for _, dl := range DeadLetters(t, f.bus, f.topic.Stream, "drainout") {
+		if dl.Cause != events.CauseMaxDeliver || !strings.Contains(dl.Reason, "shutdown") {
+			t.Errorf("dead letter of %s: cause %s, reason %q; want max_deliver, saying the shutdown interrupted it",
+				dl.EventID, dl.Cause, dl.Reason)
+		}
 	}
 }
 
