@@ -92,6 +92,9 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		mark := "ok"
 		if !t.Match {
 			mark = "DIVERGED (recorded " + t.RecordedHash + ")"
+			if t.EngineChanged {
+				mark += ": the engine file was edited since, without a new version"
+			}
 		}
 		if t.EngineVersion != version {
 			fmt.Fprintf(stderr, "engine %s %s\n", res.EngineID, t.EngineVersion)

@@ -76,7 +76,14 @@ type Definition struct {
 	file      string
 	positions map[string]Pos
 	tmpl      *template.Template
+	digest    string
 }
+
+// Digest is the SHA-256 of the definition's canonical JSON, as loaded: two
+// files that define the same engine (comments and layout aside) have the
+// same digest, and an engine edited without a new version has another. ""
+// for a definition not loaded from a file.
+func (d *Definition) Digest() string { return d.digest }
 
 // File is the file the definition was loaded from ("" when built in Go).
 func (d *Definition) File() string { return d.file }

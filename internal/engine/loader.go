@@ -93,6 +93,9 @@ func parseFile(file string, data []byte, lenient bool) (*Definition, Report) {
 	}
 	def.file = file
 	def.positions = w.pos
+	if canonical, err := CanonicalJSON(&def); err == nil {
+		def.digest = HashCanonical(canonical)
+	}
 	return &def, rep
 }
 

@@ -233,3 +233,27 @@ func TestLoadReportsUnknownKeysWithTheOtherErrors(t *testing.T) {
 		t.Error("the broken engine was loaded")
 	}
 }
+
+// A definition's digest follows what it defines: comments and layout leave
+// it, an edit changes it.
+func TestDigestFollowsTheDefinition(t *testing.T) {
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest := func(data []byte) string {
+		t.Helper()
+		cat, _, err := Load(testRegistry(t), Source{FS: fstest.MapFS{"minimal.yaml": {Data: data}}, Dir: "."})
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, _ := cat.Get("minimal")
+		return def.Digest()
+	}
+	first := digest(data)
+	commented := digest([]byte("# the minimal engine\n\n" + string(data) + "\n# end\n"))
+	edited := digest([]byte(strings.Replace(string(data), "name: ", "name: Edited ", 1)))
+	if len(first) != 64 || commented != first || edited == first {
+		t.Errorf("digests: %q, commented %q, edited %q; want the first two equal and the edit another", first, commented, edited)
+	}
+}

@@ -161,6 +161,10 @@ type TurnResponded struct {
 	// it is loaded, and a replay answers each turn with the version the
 	// live run used.
 	EngineVersion string `json:"engine_version,omitempty"`
+	// EngineDigest is that engine's digest, the SHA-256 of its definition
+	// as loaded: a replay tells by it an engine file edited without a new
+	// version.
+	EngineDigest string `json:"engine_digest,omitempty"`
 	// SkippedTurns are the numbers of the session's turns this turn went
 	// on without: they never reached the runner (dead-lettered), and a
 	// replay leaves them out as the live run did.
@@ -383,6 +387,8 @@ type TaskMerged struct {
 	// EngineVersion is the version of the session's engine that merged
 	// the outcome (see TurnResponded.EngineVersion).
 	EngineVersion string `json:"engine_version,omitempty"`
+	// EngineDigest is that engine's digest (see TurnResponded.EngineDigest).
+	EngineDigest string `json:"engine_digest,omitempty"`
 }
 
 func (TaskMerged) Spec() *Spec                   { return TaskMergedSpec }

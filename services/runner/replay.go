@@ -24,6 +24,10 @@ type ReplayedTurn struct {
 	Phase      string `json:"phase"`
 	// EngineVersion is the version of the engine the step ran with.
 	EngineVersion string `json:"engine_version"`
+	// EngineChanged is set when the live run recorded its engine's digest
+	// and the engine this step ran with has another: the engine file was
+	// edited without a new version, and the replay cannot be the live run.
+	EngineChanged bool `json:"engine_changed,omitempty"`
 	// StateHash is the hash of the rebuilt state; RecordedHash the one the
 	// live run published in turn.responded ("" when it published none).
 	StateHash    string `json:"state_hash"`
@@ -65,6 +69,7 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 		steps    []event.Event
 		recorded = map[string]string{}
 		versions = map[string]string{} // the engine version each step ran with live, where recorded
+		digests  = map[string]string{} // and its digest
 		skipped  = map[int]bool{}      // turns the live run went on without
 	)
 	for _, ev := range sessionEvents {
@@ -82,7 +87,7 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 			if err != nil {
 				return nil, err
 			}
-			recorded[tr.TurnID], versions[tr.TurnID] = tr.StateHash, tr.EngineVersion
+			recorded[tr.TurnID], versions[tr.TurnID], digests[tr.TurnID] = tr.StateHash, tr.EngineVersion, tr.EngineDigest
 			for _, n := range tr.SkippedTurns {
 				skipped[n] = true
 			}
@@ -93,6 +98,7 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 			}
 			recorded[mergeKey(tm.TaskID, tm.Attempt)] = tm.StateHash
 			versions[mergeKey(tm.TaskID, tm.Attempt)] = tm.EngineVersion
+			digests[mergeKey(tm.TaskID, tm.Attempt)] = tm.EngineDigest
 		}
 	}
 	if start == nil {
@@ -115,6 +121,9 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 	def, err := defAt(start.EngineVersion)
 	if err != nil {
 		return nil, fmt.Errorf("replay: session %s started on %w", start.SessionID, err)
+	}
+	changed := func(key string, d *engine.Definition) bool {
+		return digests[key] != "" && d.Digest() != "" && digests[key] != d.Digest()
 	}
 	stepDef := func(key string) (*engine.Definition, error) {
 		if v := versions[key]; v != "" && v != def.Version {
@@ -151,7 +160,8 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 				continue
 			}
 			rt := ReplayedTurn{TaskID: tr.TaskID, TurnNumber: mg.State.TurnNumber, TurnID: ev.ID(), Phase: mg.State.Phase.Current,
-				EngineVersion: def.Version, StateHash: mg.StateHash, RecordedHash: recorded[mergeKey(tr.TaskID, tr.Attempt)]}
+				EngineVersion: def.Version, EngineChanged: changed(mergeKey(tr.TaskID, tr.Attempt), def), StateHash: mg.StateHash,
+				RecordedHash: recorded[mergeKey(tr.TaskID, tr.Attempt)]}
 			rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
 			out.Diverged = out.Diverged || !rt.Match
 			out.Turns = append(out.Turns, rt)
@@ -188,11 +198,16 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 		if err == nil {
 			err = missedCall(r)
 		}
+		if err != nil && changed(te.TurnID, def) {
+			err = fmt.Errorf("%w; the loaded %s %s is not the definition the live run used (digest %.12s, the live run's %.12s): "+
+				"its file was edited without a new version", err, def.EngineID, def.Version, def.Digest(), digests[te.TurnID])
+		}
 		if err != nil {
 			return nil, fmt.Errorf("replay: turn %d (%s): %w", te.TurnNumber, te.TurnID, err)
 		}
 		rt := ReplayedTurn{TurnNumber: res.State.TurnNumber, TurnID: te.TurnID, Phase: res.Phase, EngineVersion: def.Version,
-			StateHash: res.StateHash, RecordedHash: recorded[te.TurnID], Reply: res.Reply}
+			EngineChanged: changed(te.TurnID, def),
+			StateHash:     res.StateHash, RecordedHash: recorded[te.TurnID], Reply: res.Reply}
 		rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
 		out.Diverged = out.Diverged || !rt.Match
 		out.Turns = append(out.Turns, rt)

@@ -210,3 +210,30 @@ func stop(t *testing.T, s *Service) {
 		t.Fatal(err)
 	}
 }
+
+// An engine file edited without a new version: the live run went on with
+// the edited definition, the replay has the first one, and the replay says
+// the file changed rather than only that a prompt differs.
+func TestReplayNamesAnEngineEditedWithoutANewVersion(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	old := recording(t, rig, rig.Engines)
+	sid := rig.CreateSession(t, "exploration", "digest-1")
+	say(t, rig, sid, 1, "Tell me about hosting options.")
+	stop(t, old)
+	edited := editedExploration(t, rig, "1.0.0")
+	recording(t, rig, edited)
+	say(t, rig, sid, 2, "We know AWS a little.")
+	evs, calls := rig.SessionEvents(t, sid), rig.Events(t, contracts.StreamLLM, contracts.LLMCallRecordedSpec.Type)
+
+	for _, c := range []struct {
+		name string
+		cat  *engine.Catalog
+		turn int
+	}{{"the first definition", rig.Engines, 2}, {"the edited definition", edited, 1}} {
+		_, err := replayRecorded(t, rig, c.cat, evs, calls)
+		if want := fmt.Sprintf("turn %d (%s)", c.turn, runnertest.TurnID(sid, c.turn)); err == nil ||
+			!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "edited without a new version") {
+			t.Errorf("replay with %s: %v, want it to name %s and the edit", c.name, err, want)
+		}
+	}
+}

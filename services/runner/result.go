@@ -28,6 +28,10 @@ type Result struct {
 	Model        string    `json:"model,omitempty"`
 	Usage        llm.Usage `json:"usage"`
 
+	// EngineDigest is the definition's digest (engine.Definition.Digest):
+	// a replay tells an engine edited without a new version by it.
+	EngineDigest string `json:"engine_digest,omitempty"`
+
 	// State is the new working memory, StateHash its SHA-256.
 	State     *engine.WorkingMemory `json:"state"`
 	StateHash string                `json:"state_hash"`
@@ -187,6 +191,6 @@ func (r *Result) responded(tenantID, turnID string) contracts.TurnResponded {
 		TenantID: tenantID, SessionID: r.State.SessionID, TurnID: turnID, TurnNumber: r.State.TurnNumber,
 		Text: r.Reply, Phase: r.Phase, Completeness: r.Completeness.Overall, Provider: r.Provider,
 		Degraded: r.Degraded || r.Telemetry.ExtractionDegraded, DegradedReason: r.DegradedReason, StateHash: r.StateHash,
-		EngineVersion: r.State.EngineVersion, SkippedTurns: r.SkippedTurns,
+		EngineVersion: r.State.EngineVersion, EngineDigest: r.EngineDigest, SkippedTurns: r.SkippedTurns,
 	}
 }

@@ -249,7 +249,8 @@ func (r *Runner) processOwned(ctx context.Context, def *engine.Definition, state
 }
 
 func (r *Runner) process(ctx context.Context, def *engine.Definition, state *engine.WorkingMemory, in Input, owned bool) (*Result, error) {
-	res := &Result{Effects: Effects{Tasks: []TaskDispatch{}, Checkpoints: []Checkpoint{}}, Steps: make([]string, 0, 19)}
+	res := &Result{Effects: Effects{Tasks: []TaskDispatch{}, Checkpoints: []Checkpoint{}}, Steps: make([]string, 0, 19),
+		EngineDigest: def.Digest()}
 	step := func(name string) { res.Steps = append(res.Steps, name) }
 
 	// 1. Pre-processing: validate the input, load the state, open the turn.
