@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/praetorhq/praetor/services/memory/graph"
 )
@@ -162,7 +163,7 @@ func (e *Engine) Run(ctx context.Context, tx graph.WriteTx, n graph.Node, opt Op
 		if old.Live() || old.ID == n.ID {
 			return Result{Outcome: OutcomeDuplicateSkip, NodeID: old.ID, Match: &Match{ID: old.ID, Title: old.Title, Score: 1}}, nil
 		}
-		return reinstate(ctx, tx, old)
+		return reinstate(ctx, tx, old, n.CreatedAt)
 	}
 	if n.Kind != graph.Decision || opt.Confirmed {
 		return e.create(ctx, tx, n, nil)
@@ -212,8 +213,10 @@ func (e *Engine) Run(ctx context.Context, tx graph.WriteTx, n graph.Node, opt Op
 // "write + [:SUPERSEDES] → old", the write being old's return). A revert
 // (A superseded by B, then A asserted again) makes A current and B
 // superseded, as writing A anew would, but A keeps its id and history.
-func reinstate(ctx context.Context, tx graph.WriteTx, old graph.Node) (Result, error) {
-	head, err := tx.Reinstate(ctx, old.ID)
+// at is the time of the write (the new node's CreatedAt, which a retried
+// write keeps): A was confirmed then, and retrieval ranks it so.
+func reinstate(ctx context.Context, tx graph.WriteTx, old graph.Node, at time.Time) (Result, error) {
+	head, err := tx.Reinstate(ctx, old.ID, at)
 	if err != nil {
 		return Result{}, fmt.Errorf("dedup: reinstate %s, the superseded node with the same content: %w", old.ID, err)
 	}

@@ -5,8 +5,9 @@
 // the scope's nodes: a live match is duplicate_skip. A superseded match is
 // content asserted again after it was replaced, a revert: its node is
 // reinstated (graph.WriteTx.Reinstate), live again and superseding the live
-// head of its chain, and the outcome is supersede with the reinstated
-// node's id. (The seed skips any match; that left the replacement current
+// head of its chain, confirmed at the write's time (its LastValidatedAt, by
+// which retrieval ranks it), and the outcome is supersede with the
+// reinstated node's id. (The seed skips any match; that left the replacement current
 // while telling the caller the content was stored.) Step 2, for decisions
 // only, asks the store's full-text index for the five best candidates of
 // the scope and compares titles by Jaccard similarity of their TitleTokens:

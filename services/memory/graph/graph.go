@@ -199,8 +199,10 @@ type Node struct {
 	// CreatedAt is the decision date for decisions, the creation time
 	// otherwise.
 	CreatedAt time.Time `json:"created_at"`
-	// LastValidatedAt is when a pattern was last confirmed to hold; zero
-	// means never since CreatedAt.
+	// LastValidatedAt is when the content was last confirmed: a pattern's
+	// validation, or the write that reinstated a superseded node (see
+	// WriteTx.Reinstate); zero means never since CreatedAt. Retrieval and
+	// hygiene date a node by it when set.
 	LastValidatedAt time.Time `json:"last_validated_at,omitzero"`
 	// SupersededBy is the id of the node that superseded this one, set by the
 	// store; empty while the node is live.

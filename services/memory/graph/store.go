@@ -43,9 +43,10 @@ type ReadTx interface {
 	// Scope reports whether the project and its focus area exist, and the
 	// project's last hygiene time. An empty focus reports FocusExists false.
 	Scope(ctx context.Context, projectID, focus string) (ScopeInfo, error)
-	// Live returns up to limit live (not superseded) nodes of scope, newest
-	// first by CreatedAt (nodes of the same instant in an order of the
-	// adapter's choosing).
+	// Live returns up to limit live (not superseded) nodes of scope, the
+	// most recently confirmed first: by LastValidatedAt, or CreatedAt when
+	// it is zero (nodes of the same instant in an order of the adapter's
+	// choosing). A reinstated node ranks by its reinstatement.
 	Live(ctx context.Context, scope Scope, limit int) ([]Node, error)
 	// Conflicts returns the ConflictsWith pairs whose both ends are among
 	// ids, each pair once, A < B.
@@ -62,8 +63,9 @@ type ReadTx interface {
 	LastHygiene(ctx context.Context, area Area) (time.Time, error)
 	// Titles calls fn for every live decision and pattern of area.
 	Titles(ctx context.Context, area Area, fn func(TitleRow) error) error
-	// Outdated returns the decisions of area dated before cutoff that have
-	// no outgoing Supersedes relationship.
+	// Outdated returns the decisions of area last confirmed (LastValidatedAt,
+	// or CreatedAt when it is zero) before cutoff that have no outgoing
+	// Supersedes relationship.
 	Outdated(ctx context.Context, area Area, cutoff time.Time) ([]string, error)
 	// StalePatterns returns the patterns of area last validated (or, never
 	// validated, created) before cutoff.
@@ -103,11 +105,13 @@ type WriteTx interface {
 	// as Create made it; the Supersedes relationships into id are removed
 	// (they no longer hold, and the supersession filter would still hide
 	// id), and a Supersedes relationship from id to the head, marked
-	// Edge.Reinstated, is added. It returns the head as it is afterwards.
-	// An id that is no node of this scope fails with ErrNotFound, a live
-	// one with ErrInvalid, a chain with no live head within MaxChainHops
-	// with ErrNoLiveHead.
-	Reinstate(ctx context.Context, id string) (head Node, err error)
+	// Edge.Reinstated, is added. at, the time of the write that asserted the
+	// content again, becomes id's LastValidatedAt: its CreatedAt stays when
+	// it was first made, and Live ranks it as confirmed at at. It returns
+	// the head as it is afterwards. An id that is no node of this scope
+	// fails with ErrNotFound, a live one or a zero at with ErrInvalid, a
+	// chain with no live head within MaxChainHops with ErrNoLiveHead.
+	Reinstate(ctx context.Context, id string, at time.Time) (head Node, err error)
 }
 
 // Errors of the port. Adapters wrap them, so test with errors.Is.

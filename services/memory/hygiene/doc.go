@@ -3,8 +3,8 @@
 //
 //  1. Duplicates: live decisions or patterns of the same kind whose title
 //     similarity (Jaccard of dedup.TitleTokens, as in dedup) is above 0.9.
-//  2. Outdated decisions: dated more than 180 days ago, with no outgoing
-//     SUPERSEDES.
+//  2. Outdated decisions: last confirmed (LastValidatedAt, else created)
+//     more than 180 days ago, with no outgoing SUPERSEDES.
 //  3. Obsolete patterns: last validated more than 90 days ago.
 //  4. Entity-fact normalization: one entity name on several live nodes; the
 //     report proposes MERGES_INTO the oldest.

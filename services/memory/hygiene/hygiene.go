@@ -29,8 +29,9 @@ type Config struct {
 	// DuplicateAbove is the title similarity above which two nodes are
 	// reported as duplicates. Default 0.9.
 	DuplicateAbove float64
-	// OutdatedAfter is the age past which an unsuperseding decision is
-	// outdated. Default 180 days.
+	// OutdatedAfter is the time since its last confirmation (LastValidatedAt,
+	// else creation) past which an unsuperseding decision is outdated.
+	// Default 180 days.
 	OutdatedAfter time.Duration
 	// ObsoleteAfter is the time since validation past which a pattern is
 	// obsolete. Default 90 days.

@@ -95,7 +95,8 @@ func (s *Server) MCP(tenant string) *mcp.Server {
 	t := &tools{s: s, tenant: tenant}
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolGetContext, Description: "Read what memory holds for a project: the live " +
 		"decisions, patterns and entity facts of its focus area (up to 10), the project (up to 10) and the tenant's " +
-		"global scope (up to 5), newest first within each. Superseded nodes never appear. Status conflicted names " +
+		"global scope (up to 5), most recently saved or confirmed first within each (content saved again after it was " +
+		"superseded counts from then, not from its created_at). Superseded nodes never appear. Status conflicted names " +
 		"contradicting pairs; hygiene_due says the project's hygiene report is missing or older than 30 days.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, t.getContext)
 	mcp.AddTool(srv, &mcp.Tool{Name: ToolSaveDecision, Description: "Save a decision with its rationale. " +

@@ -1,7 +1,10 @@
 // Package retrieval is the seed's RetrievalEngine: the context bundle of a
 // (project, focus), read across the three scope levels and merged by
 // priority: up to 10 nodes of the focus area, then up to 10 of the project,
-// then up to 5 of the global scope, each level newest first.
+// then up to 5 of the global scope, each level the most recently confirmed
+// first: by a node's LastValidatedAt, else its CreatedAt. Content written
+// again after it was superseded is reinstated, confirmed at that write, and
+// so is among the first of its level, though it was created long before.
 //
 // Nodes with an incoming SUPERSEDES are never returned. A CONFLICTS_WITH
 // relationship between two returned nodes turns the status to conflicted and

@@ -137,7 +137,8 @@ type Bundle struct {
 	// Scope is the resolution the read gate applied.
 	Scope scope.Resolution
 	// Nodes are the live nodes, focus level first, then project, then
-	// global, each level newest first.
+	// global, each level the most recently confirmed first (see
+	// graph.ReadTx.Live).
 	Nodes []graph.Node
 	// Conflicts name the CONFLICTS_WITH pairs among Nodes.
 	Conflicts []Conflict

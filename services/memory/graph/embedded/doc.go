@@ -8,7 +8,8 @@
 // transactions use a separate pool whose connections are query_only, so a
 // read transaction cannot write.
 //
-// The schema is applied at every Open: idempotent CREATE statements, then
+// The schema is applied at every Open: idempotent CREATE statements (and a
+// DROP of the index mem_nodes_live, which Live no longer reads), then
 // the columns added since a table was first created (mem_edges.reinstated)
 // added to files that lack them, then the content hashes and entity keys
 // recomputed for the nodes with a sign ('+', '#') whose stored ones predate

@@ -100,7 +100,8 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// schema is applied at every Open; every statement is idempotent.
+// schema is applied at every Open; every statement is idempotent, and
+// creates what an older file lacks or drops what it no longer needs.
 var schema = []string{
 	// Scope nodes: projects, focus areas and the global scope of each tenant.
 	// uid is tenant_id|scope key.
@@ -139,7 +140,12 @@ var schema = []string{
 		fts_scope TEXT NOT NULL DEFAULT '',
 		CONSTRAINT mem_nodes_content_key UNIQUE (scope_uid, kind, content_hash)
 	)`,
-	`CREATE INDEX IF NOT EXISTS mem_nodes_live ON mem_nodes (scope_uid, created_at) WHERE superseded_by IS NULL`,
+	// The live nodes of a scope by the time they were last confirmed, the
+	// order of readTx.Live (on the same expression, or SQLite cannot use
+	// it). It replaces mem_nodes_live, on created_at alone.
+	`CREATE INDEX IF NOT EXISTS mem_nodes_live_confirmed ON mem_nodes (scope_uid, coalesce(last_validated_at, created_at))
+		WHERE superseded_by IS NULL`,
+	`DROP INDEX IF EXISTS mem_nodes_live`,
 	`CREATE INDEX IF NOT EXISTS mem_nodes_area ON mem_nodes (area_uid, kind)`,
 	`CREATE TABLE IF NOT EXISTS mem_edges (
 		tenant_id TEXT NOT NULL,

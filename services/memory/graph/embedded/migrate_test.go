@@ -55,7 +55,7 @@ func TestOpenAddsTheReinstatedColumn(t *testing.T) {
 		t.Errorf("edges of the old file = %+v, want %+v", got, want)
 	}
 	err = s.Write(ctx, tenant, sc, func(ctx context.Context, tx graph.WriteTx) error {
-		_, err := tx.Reinstate(ctx, a.ID)
+		_, err := tx.Reinstate(ctx, a.ID, at.Add(time.Hour))
 		return err
 	})
 	if err != nil {

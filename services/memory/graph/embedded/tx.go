@@ -124,11 +124,15 @@ func (r *readTx) Live(ctx context.Context, scope graph.Scope, limit int) ([]grap
 	if limit <= 0 {
 		return nil, nil
 	}
-	return r.nodes(ctx, `SELECT `+nodeCols+` FROM mem_nodes n
-		WHERE tenant_id = ? AND scope_uid = ? AND superseded_by IS NULL
-		  AND NOT EXISTS (SELECT 1 FROM mem_edges e WHERE e.to_id = n.id AND e.rel = 'SUPERSEDES')
-		ORDER BY created_at DESC, id DESC LIMIT ?`, r.tenant, scopeUID(r.tenant, scope), limit)
+	return r.nodes(ctx, liveQuery, r.tenant, scopeUID(r.tenant, scope), limit)
 }
+
+// liveQuery reads the live nodes of a scope, the most recently confirmed
+// first, along the index mem_nodes_live_confirmed.
+const liveQuery = `SELECT ` + nodeCols + ` FROM mem_nodes n
+	WHERE tenant_id = ? AND scope_uid = ? AND superseded_by IS NULL
+	  AND NOT EXISTS (SELECT 1 FROM mem_edges e WHERE e.to_id = n.id AND e.rel = 'SUPERSEDES')
+	ORDER BY coalesce(last_validated_at, created_at) DESC, id DESC LIMIT ?`
 
 func (r *readTx) Conflicts(ctx context.Context, ids []string) ([]graph.Pair, error) {
 	if len(ids) < 2 {
@@ -241,7 +245,7 @@ func (r *readTx) Outdated(ctx context.Context, area graph.Area, cutoff time.Time
 		return nil, err
 	}
 	return r.ids(ctx, `SELECT id FROM mem_nodes n
-		WHERE tenant_id = ? AND area_uid = ? AND kind = 'decision' AND created_at < ?
+		WHERE tenant_id = ? AND area_uid = ? AND kind = 'decision' AND coalesce(last_validated_at, created_at) < ?
 		  AND NOT EXISTS (SELECT 1 FROM mem_edges e WHERE e.from_id = n.id AND e.rel = 'SUPERSEDES')
 		ORDER BY created_at, id`, r.tenant, areaUID(r.tenant, area), cutoff.UTC().UnixNano())
 }
@@ -466,7 +470,10 @@ func liveFTSScope(scopeUID string, kind graph.Kind) string {
 	return ""
 }
 
-func (w *writeTx) Reinstate(ctx context.Context, id string) (graph.Node, error) {
+func (w *writeTx) Reinstate(ctx context.Context, id string, at time.Time) (graph.Node, error) {
+	if at.IsZero() {
+		return graph.Node{}, fmt.Errorf("%w: reinstating %s needs the time of its write", graph.ErrInvalid, id)
+	}
 	old, head, err := graph.ChainHead(ctx, id, w.scopeNode)
 	if err != nil {
 		return graph.Node{}, err
@@ -479,8 +486,9 @@ func (w *writeTx) Reinstate(ctx context.Context, id string) (graph.Node, error) 
 		// from Live.
 		{"remove the supersession of the reinstated node", `DELETE FROM mem_edges WHERE tenant_id = ? AND rel = 'SUPERSEDES' AND to_id = ?`,
 			[]any{w.tenant, old.ID}},
-		{"reinstate", `UPDATE mem_nodes SET superseded_by = NULL, fts_scope = ? WHERE tenant_id = ? AND scope_uid = ? AND id = ?`,
-			[]any{liveFTSScope(w.uid, old.Kind), w.tenant, w.uid, old.ID}},
+		{"reinstate", `UPDATE mem_nodes SET superseded_by = NULL, fts_scope = ?, last_validated_at = ?
+			WHERE tenant_id = ? AND scope_uid = ? AND id = ?`,
+			[]any{liveFTSScope(w.uid, old.Kind), at.UTC().UnixNano(), w.tenant, w.uid, old.ID}},
 		{"supersede the head", `UPDATE mem_nodes SET superseded_by = ?, fts_scope = '' WHERE tenant_id = ? AND scope_uid = ? AND id = ?`,
 			[]any{old.ID, w.tenant, w.uid, head.ID}},
 		{"reinstatement edge", `INSERT INTO mem_edges (tenant_id, rel, from_id, to_id, created_at, reinstated) VALUES (?, 'SUPERSEDES', ?, ?, ?, 1)

@@ -40,6 +40,7 @@ func RunEngines(t *testing.T, h Harness) {
 		{"DedupFindsAnOldNearDuplicate", testDedupOldNearDuplicate},
 		{"DedupReinstatesARevert", testDedupReinstates},
 		{"DedupKeepsARetrySuperseded", testDedupRetryNotReinstated},
+		{"ReinstatedIsConfirmedAtItsWrite", testReinstatedConfirmed},
 		{"WriteOutcomes", testWriteOutcomes},
 		{"WriteBlockedScope", testWriteBlocked},
 		{"WriteGovernance", testWriteGovernance},
@@ -1279,5 +1280,66 @@ func testDedupRetryNotReinstated(t *testing.T, h Harness) {
 	}
 	if got := liveIDs(t, s, tenant, sc); !slices.Equal(got, []string{newer.ID}) {
 		t.Errorf("Live = %v, want the newer %s to stay", got, newer.ID)
+	}
+}
+
+// A decision written again after it was superseded is the current one from
+// that write on: the reinstated node keeps its creation time, and the
+// write's time becomes its LastValidatedAt, by which retrieval orders each
+// level. In a busy scope, ordered by creation, it fell behind the newer
+// decisions it is newer than and was left out of the context; and a
+// reinstated pattern, confirmed by the write, was reported obsolete.
+func testReinstatedConfirmed(t *testing.T, h Harness) {
+	s, tenant := h.Open(t)
+	ensureProject(t, s, tenant, "p1")
+	now := base
+	e := newWrite(t, s, nil, func(c *write.Config) { c.Now = func() time.Time { return now } })
+	req := func(kind graph.Kind, title string) write.Request {
+		return write.Request{TenantID: tenant, ProjectID: "p1", Kind: kind, Title: title, Rationale: "because"}
+	}
+	a := save(t, e, req(graph.Decision, "Cache user sessions in Redis"))
+	now = base.Add(time.Hour)
+	if b := save(t, e, req(graph.Decision, "Cache user sessions in Redis with a TTL")); b.Outcome != dedup.OutcomeSupersede {
+		t.Fatalf("setup: %+v, want the TTL decision to supersede %s", b, a.NodeID)
+	}
+	var newer []string
+	for i := range 12 {
+		now = base.Add(2*time.Hour + time.Duration(i)*time.Minute)
+		rc := save(t, e, req(graph.Decision, words(i)))
+		if rc.Outcome != dedup.OutcomeNew {
+			t.Fatalf("setup %q: %+v, want new", words(i), rc)
+		}
+		newer = append([]string{rc.NodeID}, newer...)
+	}
+	reverted := base.Add(3 * time.Hour)
+	now = reverted
+	if r := save(t, e, req(graph.Decision, "Cache user sessions in Redis")); r.Outcome != dedup.OutcomeSupersede || r.NodeID != a.NodeID {
+		t.Fatalf("revert: %+v, want supersede by the reinstated %s", r, a.NodeID)
+	}
+	got := read(t, s, tenant, func(ctx context.Context, tx graph.ReadTx) (graph.Node, error) { return tx.Node(ctx, a.NodeID) })
+	if !got.Live() || !got.CreatedAt.Equal(base) || !got.LastValidatedAt.Equal(reverted) {
+		t.Errorf("reinstated node = %+v, want live, created at %v, validated at the revert %v", got, base, reverted)
+	}
+	b := retrieve(t, newRetrieval(t, s, reverted, nil), tenant, "p1", "")
+	if want := append([]string{a.NodeID}, newer[:9]...); !slices.Equal(ids(b.Nodes), want) {
+		t.Errorf("Retrieve(p1) = %v,\nwant the reinstated %s first, then the 9 newest others %v", ids(b.Nodes), a.NodeID, want)
+	}
+
+	// A pattern confirmed again by its revert is not obsolete.
+	now = base
+	p := save(t, e, req(graph.Pattern, "Outbox for events"))
+	p2 := newNode(graph.Pattern, graph.ProjectScope("p1"), "Outbox for events and commands", "because", base.Add(time.Hour))
+	put(t, s, tenant, p2)
+	supersede(t, s, tenant, graph.ProjectScope("p1"), p2.ID, p.NodeID)
+	now = base.AddDate(0, 0, 100)
+	if r := save(t, e, req(graph.Pattern, "Outbox for events")); r.Outcome != dedup.OutcomeSupersede || r.NodeID != p.NodeID {
+		t.Fatalf("pattern revert: %+v, want supersede by the reinstated %s", r, p.NodeID)
+	}
+	rep, err := newHygiene(t, s, base.AddDate(0, 0, 120)).Run(ctxT(t), tenant, graph.Area{ProjectID: "p1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(rep.ObsoletePatterns, p.NodeID) {
+		t.Errorf("obsolete patterns = %v: %s was confirmed 20 days before the report", rep.ObsoletePatterns, p.NodeID)
 	}
 }

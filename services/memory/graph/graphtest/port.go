@@ -145,9 +145,34 @@ func testLiveOrderAndLimit(t *testing.T, h Harness) {
 		put(t, s, tenant, n)
 		want = append([]string{n.ID}, want...)
 	}
-	got := read(t, s, tenant, func(ctx context.Context, tx graph.ReadTx) ([]graph.Node, error) { return tx.Live(ctx, sc, 4) })
-	if !slices.Equal(ids(got), want[:4]) {
-		t.Errorf("Live(limit 4) = %v, want newest first %v", ids(got), want[:4])
+	live := func(limit int) []string {
+		return ids(read(t, s, tenant, func(ctx context.Context, tx graph.ReadTx) ([]graph.Node, error) { return tx.Live(ctx, sc, limit) }))
+	}
+	if got := live(4); !slices.Equal(got, want[:4]) {
+		t.Errorf("Live(limit 4) = %v, want newest first %v", got, want[:4])
+	}
+	// A node ranks by when it was last confirmed: a pattern validated when
+	// created, between two decisions; a node created last but validated
+	// before the others were created (the port does not forbid it), last.
+	between := newNode(graph.Pattern, sc, "validated when created", "", base.Add(3*time.Minute+30*time.Second))
+	between.LastValidatedAt = between.CreatedAt
+	early := newNode(graph.Pattern, sc, "validated before the rest", "", base.Add(time.Hour))
+	early.LastValidatedAt = base.Add(-time.Hour)
+	put(t, s, tenant, between, early)
+	want = slices.Concat(want[:2], []string{between.ID}, want[2:], []string{early.ID})
+	if got := live(4); !slices.Equal(got, want[:4]) {
+		t.Errorf("Live(limit 4) = %v, want by last confirmation %v", got, want[:4])
+	}
+	// A node created long ago and confirmed since comes first.
+	confirmed := newNode(graph.Pattern, sc, "confirmed last", "", base.Add(-24*time.Hour))
+	confirmed.LastValidatedAt = base.Add(10 * time.Minute)
+	put(t, s, tenant, confirmed)
+	want = append([]string{confirmed.ID}, want...)
+	if got := live(4); !slices.Equal(got, want[:4]) {
+		t.Errorf("Live(limit 4) = %v, want the confirmed %s first %v", got, confirmed.ID, want[:4])
+	}
+	if got := live(10); !slices.Equal(got, want) {
+		t.Errorf("Live(limit 10) = %v, want all by last confirmation %v", got, want)
 	}
 	none := read(t, s, tenant, func(ctx context.Context, tx graph.ReadTx) ([]graph.Node, error) {
 		return tx.Live(ctx, graph.ProjectScope("other"), 10)
@@ -388,6 +413,8 @@ func testHygieneQueries(t *testing.T, h Harness) {
 	oldSup := newNode(graph.Decision, sc, "Old decision that superseded another", "x", now.AddDate(0, 0, -190))
 	oldSupT := newNode(graph.Decision, sc, "Older decision it superseded", "x", now.AddDate(0, 0, -300))
 	fresh := newNode(graph.Decision, sc, "Fresh decision", "x", now.AddDate(0, 0, -10))
+	confirmed := newNode(graph.Decision, sc, "Old decision confirmed since", "x", now.AddDate(0, 0, -200))
+	confirmed.LastValidatedAt = now.AddDate(0, 0, -10)
 	stalePat := newNode(graph.Pattern, sc, "Stale pattern", "x", now.AddDate(0, 0, -400))
 	stalePat.LastValidatedAt = now.AddDate(0, 0, -100)
 	neverValidated := newNode(graph.Pattern, sc, "Never validated pattern", "x", now.AddDate(0, 0, -95))
@@ -406,7 +433,7 @@ func testHygieneQueries(t *testing.T, h Harness) {
 	failed := newNode(graph.Pattern, sc, "Failed pattern", "x", now)
 	failed.Status = graph.StatusFailed
 	global := newNode(graph.Decision, graph.GlobalScope(), "Global old decision", "x", now.AddDate(-2, 0, 0))
-	put(t, s, tenant, oldDec, oldSupT, fresh, stalePat, neverValidated, freshPat, e1, e2, e3, e4, e5, e6, e7, pending, failed, global)
+	put(t, s, tenant, oldDec, oldSupT, fresh, confirmed, stalePat, neverValidated, freshPat, e1, e2, e3, e4, e5, e6, e7, pending, failed, global)
 	err := s.Write(ctx, tenant, sc, func(ctx context.Context, tx graph.WriteTx) error {
 		if err := tx.Create(ctx, oldSup); err != nil {
 			return err
@@ -445,8 +472,10 @@ func testHygieneQueries(t *testing.T, h Harness) {
 		return r, err
 	})
 	// oldSupT is older than the cutoff and superseded nothing: outdated too.
+	// confirmed was created before it, but confirmed since.
 	if want := []string{oldSupT.ID, oldDec.ID}; !slices.Equal(got.outdated, want) {
-		t.Errorf("Outdated = %v, want %v (old, no outgoing SUPERSEDES; %s superseded one)", got.outdated, want, oldSup.ID)
+		t.Errorf("Outdated = %v, want %v (last confirmed before the cutoff, no outgoing SUPERSEDES; %s superseded one, %s was confirmed since)",
+			got.outdated, want, oldSup.ID, confirmed.ID)
 	}
 	if want := []string{stalePat.ID, neverValidated.ID}; !slices.Equal(sorted(got.stale), sorted(want)) {
 		t.Errorf("StalePatterns = %v, want %v", got.stale, want)
@@ -465,7 +494,7 @@ func testHygieneQueries(t *testing.T, h Harness) {
 			t.Errorf("Titles returned kind %s", r.Kind)
 		}
 	}
-	wantTitles := []string{oldDec.ID, fresh.ID, stalePat.ID, neverValidated.ID, freshPat.ID, pending.ID, failed.ID, oldSup.ID}
+	wantTitles := []string{oldDec.ID, fresh.ID, confirmed.ID, stalePat.ID, neverValidated.ID, freshPat.ID, pending.ID, failed.ID, oldSup.ID}
 	if !slices.Equal(sorted(titleIDs), sorted(wantTitles)) {
 		t.Errorf("Titles = %v, want the live decisions and patterns of the area %v", titleIDs, wantTitles)
 	}
@@ -633,13 +662,13 @@ func supersede(t *testing.T, s graph.Store, tenant string, sc graph.Scope, newID
 	}
 }
 
-// reinstate runs WriteTx.Reinstate in a write of its own.
-func reinstate(t *testing.T, s graph.Store, tenant string, sc graph.Scope, id string) (graph.Node, error) {
+// reinstate runs WriteTx.Reinstate in a write of its own, at at.
+func reinstate(t *testing.T, s graph.Store, tenant string, sc graph.Scope, id string, at time.Time) (graph.Node, error) {
 	t.Helper()
 	var head graph.Node
 	err := s.Write(ctxT(t), tenant, sc, func(ctx context.Context, tx graph.WriteTx) error {
 		var err error
-		head, err = tx.Reinstate(ctx, id)
+		head, err = tx.Reinstate(ctx, id, at)
 		return err
 	})
 	return head, err
@@ -681,7 +710,8 @@ func checkSupersession(t *testing.T, s graph.Store, tenant string, area graph.Ar
 }
 
 // The revert: A is superseded by B, then A comes back. A is live and
-// searchable again, B is superseded by A, and the relationships say so.
+// searchable again, confirmed at the reinstatement and still created when
+// it was, B is superseded by A, and the relationships say so.
 func testReinstate(t *testing.T, h Harness) {
 	s, tenant := h.Open(t)
 	ensureProject(t, s, tenant, "p1")
@@ -691,7 +721,8 @@ func testReinstate(t *testing.T, h Harness) {
 	put(t, s, tenant, a, b)
 	supersede(t, s, tenant, sc, b.ID, a.ID)
 
-	head, err := reinstate(t, s, tenant, sc, a.ID)
+	at := base.Add(2 * time.Hour)
+	head, err := reinstate(t, s, tenant, sc, a.ID, at)
 	if err != nil {
 		t.Fatalf("Reinstate(%s): %v", a.ID, err)
 	}
@@ -703,6 +734,10 @@ func testReinstate(t *testing.T, h Harness) {
 	if !gotA.Live() || gotB.SupersededBy != a.ID {
 		t.Errorf("after Reinstate: %s superseded by %q, %s by %q; want %s live and %s superseded by it",
 			a.ID, gotA.SupersededBy, b.ID, gotB.SupersededBy, a.ID, b.ID)
+	}
+	if !gotA.CreatedAt.Equal(a.CreatedAt) || !gotA.LastValidatedAt.Equal(at) || !gotB.LastValidatedAt.IsZero() {
+		t.Errorf("after Reinstate: %s created %v validated %v, %s validated %v; want %s created %v validated %v, %s never",
+			a.ID, gotA.CreatedAt, gotA.LastValidatedAt, b.ID, gotB.LastValidatedAt, a.ID, a.CreatedAt, at, b.ID)
 	}
 	if got := liveIDs(t, s, tenant, sc); !slices.Equal(got, []string{a.ID}) {
 		t.Errorf("Live after Reinstate = %v, want only the reinstated %s", got, a.ID)
@@ -717,7 +752,7 @@ func testReinstate(t *testing.T, h Harness) {
 		t.Errorf("Candidates after Reinstate = %v, want [%s]", got, a.ID)
 	}
 	// Back again: B reinstated over A, the relationship from A removed.
-	if head, err := reinstate(t, s, tenant, sc, b.ID); err != nil || head.ID != a.ID {
+	if head, err := reinstate(t, s, tenant, sc, b.ID, base.Add(3*time.Hour)); err != nil || head.ID != a.ID {
 		t.Fatalf("Reinstate(%s) back = %+v, %v; want head %s", b.ID, head, err, a.ID)
 	}
 	want = []graph.Edge{{Rel: graph.Supersedes, From: b.ID, To: a.ID, Reinstated: true}}
@@ -745,7 +780,7 @@ func testReinstateChain(t *testing.T, h Harness) {
 	supersede(t, s, tenant, sc, b.ID, a.ID)
 	supersede(t, s, tenant, sc, c.ID, b.ID)
 
-	head, err := reinstate(t, s, tenant, sc, a.ID)
+	head, err := reinstate(t, s, tenant, sc, a.ID, base.Add(3*time.Hour))
 	if err != nil || head.ID != c.ID {
 		t.Fatalf("Reinstate(%s) = %+v, %v; want the head of its chain %s", a.ID, head, err, c.ID)
 	}
@@ -759,7 +794,7 @@ func testReinstateChain(t *testing.T, h Harness) {
 	}
 	checkSupersession(t, s, tenant, sc.Area())
 	// B's chain now runs through C to A.
-	if head, err := reinstate(t, s, tenant, sc, b.ID); err != nil || head.ID != a.ID {
+	if head, err := reinstate(t, s, tenant, sc, b.ID, base.Add(4*time.Hour)); err != nil || head.ID != a.ID {
 		t.Fatalf("Reinstate(%s) = %+v, %v; want head %s", b.ID, head, err, a.ID)
 	}
 	if got := liveIDs(t, s, tenant, sc); !slices.Equal(got, []string{b.ID}) {
@@ -775,7 +810,7 @@ func testReinstateChain(t *testing.T, h Harness) {
 	supersede(t, s, tenant, sc, p2.ID, p1.ID)
 	supersede(t, s, tenant, sc, f2.ID, f1.ID)
 	for _, tc := range []struct{ old, head graph.Node }{{p1, p2}, {f1, f2}} {
-		if head, err := reinstate(t, s, tenant, sc, tc.old.ID); err != nil || head.ID != tc.head.ID {
+		if head, err := reinstate(t, s, tenant, sc, tc.old.ID, base.Add(5*time.Hour)); err != nil || head.ID != tc.head.ID {
 			t.Errorf("Reinstate(%s %s) = %+v, %v; want head %s", tc.old.Kind, tc.old.ID, head, err, tc.head.ID)
 		}
 	}
@@ -806,17 +841,24 @@ func testReinstateRefused(t *testing.T, h Harness) {
 	// B, then B by A.
 	supersede(t, s, tenant, sc, b.ID, a.ID)
 	supersede(t, s, tenant, sc, a.ID, b.ID)
+	// A superseded node that could be reinstated, but not without a time.
+	c := newNode(graph.Decision, sc, "Superseded once", "", base)
+	d := newNode(graph.Decision, sc, "Its replacement", "", base)
+	put(t, s, tenant, c, d)
+	supersede(t, s, tenant, sc, d.ID, c.ID)
 	before := nodesOf(t, s, tenant, sc.Area())
 	for _, tc := range []struct {
 		name, id string
+		at       time.Time
 		want     error
 	}{
-		{"a live node", live.ID, graph.ErrInvalid},
-		{"a missing node", "no-such-node", graph.ErrNotFound},
-		{"a node of another scope", other.ID, graph.ErrNotFound},
-		{"a node on a cycle", a.ID, graph.ErrNoLiveHead},
+		{"a live node", live.ID, base, graph.ErrInvalid},
+		{"a missing node", "no-such-node", base, graph.ErrNotFound},
+		{"a node of another scope", other.ID, base, graph.ErrNotFound},
+		{"a node on a cycle", a.ID, base, graph.ErrNoLiveHead},
+		{"a zero time", c.ID, time.Time{}, graph.ErrInvalid},
 	} {
-		if _, err := reinstate(t, s, tenant, sc, tc.id); !errors.Is(err, tc.want) {
+		if _, err := reinstate(t, s, tenant, sc, tc.id, tc.at); !errors.Is(err, tc.want) {
 			t.Errorf("Reinstate(%s): err = %v, want %v", tc.name, err, tc.want)
 		}
 	}

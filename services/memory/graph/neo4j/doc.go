@@ -15,7 +15,8 @@
 //
 // Schema, created idempotently by Open: uniqueness constraints on
 // Memory.id, Memory.content_key and Scope.uid; range indexes on
-// (scope_uid, created_at), (area_uid, kind) and tenant_id; the full-text
+// (scope_uid, created_at) and (scope_uid, last_validated_at), which Live
+// reads in order, (area_uid, kind) and tenant_id; the full-text
 // indexes decision_fulltext and pattern_fulltext on title, rationale and
 // ft_scope. Open then recomputes, in one transaction, the content hash,
 // content key and entity key of the nodes with a sign ('+', '#') whose

@@ -152,6 +152,8 @@ var schema = []string{
 	`CREATE CONSTRAINT memory_content_key IF NOT EXISTS FOR (n:Memory) REQUIRE n.content_key IS UNIQUE`,
 	`CREATE CONSTRAINT scope_uid IF NOT EXISTS FOR (s:Scope) REQUIRE s.uid IS UNIQUE`,
 	`CREATE INDEX memory_scope_created IF NOT EXISTS FOR (n:Memory) ON (n.scope_uid, n.created_at)`,
+	// With memory_scope_created, the order of Live (see liveCypher).
+	`CREATE INDEX memory_scope_validated IF NOT EXISTS FOR (n:Memory) ON (n.scope_uid, n.last_validated_at)`,
 	`CREATE INDEX memory_area_kind IF NOT EXISTS FOR (n:Memory) ON (n.area_uid, n.kind)`,
 	`CREATE INDEX memory_tenant IF NOT EXISTS FOR (n:Memory) ON (n.tenant_id)`,
 	`CREATE INDEX scope_tenant IF NOT EXISTS FOR (s:Scope) ON (s.tenant_id)`,

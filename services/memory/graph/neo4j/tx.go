@@ -146,19 +146,44 @@ func (r *readTx) Live(ctx context.Context, scope graph.Scope, limit int) ([]grap
 	if limit <= 0 {
 		return nil, nil
 	}
-	// The composite index (scope_uid, created_at) returns the scope's nodes
-	// newest first and the supersession filter checks each until limit pass:
-	// a handful of index entries, not the whole scope. The planner only
-	// takes the order from the index when ORDER BY names both of its
-	// properties, and no tie-breaker can follow without a full sort; and the
-	// ORDER BY must come before the projection, which shadows n.
-	return r.nodes(ctx, `MATCH (n:Memory)
+	return r.nodes(ctx, liveCypher, map[string]any{"scope": scopeUID(r.tenant, scope), "limit": int64(limit)})
+}
+
+// liveCypher reads the live nodes of a scope, the most recently confirmed
+// first: by coalesce(last_validated_at, created_at). Neo4j indexes no
+// expression, and sorting one reads every node of the scope; so each of two
+// composite indexes gives the scope's nodes in an order, the filters check
+// them until limit pass, a handful of entries a branch, and the answer is
+// the top limit of the two branches:
+//   - by created_at, the nodes never confirmed or confirmed since they were
+//     created: each ranks at least as high by confirmation as by creation,
+//     so the limit newest hold every such node of the answer (a node
+//     "confirmed" before it was created would take the place of one);
+//   - by last_validated_at, the nodes ever confirmed (patterns, reinstated
+//     nodes), which rank by it.
+//
+// The hints make each branch a seek of the scope in its index: left to its
+// estimates, the planner may seek the tenant's nodes and sort them, or scan
+// an index from its end through every scope after this one. It takes the
+// order from the index only when ORDER BY names both of its properties, and
+// no tie-breaker can follow without a sort; each ORDER BY comes before the
+// projection, which shadows n.
+const liveCypher = `CALL {
+		MATCH (n:Memory) USING INDEX SEEK n:Memory(scope_uid, created_at)
 		WHERE n.scope_uid = $scope AND n.created_at IS NOT NULL AND n.tenant_id = $tenant
 		  AND n.superseded_by IS NULL AND NOT EXISTS { (:Memory)-[:SUPERSEDES]->(n) }
+		  AND coalesce(n.last_validated_at, n.created_at) >= n.created_at
 		WITH n ORDER BY n.scope_uid DESC, n.created_at DESC LIMIT $limit
-		RETURN `+nodeProjection,
-		map[string]any{"scope": scopeUID(r.tenant, scope), "limit": int64(limit)})
-}
+		RETURN n
+	UNION
+		MATCH (n:Memory) USING INDEX SEEK n:Memory(scope_uid, last_validated_at)
+		WHERE n.scope_uid = $scope AND n.last_validated_at IS NOT NULL AND n.tenant_id = $tenant
+		  AND n.superseded_by IS NULL AND NOT EXISTS { (:Memory)-[:SUPERSEDES]->(n) }
+		WITH n ORDER BY n.scope_uid DESC, n.last_validated_at DESC LIMIT $limit
+		RETURN n
+	}
+	WITH n ORDER BY coalesce(n.last_validated_at, n.created_at) DESC, n.id DESC LIMIT $limit
+	RETURN ` + nodeProjection
 
 func (r *readTx) Conflicts(ctx context.Context, ids []string) ([]graph.Pair, error) {
 	if len(ids) < 2 {
@@ -258,7 +283,7 @@ func (r *readTx) Outdated(ctx context.Context, area graph.Area, cutoff time.Time
 		return nil, err
 	}
 	return r.ids(ctx, `MATCH (n:Memory) WHERE n.area_uid = $area AND n.kind = 'decision' AND n.tenant_id = $tenant
-		  AND n.created_at < $cutoff AND NOT EXISTS { (n)-[:SUPERSEDES]->() }
+		  AND coalesce(n.last_validated_at, n.created_at) < $cutoff AND NOT EXISTS { (n)-[:SUPERSEDES]->() }
 		RETURN n.id AS id ORDER BY n.created_at, id`,
 		map[string]any{"area": areaUID(r.tenant, area), "cutoff": cutoff.UTC()})
 }
@@ -495,7 +520,10 @@ func liveFTScope(uid string, kind graph.Kind) any {
 	return nil
 }
 
-func (w *writeTx) Reinstate(ctx context.Context, id string) (graph.Node, error) {
+func (w *writeTx) Reinstate(ctx context.Context, id string, at time.Time) (graph.Node, error) {
+	if at.IsZero() {
+		return graph.Node{}, fmt.Errorf("%w: reinstating %s needs the time of its write", graph.ErrInvalid, id)
+	}
 	old, head, err := graph.ChainHead(ctx, id, w.scopeNode)
 	if err != nil {
 		return graph.Node{}, err
@@ -508,11 +536,11 @@ func (w *writeTx) Reinstate(ctx context.Context, id string) (graph.Node, error) 
 		OPTIONAL MATCH (:Memory)-[prior:SUPERSEDES]->(old)
 		DELETE prior
 		WITH DISTINCT old, head
-		SET old.superseded_by = null, old.ft_scope = $ft, head.superseded_by = old.id
+		SET old.superseded_by = null, old.ft_scope = $ft, old.last_validated_at = $at, head.superseded_by = old.id
 		REMOVE head.ft_scope
 		MERGE (old)-[r:SUPERSEDES]->(head)
 		SET r.tenant_id = $tenant, r.created_at = datetime(), r.reinstated = true`,
-		map[string]any{"old": old.ID, "head": head.ID, "scope": w.uid, "ft": liveFTScope(w.uid, old.Kind)},
+		map[string]any{"old": old.ID, "head": head.ID, "scope": w.uid, "ft": liveFTScope(w.uid, old.Kind), "at": at.UTC()},
 		func(*neo4j.Record) error { return nil })
 	if err != nil {
 		return graph.Node{}, err
