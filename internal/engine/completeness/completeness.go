@@ -111,18 +111,16 @@ func scoreHeuristic(def *engine.Definition, t engine.CompletenessModelType, h en
 }
 
 func scoreCategory(def *engine.Definition, t engine.CompletenessModelType, cat string, m *engine.WorkingMemory) (float64, []string) {
-	var items []engine.ObligationItem
-	for _, it := range m.Obligations.Items {
-		if it.Category == cat {
-			items = append(items, it)
+	// The items are read in place: each is a large struct, and this runs
+	// for every category heuristic on every turn.
+	n, sum := 0, 0.0
+	var gaps []*engine.ObligationItem
+	for i := range m.Obligations.Items {
+		it := &m.Obligations.Items[i]
+		if it.Category != cat {
+			continue
 		}
-	}
-	if len(items) == 0 {
-		return 0, nil
-	}
-	sum := 0.0
-	var gaps []engine.ObligationItem
-	for _, it := range items {
+		n++
 		sat, part := it.Status == engine.StatusSatisfied, it.Status == engine.StatusPartial
 		switch t {
 		case engine.ModelMaturity:
@@ -138,8 +136,11 @@ func scoreCategory(def *engine.Definition, t engine.CompletenessModelType, cat s
 			gaps = append(gaps, it)
 		}
 	}
+	if n == 0 {
+		return 0, nil
+	}
 	// Required and higher-priority gaps first, definition order otherwise.
-	slices.SortStableFunc(gaps, func(a, b engine.ObligationItem) int {
+	slices.SortStableFunc(gaps, func(a, b *engine.ObligationItem) int {
 		if a.Required != b.Required {
 			if a.Required {
 				return -1
@@ -152,7 +153,7 @@ func scoreCategory(def *engine.Definition, t engine.CompletenessModelType, cat s
 	for i, g := range gaps {
 		ids[i] = g.ID
 	}
-	return sum / float64(len(items)), ids
+	return sum / float64(n), ids
 }
 
 func scoreFields(def *engine.Definition, t engine.CompletenessModelType, prefix string, m *engine.WorkingMemory) (float64, []string) {
