@@ -95,8 +95,9 @@ type StreamSettings struct {
 	// Partitions of ordered streams. Default (0): the count they already
 	// have, else DevPartitions in dev and ServePartitions otherwise.
 	Partitions int
-	// Duplicates is the deduplication window. Default: see
-	// DefaultDuplicates.
+	// Duplicates is the deduplication window, at most MaxAge when that is
+	// set (NATS keeps a stream's ids no longer than its events). Default:
+	// see DefaultDuplicates, or MaxAge when that is shorter.
 	Duplicates time.Duration
 	// Compression stores full message blocks compressed: events.CompressionS2
 	// (consecutive LLM records share most of their prompts, and the LLM
@@ -186,6 +187,10 @@ func DefaultCompression(dev bool) string {
 // takes one copy of a repeated id (of a recorded model call the last, which
 // the work that committed used: internal/llm/record); the window keeps
 // copies out of the stream.
+//
+// A stream max age under the window shortens it to the max age (NATS refuses
+// a window beyond it); it keeps two copies of an id out of the stream still,
+// since the first has expired when the window ends.
 func DefaultDuplicates(dev bool, ackWait time.Duration) time.Duration {
 	if dev {
 		return ackWait + 30*time.Second
@@ -201,7 +206,12 @@ func (c Config) withDefaults() Config {
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, 30*time.Second)
 	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
 	c.Streams.Replicas = cmp.Or(c.Streams.Replicas, 1)
-	c.Streams.Duplicates = cmp.Or(c.Streams.Duplicates, DefaultDuplicates(c.Dev, c.AckWait))
+	if c.Streams.Duplicates == 0 {
+		c.Streams.Duplicates = DefaultDuplicates(c.Dev, c.AckWait)
+		if c.Streams.MaxAge > 0 {
+			c.Streams.Duplicates = min(c.Streams.Duplicates, c.Streams.MaxAge)
+		}
+	}
 	c.Streams.Compression = cmp.Or(c.Streams.Compression, DefaultCompression(c.Dev))
 	if c.Dev && len(c.Services) == 0 {
 		for name := range c.Available {
@@ -281,6 +291,10 @@ func (c Config) validate() error {
 	}
 	if c.Streams.MaxAge < 0 {
 		bad("stream-max-age", "must not be negative")
+	}
+	if c.Streams.MaxAge > 0 && c.Streams.Duplicates > c.Streams.MaxAge {
+		bad("duplicate-window", "%s is longer than --stream-max-age %s: set it to at most %[2]s, or leave it unset for the max age",
+			c.Streams.Duplicates, c.Streams.MaxAge)
 	}
 	return errors.Join(errs...)
 }
