@@ -1,5 +1,12 @@
 package events
 
+import "time"
+
 // HandleAdvisory dead-letters the event a MaxDeliver advisory names, as the
 // advisory watcher does.
 func (b *Bus) HandleAdvisory(data []byte) error { return b.handleAdvisory(data) }
+
+// ObserveHandle records a handler run of d, as a consumer does.
+func (m *Metrics) ObserveHandle(service, ceType string, d time.Duration) {
+	m.forService(service).of(ceType).seconds.Observe(d.Seconds())
+}

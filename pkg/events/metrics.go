@@ -38,9 +38,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Events handled by consumers, by service (consumer), type and outcome (ok, retry, dead_letter).",
 		}, []string{"service", "type", "outcome"}),
 		handleTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "praetor_event_handle_seconds",
-			Help:    "Time spent in event handlers.",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+			Name: "praetor_event_handle_seconds",
+			Help: "Time spent in event handlers.",
+			// From the turn path's sub-millisecond events to the handlers
+			// that take minutes: the runner's and the extractor's time out
+			// at 5, a background task's at 11, a workflow attempt's at an
+			// hour and a minute.
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30,
+				60, 120, 300, 600, 1800, 3600},
 		}, []string{"service", "type"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "praetor_dead_letters_total",
