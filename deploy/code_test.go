@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"regexp"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,9 @@ func otherEnvNames() []string {
 		orchestrator.EnvWorkers, orchestrator.EnvMaxParallel, orchestrator.EnvAttemptsDir, orchestrator.EnvAttemptsKeep, orchestrator.EnvLease,
 	}
 }
+
+// deadLetterCauses are the values of praetor_dead_letters_total's cause.
+func deadLetterCauses() []string { return slices.Clone(events.DeadLetterCauses) }
 
 // eventMetricNames are the metrics of pkg/events, from the collectors
 // events.NewMetrics registers.

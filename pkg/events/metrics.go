@@ -1,6 +1,7 @@
 package events
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -49,7 +50,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"service", "type"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "praetor_dead_letters_total",
-			Help: "Events copied to the dead-letter stream, by service (consumer) and cause (permanent, decode, max_deliver).",
+			Help: "Events copied to the dead-letter stream, by service (consumer, or outbox) and cause (" + strings.Join(DeadLetterCauses, ", ") + ").",
 		}, []string{"service", "cause"}),
 		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "praetor_event_handler_panics_total",
