@@ -42,7 +42,7 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			if err != nil {
 				return err
 			}
-			return withToolBus("dlq list", natsURL, dataDir, func(bus *events.Bus) error {
+			return withToolBus("dlq list", natsURL, dataDir, g.stderr, func(bus *events.Bus) error {
 				enc := json.NewEncoder(g.stdout)
 				n, err := eachDeadLetter(ctx, bus, cfg, listFilter, g, func(seq uint64, dl events.DeadLetter) error {
 					return enc.Encode(deadLetterLine{Seq: seq, At: dl.At, Cause: dl.Cause, Reason: dl.Reason, Service: dl.Consumer,
@@ -100,7 +100,7 @@ letter an event, but also those redriven before (they stay): narrow it with
 			if err != nil {
 				return err
 			}
-			return withToolBus("dlq redrive", natsURL, dataDir, func(bus *events.Bus) error {
+			return withToolBus("dlq redrive", natsURL, dataDir, g.stderr, func(bus *events.Bus) error {
 				if all {
 					// The dead letters present now (one a redrive fails into
 					// comes after them), one an event: several consumers may

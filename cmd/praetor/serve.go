@@ -136,6 +136,10 @@ drains the consumers and exits 0.`),
 	}
 }
 
+// defaultNATSListen is where praetor dev's embedded NATS takes other
+// processes, and where a tool without a --data-dir store looks for it.
+const defaultNATSListen = "127.0.0.1:4222"
+
 func devCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	var (
 		nf         nodeFlags
@@ -145,7 +149,7 @@ func devCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs := ff.NewFlagSet("dev").SetParent(parent)
 	nf.register(fs, "127.0.0.1:8080")
 	fs.StringVar(&dataDir, 0, "data-dir", "./.praetor", "directory of the embedded NATS and SQLite data")
-	fs.StringVar(&natsListen, 0, "nats-listen", "127.0.0.1:4222", "address where the embedded NATS takes other processes (praetor replay, chat); empty: in-process only")
+	fs.StringVar(&natsListen, 0, "nats-listen", defaultNATSListen, "address where the embedded NATS takes other processes (praetor replay, chat); empty: in-process only")
 	return &ff.Command{
 		Name:      "dev",
 		Usage:     "praetor dev [FLAGS]",

@@ -77,12 +77,16 @@ func migrateCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	}
 }
 
+// localDevURL is where a praetor dev listens by default (--nats-listen).
+var localDevURL = "nats://" + defaultNATSListen
+
 // toolConn connects a tool to the event log: --nats-url when given; else
 // the praetor dev running on --data-dir, at the address its lock records;
 // else the embedded server opened on --data-dir, holding its lock meanwhile
 // (so no dev starts on it); else, when --data-dir has no store, a praetor
-// dev listening on the default address.
-func toolConn(command, natsURL, dataDir string) (*nats.Conn, func(), error) {
+// dev listening on the default address, which it says on stderr: that dev
+// may run on any directory.
+func toolConn(command, natsURL, dataDir string, stderr io.Writer) (*nats.Conn, func(), error) {
 	if natsURL != "" {
 		nc, err := events.Connect(natsURL, "praetor-tool")
 		if err != nil {
@@ -92,7 +96,10 @@ func toolConn(command, natsURL, dataDir string) (*nats.Conn, func(), error) {
 	}
 	storeDir := filepath.Join(dataDir, "nats")
 	if _, err := os.Stat(storeDir); err != nil {
-		if nc, err := nats.Connect("nats://127.0.0.1:4222", nats.Name("praetor-tool"), nats.Timeout(500*time.Millisecond)); err == nil {
+		if nc, err := nats.Connect(localDevURL, nats.Name("praetor-tool"), nats.Timeout(500*time.Millisecond)); err == nil {
+			fmt.Fprintf(stderr, "praetor %s: no praetor dev data in %s (%s not found): reading the NATS at %s, "+
+				"a praetor dev's on another --data-dir or any server's there; give --data-dir or --nats-url to choose\n",
+				command, dataDir, storeDir, localDevURL)
 			return nc, nc.Close, nil
 		}
 		return nil, nil, fmt.Errorf("no NATS to read from: set --nats-url (NATS_URL), start praetor dev, or point --data-dir at its data (%s not found)", storeDir)
@@ -120,7 +127,7 @@ func toolConn(command, natsURL, dataDir string) (*nats.Conn, func(), error) {
 	}
 	// Said, as a running dev elsewhere (another --data-dir, an external
 	// NATS) would not be what is read.
-	fmt.Fprintf(os.Stderr, "praetor %s: no praetor dev runs on %s; reading its store\n", command, dataDir)
+	fmt.Fprintf(stderr, "praetor %s: no praetor dev runs on %s; reading its store\n", command, dataDir)
 	srv, err := events.StartServer(events.ServerConfig{StoreDir: storeDir})
 	if err != nil {
 		lock.Release()
@@ -144,8 +151,8 @@ func toolNATSFlags(fs *ff.FlagSet, natsURL, dataDir *string) {
 
 // withToolBus runs fn with a bus on the NATS a tool reads (see toolConn),
 // and closes it after.
-func withToolBus(command, natsURL, dataDir string, fn func(*events.Bus) error) error {
-	nc, closeConn, err := toolConn(command, natsURL, dataDir)
+func withToolBus(command, natsURL, dataDir string, stderr io.Writer, fn func(*events.Bus) error) error {
+	nc, closeConn, err := toolConn(command, natsURL, dataDir, stderr)
 	if err != nil {
 		return err
 	}
@@ -190,7 +197,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if workflowRun != "" || session != "" {
-				return withToolBus("replay", natsURL, dataDir, func(bus *events.Bus) error {
+				return withToolBus("replay", natsURL, dataDir, g.stderr, func(bus *events.Bus) error {
 					if workflowRun != "" {
 						return replayWorkflow(ctx, bus, tenant, workflowRun, g.stdout, g.stderr)
 					}
@@ -211,7 +218,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 				}
 				cfg.Since = t
 			}
-			return withToolBus("replay", natsURL, dataDir, func(bus *events.Bus) error {
+			return withToolBus("replay", natsURL, dataDir, g.stderr, func(bus *events.Bus) error {
 				n, err := replayJSON(ctx, bus, cfg, g.stdout)
 				if errors.Is(err, jetstream.ErrStreamNotFound) {
 					return settingErr("stream", "no stream %s on this server; streams: %s", stream, streamNames())
