@@ -7,16 +7,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/praetorhq/praetor/internal/wiring"
-
-	"github.com/cloudevents/sdk-go/v2/event"
-
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
+	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/internal/llm/record"
+	"github.com/praetorhq/praetor/internal/wiring"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/services/runner"
@@ -25,17 +26,21 @@ import (
 // replaySession rebuilds a session from the event log, serving the runner's
 // model answers from their records, and prints a line per turn, then the
 // final state and its hash. It returns an error when a rebuilt turn's state
-// hash differs from the one recorded live.
-func replaySession(ctx context.Context, bus *events.Bus, sessionID string, enginesDirs []string, stdout, stderr io.Writer) error {
+// hash differs from the one recorded live. While it reads and rebuilds, it
+// says on stderr what it is at, once a second by now.
+func replaySession(ctx context.Context, bus *events.Bus, sessionID string, enginesDirs []string, stdout, stderr io.Writer,
+	now func() time.Time) error {
 	if !contracts.ValidToken(sessionID) {
 		return settingErr("session", "%q is not a session id", sessionID)
 	}
+	progress := &replayProgress{w: stderr, now: now, last: now()}
 	collect := func(stream, subject string) ([]event.Event, error) {
 		var evs []event.Event
 		err := bus.Replay(ctx, events.ReplayConfig{Stream: stream, Subjects: []string{subject}}, func(r events.Record) error {
 			if r.Err == nil {
 				evs = append(evs, r.Event)
 			}
+			progress.say("reading %s: %d events of session %s", stream, len(evs), sessionID)
 			return nil
 		})
 		return evs, err
@@ -66,9 +71,10 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	}
 	// The per-turn telemetry was logged live; a replay only reports hashes.
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg := runner.Config{LLM: replayer, Registry: reg, Logger: quiet}
+	llmAt := &turnsAt{Replayer: replayer, progress: progress, sessionID: sessionID, turns: turnNumbers(sessionEvents)}
+	cfg := runner.Config{LLM: llmAt, Registry: reg, Logger: quiet}
 	if recordedSummaries(calls) {
-		cfg.Summarizer = contextasm.LLMSummarizer{LLM: replayer}
+		cfg.Summarizer = contextasm.LLMSummarizer{LLM: llmAt}
 	}
 	r, err := runner.New(cfg)
 	if err != nil {
@@ -151,4 +157,57 @@ func lost(ctx context.Context, bus *events.Bus, stream string) string {
 	}
 	return fmt.Sprintf("; %s holds its events from sequence %d (%s) on: the %d before %s", stream, info.State.FirstSeq,
 		info.State.FirstTime.UTC().Format(time.RFC3339), info.State.FirstSeq-1, why)
+}
+
+// replayProgress says what a long replay is at, at most once an interval
+// (a second): runner.Replay gives its turns' lines only when the whole
+// session is rebuilt, and a long one is a while reading and rebuilding.
+type replayProgress struct {
+	w   io.Writer
+	now func() time.Time
+
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (p *replayProgress) say(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := p.now(); t.Sub(p.last) >= time.Second {
+		p.last = t
+		fmt.Fprintf(p.w, format+"\n", args...)
+	}
+}
+
+// turnsAt serves a replay's model calls from their records, saying which
+// turn it rebuilds (a call's work names it: llm.WithWork).
+type turnsAt struct {
+	*record.Replayer
+	progress  *replayProgress
+	sessionID string
+	turns     map[string]int // turnNumbers
+}
+
+func (t *turnsAt) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	work := strings.TrimSuffix(llm.CallIDOf(ctx, llm.Request{}), "/call")
+	if id, ok := strings.CutPrefix(work, "turn/"); ok {
+		t.progress.say("rebuilding session %s: turn %d of %d", t.sessionID, t.turns[id], t.turns[""])
+	}
+	return t.Replayer.Complete(ctx, req)
+}
+
+// turnNumbers maps the session's turn ids to their numbers, and "" to the
+// last number.
+func turnNumbers(evs []event.Event) map[string]int {
+	turns := map[string]int{}
+	for _, ev := range evs {
+		if ev.Type() != contracts.TurnExtractedSpec.Type {
+			continue
+		}
+		if te, err := contracts.DecodeAs[contracts.TurnExtracted](ev); err == nil {
+			turns[te.TurnID] = te.TurnNumber
+			turns[""] = max(turns[""], te.TurnNumber)
+		}
+	}
+	return turns
 }

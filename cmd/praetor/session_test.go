@@ -31,7 +31,7 @@ func TestReplaySessionSaysWhatTheStreamLost(t *testing.T) {
 	}
 	ctx := t.Context()
 	var out, errOut bytes.Buffer
-	err = replaySession(ctx, bus, "s-1", nil, &out, &errOut)
+	err = replaySession(ctx, bus, "s-1", nil, &out, &errOut, time.Now)
 	if err == nil || !strings.Contains(err.Error(), "no stream PRAETOR_TURNS on nats://") {
 		t.Errorf("replay on a NATS without the streams: %v, want the stream and the server named", err)
 	}
@@ -66,12 +66,12 @@ func TestReplaySessionSaysWhatTheStreamLost(t *testing.T) {
 	if err := st.Purge(ctx, jetstream.WithPurgeSequence(2)); err != nil {
 		t.Fatal(err)
 	}
-	err = replaySession(ctx, bus, "s-1", nil, &out, &errOut)
+	err = replaySession(ctx, bus, "s-1", nil, &out, &errOut, time.Now)
 	if want := "PRAETOR_TURNS holds its events from sequence 2 ("; err == nil || !strings.Contains(err.Error(), "no session.started") ||
 		!strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "the 1 before expired or removed") {
 		t.Errorf("replay of a session whose start was lost: %v, want %q and what was lost", err, want)
 	}
-	err = replaySession(ctx, bus, "s-2", nil, &out, &errOut)
+	err = replaySession(ctx, bus, "s-2", nil, &out, &errOut, time.Now)
 	if err == nil || !strings.Contains(err.Error(), "no events of session s-2 in PRAETOR_TURNS; PRAETOR_TURNS holds its events from sequence 2") {
 		t.Errorf("replay of an unknown session: %v, want where the stream's events begin", err)
 	}
@@ -146,5 +146,70 @@ func TestReplayOfADegradedConversation(t *testing.T) {
 	}
 	if len(model.Requests()) != calls {
 		t.Error("the replay called the model")
+	}
+}
+
+// praetor replay --session says what it is at while it reads and rebuilds
+// a session, before the turns' lines that come once it is rebuilt: a long
+// session is a while at it. (The clock here moves a second a look.)
+func TestReplaySessionShowsProgress(t *testing.T) {
+	httpAddr, natsAddr := testenv.FreeAddr(t), testenv.FreeAddr(t)
+	start(t, []string{"PRAETOR_LLM_API_KEY=", "OPENAI_API_KEY="},
+		"dev", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-listen", natsAddr)
+	base := "http://" + httpAddr
+	testenv.WaitHTTP(t, base+"/readyz", 30*time.Second)
+	post := func(path string, body any, out any) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		resp, err := http.Post(base+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+	var sess struct {
+		SessionID string `json:"session_id"`
+	}
+	post("/v1/sessions", map[string]string{"engine_id": "project-discovery"}, &sess)
+	for _, msg := range []string{"We want a mobile app for our field technicians.", "They lose track of jobs.", "We have 40 of them."} {
+		var turn struct {
+			Status string `json:"status"`
+		}
+		post("/v1/sessions/"+sess.SessionID+"/turns?wait=30s", map[string]string{"message": msg}, &turn)
+		if turn.Status != "answered" {
+			t.Fatalf("turn %q: %s, want answered", msg, turn.Status)
+		}
+	}
+
+	nc, err := events.Connect("nats://"+natsAddr, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	now := func() time.Time {
+		clock = clock.Add(time.Second)
+		return clock
+	}
+	var out, errOut bytes.Buffer
+	if err := replaySession(t.Context(), bus, sess.SessionID, nil, &out, &errOut, now); err != nil {
+		t.Fatalf("replay: %v\n%s", err, errOut.String())
+	}
+	log := errOut.String()
+	firstTurn := strings.Index(log, "\nturn 1 ")
+	for _, want := range []string{
+		"reading PRAETOR_TURNS: ", "reading PRAETOR_LLM: ",
+		"rebuilding session " + sess.SessionID + ": turn 1 of 3", "rebuilding session " + sess.SessionID + ": turn 3 of 3",
+	} {
+		if i := strings.Index(log, want); i < 0 || i > firstTurn {
+			t.Errorf("stderr does not say %q before the turns' lines:\n%s", want, log)
+		}
 	}
 }

@@ -191,7 +191,8 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			"CloudEvent is printed with \"error\", its headers and its base64 data. No consumer is touched.\n\n" +
 			"--session ID rebuilds a session from PRAETOR_TURNS, its model answers served from PRAETOR_LLM\n" +
 			"(no model is called): a line per turn on stderr with its state hash, ok or DIVERGED from the\n" +
-			"hash the live run recorded, then the state as JSON on stdout. It fails naming the turn and the\n" +
+			"hash the live run recorded, then the state as JSON on stdout; before, while it reads and\n" +
+			"rebuilds, a line a second says what it is at. It fails naming the turn and the\n" +
 			"model call it cannot serve, or the engine version it lacks (--engines-dir, one per version).\n" +
 			"--workflow RUN folds a run's events from PRAETOR_WORKFLOWS and prints its state and hash.",
 		Flags: fs,
@@ -201,7 +202,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 					if workflowRun != "" {
 						return replayWorkflow(ctx, bus, tenant, workflowRun, g.stdout, g.stderr)
 					}
-					return replaySession(ctx, bus, session, enginesDirs, g.stdout, g.stderr)
+					return replaySession(ctx, bus, session, enginesDirs, g.stdout, g.stderr, time.Now)
 				})
 			}
 			if stream == "" {
