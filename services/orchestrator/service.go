@@ -109,7 +109,10 @@ func NewService(s Settings, d node.Deps) (*Service, error) {
 func (s *Service) Owner() string { return s.owner }
 
 // Start consumes run requests and begins renewing leases and taking over
-// orphaned runs.
+// orphaned runs, until ctx ends: the node's stop begins, and it drains every
+// consumer before it stops the services. From then on the replica takes over
+// no run (it would carry it only until Stop, and hold it from the replicas
+// that go on); it renews the leases of those it carries until Stop.
 func (s *Service) Start(ctx context.Context) error {
 	if err := s.disp.Start(ctx); err != nil {
 		return err
@@ -130,7 +133,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.sub, s.loopCancel, s.loopDone = sub, cancel, make(chan struct{})
 	s.mu.Unlock()
-	go s.loop(lctx)
+	go s.loop(lctx, ctx.Done())
 	s.log.Info("orchestrator started", "owner", s.owner, "workflow_dir", s.set.WorkflowDir, "lease", s.set.Lease)
 	return nil
 }
@@ -165,15 +168,20 @@ func (s *Service) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// loop renews this replica's leases and takes over expired ones.
-func (s *Service) loop(ctx context.Context) {
+// loop renews this replica's leases, and takes over expired ones until
+// stopping closes.
+func (s *Service) loop(ctx context.Context, stopping <-chan struct{}) {
 	defer close(s.loopDone)
 	tick := time.NewTicker(s.set.Lease / 3)
 	defer tick.Stop()
 	var pruned time.Time
 	for {
 		s.renew(ctx)
-		s.takeOver(ctx)
+		select {
+		case <-stopping:
+		default:
+			s.takeOver(ctx)
+		}
 		if time.Since(pruned) >= resultsPruneEvery {
 			s.pruneResults(ctx)
 			pruned = time.Now()
