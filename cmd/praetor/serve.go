@@ -42,7 +42,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.StringVar(&f.httpAddr, 0, "http-addr", httpAddr, "address of the HTTP API, page, health and metrics")
 	fs.StringVar(&f.services, 0, "services", "", "comma-separated services to run (dev: all); available: "+strings.Join(wiring.Names(), ", "))
 	fs.IntVar(&f.partitions, 0, "partitions", 0, "partitions of the ordered streams (per-key order, parallel keys); 0: the streams' own count when they exist, else 4 in dev and 16 in serve")
-	fs.DurationVar(&f.maxAge, 0, "stream-max-age", 0, "how long streams keep events (0: forever, the audit log)")
+	fs.DurationVar(&f.maxAge, 0, "stream-max-age", 0, "how long streams keep events (0: forever, the audit log; longer than --ack-wait)")
 	fs.IntVar(&f.replicas, 0, "stream-replicas", 1, "replicas of each stream in a NATS cluster")
 	fs.DurationVar(&f.duplicates, 0, "duplicate-window", 0, "window in which the streams drop a republished event id (0: the ack wait and 30s more in dev, whose embedded NATS server keeps the window's ids in the services' heap; 2m in serve, or that much when the ack wait is longer; at most --stream-max-age)")
 	fs.StringVar(&f.compression, 0, "stream-compression", "", "how streams store full message blocks: s2 (compressed: the LLM stream takes ~1/15 of the disk) or none (default: none in dev, whose embedded NATS server would compress on the handlers' cores; s2 in serve)")

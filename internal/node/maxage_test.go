@@ -37,7 +37,7 @@ func TestShortMaxAgeStarts(t *testing.T) {
 	ran := make(chan error, 1)
 	go func() {
 		ran <- node.Run(ctx, node.Config{Dev: true, DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0",
-			Streams: node.StreamSettings{MaxAge: 20 * time.Second}, Available: available,
+			AckWait: 10 * time.Second, Streams: node.StreamSettings{MaxAge: 20 * time.Second}, Available: available,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Ready: func(string) { close(ready) }})
 	}()
 	select {
@@ -64,7 +64,7 @@ func TestShortMaxAgeStarts(t *testing.T) {
 // anything starts, naming both settings and what to set.
 func TestDuplicateWindowOverMaxAgeRefused(t *testing.T) {
 	err := node.Validate(node.Config{Dev: true, DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0",
-		Streams: node.StreamSettings{MaxAge: 20 * time.Second, Duplicates: 2 * time.Minute}})
+		AckWait: 10 * time.Second, Streams: node.StreamSettings{MaxAge: 20 * time.Second, Duplicates: 2 * time.Minute}})
 	var se *node.SettingError
 	if !errors.As(err, &se) || se.Setting != "duplicate-window" {
 		t.Fatalf("validate: %v, want a SettingError on duplicate-window", err)
@@ -73,5 +73,16 @@ func TestDuplicateWindowOverMaxAgeRefused(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not say %q", err, want)
 		}
+	}
+}
+
+// A max age within the ack wait is refused: an event whose worker dies
+// would expire before it is delivered again.
+func TestMaxAgeWithinTheAckWaitRefused(t *testing.T) {
+	err := node.Validate(node.Config{Dev: true, DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0",
+		AckWait: 30 * time.Second, Streams: node.StreamSettings{MaxAge: 20 * time.Second}})
+	var se *node.SettingError
+	if !errors.As(err, &se) || se.Setting != "stream-max-age" || !strings.Contains(err.Error(), "--ack-wait 30s") {
+		t.Fatalf("validate: %v, want a SettingError on stream-max-age naming --ack-wait", err)
 	}
 }

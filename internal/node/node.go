@@ -292,6 +292,12 @@ func (c Config) validate() error {
 	if c.Streams.MaxAge < 0 {
 		bad("stream-max-age", "must not be negative")
 	}
+	if c.Streams.MaxAge > 0 && c.Streams.MaxAge <= c.AckWait {
+		// An event whose handler died is delivered again after the ack
+		// wait: one that expires first is lost, with no dead letter.
+		bad("stream-max-age", "%s is not longer than --ack-wait %s: an event whose worker dies would expire before it "+
+			"is delivered again; keep events longer than the ack wait (for replay and audit, days)", c.Streams.MaxAge, c.AckWait)
+	}
 	if c.Streams.MaxAge > 0 && c.Streams.Duplicates > c.Streams.MaxAge {
 		bad("duplicate-window", "%s is longer than --stream-max-age %s: set it to at most %[2]s, or leave it unset for the max age",
 			c.Streams.Duplicates, c.Streams.MaxAge)
