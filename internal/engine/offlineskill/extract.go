@@ -318,6 +318,34 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	return fieldAnswer{}, false, blocked
 }
 
+// opensWith reports whether a sentence opens with the phrase, past its
+// leads ("Maybe we could …").
+func opensWith(t engine.Text, phrase string) bool {
+	return engine.PhraseIndex(trimLeads(t.Lowered(), leads), phrase) == 0
+}
+
+// trimLeads cuts the leads off the start of s, any case, as long as
+// something is left.
+func trimLeads(s string, leads []string) string {
+	for cut := true; cut; {
+		cut = false
+		for _, l := range leads {
+			if len(s) > len(l) && strings.EqualFold(s[:len(l)], l) && engine.PhraseIndex(s[:len(l)+1], l) == 0 {
+				rest := strings.TrimLeft(s[len(l):], " ,;:-")
+				if rest != "" {
+					s, cut = rest, true
+				}
+			}
+		}
+	}
+	return s
+}
+
+// leads lead into what the user says, and qualify it, without being part
+// of it: "Maybe we could …", "Mostly word of mouth".
+var leads = []string{"and", "or", "so", "well", "oh", "also", "plus", "then", "yes", "yeah", "ok", "okay", "mostly",
+	"mainly", "largely", "maybe", "perhaps", "probably", "possibly", "i think", "i guess", "i suppose"}
+
 // restates reports whether the sentence only restates the current value of
 // a field (a string, or a string of a list): it holds it, as whole words,
 // and little else ("Like I told you, it's for our field technicians"). A
@@ -470,15 +498,27 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 	case engine.TypeBoolean:
 		return !Negated(s), true
 	case engine.TypeArray:
-		part := s
+		part, introduced, clauses := s, false, false
 		if i := strings.Index(s, ":"); i >= 0 && i < len(s)-1 {
 			part = s[i+1:]
 		} else if keyword != "" {
 			if i := engine.PhraseIndex(s, keyword); i >= 0 {
 				lower := strings.ToLower(s)
 				after := strings.TrimSpace(lower[i+len(strings.ToLower(keyword)):])
-				if len(strings.Fields(after)) >= 2 && len(lower) == len(s) {
-					part = s[len(s)-len(after):]
+				if endsItem(after) && unsure(engine.LowerText(keyword)) {
+					return nil, false // "Not sure, maybe …" names nothing one is unsure of
+				}
+				if strings.HasPrefix(after, ",") && opensWith(engine.LowerText(lower), keyword) {
+					after = strings.TrimSpace(after[1:]) // "If money were no object, we could …"
+				}
+				switch {
+				case endsItem(after):
+					// The keyword is part of an item ("word of mouth and
+					// Instagram"), or of a clause ("the delivery run takes
+					// too long, and …"): the items are the sentence's.
+					clauses = strings.HasPrefix(after, ",") || strings.HasPrefix(after, ";")
+				case len(strings.Fields(after)) >= 2 && len(lower) == len(s):
+					part, introduced = s[len(s)-len(after):], true
 				}
 			}
 		}
@@ -489,10 +529,33 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 				break
 			}
 		}
-		items := SplitItems(part)
+		items := splitItems(part, clauses)
+		if introduced {
+			// The keyword again introduces the next item: "we could run a
+			// buddy system, maybe we could do a series".
+			for i, it := range items {
+				if engine.PhraseIndex(it, keyword) == 0 && len(it) > len(keyword) {
+					items[i] = strings.TrimSpace(it[len(keyword):])
+				}
+			}
+		}
 		return items, len(items) > 0
 	}
 	return nil, false
+}
+
+// endsItem reports whether what follows a keyword shows it ends an item:
+// nothing, or a separator of items.
+func endsItem(after string) bool {
+	if after == "" || strings.IndexAny(after[:1], ",;.!?&") == 0 {
+		return true
+	}
+	for _, sep := range []string{"and ", "or ", "plus ", "as well as "} {
+		if strings.HasPrefix(after, sep) {
+			return true
+		}
+	}
+	return false
 }
 
 func firstSentences(s string, n int) string {
@@ -509,16 +572,28 @@ func cleanSentence(s string) string {
 	return strings.TrimRight(s, ".!?;:, ")
 }
 
-// SplitItems splits "a, b and c" into [a b c].
-func SplitItems(s string) []string {
-	s = cleanSentence(s)
+// SplitItems splits "a, b and c" into [a b c]. Words that qualify an item
+// rather than name it go ("mostly word of mouth", "Shopify too").
+func SplitItems(s string) []string { return splitItems(s, false) }
+
+// thousands finds the commas inside numbers ("$5,000"), which part no
+// items.
+var thousands = regexp.MustCompile(`(\d),(\d)`)
+
+// splitItems is SplitItems, or, with clauses, splits clauses only ("X and
+// Y don't talk to each other, so …" at the comma, not at the "and").
+func splitItems(s string, clauses bool) []string {
+	s = thousands.ReplaceAllString(cleanSentence(s), "$1\x00$2")
 	repl := strings.NewReplacer(" and also ", ",", ", and ", ",", " and ", ",", " as well as ", ",", " plus ", ",", "; ", ",")
+	if clauses {
+		repl = strings.NewReplacer("; ", ",")
+	}
 	var out []string
 	for _, it := range strings.Split(repl.Replace(s), ",") {
-		it = strings.TrimSpace(it)
-		it = strings.TrimPrefix(it, "and ")
-		it = strings.TrimPrefix(it, "or ")
-		it = strings.TrimSuffix(it, " etc")
+		it = trimLeads(strings.ReplaceAll(strings.TrimSpace(it), "\x00", ","), leads)
+		for _, suffix := range []string{" etc", " too", " as well", " mostly", " mainly"} {
+			it = strings.TrimSuffix(it, suffix)
+		}
 		if it = cleanSentence(it); it != "" {
 			out = append(out, it)
 		}

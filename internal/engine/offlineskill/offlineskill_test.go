@@ -2,6 +2,7 @@ package offlineskill_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -57,9 +58,10 @@ func known(t testing.TB, def *engine.Definition, fields map[string]any) engine.E
 }
 
 func TestExtractionSkill(t *testing.T) {
-	def := discovery(t)
+	cat := enginetest.Shipped(t)
 	tests := []struct {
 		name     string
+		engine   string // "" for project-discovery
 		current  map[string]any
 		focus    string
 		msg      string
@@ -156,9 +158,42 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a preference is not a correction", current: map[string]any{"users_and_personas.user_count": 60},
 			msg:    "The office would rather get push alerts than phone calls, and the 6 staff there all agree.",
 			absent: []string{"users_and_personas.user_count"}},
+		// A keyword that is part of an item stays in it; one that introduces
+		// the items does not.
+		{name: "a keyword that is an item", engine: "business-profile", focus: "acquisition_channels_known",
+			msg:  "Mostly word of mouth and Instagram.",
+			want: map[string]any{"brand_and_marketing.acquisition_channels": []any{"word of mouth", "Instagram"}}},
+		{name: "a keyword that ends an item", engine: "business-profile", focus: "regulations_identified",
+			msg:  "Food hygiene regulations and allergen labelling.",
+			want: map[string]any{"regulatory_and_compliance.regulations": []any{"Food hygiene regulations", "allergen labelling"}}},
+		{name: "a keyword that ends a clause", engine: "business-profile", focus: "bottlenecks_identified",
+			msg:  "The delivery run takes too long, and invoicing is done by hand.",
+			want: map[string]any{"operations.bottlenecks": []any{"The delivery run takes too long", "invoicing is done by hand"}}},
+		{name: "a keyword that ends a clause splits clauses only", engine: "business-profile", focus: "tech_pain_points_identified",
+			msg: "Xero and Shopify don't talk to each other, so everything is retyped.",
+			want: map[string]any{"technology_stack.tech_pain_points": []any{"Xero and Shopify don't talk to each other",
+				"everything is retyped"}}},
+		{name: "a keyword before its items", engine: "business-profile", focus: "bottlenecks_identified",
+			msg:  "Our biggest bottleneck is the delivery run and invoicing.",
+			want: map[string]any{"operations.bottlenecks": []any{"the delivery run", "invoicing"}}},
+		{name: "a budget keeps its word and its thousands", engine: "exploration", focus: "constraints_identified",
+			msg:  "Our budget is limited to $5,000 and we must be live within two months.",
+			want: map[string]any{"decision.constraints": []any{"budget is limited to $5,000", "we must be live within two months"}}},
+		{name: "a deadline keeps its word", engine: "exploration", focus: "constraints_identified",
+			msg:  "We have a hard deadline before tax season in January.",
+			want: map[string]any{"decision.constraints": []any{"hard deadline before tax season in January"}}},
+		{name: "a doubt names no gap", engine: "exploration", msg: "Not sure, really.",
+			absent: []string{"initial_state.knowledge_gaps"}},
+		{name: "a pause after an opening keyword", engine: "ideation", focus: "wild_ideas_explored",
+			msg:  "If money were no object, we could open a studio in every town.",
+			want: map[string]any{"idea_generation.wild_ideas": []any{"we could open a studio in every town"}}},
+		{name: "a keyword that introduces the next item again", engine: "ideation", focus: "ideas_captured",
+			msg:  "We could run a buddy system, maybe we could do a beginners-only series and a discount for referrals.",
+			want: map[string]any{"idea_generation.ideas": []any{"run a buddy system", "do a beginners-only series", "a discount for referrals"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			def, _ := cat.Get(cmp.Or(tt.engine, "project-discovery"))
 			cur := engine.NewExtraction()
 			if tt.current != nil {
 				cur = known(t, def, tt.current)
