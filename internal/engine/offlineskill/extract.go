@@ -28,9 +28,10 @@ const (
 // the prompt asks a model to, from the prompt alone: for each field, its cue
 // patterns, then its cue values, then its cue keywords are looked for in the
 // user's message; a field that is already known is only re-extracted when it
-// is the field asked about or the user marks a correction; a message that
-// matches no cue at all answers the question just asked (the focus
-// obligation), unless it declines it, which defers the obligation.
+// is the field asked about or the user marks a correction, but for a list,
+// which grows by the new items a strong cue names (see matchField); a
+// message that matches no cue at all answers the question just asked (the
+// focus obligation), unless it declines it, which defers the obligation.
 func Extraction(_ context.Context, req llm.Request) (string, error) {
 	p, err := extraction.ParsePrompt(req)
 	if err != nil {
@@ -70,16 +71,36 @@ func Extract(p extraction.Prompt) Answer {
 			focus[f] = true
 		}
 	}
-	aboutKnown := false
+	// What it takes a known list to grow depends on the question just
+	// asked: whether there is one, and whether its own cues found its
+	// answer; its fields are tried first.
+	grows := growOnAny
+	if p.Focus != nil {
+		grows = growOnOpening
+	}
+	fields := make([]extraction.PromptField, 0, len(p.Fields))
 	for _, f := range p.Fields {
+		if focus[f.Path] {
+			fields = append(fields, f)
+		}
+	}
+	for _, f := range p.Fields {
+		if !focus[f.Path] {
+			fields = append(fields, f)
+		}
+	}
+	aboutKnown := false
+	for _, f := range fields {
 		inFocus := focus[f.Path]
 		if f.Cues.FocusOnly && !inFocus {
 			continue
 		}
-		known := len(f.Current) > 0 && string(f.Current) != "null" && f.CurrentConfidence >= f.ConfidenceThreshold
-		fa, ok, blocked := matchField(f, sentences, known, inFocus)
+		fa, ok, blocked := matchField(f, sentences, isKnown(f), inFocus, grows)
 		if ok {
 			ans.Fields[f.Path] = fa
+			if inFocus && grows == growOnOpening {
+				grows = growOnAdding
+			}
 		}
 		aboutKnown = aboutKnown || blocked
 	}
@@ -108,7 +129,7 @@ func Extract(p extraction.Prompt) Answer {
 	// the first of them that is still open.
 	for _, path := range p.Focus.Fields {
 		f := promptField(p, path)
-		if f == nil || (len(f.Current) > 0 && f.CurrentConfidence >= f.ConfidenceThreshold && len(p.Focus.Fields) > 1) {
+		if f == nil || (isKnown(*f) && len(p.Focus.Fields) > 1) {
 			continue
 		}
 		if hedged && f.Cues.Firm {
@@ -121,6 +142,9 @@ func Extract(p extraction.Prompt) Answer {
 			// not confirm the scope).
 			v, ok = yesOrNo(msg)
 		}
+		if ok && f.ValueType == engine.TypeArray {
+			v, ok = grow(f.Current, v.([]string))
+		}
 		if ok {
 			ans.Fields[path] = fieldAnswer{Value: v, Confidence: max(confFocus, f.ConfidenceThreshold),
 				Reasoning: "answer to the question just asked (" + p.Focus.ID + ")"}
@@ -128,6 +152,11 @@ func Extract(p extraction.Prompt) Answer {
 		break
 	}
 	return ans
+}
+
+// isKnown reports whether a field holds a value confident enough to count.
+func isKnown(f extraction.PromptField) bool {
+	return len(f.Current) > 0 && string(f.Current) != "null" && f.CurrentConfidence >= f.ConfidenceThreshold
 }
 
 func promptField(p extraction.Prompt, path string) *extraction.PromptField {
@@ -246,10 +275,31 @@ func prepare(ss []string) []sentence {
 	return out
 }
 
+// growth is what it takes a keyword of a known list, in a sentence that
+// neither asks about nor corrects it, to add to it.
+type growth int
+
+const (
+	// growOnAny: no question was asked, any keyword will do.
+	growOnAny growth = iota
+	// growOnOpening: the cues of the question asked found nothing: a
+	// sentence that opens with the keyword ("We could run a buddy system")
+	// or says it adds ("we also have a deadline").
+	growOnOpening
+	// growOnAdding: the question's cues answered it: a sentence that says
+	// it adds.
+	growOnAdding
+)
+
 // matchField tries a field's cues: patterns, then values, then keywords.
 // blocked reports a pattern that matched a sentence about the field while
 // the field is known and the sentence neither asked about nor corrected it.
-func matchField(f extraction.PromptField, sentences []sentence, known, inFocus bool) (fa fieldAnswer, ok, blocked bool) {
+//
+// A known list is not left alone: a sentence that names items it lacks
+// grows it, through a pattern, or a keyword as grows allows. Its answer is
+// the whole list, the old items and the new. A sentence whose items are
+// all on the list restates it, and answers nothing else.
+func matchField(f extraction.PromptField, sentences []sentence, known, inFocus bool, grows growth) (fa fieldAnswer, ok, blocked bool) {
 	conf := func(base float64, s sentence) float64 {
 		c := base
 		if f.Cues.Confidence > 0 {
@@ -263,6 +313,25 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	// A known field is left alone unless asked about or corrected.
 	allowed := func(s sentence) bool {
 		return !known || inFocus || s.correction
+	}
+	list := f.ValueType == engine.TypeArray
+	// whole makes a list's items the whole list; changed is false when
+	// that is the list already (none, when there was none).
+	whole := func(v any) (any, bool) {
+		if !list {
+			return v, true
+		}
+		return grow(f.Current, v.([]string))
+	}
+	// strong reports whether a keyword lets a sentence grow a known list.
+	strong := func(s sentence, kw string) bool {
+		switch {
+		case !list:
+			return false
+		case grows == growOnAny || adds(s.lower):
+			return true
+		}
+		return grows == growOnOpening && opensWith(s.lower, kw)
 	}
 	for _, pat := range f.Cues.Patterns {
 		c, err := compile(pat)
@@ -278,11 +347,16 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			if m == nil {
 				continue
 			}
-			if !allowed(s) {
+			free := allowed(s)
+			if !free && !list {
 				blocked = true
 				continue
 			}
 			if v, ok := patternValue(f.ValueType, re, m); ok {
+				if v, ok = whole(v); !ok {
+					blocked = blocked || known
+					continue
+				}
 				return fieldAnswer{Value: v, Confidence: conf(confPattern, s),
 					Reasoning: fmt.Sprintf("matched the pattern of %s", f.DisplayName)}, true, false
 			}
@@ -300,7 +374,8 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			if !s.lower.Contains(kw) {
 				continue
 			}
-			if !allowed(s) {
+			free := allowed(s)
+			if !free && !strong(s, kw) {
 				// A keyword alone ("technicians") is too weak a sign that the
 				// message is about the known field to keep it from
 				// answering the question asked; with the field's value
@@ -310,12 +385,84 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			if v, ok := valueFromText(f.ValueType, s.text, kw); ok {
+				if v, ok = whole(v); !ok {
+					blocked = blocked || known
+					continue
+				}
 				return fieldAnswer{Value: v, Confidence: conf(confKeyword, s),
 					Reasoning: fmt.Sprintf("the sentence mentions %q", kw)}, true, false
 			}
 		}
 	}
 	return fieldAnswer{}, false, blocked
+}
+
+// grow is the list current (JSON, nil for none) becomes with items: those
+// it lacks are added; an item whose words an item of the list holds
+// already is on it ("budget" in "budget of 5000 dollars"). changed reports
+// whether the list is not what it was.
+func grow(current json.RawMessage, items []string) (list []any, changed bool) {
+	_ = json.Unmarshal(current, &list) // none, unless a list
+	for _, item := range items {
+		if _, on := closest(list, item); !on {
+			list, changed = append(list, item), true
+		}
+	}
+	return list, changed
+}
+
+// closest is the index of the item of list that shares the most words
+// with item (-1 for none); holds says whether it holds them all.
+func closest(list []any, item string) (best int, holds bool) {
+	want := contentWords(item)
+	best, most := -1, 0
+	for i, x := range list {
+		s, ok := x.(string)
+		if !ok {
+			continue
+		}
+		if strings.EqualFold(cleanSentence(s), cleanSentence(item)) {
+			return i, true
+		}
+		have, n := contentWords(s), 0
+		for w := range want {
+			if have[w] {
+				n++
+			}
+		}
+		if n > most {
+			best, most = i, n
+		}
+	}
+	return best, best >= 0 && most == len(want)
+}
+
+// contentWords are the words of an item that tell it from others.
+func contentWords(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' }) {
+		if !restateFiller[w] && !smallWords[w] {
+			out[w] = true
+		}
+	}
+	return out
+}
+
+// smallWords, with restateFiller, are the words that do not tell two items
+// apart.
+var smallWords = map[string]bool{"more": true, "in": true, "on": true, "at": true, "with": true, "about": true, "than": true,
+	"before": true, "after": true, "have": true, "has": true, "be": true, "was": true, "by": true, "from": true, "or": true,
+	"around": true, "roughly": true, "some": true, "not": true}
+
+// adds reports whether a sentence says it adds to what was said ("we also
+// have a deadline", "Shopify too").
+func adds(t engine.Text) bool {
+	for _, p := range []string{"also", "another", "as well", "one more", "in addition", "additionally", "besides"} {
+		if t.Contains(p) {
+			return true
+		}
+	}
+	return strings.HasSuffix(strings.TrimRight(t.Lowered(), ".!?;:, "), " too")
 }
 
 // opensWith reports whether a sentence opens with the phrase, past its
