@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -143,7 +144,7 @@ func Extract(p extraction.Prompt) Answer {
 			v, ok = yesOrNo(msg)
 		}
 		if ok && f.ValueType == engine.TypeArray {
-			v, ok = grow(f.Current, v.([]string))
+			v, ok = grow(f.Current, v.([]string), extraction.CorrectionMarker(answer) != "" && !adds(engine.LowerText(answer)))
 		}
 		if ok {
 			ans.Fields[path] = fieldAnswer{Value: v, Confidence: max(confFocus, f.ConfidenceThreshold),
@@ -297,8 +298,9 @@ const (
 //
 // A known list is not left alone: a sentence that names items it lacks
 // grows it, through a pattern, or a keyword as grows allows. Its answer is
-// the whole list, the old items and the new. A sentence whose items are
-// all on the list restates it, and answers nothing else.
+// the whole list, the old items and the new, or, for a correction, the
+// list with the item corrected. A sentence whose items are all on the list
+// restates it, and answers nothing else.
 func matchField(f extraction.PromptField, sentences []sentence, known, inFocus bool, grows growth) (fa fieldAnswer, ok, blocked bool) {
 	conf := func(base float64, s sentence) float64 {
 		c := base
@@ -317,11 +319,11 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	list := f.ValueType == engine.TypeArray
 	// whole makes a list's items the whole list; changed is false when
 	// that is the list already (none, when there was none).
-	whole := func(v any) (any, bool) {
+	whole := func(v any, s sentence) (any, bool) {
 		if !list {
 			return v, true
 		}
-		return grow(f.Current, v.([]string))
+		return grow(f.Current, v.([]string), s.correction && !adds(s.lower))
 	}
 	// strong reports whether a keyword lets a sentence grow a known list.
 	strong := func(s sentence, kw string) bool {
@@ -353,7 +355,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			if v, ok := patternValue(f.ValueType, re, m); ok {
-				if v, ok = whole(v); !ok {
+				if v, ok = whole(v, s); !ok {
 					blocked = blocked || known
 					continue
 				}
@@ -385,7 +387,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			if v, ok := valueFromText(f.ValueType, s.text, kw); ok {
-				if v, ok = whole(v); !ok {
+				if v, ok = whole(v, s); !ok {
 					blocked = blocked || known
 					continue
 				}
@@ -397,28 +399,49 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	return fieldAnswer{}, false, blocked
 }
 
-// grow is the list current (JSON, nil for none) becomes with items: those
-// it lacks are added; an item whose words an item of the list holds
-// already is on it ("budget" in "budget of 5000 dollars"). changed reports
-// whether the list is not what it was.
-func grow(current json.RawMessage, items []string) (list []any, changed bool) {
+// grow is the list current (JSON, nil for none) becomes with items. An
+// item whose words an item of the list holds already is on it ("budget"
+// in "budget of 5000 dollars"); the others are added or, when correct,
+// each replaces the item it shares the most words with ("budget is 8000
+// dollars" the "budget of 5000 dollars"), if any. An item that says "not
+// X" names no item: when correct, it takes X off the list ("Actually not
+// Xero, it's QuickBooks"). changed reports whether the list is not what it
+// was.
+func grow(current json.RawMessage, items []string, correct bool) (list []any, changed bool) {
 	_ = json.Unmarshal(current, &list) // none, unless a list
+	replaced := map[int]bool{}
 	for _, item := range items {
-		if _, on := closest(list, item); !on {
-			list, changed = append(list, item), true
+		if correct {
+			item = trimLeads(item, correctionLeads)
 		}
+		if w, rest, _ := strings.Cut(item, " "); strings.EqualFold(w, "not") {
+			if i, _ := closest(list, rest, nil); correct && i >= 0 {
+				list, changed = slices.Delete(list, i, i+1), true
+			}
+			continue
+		}
+		if _, on := closest(list, item, nil); on {
+			continue
+		}
+		changed = true
+		if i, _ := closest(list, item, replaced); correct && i >= 0 {
+			list[i], replaced[i] = item, true
+			continue
+		}
+		list = append(list, item)
 	}
 	return list, changed
 }
 
-// closest is the index of the item of list that shares the most words
-// with item (-1 for none); holds says whether it holds them all.
-func closest(list []any, item string) (best int, holds bool) {
+// closest is the index of the item of list, but those skipped, that
+// shares the most words with item (-1 for none); holds says whether it
+// holds them all.
+func closest(list []any, item string, skip map[int]bool) (best int, holds bool) {
 	want := contentWords(item)
 	best, most := -1, 0
 	for i, x := range list {
 		s, ok := x.(string)
-		if !ok {
+		if !ok || skip[i] {
 			continue
 		}
 		if strings.EqualFold(cleanSentence(s), cleanSentence(item)) {
@@ -492,6 +515,10 @@ func trimLeads(s string, leads []string) string {
 // of it: "Maybe we could …", "Mostly word of mouth".
 var leads = []string{"and", "or", "so", "well", "oh", "also", "plus", "then", "yes", "yeah", "ok", "okay", "mostly",
 	"mainly", "largely", "maybe", "perhaps", "probably", "possibly", "i think", "i guess", "i suppose"}
+
+// correctionLeads lead into the item a correction gives ("Actually not
+// Xero, it's QuickBooks").
+var correctionLeads = []string{"actually", "it's", "it is", "i meant", "i mean"}
 
 // restates reports whether the sentence only restates the current value of
 // a field (a string, or a string of a list): it holds it, as whole words,
@@ -720,7 +747,8 @@ func cleanSentence(s string) string {
 }
 
 // SplitItems splits "a, b and c" into [a b c]. Words that qualify an item
-// rather than name it go ("mostly word of mouth", "Shopify too").
+// rather than name it go ("mostly word of mouth", "Shopify too"), and so
+// does a remark after the first item ("…, I checked with my partner").
 func SplitItems(s string) []string { return splitItems(s, false) }
 
 // thousands finds the commas inside numbers ("$5,000"), which part no
@@ -741,12 +769,26 @@ func splitItems(s string, clauses bool) []string {
 		for _, suffix := range []string{" etc", " too", " as well", " mostly", " mainly"} {
 			it = strings.TrimSuffix(it, suffix)
 		}
+		if len(out) > 0 && remark(it) {
+			continue
+		}
 		if it = cleanSentence(it); it != "" {
 			out = append(out, it)
 		}
 	}
 	return out
 }
+
+// remark reports whether an item is the user saying how they know
+// ("I checked with my partner", "I think").
+func remark(item string) bool {
+	w := strings.Fields(strings.ToLower(item))
+	return len(w) > 1 && (w[0] == "i" || w[0] == "i've") && remarkVerbs[w[1]]
+}
+
+var remarkVerbs = map[string]bool{"checked": true, "asked": true, "think": true, "guess": true, "believe": true, "suppose": true,
+	"reckon": true, "heard": true, "said": true, "hope": true, "was": true, "talked": true, "spoke": true,
+	"confirmed": true, "looked": true, "double-checked": true}
 
 var numberRe = regexp.MustCompile(`(?i)(\d[\d,]*(?:\.\d+)?)\s*(k|m|thousand|million)?\b`)
 

@@ -231,6 +231,25 @@ func TestExtractionSkill(t *testing.T) {
 			msg:     "Cost versus control, given the budget.",
 			want:    map[string]any{"decision.tradeoffs": []any{"Cost versus control"}},
 			absent:  []string{"decision.constraints"}},
+		// A correction of one item of a list replaces that item and keeps the
+		// others.
+		{name: "a correction replaces the item it corrects", engine: "exploration",
+			current: map[string]any{"decision.constraints": []string{"budget of 5000 dollars", "deadline before tax season in January"}},
+			msg:     "Actually the budget is more like 8000 dollars, I checked with my partner.",
+			want: map[string]any{"decision.constraints": []any{"budget is more like 8000 dollars",
+				"deadline before tax season in January"}}},
+		{name: "a correction of an item not on the list adds it", focus: "integrations_identified",
+			current: map[string]any{"constraints.integrations": []string{"Xero"}},
+			msg:     "Actually it syncs with Google Calendar too.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero", "Google Calendar"}}},
+		{name: "a remark after the items is no item", engine: "business-profile", focus: "competitors_named",
+			current: map[string]any{"target_market.competitors": []string{"Greggs"}},
+			msg:     "Actually our main competitors are Greggs and Pret, I checked with my partner.",
+			want:    map[string]any{"target_market.competitors": []any{"Greggs", "Pret"}}},
+		{name: "a correction that takes an item back", focus: "integrations_identified",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Google Calendar"}},
+			msg:     "Actually not Xero, it's QuickBooks.",
+			want:    map[string]any{"constraints.integrations": []any{"Google Calendar", "QuickBooks"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,6 +284,25 @@ func TestExtractionSkill(t *testing.T) {
 				t.Errorf("deferred = %v, want %v", ans.DeferredObligations, tt.deferred)
 			}
 		})
+	}
+}
+
+// A correction of one item of a list, applied, keeps the other items: the
+// list is superseded by the list with that item corrected, not by the
+// correction alone.
+func TestExtractionSkillListCorrectionKeepsTheOthers(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	def, _ := cat.Get("exploration")
+	cur := known(t, def, map[string]any{"decision.constraints": []string{"budget of 5000 dollars", "deadline before tax season in January"}})
+	msg := "Actually the budget is more like 8000 dollars, I checked with my partner."
+	res := extraction.Apply(def, cur, extract(t, def, cur, "", msg), msg, extraction.Meta{MessageID: "m1", TurnNumber: 2})
+	var got []string
+	res.Extraction.Decode("decision.constraints", &got)
+	if want := []string{"budget is more like 8000 dollars", "deadline before tax season in January"}; !slices.Equal(got, want) {
+		t.Errorf("constraints = %q, want %q", got, want)
+	}
+	if len(res.Superseded) != 1 || !strings.Contains(string(res.Superseded[0].OldValue), "5000") {
+		t.Errorf("superseded = %+v, want the old list", res.Superseded)
 	}
 }
 
