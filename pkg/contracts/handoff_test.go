@@ -94,6 +94,10 @@ func TestHandoffContracts(t *testing.T) {
 		{"session started with another engine's handoff", func() Payload { s := started; s.EngineID = "ideation"; return s }(), "targets"},
 		{"returned failure without error", TaskReturned{TenantID: "acme", SessionID: "s1", TaskID: "t", Attempt: 1}, "error"},
 		{"returned without attempt", TaskReturned{TenantID: "acme", SessionID: "s1", TaskID: "t", Completed: true}, "attempt"},
+		{"forwarded failure", TaskReturned{TenantID: "acme", SessionID: "s2", TaskID: "t", Attempt: 1, Error: "x", FromSessionID: "s1"},
+			"forwarded"},
+		{"forwarded from a bad session id", TaskReturned{TenantID: "acme", SessionID: "s2", TaskID: "t", Attempt: 1, Completed: true,
+			FromSessionID: "s 1"}, "from_session_id"},
 		{"merged with an unknown status", TaskMerged{TenantID: "acme", SessionID: "s1", TaskID: "t", Status: "done"}, "status"},
 		{"merged stalled", TaskMerged{TenantID: "acme", SessionID: "s1", TaskID: "t", Status: TaskStatusStalled}, ""},
 	}

@@ -338,6 +338,10 @@ type TaskReturned struct {
 	Permanent bool `json:"permanent,omitempty"`
 	// ReturnedAt is when the worker answered (the answer event's time).
 	ReturnedAt time.Time `json:"returned_at"`
+	// FromSessionID, when set, is the session that dispatched the task and
+	// handed off to this one before the result came back: the result is
+	// forwarded here, the session the conversation went on in.
+	FromSessionID string `json:"from_session_id,omitempty"`
 }
 
 func (TaskReturned) Spec() *Spec                   { return TaskReturnedSpec }
@@ -352,6 +356,14 @@ func (t TaskReturned) Validate() error {
 	if !t.Completed {
 		if err := need("error", t.Error); err != nil {
 			return fmt.Errorf("a failure needs its error: %w", err)
+		}
+		if t.FromSessionID != "" {
+			return errors.New("only a result is forwarded from another session, not a failure")
+		}
+	}
+	if t.FromSessionID != "" {
+		if err := needTokens("from_session_id", t.FromSessionID); err != nil {
+			return err
 		}
 	}
 	return need("task_id", t.TaskID)

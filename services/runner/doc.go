@@ -59,7 +59,12 @@
 // (task.completed, task.failed on PRAETOR_TASKS) are routed by the runner
 // onto the session's subject of the turns stream (task.returned), so the
 // keyed consumer merges them between turns, in the session's order, and a
-// replay of the session merges them at the same place. Each write of a
+// replay of the session merges them at the same place. A session that has
+// handed off tries nothing again (a failure settles the task), and passes a
+// result on to the handoff's target session as a task.returned of that
+// session (from_session_id set), which merges it as a completed task: the
+// research the source started serves the engine the conversation went on
+// with. Each write of a
 // session also names the version it read (conversation.SaveSession); a
 // write that finds another is refused and its work redone on the fresh
 // state, which guards against overlapping handlers (one outliving its ack

@@ -250,7 +250,7 @@ func (s *Service) load(ctx context.Context, ev event.Event, tenantID, sessionID,
 	case err == nil && handled:
 		return sess, nil, nil, delivery.ErrHandled
 	case errors.Is(err, store.ErrNotFound):
-		return sess, nil, nil, events.Permanent(fmt.Errorf("%s names unknown session %s", what, sessionID))
+		return sess, nil, nil, events.Permanent(fmt.Errorf("%s names unknown session %s: %w", what, sessionID, err))
 	case err != nil:
 		return sess, nil, nil, err
 	}
@@ -589,14 +589,21 @@ func (s *Service) dispatchEvent(sess conversation.Session, d TaskDispatch, at ti
 
 // merge handles a task.returned: the outcome merges into working memory
 // (Runner.Merge); the new state, a task.merged for the gateway and the
-// replay, and the attempts to dispatch (a retry) commit together. An
-// outcome the session no longer waits for changes nothing.
+// replay, the attempts to dispatch (a retry) and the result forwarded to
+// the handoff's target session (when the session has handed off) commit
+// together. An outcome the session no longer waits for changes nothing.
 func (s *Service) merge(ctx context.Context, ev event.Event) (delivery.Step, error) {
 	tr, err := contracts.DecodeAs[contracts.TaskReturned](ev)
 	if err != nil {
 		return nil, err
 	}
 	sess, def, mem, err := s.load(ctx, ev, tr.TenantID, tr.SessionID, "task "+tr.TaskID)
+	if tr.FromSessionID != "" && errors.Is(err, store.ErrNotFound) {
+		// The handoff's target session is being started (runner-handoffs):
+		// the result waits for it, keeping its place in the session's order.
+		return nil, fmt.Errorf("runner: task %s forwarded from session %s to session %s, not started yet",
+			tr.TaskID, tr.FromSessionID, tr.SessionID)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -634,6 +641,16 @@ func (s *Service) merge(ctx context.Context, ev event.Event) (delivery.Step, err
 		}
 		emitted = append(emitted, dev)
 	}
+	if f := mg.Forward; f != nil {
+		o := f.Outcome
+		fev, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(ev.ID(), "forwarded"), Source: source, Time: at},
+			contracts.TaskReturned{TenantID: sess.TenantID, SessionID: f.SessionID, TaskID: o.TaskID, Attempt: o.Attempt,
+				Completed: true, Output: o.Output, ReturnedAt: at, FromSessionID: o.From})
+		if err != nil {
+			return nil, events.Permanent(err)
+		}
+		emitted = append(emitted, fev)
+	}
 	sess.State, sess.StateHash, sess.Sidebar = state, mg.StateHash, sb
 	sess.Completeness, sess.UpdatedAt = mg.State.Completeness.Overall, s.cfg.Now().UTC()
 	return func(ctx context.Context, tx store.Querier) ([]event.Event, error) {
@@ -642,6 +659,10 @@ func (s *Service) merge(ctx context.Context, ev event.Event) (delivery.Step, err
 		}
 		s.m.merged.WithLabelValues(mg.Status).Inc()
 		s.m.dispatched.Add(float64(len(mg.Tasks)))
+		if f := mg.Forward; f != nil {
+			s.cfg.Logger.Info("task result forwarded to the session the conversation went on in", "session_id", sess.ID,
+				"task_id", tr.TaskID, "target_session_id", f.SessionID)
+		}
 		return emitted, nil
 	}, nil
 }

@@ -794,3 +794,84 @@ func TestTurnAfterTheHandoffIsAnsweredWithWhereToGo(t *testing.T) {
 		t.Errorf("replay: diverged %t, %d turns, hash %s, live %s", res.Diverged, len(res.Turns), res.StateHash, after.StateHash)
 	}
 }
+
+// Research the source session dispatched on the turn that handed off comes
+// back after the handoff: the source records it, and the session the
+// conversation went on in gets it too, in its own order, before its first
+// turn reads its context; both sessions replay from their events to their
+// stored states.
+func TestResearchAfterTheHandoffReachesTheTarget(t *testing.T) {
+	engineYAML := strings.Replace(handoffEngine, "exit_transitions:", `background_tasks:
+  - task_id: budget_research
+    display_name: Budget research
+    trigger: {type: custom, evaluator: always}
+    handler: research.solution_landscape
+    estimated_duration: 30s
+    failure_strategy: {type: retry, max_retries: 2}
+exit_transitions:`, 1)
+	rig := runnertest.New(t, runnertest.Options{Engines: map[string]string{"handing.yaml": engineYAML},
+		Evaluators: map[string]engine.Evaluator{"always": func(*engine.WorkingMemory) float64 { return 1 }}})
+	var mu sync.Mutex
+	var prompts []string
+	l := replies(func(req llm.Request) string {
+		mu.Lock()
+		prompts = append(prompts, req.Messages[0].Content)
+		mu.Unlock()
+		return "What options have you heard of?"
+	})
+	s, _ := newService(t, rig, l, func(c *Config) { c.Mappers = handingMappers(t) })
+	start(t, s)
+	sid := rig.CreateSession(t, "handing", "hand-research")
+	rig.Publish(t, "hr-1", t0.Add(time.Minute), runnertest.Turn(sid, 1, "Our goal is a booking app; the budget is $5k. Can we explore options?",
+		map[string]any{"basics.goal": "a booking app", "basics.budget": "$5k"}))
+	target := TargetSessionID(HandoffID(runnertest.TurnID(sid, 1)))
+	runnertest.WaitFor(t, 30*time.Second, "the handoff", func() bool {
+		sess, m := rig.Session(t, sid)
+		return sess.Status == conversation.StatusHandedOff && m.BackgroundTasks.IsPending("budget_research")
+	})
+	rig.Publish(t, "hr-done", t0.Add(2*time.Minute), contracts.TaskCompleted{TenantID: runnertest.Tenant, TaskID: "budget_research",
+		Kind: TaskKind, OwnerID: sid, Attempt: 1, Output: json.RawMessage(`{"summary":"booking apps cost $2k-$8k","findings":[]}`)})
+	runnertest.WaitFor(t, 30*time.Second, "the research in the target session", func() bool {
+		if _, err := conversation.GetSession(context.Background(), rig.DB, runnertest.Tenant, target); err != nil {
+			return false
+		}
+		_, m := rig.Session(t, target)
+		r, _ := m.BackgroundTasks.Task("budget_research")
+		return r.Status == engine.TaskCompleted
+	})
+	if _, m := rig.Session(t, sid); len(m.BackgroundTasks.Completed) != 1 || m.BackgroundTasks.Completed[0].Status != engine.TaskCompleted {
+		t.Errorf("source tasks: %+v", m.BackgroundTasks)
+	}
+	rig.Publish(t, "hr-2", t0.Add(3*time.Minute), runnertest.Turn(target, 1, "Yes, let's look at the options.", nil))
+	runnertest.WaitFor(t, 30*time.Second, "the target's first turn", func() bool {
+		_, m := rig.Session(t, target)
+		return m.TurnNumber == 1
+	})
+	mu.Lock()
+	last := prompts[len(prompts)-1]
+	mu.Unlock()
+	if !strings.Contains(last, "booking apps cost $2k-$8k") {
+		t.Errorf("the target's context lacks the research:\n%s", last)
+	}
+	for _, id := range []string{sid, target} {
+		runnertest.WaitFor(t, 10*time.Second, "the task.merged of "+id, func() bool {
+			return slices.ContainsFunc(rig.SessionEvents(t, id), func(e event.Event) bool { return e.Type() == contracts.TaskMergedSpec.Type })
+		})
+		res, err := Replay(context.Background(), s.runner, rig.Engines, rig.SessionEvents(t, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		live, _ := rig.Session(t, id)
+		if res.Diverged || res.StateHash != live.StateHash {
+			t.Errorf("replay of %s: diverged %t, hash %s, live %s", id, res.Diverged, res.StateHash, live.StateHash)
+		}
+	}
+	// A result forwarded before the handoff's target session is started
+	// waits for it (a retryable error keeps its place in the order) instead
+	// of being dead-lettered.
+	early := runnertest.Event(t, "hr-early", t0, contracts.TaskReturned{TenantID: runnertest.Tenant, SessionID: "not-started-yet",
+		TaskID: "budget_research", Attempt: 1, Completed: true, Output: json.RawMessage(`{}`), ReturnedAt: t0, FromSessionID: sid})
+	if err := s.inbox.Handler(s.work)(context.Background(), early); err == nil || events.IsPermanent(err) {
+		t.Errorf("a result forwarded to a session not started yet: %v, want a retryable error", err)
+	}
+}

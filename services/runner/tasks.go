@@ -56,12 +56,23 @@ type TaskOutcome struct {
 	Permanent bool
 	// At is when the worker answered; a retry's backoff counts from it.
 	At time.Time
+	// From, when set, is the session that dispatched the task and handed
+	// off to this one before its result came back (see Merged.Forward).
+	From string
 }
 
 // OutcomeOf reads a task.returned event's payload.
 func OutcomeOf(tr contracts.TaskReturned) TaskOutcome {
 	return TaskOutcome{TaskID: tr.TaskID, Attempt: tr.Attempt, Completed: tr.Completed, Output: tr.Output,
-		Error: tr.Error, Permanent: tr.Permanent, At: tr.ReturnedAt}
+		Error: tr.Error, Permanent: tr.Permanent, At: tr.ReturnedAt, From: tr.FromSessionID}
+}
+
+// Forward is a task result for another session to merge: the session the
+// conversation went on in, after the one that dispatched the task handed
+// off to it.
+type Forward struct {
+	SessionID string
+	Outcome   TaskOutcome
 }
 
 // Merged is a task outcome merged into working memory.
@@ -80,6 +91,10 @@ type Merged struct {
 	// Tasks are the attempts to dispatch now: a retry, or a stalled task
 	// tried again.
 	Tasks []TaskDispatch
+	// Forward, when the session has handed off, is the result for the
+	// handoff's target session: research the source started serves the
+	// engine the conversation went on with.
+	Forward *Forward
 }
 
 // ErrBadOutcome is returned for an outcome that cannot be merged.
@@ -88,9 +103,12 @@ var ErrBadOutcome = errors.New("runner: task outcome cannot be merged")
 // Merge merges a background task's outcome into a session's working
 // memory: a result settles the task (completed), a failure goes to the
 // failure strategy (retry, degrade, stall, proceed-with-gap), lines of
-// intelligence replace the session's. Obligations, completeness and the
-// sidebar are brought up to date. Like Process it is pure: a replay merging
-// the same outcome at the same point gets the same state.
+// intelligence replace the session's. A session that has handed off tries
+// nothing again, and passes a result on to the handoff's target session
+// (Forward), where it merges as a completed task (From set). Obligations,
+// completeness and the sidebar are brought up to date. Like Process it is
+// pure: a replay merging the same outcome at the same point gets the same
+// state.
 func (r *Runner) Merge(def *engine.Definition, state *engine.WorkingMemory, out TaskOutcome) (*Merged, error) {
 	if state == nil || state.EngineID != def.EngineID {
 		return nil, fmt.Errorf("%w: the state is not of engine %s", ErrEngineMismatch, def.EngineID)
@@ -105,6 +123,9 @@ func (r *Runner) Merge(def *engine.Definition, state *engine.WorkingMemory, out 
 		}
 		m.BackgroundTasks.Intelligence = lines
 		res.Applied, res.Status = true, contracts.TaskStatusCompleted
+	case out.From != "":
+		res.Applied = out.Completed && tasks.Adopt(m, out.TaskID, out.Attempt, out.Output)
+		res.Status = contracts.TaskStatusCompleted
 	case out.Completed:
 		res.Applied = tasks.Complete(m, out.TaskID, out.Attempt, out.Output)
 		res.Status = contracts.TaskStatusCompleted
@@ -125,6 +146,11 @@ func (r *Runner) Merge(def *engine.Definition, state *engine.WorkingMemory, out 
 	}
 	if !res.Applied {
 		return &Merged{State: state, Status: contracts.TaskStatusIgnored}, nil
+	}
+	if x := m.Exit; x != nil && x.HandoffID != "" && out.Completed && out.TaskID != IntelligenceTaskID {
+		fwd := out
+		fwd.From = m.SessionID
+		res.Forward = &Forward{SessionID: TargetSessionID(x.HandoffID), Outcome: fwd}
 	}
 	if !out.At.IsZero() && out.At.After(m.UpdatedAt) {
 		m.UpdatedAt = out.At.UTC()

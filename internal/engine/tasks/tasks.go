@@ -157,12 +157,20 @@ func Complete(m *engine.WorkingMemory, taskID string, attempt int, result json.R
 // Fail merges a failed attempt: the task definition's failure strategy
 // decides (s; default strategy.ConfigDriven), and the decision is recorded
 // at time at. A permanent failure (a panic, a bad input) wraps
-// strategy.ErrPermanent, so retries are skipped. It returns the decision and
-// whether the attempt was awaited.
+// strategy.ErrPermanent, so retries are skipped. A session that has handed
+// off tries nothing again, whatever the strategy: it takes no more turns,
+// and the conversation goes on elsewhere; the task settles as degraded. It
+// returns the decision and whether the attempt was awaited.
 func Fail(def *engine.Definition, m *engine.WorkingMemory, s strategy.TaskFailureStrategy, taskID string, attempt int,
 	cause error, at time.Time) (strategy.Decision, bool) {
 	if awaited(m, taskID, attempt) < 0 {
 		return strategy.Decision{}, false
+	}
+	if m.Exit != nil {
+		d := strategy.Decision{Action: engine.FailureDegrade,
+			Note: "not tried again: the conversation went on with " + m.Exit.TargetEngine}
+		strategy.RecordFailure(m, taskID, cause, d, at)
+		return d, true
 	}
 	task, ok := Lookup(def, taskID)
 	if !ok {
@@ -175,6 +183,22 @@ func Fail(def *engine.Definition, m *engine.WorkingMemory, s strategy.TaskFailur
 	d := s.HandleFailure(task, cause, attempt)
 	strategy.RecordFailure(m, taskID, cause, d, at)
 	return d, true
+}
+
+// Adopt merges the result of a task another session dispatched, forwarded
+// to this one because that session handed off to it before the result came
+// back: it settles as a completed task of this session, on the current turn
+// count. A session that has a record of the task already (its own run of
+// it, or the result forwarded before) keeps it. It reports whether the
+// result merged.
+func Adopt(m *engine.WorkingMemory, taskID string, attempt int, result json.RawMessage) bool {
+	bt := &m.BackgroundTasks
+	if bt.WasDispatched(taskID) {
+		return false
+	}
+	bt.Completed = append(bt.Completed, engine.TaskRecord{TaskID: taskID, Attempt: attempt, DispatchedAtTurn: m.TurnNumber,
+		Status: engine.TaskCompleted, Result: append(json.RawMessage(nil), result...), SettledAtTurn: m.TurnNumber})
+	return true
 }
 
 // Failure is the error of a failed attempt as a worker reported it.

@@ -1,0 +1,100 @@
+package runner_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/services/runner"
+)
+
+// handedOff is a session of the testing engine whose first turn dispatched
+// budget_research (failure strategy fs) and handed off to "elsewhere".
+func handedOff(t *testing.T, fs engine.FailureStrategy) (*runner.Runner, *engine.Definition, *runner.Result) {
+	t.Helper()
+	def := enginetest.Definition()
+	def.BackgroundTasks = []engine.BackgroundTask{{TaskID: "budget_research", DisplayName: "Budget research", Handler: "research.web",
+		EstimatedDuration: engine.Duration(10 * time.Second),
+		Trigger:           engine.TaskTrigger{Type: engine.TaskTriggerObligationStatus, ObligationIDs: []string{"budget_known"}},
+		FailureStrategy:   fs}}
+	def.ExitTransitions = []engine.ExitTransition{{TargetEngine: "elsewhere", Reason: "user asked",
+		Conditions: []engine.Condition{{Type: engine.CondUserRequest, Keywords: []string{"explore options"}}}}}
+	r := newRunner(t, &fakeLLM{reply: "Sure."})
+	res := process(t, r, def, nil, input(t, def, nil, "Can we explore options?", nil))
+	if len(res.Effects.Tasks) != 1 || res.Effects.Exit == nil {
+		t.Fatalf("turn 1: tasks %+v, exit %+v", res.Effects.Tasks, res.Effects.Exit)
+	}
+	return r, def, res
+}
+
+// A failed attempt of a session that has handed off is not tried again: the
+// session takes no more turns, and nothing it would wait for can help it.
+// The task settles, with the failure and why.
+func TestNoRetryAfterTheHandoff(t *testing.T) {
+	for _, fs := range []engine.FailureStrategy{
+		{Type: engine.FailureRetry, MaxRetries: 3},
+		{Type: engine.FailureStall},
+	} {
+		r, def, res := handedOff(t, fs)
+		mg, err := r.Merge(def, res.State, runner.TaskOutcome{TaskID: "budget_research", Attempt: 1, Error: "search API timed out",
+			At: res.ProcessedAt.Add(time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, _ := mg.State.BackgroundTasks.Task("budget_research")
+		if !mg.Applied || len(mg.Tasks) != 0 || rec.Status != engine.TaskDegraded || len(mg.State.BackgroundTasks.Pending) != 0 ||
+			rec.Error != "search API timed out" || rec.Note == "" {
+			t.Errorf("%s after the handoff: applied %t, dispatches %+v, record %+v", fs.Type, mg.Applied, mg.Tasks, rec)
+		}
+		if mg.Forward != nil {
+			t.Errorf("%s: a failure is forwarded: %+v", fs.Type, mg.Forward)
+		}
+	}
+}
+
+// The result of research the session started before it handed off serves
+// the session the conversation went on in: it is recorded here, and
+// forwarded to the handoff's target session, where it merges as a completed
+// task of its own.
+func TestResultAfterTheHandoffIsForwarded(t *testing.T) {
+	r, def, res := handedOff(t, engine.FailureStrategy{Type: engine.FailureProceedWithGap})
+	out := json.RawMessage(`{"summary":"budgets run $2k-$8k","findings":[]}`)
+	at := res.ProcessedAt.Add(time.Minute)
+	mg, err := r.Merge(def, res.State, runner.TaskOutcome{TaskID: "budget_research", Attempt: 1, Completed: true, Output: out, At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := mg.State.BackgroundTasks.Task("budget_research"); !mg.Applied || rec.Status != engine.TaskCompleted {
+		t.Fatalf("source: applied %t, record %+v", mg.Applied, rec)
+	}
+	want := runner.Forward{SessionID: runner.TargetSessionID(res.State.Exit.HandoffID),
+		Outcome: runner.TaskOutcome{TaskID: "budget_research", Attempt: 1, Completed: true, Output: out, At: at, From: "s1"}}
+	if f := mg.Forward; f == nil || f.SessionID != want.SessionID || f.Outcome.From != "s1" || string(f.Outcome.Output) != string(out) ||
+		f.Outcome.TaskID != "budget_research" || !f.Outcome.At.Equal(at) {
+		t.Fatalf("forward = %+v, want %+v", f, want)
+	}
+
+	// The target, another engine that defines no such task, takes it once.
+	target := enginetest.Definition()
+	target.EngineID = "elsewhere"
+	tm := engine.NewWorkingMemory(target, want.SessionID, "p1")
+	got, err := r.Merge(target, tm, mg.Forward.Outcome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, ok := got.State.BackgroundTasks.Task("budget_research")
+	if !got.Applied || !ok || rec.Status != engine.TaskCompleted || string(rec.Result) != string(out) || got.Status != contracts.TaskStatusCompleted {
+		t.Fatalf("target: applied %t, record %+v", got.Applied, rec)
+	}
+	if again, _ := r.Merge(target, got.State, mg.Forward.Outcome); again.Applied {
+		t.Error("the forwarded result merged twice")
+	}
+	// A session that never started the task takes no failure or plain
+	// result of it.
+	if plain, _ := r.Merge(target, tm, runner.TaskOutcome{TaskID: "budget_research", Attempt: 1, Completed: true, Output: out}); plain.Applied {
+		t.Error("a result the target never waited for merged")
+	}
+}
