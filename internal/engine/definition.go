@@ -415,14 +415,16 @@ type TaskTrigger struct {
 // FailureStrategy configures the task failure strategy.
 type FailureStrategy struct {
 	Type FailureStrategyType `yaml:"type" json:"type" jsonschema:"required,enum=retry,enum=degrade,enum=stall,enum=proceed-with-gap"`
-	// MaxRetries bounds retry (required for retry).
+	// MaxRetries bounds the attempts after the first: required for retry;
+	// for stall, default 5.
 	MaxRetries int `yaml:"max_retries,omitempty" json:"max_retries,omitempty" jsonschema:"minimum=0"`
 	// RetryDelay is the first backoff; it doubles per attempt (default 5s).
 	RetryDelay Duration `yaml:"retry_delay,omitempty" json:"retry_delay,omitempty"`
 	// DegradedBehavior tells the agent how to proceed without the result.
 	DegradedBehavior string `yaml:"degraded_behavior,omitempty" json:"degraded_behavior,omitempty"`
-	// Then is what retry falls back to once retries are spent (default
-	// proceed-with-gap).
+	// Then is what retry or stall falls back to once its retries are spent
+	// (default proceed-with-gap; a stall falls back to degrade or
+	// proceed-with-gap only).
 	Then FailureStrategyType `yaml:"then,omitempty" json:"then,omitempty" jsonschema:"enum=degrade,enum=stall,enum=proceed-with-gap"`
 }
 

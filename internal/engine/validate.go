@@ -555,9 +555,18 @@ func (v *validator) backgroundTasks() {
 			default:
 				v.errorf(join(fp, "then"), "failure-strategy", "then %q is not degrade, stall or proceed-with-gap", fs.Then)
 			}
-		case FailureDegrade, FailureStall, FailureProceedWithGap:
+		case FailureStall:
+			if fs.MaxRetries < 0 {
+				v.errorf(join(fp, "max_retries"), "failure-strategy", "max_retries must not be negative")
+			}
+			switch fs.Then {
+			case "", FailureDegrade, FailureProceedWithGap:
+			default:
+				v.errorf(join(fp, "then"), "failure-strategy", "then %q is not degrade or proceed-with-gap (what a stall falls back to)", fs.Then)
+			}
+		case FailureDegrade, FailureProceedWithGap:
 			if fs.MaxRetries != 0 || fs.Then != "" {
-				v.errorf(fp, "failure-strategy", "max_retries and then apply to the retry strategy only")
+				v.errorf(fp, "failure-strategy", "max_retries and then apply to the retry and stall strategies only")
 			}
 		default:
 			v.errorf(join(fp, "type"), "failure-strategy", "failure strategy %q is not retry, degrade, stall or proceed-with-gap", fs.Type)

@@ -450,7 +450,7 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 	reply, res.QA = qaCheck(reply, fallback, m, cur, r.cfg.ResponseMaxChars)
 	if len(res.Stalled) > 0 {
 		reply += "\n\n(Waiting for background research: " + strings.Join(res.Stalled, ", ") +
-			". We can go on talking; the next step waits until it completes.)"
+			". We can go on talking; the next step waits for it.)"
 	}
 
 	// 14. Mode classification.

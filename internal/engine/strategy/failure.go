@@ -41,6 +41,12 @@ const DefaultRetryDelay = 5 * time.Second
 // MaxStallBackoff caps the wait between the attempts of a stalled task.
 const MaxStallBackoff = 5 * time.Minute
 
+// DefaultStallRetries is how often a stalled task is tried again when its
+// strategy sets no max_retries: with the default 5s delay, doubling, the
+// session waits about two and a half minutes for it besides the attempts
+// themselves.
+const DefaultStallRetries = 5
+
 // ConfigDriven is the seed's v1 strategy: it reads failure_strategy from the
 // task definition.
 //
@@ -50,9 +56,11 @@ const MaxStallBackoff = 5 * time.Minute
 //   - degrade proceeds without the result, with the degraded behaviour as
 //     the agent's instruction;
 //   - stall blocks progress until the task succeeds: it is tried again
-//     with the same doubling backoff, capped at MaxStallBackoff, for as long
-//     as the error may pass (a permanent error leaves it stalled, for an
-//     operator to fix);
+//     with the same doubling backoff, capped at MaxStallBackoff, up to
+//     max_retries times (default DefaultStallRetries; after a retry, that
+//     many more), then, or at once on a permanent error, progress stops
+//     waiting and then applies (default proceed-with-gap): a task that
+//     cannot succeed must not hold the conversation for ever;
 //   - proceed-with-gap proceeds and flags the gap.
 type ConfigDriven struct{}
 
@@ -67,18 +75,24 @@ func (ConfigDriven) HandleFailure(task engine.BackgroundTask, err error, attempt
 		if attempt <= fs.MaxRetries && !permanent {
 			return Decision{Action: engine.FailureRetry, RetryAfter: backoff(delay, attempt), NextAttempt: attempt + 1}
 		}
-		then := cmp.Or(fs.Then, engine.FailureProceedWithGap)
+		// A stall after the retries waits as long again as one of its own.
+		then := engine.FailureStrategy{Type: cmp.Or(fs.Then, engine.FailureProceedWithGap), RetryDelay: fs.RetryDelay,
+			DegradedBehavior: fs.DegradedBehavior, MaxRetries: fs.MaxRetries + DefaultStallRetries}
 		return ConfigDriven{}.HandleFailure(engine.BackgroundTask{TaskID: task.TaskID, DisplayName: task.DisplayName,
-			FailureStrategy: engine.FailureStrategy{Type: then, RetryDelay: fs.RetryDelay, DegradedBehavior: fs.DegradedBehavior}},
-			err, attempt)
+			FailureStrategy: then}, err, attempt)
 	case engine.FailureDegrade:
 		return Decision{Action: engine.FailureDegrade, Note: cmp.Or(fs.DegradedBehavior, "proceed without "+name)}
 	case engine.FailureStall:
-		d := Decision{Action: engine.FailureStall, Note: "Waiting for " + name + "..."}
-		if !permanent {
-			d.RetryAfter, d.NextAttempt = min(backoff(delay, attempt), MaxStallBackoff), attempt+1
+		if attempt <= cmp.Or(fs.MaxRetries, DefaultStallRetries) && !permanent {
+			return Decision{Action: engine.FailureStall, Note: "Waiting for " + name + "...",
+				RetryAfter: min(backoff(delay, attempt), MaxStallBackoff), NextAttempt: attempt + 1}
 		}
-		return d
+		then := cmp.Or(fs.Then, engine.FailureProceedWithGap)
+		if then == engine.FailureStall || then == engine.FailureRetry {
+			then = engine.FailureProceedWithGap
+		}
+		return ConfigDriven{}.HandleFailure(engine.BackgroundTask{TaskID: task.TaskID, DisplayName: task.DisplayName,
+			FailureStrategy: engine.FailureStrategy{Type: then, DegradedBehavior: fs.DegradedBehavior}}, err, attempt)
 	default:
 		return Decision{Action: engine.FailureProceedWithGap, Note: fmt.Sprintf("%s is unavailable", name)}
 	}

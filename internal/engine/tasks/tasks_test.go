@@ -126,8 +126,10 @@ func TestFailureStrategies(t *testing.T) {
 			[]attempt{{boom, engine.TaskDegraded, 0, 0}}, false},
 		{"stall tries until it succeeds", engine.FailureStrategy{Type: engine.FailureStall},
 			[]attempt{{boom, engine.TaskStalled, 2, 5 * time.Second}, {boom, engine.TaskStalled, 3, 10 * time.Second}}, false},
-		{"stall on a panic waits", engine.FailureStrategy{Type: engine.FailureStall},
-			[]attempt{{panicked, engine.TaskStalled, 1, 0}}, false},
+		{"stall stops waiting after its retries", engine.FailureStrategy{Type: engine.FailureStall, MaxRetries: 1},
+			[]attempt{{boom, engine.TaskStalled, 2, 5 * time.Second}, {boom, engine.TaskGap, 0, 0}}, true},
+		{"stall on a panic stops waiting", engine.FailureStrategy{Type: engine.FailureStall},
+			[]attempt{{panicked, engine.TaskGap, 0, 0}}, true},
 		{"proceed with gap", engine.FailureStrategy{Type: engine.FailureProceedWithGap},
 			[]attempt{{boom, engine.TaskGap, 0, 0}}, true},
 	}
@@ -157,7 +159,8 @@ func TestFailureStrategies(t *testing.T) {
 			if got := slices.Contains(m.BackgroundTasks.Gaps, "research"); got != tt.gap {
 				t.Errorf("gap flagged = %t, want %t", got, tt.gap)
 			}
-			if stalled := len(m.BackgroundTasks.Stalled()) > 0; stalled != (tt.fs.Type == engine.FailureStall) {
+			last := tt.attempts[len(tt.attempts)-1]
+			if stalled := len(m.BackgroundTasks.Stalled()) > 0; stalled != (last.wantStatus == engine.TaskStalled) {
 				t.Errorf("stalled = %t", stalled)
 			}
 		})
