@@ -57,6 +57,11 @@ type ConsumerConfig struct {
 	// BacklogInterval is how often praetor_consumer_backlog is refreshed.
 	// Default: 10s.
 	BacklogInterval time.Duration
+	// NoBacklog leaves the consumer out of praetor_consumer_backlog: its
+	// events wait on the stream for a time of their own (put back with
+	// RetryAfter until then), so what it holds is timers, not work to scale
+	// on.
+	NoBacklog bool
 }
 
 // WithDefaults returns c with every unset field at its default.
@@ -167,8 +172,10 @@ func (b *Bus) Subscribe(ctx context.Context, cfg ConsumerConfig, h Handler) (*Su
 		_ = s.Stop(context.Background())
 		return nil, err
 	}
-	s.polled = make(chan struct{})
-	go s.pollBacklog(cfg.BacklogInterval)
+	if !cfg.NoBacklog {
+		s.polled = make(chan struct{})
+		go s.pollBacklog(cfg.BacklogInterval)
+	}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()

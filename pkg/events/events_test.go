@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/praetorhq/praetor/pkg/events"
@@ -544,5 +546,61 @@ func TestPublishAckAndStored(t *testing.T) {
 	}
 	if _, err := bus.Stored(t.Context(), ack.Stream, 42); err == nil {
 		t.Error("read a sequence the stream does not hold")
+	}
+}
+
+// A consumer whose events wait on the stream for a time of their own
+// (NoBacklog: timers, not work) is left out of praetor_consumer_backlog,
+// which the autoscalers read; the others are in it.
+func TestNoBacklogConsumerIsNotReported(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	topic := eventstest.NewTopic()
+	reg := prometheus.NewRegistry()
+	m, err := events.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		no   bool
+	}{{"timers", true}, {"work", false}} { // the timers' poller, if any, starts first
+		sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: c.name, Subjects: []string{topic.Pattern()},
+			NoBacklog: c.no}, func(context.Context, event.Event) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+	}
+	reported := func() []string {
+		fams, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range fams {
+			if f.GetName() != "praetor_consumer_backlog" {
+				continue
+			}
+			for _, mt := range f.GetMetric() {
+				for _, l := range mt.GetLabel() {
+					if l.GetName() == "service" {
+						out = append(out, l.GetValue())
+					}
+				}
+			}
+		}
+		return out
+	}
+	// Each poller reports as soon as its consumer starts.
+	eventstest.Eventually(t, 10*time.Second, "the backlog of work", func() bool { return slices.Contains(reported(), "work") })
+	if got := reported(); slices.Contains(got, "timers") {
+		t.Errorf("backlog series %v include the NoBacklog consumer", got)
 	}
 }
