@@ -64,7 +64,15 @@
 // result on to the handoff's target session as a task.returned of that
 // session (from_session_id set), which merges it as a completed task: the
 // research the source started serves the engine the conversation went on
-// with. Each write of a
+// with. An attempt nobody answers (the workers are down, or lost it) is
+// given up on without waiting for a turn: a fourth consumer,
+// runner-deadlines, takes every session's task.dispatched, puts it back on
+// the stream until twice the attempt's timeout has passed, and then, if the
+// session still waits for that attempt, routes a failure onto the session's
+// subject like a worker's, so the task's strategy (retry, stall, ...) goes
+// on and a replay folds it; any replica may do it, and the failure's id is
+// derived from the dispatch, so it is merged once. A turn still fails an
+// overdue attempt too (tasks.Overdue), as it always did. Each write of a
 // session also names the version it read (conversation.SaveSession); a
 // write that finds another is refused and its work redone on the fresh
 // state, which guards against overlapping handlers (one outliving its ack

@@ -28,11 +28,13 @@ import (
 
 // Consumers (service roles) of the runner: the session's turns and task
 // outcomes, in the session's order; the answers of the background workers,
-// routed into that order; and the handoffs that start sessions.
+// routed into that order; the handoffs that start sessions; and the watch
+// over the sessions' task attempts, for answers that do not come.
 const (
-	Consumer         = "runner"
-	ConsumerTasks    = "runner-tasks"
-	ConsumerHandoffs = "runner-handoffs"
+	Consumer          = "runner"
+	ConsumerTasks     = "runner-tasks"
+	ConsumerHandoffs  = "runner-handoffs"
+	ConsumerDeadlines = "runner-deadlines"
 )
 
 const source = "/praetor/runner"
@@ -85,6 +87,7 @@ type Service struct {
 	inbox     *delivery.Inbox
 	tasksIn   *delivery.Inbox
 	handoffIn *delivery.Inbox
+	expiries  *delivery.Inbox
 	m         serviceMetrics
 
 	mu   sync.Mutex
@@ -127,6 +130,9 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if s.handoffIn, err = inbox(ConsumerHandoffs, false); err != nil {
 		return nil, err
 	}
+	if s.expiries, err = inbox(ConsumerDeadlines, false); err != nil {
+		return nil, err
+	}
 	s.m = serviceMetrics{
 		answered: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "praetor_turns_answered_total", Help: "Turns the runner answered."}),
@@ -165,7 +171,8 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 }
 
 // Start subscribes to the session events (turn.extracted, task.returned),
-// the workers' answers (task.completed, task.failed) and handoff.created.
+// the workers' answers (task.completed, task.failed), handoff.created and
+// the sessions' task.dispatched (to give up on attempts nobody answers).
 func (s *Service) Start(ctx context.Context) error {
 	s.mu.Lock()
 	started := len(s.subs) > 0
@@ -186,6 +193,13 @@ func (s *Service) Start(ctx context.Context) error {
 		{events.ConsumerConfig{Stream: contracts.StreamHandoffs, Name: ConsumerHandoffs, Keyed: true,
 			Subjects: []string{contracts.HandoffCreatedSpec.FilterSubject()}, AckWait: s.cfg.AckWait},
 			s.handoffIn.Handler(s.startTarget)},
+		// Each dispatch waits here, put back until its attempt is overdue:
+		// many wait at once (the consumer holds 8×Concurrency), and what
+		// waits is timers, not work to scale the runner on.
+		{events.ConsumerConfig{Stream: contracts.StreamTasks, Name: ConsumerDeadlines,
+			Subjects:    []string{contracts.TaskDispatchedSpec.SubjectPrefix() + ".*." + TaskKind},
+			Concurrency: 64, MaxDeliver: 10, AckWait: s.cfg.AckWait, NoBacklog: true},
+			s.whenOverdue(s.expiries.TxHandler(s.expire))},
 	} {
 		sub, err := s.cfg.Bus.Subscribe(ctx, c.cfg, c.h)
 		if err != nil {
@@ -665,6 +679,81 @@ func (s *Service) merge(ctx context.Context, ev event.Event) (delivery.Step, err
 		}
 		return emitted, nil
 	}, nil
+}
+
+// errNotOverdue puts back the dispatch of an attempt that may still be
+// answered.
+var errNotOverdue = errors.New("runner: the task attempt may still be answered")
+
+// whenOverdue passes on a session's task.dispatched once its attempt is
+// overdue: twice its timeout after it could start (its not_before, or when
+// the stream took the dispatch), as tasks.Overdue reckons at a turn. Until
+// then the dispatch goes back to the stream, which delivers it again when
+// it is due, to whichever replica is free: the watch is durable, and needs
+// no turn. An attempt without a timeout is never overdue.
+func (s *Service) whenOverdue(h events.Handler) events.Handler {
+	return func(ctx context.Context, ev event.Event) error {
+		td, err := contracts.DecodeAs[contracts.TaskDispatched](ev)
+		if err != nil {
+			return err
+		}
+		if td.Kind != TaskKind || td.Timeout <= 0 {
+			return nil
+		}
+		from := ev.Time()
+		if d, ok := events.DeliveryFrom(ctx); ok && !d.Timestamp.IsZero() {
+			from = d.Timestamp
+		}
+		if td.NotBefore.After(from) {
+			from = td.NotBefore
+		}
+		if wait := from.Add(2 * td.Timeout).Sub(s.cfg.Now()); wait > 0 {
+			return events.RetryAfter(errNotOverdue, wait)
+		}
+		return h(ctx, ev)
+	}
+}
+
+// expire gives up on an overdue attempt that its session still waits for:
+// a failure goes to the session's order as a task.returned, merged like a
+// worker's (Runner.Merge), so the task's strategy decides what follows and
+// a replay folds it where the live run did. An attempt answered or
+// replaced meanwhile, or one of a session that has handed off (whose
+// result the target session may still use), is left alone. Two replicas
+// giving up on one attempt emit one event (its id is derived), and the
+// session merges the failure of an attempt once.
+func (s *Service) expire(ctx context.Context, tx store.Querier, ev event.Event) ([]event.Event, error) {
+	td, err := contracts.DecodeAs[contracts.TaskDispatched](ev)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := conversation.GetSession(ctx, tx, td.TenantID, td.OwnerID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	var mem engine.WorkingMemory
+	if err := fastjson.Unmarshal(sess.State, &mem); err != nil {
+		return nil, events.Permanent(fmt.Errorf("session %s: working memory: %w", sess.ID, err))
+	}
+	if mem.Exit != nil || !slices.ContainsFunc(mem.BackgroundTasks.Pending, func(r engine.TaskRecord) bool {
+		return r.TaskID == td.TaskID && r.Attempt == td.Attempt
+	}) {
+		return nil, nil
+	}
+	now := s.cfg.Now().UTC()
+	out, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(ev.ID(), "overdue"), Source: source, Time: now},
+		contracts.TaskReturned{TenantID: td.TenantID, SessionID: td.OwnerID, TaskID: td.TaskID, Attempt: td.Attempt,
+			Error:      fmt.Sprintf("no answer from the background workers in time (twice the attempt's timeout of %s)", td.Timeout),
+			ReturnedAt: now})
+	if err != nil {
+		return nil, events.Permanent(err)
+	}
+	s.cfg.Logger.Warn("background task attempt overdue: given up on", "session_id", sess.ID, "task_id", td.TaskID,
+		"attempt", td.Attempt, "timeout", td.Timeout)
+	return []event.Event{out}, nil
 }
 
 // sessionTasks passes on the answers to the sessions' background tasks

@@ -875,3 +875,74 @@ exit_transitions:`, 1)
 		t.Errorf("a result forwarded to a session not started yet: %v, want a retryable error", err)
 	}
 }
+
+// A background task nobody answers (no worker runs) is given up on without
+// waiting for the user's next turn: twice its timeout after each attempt
+// could start, the runner fails the attempt and the task's strategy goes
+// on: here one more attempt, then the gap, which settles the task. Two
+// runner replicas watch the attempts; each attempt is dispatched and given
+// up on once, and a replay of the session folds the same.
+func TestUnansweredTaskIsGivenUpWithoutATurn(t *testing.T) {
+	for _, tc := range []struct{ name, strategy, waiting string }{
+		{"retry", "{type: retry, max_retries: 1, retry_delay: 1s}", engine.TaskRetrying},
+		{"stall", "{type: stall, max_retries: 1, retry_delay: 1s}", engine.TaskStalled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			engineYAML := strings.Replace(handoffEngine, "exit_transitions:", `background_tasks:
+  - task_id: budget_research
+    display_name: Budget research
+    trigger: {type: custom, evaluator: always}
+    handler: research.solution_landscape
+    estimated_duration: 1s
+    failure_strategy: `+tc.strategy+`
+    block_phase_transition: true
+exit_transitions:`, 1)
+			rig := runnertest.New(t, runnertest.Options{Engines: map[string]string{"handing.yaml": engineYAML},
+				Evaluators: map[string]engine.Evaluator{"always": func(*engine.WorkingMemory) float64 { return 1 }}})
+			var replicas []*Service
+			for range 2 {
+				s, _ := newService(t, rig, fixed("What is your budget?"), func(c *Config) { c.TaskTimeoutFactor = 1 })
+				start(t, s)
+				replicas = append(replicas, s)
+			}
+			sid := rig.CreateSession(t, "handing", "unanswered-"+tc.name)
+			rig.Publish(t, "u1-"+tc.name, time.Now(), runnertest.Turn(sid, 1, "Our goal is a booking app.",
+				map[string]any{"basics.goal": "a booking app"}))
+			runnertest.WaitFor(t, 30*time.Second, "the task given up on", func() bool {
+				_, m := rig.Session(t, sid)
+				r, _ := m.BackgroundTasks.Task("budget_research")
+				return r.Status == engine.TaskGap && !m.BackgroundTasks.IsPending("budget_research")
+			})
+			_, m := rig.Session(t, sid)
+			if r, _ := m.BackgroundTasks.Task("budget_research"); r.Attempt != 2 || !strings.Contains(r.Error, "no answer") || m.TurnNumber != 1 {
+				t.Errorf("record %+v at turn %d", r, m.TurnNumber)
+			}
+			var statuses []string
+			for _, ev := range rig.SessionEvents(t, sid) {
+				if tm, err := contracts.DecodeAs[contracts.TaskMerged](ev); err == nil && ev.Type() == contracts.TaskMergedSpec.Type {
+					statuses = append(statuses, tm.Status)
+				}
+			}
+			if want := []string{tc.waiting, contracts.TaskStatusGap}; !slices.Equal(statuses, want) {
+				t.Errorf("merges = %v, want %v", statuses, want)
+			}
+			attempts := map[int]int{}
+			for _, ev := range rig.Events(t, contracts.StreamTasks, contracts.TaskDispatchedSpec.Type) {
+				if td, err := contracts.DecodeAs[contracts.TaskDispatched](ev); err == nil && td.OwnerID == sid {
+					attempts[td.Attempt]++
+				}
+			}
+			if len(attempts) != 2 || attempts[1] != 1 || attempts[2] != 1 {
+				t.Errorf("dispatches by attempt = %v, want one each of attempts 1 and 2", attempts)
+			}
+			res, err := Replay(context.Background(), replicas[0].runner, rig.Engines, rig.SessionEvents(t, sid))
+			if err != nil {
+				t.Fatal(err)
+			}
+			live, _ := rig.Session(t, sid)
+			if res.Diverged || res.StateHash != live.StateHash {
+				t.Errorf("replay: diverged %t, hash %s, live %s", res.Diverged, res.StateHash, live.StateHash)
+			}
+		})
+	}
+}
