@@ -917,12 +917,19 @@ exit_transitions:`, 1)
 			if r, _ := m.BackgroundTasks.Task("budget_research"); r.Attempt != 2 || !strings.Contains(r.Error, "no answer") || m.TurnNumber != 1 {
 				t.Errorf("record %+v at turn %d", r, m.TurnNumber)
 			}
+			// The state commits before its events are published: wait for
+			// the second merge to reach the stream.
 			var statuses []string
-			for _, ev := range rig.SessionEvents(t, sid) {
-				if tm, err := contracts.DecodeAs[contracts.TaskMerged](ev); err == nil && ev.Type() == contracts.TaskMergedSpec.Type {
-					statuses = append(statuses, tm.Status)
+			merges := func() bool {
+				statuses = nil
+				for _, ev := range rig.SessionEvents(t, sid) {
+					if tm, err := contracts.DecodeAs[contracts.TaskMerged](ev); err == nil && ev.Type() == contracts.TaskMergedSpec.Type {
+						statuses = append(statuses, tm.Status)
+					}
 				}
+				return len(statuses) >= 2
 			}
+			runnertest.WaitFor(t, 30*time.Second, "both merges published", merges)
 			if want := []string{tc.waiting, contracts.TaskStatusGap}; !slices.Equal(statuses, want) {
 				t.Errorf("merges = %v, want %v", statuses, want)
 			}
