@@ -617,3 +617,66 @@ func TestResearchHandlerOffline(t *testing.T) {
 func fsOf(name, data string) fstest.MapFS {
 	return fstest.MapFS{name: &fstest.MapFile{Data: []byte(data)}}
 }
+
+// An attempt that reaches a worker after its session gave up on it (its
+// deadline: it waited in a backlog, or the workers were down) is not run:
+// its answer would be of no use, and a research call costs money. One
+// within its deadline runs.
+func TestAttemptPastItsDeadlineIsNotRun(t *testing.T) {
+	var mu sync.Mutex
+	var ran []int
+	fn := func(_ context.Context, task background.Task) (json.RawMessage, error) {
+		mu.Lock()
+		ran = append(ran, task.Attempt)
+		mu.Unlock()
+		return json.RawMessage(`{"summary":"found it","findings":[]}`), nil
+	}
+	rig := runnertest.New(t, runnertest.Options{
+		Engines:      map[string]string{"tasking.yaml": taskEngine(testHandler, "{type: degrade, degraded_behavior: skip}", false, "30s")},
+		TaskHandlers: []string{testHandler},
+		Evaluators:   map[string]engine.Evaluator{"always": func(*engine.WorkingMemory) float64 { return 1 }},
+	})
+	b := &bench{Rig: rig, chat: &chat{}}
+	reg := b.worker(t, rig.Bus, fn)
+	now := time.Now()
+	for attempt, deadline := range map[int]time.Time{1: now.Add(-time.Second), 2: now.Add(time.Hour)} {
+		rig.Publish(t, fmt.Sprintf("dl-%d", attempt), now, contracts.TaskDispatched{TenantID: runnertest.Tenant, TaskID: "probe",
+			Kind: contracts.TaskKindBackground, Handler: testHandler, OwnerID: "sess-dl", Attempt: attempt, Timeout: 30 * time.Second,
+			Deadline: deadline, Input: json.RawMessage(`{}`)})
+	}
+	runnertest.WaitFor(t, 30*time.Second, "both dispatches taken", func() bool {
+		n, _ := testutil.GatherAndCount(reg, "praetor_background_task_attempts_total")
+		return n == 2
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(ran, []int{2}) {
+		t.Errorf("ran attempts %v, want only 2 (1 was past its deadline)", ran)
+	}
+	if got := attemptsOf(t, reg, "expired"); got != 1 {
+		t.Errorf("expired attempts counted %v, want 1", got)
+	}
+}
+
+// attemptsOf is the attempts counted with an outcome.
+func attemptsOf(t *testing.T, reg *prometheus.Registry, outcome string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != "praetor_background_task_attempts_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}

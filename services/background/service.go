@@ -145,7 +145,7 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, inbox: in, m: metrics{
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "praetor_background_task_attempts_total",
-			Help: "Background task attempts run, by handler and outcome (completed, failed, timed_out, panicked, unknown_handler)."},
+			Help: "Background task attempts, by handler and outcome (completed, failed, timed_out, panicked, unknown_handler; expired: not run, past the deadline its session gave up at)."},
 			[]string{"handler", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "praetor_background_task_duration_seconds",
 			Help: "How long background task attempts ran, by handler.", Buckets: prometheus.ExponentialBuckets(0.01, 4, 10)},
@@ -213,8 +213,18 @@ func (s *Service) handle(ctx context.Context, ev event.Event) error {
 	if td.Kind != s.cfg.Kind {
 		return nil
 	}
-	if wait := td.NotBefore.Sub(s.cfg.Now()); wait > 0 {
+	now := s.cfg.Now()
+	if wait := td.NotBefore.Sub(now); wait > 0 {
 		return events.RetryAfter(errNotDue, wait)
+	}
+	if !td.Deadline.IsZero() && !now.Before(td.Deadline) {
+		// The session has given up on the attempt (it waited in a
+		// backlog, or its workers were down): its answer would be of no
+		// use, and running it would spend what a research call costs.
+		s.m.attempts.WithLabelValues(s.label(td.Handler), "expired").Inc()
+		s.cfg.Logger.Warn("background: task attempt past its deadline, not run", "task_id", td.TaskID,
+			"attempt", td.Attempt, "owner_id", td.OwnerID, "deadline", td.Deadline)
+		return nil
 	}
 	return s.h(ctx, ev)
 }

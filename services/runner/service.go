@@ -592,9 +592,20 @@ func DispatchEventID(sessionID, taskID string, attempt int) string {
 }
 
 func (s *Service) dispatchEvent(sess conversation.Session, d TaskDispatch, at time.Time) (event.Event, error) {
+	// The session gives up on the attempt twice its timeout after it could
+	// start (tasks.Overdue, whenOverdue): a worker that takes it later
+	// leaves it, its answer being of no use.
+	var deadline time.Time
+	if d.Timeout > 0 {
+		from := at
+		if d.NotBefore.After(from) {
+			from = d.NotBefore
+		}
+		deadline = from.Add(2 * d.Timeout)
+	}
 	ev, err := contracts.NewEvent(contracts.Meta{ID: DispatchEventID(sess.ID, d.TaskID, d.Attempt), Source: source, Time: at},
 		contracts.TaskDispatched{TenantID: sess.TenantID, TaskID: d.TaskID, Kind: TaskKind, Handler: d.Handler,
-			OwnerID: sess.ID, Attempt: d.Attempt, Timeout: d.Timeout, NotBefore: d.NotBefore, Input: d.Input})
+			OwnerID: sess.ID, Attempt: d.Attempt, Timeout: d.Timeout, NotBefore: d.NotBefore, Deadline: deadline, Input: d.Input})
 	if err != nil {
 		return event.Event{}, events.Permanent(err)
 	}
