@@ -40,6 +40,9 @@ func IsPermanent(err error) bool {
 type RetryError struct {
 	Err   error
 	After time.Duration
+	// Scheduled marks an event put back because it is not due yet, not
+	// because anything failed (see Postpone).
+	Scheduled bool
 }
 
 func (e *RetryError) Error() string {
@@ -53,4 +56,15 @@ func RetryAfter(err error, d time.Duration) error {
 		return nil
 	}
 	return &RetryError{Err: err, After: d}
+}
+
+// Postpone puts an event that is not due yet back, to be delivered again
+// after d: RetryAfter, for a handler that waits on purpose (a retry's
+// backoff, a deadline to watch). Logging reports it at debug level, not as
+// a failure.
+func Postpone(why error, d time.Duration) error {
+	if why == nil {
+		return nil
+	}
+	return &RetryError{Err: why, After: d, Scheduled: true}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -118,13 +119,20 @@ func Validate(check func(event.Event) error) Middleware {
 	}
 }
 
-// Logging logs failures with the event id, type and subject; successes at
-// debug level.
+// Logging logs failures with the event id, type and subject; successes,
+// and events postponed on purpose (Postpone), at debug level.
 func Logging(logger *slog.Logger, service string) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, ev event.Event) error {
 			err := next(ctx, ev)
-			if err != nil {
+			var re *RetryError
+			if errors.As(err, &re) && re.Scheduled {
+				if logger.Enabled(ctx, slog.LevelDebug) {
+					d, _ := DeliveryFrom(ctx)
+					logger.Debug("event postponed", "service", service, "event_id", ev.ID(), "event_type", ev.Type(),
+						"subject", d.Subject, "stream_seq", d.StreamSeq, "after", re.After, "why", re.Err)
+				}
+			} else if err != nil {
 				d, _ := DeliveryFrom(ctx)
 				logger.Warn("event handler failed", "service", service, "event_id", ev.ID(), "event_type", ev.Type(),
 					"subject", d.Subject, "stream_seq", d.StreamSeq, "delivery", d.NumDelivered,

@@ -215,7 +215,7 @@ func (s *Service) handle(ctx context.Context, ev event.Event) error {
 	}
 	now := s.cfg.Now()
 	if wait := td.NotBefore.Sub(now); wait > 0 {
-		return events.RetryAfter(errNotDue, wait)
+		return events.Postpone(errNotDue, wait)
 	}
 	if !td.Deadline.IsZero() && !now.Before(td.Deadline) {
 		// The session has given up on the attempt (it waited in a

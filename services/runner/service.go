@@ -719,7 +719,7 @@ func (s *Service) whenOverdue(h events.Handler) events.Handler {
 			from = td.NotBefore
 		}
 		if wait := from.Add(2 * td.Timeout).Sub(s.cfg.Now()); wait > 0 {
-			return events.RetryAfter(errNotOverdue, wait)
+			return events.Postpone(errNotOverdue, wait)
 		}
 		return h(ctx, ev)
 	}
