@@ -538,10 +538,13 @@ func (r *Runner) preprocess(def *engine.Definition, state *engine.WorkingMemory,
 	switch {
 	case in.TurnNumber <= m.TurnNumber:
 		return nil, fmt.Errorf("%w: turn %d, state is at turn %d", ErrDuplicateTurn, in.TurnNumber, m.TurnNumber)
+	case m.Exit != nil:
+		// Before the gap: every turn after the handoff leaves the state at
+		// the handoff's, so the second of them comes after a gap, which a
+		// replay (taking gaps only over dead-lettered turns) would refuse.
+		return nil, fmt.Errorf("%w to %s at turn %d", ErrHandedOff, m.Exit.TargetEngine, m.Exit.AtTurn)
 	case in.TurnNumber != m.TurnNumber+1 && !in.AcceptGap:
 		return nil, fmt.Errorf("%w: turn %d, state is at turn %d", ErrTurnGap, in.TurnNumber, m.TurnNumber)
-	case m.Exit != nil:
-		return nil, fmt.Errorf("%w to %s at turn %d", ErrHandedOff, m.Exit.TargetEngine, m.Exit.AtTurn)
 	}
 	if _, ok := def.Phase(m.Phase.Current); !ok {
 		return nil, fmt.Errorf("runner: state is in phase %q, which engine %s %s does not have", m.Phase.Current, def.EngineID, def.Version)
