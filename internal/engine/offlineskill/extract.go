@@ -172,10 +172,12 @@ func promptField(p extraction.Prompt, path string) *extraction.PromptField {
 // answerPart is what of a message can answer the question just asked:
 // its sentences that neither ask ("What do you mean?"), nor say what the
 // user does not know ("Not sure really."), nor that there is nothing more
-// ("Nothing else."), the first of them without its hedge ("Probably
-// Greggs" gives "Greggs"); hedged says whether one was taken off. A
-// message that goes on with something else ("And maybe it goes down in
-// busy weeks.") answers nothing.
+// ("Nothing else."), nor anything but hedges and interjections ("Hmm.",
+// "I guess so.", "Probably not."), the first of them without its hedge
+// ("Probably Greggs" gives "Greggs"); hedged says whether one was taken
+// off or stood in the message ("Maybe. The cheaper one."). A message that
+// goes on with something else ("And maybe it goes down in busy weeks.")
+// answers nothing.
 func answerPart(msg string) (answer string, hedged bool) {
 	var kept []string
 	for _, s := range engine.Sentences(msg) {
@@ -183,7 +185,12 @@ func answerPart(msg string) (answer string, hedged bool) {
 		if question(s) || unsure(t) || nothingMore(t) {
 			continue
 		}
-		kept = append(kept, s)
+		for _, w := range strings.Fields(t.Lowered()) {
+			hedged = hedged || hedgeWords[strings.Trim(w, ".,;:!?")]
+		}
+		if !saysNothing(t) {
+			kept = append(kept, s)
+		}
 	}
 	if len(kept) == 0 {
 		return "", false
@@ -201,13 +208,28 @@ func answerPart(msg string) (answer string, hedged bool) {
 			break
 		}
 	}
-	for _, s := range kept {
-		for _, w := range strings.Fields(strings.ToLower(s)) {
-			hedged = hedged || hedgeWords[strings.Trim(w, ".,;:!?")]
-		}
-	}
 	return strings.Join(kept, " "), hedged
 }
+
+// saysNothing reports whether a sentence is made of hedges, interjections
+// and bare yes-or-no words alone ("Hmm.", "I guess so.", "Probably not."):
+// it answers no question that asks for a value.
+func saysNothing(t engine.Text) bool {
+	for _, w := range strings.FieldsFunc(t.Lowered(), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
+	}) {
+		if !noContent[w] {
+			return false
+		}
+	}
+	return true
+}
+
+// noContent are the words a sentence that says nothing is made of.
+var noContent = map[string]bool{"hmm": true, "hm": true, "hmmm": true, "um": true, "umm": true, "uh": true, "er": true,
+	"erm": true, "well": true, "so": true, "oh": true, "ah": true, "i": true, "think": true, "guess": true, "suppose": true,
+	"maybe": true, "perhaps": true, "probably": true, "possibly": true, "yes": true, "yeah": true, "yep": true, "no": true,
+	"nope": true, "not": true, "ok": true, "okay": true, "sure": true}
 
 // question reports whether a sentence asks.
 func question(s string) bool { return strings.HasSuffix(strings.TrimRight(s, "\"'”’»)]*_ "), "?") }
