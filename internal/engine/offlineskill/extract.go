@@ -120,12 +120,6 @@ func Extract(p extraction.Prompt) Answer {
 		return ans
 	}
 	answer, hedged := answerPart(msg)
-	if answer == "" {
-		// A question back ("What do you mean by that?") answers nothing,
-		// nor does saying what one does not know, about this or another
-		// question, nor "Nothing else".
-		return ans
-	}
 	// Nothing matched the question's fields: the message is the answer to
 	// the first of them that is still open.
 	for _, path := range p.Focus.Fields {
@@ -133,15 +127,23 @@ func Extract(p extraction.Prompt) Answer {
 		if f == nil || (isKnown(*f) && len(p.Focus.Fields) > 1) {
 			continue
 		}
-		if hedged && f.Cues.Firm {
-			break // "Maybe the cheaper one" decides nothing
-		}
-		v, ok := valueFromText(f.ValueType, answer, "")
-		if f.ValueType == engine.TypeBoolean {
+		var v any
+		ok := false
+		switch {
+		case hedged && f.Cues.Firm:
+			// "Maybe the cheaper one" decides nothing.
+		case f.ValueType == engine.TypeBoolean:
 			// A yes-or-no question is answered by a yes or a no, not by
 			// whatever the user says next ("Our team is me and Ana" does
-			// not confirm the scope).
-			v, ok = yesOrNo(msg)
+			// not confirm the scope), nor by a question back or a doubt;
+			// a yes that says there is nothing more is a yes ("Sure,
+			// that's all.").
+			v, ok = yesOrNo(stated(msg))
+		case answer != "":
+			// A question back ("What do you mean by that?") answers
+			// nothing, nor does saying what one does not know, about this
+			// or another question, nor "Nothing else".
+			v, ok = valueFromText(f.ValueType, answer, "")
 		}
 		if ok && f.ValueType == engine.TypeArray {
 			v, ok = grow(f.Current, v.([]string), extraction.CorrectionMarker(answer) != "" && !adds(engine.LowerText(answer)))
@@ -209,6 +211,17 @@ func answerPart(msg string) (answer string, hedged bool) {
 		}
 	}
 	return strings.Join(kept, " "), hedged
+}
+
+// stated is what a message says, its questions and doubts aside.
+func stated(msg string) string {
+	var kept []string
+	for _, s := range engine.Sentences(msg) {
+		if !question(s) && !unsure(engine.LowerText(s)) {
+			kept = append(kept, s)
+		}
+	}
+	return strings.Join(kept, " ")
 }
 
 // saysNothing reports whether a sentence is made of hedges, interjections
