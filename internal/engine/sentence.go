@@ -10,9 +10,9 @@ import (
 // or an exclamation mark — ends a sentence. It does before white space, a
 // closing quote or bracket, another mark, or the end of s: not the point of
 // "3.5" or "v2.0", nor the question mark of a URL's query. A point also does
-// not after an abbreviation ("e.g.", "i.e.", "vs.", "Dr.") or a list item's
-// number alone at the start of a line ("1."); one after a number elsewhere
-// does ("team size: 12.", "v2.0.").
+// not after an abbreviation ("e.g.", "i.e.", "vs.", "Dr.", "p.m.") or a list
+// item's number alone at the start of a line ("1."); one after a number or a
+// domain elsewhere does ("team size: 12.", "v2.0.", "bob@example.com.").
 func EndsSentence(s string, i int) bool {
 	switch s[i] {
 	case '.', '?', '!':
@@ -31,10 +31,7 @@ func EndsSentence(s string, i int) bool {
 	before := s[:i]
 	at := strings.LastIndexFunc(before, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '.' }) + 1
 	word := before[at:]
-	switch {
-	case strings.Contains(word, ".") && !strings.HasSuffix(word, ".") && !strings.ContainsAny(word, "0123456789"):
-		return false // "e.g", "i.e", "u.s"
-	case abbreviations[strings.ToLower(word)]:
+	if initials(word) || abbreviations[strings.ToLower(word)] {
 		return false
 	}
 	// A list item's number: alone at the start of its line. (One in the
@@ -42,6 +39,19 @@ func EndsSentence(s string, i int) bool {
 	// from "team size: 12." and ends a sentence.)
 	line := before[strings.LastIndexByte(before, '\n')+1 : at]
 	return word == "" || len(word) > 2 || strings.Trim(word, "0123456789") != "" || strings.TrimSpace(line) != ""
+}
+
+// initials reports whether word is single letters with points between
+// them ("e.g", "i.e", "U.S", "p.m"), whose last point follows: not a
+// domain's ("example.com", "Jobber.io"), which can end a sentence.
+func initials(word string) bool {
+	parts := strings.Split(word, ".")
+	for _, p := range parts {
+		if r, size := utf8.DecodeRuneInString(p); size != len(p) || !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return len(parts) > 1
 }
 
 // closers are the closing quotes and brackets that may follow a sentence's

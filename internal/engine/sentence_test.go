@@ -21,6 +21,10 @@ func TestSentences(t *testing.T) {
 		{"See https://x.example/a?b=1 for it. Done", []string{"See https://x.example/a?b=1 for it.", "Done"}},
 		{`He said "no." Then left`, []string{`He said "no."`, "Then left"}},
 		{"Ask Dr. Lee vs. Mr. Kim today. Ok", []string{"Ask Dr. Lee vs. Mr. Kim today.", "Ok"}},
+		{"Email me at bob@example.com. We have 3 devs", []string{"Email me at bob@example.com.", "We have 3 devs"}},
+		{"See https://example.com/docs. The team is 4", []string{"See https://example.com/docs.", "The team is 4"}},
+		{"We use Jobber.com. It works", []string{"We use Jobber.com.", "It works"}},
+		{"Call at 5 p.m. or 9 a.m. in the U.S. Ok", []string{"Call at 5 p.m. or 9 a.m. in the U.S. Ok"}},
 		{"  \n ", nil},
 	} {
 		if got := Sentences(c.text); !reflect.DeepEqual(got, c.want) {
