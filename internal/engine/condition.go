@@ -144,8 +144,9 @@ var negations = map[string]bool{"never": true, "nope": true, "dont": true, "isn'
 
 // scopeNegations take back what follows them in their clause ("without
 // exploring the options") but say no to nothing by themselves: "Yes,
-// nothing to add" agrees.
-var scopeNegations = map[string]bool{"without": true, "nor": true, "nothing": true, "nobody": true, "neither": true}
+// nothing to add" agrees. "no-one" is one word (wordsOf keeps hyphens).
+var scopeNegations = map[string]bool{"without": true, "nor": true, "nothing": true, "nobody": true, "no-one": true,
+	"neither": true}
 
 // Negative reports whether the text says no: a negation anywhere in it
 // that no idiom turns ("Yes, no problem" and "Sure, why not" do not; "No,

@@ -84,6 +84,7 @@ func TestAsks(t *testing.T) {
 		{"Let's explore the options. Not yet decided.", "explore the options", true},
 		{"Explore the options. Not now, thank you.", "explore the options", false},
 		{"Let's take a no-code way to explore the options", "explore the options", true},
+		{"No-one here wants to explore the options", "explore the options", false},
 		{"We didn't explore the options", "explore the options", false},
 		{"Let's explore the options\nnot now", "explore the options", false},
 		{"Explore the options; not yet", "explore the options", false},
