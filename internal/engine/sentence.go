@@ -7,13 +7,18 @@ import (
 )
 
 // EndsSentence reports whether the mark at s[i] — a point, a question mark
-// or an exclamation mark — ends a sentence. It does before white space, a
+// or an exclamation mark — ends a sentence. A full-width one of Chinese or
+// Japanese ('。', '？', '！', which no space follows) or an Arabic question
+// mark always does; any other does before white space, a
 // closing quote or bracket, another mark, or the end of s: not the point of
 // "3.5" or "v2.0", nor the question mark of a URL's query. A point also does
 // not after an abbreviation ("e.g.", "i.e.", "vs.", "Dr.", "p.m.") or a list
 // item's number alone at the start of a line ("1."); one after a number or a
 // domain elsewhere does ("team size: 12.", "v2.0.", "bob@example.com.").
 func EndsSentence(s string, i int) bool {
+	if r, _ := utf8.DecodeRuneInString(s[i:]); strings.ContainsRune(wideMarks, r) {
+		return true
+	}
 	switch s[i] {
 	case '.', '?', '!':
 	default:
@@ -54,26 +59,40 @@ func initials(word string) bool {
 	return len(parts) > 1
 }
 
+// wideMarks are the sentence ends that need no space after them.
+const wideMarks = "。？！؟"
+
 // closers are the closing quotes and brackets that may follow a sentence's
 // end.
-const closers = "\"')]”’»"
+const closers = "\"')]”’»」』）"
+
+// IsQuestion reports whether sentence s asks: it ends in a question mark
+// ('?', '？', '؟'), white space, closing quotes, brackets and Markdown
+// emphasis aside ("**Is this right?**").
+func IsQuestion(s string) bool {
+	s = strings.TrimRightFunc(s, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(closers+"*_", r) })
+	return strings.HasSuffix(s, "?") || strings.HasSuffix(s, "？") || strings.HasSuffix(s, "؟")
+}
 
 // abbreviations are the words whose point ends no sentence.
 var abbreviations = map[string]bool{"vs": true, "mr": true, "mrs": true, "dr": true, "approx": true, "incl": true}
 
 // FirstSentence splits s after its first sentence: at a mark that ends it
 // (EndsSentence) with the marks, quotes and brackets that follow it
-// ("Really?!", "(as he said.)"), at a semicolon
-// or at a line's end. sentence keeps its marks; rest is what follows.
+// ("Really?!", "(as he said.)", "「はい。」"), at a semicolon or at a line's
+// end. sentence keeps its marks; rest is what follows.
 func FirstSentence(s string) (sentence, rest string) {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '\n', ';':
 			return s[:i+1], s[i+1:]
 		case '.', '?', '!':
-			if !EndsSentence(s, i) {
+		default:
+			if s[i] < utf8.RuneSelf {
 				continue
 			}
+		}
+		if EndsSentence(s, i) {
 			j := SentenceTail(s, i)
 			return s[:j], s[j:]
 		}
@@ -85,10 +104,11 @@ func FirstSentence(s string) (sentence, rest string) {
 // marks, quotes and brackets that follow that end ("Really?!", "he said
 // \"no.\"").
 func SentenceTail(s string, i int) int {
-	j := i + 1
+	_, size := utf8.DecodeRuneInString(s[i:])
+	j := i + size
 	for j < len(s) {
 		r, size := utf8.DecodeRuneInString(s[j:])
-		if !strings.ContainsRune(".!?"+closers, r) {
+		if !strings.ContainsRune(".!?"+wideMarks+closers, r) {
 			break
 		}
 		j += size

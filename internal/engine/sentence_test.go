@@ -25,6 +25,9 @@ func TestSentences(t *testing.T) {
 		{"See https://example.com/docs. The team is 4", []string{"See https://example.com/docs.", "The team is 4"}},
 		{"We use Jobber.com. It works", []string{"We use Jobber.com.", "It works"}},
 		{"Call at 5 p.m. or 9 a.m. in the U.S. Ok", []string{"Call at 5 p.m. or 9 a.m. in the U.S. Ok"}},
+		{"好的，我记下了。你还有什么要补充的吗？好", []string{"好的，我记下了。", "你还有什么要补充的吗？", "好"}},
+		{"「はい。」次は？", []string{"「はい。」", "次は？"}},
+		{"شكرا. هل تريد إضافة شيء؟ نعم", []string{"شكرا.", "هل تريد إضافة شيء؟", "نعم"}},
 		{"  \n ", nil},
 	} {
 		if got := Sentences(c.text); !reflect.DeepEqual(got, c.want) {

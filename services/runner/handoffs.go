@@ -136,8 +136,7 @@ func handover(reply, target, reason string) string {
 
 // withoutClosingQuestions is s without the questions it ends with, each
 // the last of s's sentences (engine.Sentences: after the previous sentence
-// end or line) while it ends in a question mark, quotes, brackets and
-// Markdown emphasis aside.
+// end or line) while it asks (engine.IsQuestion).
 func withoutClosingQuestions(s string) string {
 	for {
 		s = strings.TrimRightFunc(s, unicode.IsSpace)
@@ -146,7 +145,7 @@ func withoutClosingQuestions(s string) string {
 			return s
 		}
 		last := ss[len(ss)-1]
-		if !strings.HasSuffix(strings.TrimRight(last, "\"'”’»)]*_"), "?") || !strings.HasSuffix(s, last) {
+		if !engine.IsQuestion(last) || !strings.HasSuffix(s, last) {
 			return s
 		}
 		s = s[:len(s)-len(last)]

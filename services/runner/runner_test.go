@@ -359,6 +359,9 @@ func TestHandoffReplyEndsWithTheHandover(t *testing.T) {
 		{"Is there anything you would like to add or change?", handover},
 		{"Why not? We have everything we need.", "Why not? We have everything we need.\n\n" + handover},
 		{"Voilà tout. Ça va?", "Voilà tout.\n\n" + handover},
+		{"好的，我记下了。你还有什么要补充的吗？", "好的，我记下了。\n\n" + handover},
+		{"了解しました！他に何かありますか？", "了解しました！\n\n" + handover},
+		{"شكرا. هل تريد إضافة شيء؟", "شكرا.\n\n" + handover},
 	} {
 		def := enginetest.Definition()
 		def.ExitTransitions = []engine.ExitTransition{{TargetEngine: "elsewhere", Reason: "user asked",

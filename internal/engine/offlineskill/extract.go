@@ -245,7 +245,7 @@ var noContent = map[string]bool{"hmm": true, "hm": true, "hmmm": true, "um": tru
 	"nope": true, "not": true, "ok": true, "okay": true, "sure": true}
 
 // question reports whether a sentence asks.
-func question(s string) bool { return strings.HasSuffix(strings.TrimRight(s, "\"'”’»)]*_ "), "?") }
+func question(s string) bool { return engine.IsQuestion(s) }
 
 // asksBack reports whether a sentence asks the assistant what it meant
 // ("What kind of constraints do you mean?", "Like what?"), which answers

@@ -159,6 +159,8 @@ func TestExtractionSkill(t *testing.T) {
 			msg: "Not sure. Probably not.", deferred: []string{"team_resources_known"}, absent: []string{"constraints.team"}},
 		{name: "a bare number is an answer", focus: "team_resources_known", msg: "2.",
 			want: map[string]any{"constraints.team": "2"}},
+		{name: "a full-width question back answers nothing", focus: "team_resources_known", msg: "团队是指什么？",
+			absent: []string{"constraints.team"}},
 		{name: "an interjection before a question back answers nothing", focus: "team_resources_known", msg: "Hmm. Two people?",
 			absent: []string{"constraints.team"}},
 		{name: "not knowing, then a hedge alone, confirms nothing", focus: "confirm_project_scope",
