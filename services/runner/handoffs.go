@@ -136,19 +136,26 @@ func handover(reply, target, reason string) string {
 
 // withoutClosingQuestions is s without the questions it ends with, each
 // the last of s's sentences (engine.Sentences: after the previous sentence
-// end or line) while it asks (engine.IsQuestion).
+// end or line) while it asks (engine.IsQuestion), with what belongs to
+// them: an emoji or mark after them ("Anything else? 🙂"), and the line
+// that led into them ("A few questions:").
 func withoutClosingQuestions(s string) string {
+	cut := false
 	for {
 		s = strings.TrimRightFunc(s, unicode.IsSpace)
 		ss := engine.Sentences(s)
-		if len(ss) == 0 {
+		k := len(ss) - 1
+		for k >= 0 && !strings.ContainsFunc(ss[k], func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			k-- // "🙂", kept unless a question before it goes
+		}
+		if k < 0 || !engine.IsQuestion(ss[k]) && !(cut && strings.HasSuffix(ss[k], ":")) {
 			return s
 		}
-		last := ss[len(ss)-1]
-		if !engine.IsQuestion(last) || !strings.HasSuffix(s, last) {
+		i := strings.LastIndex(s, ss[k])
+		if i < 0 {
 			return s
 		}
-		s = s[:len(s)-len(last)]
+		s, cut = s[:i], true
 	}
 }
 

@@ -362,6 +362,11 @@ func TestHandoffReplyEndsWithTheHandover(t *testing.T) {
 		{"好的，我记下了。你还有什么要补充的吗？", "好的，我记下了。\n\n" + handover},
 		{"了解しました！他に何かありますか？", "了解しました！\n\n" + handover},
 		{"شكرا. هل تريد إضافة شيء؟", "شكرا.\n\n" + handover},
+		{"Great choice! Anything else? 🙂", "Great choice!\n\n" + handover},
+		{"Great choice! 🎉", "Great choice! 🎉\n\n" + handover},
+		{"You picked Jobber.\n\nBefore we go on, a few questions:\n- What is your budget?\n- When do you launch?",
+			"You picked Jobber.\n\n" + handover},
+		{"Here is the plan:\n- Jobber\n- a pilot in May", "Here is the plan:\n- Jobber\n- a pilot in May\n\n" + handover},
 	} {
 		def := enginetest.Definition()
 		def.ExitTransitions = []engine.ExitTransition{{TargetEngine: "elsewhere", Reason: "user asked",
