@@ -143,8 +143,8 @@ func FromFields(f Fields) Mapper {
 			if o, ok := def.Obligation(id); ok {
 				d = strings.TrimSuffix(o.Description, ".")
 			}
-			rs.OpenQuestions = append(rs.OpenQuestions, "Put off by the user: "+d)
-			rs.Sensitivities = append(rs.Sensitivities, "The user preferred not to answer yet: "+d)
+			rs.OpenQuestions = append(rs.OpenQuestions, PutOffPrefix+d)
+			rs.Sensitivities = append(rs.Sensitivities, NotYetPrefix+d)
 		}
 		if m.SocioEmotional.Friction >= 0.3 {
 			rs.Sensitivities = append(rs.Sensitivities, "The user grew impatient with questions; do not ask again for what is known")
@@ -201,8 +201,13 @@ func phaseResults(def *engine.Definition, m *engine.WorkingMemory) []contracts.P
 }
 
 // OpenPrefix starts each of a handoff's knowledge gaps that is a required
-// obligation of the source left open.
-const OpenPrefix = "Still open: "
+// obligation of the source left open; PutOffPrefix each open question, and
+// NotYetPrefix each sensitivity, that is an obligation the user put off.
+const (
+	OpenPrefix   = "Still open: "
+	PutOffPrefix = "Put off by the user: "
+	NotYetPrefix = "The user preferred not to answer yet: "
+)
 
 // openRequired lists the required obligations not yet satisfied.
 func openRequired(m *engine.WorkingMemory) []string {

@@ -403,3 +403,67 @@ func TestMapCarriesTheInboundHandoffForward(t *testing.T) {
 		t.Errorf("metadata = %+v", md)
 	}
 }
+
+// Along project-discovery → exploration → project-discovery → exploration,
+// what the second discovery session settled replaces what the first
+// brought: the budget the user corrected is carried once, at its new value,
+// and the question the user put off in the first session, answered in the
+// second, is no longer carried as put off.
+func TestMapCarriesWhatTheSourceSettledNotWhatItReplaced(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	mappers := handoff.Builtin()
+	hop := func(def *engine.Definition, m *engine.WorkingMemory, target string) contracts.EngineHandoff {
+		t.Helper()
+		h, err := mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
+			Reason: "The user asked to go on there", Now: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+
+	first := enginetest.Memory(discovery)
+	enginetest.Set(first, "constraints.budget", "$90k", 0.9, 5)
+	first.Extraction.Deferred = map[string]int{"team_resources_known": 6}
+	h := hop(discovery, first, "exploration")
+
+	second := enginetest.Memory(exploration)
+	second.InboundHandoff, _ = json.Marshal(h)
+	enginetest.Set(second, "decision.decision_made", "custom build", 0.85, 4)
+	enginetest.Set(second, "decision.reasoning", "It gives us full control over offline sync", 0.85, 4)
+	h = hop(exploration, second, "project-discovery")
+
+	third := enginetest.Memory(discovery)
+	third.InboundHandoff, _ = json.Marshal(h)
+	enginetest.Set(third, "constraints.budget", "$120k", 0.9, 3)
+	enginetest.Set(third, "constraints.team", "two developers", 0.9, 4)
+	for i, o := range third.Obligations.Items {
+		if o.ID == "team_resources_known" {
+			third.Obligations.Items[i].Status = engine.StatusSatisfied
+		}
+	}
+	h = hop(discovery, third, "exploration")
+
+	if r := handoff.Validate(h); !r.Valid {
+		t.Fatalf("invalid: %v", r.Errors)
+	}
+	var budgets []string
+	for _, c := range h.ActionList.ConstraintsIdentified {
+		if strings.HasPrefix(c.Constraint, "Budget:") {
+			budgets = append(budgets, c.Constraint)
+		}
+	}
+	if !slices.Equal(budgets, []string{"Budget: $120k"}) {
+		t.Errorf("budgets = %q, want the corrected one alone", budgets)
+	}
+	for _, x := range append(h.RelationalState.OpenQuestions, h.RelationalState.Sensitivities...) {
+		if strings.Contains(x, "The team and resources available are known") {
+			t.Errorf("the answered question is carried as put off: %q", x)
+		}
+	}
+	if d := h.ActionList.DecisionsReached; len(d) != 1 || d[0].Decision != "custom build" {
+		t.Errorf("decisions = %+v, want exploration's", d)
+	}
+}

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/pkg/contracts"
@@ -98,7 +101,8 @@ func (r *Mappers) Names() []string {
 }
 
 // Map builds the handoff of in's transition with its mapper, and carries
-// forward what the session's own inbound handoff brought (CarryForward).
+// forward what the session's own inbound handoff brought (CarryForward),
+// but for the questions put off there that the session has since answered.
 func (r *Mappers) Map(in Input) (contracts.EngineHandoff, error) {
 	fn, _ := r.Lookup(in.Source.EngineID, in.TargetEngineID)
 	if fn == nil {
@@ -107,9 +111,31 @@ func (r *Mappers) Map(in Input) (contracts.EngineHandoff, error) {
 	h := fn(in)
 	var inbound contracts.EngineHandoff
 	if len(in.Memory.InboundHandoff) > 0 && json.Unmarshal(in.Memory.InboundHandoff, &inbound) == nil {
+		rs := &inbound.RelationalState
+		rs.OpenQuestions = slices.DeleteFunc(slices.Clone(rs.OpenQuestions), answered(in.Memory, PutOffPrefix))
+		rs.Sensitivities = slices.DeleteFunc(slices.Clone(rs.Sensitivities), answered(in.Memory, NotYetPrefix))
 		CarryForward(&h, inbound)
 	}
 	return h, nil
+}
+
+// answered returns whether an item of an inbound handoff, prefix and an
+// obligation's description, names an obligation the session has since
+// satisfied: a question the user put off in an earlier engine and answered
+// here is no longer put off.
+func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
+	return func(item string) bool {
+		d, ok := strings.CutPrefix(item, prefix)
+		if !ok {
+			return false
+		}
+		for _, o := range m.Obligations.Items {
+			if o.Status == engine.StatusSatisfied && strings.TrimSuffix(o.Description, ".") == d {
+				return true
+			}
+		}
+		return false
+	}
 }
 
 // CarryForward adds to h what the source session learnt from its own
@@ -119,7 +145,8 @@ func (r *Mappers) Map(in Input) (contracts.EngineHandoff, error) {
 // first captured, not only exploration's decision. Decisions, eliminated
 // options, constraints, assumptions, goals, pain points, concepts taught,
 // prior experience, open questions and sensitivities are carried, after
-// h's own and without repeats. Knowledge gaps are not: they are what the
+// h's own and without repeats; a constraint whose label one of h's own has
+// ("Budget: $90k" beside "Budget: $120k") is replaced by it. Knowledge gaps are not: they are what the
 // source session was there to close, and it reports its own. Nor are the
 // phase results, the metadata and the source's view of the user (levels,
 // trust, rapport), which are the source session's.
@@ -127,7 +154,7 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	al, in := &h.ActionList, inbound.ActionList
 	al.DecisionsReached = union(al.DecisionsReached, in.DecisionsReached, func(d contracts.Decision) string { return d.Decision })
 	al.OptionsEliminated = union(al.OptionsEliminated, in.OptionsEliminated, func(o contracts.EliminatedOption) string { return o.Option })
-	al.ConstraintsIdentified = union(al.ConstraintsIdentified, in.ConstraintsIdentified,
+	al.ConstraintsIdentified = union(al.ConstraintsIdentified, withoutLabels(in.ConstraintsIdentified, al.ConstraintsIdentified),
 		func(c contracts.IdentifiedConstraint) string { return c.Constraint })
 	al.AssumptionsCarriedForward = union(al.AssumptionsCarriedForward, in.AssumptionsCarriedForward,
 		func(a contracts.CarriedAssumption) string { return a.Assumption })
@@ -140,6 +167,29 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	ac.PriorExperience = union(ac.PriorExperience, inbound.AccumulatedContext.PriorExperience, text)
 	rs.OpenQuestions = union(rs.OpenQuestions, inbound.RelationalState.OpenQuestions, text)
 	rs.Sensitivities = union(rs.Sensitivities, inbound.RelationalState.Sensitivities, text)
+}
+
+// withoutLabels is carried without the constraints whose label ("Budget"
+// of "Budget: $90k") one of own's has: the source session's value of a
+// requirement replaces the one an earlier session captured.
+func withoutLabels(carried, own []contracts.IdentifiedConstraint) []contracts.IdentifiedConstraint {
+	labels := map[string]bool{}
+	for _, c := range own {
+		if l := label(c.Constraint); l != "" {
+			labels[l] = true
+		}
+	}
+	return slices.DeleteFunc(slices.Clone(carried), func(c contracts.IdentifiedConstraint) bool { return labels[label(c.Constraint)] })
+}
+
+// label is the label a mapper put before a constraint's value (Constraint
+// of Fields): one capitalised word and a colon, "" for none.
+func label(c string) string {
+	l, _, ok := strings.Cut(c, ": ")
+	if r, _ := utf8.DecodeRuneInString(l); !ok || !unicode.IsUpper(r) || strings.ContainsFunc(l, unicode.IsSpace) {
+		return ""
+	}
+	return l
 }
 
 // union is own followed by the items of more whose key (spaces and case
