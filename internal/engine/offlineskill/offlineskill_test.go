@@ -654,3 +654,36 @@ func TestResearchIsDeterministic(t *testing.T) {
 		t.Error("a request that is not research was answered")
 	}
 }
+
+// A time or money limit said with "within" is a constraint of exploration,
+// not the decision the question just asked for: filed as the decision, it
+// would fire the handoff to project discovery.
+func TestExtractionSkillExplorationWithinIsAConstraint(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	def, _ := cat.Get("exploration")
+	focus := ""
+	for _, o := range def.Obligations {
+		if slices.Contains(o.Fields, "decision.decision_made") {
+			focus = o.ID
+		}
+	}
+	for msg, want := range map[string]string{
+		"We need it live within 3 months.":    "3 months",
+		"It has to stay within $500 a month.": "$500 a month",
+	} {
+		ans := extract(t, def, engine.NewExtraction(), focus, msg)
+		if fa, ok := ans.Fields["decision.decision_made"]; ok {
+			t.Errorf("%q: decision = %s, want none", msg, fa.Value)
+		}
+		var got []string
+		if fa, ok := ans.Fields["decision.constraints"]; !ok || json.Unmarshal(fa.Value, &got) != nil ||
+			!slices.ContainsFunc(got, func(c string) bool { return strings.Contains(c, want) }) {
+			t.Errorf("%q: constraints = %q, want one with %q", msg, got, want)
+		}
+	}
+	for _, msg := range []string{"Within the app, scheduling is what matters.", "It is done within a few clicks."} {
+		if fa, ok := extract(t, def, engine.NewExtraction(), "", msg).Fields["decision.constraints"]; ok {
+			t.Errorf("%q: constraints = %s, want none", msg, fa.Value)
+		}
+	}
+}
