@@ -149,6 +149,17 @@ func TestExplorationTradeoffIsWhatIsWeighed(t *testing.T) {
 	if !slices.Equal(got, []string{"Cost versus reliability"}) {
 		t.Errorf("decision.tradeoffs = %q, want [Cost versus reliability]", got)
 	}
+	// Two words a side, up to the verb.
+	s = newSession(t, "exploration")
+	for _, msg := range explorationToDeliberation {
+		s.say(msg)
+	}
+	s.say("Low cost versus high reliability is the tradeoff.")
+	got = nil
+	s.state.Extraction.Decode("decision.tradeoffs", &got)
+	if !slices.Equal(got, []string{"Low cost versus high reliability"}) {
+		t.Errorf("decision.tradeoffs = %q, want [Low cost versus high reliability]", got)
+	}
 }
 
 // An owner who corrects the team size ("Actually it's 11 people now") while
