@@ -338,14 +338,17 @@ func TestExtractionSkillFirmDecision(t *testing.T) {
 		}
 	}
 	for msg, want := range map[string]any{
-		"The off-the-shelf one.":       "The off-the-shelf one",
-		"Maybe the off-the-shelf one.": nil,
-		"The cheaper one, I guess.":    nil,
-		"And it goes down a lot, too.": nil,
-		"Which one would you pick?":    nil,
-		"Hmm. The cheaper one?":        nil,
-		"Maybe. The cheaper one.":      nil,
-		"Yes. The off-the-shelf one.":  "The off-the-shelf one",
+		"The off-the-shelf one.":                       "The off-the-shelf one",
+		"Maybe the off-the-shelf one.":                 nil,
+		"The cheaper one, I guess.":                    nil,
+		"And it goes down a lot, too.":                 nil,
+		"Which one would you pick?":                    nil,
+		"We'll go with the hosted one.":                "hosted one",
+		"We picked the hosted one.":                    "hosted one",
+		"Whatever we pick must fit within our budget.": nil,
+		"Hmm. The cheaper one?":                        nil,
+		"Maybe. The cheaper one.":                      nil,
+		"Yes. The off-the-shelf one.":                  "The off-the-shelf one",
 	} {
 		ans := extract(t, def, engine.NewExtraction(), focus, msg)
 		var got any
