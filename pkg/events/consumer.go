@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -31,8 +32,9 @@ type ConsumerConfig struct {
 	// must be partitioned (see StreamConfig.Partitions).
 	Keyed bool
 	// Concurrency is how many events an unkeyed consumer handles at once in
-	// this process. Default: 16. (A keyed consumer handles one event per
-	// partition at a time.)
+	// this process, and the most it holds: it pulls only for free workers.
+	// Default: 16. (A keyed consumer handles one event per partition at a
+	// time.)
 	Concurrency int
 	// AckWait is how long the server waits for an acknowledgement before
 	// redelivering; handlers running longer send progress. Default: 30s.
@@ -123,9 +125,10 @@ type Subscription struct {
 
 	ctx    context.Context // cancelled, with errDrainTimedOut, when a drain runs out of time
 	cancel context.CancelCauseFunc
-	ccs    []jetstream.ConsumeContext
-	// jobs feeds the workers of an unkeyed consumer; closed once its
-	// subscription has drained.
+	ccs    []jetstream.ConsumeContext // a keyed consumer's partition subscriptions
+	// feed pulls an unkeyed consumer's messages, and jobs hands them to its
+	// workers; jobs is closed once the feed has ended.
+	feed    *sharedFeed
 	jobs    chan jetstream.Msg
 	workers sync.WaitGroup
 	cons    []jetstream.Consumer
@@ -248,39 +251,37 @@ func (s *Subscription) consumerConfig(name string, subjects []string, maxAckPend
 	return cc
 }
 
-// Pull subscriptions lose a pull request now and then under load (nats.go
-// issue 1622, reproduced here with raw jetstream and small batches): the
-// client counts messages as requested that the server will never send, and
-// the subscription sits idle until it misses the server's heartbeats and
-// pulls afresh. pullHeartbeat bounds that pause to twice its value, instead
-// of the 30s of nats.go's default; the cost is one heartbeat from the server
-// per subscription every pullHeartbeat while idle.
+// Pull requests are lost now and then under load (nats.go issue 1622,
+// reproduced here with raw jetstream and small batches): the client counts
+// messages as requested that the server will never send, and the pull sits
+// idle until it misses the server's heartbeats and pulls afresh.
+// pullHeartbeat bounds that pause to twice its value, instead of the 30s of
+// nats.go's default; the cost is one heartbeat from the server per waiting
+// pull every pullHeartbeat while idle.
 const (
 	pullHeartbeat = 5 * time.Second
 	pullExpiry    = 4 * pullHeartbeat
+	// pullRetry is the pause before pulling again after a pull that failed
+	// without a message (the consumer deleted, JetStream unavailable), so a
+	// lasting failure does not spin.
+	pullRetry = time.Second
 )
 
-// pullOpts are the options of every pull subscription of a consumer.
+// pullOpts are the options of a keyed consumer's partition subscriptions.
 func (s *Subscription) pullOpts(maxMessages int) []jetstream.PullConsumeOpt {
 	return []jetstream.PullConsumeOpt{jetstream.PullMaxMessages(maxMessages),
 		jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat), s.consumeErrors()}
 }
 
-// sharedFeeds is how many pull subscriptions feed an unkeyed consumer's
-// workers: with two, a subscription that lost its pull request (see
-// pullHeartbeat) slows the consumer down instead of stopping it.
-const sharedFeeds = 2
-
-// startShared runs one durable consumer whose messages go, from sharedFeeds
-// pull subscriptions, to a pool of Concurrency workers, each taking the next
-// message as soon as it is free. A slow handler holds up only its own
-// message, and the subscriptions keep at most Concurrency messages each
-// ahead of the pool, so a message waits in this process about two handler
-// runs at most before a worker starts it and extends its AckWait.
+// startShared runs one durable consumer whose messages go to a pool of
+// Concurrency workers, each taking the next message as soon as it is free.
+// The process pulls only for free workers (see sharedFeed): a message it
+// receives starts at once, and the events its busy workers cannot take stay
+// on the server for whichever replica frees a worker first.
 //
 // The hand-off through a channel costs a goroutine switch; in exchange one
-// subscription serves many workers, so the client sends a pull request every
-// Concurrency/2 messages instead of every few messages per worker.
+// pull serves many workers, so the client sends a pull request for every few
+// messages under load, not one per message and worker.
 func (s *Subscription) startShared(ctx context.Context) error {
 	cons, err := s.bus.js.CreateOrUpdateConsumer(ctx, s.cfg.Stream,
 		s.consumerConfig(s.cfg.Name, s.cfg.Subjects, max(8*s.cfg.Concurrency, 256)))
@@ -289,19 +290,150 @@ func (s *Subscription) startShared(ctx context.Context) error {
 	}
 	s.cons = append(s.cons, cons)
 	s.jobs = make(chan jetstream.Msg)
+	f := &sharedFeed{s: s, cons: cons, batch: (s.cfg.Concurrency + 1) / 2, fed: make(chan struct{})}
+	f.ctx, f.cancel = context.WithCancel(s.ctx)
+	s.feed = f
 	for range s.cfg.Concurrency {
 		s.workers.Add(1)
-		go s.newWorker().run(s.jobs, &s.workers)
+		w := s.newWorker()
+		go func() {
+			defer s.workers.Done()
+			for msg := range s.jobs {
+				w.process(msg)
+				f.release(1, false)
+			}
+		}()
 	}
-	feed := func(msg jetstream.Msg) { s.jobs <- msg }
-	for range sharedFeeds {
-		cc, err := cons.Consume(feed, s.pullOpts(s.cfg.Concurrency)...)
-		if err != nil {
-			return fmt.Errorf("events: consume %s: %w", s.cfg.Name, err)
-		}
-		s.ccs = append(s.ccs, cc)
-	}
+	f.release(s.cfg.Concurrency, false)
 	return nil
+}
+
+// sharedFeed pulls an unkeyed consumer's messages for its workers, never
+// more than the workers free to start them. Each worker is a slot: free,
+// requested by a pull, or holding a message. A free worker's slot is
+// requested; it comes back when the worker's handler has returned and the
+// message is settled, or, for the part of a pull the server did not fill,
+// when the pull ends.
+//
+// So a message waits in this process only for a worker already on its way
+// back to the pool, and its AckWait is extended by progress (see
+// worker.start) from the moment a handler starts. Pulling ahead of the
+// workers would leave messages waiting here behind long handlers with
+// nothing extending their AckWait (their jetstream.Msg sits in the client's
+// queue, out of reach): the server would deliver them again, to this
+// process or another, and both copies would be handled. Keeping them alive
+// with progress instead would hold them in a busy process for as long as
+// its handlers run, while another replica stands idle; on the server they
+// go to the first free worker of any replica, on their first delivery.
+type sharedFeed struct {
+	s    *Subscription
+	cons jetstream.Consumer
+	// batch is the most one pull asks for: half the workers, so a lost pull
+	// request (see pullHeartbeat) holds up half of them, not all.
+	batch int
+	// ctx ends the pulls; cancelled when the drain starts.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	free     int // slots neither requested nor holding a message
+	pulls    int // pulls not yet ended, counting those waiting for a retry
+	draining bool
+	fed      chan struct{} // closed once draining and no pull is left
+}
+
+// release gives back n slots, from a worker whose handler has returned or
+// from a pull that ended (ended) with n messages fewer than it asked for,
+// and pulls for the free slots once a batch of them is free, or at once when
+// no pull is out. Under load a pull fills while the workers run the
+// messages of the one before, and each asks for about a batch, as nats.go's
+// Consume re-pulls at half its buffer.
+func (f *sharedFeed) release(n int, ended bool) {
+	var pulls []int
+	f.mu.Lock()
+	f.free += n
+	if ended {
+		f.pulls--
+	}
+	switch {
+	case f.draining:
+		if ended && f.pulls == 0 {
+			close(f.fed)
+		}
+	default:
+		for f.free > 0 && (f.pulls == 0 || f.free >= f.batch) {
+			k := min(f.free, f.batch)
+			f.free -= k
+			f.pulls++
+			pulls = append(pulls, k)
+		}
+	}
+	f.mu.Unlock()
+	for _, k := range pulls {
+		f.pull(k)
+	}
+}
+
+// pull asks the server for k messages, delivered to the workers as they
+// come; the pull waits up to pullExpiry for them.
+func (f *sharedFeed) pull(k int) {
+	if f.ctx.Err() != nil {
+		f.release(k, true)
+		return
+	}
+	ctx, cancel := context.WithTimeout(f.ctx, pullExpiry)
+	batch, err := f.cons.Fetch(k, jetstream.FetchContext(ctx), jetstream.FetchHeartbeat(pullHeartbeat))
+	if err != nil {
+		cancel()
+		f.s.pullFailed(err)
+		go f.retry(k)
+		return
+	}
+	go func() {
+		defer cancel()
+		got := 0
+		for msg := range batch.Messages() {
+			got++
+			f.s.jobs <- msg
+		}
+		if err := batch.Error(); err != nil && f.ctx.Err() == nil {
+			f.s.pullFailed(err)
+			if got == 0 {
+				f.retry(k)
+				return
+			}
+		}
+		f.release(k-got, true)
+	}()
+}
+
+// retry gives back the slots of a failed pull after pullRetry, or at once
+// when the drain starts. A closed connection never opens again: its pulls
+// wait for the drain, as a keyed consumer's subscriptions stop.
+func (f *sharedFeed) retry(k int) {
+	var after <-chan time.Time
+	if !f.s.bus.nc.IsClosed() {
+		t := time.NewTimer(pullRetry)
+		defer t.Stop()
+		after = t.C
+	}
+	select {
+	case <-after:
+	case <-f.ctx.Done():
+	}
+	f.release(k, true)
+}
+
+// stop ends the pulls: those waiting on the server are abandoned, and fed is
+// closed once every pull has handed its messages to the workers.
+func (f *sharedFeed) stop() {
+	f.mu.Lock()
+	f.draining = true
+	if f.pulls == 0 {
+		close(f.fed)
+	}
+	f.mu.Unlock()
+	f.cancel()
 }
 
 // startKeyed runs one durable consumer per partition, each with at most one
@@ -353,14 +485,17 @@ func serviceOf(consumer string) string {
 }
 
 func (s *Subscription) consumeErrors() jetstream.PullConsumeOpt {
-	return jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
-			errors.Is(err, jetstream.ErrServerShutdown) {
-			s.bus.cfg.Logger.Warn("consumer interrupted", "service", s.cfg.Name, "error", err)
-			return
-		}
-		s.bus.cfg.Logger.Debug("consumer notice", "service", s.cfg.Name, "error", err)
-	})
+	return jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) { s.pullFailed(err) })
+}
+
+// pullFailed logs what interrupted a pull.
+func (s *Subscription) pullFailed(err error) {
+	if errors.Is(err, jetstream.ErrNoHeartbeat) || errors.Is(err, jetstream.ErrConsumerDeleted) ||
+		errors.Is(err, jetstream.ErrServerShutdown) || errors.Is(err, nats.ErrConnectionClosed) {
+		s.bus.cfg.Logger.Warn("consumer interrupted", "service", s.cfg.Name, "error", err)
+		return
+	}
+	s.bus.cfg.Logger.Debug("consumer notice", "service", s.cfg.Name, "error", err)
 }
 
 // worker handles one message at a time: as one goroutine of an unkeyed
@@ -376,14 +511,6 @@ type worker struct {
 	msg      jetstream.Msg
 	cancel   context.CancelCauseFunc
 	deadline time.Time
-}
-
-// run handles jobs until the channel closes.
-func (w *worker) run(jobs <-chan jetstream.Msg, done *sync.WaitGroup) {
-	defer done.Done()
-	for msg := range jobs {
-		w.process(msg)
-	}
 }
 
 func (s *Subscription) newWorker() *worker {
@@ -414,7 +541,8 @@ func (w *worker) process(msg jetstream.Msg) {
 		return
 	}
 	if cause := context.Cause(s.ctx); cause != nil {
-		// The drain ran out of time before a worker was free for it.
+		// The drain ran out of time before the handler started: an unkeyed
+		// consumer's pull had brought it for a worker just freed.
 		s.interrupted(msg, d, ev.Type(), fmt.Errorf("not started: %w", cause))
 		return
 	}
@@ -544,6 +672,9 @@ func (s *Subscription) drain() <-chan struct{} {
 		for _, cc := range s.ccs {
 			cc.Drain()
 		}
+		if s.feed != nil {
+			s.feed.stop()
+		}
 		s.drained = make(chan struct{})
 		go func() {
 			for _, cc := range s.ccs {
@@ -551,7 +682,8 @@ func (s *Subscription) drain() <-chan struct{} {
 			}
 			// Every received message has been handed to a worker: let
 			// them finish.
-			if s.jobs != nil {
+			if s.feed != nil {
+				<-s.feed.fed
 				close(s.jobs)
 				s.workers.Wait()
 			}

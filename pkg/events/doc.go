@@ -50,8 +50,12 @@
 //     workers.
 //
 // Unkeyed consumers (tasks, LLM records) have one durable consumer with many
-// outstanding messages, pulled by two subscriptions per process into a pool
-// of ConsumerConfig.Concurrency workers.
+// outstanding messages, handled by a pool of ConsumerConfig.Concurrency
+// workers per process. A process pulls only for its free workers, so an
+// event never waits in a busy process, where its AckWait would run out and
+// it would be handled twice: it stays on the server for the first free
+// worker of any replica, and from its handler's start progress reports keep
+// it for as long as the handler runs.
 //
 // # Exactly-once effect
 //
