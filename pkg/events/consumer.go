@@ -711,9 +711,16 @@ func (s *Subscription) Stop(ctx context.Context) error {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			s.cancel(errDrainTimedOut)
-			<-done
-			s.stopErr = fmt.Errorf("events: drain %s: %w", s.cfg.Name, ctx.Err())
+			select {
+			case <-done:
+				// Drained before Stop was called (Bus.Close stops one
+				// subscription after another, every drain started at
+				// once): nothing was cut short.
+			default:
+				s.cancel(errDrainTimedOut)
+				<-done
+				s.stopErr = fmt.Errorf("events: drain %s: %w", s.cfg.Name, ctx.Err())
+			}
 		}
 		s.cancel(nil)
 		if s.polled != nil {

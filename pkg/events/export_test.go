@@ -10,3 +10,7 @@ func (b *Bus) HandleAdvisory(data []byte) error { return b.handleAdvisory(data) 
 func (m *Metrics) ObserveHandle(service, ceType string, d time.Duration) {
 	m.forService(service).of(ceType).seconds.Observe(d.Seconds())
 }
+
+// Drained starts the subscription's drain, as Bus.Close does before it stops
+// any subscription, and returns the channel closed once it has drained.
+func (s *Subscription) Drained() <-chan struct{} { return s.drain() }
