@@ -371,7 +371,8 @@ func msgType(m *nats.Msg) string {
 
 // Close stops every subscription still running and the dead-letter
 // watcher: every subscription stops taking events at once, then the
-// in-flight handlers of all of them finish within ctx. It does not close the
+// in-flight handlers of all of them finish within ctx, and those still
+// running when it ends are interrupted together. It does not close the
 // connection. Calling it twice is harmless.
 func (b *Bus) Close(ctx context.Context) error {
 	b.mu.Lock()
@@ -387,14 +388,20 @@ func (b *Bus) Close(ctx context.Context) error {
 	w := b.watcher
 	b.mu.Unlock()
 
-	// Every consumer stops taking events now; then each waits for its own.
+	// Every consumer stops taking events now; then each waits for its own,
+	// all at once, so that when ctx ends the handlers still running in
+	// every one are interrupted together: waited for one after another, a
+	// subscription whose handlers were slow to end would keep the others'
+	// running on, uninterrupted.
 	for _, s := range subs {
 		s.drain()
 	}
-	var errs []error
-	for _, s := range subs {
-		errs = append(errs, s.Stop(ctx))
+	errs := make([]error, len(subs), len(subs)+1)
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		wg.Go(func() { errs[i] = s.Stop(ctx) })
 	}
+	wg.Wait()
 	if w != nil {
 		errs = append(errs, w.stop(ctx))
 	}

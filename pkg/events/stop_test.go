@@ -3,6 +3,7 @@ package events_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,82 @@ func TestStopAfterTheDrainFinishedIsClean(t *testing.T) {
 		eventstest.Wait(t, sub.Drained(), 10*time.Second, "the idle subscription to drain")
 		if err := sub.Stop(timedOut); err != nil {
 			t.Errorf("Stop of a drained subscription after the drain's time = %v, want nil", err)
+		}
+	}
+}
+
+// When the drain runs out of time, the handlers still running in every
+// subscription are interrupted at once: one subscription's handler that is
+// slow to end (an agent command given its kill grace) does not keep the
+// handlers of the others running on, uninterrupted, until it has.
+func TestCloseInterruptsEverySubscriptionAtOnce(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	nc := eventstest.Connect(t, srv)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(nc, events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	// Each handler, once interrupted, ends only when the other one has been
+	// interrupted too (or when the test gives up on it).
+	release := make(chan struct{})
+	names := []string{"slow-a", "slow-b"}
+	entered := make(chan string, len(names))
+	interrupted := map[string]chan struct{}{}
+	for _, name := range names {
+		interrupted[name] = make(chan struct{})
+	}
+	for i, name := range names {
+		other := names[1-i]
+		_, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: name, Subjects: []string{topic.Pattern()}},
+			func(ctx context.Context, _ event.Event) error {
+				entered <- name
+				<-ctx.Done()
+				close(interrupted[name])
+				select {
+				case <-interrupted[other]:
+				case <-release:
+				}
+				return ctx.Err()
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	ev := eventstest.NewEvent("both", "k", 0)
+	subject, err := topic.Route(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := events.Encode(subject, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.PublishMsg(t.Context(), msg); err != nil {
+		t.Fatal(err)
+	}
+	for range names {
+		eventstest.Wait(t, entered, 10*time.Second, "both handlers to start")
+	}
+
+	timedOut, cancel := context.WithCancel(context.Background())
+	cancel()
+	closed, finished := make(chan error, 1), make(chan struct{})
+	go func() {
+		defer close(finished)
+		closed <- bus.Close(timedOut)
+	}()
+	t.Cleanup(func() {
+		close(release)
+		<-finished
+	})
+	err = eventstest.Wait(t, closed, 10*time.Second, "Close to interrupt both handlers")
+	for _, name := range names {
+		if err == nil || !strings.Contains(err.Error(), "drain "+name) {
+			t.Errorf("Close = %v, want the drain of %s named as cut short", err, name)
 		}
 	}
 }
