@@ -46,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			// at 5, a background task's at 11, a workflow attempt's at an
 			// hour and a minute.
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30,
-				60, 120, 300, 600, 1800, 3600},
+				60, 120, 300, 600, 1800, 3600, 7200},
 		}, []string{"service", "type"}),
 		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "praetor_dead_letters_total",
