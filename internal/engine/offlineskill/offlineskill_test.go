@@ -32,6 +32,23 @@ func discovery(t testing.TB) *engine.Definition {
 	return def
 }
 
+// asking returns a shipped engine and the id of the obligation that asks
+// for field.
+func asking(t testing.TB, engineID, field string) (*engine.Definition, string) {
+	t.Helper()
+	def, ok := enginetest.Shipped(t).Get(engineID)
+	if !ok {
+		t.Fatalf("no shipped engine %s", engineID)
+	}
+	for _, o := range def.Obligations {
+		if slices.Contains(o.Fields, field) {
+			return def, o.ID
+		}
+	}
+	t.Fatalf("no obligation of %s asks for %s", engineID, field)
+	return nil, ""
+}
+
 // extract runs the extraction skill on the prompt a model would get.
 func extract(t testing.TB, def *engine.Definition, cur engine.Extraction, focus, msg string) extraction.Answer {
 	t.Helper()
@@ -329,14 +346,7 @@ func TestExtractionSkillListCorrectionKeepsTheOthers(t *testing.T) {
 // A decision is firm or it is none: exploration's decision answered with a
 // hedge, and no cue, stays open.
 func TestExtractionSkillFirmDecision(t *testing.T) {
-	cat := enginetest.Shipped(t)
-	def, _ := cat.Get("exploration")
-	focus := ""
-	for _, o := range def.Obligations {
-		if slices.Contains(o.Fields, "decision.decision_made") {
-			focus = o.ID
-		}
-	}
+	def, focus := asking(t, "exploration", "decision.decision_made")
 	for msg, want := range map[string]any{
 		"The off-the-shelf one.":                       "The off-the-shelf one",
 		"Maybe the off-the-shelf one.":                 nil,
@@ -364,14 +374,7 @@ func TestExtractionSkillFirmDecision(t *testing.T) {
 // The confirmation of ideation's selection reads a negated no-word as
 // nothing: "I can't wait" is eager, not a no.
 func TestExtractionSkillIdeationConfirmation(t *testing.T) {
-	cat := enginetest.Shipped(t)
-	def, _ := cat.Get("ideation")
-	focus := ""
-	for _, o := range def.Obligations {
-		if len(o.Fields) == 1 && o.Fields[0] == "selection.selection_confirmed" {
-			focus = o.ID
-		}
-	}
+	def, focus := asking(t, "ideation", "selection.selection_confirmed")
 	for msg, want := range map[string]bool{
 		"Absolutely, I can't wait to get started!": true,
 		"Yes, let's do it, no need to wait.":       true,
@@ -662,14 +665,7 @@ func TestResearchIsDeterministic(t *testing.T) {
 // not the decision the question just asked for: filed as the decision, it
 // would fire the handoff to project discovery.
 func TestExtractionSkillExplorationWithinIsAConstraint(t *testing.T) {
-	cat := enginetest.Shipped(t)
-	def, _ := cat.Get("exploration")
-	focus := ""
-	for _, o := range def.Obligations {
-		if slices.Contains(o.Fields, "decision.decision_made") {
-			focus = o.ID
-		}
-	}
+	def, focus := asking(t, "exploration", "decision.decision_made")
 	for msg, want := range map[string]string{
 		"We need it live within 3 months.":    "3 months",
 		"It has to stay within $500 a month.": "$500 a month",
