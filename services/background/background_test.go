@@ -124,13 +124,20 @@ type bench struct {
 
 const testHandler = "test.probe"
 
-func newBench(t *testing.T, strategy string, block bool, duration string, fn background.Handler) *bench {
+// taskRig is a rig whose one engine, tasking, dispatches the test's task on
+// the first turn with strategy.
+func taskRig(t *testing.T, strategy string, block bool, duration string) *runnertest.Rig {
 	t.Helper()
-	rig := runnertest.New(t, runnertest.Options{
+	return runnertest.New(t, runnertest.Options{
 		Engines:      map[string]string{"tasking.yaml": taskEngine(testHandler, strategy, block, duration)},
 		TaskHandlers: []string{testHandler},
 		Evaluators:   map[string]engine.Evaluator{"always": func(*engine.WorkingMemory) float64 { return 1 }},
 	})
+}
+
+func newBench(t *testing.T, strategy string, block bool, duration string, fn background.Handler) *bench {
+	t.Helper()
+	rig := taskRig(t, strategy, block, duration)
 	b := &bench{Rig: rig, chat: &chat{}}
 	r, err := runner.New(runner.Config{LLM: b.chat, Registry: rig.Registry, Logger: rig.Logger, TaskTimeoutFactor: 1})
 	if err != nil {
@@ -476,11 +483,7 @@ func TestKilledWorkerCompletesOnce(t *testing.T) {
 		}
 		return json.RawMessage(`{"summary":"found it","findings":[]}`), nil
 	}
-	rig := runnertest.New(t, runnertest.Options{
-		Engines:      map[string]string{"tasking.yaml": taskEngine(testHandler, "{type: degrade, degraded_behavior: skip}", false, "30s")},
-		TaskHandlers: []string{testHandler},
-		Evaluators:   map[string]engine.Evaluator{"always": func(*engine.WorkingMemory) float64 { return 1 }},
-	})
+	rig := taskRig(t, "{type: degrade, degraded_behavior: skip}", false, "30s")
 	b := &bench{Rig: rig, chat: &chat{}}
 	r, _ := runner.New(runner.Config{LLM: b.chat, Registry: rig.Registry, Logger: rig.Logger})
 	rs, err := runner.NewService(runner.ServiceConfig{DB: rig.DB, Bus: rig.Bus, Relay: rig.Relay, Engines: rig.Engines,
@@ -530,11 +533,7 @@ func TestKilledWorkerCompletesOnce(t *testing.T) {
 // configuration error when the service is built, naming the file and the
 // handler; the engine loader refuses a handler nobody registered.
 func TestUnknownHandlerIsAConfigurationError(t *testing.T) {
-	rig := runnertest.New(t, runnertest.Options{
-		Engines:      map[string]string{"tasking.yaml": taskEngine(testHandler, "{type: degrade, degraded_behavior: skip}", false, "30s")},
-		TaskHandlers: []string{testHandler},
-		Evaluators:   map[string]engine.Evaluator{"always": func(*engine.WorkingMemory) float64 { return 1 }},
-	})
+	rig := taskRig(t, "{type: degrade, degraded_behavior: skip}", false, "30s")
 	h, err := background.DefaultHandlers(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -631,11 +630,7 @@ func TestAttemptPastItsDeadlineIsNotRun(t *testing.T) {
 		mu.Unlock()
 		return json.RawMessage(`{"summary":"found it","findings":[]}`), nil
 	}
-	rig := runnertest.New(t, runnertest.Options{
-		Engines:      map[string]string{"tasking.yaml": taskEngine(testHandler, "{type: degrade, degraded_behavior: skip}", false, "30s")},
-		TaskHandlers: []string{testHandler},
-		Evaluators:   map[string]engine.Evaluator{"always": func(*engine.WorkingMemory) float64 { return 1 }},
-	})
+	rig := taskRig(t, "{type: degrade, degraded_behavior: skip}", false, "30s")
 	b := &bench{Rig: rig, chat: &chat{}}
 	reg := b.worker(t, rig.Bus, fn)
 	now := time.Now()
