@@ -102,18 +102,7 @@ func TestReplayOfADegradedConversation(t *testing.T) {
 		"--llm-provider", "openai", "--llm-base-url", model.BaseURL(), "--llm-model", "gpt-test")
 	base := "http://" + httpAddr
 	testenv.WaitHTTP(t, base+"/readyz", 30*time.Second)
-	post := func(path string, body any, out any) {
-		t.Helper()
-		b, _ := json.Marshal(body)
-		resp, err := http.Post(base+path, "application/json", bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-	}
+	post := func(path string, body, out any) { postJSON(t, base+path, body, out) }
 	var sess struct {
 		SessionID string `json:"session_id"`
 		StateHash string `json:"state_hash"`
@@ -158,18 +147,7 @@ func TestReplaySessionShowsProgress(t *testing.T) {
 		"dev", "--data-dir", t.TempDir(), "--http-addr", httpAddr, "--nats-listen", natsAddr)
 	base := "http://" + httpAddr
 	testenv.WaitHTTP(t, base+"/readyz", 30*time.Second)
-	post := func(path string, body any, out any) {
-		t.Helper()
-		b, _ := json.Marshal(body)
-		resp, err := http.Post(base+path, "application/json", bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-	}
+	post := func(path string, body, out any) { postJSON(t, base+path, body, out) }
 	var sess struct {
 		SessionID string `json:"session_id"`
 	}
@@ -211,5 +189,19 @@ func TestReplaySessionShowsProgress(t *testing.T) {
 		if i := strings.Index(log, want); i < 0 || i > firstTurn {
 			t.Errorf("stderr does not say %q before the turns' lines:\n%s", want, log)
 		}
+	}
+}
+
+// postJSON posts body as JSON to url and decodes the answer into out.
+func postJSON(t *testing.T, url string, body, out any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(url, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("%s: %v", url, err)
 	}
 }
