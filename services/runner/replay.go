@@ -12,6 +12,7 @@ import (
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
 )
 
 // ReplayedTurn is one turn of a session rebuilt from its events, or one
@@ -96,9 +97,7 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 			if err != nil {
 				return nil, err
 			}
-			recorded[mergeKey(tm.TaskID, tm.Attempt)] = tm.StateHash
-			versions[mergeKey(tm.TaskID, tm.Attempt)] = tm.EngineVersion
-			digests[mergeKey(tm.TaskID, tm.Attempt)] = tm.EngineDigest
+			recorded[ev.ID()], versions[ev.ID()], digests[ev.ID()] = tm.StateHash, tm.EngineVersion, tm.EngineDigest
 		}
 	}
 	if start == nil {
@@ -149,7 +148,11 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 			if err != nil {
 				return nil, err
 			}
-			if def, err = stepDef(mergeKey(tr.TaskID, tr.Attempt)); err != nil {
+			// Each merge is compared with its own task.merged: one attempt
+			// may merge twice (given up on as overdue, with a gap, then
+			// answered late after all).
+			key := mergedEventID(ev.ID())
+			if def, err = stepDef(key); err != nil {
 				return nil, fmt.Errorf("replay: task %s attempt %d was merged by %w", tr.TaskID, tr.Attempt, err)
 			}
 			mg, err := r.Merge(def, mem, OutcomeOf(*tr))
@@ -160,8 +163,8 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 				continue
 			}
 			rt := ReplayedTurn{TaskID: tr.TaskID, TurnNumber: mg.State.TurnNumber, TurnID: ev.ID(), Phase: mg.State.Phase.Current,
-				EngineVersion: def.Version, EngineChanged: changed(mergeKey(tr.TaskID, tr.Attempt), def), StateHash: mg.StateHash,
-				RecordedHash: recorded[mergeKey(tr.TaskID, tr.Attempt)]}
+				EngineVersion: def.Version, EngineChanged: changed(key, def), StateHash: mg.StateHash,
+				RecordedHash: recorded[key]}
 			rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
 			out.Diverged = out.Diverged || !rt.Match
 			out.Turns = append(out.Turns, rt)
@@ -239,8 +242,9 @@ func missedCall(r *Runner) error {
 	return nil
 }
 
-// mergeKey identifies a task outcome's merge among a session's events.
-func mergeKey(taskID string, attempt int) string { return fmt.Sprintf("task:%s/%d", taskID, attempt) }
+// mergedEventID is the id of the task.merged that records the merge of the
+// task.returned returnedID.
+func mergedEventID(returnedID string) string { return events.DeriveID(returnedID, "merged") }
 
 // StartMemory is the working memory a session starts with, as its
 // session.started says: a new memory of the engine at the start time,

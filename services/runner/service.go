@@ -651,7 +651,7 @@ func (s *Service) merge(ctx context.Context, ev event.Event) (delivery.Step, err
 		return nil, events.Permanent(err)
 	}
 	at := cmp.Or(tr.ReturnedAt, ev.Time())
-	merged, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(ev.ID(), "merged"), Source: source, Time: at},
+	merged, err := contracts.NewEvent(contracts.Meta{ID: mergedEventID(ev.ID()), Source: source, Time: at},
 		contracts.TaskMerged{TenantID: sess.TenantID, SessionID: sess.ID, TaskID: tr.TaskID, Attempt: tr.Attempt,
 			Status: mg.Status, Note: mg.Note, Sidebar: sb, StateHash: mg.StateHash, EngineVersion: def.Version,
 			EngineDigest: def.Digest()})

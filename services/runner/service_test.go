@@ -959,3 +959,55 @@ exit_transitions:`, 1)
 		})
 	}
 }
+
+// An attempt the runner gave up on as overdue, with a gap, can still
+// answer (a worker took it late): the result closes the gap. The attempt
+// is then merged twice, the failure and the result, each with its
+// task.merged; a replay compares each merge with its own record, and
+// finds the live run.
+func TestReplayOfAGapClosedByALateAnswer(t *testing.T) {
+	engineYAML := strings.Replace(handoffEngine, "exit_transitions:", `background_tasks:
+  - task_id: budget_research
+    display_name: Budget research
+    trigger: {type: custom, evaluator: always}
+    handler: research.solution_landscape
+    estimated_duration: 1s
+    failure_strategy: {type: proceed-with-gap}
+exit_transitions:`, 1)
+	rig := runnertest.New(t, runnertest.Options{Engines: map[string]string{"handing.yaml": engineYAML},
+		Evaluators: map[string]engine.Evaluator{"always": func(*engine.WorkingMemory) float64 { return 1 }}})
+	s, _ := newService(t, rig, fixed("What is your budget?"), func(c *Config) { c.TaskTimeoutFactor = 1 })
+	start(t, s)
+	sid := rig.CreateSession(t, "handing", "late-answer")
+	rig.Publish(t, "la-1", time.Now(), runnertest.Turn(sid, 1, "Our goal is a booking app.",
+		map[string]any{"basics.goal": "a booking app"}))
+	runnertest.WaitFor(t, 30*time.Second, "the task given up on", func() bool {
+		_, m := rig.Session(t, sid)
+		r, _ := m.BackgroundTasks.Task("budget_research")
+		return r.Status == engine.TaskGap
+	})
+	rig.Publish(t, "la-done", time.Now(), contracts.TaskCompleted{TenantID: runnertest.Tenant, TaskID: "budget_research",
+		Kind: TaskKind, OwnerID: sid, Attempt: 1, Output: json.RawMessage(`{"summary":"booking apps cost $2k-$8k","findings":[]}`)})
+	runnertest.WaitFor(t, 30*time.Second, "the late result", func() bool {
+		_, m := rig.Session(t, sid)
+		r, _ := m.BackgroundTasks.Task("budget_research")
+		return r.Status == engine.TaskCompleted
+	})
+	res, err := Replay(context.Background(), s.runner, rig.Engines, rig.SessionEvents(t, sid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, _ := rig.Session(t, sid)
+	var merges int
+	for _, rt := range res.Turns {
+		if rt.TaskID != "" {
+			merges++
+			if !rt.Match {
+				t.Errorf("merge %s: replayed %s, recorded %s", rt.TurnID, rt.StateHash, rt.RecordedHash)
+			}
+		}
+	}
+	if merges != 2 || res.Diverged || res.StateHash != live.StateHash {
+		t.Errorf("replay: %d merges, diverged %t, hash %s, live %s", merges, res.Diverged, res.StateHash, live.StateHash)
+	}
+}
