@@ -439,18 +439,20 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 // in "budget of 5000 dollars"); the others are added or, when correct,
 // each replaces the item it shares the most words with ("budget is 8000
 // dollars" the "budget of 5000 dollars"), if any. An item that says "not
-// X" names no item: when correct, it takes X off the list ("Actually not
-// Xero, it's QuickBooks"). changed reports whether the list is not what it
-// was.
+// X" names no item: when correct, it takes off the list an item that holds
+// X's words ("Actually not Xero, it's QuickBooks"). changed reports whether
+// the list is not what it was.
 func grow(current json.RawMessage, items []string, correct bool) (list []any, changed bool) {
 	_ = json.Unmarshal(current, &list) // none, unless a list
-	replaced := map[int]bool{}
+	replaced := map[string]bool{}      // the items put in for others
 	for _, item := range items {
 		if correct {
 			item = trimLeads(item, correctionLeads)
 		}
 		if w, rest, _ := strings.Cut(item, " "); strings.EqualFold(w, "not") {
-			if i, _ := closest(list, rest, nil); correct && i >= 0 {
+			// Only an item that holds X, and that this correction did not
+			// just put in ("I meant Outlook calendar, not Google Calendar").
+			if i, holds := closest(list, rest, replaced); correct && holds {
 				list, changed = slices.Delete(list, i, i+1), true
 			}
 			continue
@@ -460,7 +462,7 @@ func grow(current json.RawMessage, items []string, correct bool) (list []any, ch
 		}
 		changed = true
 		if i, _ := closest(list, item, replaced); correct && i >= 0 {
-			list[i], replaced[i] = item, true
+			list[i], replaced[item] = item, true
 			continue
 		}
 		list = append(list, item)
@@ -471,12 +473,12 @@ func grow(current json.RawMessage, items []string, correct bool) (list []any, ch
 // closest is the index of the item of list, but those skipped, that
 // shares the most words with item (-1 for none); holds says whether it
 // holds them all.
-func closest(list []any, item string, skip map[int]bool) (best int, holds bool) {
+func closest(list []any, item string, skip map[string]bool) (best int, holds bool) {
 	want := contentWords(item)
 	best, most := -1, 0
 	for i, x := range list {
 		s, ok := x.(string)
-		if !ok || skip[i] {
+		if !ok || skip[s] {
 			continue
 		}
 		if strings.EqualFold(cleanSentence(s), cleanSentence(item)) {

@@ -287,6 +287,10 @@ func TestExtractionSkill(t *testing.T) {
 			current: map[string]any{"constraints.integrations": []string{"Xero", "Google Calendar"}},
 			msg:     "Actually not Xero, it's QuickBooks.",
 			want:    map[string]any{"constraints.integrations": []any{"Google Calendar", "QuickBooks"}}},
+		{name: "a correction takes back only the item it names", focus: "integrations_identified",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Google Calendar"}},
+			msg:     "I meant Outlook calendar, not Google Calendar.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero", "Outlook calendar"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
