@@ -549,9 +549,16 @@ func trimLeads(s string, leads []string) string {
 }
 
 // leads lead into what the user says, and qualify it, without being part
-// of it: "Maybe we could …", "Mostly word of mouth".
+// of it: "Maybe we could …", "Mostly word of mouth", "Sorry, I meant …".
 var leads = []string{"and", "or", "so", "well", "oh", "also", "plus", "then", "yes", "yeah", "ok", "okay", "mostly",
-	"mainly", "largely", "maybe", "perhaps", "probably", "possibly", "i think", "i guess", "i suppose"}
+	"mainly", "largely", "maybe", "perhaps", "probably", "possibly", "i think", "i guess", "i suppose", "actually",
+	"sorry"}
+
+// isLead reports whether an item is a lead alone ("Yes, Xero and Shopify"):
+// no item.
+func isLead(item string) bool {
+	return slices.ContainsFunc(leads, func(l string) bool { return strings.EqualFold(l, item) })
+}
 
 // correctionLeads lead into the item a correction gives ("Actually not
 // Xero, it's QuickBooks").
@@ -809,7 +816,7 @@ func splitItems(s string, clauses bool) []string {
 		if len(out) > 0 && remark(it) {
 			continue
 		}
-		if it = cleanSentence(it); it != "" {
+		if it = cleanSentence(it); it != "" && !isLead(it) {
 			out = append(out, it)
 		}
 	}

@@ -291,6 +291,16 @@ func TestExtractionSkill(t *testing.T) {
 			current: map[string]any{"constraints.integrations": []string{"Xero", "Google Calendar"}},
 			msg:     "I meant Outlook calendar, not Google Calendar.",
 			want:    map[string]any{"constraints.integrations": []any{"Xero", "Outlook calendar"}}},
+		{name: "a lead before a comma is no item", focus: "integrations_identified", msg: "Yes, Xero and Shopify.",
+			want: map[string]any{"constraints.integrations": []any{"Xero", "Shopify"}}},
+		{name: "a correction marker before a comma is no item", focus: "integrations_identified",
+			current: map[string]any{"constraints.integrations": []string{"Xero"}},
+			msg:     "Actually, Google Calendar too.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero", "Google Calendar"}}},
+		{name: "an apology before a comma is no item", focus: "integrations_identified",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Google Calendar"}},
+			msg:     "Sorry, I meant Outlook calendar.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero", "Outlook calendar"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
