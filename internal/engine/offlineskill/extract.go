@@ -440,8 +440,8 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 // each replaces the item it shares the most words with ("budget is 8000
 // dollars" the "budget of 5000 dollars"), if any. An item that says "not
 // X" names no item: when correct, it takes off the list an item that holds
-// X's words ("Actually not Xero, it's QuickBooks"). changed reports whether
-// the list is not what it was.
+// X's words ("Actually not Xero, it's QuickBooks"); "not X but Y" names Y.
+// changed reports whether the list is not what it was.
 func grow(current json.RawMessage, items []string, correct bool) (list []any, changed bool) {
 	_ = json.Unmarshal(current, &list) // none, unless a list
 	replaced := map[string]bool{}      // the items put in for others
@@ -450,12 +450,15 @@ func grow(current json.RawMessage, items []string, correct bool) (list []any, ch
 			item = trimLeads(item, correctionLeads)
 		}
 		if w, rest, _ := strings.Cut(item, " "); strings.EqualFold(w, "not") {
+			rest, instead, _ := strings.Cut(rest, " but ")
 			// Only an item that holds X, and that this correction did not
 			// just put in ("I meant Outlook calendar, not Google Calendar").
 			if i, holds := closest(list, rest, replaced); correct && holds {
 				list, changed = slices.Delete(list, i, i+1), true
 			}
-			continue
+			if item = strings.TrimSpace(instead); item == "" {
+				continue
+			}
 		}
 		if _, on := closest(list, item, nil); on {
 			continue
