@@ -827,15 +827,18 @@ func splitItems(s string, clauses bool) []string {
 }
 
 // remark reports whether an item is the user saying how they know
-// ("I checked with my partner", "I think").
+// ("I checked with my partner", "I think", "as I mentioned").
 func remark(item string) bool {
 	w := strings.Fields(strings.ToLower(item))
+	if len(w) > 2 && (w[0] == "as" || w[0] == "like") {
+		w = w[1:]
+	}
 	return len(w) > 1 && (w[0] == "i" || w[0] == "i've") && remarkVerbs[w[1]]
 }
 
 var remarkVerbs = map[string]bool{"checked": true, "asked": true, "think": true, "guess": true, "believe": true, "suppose": true,
 	"reckon": true, "heard": true, "said": true, "hope": true, "was": true, "talked": true, "spoke": true,
-	"confirmed": true, "looked": true, "double-checked": true}
+	"confirmed": true, "looked": true, "double-checked": true, "mentioned": true, "told": true}
 
 var numberRe = regexp.MustCompile(`(?i)(\d[\d,]*(?:\.\d+)?)\s*(k|m|thousand|million)?\b`)
 
