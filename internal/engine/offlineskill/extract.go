@@ -515,7 +515,7 @@ func contentWords(s string) map[string]bool {
 // apart.
 var smallWords = map[string]bool{"more": true, "in": true, "on": true, "at": true, "with": true, "about": true, "than": true,
 	"before": true, "after": true, "have": true, "has": true, "be": true, "was": true, "by": true, "from": true, "or": true,
-	"around": true, "roughly": true, "some": true, "not": true}
+	"around": true, "roughly": true, "some": true, "not": true, "their": true, "your": true, "his": true, "her": true}
 
 // adds reports whether a sentence says it adds to what was said ("we also
 // have a deadline", "Shopify too").
