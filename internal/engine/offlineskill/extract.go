@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
@@ -738,7 +739,9 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 					// Instagram"), or of a clause ("the delivery run takes
 					// too long, and …"): the items are the sentence's.
 					clauses = strings.HasPrefix(after, ",") || strings.HasPrefix(after, ";")
-				case len(strings.Fields(after)) >= 2 && len(lower) == len(s):
+				case len(lower) == len(s) && (len(strings.Fields(after)) >= 2 || named(s[len(s)-len(after):])):
+					// Items, or one name ("syncs with Xero"), not a word
+					// that ends the sentence ("so slow now").
 					part, introduced = s[len(s)-len(after):], true
 				}
 			}
@@ -763,6 +766,12 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 		return items, len(items) > 0
 	}
 	return nil, false
+}
+
+// named reports whether s is one word that is a name: capitalised.
+func named(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return len(strings.Fields(s)) == 1 && unicode.IsUpper(r)
 }
 
 // endsItem reports whether what follows a keyword shows it ends an item:
