@@ -226,7 +226,8 @@ func stated(msg string) string {
 }
 
 // saysNothing reports whether a sentence is made of hedges, interjections
-// and bare yes-or-no words alone ("Hmm.", "I guess so.", "Probably not."):
+// and bare yes-or-no words alone ("Hmm.", "I guess so.", "Probably not.",
+// "Yes, that's right."):
 // it answers no question that asks for a value.
 func saysNothing(t engine.Text) bool {
 	for _, w := range strings.FieldsFunc(t.Lowered(), func(r rune) bool {
@@ -243,7 +244,8 @@ func saysNothing(t engine.Text) bool {
 var noContent = map[string]bool{"hmm": true, "hm": true, "hmmm": true, "um": true, "umm": true, "uh": true, "er": true,
 	"erm": true, "well": true, "so": true, "oh": true, "ah": true, "i": true, "think": true, "guess": true, "suppose": true,
 	"maybe": true, "perhaps": true, "probably": true, "possibly": true, "yes": true, "yeah": true, "yep": true, "no": true,
-	"nope": true, "not": true, "ok": true, "okay": true, "sure": true}
+	"nope": true, "not": true, "ok": true, "okay": true, "sure": true, "that's": true, "that": true, "is": true, "right": true,
+	"correct": true, "exactly": true, "absolutely": true, "definitely": true}
 
 // question reports whether a sentence asks.
 func question(s string) bool { return engine.IsQuestion(s) }
