@@ -120,7 +120,7 @@ func Extract(p extraction.Prompt) Answer {
 		ans.DeferredObligations = []string{p.Focus.ID}
 		return ans
 	}
-	answer, hedged := answerPart(msg)
+	answer, hedged, continues := answerPart(msg)
 	// Nothing matched the question's fields: the message is the answer to
 	// the first of them that is still open.
 	for _, path := range p.Focus.Fields {
@@ -140,6 +140,10 @@ func Extract(p extraction.Prompt) Answer {
 			// a yes that says there is nothing more is a yes ("Sure,
 			// that's all.").
 			v, ok = yesOrNo(stated(msg))
+		case continues && f.ValueType != engine.TypeArray:
+			// "And maybe the dispatchers want it too" goes on with what
+			// the user said before; to a list question ("Also Costa")
+			// it adds an item.
 		case answer != "":
 			// A question back ("What do you mean by that?") answers
 			// nothing, nor does saying what one does not know, about this
@@ -178,10 +182,11 @@ func promptField(p extraction.Prompt, path string) *extraction.PromptField {
 // ("Nothing else."), nor anything but hedges and interjections ("Hmm.",
 // "I guess so.", "Probably not."), the first of them without its hedge
 // ("Probably Greggs" gives "Greggs"); hedged says whether one was taken
-// off or stood in the message ("Maybe. The cheaper one."). A message that
-// goes on with something else ("And maybe it goes down in busy weeks.")
-// answers nothing.
-func answerPart(msg string) (answer string, hedged bool) {
+// off or stood in the message ("Maybe. The cheaper one."). continues says
+// the message goes on with what the user said before ("And maybe it goes
+// down in busy weeks.", "Also Costa."): the answer is without its "and"
+// or "also", and only a list question takes it.
+func answerPart(msg string) (answer string, hedged, continues bool) {
 	var kept []string
 	for _, s := range engine.Sentences(msg) {
 		t := engine.LowerText(s)
@@ -196,12 +201,14 @@ func answerPart(msg string) (answer string, hedged bool) {
 		}
 	}
 	if len(kept) == 0 {
-		return "", false
+		return "", false, false
 	}
 	lower := strings.ToLower(kept[0])
 	for _, c := range continuations {
-		if strings.HasPrefix(lower, c) {
-			return "", false
+		if rest, ok := strings.CutPrefix(lower, c); ok {
+			kept[0] = strings.TrimLeft(kept[0][len(kept[0])-len(rest):], " ,:")
+			lower, continues = strings.ToLower(kept[0]), true
+			break
 		}
 	}
 	for _, h := range hedges {
@@ -211,7 +218,7 @@ func answerPart(msg string) (answer string, hedged bool) {
 			break
 		}
 	}
-	return strings.Join(kept, " "), hedged
+	return strings.Join(kept, " "), hedged, continues
 }
 
 // stated is what a message says, its questions and doubts aside.
@@ -558,7 +565,7 @@ func trimLeads(s string, leads []string) string {
 // of it: "Maybe we could …", "Mostly word of mouth", "Sorry, I meant …".
 var leads = []string{"and", "or", "so", "well", "oh", "also", "plus", "then", "yes", "yeah", "ok", "okay", "mostly",
 	"mainly", "largely", "maybe", "perhaps", "probably", "possibly", "i think", "i guess", "i suppose", "actually",
-	"sorry"}
+	"sorry", "of course", "obviously"}
 
 // isLead reports whether an item is a lead alone ("Yes, Xero and Shopify"):
 // no item.
@@ -903,8 +910,8 @@ func Declines(text string) bool {
 	}
 	// "Not sure really. Probably Greggs and the supermarket bakeries."
 	// answers all the same.
-	answer, _ := answerPart(text)
-	return answer == ""
+	answer, _, continues := answerPart(text)
+	return answer == "" || continues
 }
 
 // unsure reports whether t says the user does not know something.

@@ -188,6 +188,8 @@ func TestExtractionSkill(t *testing.T) {
 			want: map[string]any{"validation.scope_confirmed": true}},
 		{name: "a message that goes on with something else answers nothing", focus: "trigger_event_identified",
 			msg: "And maybe the dispatchers want it too.", absent: []string{"purpose_and_problem.trigger_event"}},
+		{name: "a message that goes on adds to a list question", engine: "business-profile", focus: "competitors_named",
+			msg: "Also Costa, and of course Greggs.", want: map[string]any{"target_market.competitors": []any{"Costa", "Greggs"}}},
 		{name: "a keyword in a question back names nothing", focus: "team_resources_known",
 			msg: "Not sure, what kind of budget do you mean?", absent: []string{"constraints.budget", "constraints.team"}},
 		{name: "a question that raises a case still counts", msg: "What if a technician has no connection in a basement?",
