@@ -211,6 +211,9 @@ func answerPart(msg string) (answer string, hedged, continues bool) {
 			break
 		}
 	}
+	if continues && saysNothing(engine.LowerText(kept[0])) {
+		return "", false, false // "And yes, that's right."
+	}
 	for _, h := range hedges {
 		if rest, ok := strings.CutPrefix(lower, h); ok {
 			kept[0] = strings.TrimLeft(kept[0][len(kept[0])-len(rest):], " ,")
@@ -287,7 +290,8 @@ var (
 )
 
 // nothingMorePhrases say there is nothing more to tell.
-var nothingMorePhrases = []string{"nothing else", "nothing more", "nothing to add", "that's all", "that is all", "that's everything"}
+var nothingMorePhrases = []string{"nothing else", "nothing more", "nothing to add", "that's all", "that is all", "that's everything",
+	"that's it", "that is it"}
 
 // nothingMore reports whether a short sentence says there is nothing more.
 func nothingMore(t engine.Text) bool {
