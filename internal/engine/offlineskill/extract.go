@@ -463,14 +463,20 @@ func grow(current json.RawMessage, items []string, correct bool) (list []any, ch
 		if correct {
 			item = trimLeads(item, correctionLeads)
 		}
+		item = trimLeads(item, []string{"but"}) // "not Xero, but QuickBooks"
 		if w, rest, _ := strings.Cut(item, " "); strings.EqualFold(w, "not") {
 			rest, instead, _ := strings.Cut(rest, " but ")
+			instead = trimLeads(strings.TrimSpace(instead), leads) // "not only Xero but also QuickBooks"
 			// Only an item that holds X, and that this correction did not
 			// just put in ("I meant Outlook calendar, not Google Calendar").
 			if i, holds := closest(list, rest, replaced); correct && holds {
 				list, changed = slices.Delete(list, i, i+1), true
+				if _, on := closest(list, instead, nil); instead != "" && !on {
+					list, replaced[instead] = slices.Insert(list, i, any(instead)), true
+				}
+				continue
 			}
-			if item = strings.TrimSpace(instead); item == "" {
+			if item = instead; item == "" {
 				continue
 			}
 		}
