@@ -291,7 +291,7 @@ var (
 
 // nothingMorePhrases say there is nothing more to tell.
 var nothingMorePhrases = []string{"nothing else", "nothing more", "nothing to add", "that's all", "that is all", "that's everything",
-	"that's it", "that is it"}
+	"that's it", "that is it", "that's about it", "that is about it", "no others", "no other ones"}
 
 // nothingMore reports whether a short sentence says there is nothing more.
 func nothingMore(t engine.Text) bool {
