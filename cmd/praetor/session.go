@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
-	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/internal/llm/record"
 	"github.com/praetorhq/praetor/internal/wiring"
 	"github.com/praetorhq/praetor/pkg/contracts"
@@ -71,16 +69,17 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	}
 	// The per-turn telemetry was logged live; a replay only reports hashes.
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	llmAt := &turnsAt{Replayer: replayer, progress: progress, sessionID: sessionID, turns: turnNumbers(sessionEvents)}
-	cfg := runner.Config{LLM: llmAt, Registry: reg, Logger: quiet}
+	cfg := runner.Config{LLM: replayer, Registry: reg, Logger: quiet}
 	if recordedSummaries(calls) {
-		cfg.Summarizer = contextasm.LLMSummarizer{LLM: llmAt}
+		cfg.Summarizer = contextasm.LLMSummarizer{LLM: replayer}
 	}
 	r, err := runner.New(cfg)
 	if err != nil {
 		return err
 	}
-	res, err := runner.Replay(ctx, r, cat, sessionEvents)
+	res, err := runner.ReplayEach(ctx, r, cat, sessionEvents, func(step runner.ReplayedTurn, turns int) {
+		progress.say("rebuilding session %s: turn %d of %d", sessionID, step.TurnNumber, turns)
+	})
 	if errors.Is(err, runner.ErrNoSessionStart) {
 		return fmt.Errorf("session %s: %w%s", sessionID, err, lost(ctx, bus, contracts.StreamTurns))
 	}
@@ -177,37 +176,4 @@ func (p *replayProgress) say(format string, args ...any) {
 		p.last = t
 		fmt.Fprintf(p.w, format+"\n", args...)
 	}
-}
-
-// turnsAt serves a replay's model calls from their records, saying which
-// turn it rebuilds (a call's work names it: llm.WithWork).
-type turnsAt struct {
-	*record.Replayer
-	progress  *replayProgress
-	sessionID string
-	turns     map[string]int // turnNumbers
-}
-
-func (t *turnsAt) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	work := strings.TrimSuffix(llm.CallIDOf(ctx, llm.Request{}), "/call")
-	if id, ok := strings.CutPrefix(work, "turn/"); ok {
-		t.progress.say("rebuilding session %s: turn %d of %d", t.sessionID, t.turns[id], t.turns[""])
-	}
-	return t.Replayer.Complete(ctx, req)
-}
-
-// turnNumbers maps the session's turn ids to their numbers, and "" to the
-// last number.
-func turnNumbers(evs []event.Event) map[string]int {
-	turns := map[string]int{}
-	for _, ev := range evs {
-		if ev.Type() != contracts.TurnExtractedSpec.Type {
-			continue
-		}
-		if te, err := contracts.DecodeAs[contracts.TurnExtracted](ev); err == nil {
-			turns[te.TurnID] = te.TurnNumber
-			turns[""] = max(turns[""], te.TurnNumber)
-		}
-	}
-	return turns
 }

@@ -19,17 +19,8 @@ import (
 // started every drain): it reports no drain timeout, which would name a
 // consumer that left nothing unfinished.
 func TestStopAfterTheDrainFinishedIsClean(t *testing.T) {
-	srv := eventstest.StartServer(t)
-	nc := eventstest.Connect(t, srv)
-	topic := eventstest.NewTopic()
-	bus, err := events.New(nc, events.Config{Subject: topic.Route})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bus, topic := dlqBus(t, events.StreamConfig{})
 	t.Cleanup(func() { _ = bus.Close(context.Background()) })
-	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
-		t.Fatal(err)
-	}
 	timedOut, cancel := context.WithCancel(context.Background())
 	cancel()
 	// Each Stop below had one chance in two to call a drained subscription
@@ -52,16 +43,7 @@ func TestStopAfterTheDrainFinishedIsClean(t *testing.T) {
 // slow to end (an agent command given its kill grace) does not keep the
 // handlers of the others running on, uninterrupted, until it has.
 func TestCloseInterruptsEverySubscriptionAtOnce(t *testing.T) {
-	srv := eventstest.StartServer(t)
-	nc := eventstest.Connect(t, srv)
-	topic := eventstest.NewTopic()
-	bus, err := events.New(nc, events.Config{Subject: topic.Route})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
-		t.Fatal(err)
-	}
+	bus, topic := dlqBus(t, events.StreamConfig{})
 	// Each handler, once interrupted, ends only when the other one has been
 	// interrupted too (or when the test gives up on it).
 	release := make(chan struct{})

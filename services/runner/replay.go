@@ -65,9 +65,18 @@ var ErrNoSessionStart = errors.New("replay: no session.started event for the ses
 // cannot serve (a record.Replayer's Missed) ends the replay with an error
 // naming the turn and the call: past it, the state is not the live run's.
 func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEvents []event.Event) (*ReplayResult, error) {
+	return ReplayEach(ctx, r, engines, sessionEvents, nil)
+}
+
+// ReplayEach is Replay that calls each, when it is not nil, with every
+// step as soon as it is rebuilt and the number of the session's turns, so
+// that a long replay can say what it is at.
+func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEvents []event.Event,
+	each func(step ReplayedTurn, turns int)) (*ReplayResult, error) {
 	var (
 		start    *contracts.SessionStarted
 		steps    []event.Event
+		turns    int // the turn.extracted among steps
 		recorded = map[string]string{}
 		versions = map[string]string{} // the engine version each step ran with live, where recorded
 		digests  = map[string]string{} // and its digest
@@ -81,7 +90,10 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 				return nil, err
 			}
 			start = s
-		case contracts.TurnExtractedSpec.Type, contracts.TaskReturnedSpec.Type:
+		case contracts.TurnExtractedSpec.Type:
+			steps = append(steps, ev)
+			turns++
+		case contracts.TaskReturnedSpec.Type:
 			steps = append(steps, ev)
 		case contracts.TurnRespondedSpec.Type:
 			tr, err := contracts.DecodeAs[contracts.TurnResponded](ev)
@@ -165,9 +177,7 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 			rt := ReplayedTurn{TaskID: tr.TaskID, TurnNumber: mg.State.TurnNumber, TurnID: ev.ID(), Phase: mg.State.Phase.Current,
 				EngineVersion: def.Version, EngineChanged: changed(key, def), StateHash: mg.StateHash,
 				RecordedHash: recorded[key]}
-			rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
-			out.Diverged = out.Diverged || !rt.Match
-			out.Turns = append(out.Turns, rt)
+			out.add(rt, each, turns)
 			mem = mg.State
 			continue
 		}
@@ -211,9 +221,7 @@ func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEven
 		rt := ReplayedTurn{TurnNumber: res.State.TurnNumber, TurnID: te.TurnID, Phase: res.Phase, EngineVersion: def.Version,
 			EngineChanged: changed(te.TurnID, def),
 			StateHash:     res.StateHash, RecordedHash: recorded[te.TurnID], Reply: res.Reply}
-		rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
-		out.Diverged = out.Diverged || !rt.Match
-		out.Turns = append(out.Turns, rt)
+		out.add(rt, each, turns)
 		mem = res.State
 	}
 	out.State = mem
@@ -262,4 +270,15 @@ func StartMemory(def *engine.Definition, s contracts.SessionStarted) (*engine.Wo
 		m.InboundHandoff = b
 	}
 	return m, nil
+}
+
+// add records a rebuilt step: it matches when the live run recorded no hash
+// for it or the same one. each, when set, hears of it.
+func (out *ReplayResult) add(rt ReplayedTurn, each func(ReplayedTurn, int), turns int) {
+	rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
+	out.Diverged = out.Diverged || !rt.Match
+	out.Turns = append(out.Turns, rt)
+	if each != nil {
+		each(rt, turns)
+	}
 }

@@ -348,12 +348,7 @@ func TestHandoffStartsTheTargetAndVerifiesItsFirstReply(t *testing.T) {
 				}
 				return "What options have you heard of?"
 			})
-			s, _ := newService(t, rig, l, func(c *Config) { c.Mappers = handingMappers(t) })
-			start(t, s)
-			sid := rig.CreateSession(t, "handing", "hand-2")
-			rig.Publish(t, "t1", t0.Add(time.Minute), runnertest.Turn(sid, 1, "Our goal is a booking app; the budget is $5k. Can we explore options?",
-				map[string]any{"basics.goal": "a booking app", "basics.budget": "$5k"}))
-			target := TargetSessionID(HandoffID(runnertest.TurnID(sid, 1)))
+			s, sid, target := askForTheHandoff(t, rig, l, "hand-2", "t1")
 			runnertest.WaitFor(t, 30*time.Second, "the target session", func() bool {
 				_, err := conversation.GetSession(context.Background(), rig.DB, runnertest.Tenant, target)
 				return err == nil
@@ -825,12 +820,7 @@ exit_transitions:`, 1)
 		mu.Unlock()
 		return "What options have you heard of?"
 	})
-	s, _ := newService(t, rig, l, func(c *Config) { c.Mappers = handingMappers(t) })
-	start(t, s)
-	sid := rig.CreateSession(t, "handing", "hand-research")
-	rig.Publish(t, "hr-1", t0.Add(time.Minute), runnertest.Turn(sid, 1, "Our goal is a booking app; the budget is $5k. Can we explore options?",
-		map[string]any{"basics.goal": "a booking app", "basics.budget": "$5k"}))
-	target := TargetSessionID(HandoffID(runnertest.TurnID(sid, 1)))
+	s, sid, target := askForTheHandoff(t, rig, l, "hand-research", "hr-1")
 	runnertest.WaitFor(t, 30*time.Second, "the handoff", func() bool {
 		sess, m := rig.Session(t, sid)
 		return sess.Status == conversation.StatusHandedOff && m.BackgroundTasks.IsPending("budget_research")
@@ -1010,4 +1000,18 @@ exit_transitions:`, 1)
 	if merges != 2 || res.Diverged || res.StateHash != live.StateHash {
 		t.Errorf("replay: %d merges, diverged %t, hash %s, live %s", merges, res.Diverged, res.StateHash, live.StateHash)
 	}
+}
+
+// askForTheHandoff starts a service of the handing engine with l, creates
+// a session of project, and publishes its first turn (event id), which
+// asks for the handoff; it returns the service, the session and the
+// handoff's target session.
+func askForTheHandoff(t *testing.T, rig *runnertest.Rig, l llm.Client, project, id string) (s *Service, sid, target string) {
+	t.Helper()
+	s, _ = newService(t, rig, l, func(c *Config) { c.Mappers = handingMappers(t) })
+	start(t, s)
+	sid = rig.CreateSession(t, "handing", project)
+	rig.Publish(t, id, t0.Add(time.Minute), runnertest.Turn(sid, 1, "Our goal is a booking app; the budget is $5k. Can we explore options?",
+		map[string]any{"basics.goal": "a booking app", "basics.budget": "$5k"}))
+	return s, sid, TargetSessionID(HandoffID(runnertest.TurnID(sid, 1)))
 }

@@ -190,7 +190,7 @@ func answerPart(msg string) (answer string, hedged, continues bool) {
 	var kept []string
 	for _, s := range engine.Sentences(msg) {
 		t := engine.LowerText(s)
-		if question(s) || unsure(t) || nothingMore(t) {
+		if engine.IsQuestion(s) || unsure(t) || nothingMore(t) {
 			continue
 		}
 		for _, w := range strings.Fields(t.Lowered()) {
@@ -228,7 +228,7 @@ func answerPart(msg string) (answer string, hedged, continues bool) {
 func stated(msg string) string {
 	var kept []string
 	for _, s := range engine.Sentences(msg) {
-		if !question(s) && !unsure(engine.LowerText(s)) {
+		if !engine.IsQuestion(s) && !unsure(engine.LowerText(s)) {
 			kept = append(kept, s)
 		}
 	}
@@ -257,14 +257,11 @@ var noContent = map[string]bool{"hmm": true, "hm": true, "hmmm": true, "um": tru
 	"nope": true, "not": true, "ok": true, "okay": true, "sure": true, "that's": true, "that": true, "is": true, "right": true,
 	"correct": true, "exactly": true, "absolutely": true, "definitely": true}
 
-// question reports whether a sentence asks.
-func question(s string) bool { return engine.IsQuestion(s) }
-
 // asksBack reports whether a sentence asks the assistant what it meant
 // ("What kind of constraints do you mean?", "Like what?"), which answers
 // nothing; "What if a technician has no connection?" raises a case.
 func asksBack(s sentence) bool {
-	if !question(s.text) {
+	if !engine.IsQuestion(s.text) {
 		return false
 	}
 	for _, p := range askBackPhrases {
@@ -913,7 +910,7 @@ func Declines(text string) bool {
 		}
 	}
 	if len(strings.Fields(text)) > maxUnsureWords || strings.ContainsAny(text, "0123456789") || !unsure(t) ||
-		question(text) {
+		engine.IsQuestion(text) {
 		// Not knowing, then asking what was meant, wants the question
 		// explained, not skipped.
 		return false

@@ -328,7 +328,7 @@ const minEchoWords = 3
 // decline or a sentence too short to say something.
 func reflect(msg string) string {
 	ss := engine.Sentences(msg)
-	if len(ss) == 0 || question(ss[0]) || Declines(msg) {
+	if len(ss) == 0 || engine.IsQuestion(ss[0]) || Declines(msg) {
 		// "It sounds like what do you mean by that." and "It sounds like
 		// you'd rather skip that one." echo nothing the user said about
 		// the matter.
