@@ -217,11 +217,7 @@ func memoryGetCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.Comma
 			}
 			tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 			for _, n := range out.Nodes {
-				title := n.Title
-				if n.EntityName != "" {
-					title = n.EntityName + ": " + title
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Scope, n.Kind, n.ID, n.CreatedAt.UTC().Format("2006-01-02"), title)
+				fmt.Fprintln(tw, nodeRow(n))
 				if n.Rationale != "" {
 					fmt.Fprintf(tw, "\t\t\t\t  %s\n", strings.Join(strings.Fields(n.Rationale), " "))
 				}
@@ -599,4 +595,19 @@ streamable HTTP at /mcp.`),
 			return fmt.Errorf("memory mcp: %w", err)
 		},
 	}
+}
+
+// nodeRow is a node's line of `memory get`: scope, kind, id, the date it
+// was last confirmed (the order of the bundle within a scope and kind) and
+// its title, with its creation date after a node confirmed since.
+func nodeRow(n mcpserver.NodeOutput) string {
+	const day = "2006-01-02"
+	title := n.Title
+	if n.EntityName != "" {
+		title = n.EntityName + ": " + title
+	}
+	if n.ConfirmedAt != nil {
+		title += " (confirmed again; created " + n.CreatedAt.UTC().Format(day) + ")"
+	}
+	return strings.Join([]string{n.Scope, n.Kind, n.ID, n.Confirmed().UTC().Format(day), title}, "\t")
 }

@@ -219,3 +219,25 @@ func TestMemoryIsBackgroundIntelligence(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// memory get's date is the one the bundle is ordered by: the last
+// confirmation, with the creation date beside a node confirmed since.
+func TestMemoryGetRowShowsConfirmation(t *testing.T) {
+	created := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	confirmed := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		node mcpserver.NodeOutput
+		want string
+	}{
+		{mcpserver.NodeOutput{Scope: "project", Kind: "decision", ID: "a", Title: "Use Stripe", CreatedAt: created},
+			"project\tdecision\ta\t2026-11-20\tUse Stripe"},
+		{mcpserver.NodeOutput{Scope: "project", Kind: "decision", ID: "b", Title: "Use Stripe", CreatedAt: created, ConfirmedAt: &confirmed},
+			"project\tdecision\tb\t2026-11-27\tUse Stripe (confirmed again; created 2026-11-20)"},
+		{mcpserver.NodeOutput{Scope: "focus", Kind: "entity_fact", ID: "c", EntityName: "Stripe", Title: "charges 1.4%", CreatedAt: created},
+			"focus\tentity_fact\tc\t2026-11-20\tStripe: charges 1.4%"},
+	} {
+		if got := nodeRow(tc.node); got != tc.want {
+			t.Errorf("nodeRow(%s) = %q, want %q", tc.node.ID, got, tc.want)
+		}
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"github.com/praetorhq/praetor/services/memory/graph"
 	"github.com/praetorhq/praetor/services/memory/internal/memtest"
 	"github.com/praetorhq/praetor/services/memory/mcpserver"
+	"github.com/praetorhq/praetor/services/memory/retrieval"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -415,4 +416,34 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set("Authorization", "Bearer "+b.token)
 	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// A node confirmed by a later write (reinstated) shows when: the bundle is
+// ordered by that date, and a reader shown only the creation date sees an
+// old node ahead of newer ones.
+func TestBundleOutputShowsConfirmation(t *testing.T) {
+	created := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	confirmed := created.Add(7 * 24 * time.Hour)
+	b := retrieval.Bundle{Nodes: []graph.Node{
+		{ID: "a", Kind: graph.Decision, Title: "Use Stripe", CreatedAt: created, LastValidatedAt: confirmed},
+		{ID: "b", Kind: graph.Decision, Title: "Ship in May", CreatedAt: created, LastValidatedAt: created},
+		{ID: "c", Kind: graph.Decision, Title: "Hire two", CreatedAt: created},
+	}}
+	out := mcpserver.BundleOutput(b)
+	if got := out.Nodes[0]; got.ConfirmedAt == nil || !got.ConfirmedAt.Equal(confirmed) || !got.Confirmed().Equal(confirmed) {
+		t.Errorf("reinstated node = %+v, want confirmed_at %v", got, confirmed)
+	}
+	for _, n := range out.Nodes[1:] {
+		if n.ConfirmedAt != nil || !n.Confirmed().Equal(created) {
+			t.Errorf("node %s never confirmed again: confirmed_at = %v, Confirmed() = %v, want none and %v",
+				n.ID, n.ConfirmedAt, n.Confirmed(), created)
+		}
+	}
+	data, err := json.Marshal(out.Nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), `"confirmed_at"`); n != 1 {
+		t.Errorf("JSON has confirmed_at %d times, want once (the reinstated node): %s", n, data)
+	}
 }

@@ -166,6 +166,19 @@ type NodeOutput struct {
 	Rationale  string    `json:"rationale,omitempty"`
 	EntityName string    `json:"entity_name,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
+	// ConfirmedAt is when a later write of the same content last confirmed
+	// the node (it was reinstated); retrieval orders by it, else by
+	// CreatedAt.
+	ConfirmedAt *time.Time `json:"confirmed_at,omitempty" jsonschema:"when a later write of the same content last confirmed the node; nodes are ordered by it, else by created_at"`
+}
+
+// Confirmed is when the node was last confirmed: ConfirmedAt, else
+// CreatedAt.
+func (n NodeOutput) Confirmed() time.Time {
+	if n.ConfirmedAt != nil {
+		return *n.ConfirmedAt
+	}
+	return n.CreatedAt
 }
 
 // ConflictOutput is a CONFLICTS_WITH pair among the nodes returned.
@@ -205,8 +218,13 @@ func BundleOutput(b retrieval.Bundle) ContextOutput {
 	out := ContextOutput{Status: string(b.Status), ScopeState: string(b.Scope.State), FocusDropped: b.Scope.FocusDropped,
 		HygieneDue: b.HygieneDue, Nodes: make([]NodeOutput, 0, len(b.Nodes)), Detail: b.Detail}
 	for _, n := range b.Nodes {
-		out.Nodes = append(out.Nodes, NodeOutput{ID: n.ID, Kind: string(n.Kind), Scope: string(n.Scope.Level), Title: n.Title,
-			Rationale: n.Rationale, EntityName: n.EntityName, CreatedAt: n.CreatedAt})
+		node := NodeOutput{ID: n.ID, Kind: string(n.Kind), Scope: string(n.Scope.Level), Title: n.Title,
+			Rationale: n.Rationale, EntityName: n.EntityName, CreatedAt: n.CreatedAt}
+		if n.LastValidatedAt.After(n.CreatedAt) {
+			at := n.LastValidatedAt
+			node.ConfirmedAt = &at
+		}
+		out.Nodes = append(out.Nodes, node)
 	}
 	for _, c := range b.Conflicts {
 		out.Conflicts = append(out.Conflicts, ConflictOutput{A: c.A.ID, ATitle: c.A.Title, B: c.B.ID, BTitle: c.B.Title})
