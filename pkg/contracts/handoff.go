@@ -71,6 +71,12 @@ type Decision struct {
 	Confidence float64 `json:"confidence"`
 	// Reasoning says why; a usable handoff has more than 20 characters of it.
 	Reasoning string `json:"reasoning"`
+	// Key names what was decided: the engine and the extraction field the
+	// decision was read from ("exploration/decision.decision_made"). Along
+	// a chain of engines a later decision with the same key replaces this
+	// one. Handoffs written before keys were recorded have none; their
+	// decisions are told apart by their text alone.
+	Key string `json:"key,omitempty"`
 }
 
 // EliminatedOption is an option the user ruled out, with why.

@@ -85,7 +85,7 @@ func FromFields(f Fields) Mapper {
 			if d := strings.Join(values(m, f.Decision), ", "); d != "" {
 				confidence = decisionConfidence(m, f)
 				al.DecisionsReached = append(al.DecisionsReached, contracts.Decision{Decision: d, Confidence: confidence,
-					Reasoning: strings.Join(valuesOf(m, f.Reasoning), "; ")})
+					Reasoning: strings.Join(valuesOf(m, f.Reasoning), "; "), Key: def.EngineID + "/" + f.Decision})
 			}
 		}
 		for _, o := range valuesOf(m, f.Eliminated) {

@@ -3,6 +3,7 @@ package handoff_test
 import (
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -465,5 +466,59 @@ func TestMapCarriesWhatTheSourceSettledNotWhatItReplaced(t *testing.T) {
 	}
 	if d := h.ActionList.DecisionsReached; len(d) != 1 || d[0].Decision != "custom build" {
 		t.Errorf("decisions = %+v, want exploration's", d)
+	}
+}
+
+// Along exploration → project-discovery → exploration → project-discovery
+// → exploration → project-discovery, each exploration session decides
+// again what the last one decided: its decision replaces the one the chain
+// carried, so each handoff reports one decision, the latest, and the
+// executive summary says "Chose" once. (Each round trip used to add the
+// decision it replaced: the fifth handoff reported Connecteam, the custom
+// build and Jobber, all as chosen.)
+func TestMapChainKeepsTheLatestDecision(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	mappers := handoff.Builtin()
+	var h contracts.EngineHandoff
+	hop := func(def *engine.Definition, m *engine.WorkingMemory, target string) {
+		t.Helper()
+		if h.Metadata.SessionID != "" {
+			m.InboundHandoff, _ = json.Marshal(h)
+		}
+		var err error
+		if h, err = mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
+			Reason: "The user asked to go on there", Now: at}); err != nil {
+			t.Fatal(err)
+		}
+		if r := handoff.Validate(h); !r.Valid {
+			t.Fatalf("invalid: %v", r.Errors)
+		}
+	}
+	for i, chose := range []string{"Jobber", "custom build", "Connecteam"} {
+		m := enginetest.Memory(exploration)
+		m.SessionID = fmt.Sprintf("exploration-%d", i)
+		enginetest.Set(m, "decision.decision_made", chose, 0.85, 4)
+		enginetest.Set(m, "decision.reasoning", "It fits the crews and the budget we have", 0.85, 4)
+		hop(exploration, m, "project-discovery")
+		var got []string
+		for _, d := range h.ActionList.DecisionsReached {
+			got = append(got, d.Decision)
+		}
+		if !slices.Equal(got, []string{chose}) {
+			t.Errorf("handoff %d: decisions = %q, want [%s]", 2*i+1, got, chose)
+		}
+		if n := strings.Count(handoff.Format(h, "Project Discovery"), "✓ Chose"); n != 1 {
+			t.Errorf("handoff %d: the summary lists %d decisions, want 1", 2*i+1, n)
+		}
+
+		m = enginetest.Memory(discovery)
+		m.SessionID = fmt.Sprintf("discovery-%d", i)
+		enginetest.Set(m, "constraints.budget", "$90k", 0.9, 5)
+		hop(discovery, m, "exploration")
+		if d := h.ActionList.DecisionsReached; len(d) != 1 || d[0].Decision != chose {
+			t.Errorf("handoff %d: decisions = %+v, want the carried %s alone", 2*i+2, d, chose)
+		}
 	}
 }

@@ -145,16 +145,22 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // first captured, not only exploration's decision. Decisions, eliminated
 // options, constraints, assumptions, goals, pain points, concepts taught,
 // prior experience, open questions and sensitivities are carried, after
-// h's own and without repeats; a constraint whose label one of h's own has
-// ("Budget: $90k" beside "Budget: $120k") is replaced by it. Knowledge gaps are not: they are what the
+// h's own and without repeats. What the source session settled again
+// replaces what was carried: a decision with the key of one of h's own (a
+// second exploration session's choice replaces the first's), and a
+// constraint whose label one of h's own has ("Budget: $90k" beside
+// "Budget: $120k"). Knowledge gaps are not carried: they are what the
 // source session was there to close, and it reports its own. Nor are the
 // phase results, the metadata and the source's view of the user (levels,
 // trust, rapport), which are the source session's.
 func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	al, in := &h.ActionList, inbound.ActionList
-	al.DecisionsReached = union(al.DecisionsReached, in.DecisionsReached, func(d contracts.Decision) string { return d.Decision })
+	al.DecisionsReached = union(al.DecisionsReached,
+		replaced(in.DecisionsReached, al.DecisionsReached, func(d contracts.Decision) string { return d.Key }),
+		func(d contracts.Decision) string { return d.Decision })
 	al.OptionsEliminated = union(al.OptionsEliminated, in.OptionsEliminated, func(o contracts.EliminatedOption) string { return o.Option })
-	al.ConstraintsIdentified = union(al.ConstraintsIdentified, withoutLabels(in.ConstraintsIdentified, al.ConstraintsIdentified),
+	constraintLabel := func(c contracts.IdentifiedConstraint) string { return label(c.Constraint) }
+	al.ConstraintsIdentified = union(al.ConstraintsIdentified, replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintLabel),
 		func(c contracts.IdentifiedConstraint) string { return c.Constraint })
 	al.AssumptionsCarriedForward = union(al.AssumptionsCarriedForward, in.AssumptionsCarriedForward,
 		func(a contracts.CarriedAssumption) string { return a.Assumption })
@@ -169,17 +175,17 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	rs.Sensitivities = union(rs.Sensitivities, inbound.RelationalState.Sensitivities, text)
 }
 
-// withoutLabels is carried without the constraints whose label ("Budget"
-// of "Budget: $90k") one of own's has: the source session's value of a
-// requirement replaces the one an earlier session captured.
-func withoutLabels(carried, own []contracts.IdentifiedConstraint) []contracts.IdentifiedConstraint {
-	labels := map[string]bool{}
-	for _, c := range own {
-		if l := label(c.Constraint); l != "" {
-			labels[l] = true
+// replaced is carried without the items whose key (the label of a
+// constraint, the key of a decision; "" for none) one of own's has: the
+// source session's value replaces the one an earlier session captured.
+func replaced[T any](carried, own []T, key func(T) string) []T {
+	keys := map[string]bool{}
+	for _, x := range own {
+		if k := key(x); k != "" {
+			keys[k] = true
 		}
 	}
-	return slices.DeleteFunc(slices.Clone(carried), func(c contracts.IdentifiedConstraint) bool { return labels[label(c.Constraint)] })
+	return slices.DeleteFunc(slices.Clone(carried), func(x T) bool { return keys[key(x)] })
 }
 
 // label is the label a mapper put before a constraint's value (Constraint

@@ -1,0 +1,119 @@
+package runner_test
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/services/runner"
+)
+
+// startFrom plays msgs on a new session of engineID that starts with the
+// handoff h (none when nil), the way the handoff consumer starts it, and
+// returns the result of its last turn.
+func startFrom(t *testing.T, engineID string, h *contracts.EngineHandoff, msgs ...string) *runner.Result {
+	t.Helper()
+	s := newSession(t, engineID)
+	if h != nil {
+		m, err := runner.StartMemory(s.def, contracts.SessionStarted{SessionID: "sess-1", ProjectID: "proj-1",
+			EngineID: engineID, EngineVersion: s.def.Version, InboundHandoff: h, StartedAt: epoch})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.state = m
+	}
+	var res *runner.Result
+	for _, msg := range msgs {
+		res = s.say(msg)
+	}
+	return res
+}
+
+// handOff is startFrom's last turn's handoff; the turn must make one.
+func handOff(t *testing.T, engineID string, h *contracts.EngineHandoff, msgs ...string) contracts.EngineHandoff {
+	t.Helper()
+	res := startFrom(t, engineID, h, msgs...)
+	if res.Effects.Exit == nil {
+		t.Fatalf("%s did not hand off; last reply %q", engineID, res.Reply)
+	}
+	return res.Effects.Exit.Handoff
+}
+
+// A user who chose an off-the-shelf tool in exploration, went on to
+// project discovery, asked to explore the options again and chose a custom
+// build there is greeted by the second discovery session with the custom
+// build alone. The handoff used to carry the first choice beside the
+// second ("You decided on custom build; off-the-shelf tool."), one more
+// each round trip.
+func TestChainGreetsWithTheLatestDecision(t *testing.T) {
+	h := handOff(t, "exploration", nil, explorationMessages...)
+	h = handOff(t, "project-discovery", &h, projectDiscoveryMessages...)
+	again := slices.Clone(explorationMessages)
+	again[len(again)-1] = "I'll go with a custom build because it gives us full control."
+	h = handOff(t, "exploration", &h, again...)
+
+	var decisions []string
+	for _, d := range h.ActionList.DecisionsReached {
+		decisions = append(decisions, d.Decision)
+	}
+	if !slices.Equal(decisions, []string{"custom build"}) {
+		t.Errorf("decisions = %q, want [custom build]", decisions)
+	}
+	res := startFrom(t, "project-discovery", &h, "Hello again.")
+	if !strings.Contains(res.Reply, "You decided on custom build.") || strings.Contains(res.Reply, "off-the-shelf") {
+		t.Errorf("greeting %q, want the custom build alone", res.Reply)
+	}
+}
+
+// A session.started recorded before decisions had keys (testdata, encoded
+// by the code of ee6b8d3) still decodes and starts the same working memory:
+// its state hash is the one computed then, so a replay of such a session
+// does not diverge. Its carried decision, having no key, is carried on by
+// its text beside the session's own, as it was then.
+func TestSessionStartedBeforeDecisionKeys(t *testing.T) {
+	b, err := os.ReadFile("testdata/session.started.before-decision-keys.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev event.Event
+	if err := json.Unmarshal(b, &ev); err != nil {
+		t.Fatal(err)
+	}
+	started, err := contracts.DecodeAs[contracts.SessionStarted](ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(t, "exploration")
+	m, err := runner.StartMemory(s.def, *started)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const recorded = "780bef986fb228e45007ea694302a33b3c76d0654305c65d0f4c01b50834c186"
+	if hash, err := engine.StateHash(m); err != nil || hash != recorded {
+		t.Errorf("state hash = %s, %v; recorded %s", hash, err, recorded)
+	}
+
+	m.TurnNumber = 10
+	enginetest.Set(m, "decision.decision_made", "custom build", 0.85, 10)
+	enginetest.Set(m, "decision.reasoning", "It gives us full control over the schedule", 0.85, 10)
+	h, err := handoff.Builtin().Map(handoff.Input{Source: s.def, Memory: m, TargetEngineID: "project-discovery",
+		Reason: "User reached decision and ready to define requirements", Now: epoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decisions []string
+	for _, d := range h.ActionList.DecisionsReached {
+		decisions = append(decisions, d.Decision)
+	}
+	if !slices.Equal(decisions, []string{"custom build", "Jobber"}) {
+		t.Errorf("decisions = %q, want [custom build Jobber]", decisions)
+	}
+}
