@@ -522,3 +522,47 @@ func TestMapChainKeepsTheLatestDecision(t *testing.T) {
 		}
 	}
 }
+
+// An option ruled out in one exploration session and chosen in a later one
+// is no longer carried as eliminated: the handoff after the second session
+// says the user chose the custom build, not also that it was ruled out.
+func TestMapChainDoesNotEliminateTheChosenOption(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	mappers := handoff.Builtin()
+	hop := func(def *engine.Definition, m *engine.WorkingMemory, target string) contracts.EngineHandoff {
+		t.Helper()
+		h, err := mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
+			Reason: "The user asked to go on there", Now: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+
+	first := enginetest.Memory(exploration)
+	enginetest.Set(first, "decision.decision_made", "Jobber", 0.85, 4)
+	enginetest.Set(first, "decision.reasoning", "It has a mobile app the crews can use today", 0.85, 4)
+	enginetest.Set(first, "solution_landscape.eliminated_options", []string{"Custom build", "Connecteam"}, 0.85, 3)
+	h := hop(exploration, first, "project-discovery")
+
+	second := enginetest.Memory(discovery)
+	second.InboundHandoff, _ = json.Marshal(h)
+	enginetest.Set(second, "constraints.budget", "$90k", 0.9, 5)
+	h = hop(discovery, second, "exploration")
+
+	third := enginetest.Memory(exploration)
+	third.InboundHandoff, _ = json.Marshal(h)
+	enginetest.Set(third, "decision.decision_made", "custom build", 0.85, 4)
+	enginetest.Set(third, "decision.reasoning", "It gives us full control over offline sync", 0.85, 4)
+	h = hop(exploration, third, "project-discovery")
+
+	var eliminated []string
+	for _, o := range h.ActionList.OptionsEliminated {
+		eliminated = append(eliminated, o.Option)
+	}
+	if !slices.Equal(eliminated, []string{"Connecteam"}) {
+		t.Errorf("options eliminated = %q, want [Connecteam]", eliminated)
+	}
+}

@@ -147,18 +147,24 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // prior experience, open questions and sensitivities are carried, after
 // h's own and without repeats. What the source session settled again
 // replaces what was carried: a decision with the key of one of h's own (a
-// second exploration session's choice replaces the first's), and a
-// constraint whose label one of h's own has ("Budget: $90k" beside
-// "Budget: $120k"). Knowledge gaps are not carried: they are what the
-// source session was there to close, and it reports its own. Nor are the
-// phase results, the metadata and the source's view of the user (levels,
-// trust, rapport), which are the source session's.
+// second exploration session's choice replaces the first's), an option
+// eliminated earlier that one of h's decisions chose, and a constraint
+// whose label one of h's own has ("Budget: $90k" beside "Budget: $120k").
+// Knowledge gaps are not carried: they are what the source session was
+// there to close, and it reports its own. Nor are the phase results, the
+// metadata and the source's view of the user (levels, trust, rapport),
+// which are the source session's.
 func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	al, in := &h.ActionList, inbound.ActionList
+	chosen := map[string]bool{}
+	for _, d := range al.DecisionsReached {
+		chosen[fold(d.Decision)] = true
+	}
+	eliminated := slices.DeleteFunc(slices.Clone(in.OptionsEliminated), func(o contracts.EliminatedOption) bool { return chosen[fold(o.Option)] })
 	al.DecisionsReached = union(al.DecisionsReached,
 		replaced(in.DecisionsReached, al.DecisionsReached, func(d contracts.Decision) string { return d.Key }),
 		func(d contracts.Decision) string { return d.Decision })
-	al.OptionsEliminated = union(al.OptionsEliminated, in.OptionsEliminated, func(o contracts.EliminatedOption) string { return o.Option })
+	al.OptionsEliminated = union(al.OptionsEliminated, eliminated, func(o contracts.EliminatedOption) string { return o.Option })
 	constraintLabel := func(c contracts.IdentifiedConstraint) string { return label(c.Constraint) }
 	al.ConstraintsIdentified = union(al.ConstraintsIdentified, replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintLabel),
 		func(c contracts.IdentifiedConstraint) string { return c.Constraint })
@@ -202,7 +208,7 @@ func label(c string) string {
 // aside) is neither empty nor already there.
 func union[T any](own, more []T, key func(T) string) []T {
 	seen := make(map[string]bool, len(own)+len(more))
-	norm := func(x T) string { return strings.ToLower(oneLine(key(x))) }
+	norm := func(x T) string { return fold(key(x)) }
 	for _, x := range own {
 		seen[norm(x)] = true
 	}
@@ -214,6 +220,9 @@ func union[T any](own, more []T, key func(T) string) []T {
 	}
 	return own
 }
+
+// fold is s as union compares it: spaces and case aside.
+func fold(s string) string { return strings.ToLower(oneLine(s)) }
 
 // Unmapped lists the exit transitions of the engines that have no mapper
 // of their own ("source->target", sorted): they are served by the fallback,
