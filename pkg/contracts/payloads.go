@@ -111,7 +111,9 @@ type TurnExtracted struct {
 	TurnID     string `json:"turn_id"`
 	TurnNumber int    `json:"turn_number"`
 	Message    string `json:"message"`
-	// Extraction is the session's whole extraction state after this turn.
+	// Extraction is the session's whole extraction state after this turn:
+	// its fields, deferrals, and the extraction prompt version the session
+	// runs with (prompt_version; none before versions were recorded).
 	Extraction          json.RawMessage `json:"extraction,omitempty"`
 	FieldsUpdated       []string        `json:"fields_updated,omitempty"`
 	Superseded          []Supersession  `json:"superseded,omitempty"`

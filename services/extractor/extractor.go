@@ -1,7 +1,9 @@
 // Package extractor is the extractor service: it consumes turn.received,
 // runs the per-turn extraction of the session's engine (steps 2-3 of the
 // seed's runner), keeps the session's extraction state and its audit log,
-// and publishes turn.extracted for the runner.
+// and publishes turn.extracted for the runner. The state records the
+// version of the extraction prompt the session started with, which it keeps
+// (extraction.State).
 //
 // Turns of one session are handled one at a time and in order (a keyed
 // consumer on the session); the state, the log rows and the turn.extracted
@@ -145,14 +147,11 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	if !ok {
 		return nil, events.Permanent(fmt.Errorf("session %s runs engine %q, which is not loaded", sess.ID, sess.EngineID))
 	}
-	current := engine.NewExtraction()
-	if len(st.Extraction) > 0 {
-		if err := fastjson.Unmarshal(st.Extraction, &current); err != nil {
-			return nil, events.Permanent(fmt.Errorf("session %s: extraction state: %w", sess.ID, err))
-		}
-		if current.Fields == nil {
-			current.Fields = map[string]engine.ExtractedField{}
-		}
+	// The session's state holds the prompt version it started with, which
+	// it keeps (a state from before versions were recorded: PromptV1).
+	state, err := extraction.DecodeState(st.Extraction)
+	if err != nil {
+		return nil, events.Permanent(fmt.Errorf("session %s: extraction state: %w", sess.ID, err))
 	}
 	// The runner's memory gives the conversation so far and the obligation
 	// its last reply asked about; only those two are decoded.
@@ -162,9 +161,9 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	}
 	number := st.TurnNumber + 1
 	meta := extraction.Meta{SessionID: sess.ID, ProjectID: sess.ProjectID, MessageID: turn.TurnID,
-		EngineID: def.EngineID, TurnNumber: number}
+		EngineID: def.EngineID, TurnNumber: number, PromptVersion: state.PromptVersion}
 	ctx = llm.WithWork(llm.WithOwner(ctx, turn.TenantID, sess.ID), "turn/"+turn.TurnID)
-	res, err := s.pipeline.Extract(ctx, extraction.Request{Def: def, Current: current, Message: turn.Message,
+	res, err := s.pipeline.Extract(ctx, extraction.Request{Def: def, Current: state.Extraction, Message: turn.Message,
 		History: mem.History, Focus: mem.Obligations.Focus, Meta: meta, TenantID: turn.TenantID, Scope: sess.ID})
 	if err != nil {
 		if errors.Is(err, extraction.ErrEmptyMessage) {

@@ -22,6 +22,9 @@ type Meta struct {
 	MessageID  string `json:"message_id"`
 	EngineID   string `json:"engine_id"`
 	TurnNumber int    `json:"turn_number"`
+	// PromptVersion is the prompt version of the session, which says what a
+	// list answer is (0: CurrentPromptVersion).
+	PromptVersion PromptVersion `json:"prompt_version,omitempty"`
 }
 
 // Type is the kind of an extraction log entry.
@@ -104,6 +107,9 @@ type Result struct {
 	// was updated, and the turn is still answered.
 	Degraded       bool   `json:"degraded,omitempty"`
 	DegradedReason string `json:"degraded_reason,omitempty"`
+	// PromptVersion is the prompt version of the session, kept with its
+	// state (State).
+	PromptVersion PromptVersion `json:"prompt_version"`
 }
 
 // correctionMarkers are words with which users correct themselves; a value
@@ -183,8 +189,12 @@ const conflictMargin = 0.15
 //   - the same value again (compared after trimming, case and final
 //     punctuation for strings) is an update: the turn is added to its
 //     provenance and the confidence rises to the higher of the two;
-//   - for a list, new items are appended (an update) unless the user marks
-//     a correction, which replaces the list (a supersession);
+//   - for a list, what the answer is depends on the session's prompt
+//     version: with PromptV1, the items the message names, appended (an
+//     update) unless the user marks a correction, when they replace the
+//     list (a supersession); with PromptV2, the whole list, which appends
+//     its new items when it holds every stored one (an update) and else
+//     replaces the list like any different value;
 //   - a different value supersedes the old one, which is kept in
 //     superseded_previous with the reason; but when the old value is more
 //     confident by more than 0.15 and the user did not mark a correction
@@ -198,7 +208,8 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 	if next.Fields == nil {
 		next.Fields = map[string]engine.ExtractedField{}
 	}
-	res := Result{FieldsUpdated: []string{}, Superseded: []Supersession{}}
+	version := meta.PromptVersion.orCurrent()
+	res := Result{FieldsUpdated: []string{}, Superseded: []Supersession{}, PromptVersion: version}
 	marker := CorrectionMarker(message)
 	for _, fd := range def.ExtractionSchema.Fields {
 		fa, ok := ans.Fields[fd.Path]
@@ -228,7 +239,7 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 			}
 		case sameValue(fd.ValueType, prev.Value, val):
 			f = reinforce(prev, fa, meta)
-		case fd.ValueType == engine.TypeArray && marker == "":
+		case fd.ValueType == engine.TypeArray && grows(version, marker, prev.Value, val):
 			merged, added := union(prev.Value, val)
 			f = reinforce(prev, fa, meta)
 			f.Value = merged
@@ -270,6 +281,23 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 	res.Extraction = next
 	res.Log, res.Links = Diff(current, next, meta)
 	return res
+}
+
+// grows reports whether a list answer val adds its new items to the stored
+// list prev rather than replacing it: with PromptV1 unless the user marked
+// a correction; with PromptV2, which asks for the whole list, when it holds
+// every stored item.
+func grows(v PromptVersion, marker string, prev, val json.RawMessage) bool {
+	if v == PromptV1 {
+		return marker == ""
+	}
+	have := items(val)
+	for _, x := range items(prev) {
+		if !slices.Contains(have, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // reinforce keeps a value that was extracted again: its provenance gains the

@@ -1,15 +1,50 @@
 package extraction
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
 
+	fastjson "github.com/segmentio/encoding/json"
+
+	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/pkg/contracts"
 )
+
+// State is a session's extraction state as the extractor stores it after
+// each turn and publishes it in turn.extracted: the extraction, with the
+// prompt version the session runs with beside its fields. A state stored
+// before versions were recorded has none, and its session goes on with
+// PromptV1; a session with no state yet starts with CurrentPromptVersion.
+type State struct {
+	engine.Extraction
+	PromptVersion PromptVersion `json:"prompt_version,omitempty"`
+}
+
+// DecodeState reads a stored state (empty before a session's first turn).
+func DecodeState(raw []byte) (State, error) {
+	st := State{Extraction: engine.NewExtraction(), PromptVersion: CurrentPromptVersion}
+	if len(raw) == 0 {
+		return st, nil
+	}
+	st.PromptVersion = 0
+	if err := fastjson.Unmarshal(raw, &st); err != nil {
+		return State{}, err
+	}
+	if st.Fields == nil {
+		st.Fields = map[string]engine.ExtractedField{}
+	}
+	st.PromptVersion = cmp.Or(st.PromptVersion, PromptV1)
+	if !st.PromptVersion.known() {
+		return State{}, fmt.Errorf("unknown extraction prompt version %d", st.PromptVersion)
+	}
+	return st, nil
+}
 
 // Contract is the turn.extracted payload of this result, as the extractor
 // publishes it for the runner.
 func (r Result) Contract(tenantID, sessionID, turnID string, turnNumber int, message string) (contracts.TurnExtracted, error) {
-	ext, err := json.Marshal(r.Extraction)
+	ext, err := json.Marshal(State{Extraction: r.Extraction, PromptVersion: r.PromptVersion.orCurrent()})
 	if err != nil {
 		return contracts.TurnExtracted{}, err
 	}

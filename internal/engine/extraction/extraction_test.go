@@ -96,6 +96,7 @@ func TestApplyRules(t *testing.T) {
 	}
 	tests := []struct {
 		name           string
+		version        extraction.PromptVersion // 0: the current one
 		fields         map[string]any
 		message        string
 		wantUpdated    []string
@@ -129,7 +130,31 @@ func TestApplyRules(t *testing.T) {
 			},
 		},
 		{
-			name:        "lists grow",
+			name:        "lists grow by the whole list",
+			fields:      map[string]any{"details.features": []any{[]string{"tasks", "Deadlines", "notifications"}, 0.8}},
+			message:     "Actually, we also need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				e.Decode("details.features", &got)
+				if !slices.Equal(got, []string{"tasks", "deadlines", "notifications"}) {
+					t.Errorf("features = %v", got)
+				}
+			},
+		},
+		{
+			name:           "a whole list without an item replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"tasks"}, 0.8}},
+			message:        "We dropped deadlines.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+		},
+		{
+			name:        "version 1: lists grow by the items named",
+			version:     extraction.PromptV1,
 			fields:      map[string]any{"details.features": []any{[]string{"Deadlines", "notifications"}, 0.8}},
 			wantUpdated: []string{"details.features"},
 			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
@@ -141,6 +166,15 @@ func TestApplyRules(t *testing.T) {
 					t.Errorf("features = %v", got)
 				}
 			},
+		},
+		{
+			name:           "version 1: the items named after a correction replace the list",
+			version:        extraction.PromptV1,
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "Actually, we also need notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
 		},
 		{
 			name:           "a corrected list is replaced",
@@ -173,7 +207,9 @@ func TestApplyRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			msg := cmpOr(tt.message, "a message")
-			res := extraction.Apply(def, base(), answer(t, tt.fields), msg, meta(2))
+			m := meta(2)
+			m.PromptVersion = tt.version
+			res := extraction.Apply(def, base(), answer(t, tt.fields), msg, m)
 			if !slices.Equal(res.FieldsUpdated, orEmpty(tt.wantUpdated)) {
 				t.Errorf("updated = %v, want %v", res.FieldsUpdated, tt.wantUpdated)
 			}

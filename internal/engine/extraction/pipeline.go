@@ -81,7 +81,8 @@ type Request struct {
 	History []engine.Message
 	// Focus is the obligation the last reply asked for (WorkingMemory.Obligations.Focus).
 	Focus string
-	Meta  Meta
+	// Meta names the turn, and the session's prompt version (State's).
+	Meta Meta
 	// TenantID and Scope are passed to the LLM request for recording.
 	TenantID, Scope string
 }
@@ -97,6 +98,9 @@ func (p *Pipeline) Extract(ctx context.Context, r Request) (Result, error) {
 	if strings.TrimSpace(r.Message) == "" {
 		return Result{}, ErrEmptyMessage
 	}
+	if !r.Meta.PromptVersion.orCurrent().known() {
+		return Result{}, fmt.Errorf("extraction: unknown prompt version %d", r.Meta.PromptVersion)
+	}
 	hist := r.History
 	if n := p.cfg.HistoryMessages; len(hist) > n {
 		hist = hist[len(hist)-n:]
@@ -110,7 +114,7 @@ func (p *Pipeline) Extract(ctx context.Context, r Request) (Result, error) {
 		parts, _ = p.parts.LoadOrStore(r.Def, newPromptParts(r.Def))
 	}
 	req := buildRequest(PromptInput{Def: r.Def, Current: r.Current, Message: r.Message, History: hist, Focus: r.Focus,
-		Schema: schema.(json.RawMessage)}, parts.(*promptParts))
+		Schema: schema.(json.RawMessage), Version: r.Meta.PromptVersion}, parts.(*promptParts))
 	req.TenantID, req.Scope = r.TenantID, r.Scope
 	// CompleteJSON checks the answer against the schema (paths, types,
 	// confidences, obligation ids) and re-asks with the reason; ParseAnswer

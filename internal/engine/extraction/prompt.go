@@ -1,6 +1,7 @@
 package extraction
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,6 +27,8 @@ type PromptInput struct {
 	Focus string
 	// Schema is AnswerSchema(Def), when the caller has it at hand.
 	Schema json.RawMessage
+	// Version is the prompt version of the session (0: CurrentPromptVersion).
+	Version PromptVersion
 }
 
 // PromptField is a field as the prompt shows it: its definition, its cues
@@ -63,7 +66,44 @@ type Prompt struct {
 	Message      string             `json:"message"`
 }
 
-const systemPrompt = `You extract structured facts from the latest user message of a conversation.
+// PromptVersion is a version of the extraction prompt and of the way its
+// answers merge (see Apply). A session keeps the version it started with for
+// its whole life (State records it): the prompt's text is part of the hash
+// by which a model's recorded answer is found again, and a list answer means
+// what the prompt that asked for it said.
+type PromptVersion int
+
+// The prompt versions.
+const (
+	// PromptV1 asks for the values the latest message gives evidence of: a
+	// list answer holds the items the message names, which are added to the
+	// stored list, unless the message marks a correction, when they replace
+	// it. Sessions whose state records no version run with it.
+	PromptV1 PromptVersion = 1
+	// PromptV2 asks, for a list, for the whole list as it stands after the
+	// message, which the answer is: a list holding every stored item grows
+	// the stored list, any other replaces it.
+	PromptV2 PromptVersion = 2
+	// CurrentPromptVersion is the version a new session starts with.
+	CurrentPromptVersion = PromptV2
+)
+
+// orCurrent is v, or CurrentPromptVersion for the zero version.
+func (v PromptVersion) orCurrent() PromptVersion { return cmp.Or(v, CurrentPromptVersion) }
+
+func (v PromptVersion) known() bool {
+	_, ok := systemPrompts[v]
+	return ok
+}
+
+// systemPrompts are the instructions of each version. Version 1's bytes
+// must never change: sessions started with it go on with it.
+var systemPrompts = map[PromptVersion]string{
+	PromptV1: rulesHead + rulesTail,
+	PromptV2: rulesHead + listRule + rulesTail,
+}
+
+const rulesHead = `You extract structured facts from the latest user message of a conversation.
 Answer with one JSON object and nothing else:
 {"fields": {"<field path>": {"value": <value>, "confidence": <0..1>, "reasoning": "<why>"}}, "deferred_obligations": ["<obligation id>"]}
 Rules:
@@ -71,17 +111,23 @@ Rules:
 - The value must have the field's value_type (string, number, boolean, array, object). Use null only when the user says there is none.
 - Confidence: 0.9 for an explicit statement, 0.75 for a clear implication, below the field's confidence_threshold (default 0.70) when unsure.
 - If the user corrects an earlier answer ("actually", "instead"), give the corrected value.
-- The cues list words and patterns that usually signal the field.
+`
+
+const listRule = `- The value of an array field is the complete list as it should stand after the latest message: its current items that still hold, then the new ones. It replaces the current list, so leave out only the items the user takes back.
+`
+
+const rulesTail = `- The cues list words and patterns that usually signal the field.
 - The focus is what the assistant just asked; a direct answer belongs to the focus fields.
 - If the user declines or postpones the focus question ("skip", "not sure yet"), list its obligation id in deferred_obligations.
 Each block below holds JSON, one item per line.`
 
 // BuildRequest builds the extraction request a model (or the offline
-// provider) answers: a system message with the rules and the answer format,
-// and a user message made of tagged blocks of JSON — <engine>, <fields> (one
-// field per line: definition, cues, current value), <obligations>, <focus>,
-// <conversation> and <user_message>. Because every block holds JSON encoded
-// with HTML escaping, a user's text can never close a block early.
+// provider) answers: a system message with the rules of in.Version and the
+// answer format, and a user message made of tagged blocks of JSON —
+// <engine>, <fields> (one field per line: definition, cues, current value),
+// <obligations>, <focus>, <conversation> and <user_message>. Because every
+// block holds JSON encoded with HTML escaping, a user's text can never close
+// a block early.
 func BuildRequest(in PromptInput) llm.Request {
 	return buildRequest(in, newPromptParts(in.Def))
 }
@@ -177,7 +223,7 @@ func buildRequest(in PromptInput, pp *promptParts) llm.Request {
 	return llm.Request{
 		Purpose: Purpose,
 		Messages: []llm.Message{
-			{Role: llm.System, Content: systemPrompt},
+			{Role: llm.System, Content: systemPrompts[in.Version.orCurrent()]},
 			{Role: llm.User, Content: b.String()},
 		},
 		JSON:        true,

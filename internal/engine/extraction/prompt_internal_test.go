@@ -51,7 +51,7 @@ func referenceBuildRequest(in PromptInput) llm.Request {
 	if schema == nil {
 		schema = AnswerSchema(in.Def)
 	}
-	return llm.Request{Purpose: Purpose, Messages: []llm.Message{{Role: llm.System, Content: systemPrompt},
+	return llm.Request{Purpose: Purpose, Messages: []llm.Message{{Role: llm.System, Content: systemPrompts[in.Version.orCurrent()]},
 		{Role: llm.User, Content: b.String()}}, JSON: true, Schema: &llm.Schema{Name: "extraction", JSON: schema},
 		Temperature: &temp}
 }

@@ -1,0 +1,91 @@
+package extractor
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/conversation"
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/llm"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/services/runner/runnertest"
+)
+
+// systemPrompts keeps the instructions each session's extraction request
+// had, and answers that the message says nothing.
+type systemPrompts struct {
+	mu   sync.Mutex
+	seen map[string]string // by scope: the session
+}
+
+func (s *systemPrompts) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen[req.Scope] = req.Messages[0].Content
+	return &llm.Response{Content: `{"fields":{}}`}, nil
+}
+
+func (s *systemPrompts) of(scope string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[scope]
+}
+
+// A session keeps the extraction prompt version it started with: one whose
+// state was stored before versions were recorded is asked with version 1's
+// prompt and goes on recorded at version 1; a new session starts at the
+// current version and records it.
+func TestSessionKeepsItsPromptVersion(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	ctx := context.Background()
+	model := &systemPrompts{seen: map[string]string{}}
+	s, err := New(Config{DB: rig.DB, Bus: rig.Bus, Relay: rig.Relay, Engines: rig.Engines, LLM: model, Logger: rig.Logger,
+		AckWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+
+	at := time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC)
+	old, fresh := rig.CreateSession(t, "project-discovery", "v-old"), rig.CreateSession(t, "project-discovery", "v-new")
+	// A state as the extractor stored it before versions were recorded.
+	if err := conversation.SaveExtractionState(ctx, rig.DB, runnertest.Tenant, old, conversation.ExtractionState{TurnNumber: 1,
+		Extraction: json.RawMessage(`{"fields":{}}`)}, at); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		sid  string
+		turn int
+		want extraction.PromptVersion
+	}{{old, 2, extraction.PromptV1}, {fresh, 1, extraction.CurrentPromptVersion}}
+	for _, tt := range tests {
+		turnID := fmt.Sprintf("%s-turn-%d", tt.sid, tt.turn)
+		rig.Publish(t, turnID, at.Add(time.Minute), contracts.TurnReceived{TenantID: runnertest.Tenant, SessionID: tt.sid,
+			TurnID: turnID, Message: "We use Xero and Slack.", ReceivedAt: at.Add(time.Minute)})
+		var st conversation.ExtractionState
+		runnertest.WaitFor(t, 10*time.Second, "turn "+turnID+" extracted", func() bool {
+			st, err = conversation.GetExtractionState(ctx, rig.DB, runnertest.Tenant, tt.sid)
+			return err == nil && st.TurnNumber == tt.turn
+		})
+		var saved struct {
+			PromptVersion extraction.PromptVersion `json:"prompt_version"`
+		}
+		if err := json.Unmarshal(st.Extraction, &saved); err != nil || saved.PromptVersion != tt.want {
+			t.Errorf("session %s: state saved %s, want prompt version %d", tt.sid, st.Extraction, tt.want)
+		}
+		def, _ := rig.Engines.Get("project-discovery")
+		want := extraction.BuildRequest(extraction.PromptInput{Def: def, Current: engine.NewExtraction(), Version: tt.want})
+		if got := model.of(tt.sid); got != want.Messages[0].Content {
+			t.Errorf("session %s was asked with the instructions:\n%s\nwant version %d's:\n%s", tt.sid, got, tt.want,
+				want.Messages[0].Content)
+		}
+	}
+}
