@@ -153,6 +153,31 @@ func TestApplyRules(t *testing.T) {
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
 		},
 		{
+			// A model that answers only the new items, not the whole list
+			// the prompt asks for, must not wipe what the user said before.
+			name:        "a list answer with none of the stored items and no correction grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "We also need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				e.Decode("details.features", &got)
+				if !slices.Equal(got, []string{"tasks", "deadlines", "notifications"}) {
+					t.Errorf("features = %v", got)
+				}
+			},
+		},
+		{
+			name:           "a list answer with none of the stored items after a correction replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "Actually, it's only notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+		},
+		{
 			name:        "version 1: lists grow by the items named",
 			version:     extraction.PromptV1,
 			fields:      map[string]any{"details.features": []any{[]string{"Deadlines", "notifications"}, 0.8}},
