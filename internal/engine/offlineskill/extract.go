@@ -131,8 +131,9 @@ func Extract(p extraction.Prompt) Answer {
 		var v any
 		ok := false
 		switch {
-		case hedged && f.Cues.Firm:
-			// "Maybe the cheaper one" decides nothing.
+		case f.Cues.Firm && (hedged || tentative(answer)):
+			// "Maybe the cheaper one" decides nothing, nor does "Whatever
+			// I pick, it has to be cheap".
 		case f.ValueType == engine.TypeBoolean:
 			// A yes-or-no question is answered by a yes or a no, not by
 			// whatever the user says next ("Our team is me and Ana" does
@@ -391,10 +392,17 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			if c.pf != nil && s.ascii && !c.pf.mayMatch(s.lower.Lowered()) {
 				continue
 			}
-			m := re.FindStringSubmatch(s.text)
-			if m == nil {
+			loc := re.FindStringSubmatchIndex(s.text)
+			if loc == nil {
 				continue
 			}
+			if before := s.text[:loc[0]]; f.Cues.Firm && (engine.IsQuestion(s.text) ||
+				tentative(before[strings.LastIndexAny(before, ",;:")+1:])) {
+				// "Should we go with the hosted one?" and "If we go with
+				// the hosted one, …" choose nothing.
+				continue
+			}
+			m := submatches(s.text, loc)
 			free := allowed(s)
 			if !free && !list {
 				blocked = true
@@ -663,6 +671,28 @@ func matchValues(f extraction.PromptField, sentences []sentence, allowed func(se
 	}
 	return *found, true
 }
+
+// submatches are the texts of a match's groups, as FindStringSubmatch
+// gives them, from the match's indexes.
+func submatches(s string, loc []int) []string {
+	m := make([]string, len(loc)/2)
+	for i := range m {
+		if loc[2*i] >= 0 {
+			m[i] = s[loc[2*i]:loc[2*i+1]]
+		}
+	}
+	return m
+}
+
+// tentative reports whether a clause opens with a condition ("If we go
+// with …", "Unless …") or with any choice at all ("Whatever I pick",
+// "Whichever one we choose"): what it says is chosen is not.
+func tentative(clause string) bool {
+	first, _, _ := strings.Cut(trimLeads(strings.TrimSpace(clause), leads), " ")
+	return tentativeOpeners[strings.ToLower(first)]
+}
+
+var tentativeOpeners = map[string]bool{"if": true, "unless": true, "whatever": true, "whichever": true}
 
 // compiledCue is a cue pattern, compiled, with its prefilter (nil when it
 // has none).

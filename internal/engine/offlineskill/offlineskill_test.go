@@ -431,17 +431,24 @@ func TestExtractionSkillListCorrectionKeepsTheOthers(t *testing.T) {
 func TestExtractionSkillFirmDecision(t *testing.T) {
 	def, focus := asking(t, "exploration", "decision.decision_made")
 	for msg, want := range map[string]any{
-		"The off-the-shelf one.":                       "The off-the-shelf one",
-		"Maybe the off-the-shelf one.":                 nil,
-		"The cheaper one, I guess.":                    nil,
-		"And it goes down a lot, too.":                 nil,
-		"Which one would you pick?":                    nil,
-		"We'll go with the hosted one.":                "hosted one",
-		"We picked the hosted one.":                    "hosted one",
-		"Whatever we pick must fit within our budget.": nil,
-		"Hmm. The cheaper one?":                        nil,
-		"Maybe. The cheaper one.":                      nil,
-		"Yes. The off-the-shelf one.":                  "The off-the-shelf one",
+		"The off-the-shelf one.":                               "The off-the-shelf one",
+		"Maybe the off-the-shelf one.":                         nil,
+		"The cheaper one, I guess.":                            nil,
+		"And it goes down a lot, too.":                         nil,
+		"Which one would you pick?":                            nil,
+		"We'll go with the hosted one.":                        "hosted one",
+		"We picked the hosted one.":                            "hosted one",
+		"Whatever we pick must fit within our budget.":         nil,
+		"Hmm. The cheaper one?":                                nil,
+		"Maybe. The cheaper one.":                              nil,
+		"Yes. The off-the-shelf one.":                          "The off-the-shelf one",
+		"Whatever I pick, it has to be cheap.":                 nil,
+		"Whichever one I pick, it must be cheap.":              nil,
+		"Whatever I choose has to be cheap.":                   nil,
+		"If we go with the hosted one, it'd be cheaper.":       nil,
+		"So if I pick the hosted one, will it scale?":          nil,
+		"Should we go with the hosted one?":                    nil,
+		"Even if it costs more, we'll go with the hosted one.": "hosted one",
 	} {
 		ans := extract(t, def, engine.NewExtraction(), focus, msg)
 		var got any
