@@ -459,7 +459,8 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 // each replaces the item it shares the most words with ("budget is 8000
 // dollars" the "budget of 5000 dollars"), if any. An item that says "not
 // X" names no item: when correct, it takes off the list an item that holds
-// X's words ("Actually not Xero, it's QuickBooks"); "not X but Y" names Y.
+// X's words ("Actually not Xero, it's QuickBooks"); "not X but Y" names Y;
+// but "not enough X" is an item, a lack.
 // changed reports whether the list is not what it was.
 func grow(current json.RawMessage, items []string, correct bool) (list []any, changed bool) {
 	_ = json.Unmarshal(current, &list) // none, unless a list
@@ -469,7 +470,7 @@ func grow(current json.RawMessage, items []string, correct bool) (list []any, ch
 			item = trimLeads(item, correctionLeads)
 		}
 		item = trimLeads(item, []string{"but"}) // "not Xero, but QuickBooks"
-		if w, rest, _ := strings.Cut(item, " "); strings.EqualFold(w, "not") {
+		if w, rest, _ := strings.Cut(item, " "); strings.EqualFold(w, "not") && !lack(rest) {
 			rest, instead, _ := strings.Cut(rest, " but ")
 			instead = trimLeads(strings.TrimSpace(instead), leads) // "not only Xero but also QuickBooks"
 			// Only an item that holds X, and that this correction did not
@@ -496,6 +497,15 @@ func grow(current json.RawMessage, items []string, correct bool) (list []any, ch
 		list = append(list, item)
 	}
 	return list, changed
+}
+
+// lack reports whether what follows a "not" is an amount ("enough demand",
+// "many people would pay"): "not" then names a lack, an item, and takes
+// none off.
+func lack(s string) bool {
+	s = strings.ToLower(s)
+	w, _, _ := strings.Cut(s, " ")
+	return w == "enough" || w == "many" || w == "much" || strings.HasPrefix(s, "a lot")
 }
 
 // closest is the index of the item of list, but those skipped, that
