@@ -811,18 +811,44 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 		}
 		items := splitItems(part, clauses)
 		if introduced {
-			// The keyword again introduces the next item: "we could run a
-			// buddy system, maybe we could do a series".
+			// The keyword again introduces the next item ("we could run a
+			// buddy system, maybe we could do a series"), or a preposition
+			// does ("worried about pricing and about lock-in", "My concern
+			// is with the dispatchers"): the item is what follows.
 			for i, it := range items {
 				if engine.PhraseIndex(it, keyword) == 0 && len(it) > len(keyword) {
-					items[i] = strings.TrimSpace(it[len(keyword):])
+					it = strings.TrimSpace(it[len(keyword):])
 				}
+				items[i] = unprepose(it)
 			}
 		}
 		return items, len(items) > 0
 	}
 	return nil, false
 }
+
+// unprepose cuts the "about" or "with" that leads into an item ("worried
+// about pricing", "My concern is with the dispatchers"), but not an "about"
+// that says an amount is rough ("We only have about 300 dollars a month").
+func unprepose(item string) string {
+	rest := trimLeads(item, []string{"about", "with"})
+	if engine.PhraseIndex(item, "about") == 0 && amount(rest) {
+		return item
+	}
+	return rest
+}
+
+// amount reports whether s opens with an amount: a figure, a currency sign
+// or a number word ("a month", "two weeks", "half the budget").
+func amount(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	w, _, _ := strings.Cut(strings.ToLower(s), " ")
+	return unicode.IsDigit(r) || unicode.Is(unicode.Sc, r) || numberWords[w]
+}
+
+var numberWords = map[string]bool{"a": true, "an": true, "one": true, "two": true, "three": true, "four": true, "five": true,
+	"six": true, "seven": true, "eight": true, "nine": true, "ten": true, "twelve": true, "twenty": true, "fifty": true,
+	"hundred": true, "half": true}
 
 // named reports whether s is one word that is a name: capitalised.
 func named(s string) bool {
