@@ -364,13 +364,14 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		return !known || inFocus || s.correction
 	}
 	list := f.ValueType == engine.TypeArray
-	// whole makes a list's items the whole list; changed is false when
-	// that is the list already (none, when there was none).
-	whole := func(v any, s sentence) (any, bool) {
+	// whole makes a list's items the whole list, corrected by them when
+	// correct; changed is false when that is the list already (none, when
+	// there was none).
+	whole := func(v any, s sentence, correct bool) (any, bool) {
 		if !list {
 			return v, true
 		}
-		return grow(f.Current, v.([]string), s.correction && !adds(s.lower))
+		return grow(f.Current, v.([]string), correct && !adds(s.lower))
 	}
 	// strong reports whether a keyword lets a sentence grow a known list.
 	strong := func(s sentence, kw string) bool {
@@ -409,7 +410,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			if v, ok := patternValue(f.ValueType, re, m); ok {
-				if v, ok = whole(v, s); !ok {
+				if v, ok = whole(v, s, s.correction); !ok {
 					blocked = blocked || known
 					continue
 				}
@@ -430,8 +431,14 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			if !s.lower.Contains(kw) {
 				continue
 			}
-			free := allowed(s)
-			if !free && !strong(s, kw) {
+			v, ok := valueFromText(f.ValueType, s.text, kw)
+			correct := s.correction
+			if ok && list {
+				// "Pret isn't a competitor, it's Costa" corrects the
+				// competitors, as "actually" would.
+				v, correct = denials(v.([]string), kw, correct)
+			}
+			if !allowed(s) && !correct && !strong(s, kw) {
 				// A keyword alone ("technicians") is too weak a sign that the
 				// message is about the known field to keep it from
 				// answering the question asked; with the field's value
@@ -440,8 +447,8 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				blocked = blocked || restates(s, f.Current)
 				continue
 			}
-			if v, ok := valueFromText(f.ValueType, s.text, kw); ok {
-				if v, ok = whole(v, s); !ok {
+			if ok {
+				if v, ok = whole(v, s, correct); !ok {
 					blocked = blocked || known
 					continue
 				}
@@ -498,6 +505,57 @@ func grow(current json.RawMessage, items []string, correct bool) (list []any, ch
 	}
 	return list, changed
 }
+
+// denials turns each item that says what it names is not what the keyword
+// names ("Pret isn't a competitor", "Pret is not really one of our
+// competitors") into "not" and that name, which takes it off the list;
+// correct is then true, and the items after it correct the list ("…, it's
+// Costa" gives Costa).
+func denials(items []string, keyword string, correct bool) ([]string, bool) {
+	for i, it := range items {
+		at := engine.PhraseIndex(it, keyword)
+		if at <= 0 || len(it) != len(strings.ToLower(it)) || at+len(keyword) != len(it) {
+			continue // the keyword does not end the item
+		}
+		// A denial names a kind ("a competitor", "one of our
+		// competitors"), not a quality ("The app isn't slow").
+		words, kind := strings.Fields(it[:at]), false
+		for len(words) > 0 && (determiners[strings.ToLower(words[len(words)-1])] || denialFiller[strings.ToLower(words[len(words)-1])]) {
+			kind = kind || determiners[strings.ToLower(words[len(words)-1])]
+			words = words[:len(words)-1]
+		}
+		n := len(words)
+		if n < 2 || !kind {
+			continue
+		}
+		last := strings.ToLower(words[n-1])
+		switch {
+		case denyingVerbs[last]: // "Pret isn't"
+			words = words[:n-1]
+		case last == "not" && copulas[strings.ToLower(words[n-2])] && n > 2: // "Pret is not"
+			words = words[:n-2]
+		default: // "Pret's not"
+			subject := strings.TrimSuffix(strings.TrimSuffix(words[n-2], "'s"), "’s")
+			if last != "not" || subject == words[n-2] {
+				continue
+			}
+			words[n-2], words = subject, words[:n-1]
+		}
+		items[i], correct = "not "+trimLeads(strings.Join(words, " "), leads), true
+	}
+	return items, correct
+}
+
+// denyingVerbs and copulas with "not" deny; determiners, and denialFiller
+// with them, stand between them and the keyword ("isn't really one of our
+// competitors").
+var (
+	denyingVerbs = map[string]bool{"isn't": true, "isn’t": true, "aren't": true, "aren’t": true, "wasn't": true, "wasn’t": true,
+		"weren't": true, "weren’t": true}
+	copulas      = map[string]bool{"is": true, "are": true, "was": true, "were": true}
+	determiners  = map[string]bool{"a": true, "an": true, "the": true, "our": true, "my": true, "one": true}
+	denialFiller = map[string]bool{"of": true, "really": true, "actually": true, "real": true}
+)
 
 // lack reports whether what follows a "not" is an amount ("enough demand",
 // "many people would pay"): "not" then names a lack, an item, and takes
