@@ -365,6 +365,20 @@ func TestExtractionSkill(t *testing.T) {
 			current: map[string]any{"target_market.competitors": []string{"Greggs", "Pret"}},
 			msg:     "Pret’s not a competitor.",
 			want:    map[string]any{"target_market.competitors": []any{"Greggs"}}},
+		// A risk or a problem that says what is hard or costly is not an
+		// idea's feasibility: feasibility would be answered before any idea
+		// is shortlisted.
+		{name: "a risk that something is expensive is no feasibility note", engine: "ideation", focus: "risks_identified",
+			msg: "The main risk is it's expensive to run.", want: map[string]any{"refinement.risks": []any{"it's expensive to run"}},
+			absent: []string{"evaluation.feasibility_notes"}},
+		{name: "a problem that something is hard is no feasibility note", engine: "ideation", focus: "problem_defined",
+			msg:    "It's hard to get people to come on weekdays.",
+			want:   map[string]any{"problem_space.problem_statement": "It's hard to get people to come on weekdays"},
+			absent: []string{"evaluation.feasibility_notes"}},
+		{name: "an idea hard to build is a feasibility note", engine: "ideation", focus: "feasibility_assessed",
+			current: map[string]any{"evaluation.shortlist": []string{"a loyalty app", "a buddy system"}},
+			msg:     "The app would be hard to build.",
+			want:    map[string]any{"evaluation.feasibility_notes": []any{"The app would be hard to build"}}},
 		{name: "a remark that one said so is no item", focus: "integrations_identified", msg: "Xero and Shopify, as I mentioned.",
 			want: map[string]any{"constraints.integrations": []any{"Xero", "Shopify"}}},
 		{name: "restating a list with a remark adds nothing", focus: "integrations_identified",
