@@ -140,7 +140,7 @@ func Extract(p extraction.Prompt) Answer {
 			// not confirm the scope), nor by a question back or a doubt;
 			// a yes that says there is nothing more is a yes ("Sure,
 			// that's all.").
-			v, ok = yesOrNo(stated(msg))
+			v, ok = yesOrNo(strings.Join(statements(msg), " "))
 		case continues && f.ValueType != engine.TypeArray:
 			// "And maybe the dispatchers want it too" goes on with what
 			// the user said before; to a list question ("Also Costa")
@@ -189,9 +189,9 @@ func promptField(p extraction.Prompt, path string) *extraction.PromptField {
 // or "also", and only a list question takes it.
 func answerPart(msg string) (answer string, hedged, continues bool) {
 	var kept []string
-	for _, s := range engine.Sentences(msg) {
+	for _, s := range statements(msg) {
 		t := engine.LowerText(s)
-		if engine.IsQuestion(s) || unsure(t) || nothingMore(t) {
+		if nothingMore(t) {
 			continue
 		}
 		for _, w := range strings.Fields(t.Lowered()) {
@@ -225,15 +225,15 @@ func answerPart(msg string) (answer string, hedged, continues bool) {
 	return strings.Join(kept, " "), hedged, continues
 }
 
-// stated is what a message says, its questions and doubts aside.
-func stated(msg string) string {
+// statements are the sentences of a message but its questions and doubts.
+func statements(msg string) []string {
 	var kept []string
 	for _, s := range engine.Sentences(msg) {
 		if !engine.IsQuestion(s) && !unsure(engine.LowerText(s)) {
 			kept = append(kept, s)
 		}
 	}
-	return strings.Join(kept, " ")
+	return kept
 }
 
 // saysNothing reports whether a sentence is made of hedges, interjections
