@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -380,5 +381,22 @@ func TestConcurrentSessions(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// Saying a known item is not what its list holds takes it off through the
+// whole extraction: the offline skill answers the whole list without it,
+// and the list is replaced, not merged with the answer (which put Pret
+// back), though the message has no correction word.
+func TestOfflineListCorrectionTakesTheItemOff(t *testing.T) {
+	s := newSession(t, "business-profile")
+	s.say("Our competitors are Greggs and Pret.")
+	s.say("Pret isn't a competitor, it's Costa.")
+	var got []string
+	if !s.state.Extraction.Decode("target_market.competitors", &got) {
+		t.Fatal("no competitors")
+	}
+	if !slices.Equal(got, []string{"Greggs", "Costa"}) {
+		t.Errorf("competitors = %q, want [Greggs Costa]", got)
 	}
 }
