@@ -415,9 +415,10 @@ type TaskTrigger struct {
 // FailureStrategy configures the task failure strategy.
 type FailureStrategy struct {
 	Type FailureStrategyType `yaml:"type" json:"type" jsonschema:"required,enum=retry,enum=degrade,enum=stall,enum=proceed-with-gap"`
-	// MaxRetries bounds the attempts after the first: required for retry;
-	// for stall, default 5.
-	MaxRetries int `yaml:"max_retries,omitempty" json:"max_retries,omitempty" jsonschema:"minimum=0"`
+	// MaxRetries bounds the attempts after the first: required for retry
+	// (at least 1); for stall, default 5, and 0 falls back to then at the
+	// first failure.
+	MaxRetries *int `yaml:"max_retries,omitempty" json:"max_retries,omitempty" jsonschema:"minimum=0"`
 	// RetryDelay is the first backoff; it doubles per attempt (default 5s).
 	RetryDelay Duration `yaml:"retry_delay,omitempty" json:"retry_delay,omitempty"`
 	// DegradedBehavior tells the agent how to proceed without the result.

@@ -547,7 +547,7 @@ func (v *validator) backgroundTasks() {
 		fs := t.FailureStrategy
 		switch fs.Type {
 		case FailureRetry:
-			if fs.MaxRetries < 1 {
+			if fs.MaxRetries == nil || *fs.MaxRetries < 1 {
 				v.errorf(join(fp, "max_retries"), "failure-strategy", "retry needs max_retries of at least 1")
 			}
 			switch fs.Then {
@@ -556,7 +556,7 @@ func (v *validator) backgroundTasks() {
 				v.errorf(join(fp, "then"), "failure-strategy", "then %q is not degrade, stall or proceed-with-gap", fs.Then)
 			}
 		case FailureStall:
-			if fs.MaxRetries < 0 {
+			if fs.MaxRetries != nil && *fs.MaxRetries < 0 {
 				v.errorf(join(fp, "max_retries"), "failure-strategy", "max_retries must not be negative")
 			}
 			switch fs.Then {
@@ -565,7 +565,7 @@ func (v *validator) backgroundTasks() {
 				v.errorf(join(fp, "then"), "failure-strategy", "then %q is not degrade or proceed-with-gap (what a stall falls back to)", fs.Then)
 			}
 		case FailureDegrade, FailureProceedWithGap:
-			if fs.MaxRetries != 0 || fs.Then != "" {
+			if (fs.MaxRetries != nil && *fs.MaxRetries != 0) || fs.Then != "" {
 				v.errorf(fp, "failure-strategy", "max_retries and then apply to the retry and stall strategies only")
 			}
 		default:

@@ -235,11 +235,20 @@ func TestValidateRules(t *testing.T) {
 			wantPath: "background_tasks[0].failure_strategy.max_retries", wantRule: "failure-strategy", wantMsg: "max_retries",
 		},
 		{
+			name: "stall with negative max retries",
+			mutate: func(d *Definition) {
+				d.BackgroundTasks = []BackgroundTask{{TaskID: "research", DisplayName: "R", Handler: "research.web",
+					EstimatedDuration: Duration(30e9), Trigger: TaskTrigger{Type: TaskTriggerLowConfidence, Threshold: 0.6},
+					BlockPhaseTransition: true, FailureStrategy: FailureStrategy{Type: FailureStall, MaxRetries: new(-1)}}}
+			},
+			wantPath: "background_tasks[0].failure_strategy.max_retries", wantRule: "failure-strategy", wantMsg: "must not be negative",
+		},
+		{
 			name: "stall falling back to a stall",
 			mutate: func(d *Definition) {
 				d.BackgroundTasks = []BackgroundTask{{TaskID: "research", DisplayName: "R", Handler: "research.web",
 					EstimatedDuration: Duration(30e9), Trigger: TaskTrigger{Type: TaskTriggerLowConfidence, Threshold: 0.6},
-					BlockPhaseTransition: true, FailureStrategy: FailureStrategy{Type: FailureStall, MaxRetries: 2, Then: FailureStall}}}
+					BlockPhaseTransition: true, FailureStrategy: FailureStrategy{Type: FailureStall, MaxRetries: new(2), Then: FailureStall}}}
 			},
 			wantPath: "background_tasks[0].failure_strategy.then", wantRule: "failure-strategy", wantMsg: "what a stall falls back to",
 		},

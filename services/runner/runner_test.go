@@ -468,7 +468,7 @@ func TestUnansweredTaskFollowsItsStrategy(t *testing.T) {
 	def.BackgroundTasks = []engine.BackgroundTask{{TaskID: "budget_research", DisplayName: "Budget research", Handler: "research.web",
 		EstimatedDuration: engine.Duration(10 * time.Second),
 		Trigger:           engine.TaskTrigger{Type: engine.TaskTriggerObligationStatus, ObligationIDs: []string{"budget_known"}},
-		FailureStrategy:   engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: 2}}}
+		FailureStrategy:   engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: new(2)}}}
 	r := newRunner(t, &fakeLLM{reply: "ok?"})
 	res := process(t, r, def, nil, input(t, def, nil, "hi", nil))
 	if len(res.Effects.Tasks) != 1 || res.Effects.Tasks[0].Timeout != 20*time.Second {

@@ -35,7 +35,7 @@ func handedOff(t *testing.T, fs engine.FailureStrategy) (*runner.Runner, *engine
 // The task settles, with the failure and why.
 func TestNoRetryAfterTheHandoff(t *testing.T) {
 	for _, fs := range []engine.FailureStrategy{
-		{Type: engine.FailureRetry, MaxRetries: 3},
+		{Type: engine.FailureRetry, MaxRetries: new(3)},
 		{Type: engine.FailureStall},
 	} {
 		r, def, res := handedOff(t, fs)

@@ -57,10 +57,11 @@ const DefaultStallRetries = 5
 //     the agent's instruction;
 //   - stall blocks progress until the task succeeds: it is tried again
 //     with the same doubling backoff, capped at MaxStallBackoff, up to
-//     max_retries times (default DefaultStallRetries; after a retry, that
-//     many more), then, or at once on a permanent error, progress stops
-//     waiting and then applies (default proceed-with-gap): a task that
-//     cannot succeed must not hold the conversation for ever;
+//     max_retries times (default DefaultStallRetries, and 0 means not at
+//     all; after a retry, that many more), then, or at once on a permanent
+//     error, progress stops waiting and then applies (default
+//     proceed-with-gap): a task that cannot succeed must not hold the
+//     conversation for ever;
 //   - proceed-with-gap proceeds and flags the gap.
 type ConfigDriven struct{}
 
@@ -72,18 +73,18 @@ func (ConfigDriven) HandleFailure(task engine.BackgroundTask, err error, attempt
 	name := cmp.Or(task.DisplayName, task.TaskID)
 	switch fs.Type {
 	case engine.FailureRetry:
-		if attempt <= fs.MaxRetries && !permanent {
+		if attempt <= retries(fs, 0) && !permanent {
 			return Decision{Action: engine.FailureRetry, RetryAfter: backoff(delay, attempt), NextAttempt: attempt + 1}
 		}
 		// A stall after the retries waits as long again as one of its own.
 		then := engine.FailureStrategy{Type: cmp.Or(fs.Then, engine.FailureProceedWithGap), RetryDelay: fs.RetryDelay,
-			DegradedBehavior: fs.DegradedBehavior, MaxRetries: fs.MaxRetries + DefaultStallRetries}
+			DegradedBehavior: fs.DegradedBehavior, MaxRetries: new(retries(fs, 0) + DefaultStallRetries)}
 		return ConfigDriven{}.HandleFailure(engine.BackgroundTask{TaskID: task.TaskID, DisplayName: task.DisplayName,
 			FailureStrategy: then}, err, attempt)
 	case engine.FailureDegrade:
 		return Decision{Action: engine.FailureDegrade, Note: cmp.Or(fs.DegradedBehavior, "proceed without "+name)}
 	case engine.FailureStall:
-		if attempt <= cmp.Or(fs.MaxRetries, DefaultStallRetries) && !permanent {
+		if attempt <= retries(fs, DefaultStallRetries) && !permanent {
 			return Decision{Action: engine.FailureStall, Note: "Waiting for " + name + "...",
 				RetryAfter: min(backoff(delay, attempt), MaxStallBackoff), NextAttempt: attempt + 1}
 		}
@@ -96,6 +97,15 @@ func (ConfigDriven) HandleFailure(task engine.BackgroundTask, err error, attempt
 	default:
 		return Decision{Action: engine.FailureProceedWithGap, Note: fmt.Sprintf("%s is unavailable", name)}
 	}
+}
+
+// retries is fs's max_retries, or def where it sets none: an explicit 0
+// means no retry.
+func retries(fs engine.FailureStrategy, def int) int {
+	if fs.MaxRetries == nil {
+		return def
+	}
+	return *fs.MaxRetries
 }
 
 // backoff is delay × 2^(attempt-1), without overflowing.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/llm"
 )
@@ -65,7 +67,7 @@ func TestLLMClassifier(t *testing.T) {
 
 func TestConfigDrivenFailure(t *testing.T) {
 	retry := engine.BackgroundTask{TaskID: "research", DisplayName: "Market research",
-		FailureStrategy: engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: 3}}
+		FailureStrategy: engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: new(3)}}
 	tests := []struct {
 		name    string
 		task    engine.BackgroundTask
@@ -80,7 +82,7 @@ func TestConfigDrivenFailure(t *testing.T) {
 		{"permanent skips retries", retry, fmt.Errorf("bad input: %w", ErrPermanent), 1,
 			Decision{Action: engine.FailureProceedWithGap, Note: "Market research is unavailable"}},
 		{"retry then degrade", engine.BackgroundTask{DisplayName: "R", FailureStrategy: engine.FailureStrategy{Type: engine.FailureRetry,
-			MaxRetries: 1, RetryDelay: engine.Duration(time.Second), Then: engine.FailureDegrade, DegradedBehavior: "use the user's info"}},
+			MaxRetries: new(1), RetryDelay: engine.Duration(time.Second), Then: engine.FailureDegrade, DegradedBehavior: "use the user's info"}},
 			errors.New("x"), 2, Decision{Action: engine.FailureDegrade, Note: "use the user's info"}},
 		{"degrade", engine.BackgroundTask{FailureStrategy: engine.FailureStrategy{Type: engine.FailureDegrade, DegradedBehavior: "skip enrichment"}},
 			errors.New("x"), 1, Decision{Action: engine.FailureDegrade, Note: "skip enrichment"}},
@@ -88,7 +90,7 @@ func TestConfigDrivenFailure(t *testing.T) {
 			errors.New("x"), 1, Decision{Action: engine.FailureStall, Note: "Waiting for background research...", RetryAfter: 5 * time.Second, NextAttempt: 2}},
 		{"stall backs off", engine.BackgroundTask{DisplayName: "background research", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall}},
 			errors.New("x"), 3, Decision{Action: engine.FailureStall, Note: "Waiting for background research...", RetryAfter: 20 * time.Second, NextAttempt: 4}},
-		{"stall backoff is capped", engine.BackgroundTask{DisplayName: "background research", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall, MaxRetries: 20}},
+		{"stall backoff is capped", engine.BackgroundTask{DisplayName: "background research", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall, MaxRetries: new(20)}},
 			errors.New("x"), 10, Decision{Action: engine.FailureStall, Note: "Waiting for background research...", RetryAfter: MaxStallBackoff, NextAttempt: 11}},
 		{"stall tries its last retry", engine.BackgroundTask{DisplayName: "background research", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall}},
 			errors.New("x"), DefaultStallRetries, Decision{Action: engine.FailureStall, Note: "Waiting for background research...",
@@ -98,16 +100,16 @@ func TestConfigDrivenFailure(t *testing.T) {
 		{"stall on a permanent error stops waiting", engine.BackgroundTask{DisplayName: "background research", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall}},
 			fmt.Errorf("panic: %w", ErrPermanent), 1, Decision{Action: engine.FailureProceedWithGap, Note: "background research is unavailable"}},
 		{"stall then degrade", engine.BackgroundTask{DisplayName: "R", FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall,
-			MaxRetries: 2, Then: engine.FailureDegrade, DegradedBehavior: "use the user's info"}},
+			MaxRetries: new(2), Then: engine.FailureDegrade, DegradedBehavior: "use the user's info"}},
 			errors.New("x"), 3, Decision{Action: engine.FailureDegrade, Note: "use the user's info"}},
 		{"configured delay", engine.BackgroundTask{DisplayName: "R", FailureStrategy: engine.FailureStrategy{Type: engine.FailureRetry,
-			MaxRetries: 3, RetryDelay: engine.Duration(2 * time.Second)}},
+			MaxRetries: new(3), RetryDelay: engine.Duration(2 * time.Second)}},
 			errors.New("x"), 3, Decision{Action: engine.FailureRetry, RetryAfter: 8 * time.Second, NextAttempt: 4}},
 		{"retry then stall", engine.BackgroundTask{DisplayName: "R", FailureStrategy: engine.FailureStrategy{Type: engine.FailureRetry,
-			MaxRetries: 1, Then: engine.FailureStall}},
+			MaxRetries: new(1), Then: engine.FailureStall}},
 			errors.New("x"), 2, Decision{Action: engine.FailureStall, Note: "Waiting for R...", RetryAfter: 10 * time.Second, NextAttempt: 3}},
 		{"retry then stall stops waiting", engine.BackgroundTask{DisplayName: "R", FailureStrategy: engine.FailureStrategy{Type: engine.FailureRetry,
-			MaxRetries: 1, Then: engine.FailureStall}},
+			MaxRetries: new(1), Then: engine.FailureStall}},
 			errors.New("x"), 2 + DefaultStallRetries, Decision{Action: engine.FailureProceedWithGap, Note: "R is unavailable"}},
 	}
 	for _, tt := range tests {
@@ -140,5 +142,33 @@ func TestRecordFailure(t *testing.T) {
 	}
 	if RecordFailure(m, "zzz", errors.New("x"), Decision{Action: engine.FailureDegrade}, at) {
 		t.Error("a task nobody awaits was recorded")
+	}
+}
+
+// TestStallMaxRetriesAsWritten reads the stall strategy from YAML, as an
+// engine file gives it: max_retries: 0 means no retry (then applies at
+// once), and no max_retries means DefaultStallRetries.
+func TestStallMaxRetriesAsWritten(t *testing.T) {
+	tests := []struct {
+		yaml    string
+		attempt int
+		want    Action
+	}{
+		{"type: stall\nmax_retries: 0\n", 1, engine.FailureProceedWithGap},
+		{"type: stall\nmax_retries: 0\nthen: degrade\n", 1, engine.FailureDegrade},
+		{"type: stall\nmax_retries: 1\n", 1, engine.FailureStall},
+		{"type: stall\nmax_retries: 1\n", 2, engine.FailureProceedWithGap},
+		{"type: stall\n", DefaultStallRetries, engine.FailureStall},
+		{"type: stall\n", DefaultStallRetries + 1, engine.FailureProceedWithGap},
+	}
+	for _, tt := range tests {
+		var fs engine.FailureStrategy
+		if err := yaml.Unmarshal([]byte(tt.yaml), &fs); err != nil {
+			t.Fatal(err)
+		}
+		got := (ConfigDriven{}).HandleFailure(engine.BackgroundTask{TaskID: "research", FailureStrategy: fs}, errors.New("x"), tt.attempt)
+		if got.Action != tt.want {
+			t.Errorf("%q, attempt %d: action = %s, want %s", tt.yaml, tt.attempt, got.Action, tt.want)
+		}
 	}
 }

@@ -114,19 +114,19 @@ func TestFailureStrategies(t *testing.T) {
 		attempts []attempt
 		gap      bool
 	}{
-		{"retry 5s 10s 20s then the gap", engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: 3},
+		{"retry 5s 10s 20s then the gap", engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: new(3)},
 			[]attempt{{boom, engine.TaskRetrying, 2, 5 * time.Second}, {boom, engine.TaskRetrying, 3, 10 * time.Second},
 				{boom, engine.TaskRetrying, 4, 20 * time.Second}, {boom, engine.TaskGap, 0, 0}}, true},
-		{"retry with a configured delay then degrade", engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: 1,
+		{"retry with a configured delay then degrade", engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: new(1),
 			RetryDelay: engine.Duration(time.Second), Then: engine.FailureDegrade, DegradedBehavior: "use what the user said"},
 			[]attempt{{boom, engine.TaskRetrying, 2, time.Second}, {boom, engine.TaskDegraded, 0, 0}}, false},
-		{"a panic skips the retries", engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: 3},
+		{"a panic skips the retries", engine.FailureStrategy{Type: engine.FailureRetry, MaxRetries: new(3)},
 			[]attempt{{panicked, engine.TaskGap, 0, 0}}, true},
 		{"degrade", engine.FailureStrategy{Type: engine.FailureDegrade, DegradedBehavior: "skip enrichment"},
 			[]attempt{{boom, engine.TaskDegraded, 0, 0}}, false},
 		{"stall tries until it succeeds", engine.FailureStrategy{Type: engine.FailureStall},
 			[]attempt{{boom, engine.TaskStalled, 2, 5 * time.Second}, {boom, engine.TaskStalled, 3, 10 * time.Second}}, false},
-		{"stall stops waiting after its retries", engine.FailureStrategy{Type: engine.FailureStall, MaxRetries: 1},
+		{"stall stops waiting after its retries", engine.FailureStrategy{Type: engine.FailureStall, MaxRetries: new(1)},
 			[]attempt{{boom, engine.TaskStalled, 2, 5 * time.Second}, {boom, engine.TaskGap, 0, 0}}, true},
 		{"stall on a panic stops waiting", engine.FailureStrategy{Type: engine.FailureStall},
 			[]attempt{{panicked, engine.TaskGap, 0, 0}}, true},
