@@ -40,7 +40,10 @@ type ConsumerConfig struct {
 	// redelivering; handlers running longer send progress. Default: 30s.
 	AckWait time.Duration
 	// MaxDeliver bounds deliveries of one event; after the last failed one
-	// the event is dead-lettered. Default: 5.
+	// the event is dead-lettered. -1 sets no bound: a retryable failure is
+	// tried again, BackoffMax apart, for as long as it lasts, and only a
+	// permanent one (or an event that cannot be decoded) is dead-lettered.
+	// Default: 5.
 	MaxDeliver int
 	// BackoffBase and BackoffMax shape the redelivery delay after a retryable
 	// failure: BackoffBase doubled per delivery, capped at BackoffMax, with
@@ -88,8 +91,8 @@ func (c ConsumerConfig) validate() error {
 		return fmt.Errorf("events: consumer %s needs at least one subject", c.Name)
 	case c.Concurrency < 1:
 		return fmt.Errorf("events: consumer %s: concurrency must be at least 1", c.Name)
-	case c.MaxDeliver < 1:
-		return fmt.Errorf("events: consumer %s: MaxDeliver must be at least 1", c.Name)
+	case c.MaxDeliver < 1 && c.MaxDeliver != -1:
+		return fmt.Errorf("events: consumer %s: MaxDeliver must be at least 1, or -1 for no bound", c.Name)
 	case c.AckWait < time.Second:
 		return fmt.Errorf("events: consumer %s: AckWait must be at least 1s", c.Name)
 	case c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase:
@@ -105,6 +108,12 @@ func (c ConsumerConfig) validate() error {
 		}
 	}
 	return nil
+}
+
+// lastDelivery reports whether the server will not deliver an event again
+// after its delivery n.
+func (c ConsumerConfig) lastDelivery(n uint64) bool {
+	return c.MaxDeliver > 0 && n >= uint64(c.MaxDeliver)
 }
 
 // backoff returns the redelivery delay after the given delivery failed.
@@ -569,7 +578,7 @@ func (w *worker) process(msg jetstream.Msg) {
 		s.deadLetter(msg, d, ev.Type(), CausePermanent, err)
 	case errors.Is(context.Cause(hctx), errDrainTimedOut):
 		s.interrupted(msg, d, ev.Type(), fmt.Errorf("%w: %w", errDrainTimedOut, err))
-	case meta.NumDelivered >= uint64(s.cfg.MaxDeliver):
+	case s.cfg.lastDelivery(meta.NumDelivered):
 		s.deadLetter(msg, d, ev.Type(), CauseMaxDeliver, err)
 	default:
 		delay := s.cfg.backoff(meta.NumDelivered)
@@ -587,7 +596,7 @@ func (w *worker) process(msg jetstream.Msg) {
 // when the server would not deliver it again, it is dead-lettered with
 // reason, which says so.
 func (s *Subscription) interrupted(msg jetstream.Msg, d Delivery, ceType string, reason error) {
-	if d.NumDelivered >= uint64(s.cfg.MaxDeliver) {
+	if s.cfg.lastDelivery(d.NumDelivered) {
 		s.deadLetter(msg, d, ceType, CauseMaxDeliver, reason)
 		return
 	}

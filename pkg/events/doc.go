@@ -23,8 +23,10 @@
 // handler's process died on the last delivery is caught from the server's
 // MaxDeliver advisory, captured in the PRAETOR_ADVISORIES stream so none is
 // missed while no process runs, and its original is fetched by stream
-// sequence into the dead-letter stream. Nothing is dropped silently and
-// nothing is redelivered forever. A panic is recovered, counted and naked.
+// sequence into the dead-letter stream. Nothing is dropped silently, and
+// nothing is redelivered forever unless its consumer asks for that
+// (MaxDeliver -1, for timers that must outlast an outage of what they
+// call). A panic is recovered, counted and naked.
 //
 // # Ordering
 //

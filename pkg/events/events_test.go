@@ -604,3 +604,59 @@ func TestNoBacklogConsumerIsNotReported(t *testing.T) {
 		t.Errorf("backlog series %v include the NoBacklog consumer", got)
 	}
 }
+
+// A consumer without a bound on deliveries (MaxDeliver -1) tries an event
+// again for as long as its handler fails, past the default five deliveries,
+// and handles it once the failure ends; an event whose failure is
+// permanent is still dead-lettered, with its reason.
+func TestUnboundedDeliveries(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	if err := bus.EnsureDeadLetterStreams(t.Context(), events.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	const failures = 12
+	handled := make(chan uint64, 1)
+	var calls atomic.Int64
+	sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: "timers", Subjects: []string{topic.Pattern()},
+		MaxDeliver: -1, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond},
+		func(ctx context.Context, ev event.Event) error {
+			if ev.ID() == "malformed" {
+				return events.Permanent(errors.New("cannot be handled"))
+			}
+			if calls.Add(1) <= failures {
+				return errors.New("store down")
+			}
+			d, _ := events.DeliveryFrom(ctx)
+			handled <- d.NumDelivered
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+	for _, ev := range []event.Event{eventstest.NewEvent("outlasts", "k", 1), eventstest.NewEvent("malformed", "k", 2)} {
+		if err := bus.Publish(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := eventstest.Wait(t, handled, 30*time.Second, "the event handled"); n != failures+1 {
+		t.Errorf("handled on delivery %d, want %d", n, failures+1)
+	}
+	var dls []events.DeadLetter
+	eventstest.Eventually(t, 10*time.Second, "the malformed event dead-lettered", func() bool {
+		dls = eventstest.DeadLetters(t, bus, topic.Stream, "timers")
+		return len(dls) > 0
+	})
+	if len(dls) != 1 || dls[0].EventID != "malformed" || dls[0].Cause != events.CausePermanent || !strings.Contains(dls[0].Reason, "cannot be handled") {
+		t.Errorf("dead letters = %+v, want the malformed event's, permanent", dls)
+	}
+}

@@ -71,10 +71,11 @@
 // session still waits for that attempt, routes a failure onto the session's
 // subject like a worker's, so the task's strategy (retry, stall, ...) goes
 // on and a replay folds it; any replica may do it, and the failure's id is
-// derived from the dispatch, so it is merged once. A turn still fails an
-// overdue attempt too (tasks.Overdue), as it always did. Each write of a
-// session also names the version it read (conversation.SaveSession); a
-// write that finds another is refused and its work redone on the fresh
-// state, which guards against overlapping handlers (one outliving its ack
-// wait) on SQLite and PostgreSQL alike.
+// derived from the dispatch, so it is merged once; a store outage delays
+// that until the store is back, and never uses the watch up. A turn still
+// fails an overdue attempt too (tasks.Overdue), as it always did. Each
+// write of a session also names the version it read
+// (conversation.SaveSession); a write that finds another is refused and its
+// work redone on the fresh state, which guards against overlapping handlers
+// (one outliving its ack wait) on SQLite and PostgreSQL alike.
 package runner

@@ -1,0 +1,153 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/store"
+	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
+	"github.com/praetorhq/praetor/pkg/events/eventstest"
+	"github.com/praetorhq/praetor/services/runner/runnertest"
+)
+
+var errStoreDown = errors.New("store down")
+
+// outage is the runner's store while it is down: its first failures
+// statements and transactions fail, then it answers again.
+type outage struct {
+	store.DB
+	mu       sync.Mutex
+	failures int
+}
+
+func (o *outage) down() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.failures == 0 {
+		return nil
+	}
+	o.failures--
+	return errStoreDown
+}
+
+func (o *outage) left() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.failures
+}
+
+func (o *outage) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if err := o.down(); err != nil {
+		return 0, err
+	}
+	return o.DB.Exec(ctx, query, args...)
+}
+
+func (o *outage) Query(ctx context.Context, query string, args ...any) (store.Rows, error) {
+	if err := o.down(); err != nil {
+		return nil, err
+	}
+	return o.DB.Query(ctx, query, args...)
+}
+
+func (o *outage) QueryRow(ctx context.Context, query string, args ...any) store.Row {
+	if err := o.down(); err != nil {
+		return failedRow{err}
+	}
+	return o.DB.QueryRow(ctx, query, args...)
+}
+
+func (o *outage) Tx(ctx context.Context, fn func(tx store.Querier) error) error {
+	if err := o.down(); err != nil {
+		return err
+	}
+	return o.DB.Tx(ctx, fn)
+}
+
+type failedRow struct{ err error }
+
+func (r failedRow) Scan(...any) error { return r.err }
+
+// quickRetries is the bench's bus with the deadlines consumer's redelivery
+// backoff shortened from seconds to milliseconds, so that a test goes
+// through many failed deliveries quickly.
+type quickRetries struct{ *events.Bus }
+
+func (q quickRetries) Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error) {
+	if cfg.Name == ConsumerDeadlines {
+		cfg.BackoffBase, cfg.BackoffMax = time.Millisecond, 5*time.Millisecond
+	}
+	return q.Bus.Subscribe(ctx, cfg, h)
+}
+
+// deadlinesService starts the runner service on the bench with db for its
+// store and the deadlines consumer retrying quickly.
+func deadlinesService(t *testing.T, rig *runnertest.Rig, db store.DB) {
+	t.Helper()
+	r, err := New(Config{LLM: fixed("Go on."), Registry: rig.Registry, Logger: rig.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewService(ServiceConfig{DB: db, Bus: quickRetries{rig.Bus}, Relay: rig.Relay, Engines: rig.Engines, Runner: r,
+		Logger: rig.Logger, AckWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+}
+
+// overdueDispatch is the dispatch of a session's landscape research, whose
+// attempt is overdue a moment after it is published.
+func overdueDispatch(sid string) contracts.TaskDispatched {
+	return contracts.TaskDispatched{TenantID: runnertest.Tenant, TaskID: "landscape_research", Kind: TaskKind,
+		Handler: "research.solution_landscape", OwnerID: sid, Attempt: 1, Timeout: time.Millisecond}
+}
+
+// An overdue attempt whose session cannot be read, the store being down,
+// is given up on once the store is back, however many deliveries the
+// outage took: the watch over it is not dead-lettered. A dispatch that can
+// never be handled (it breaks its contract) is dead-lettered, with why.
+func TestDeadlineOutlastsAStoreOutage(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	sid := pendingSession(t, rig, "outage")
+	const failures = 15 // deliveries, each failing on its first statement: more than the 10 the consumer once had
+	db := &outage{DB: rig.DB, failures: failures}
+	deadlinesService(t, rig, db)
+
+	bad := runnertest.Event(t, "bad-dispatch", time.Now(), overdueDispatch("elsewhere"))
+	if err := bad.SetData("application/json", map[string]any{"tenant_id": runnertest.Tenant, "kind": TaskKind}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rig.Bus.Publish(t.Context(), bad); err != nil {
+		t.Fatal(err)
+	}
+	rig.Publish(t, "outage-dispatch", time.Now(), overdueDispatch(sid))
+
+	var rec engine.TaskRecord
+	var dls []events.DeadLetter
+	runnertest.WaitFor(t, 30*time.Second, "the attempt given up on, or its dispatch dead-lettered", func() bool {
+		_, m := rig.Session(t, sid)
+		rec, _ = m.BackgroundTasks.Task("landscape_research")
+		dls = eventstest.DeadLetters(t, rig.Bus, contracts.StreamTasks, ConsumerDeadlines)
+		return !m.BackgroundTasks.IsPending("landscape_research") || len(dls) > 1
+	})
+	if rec.Status != engine.TaskDegraded || !strings.Contains(rec.Error, "no answer") {
+		t.Errorf("record after the outage = %+v, want degraded for want of an answer", rec)
+	}
+	if db.left() != 0 {
+		t.Errorf("the outage has %d of its %d failures left; the test did not go through it", db.left(), failures)
+	}
+	if len(dls) != 1 || dls[0].EventID != "bad-dispatch" || dls[0].Cause != events.CausePermanent ||
+		!strings.Contains(dls[0].Reason, "owner_id") {
+		for _, dl := range dls {
+			t.Errorf("dead letter: %s (%s): %s", dl.EventID, dl.Cause, dl.Reason)
+		}
+		t.Errorf("%d dead letters, want the bad dispatch's alone, naming its contract", len(dls))
+	}
+}
