@@ -45,6 +45,13 @@ type ConsumerConfig struct {
 	// permanent one (or an event that cannot be decoded) is dead-lettered.
 	// Default: 5.
 	MaxDeliver int
+	// MaxAckPending bounds the events the consumer holds on the server,
+	// handled or waiting to be delivered again (see Postpone): at the bound
+	// the server delivers no other event until one is settled. -1 sets no
+	// bound, for a consumer whose events wait on purpose, each for a time
+	// of its own. Default: 8×Concurrency, at least 256. (A keyed
+	// consumer's partitions hold one event each.)
+	MaxAckPending int
 	// BackoffBase and BackoffMax shape the redelivery delay after a retryable
 	// failure: BackoffBase doubled per delivery, capped at BackoffMax, with
 	// up to 20% jitter. Defaults: 1s and 1m.
@@ -74,6 +81,9 @@ func (c ConsumerConfig) WithDefaults() ConsumerConfig {
 	c.Concurrency = cmp.Or(c.Concurrency, 16)
 	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
 	c.MaxDeliver = cmp.Or(c.MaxDeliver, 5)
+	if !c.Keyed {
+		c.MaxAckPending = cmp.Or(c.MaxAckPending, max(8*c.Concurrency, 256))
+	}
 	c.BackoffBase = cmp.Or(c.BackoffBase, time.Second)
 	c.BackoffMax = cmp.Or(c.BackoffMax, time.Minute)
 	c.HandlerTimeout = cmp.Or(c.HandlerTimeout, 2*time.Minute)
@@ -93,6 +103,10 @@ func (c ConsumerConfig) validate() error {
 		return fmt.Errorf("events: consumer %s: concurrency must be at least 1", c.Name)
 	case c.MaxDeliver < 1 && c.MaxDeliver != -1:
 		return fmt.Errorf("events: consumer %s: MaxDeliver must be at least 1, or -1 for no bound", c.Name)
+	case c.Keyed && c.MaxAckPending != 0:
+		return fmt.Errorf("events: keyed consumer %s: MaxAckPending must be unset", c.Name)
+	case !c.Keyed && c.MaxAckPending < 1 && c.MaxAckPending != -1:
+		return fmt.Errorf("events: consumer %s: MaxAckPending must be at least 1, or -1 for no bound", c.Name)
 	case c.AckWait < time.Second:
 		return fmt.Errorf("events: consumer %s: AckWait must be at least 1s", c.Name)
 	case c.BackoffBase <= 0 || c.BackoffMax < c.BackoffBase:
@@ -293,7 +307,7 @@ func (s *Subscription) pullOpts(maxMessages int) []jetstream.PullConsumeOpt {
 // messages under load, not one per message and worker.
 func (s *Subscription) startShared(ctx context.Context) error {
 	cons, err := s.bus.js.CreateOrUpdateConsumer(ctx, s.cfg.Stream,
-		s.consumerConfig(s.cfg.Name, s.cfg.Subjects, max(8*s.cfg.Concurrency, 256)))
+		s.consumerConfig(s.cfg.Name, s.cfg.Subjects, s.cfg.MaxAckPending))
 	if err != nil {
 		return fmt.Errorf("events: consumer %s on %s: %w", s.cfg.Name, s.cfg.Stream, err)
 	}

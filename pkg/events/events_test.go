@@ -660,3 +660,42 @@ func TestUnboundedDeliveries(t *testing.T) {
 		t.Errorf("dead letters = %+v, want the malformed event's, permanent", dls)
 	}
 }
+
+// A consumer's events put back until a time of their own (Postpone) stay
+// pending on the server meanwhile; MaxAckPending -1 lets any number of
+// them wait without holding back an event due sooner.
+func TestUnboundedAckPending(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	const waiting = 300 // beyond the default bound, 256 for 16 workers
+	var evs []event.Event
+	for i := range waiting {
+		evs = append(evs, eventstest.NewEvent(fmt.Sprintf("later-%d", i), "k", i))
+	}
+	if err := bus.PublishBatch(t.Context(), append(evs, eventstest.NewEvent("due", "k", waiting))); err != nil {
+		t.Fatal(err)
+	}
+	due := make(chan struct{})
+	sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: "timers", Subjects: []string{topic.Pattern()},
+		MaxAckPending: -1},
+		func(ctx context.Context, ev event.Event) error {
+			if ev.ID() == "due" {
+				close(due)
+				return nil
+			}
+			return events.Postpone(errors.New("not due"), time.Hour)
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+	eventstest.Wait(t, due, 30*time.Second, "the event due now, behind the ones that wait")
+}

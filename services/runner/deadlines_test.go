@@ -3,10 +3,13 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/store"
@@ -150,4 +153,29 @@ func TestDeadlineOutlastsAStoreOutage(t *testing.T) {
 		}
 		t.Errorf("%d dead letters, want the bad dispatch's alone, naming its contract", len(dls))
 	}
+}
+
+// Every attempt in flight holds its dispatch on the deadlines consumer
+// until it is overdue, however many there are: an attempt due soon is
+// given up on in time behind more than the 512 the consumer once held,
+// each waiting for a deadline an hour or two away.
+func TestDeadlineBehindManyAttemptsInFlight(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	sid := pendingSession(t, rig, "behind-many")
+	deadlinesService(t, rig, rig.DB)
+	const inFlight = 600
+	var evs []event.Event
+	for i := range inFlight {
+		d := overdueDispatch(fmt.Sprintf("waiting-%d", i))
+		d.Timeout = time.Hour
+		evs = append(evs, runnertest.Event(t, fmt.Sprintf("in-flight-%d", i), time.Now(), d))
+	}
+	if err := rig.Bus.PublishBatch(t.Context(), evs); err != nil {
+		t.Fatal(err)
+	}
+	rig.Publish(t, "due-soon", time.Now(), overdueDispatch(sid))
+	runnertest.WaitFor(t, 30*time.Second, "the attempt due soon given up on", func() bool {
+		_, m := rig.Session(t, sid)
+		return !m.BackgroundTasks.IsPending("landscape_research")
+	})
 }

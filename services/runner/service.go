@@ -194,16 +194,18 @@ func (s *Service) Start(ctx context.Context) error {
 			Subjects: []string{contracts.HandoffCreatedSpec.FilterSubject()}, AckWait: s.cfg.AckWait},
 			s.handoffIn.Handler(s.startTarget)},
 		// Each dispatch waits here, put back until its attempt is overdue:
-		// many wait at once (the consumer holds 8×Concurrency), and what
-		// waits is timers, not work to scale the runner on. A timer is
-		// never used up (MaxDeliver -1): a store outage, however long,
-		// delays the expiry until the store is back, a minute apart at
-		// most, where a bound would dead-letter the timer and leave its
-		// attempt waiting for good. A dispatch that cannot be read is
-		// still dead-lettered (a contract violation is permanent).
+		// one for each attempt in flight, with no bound (MaxAckPending -1),
+		// where a bound would hold every dispatch past it off the consumer
+		// until one before it was overdue, however soon its own attempt
+		// was; and what waits is timers, not work to scale the runner on
+		// (NoBacklog). A timer is never used up (MaxDeliver -1): a store
+		// outage, however long, delays the expiry until the store is back,
+		// a minute apart at most, where a bound would dead-letter the timer
+		// and leave its attempt waiting for good. A dispatch that cannot be
+		// read is still dead-lettered (a contract violation is permanent).
 		{events.ConsumerConfig{Stream: contracts.StreamTasks, Name: ConsumerDeadlines,
 			Subjects:    []string{contracts.TaskDispatchedSpec.SubjectPrefix() + ".*." + TaskKind},
-			Concurrency: 64, MaxDeliver: -1, AckWait: s.cfg.AckWait, NoBacklog: true},
+			Concurrency: 64, MaxDeliver: -1, MaxAckPending: -1, AckWait: s.cfg.AckWait, NoBacklog: true},
 			s.whenOverdue(s.expiries.TxHandler(s.expire))},
 	} {
 		sub, err := s.cfg.Bus.Subscribe(ctx, c.cfg, c.h)
