@@ -675,3 +675,37 @@ func attemptsOf(t *testing.T, reg *prometheus.Registry, outcome string) float64 
 	}
 	return n
 }
+
+// Dispatches that wait for their not_before (a retry's backoff, a stall's)
+// stay pending on the server meanwhile; however many wait, one due now is
+// run at once. With the consumer's default bound on pending events (256)
+// the due one waited for the first of them to come due.
+func TestDueDispatchBehindManyWaiting(t *testing.T) {
+	ran := make(chan string, 1)
+	fn := func(_ context.Context, task background.Task) (json.RawMessage, error) {
+		ran <- task.OwnerID
+		return json.RawMessage(`{"summary":"found it","findings":[]}`), nil
+	}
+	rig := taskRig(t, "{type: degrade, degraded_behavior: skip}", false, "30s")
+	b := &bench{Rig: rig, chat: &chat{}}
+	now := time.Now()
+	const waiting = 300
+	for i := range waiting + 1 {
+		owner, notBefore := fmt.Sprintf("sess-wait-%d", i), now.Add(time.Hour)
+		if i == waiting {
+			owner, notBefore = "sess-due", time.Time{}
+		}
+		rig.Publish(t, "dispatch-"+owner, now, contracts.TaskDispatched{TenantID: runnertest.Tenant, TaskID: "probe",
+			Kind: contracts.TaskKindBackground, Handler: testHandler, OwnerID: owner, Attempt: 1, Timeout: 30 * time.Second,
+			NotBefore: notBefore, Deadline: now.Add(2 * time.Hour), Input: json.RawMessage(`{}`)})
+	}
+	b.worker(t, rig.Bus, fn)
+	select {
+	case got := <-ran:
+		if got != "sess-due" {
+			t.Errorf("ran %s, want sess-due (the others wait an hour)", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the due dispatch did not run in 30s: it waits behind the dispatches waiting for their not_before")
+	}
+}

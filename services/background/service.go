@@ -175,6 +175,10 @@ func (s *Service) Start(ctx context.Context) error {
 		Stream: contracts.StreamTasks, Name: Consumer,
 		Subjects:    []string{contracts.TaskDispatchedSpec.SubjectPrefix() + ".*." + s.cfg.Kind},
 		Concurrency: s.cfg.Concurrency, AckWait: s.cfg.AckWait, MaxDeliver: s.cfg.MaxDeliver,
+		// A dispatch waiting for its not_before stays pending on the
+		// server; however many wait, a due one is delivered at once. The
+		// workers pull only as many as they are free for.
+		MaxAckPending:  -1,
 		HandlerTimeout: s.cfg.MaxTimeout + time.Minute,
 	}, s.handle)
 	if err != nil {
