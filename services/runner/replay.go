@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	fastjson "github.com/segmentio/encoding/json"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/llm"
@@ -148,6 +149,10 @@ func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, session
 	if err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
+	memJSON, err := json.Marshal(mem)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
 	out := &ReplayResult{SessionID: start.SessionID, EngineID: start.EngineID, Turns: []ReplayedTurn{}}
 	seen := map[string]bool{}
 	for _, ev := range steps {
@@ -179,6 +184,9 @@ func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, session
 				RecordedHash: recorded[key]}
 			out.add(rt, each, turns)
 			mem = mg.State
+			if memJSON, err = json.Marshal(mem); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		te, err := contracts.DecodeAs[contracts.TurnExtracted](ev)
@@ -204,7 +212,16 @@ func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, session
 		}
 		// The turn's calls are named as the live run named them, so a call
 		// the records cannot serve is told from the live run's.
-		res, err := r.Process(llm.WithWork(ctx, "turn/"+te.TurnID), def, mem, in)
+		// As the live service does: the turn works on the memory decoded
+		// from the state the last step stored.
+		var own engine.WorkingMemory
+		if err := fastjson.Unmarshal(memJSON, &own); err != nil {
+			return nil, fmt.Errorf("replay: turn %d (%s): state: %w", te.TurnNumber, te.TurnID, err)
+		}
+		if err := own.NormalizeDecoded(); err != nil {
+			return nil, fmt.Errorf("replay: turn %d (%s): state: %w", te.TurnNumber, te.TurnID, err)
+		}
+		res, err := r.processOwned(llm.WithWork(ctx, "turn/"+te.TurnID), def, &own, in)
 		if errors.Is(err, ErrDuplicateTurn) || errors.Is(err, ErrHandedOff) {
 			continue // the live run answered it without processing it
 		}
@@ -222,7 +239,7 @@ func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, session
 			EngineChanged: changed(te.TurnID, def),
 			StateHash:     res.StateHash, RecordedHash: recorded[te.TurnID], Reply: res.Reply}
 		out.add(rt, each, turns)
-		mem = res.State
+		mem, memJSON = res.State, res.stateJSON
 	}
 	out.State = mem
 	hash, err := engine.StateHash(mem)
