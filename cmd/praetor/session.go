@@ -63,6 +63,8 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	if err != nil {
 		return err
 	}
+	summaries := recordedSummaries(calls)
+	calls = nil // the replayer keeps the answers; the prompts can go
 	cat, reg, err := wiring.LoadEngines(enginesDirs, stderr)
 	if err != nil {
 		return err
@@ -70,7 +72,7 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	// The per-turn telemetry was logged live; a replay only reports hashes.
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	cfg := runner.Config{LLM: replayer, Registry: reg, Logger: quiet}
-	if recordedSummaries(calls) {
+	if summaries {
 		cfg.Summarizer = contextasm.LLMSummarizer{LLM: replayer}
 	}
 	r, err := runner.New(cfg)

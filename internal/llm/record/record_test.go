@@ -565,3 +565,23 @@ func TestReplayerNamesTheCallItMissed(t *testing.T) {
 		t.Errorf("Missed again = %v, want nil: it was reported", got)
 	}
 }
+
+// A replayer holds the answers, not the prompts: a long session's requests
+// are hundreds of megabytes, and replay finds each answer by its hash.
+func TestReplayerKeepsNoRequests(t *testing.T) {
+	req := llm.Request{Purpose: "response", Messages: []llm.Message{{Role: llm.User, Content: strings.Repeat("a long prompt ", 1000)}}}
+	rec := contracts.LLMCallRecorded{TenantID: "acme", Scope: "sess-1", RequestHash: llm.Hash(req), Purpose: "response",
+		Request: json.RawMessage(`{"purpose":"response"}`), Content: "Hello.", Provider: "fake", Model: "m"}
+	r := NewReplayer([]contracts.LLMCallRecorded{rec})
+	for k, q := range r.queues {
+		for _, got := range q {
+			if got.Request != nil {
+				t.Errorf("queue %s holds the request (%d bytes)", k, len(got.Request))
+			}
+		}
+	}
+	resp, err := r.Complete(llm.WithOwner(t.Context(), "acme", "sess-1"), req)
+	if err != nil || resp.Content != "Hello." {
+		t.Fatalf("Complete = %+v, %v; want the recorded answer", resp, err)
+	}
+}

@@ -82,10 +82,13 @@ type Replayer struct {
 
 var _ llm.Client = (*Replayer)(nil)
 
-// NewReplayer serves records, which must be in recorded (stream) order.
+// NewReplayer serves records, which must be in recorded (stream) order. It
+// keeps what it serves by: the answers, not the requests (the prompts, tens
+// of kilobytes a call, found by their hash).
 func NewReplayer(records []contracts.LLMCallRecorded) *Replayer {
 	r := &Replayer{queues: map[string][]contracts.LLMCallRecorded{}, served: map[string]int{}, byCall: map[string]string{}}
 	for _, rec := range records {
+		rec.Request = nil
 		k := replayKey(rec.TenantID, rec.Scope, rec.RequestHash)
 		r.queues[k] = append(r.queues[k], rec)
 		if rec.CallID != "" {
