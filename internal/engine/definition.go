@@ -286,8 +286,8 @@ type Obligation struct {
 	Fields []string `yaml:"fields,omitempty" json:"fields,omitempty"`
 	// MinFields is how many of Fields must be met; 0 means all of them.
 	MinFields int `yaml:"min_fields,omitempty" json:"min_fields,omitempty" jsonschema:"minimum=0"`
-	// Evaluator, instead of fields, scores the obligation in [0,1]; it is
-	// satisfied at Threshold (default 1.0) and partial above 0.
+	// Evaluator scores the obligation in [0,1]; it is satisfied at Threshold
+	// (default 1.0) and partial above 0. With fields, either satisfies it.
 	Evaluator string  `yaml:"evaluator,omitempty" json:"evaluator,omitempty"`
 	Threshold float64 `yaml:"threshold,omitempty" json:"threshold,omitempty" jsonschema:"minimum=0,maximum=1"`
 	// Question is how to ask for it; the reply prompt offers it to the model.

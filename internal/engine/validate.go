@@ -384,11 +384,8 @@ func (v *validator) obligations() {
 		default:
 			v.errorf(join(path, "priority"), "obligations", "priority %q is not critical, high, medium or low", o.Priority)
 		}
-		switch {
-		case len(o.Fields) == 0 && o.Evaluator == "":
+		if len(o.Fields) == 0 && o.Evaluator == "" {
 			v.errorf(path, "obligations", "obligation %q needs fields (extraction paths) or an evaluator, or it can never be satisfied", o.ID)
-		case len(o.Fields) > 0 && o.Evaluator != "":
-			v.errorf(join(path, "evaluator"), "obligations", "obligation %q sets both fields and evaluator; choose one", o.ID)
 		}
 		for j, f := range o.Fields {
 			usedFields[f] = true

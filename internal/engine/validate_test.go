@@ -46,6 +46,18 @@ func TestValidateMinimalIsValid(t *testing.T) {
 	}
 }
 
+// An obligation may list fields and name an evaluator, which satisfies it
+// too (an answer an inbound handoff carried).
+func TestValidateObligationWithFieldsAndEvaluator(t *testing.T) {
+	def := minimalDef(t)
+	def.Obligations[1].Evaluator, def.Obligations[1].Threshold = "always", 0.7
+	def.CustomEvaluators = append(def.CustomEvaluators, "always")
+	rep := Validate(def, validateEnv(t))
+	if !rep.Valid() || len(rep.Warnings) != 0 {
+		t.Errorf("errors %v, warnings %v; want none", rep.Err(), rep.Warnings)
+	}
+}
+
 func TestValidateRules(t *testing.T) {
 	tests := []struct {
 		name     string

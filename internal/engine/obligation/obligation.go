@@ -17,6 +17,10 @@
 // counting 0, so a satisfied obligation's confidence is that of the evidence
 // it rests on. An evaluator obligation scores s in [0,1]: satisfied at
 // s ≥ threshold (default 1.0), partial when s > 0; its confidence is s.
+// An obligation may list fields and name an evaluator: either satisfies
+// it. The evaluator counts what the fields cannot show, such as an answer
+// the session's inbound handoff carried, while the answer to its question
+// still goes to its fields; its confidence is the higher of the two.
 package obligation
 
 import (
@@ -44,23 +48,7 @@ func Item(def *engine.Definition, o *engine.Obligation, m *engine.WorkingMemory,
 	}
 	ext := m.Extraction
 	lastUpdate := 0
-	if o.Evaluator != "" {
-		s := 0.0
-		if reg != nil {
-			s = reg.Evaluate(o.Evaluator, m)
-		}
-		th := o.Threshold
-		if th == 0 {
-			th = 1
-		}
-		it.Confidence = round4(s)
-		switch {
-		case s+1e-9 >= th:
-			it.Status = engine.StatusSatisfied
-		case s > 0:
-			it.Status = engine.StatusPartial
-		}
-	} else {
+	if len(o.Fields) > 0 {
 		var confs []float64
 		present := false
 		for _, path := range o.Fields {
@@ -93,6 +81,23 @@ func Item(def *engine.Definition, o *engine.Obligation, m *engine.WorkingMemory,
 		case k > 0 && len(it.FieldsMet) >= k:
 			it.Status = engine.StatusSatisfied
 		case present:
+			it.Status = engine.StatusPartial
+		}
+	}
+	if o.Evaluator != "" {
+		s := 0.0
+		if reg != nil {
+			s = reg.Evaluate(o.Evaluator, m)
+		}
+		th := o.Threshold
+		if th == 0 {
+			th = 1
+		}
+		it.Confidence = round4(max(it.Confidence, s))
+		switch {
+		case s+1e-9 >= th:
+			it.Status = engine.StatusSatisfied
+		case s > 0 && it.Status == engine.StatusPending:
 			it.Status = engine.StatusPartial
 		}
 	}

@@ -87,6 +87,44 @@ func TestEvaluatorObligation(t *testing.T) {
 	}
 }
 
+// An obligation with fields and an evaluator is satisfied by either: the
+// evaluator counts what the fields cannot show (an answer an inbound
+// handoff carried), and without it the fields decide as they always did.
+func TestFieldsAndEvaluatorObligation(t *testing.T) {
+	def := enginetest.Definition()
+	reg := enginetest.Registry()
+	for _, tt := range []struct {
+		name      string
+		eval      string
+		threshold float64
+		conf      float64 // of basics.goal; 0 for none
+		want      engine.ObligationStatusValue
+		wantConf  float64
+		wantMet   bool
+	}{
+		{name: "evaluator satisfies without the field", eval: "always", want: engine.StatusSatisfied, wantConf: 1},
+		{name: "evaluator satisfies beside a weak field", eval: "always", conf: 0.4, want: engine.StatusSatisfied, wantConf: 1},
+		{name: "field satisfies, evaluator scores nothing", eval: "never", conf: 0.9, want: engine.StatusSatisfied, wantConf: 0.9, wantMet: true},
+		{name: "both", eval: "half", threshold: 0.5, conf: 0.9, want: engine.StatusSatisfied, wantConf: 0.9, wantMet: true},
+		{name: "neither: a weak field is partial", eval: "never", conf: 0.4, want: engine.StatusPartial, wantConf: 0.4},
+		{name: "neither: a partial score is partial", eval: "half", want: engine.StatusPartial, wantConf: 0.5},
+		{name: "nothing", eval: "never", want: engine.StatusPending},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := enginetest.Memory(def)
+			if tt.conf > 0 {
+				enginetest.Set(m, "basics.goal", "ship it", tt.conf, 1)
+			}
+			o := &engine.Obligation{ID: "x", Category: "basics", Fields: []string{"basics.goal"}, Evaluator: tt.eval, Threshold: tt.threshold}
+			got := obligation.Item(def, o, m, reg)
+			if got.Status != tt.want || got.Confidence != tt.wantConf || (len(got.FieldsMet) > 0) != tt.wantMet {
+				t.Errorf("status, confidence, fields met = %s, %v, %q; want %s, %v, met %v",
+					got.Status, got.Confidence, got.FieldsMet, tt.want, tt.wantConf, tt.wantMet)
+			}
+		})
+	}
+}
+
 func TestEvaluateSummary(t *testing.T) {
 	def := enginetest.Definition()
 	m := enginetest.Memory(def)
