@@ -73,6 +73,30 @@ func TestChainGreetsWithTheLatestDecision(t *testing.T) {
 	}
 }
 
+// A user who explored the options, captured the requirements, explored
+// again and came back to project discovery is not asked for the problem
+// once more: the handoff carries it (a pain point, behind the option
+// chosen), and the second discovery session's greeting used to end with
+// "What problem are you trying to solve?" all the same.
+func TestChainDoesNotAskForTheCarriedProblem(t *testing.T) {
+	h := handOff(t, "exploration", nil, explorationMessages...)
+	h = handOff(t, "project-discovery", &h, projectDiscoveryMessages...)
+	h = handOff(t, "exploration", &h, explorationMessages...)
+	if len(h.SituationAwareness.KeyPainPoints) == 0 || len(h.ActionList.DecisionsReached) == 0 {
+		t.Fatalf("handoff carries pain points %q and decisions %v; want both", h.SituationAwareness.KeyPainPoints,
+			h.ActionList.DecisionsReached)
+	}
+	res := startFrom(t, "project-discovery", &h, "Hello again.")
+	def := newSession(t, "project-discovery").def
+	o, _ := def.Obligation("core_problem_defined")
+	if strings.Contains(res.Reply, o.Question) {
+		t.Errorf("greeting %q asks %q, which the handoff answered", res.Reply, o.Question)
+	}
+	if st, _ := res.State.Obligation(o.ID); st.Status != engine.StatusSatisfied {
+		t.Errorf("%s is %s, want %s", o.ID, st.Status, engine.StatusSatisfied)
+	}
+}
+
 // A session.started recorded before decisions had keys (testdata, encoded
 // by the code of ee6b8d3) still decodes and starts the same working memory:
 // its state hash is the one computed then, so a replay of such a session

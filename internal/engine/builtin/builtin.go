@@ -1,7 +1,8 @@
 // Package builtin wires what ships with Praetor: a registry with the
 // technique library, the custom evaluators of the exploration,
-// business-profile and ideation engines and the task handler names the
-// shipped engines use, and the embedded engines directory as a load source.
+// business-profile, ideation and project-discovery engines and the task
+// handler names the shipped engines use, and the embedded engines directory
+// as a load source.
 package builtin
 
 import (
@@ -12,6 +13,7 @@ import (
 	"github.com/praetorhq/praetor/internal/engine/evaluators/businessprofile"
 	"github.com/praetorhq/praetor/internal/engine/evaluators/exploration"
 	"github.com/praetorhq/praetor/internal/engine/evaluators/ideation"
+	"github.com/praetorhq/praetor/internal/engine/evaluators/projectdiscovery"
 	"github.com/praetorhq/praetor/internal/engine/technique"
 )
 
@@ -28,7 +30,8 @@ func TaskHandlers() map[string]string {
 func Registry() (*engine.Registry, error) {
 	reg := engine.NewRegistry()
 	technique.Register(reg)
-	for _, register := range []func(*engine.Registry) error{exploration.Register, businessprofile.Register, ideation.Register} {
+	for _, register := range []func(*engine.Registry) error{exploration.Register, businessprofile.Register, ideation.Register,
+		projectdiscovery.Register} {
 		if err := register(reg); err != nil {
 			return nil, err
 		}

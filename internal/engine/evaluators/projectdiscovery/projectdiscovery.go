@@ -1,0 +1,59 @@
+// Package projectdiscovery holds the custom evaluators of the
+// project-discovery engine (engines/project-discovery.yaml), registered by
+// name; each returns a score in [0,1].
+//
+// A session started by a handoff must not ask the user again for what the
+// handoff carried: these evaluators read the session's inbound handoff, and
+// satisfy the obligations beside whose fields the engine names them.
+package projectdiscovery
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/pkg/contracts"
+)
+
+// Evaluators returns the evaluators by name.
+func Evaluators() map[string]engine.Evaluator {
+	return map[string]engine.Evaluator{"coreProblemCarried": CoreProblemCarried}
+}
+
+// Register adds the evaluators to a registry.
+func Register(reg *engine.Registry) error {
+	ev := Evaluators()
+	names := make([]string, 0, len(ev))
+	for n := range ev {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if err := reg.RegisterEvaluator(n, ev[n]); err != nil {
+			return fmt.Errorf("project-discovery evaluators: %w", err)
+		}
+	}
+	return nil
+}
+
+// CoreProblemCarried is 1.0 when the inbound handoff carries a decision
+// reached and the pain points behind it: the engine that handed off settled
+// what to build and why (the option chosen in exploration, the idea
+// selected in ideation, the problem a first discovery session captured), so
+// the problem is known and the handoff at the top of the context gives it.
+// Pain points alone, as a business profile hands off, are the business's,
+// not yet a project's: 0.
+func CoreProblemCarried(m *engine.WorkingMemory) float64 {
+	var h contracts.EngineHandoff
+	if len(m.InboundHandoff) == 0 || json.Unmarshal(m.InboundHandoff, &h) != nil {
+		return 0
+	}
+	if len(h.ActionList.DecisionsReached) > 0 && slices.ContainsFunc(h.SituationAwareness.KeyPainPoints, nonBlank) {
+		return 1
+	}
+	return 0
+}
+
+func nonBlank(s string) bool { return strings.TrimSpace(s) != "" }
