@@ -566,3 +566,87 @@ func TestMapChainDoesNotEliminateTheChosenOption(t *testing.T) {
 		t.Errorf("options eliminated = %q, want [Connecteam]", eliminated)
 	}
 }
+
+// Along exploration → project-discovery → exploration → project-discovery
+// → exploration, a budget the second exploration session names replaces
+// the one the first named, though exploration's constraints are free text
+// with no label: one that names money is the budget, one that names a span
+// of time the timeline. A constraint with no such topic is carried by its
+// text. (Both budgets used to be carried into the third handoff and on.)
+func TestMapChainKeepsTheLatestBudget(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	mappers := handoff.Builtin()
+	var h contracts.EngineHandoff
+	hop := func(def *engine.Definition, m *engine.WorkingMemory, target string) []string {
+		t.Helper()
+		if h.Metadata.SessionID != "" {
+			m.InboundHandoff, _ = json.Marshal(h)
+		}
+		var err error
+		if h, err = mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
+			Reason: "The user asked to go on there", Now: at}); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range h.ActionList.ConstraintsIdentified {
+			out = append(out, c.Constraint)
+		}
+		return out
+	}
+	explore := func(i int, constraints ...string) *engine.WorkingMemory {
+		m := enginetest.Memory(exploration)
+		m.SessionID = fmt.Sprintf("exploration-%d", i)
+		enginetest.Set(m, "decision.decision_made", "Jobber", 0.85, 4)
+		enginetest.Set(m, "decision.reasoning", "It fits the crews and the budget we have", 0.85, 4)
+		enginetest.Set(m, "decision.constraints", constraints, 0.85, 3)
+		return m
+	}
+	discover := func(i int) *engine.WorkingMemory {
+		m := enginetest.Memory(discovery)
+		m.SessionID = fmt.Sprintf("discovery-%d", i)
+		enginetest.Set(m, "constraints.technical", "Android tablets", 0.9, 5)
+		return m
+	}
+
+	hop(exploration, explore(1, "about 300 dollars a month", "live within two months", "no vendor lock-in"), "project-discovery")
+	hop(discovery, discover(1), "exploration")
+	want := []string{"about 500 dollars a month", "ready in six weeks", "Technical: Android tablets", "no vendor lock-in"}
+	if got := hop(exploration, explore(2, "about 500 dollars a month", "ready in six weeks"), "project-discovery"); !slices.Equal(got, want) {
+		t.Errorf("third handoff: constraints = %q, want %q", got, want)
+	}
+	want = []string{"Technical: Android tablets", "about 500 dollars a month", "ready in six weeks", "no vendor lock-in"}
+	if got := hop(discovery, discover(2), "exploration"); !slices.Equal(got, want) {
+		t.Errorf("fourth handoff: constraints = %q, want %q", got, want)
+	}
+}
+
+// A carried constraint gives way to one of the source session's own on the
+// same topic: its label, or for free text Budget (money) or Timeline (a
+// span of time); free text of neither topic is carried by its text.
+func TestCarryForwardReplacesAConstraintOnTheSameTopic(t *testing.T) {
+	for _, tt := range []struct {
+		own, carried string
+		replaced     bool
+	}{
+		{"about 500 dollars a month", "about 300 dollars a month", true},
+		{"budget is limited to $5,000", "Budget: $90k", true},
+		{"Budget: $120k", "we can spend 80k", true},
+		{"Timeline: within 6 months", "we must be live within two months", true},
+		{"ready in six weeks", "Timeline: by March", true},
+		{"about 300 dollars a month", "live within two months", false}, // money, though "a month"
+		{"no vendor lock-in", "must run on Android tablets", false},
+		{"must run on Android tablets", "Budget: $90k", false},
+		{"Technical: Azure", "Integration: QuickBooks", false},
+	} {
+		h := contracts.EngineHandoff{ActionList: contracts.ActionList{
+			ConstraintsIdentified: []contracts.IdentifiedConstraint{{Constraint: tt.own}}}}
+		inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{
+			ConstraintsIdentified: []contracts.IdentifiedConstraint{{Constraint: tt.carried}}}}
+		handoff.CarryForward(&h, inbound)
+		if got := len(h.ActionList.ConstraintsIdentified) == 1; got != tt.replaced {
+			t.Errorf("%q beside %q: replaced = %v, want %v", tt.carried, tt.own, got, tt.replaced)
+		}
+	}
+}

@@ -149,7 +149,8 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // replaces what was carried: a decision with the key of one of h's own (a
 // second exploration session's choice replaces the first's), an option
 // eliminated earlier that one of h's decisions chose, and a constraint
-// whose label one of h's own has ("Budget: $90k" beside "Budget: $120k").
+// whose topic one of h's own has ("Budget: $90k" beside "Budget: $120k",
+// "about 300 dollars a month" beside "about 500 dollars a month").
 // Knowledge gaps are not carried: they are what the source session was
 // there to close, and it reports its own. Nor are the phase results, the
 // metadata and the source's view of the user (levels, trust, rapport),
@@ -165,8 +166,8 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 		replaced(in.DecisionsReached, al.DecisionsReached, func(d contracts.Decision) string { return d.Key }),
 		func(d contracts.Decision) string { return d.Decision })
 	al.OptionsEliminated = union(al.OptionsEliminated, eliminated, func(o contracts.EliminatedOption) string { return o.Option })
-	constraintLabel := func(c contracts.IdentifiedConstraint) string { return label(c.Constraint) }
-	al.ConstraintsIdentified = union(al.ConstraintsIdentified, replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintLabel),
+	constraintTopic := func(c contracts.IdentifiedConstraint) string { return topic(c.Constraint) }
+	al.ConstraintsIdentified = union(al.ConstraintsIdentified, replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintTopic),
 		func(c contracts.IdentifiedConstraint) string { return c.Constraint })
 	al.AssumptionsCarriedForward = union(al.AssumptionsCarriedForward, in.AssumptionsCarriedForward,
 		func(a contracts.CarriedAssumption) string { return a.Assumption })
@@ -181,7 +182,7 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	rs.Sensitivities = union(rs.Sensitivities, inbound.RelationalState.Sensitivities, text)
 }
 
-// replaced is carried without the items whose key (the label of a
+// replaced is carried without the items whose key (the topic of a
 // constraint, the key of a decision; "" for none) one of own's has: the
 // source session's value replaces the one an earlier session captured.
 func replaced[T any](carried, own []T, key func(T) string) []T {
@@ -192,6 +193,42 @@ func replaced[T any](carried, own []T, key func(T) string) []T {
 		}
 	}
 	return slices.DeleteFunc(slices.Clone(carried), func(x T) bool { return keys[key(x)] })
+}
+
+// topic is what a constraint is about: the label a mapper put before its
+// value, or, for free text (exploration's constraints), Budget when it
+// names money ("about 300 dollars a month") and Timeline when it names a
+// span of time ("live within two months"), the labels project discovery
+// gives its budget and timeline; "" for anything else, which is carried by
+// its text.
+func topic(c string) string {
+	if l := label(c); l != "" {
+		return l
+	}
+	if strings.ContainsAny(c, "$€£") {
+		return "Budget"
+	}
+	words := strings.FieldsFunc(strings.ToLower(c), func(r rune) bool { return !unicode.IsLetter(r) })
+	switch {
+	case slices.ContainsFunc(words, func(w string) bool { return moneyWords[w] }):
+		return "Budget"
+	case slices.ContainsFunc(words, func(w string) bool { return timeWords[w] }):
+		return "Timeline"
+	}
+	return ""
+}
+
+var (
+	moneyWords = wordSet("budget dollar dollars euro euros usd eur cost costs spend spending afford price fee fees")
+	timeWords  = wordSet("deadline timeline day days week weeks month months year years quarter")
+)
+
+func wordSet(words string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		out[w] = true
+	}
+	return out
 }
 
 // label is the label a mapper put before a constraint's value (Constraint
