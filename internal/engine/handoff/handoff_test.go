@@ -650,3 +650,44 @@ func TestCarryForwardReplacesAConstraintOnTheSameTopic(t *testing.T) {
 		}
 	}
 }
+
+// A constraint carried along a chain does not keep the implication written
+// for the engine it was handed to before: project discovery's budget,
+// handed to exploration as "Only options within it are worth exploring",
+// reaches the next discovery session as the budget alone, not as options
+// to explore.
+func TestMapChainDropsTheImplicationForAnotherEngine(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	mappers := handoff.Builtin()
+
+	first := enginetest.Memory(discovery)
+	enginetest.Set(first, "constraints.budget", "$90k", 0.9, 5)
+	h, err := mappers.Map(handoff.Input{Source: discovery, Memory: first, TargetEngineID: "exploration",
+		Reason: "The user asked to go on there", Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	forExploration := h.ActionList.ConstraintsIdentified[0].Implication
+
+	second := enginetest.Memory(exploration)
+	second.InboundHandoff, _ = json.Marshal(h)
+	enginetest.Set(second, "decision.decision_made", "custom build", 0.85, 4)
+	enginetest.Set(second, "decision.reasoning", "It gives us full control over offline sync", 0.85, 4)
+	enginetest.Set(second, "decision.constraints", []string{"no vendor lock-in"}, 0.85, 3)
+	if h, err = mappers.Map(handoff.Input{Source: exploration, Memory: second, TargetEngineID: "project-discovery",
+		Reason: "The user asked to go on there", Now: at}); err != nil {
+		t.Fatal(err)
+	}
+	want := []contracts.IdentifiedConstraint{
+		{Constraint: "no vendor lock-in", Implication: "The requirements must fit within it"},
+		{Constraint: "Budget: $90k"},
+	}
+	if got := h.ActionList.ConstraintsIdentified; !slices.Equal(got, want) {
+		t.Errorf("constraints = %+v, want %+v", got, want)
+	}
+	if text := handoff.Format(h, "Project Discovery"); strings.Contains(text, forExploration) {
+		t.Errorf("the summary for project discovery says %q:\n%s", forExploration, text)
+	}
+}

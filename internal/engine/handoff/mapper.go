@@ -150,7 +150,10 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // second exploration session's choice replaces the first's), an option
 // eliminated earlier that one of h's decisions chose, and a constraint
 // whose topic one of h's own has ("Budget: $90k" beside "Budget: $120k",
-// "about 300 dollars a month" beside "about 500 dollars a month").
+// "about 300 dollars a month" beside "about 500 dollars a month"). A
+// carried constraint loses its implication, written for the engine the
+// inbound handoff went to ("Only options within it are worth exploring"
+// means nothing to project discovery), unless h goes to that engine too.
 // Knowledge gaps are not carried: they are what the source session was
 // there to close, and it reports its own. Nor are the phase results, the
 // metadata and the source's view of the user (levels, trust, rapport),
@@ -167,7 +170,13 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 		func(d contracts.Decision) string { return d.Decision })
 	al.OptionsEliminated = union(al.OptionsEliminated, eliminated, func(o contracts.EliminatedOption) string { return o.Option })
 	constraintTopic := func(c contracts.IdentifiedConstraint) string { return topic(c.Constraint) }
-	al.ConstraintsIdentified = union(al.ConstraintsIdentified, replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintTopic),
+	constraints := replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintTopic)
+	if inbound.Metadata.TargetEngineID != h.Metadata.TargetEngineID {
+		for i := range constraints {
+			constraints[i].Implication = "" // written for the engine the inbound handoff went to
+		}
+	}
+	al.ConstraintsIdentified = union(al.ConstraintsIdentified, constraints,
 		func(c contracts.IdentifiedConstraint) string { return c.Constraint })
 	al.AssumptionsCarriedForward = union(al.AssumptionsCarriedForward, in.AssumptionsCarriedForward,
 		func(a contracts.CarriedAssumption) string { return a.Assumption })
