@@ -77,6 +77,7 @@ type memoryFlags struct {
 	neo4jURI, neo4jUser, neo4jPassword, neo4jDatabase string
 	tenant                                            string
 	migrate, json                                     bool
+	writeTimeout                                      time.Duration
 }
 
 func (f *memoryFlags) register(fs *ff.FlagSet) {
@@ -89,12 +90,17 @@ func (f *memoryFlags) register(fs *ff.FlagSet) {
 	fs.StringVar(&f.tenant, 0, "tenant", f.tenant, "tenant whose memory to use")
 	fs.BoolVarDefault(&f.migrate, 0, "migrate", false, "apply pending migrations to --database-url first")
 	fs.BoolVarDefault(&f.json, 0, "json", false, "print JSON instead of text")
+	fs.DurationVar(&f.writeTimeout, 0, "write-timeout", 3*time.Second,
+		"how long a save waits for the graph before it is left pending_retry (kept in the database and retried by a running node's memory service)")
 }
 
 // open assembles memory from the flags; close stops it and closes the stores.
 func (f *memoryFlags) open(ctx context.Context, g *globals) (*memory.Memory, func(), error) {
 	if !contracts.ValidToken(f.tenant) {
 		return nil, nil, settingErr("tenant", "%q must be 1-128 of [A-Za-z0-9_-]", f.tenant)
+	}
+	if f.writeTimeout <= 0 {
+		return nil, nil, settingErr("write-timeout", "%s must be positive", f.writeTimeout)
 	}
 	log, err := g.logger("text")
 	if err != nil {
@@ -131,7 +137,8 @@ func (f *memoryFlags) open(ctx context.Context, g *globals) (*memory.Memory, fun
 	if err != nil {
 		return fail(fmt.Errorf("open %s: %w", gs.Where(), err))
 	}
-	m, err := memory.New(memory.Config{Graph: gr, DB: db, Encoder: catalogEncoder{}, Logger: log, Version: buildVersion()})
+	m, err := memory.New(memory.Config{Graph: gr, DB: db, Encoder: catalogEncoder{}, Logger: log, Version: buildVersion(),
+		Write: write.Config{WriteTimeout: f.writeTimeout}})
 	if err != nil {
 		_ = closeGraph(ctx)
 		return fail(err)

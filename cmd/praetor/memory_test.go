@@ -71,6 +71,9 @@ func TestMemoryCommands(t *testing.T) {
 	refused(t, "title: is 300 characters; the limit is 256", "save-decision", d, "--project", "shop", "--title", strings.Repeat("long ", 60))
 	refused(t, `"team" must be focus, project, global or empty`, "save-decision", d, "--project", "shop", "--title", "x", "--scope", "team")
 	must(t, "saved (new)", "save-decision", d, "--project", "shop", "--title", `C++ && (Go || "Rust") ~2 [a TO b] \ / !`)
+	// A save waits --write-timeout for the graph, then is kept to retry.
+	must(t, "pending_retry", "save-decision", d, "--project", "shop", "--title", "Ship on Fridays", "--write-timeout", "1ns")
+	refused(t, "invalid setting --write-timeout (PRAETOR_WRITE_TIMEOUT): 0s must be positive", "save-decision", d, "--project", "shop", "--title", "x", "--write-timeout", "0s")
 
 	token := strings.TrimSpace(must(t, "not shown again", "token", "issue", d, "--name", "architecture board", "--ttl", "1h"))
 	if !strings.HasPrefix(token, "gov_") || strings.Contains(token, "\n") {
@@ -166,7 +169,10 @@ func TestMemoryCommandsOnNeo4jAndPostgres(t *testing.T) {
 	uri, user, password := testenv.Neo4j(t)
 	dbURL := testenv.Postgres(t)
 	tenant := testenv.Neo4jTenant(t)
-	flags := []string{"--neo4j-uri", uri, "--neo4j-user", user, "--neo4j-password", password, "--database-url", dbURL, "--tenant", tenant}
+	// A loaded machine's first Bolt round trip can outlast the default
+	// wait of 3 seconds, after which a save is left pending_retry.
+	flags := []string{"--neo4j-uri", uri, "--neo4j-user", user, "--neo4j-password", password, "--database-url", dbURL, "--tenant", tenant,
+		"--write-timeout", "1m"}
 	refused(t, "praetor migrate", append([]string{"add-project", "--project", "shop"}, flags...)...)
 	must(t, "registered", append([]string{"add-project", "--project", "shop", "--migrate"}, flags...)...)
 	must(t, "saved (new)", append([]string{"save-decision", "--project", "shop", "--title", `Lucene: "quotes" && (parens) || [range]`}, flags...)...)
