@@ -595,8 +595,10 @@ type Cues struct {
 	// the last reply asked for, for generic words such as "yes".
 	FocusOnly bool `yaml:"focus_only,omitempty" json:"focus_only,omitempty"`
 	// Firm keeps a hedged answer to the field's question ("maybe",
-	// "probably", "I guess") from filling it when no cue matched: for a
-	// field such as a decision, which a hedge does not make.
+	// "probably", "I guess") from filling it when no cue matched, and a
+	// question, a condition or an indefinite choice ("Should we go with
+	// …?", "If we go with …", "Whatever I pick, …") from filling it at all:
+	// for a field such as a decision, which none of them makes.
 	Firm bool `yaml:"firm,omitempty" json:"firm,omitempty"`
 }
 
