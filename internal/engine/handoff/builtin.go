@@ -86,13 +86,19 @@ var ideationToProjectDiscovery = Fields{
 	PainPoints:  []string{"problem_space.problem_statement"},
 }
 
-func builtinMappers() map[string]Mapper {
-	return map[string]Mapper{
-		Name("exploration", "project-discovery"):      FromFields(explorationToProjectDiscovery),
-		Name("project-discovery", "exploration"):      FromFields(projectDiscoveryToExploration),
-		Name("business-profile", "ideation"):          FromFields(businessProfile("Ideas must respect it")),
-		Name("business-profile", "project-discovery"): FromFields(businessProfile("The project must respect it")),
-		Name("ideation", "exploration"):               FromFields(ideationToExploration),
-		Name("ideation", "project-discovery"):         FromFields(ideationToProjectDiscovery),
+// listLabels are the labels of constraints mapped from list fields: each
+// value is one item among others, so the integration a later session names
+// is added to those carried (CarryForward), where a later budget, a single
+// value, replaces the one carried.
+var listLabels = map[string]bool{"Integration": true, "Regulation": true}
+
+func builtinFields() map[string]Fields {
+	return map[string]Fields{
+		Name("exploration", "project-discovery"):      explorationToProjectDiscovery,
+		Name("project-discovery", "exploration"):      projectDiscoveryToExploration,
+		Name("business-profile", "ideation"):          businessProfile("Ideas must respect it"),
+		Name("business-profile", "project-discovery"): businessProfile("The project must respect it"),
+		Name("ideation", "exploration"):               ideationToExploration,
+		Name("ideation", "project-discovery"):         ideationToProjectDiscovery,
 	}
 }

@@ -624,7 +624,9 @@ func TestMapChainKeepsTheLatestBudget(t *testing.T) {
 
 // A carried constraint gives way to one of the source session's own on the
 // same topic: its label, or for free text Budget (money) or Timeline (a
-// span of time); free text of neither topic is carried by its text.
+// span of time); free text of neither topic is carried by its text, and so
+// is a constraint whose label is that of a list field (an integration, a
+// regulation), each value of which is one item among others.
 func TestCarryForwardReplacesAConstraintOnTheSameTopic(t *testing.T) {
 	for _, tt := range []struct {
 		own, carried string
@@ -639,6 +641,10 @@ func TestCarryForwardReplacesAConstraintOnTheSameTopic(t *testing.T) {
 		{"no vendor lock-in", "must run on Android tablets", false},
 		{"must run on Android tablets", "Budget: $90k", false},
 		{"Technical: Azure", "Integration: QuickBooks", false},
+		{"Team: two developers", "Team: an agency", true},
+		{"Funding: bootstrapped", "Funding: a seed round", true},
+		{"Integration: Xero", "Integration: QuickBooks", false}, // a list: one more integration
+		{"Regulation: GDPR", "Regulation: HIPAA", false},
 	} {
 		h := contracts.EngineHandoff{ActionList: contracts.ActionList{
 			ConstraintsIdentified: []contracts.IdentifiedConstraint{{Constraint: tt.own}}}}
@@ -689,5 +695,83 @@ func TestMapChainDropsTheImplicationForAnotherEngine(t *testing.T) {
 	}
 	if text := handoff.Format(h, "Project Discovery"); strings.Contains(text, forExploration) {
 		t.Errorf("the summary for project discovery says %q:\n%s", forExploration, text)
+	}
+}
+
+// Along project-discovery → exploration → project-discovery → exploration,
+// the integrations the second discovery session names are added to those
+// the first named, each value of the list field being one integration, and
+// the budget named again replaces the one carried. (The second session's
+// one integration used to drop the two carried.)
+func TestMapChainAddsToTheCarriedIntegrations(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	mappers := handoff.Builtin()
+	var h contracts.EngineHandoff
+	hop := func(def *engine.Definition, m *engine.WorkingMemory, target string) []string {
+		t.Helper()
+		if h.Metadata.SessionID != "" {
+			m.InboundHandoff, _ = json.Marshal(h)
+		}
+		var err error
+		if h, err = mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
+			Reason: "The user asked to go on there", Now: at}); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range h.ActionList.ConstraintsIdentified {
+			out = append(out, c.Constraint)
+		}
+		return out
+	}
+
+	first := enginetest.Memory(discovery)
+	first.SessionID = "discovery-1"
+	enginetest.Set(first, "constraints.budget", "$90k", 0.9, 5)
+	enginetest.Set(first, "constraints.integrations", []string{"our scheduling system", "QuickBooks"}, 0.9, 6)
+	hop(discovery, first, "exploration")
+
+	second := enginetest.Memory(exploration)
+	second.SessionID = "exploration-1"
+	enginetest.Set(second, "decision.decision_made", "custom build", 0.85, 4)
+	enginetest.Set(second, "decision.reasoning", "It gives us full control over offline sync", 0.85, 4)
+	hop(exploration, second, "project-discovery")
+
+	third := enginetest.Memory(discovery)
+	third.SessionID = "discovery-2"
+	enginetest.Set(third, "constraints.budget", "$120k", 0.9, 3)
+	enginetest.Set(third, "constraints.integrations", []string{"Xero"}, 0.9, 4)
+	want := []string{"Budget: $120k", "Integration: Xero", "Integration: our scheduling system", "Integration: QuickBooks"}
+	if got := hop(discovery, third, "exploration"); !slices.Equal(got, want) {
+		t.Errorf("constraints = %q, want %q", got, want)
+	}
+}
+
+// A label is a list's (its values added to those carried) exactly when the
+// builtin mappers take it from an array field of the source engine: the
+// integrations and regulations are lists, the budget, timeline, technical
+// platform, team and funding single values.
+func TestListLabelsAreThoseOfArrayFields(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	for name, f := range handoff.BuiltinFields() {
+		source, _, _ := strings.Cut(name, "->")
+		def, ok := cat.Get(source)
+		if !ok {
+			t.Fatalf("%s: engine %s not shipped", name, source)
+		}
+		for _, c := range f.Constraints {
+			if c.Label == "" {
+				continue
+			}
+			fd, ok := def.Field(c.Path)
+			if !ok {
+				t.Errorf("%s: %s has no field %s", name, source, c.Path)
+				continue
+			}
+			if got, want := handoff.IsListLabel(c.Label), fd.ValueType == engine.TypeArray; got != want {
+				t.Errorf("%s: label %s of %s (%s) is a list's: %t, want %t", name, c.Label, c.Path, fd.ValueType, got, want)
+			}
+		}
 	}
 }

@@ -150,7 +150,9 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // second exploration session's choice replaces the first's), an option
 // eliminated earlier that one of h's decisions chose, and a constraint
 // whose topic one of h's own has ("Budget: $90k" beside "Budget: $120k",
-// "about 300 dollars a month" beside "about 500 dollars a month"). A
+// "about 300 dollars a month" beside "about 500 dollars a month"); an item
+// of a list field is carried beside h's ("Integration: QuickBooks" beside
+// "Integration: Xero"). A
 // carried constraint loses its implication, written for the engine the
 // inbound handoff went to ("Only options within it are worth exploring"
 // means nothing to project discovery), unless h goes to that engine too.
@@ -209,9 +211,12 @@ func replaced[T any](carried, own []T, key func(T) string) []T {
 // names money ("about 300 dollars a month") and Timeline when it names a
 // span of time ("live within two months"), the labels project discovery
 // gives its budget and timeline; "" for anything else, which is carried by
-// its text.
+// its text, as is an item of a list field ("Integration: QuickBooks").
 func topic(c string) string {
 	if l := label(c); l != "" {
+		if listLabels[l] {
+			return ""
+		}
 		return l
 	}
 	if strings.ContainsAny(c, "$€£") {
@@ -291,10 +296,10 @@ func (r *Mappers) Unmapped(engines []*engine.Definition) []string {
 // directories.
 func Builtin() *Mappers {
 	r := NewMappers()
-	for name, fn := range builtinMappers() {
+	for name, f := range builtinFields() {
 		source, target, _ := strings.Cut(name, "->")
-		if err := r.Register(source, target, fn); err != nil {
-			panic(err) // a duplicate in builtinMappers, which only a change here causes
+		if err := r.Register(source, target, FromFields(f)); err != nil {
+			panic(err) // a duplicate in builtinFields, which only a change here causes
 		}
 	}
 	r.SetFallback(Generic)
