@@ -2,11 +2,13 @@ package runner_test
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/enginetest"
+	"github.com/praetorhq/praetor/internal/engine/tasks"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/services/runner"
 )
@@ -96,5 +98,34 @@ func TestResultAfterTheHandoffIsForwarded(t *testing.T) {
 	// result of it.
 	if plain, _ := r.Merge(target, tm, runner.TaskOutcome{TaskID: "budget_research", Attempt: 1, Completed: true, Output: out}); plain.Applied {
 		t.Error("a result the target never waited for merged")
+	}
+}
+
+// A project-discovery session handed the problem and the option chosen
+// knows the problem from the handoff, so its competitive scan is
+// dispatched at turn 2, before the user has said what it is: the scan
+// works on the pain points and the decision the handoff carried. (Its
+// input used to hold only "Project type: Sounds good", and the scan looked
+// for products solving no problem.)
+func TestCompetitiveScanWorksOnTheCarriedProblem(t *testing.T) {
+	h := handOff(t, "exploration", nil, explorationMessages...)
+	h = handOff(t, "project-discovery", &h, projectDiscoveryMessages...)
+	h = handOff(t, "exploration", &h, explorationMessages...)
+	res := startFrom(t, "project-discovery", &h, "Hello again.", "Sounds good.")
+	i := slices.IndexFunc(res.Effects.Tasks, func(d runner.TaskDispatch) bool { return d.TaskID == "competitive_scan" })
+	if i < 0 {
+		t.Fatalf("turn 2 dispatched %+v, want competitive_scan", res.Effects.Tasks)
+	}
+	var in tasks.Input
+	if err := json.Unmarshal(res.Effects.Tasks[i].Input, &in); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Pain point (from an earlier session): " + h.SituationAwareness.KeyPainPoints[0],
+		"Decision (from an earlier session): " + h.ActionList.DecisionsReached[0].Decision,
+	} {
+		if !slices.Contains(in.Facts, want) {
+			t.Errorf("facts %q lack %q", in.Facts, want)
+		}
 	}
 }

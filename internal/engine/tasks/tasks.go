@@ -21,10 +21,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/strategy"
+	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
 // Due returns the tasks to dispatch now, in definition order.
@@ -263,7 +265,9 @@ type Input struct {
 	EngineID    string `json:"engine_id"`
 	ProjectID   string `json:"project_id,omitempty"`
 	Phase       string `json:"phase,omitempty"`
-	// Facts are the session's extracted fields, "Display name: value".
+	// Facts are what the session's inbound handoff carried ("Pain point
+	// (from an earlier session): value"), then its extracted fields
+	// ("Display name: value").
 	Facts []string `json:"facts,omitempty"`
 }
 
@@ -290,11 +294,15 @@ type Finding struct {
 }
 
 // NewInput builds the input of a task from the session's memory: the task
-// definition and the fields extracted so far, in schema order (values
-// clipped), so the handler researches what this user said.
+// definition, what the session's inbound handoff carried (its pain points,
+// decisions, goals and constraints: a session started by a handoff may
+// know the problem before the user says it here) and the fields extracted
+// so far, in schema order; values clipped, at most 40 facts, of which 20
+// carried. The handler researches what this user said.
 func NewInput(def *engine.Definition, m *engine.WorkingMemory, t engine.BackgroundTask) Input {
 	in := Input{TaskID: t.TaskID, DisplayName: cmp.Or(t.DisplayName, t.TaskID), Description: t.Description,
 		EngineID: def.EngineID, ProjectID: m.ProjectID, Phase: m.Phase.Current}
+	in.Facts = carried(m)
 	for _, f := range def.ExtractionSchema.Fields {
 		x, ok := m.Extraction.Fields[f.Path]
 		if !ok || x.IsNull() {
@@ -305,15 +313,48 @@ func NewInput(def *engine.Definition, m *engine.WorkingMemory, t engine.Backgrou
 		if json.Unmarshal(x.Value, &s) == nil {
 			v = s
 		}
-		if r := []rune(v); len(r) > 200 {
-			v = string(r[:200]) + "…"
-		}
-		in.Facts = append(in.Facts, cmp.Or(f.DisplayName, f.Path)+": "+v)
+		in.Facts = append(in.Facts, cmp.Or(f.DisplayName, f.Path)+": "+clip(v))
 		if len(in.Facts) == 40 {
 			break
 		}
 	}
 	return in
+}
+
+// carried lists what the session's inbound handoff brought that a task
+// works on, at most 20 items, each labelled as from an earlier session.
+func carried(m *engine.WorkingMemory) []string {
+	var h contracts.EngineHandoff
+	if len(m.InboundHandoff) == 0 || json.Unmarshal(m.InboundHandoff, &h) != nil {
+		return nil
+	}
+	var out []string
+	add := func(kind, v string) {
+		if v = strings.TrimSpace(v); v != "" && len(out) < 20 {
+			out = append(out, kind+" (from an earlier session): "+clip(v))
+		}
+	}
+	for _, p := range h.SituationAwareness.KeyPainPoints {
+		add("Pain point", p)
+	}
+	for _, d := range h.ActionList.DecisionsReached {
+		add("Decision", d.Decision)
+	}
+	for _, g := range h.SituationAwareness.UserGoals {
+		add("Goal", g)
+	}
+	for _, c := range h.ActionList.ConstraintsIdentified {
+		add("Constraint", c.Constraint)
+	}
+	return out
+}
+
+// clip is v cut at 200 characters.
+func clip(v string) string {
+	if r := []rune(v); len(r) > 200 {
+		return string(r[:200]) + "…"
+	}
+	return v
 }
 
 // Overdue returns the awaited tasks whose attempt has had no answer for

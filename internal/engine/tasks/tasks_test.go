@@ -3,6 +3,7 @@ package tasks_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/praetorhq/praetor/internal/engine/enginetest"
 	"github.com/praetorhq/praetor/internal/engine/obligation"
 	"github.com/praetorhq/praetor/internal/engine/tasks"
+	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
 func TestDueAndDispatch(t *testing.T) {
@@ -205,5 +207,68 @@ func TestOverdue(t *testing.T) {
 	def.BackgroundTasks[0].EstimatedDuration = 0
 	if late := tasks.Overdue(def, m, 2, epoch.Add(1000*time.Hour)); len(late) != 0 {
 		t.Errorf("a task without a duration is overdue: %+v", late)
+	}
+}
+
+// researchTask is a task of the testing engine, for NewInput.
+var researchTask = engine.BackgroundTask{TaskID: "research", DisplayName: "Research",
+	Description: "Look up products that solve the user's problem.", Handler: "research.web"}
+
+// The input of a session that started without a handoff is the one its
+// recorded request hash was computed from: the fields extracted, in schema
+// order, strings unquoted, values clipped at 200 characters.
+func TestNewInputWithoutAHandoffIsUnchanged(t *testing.T) {
+	def := enginetest.Definition()
+	m := enginetest.Memory(def)
+	m.Phase.Current = "DETAILS"
+	enginetest.Set(m, "details.features", []string{"job list", "signatures"}, 0.9, 3)
+	enginetest.Set(m, "basics.goal", strings.Repeat("No job is forgotten. ", 12), 0.9, 1)
+	enginetest.Set(m, "details.budget", 90000, 0.9, 2)
+	enginetest.Set(m, "basics.users", "40 field technicians", 0.9, 2)
+	got, err := json.Marshal(tasks.NewInput(def, m, researchTask))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `{"task_id":"research","display_name":"Research","description":"Look up products that solve the user's problem.",` +
+		`"engine_id":"testing","project_id":"project-1","phase":"DETAILS","facts":["Goal: No job is forgotten. No job is forgotten. ` +
+		`No job is forgotten. No job is forgotten. No job is forgotten. No job is forgotten. No job is forgotten. No job is forgotten. ` +
+		`No job is forgotten. No job is f…","Users: 40 field technicians","Budget: 90000","Features: [\"job list\",\"signatures\"]"]}`
+	if string(got) != want {
+		t.Errorf("input = %s\nwant    %s", got, want)
+	}
+}
+
+// A session started by a handoff knows what the handoff carried before the
+// user says anything here: its tasks work on the problem (the pain points),
+// the decision reached, the goals and the constraints, each labelled as
+// from an earlier session, then on what this session extracted.
+func TestNewInputCarriesTheInboundHandoff(t *testing.T) {
+	def := enginetest.Definition()
+	m := enginetest.Memory(def)
+	h := contracts.EngineHandoff{
+		ActionList: contracts.ActionList{
+			DecisionsReached: []contracts.Decision{{Decision: "off-the-shelf tool", Confidence: 0.85,
+				Reasoning: "It is cheap and fast to start with"}},
+			ConstraintsIdentified: []contracts.IdentifiedConstraint{{Constraint: "Integration: QuickBooks"}},
+		},
+		SituationAwareness: contracts.SituationAwareness{
+			KeyPainPoints: []string{"Jobs get lost on paper", " "},
+			UserGoals:     []string{"No job is forgotten"},
+		},
+	}
+	var err error
+	if m.InboundHandoff, err = json.Marshal(h); err != nil {
+		t.Fatal(err)
+	}
+	enginetest.Set(m, "basics.name", "Sounds good.", 0.5, 2)
+	want := []string{
+		"Pain point (from an earlier session): Jobs get lost on paper",
+		"Decision (from an earlier session): off-the-shelf tool",
+		"Goal (from an earlier session): No job is forgotten",
+		"Constraint (from an earlier session): Integration: QuickBooks",
+		"Name: Sounds good.",
+	}
+	if got := tasks.NewInput(def, m, researchTask).Facts; !slices.Equal(got, want) {
+		t.Errorf("facts = %q, want %q", got, want)
 	}
 }
