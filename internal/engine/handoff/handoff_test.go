@@ -623,8 +623,9 @@ func TestMapChainKeepsTheLatestBudget(t *testing.T) {
 }
 
 // A carried constraint gives way to one of the source session's own on the
-// same topic: its label, or for free text Budget (money) or Timeline (a
-// span of time); free text of neither topic is carried by its text, and so
+// same topic: its label, or for free text Budget (an amount of money) or
+// Timeline (a span of time, counted); free text of neither topic (a
+// concern about fees, "offline for days") is carried by its text, and so
 // is a constraint whose label is that of a list field (an integration, a
 // regulation), each value of which is one item among others.
 func TestCarryForwardReplacesAConstraintOnTheSameTopic(t *testing.T) {
@@ -645,6 +646,11 @@ func TestCarryForwardReplacesAConstraintOnTheSameTopic(t *testing.T) {
 		{"Funding: bootstrapped", "Funding: a seed round", true},
 		{"Integration: Xero", "Integration: QuickBooks", false}, // a list: one more integration
 		{"Regulation: GDPR", "Regulation: HIPAA", false},
+		{"avoid per-user monthly fees", "Budget: $90k", false}, // money, but no amount
+		{"must keep working offline for days", "Timeline: within 6 months", false},
+		{"40 technicians in the first month", "Timeline: within 6 months", false}, // the number counts technicians
+		{"fees under 50 a month", "Budget: $90k", true},
+		{"launch in a 6-month window", "Timeline: by March", true},
 	} {
 		h := contracts.EngineHandoff{ActionList: contracts.ActionList{
 			ConstraintsIdentified: []contracts.IdentifiedConstraint{{Constraint: tt.own}}}}

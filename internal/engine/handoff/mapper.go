@@ -208,10 +208,13 @@ func replaced[T any](carried, own []T, key func(T) string) []T {
 
 // topic is what a constraint is about: the label a mapper put before its
 // value, or, for free text (exploration's constraints), Budget when it
-// names money ("about 300 dollars a month") and Timeline when it names a
-// span of time ("live within two months"), the labels project discovery
-// gives its budget and timeline; "" for anything else, which is carried by
-// its text, as is an item of a list field ("Integration: QuickBooks").
+// names an amount of money ("about 300 dollars a month", "$5,000") and
+// Timeline when it counts a span of time ("live within two months"), the
+// labels project discovery gives its budget and timeline; "" for anything
+// else, which is carried by its text, as is an item of a list field
+// ("Integration: QuickBooks"). Text that mentions money or time without an
+// amount ("avoid monthly fees", "offline for days") is neither: it must not
+// replace, and so drop, the budget or timeline carried.
 func topic(c string) string {
 	if l := label(c); l != "" {
 		if listLabels[l] {
@@ -222,19 +225,32 @@ func topic(c string) string {
 	if strings.ContainsAny(c, "$€£") {
 		return "Budget"
 	}
-	words := strings.FieldsFunc(strings.ToLower(c), func(r rune) bool { return !unicode.IsLetter(r) })
+	words := strings.FieldsFunc(strings.ToLower(c), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 	switch {
-	case slices.ContainsFunc(words, func(w string) bool { return moneyWords[w] }):
+	case slices.ContainsFunc(words, func(w string) bool { return moneyWords[w] }) && strings.ContainsFunc(c, unicode.IsDigit):
 		return "Budget"
-	case slices.ContainsFunc(words, func(w string) bool { return timeWords[w] }):
+	case counted(words):
 		return "Timeline"
 	}
 	return ""
 }
 
+// counted returns whether words have a unit of time right after a number
+// ("6 months", "two weeks").
+func counted(words []string) bool {
+	for i := 1; i < len(words); i++ {
+		n := words[i-1]
+		if timeWords[words[i]] && (numberWords[n] || strings.IndexFunc(n, unicode.IsDigit) == 0) {
+			return true
+		}
+	}
+	return false
+}
+
 var (
-	moneyWords = wordSet("budget dollar dollars euro euros usd eur cost costs spend spending afford price fee fees")
-	timeWords  = wordSet("deadline timeline day days week weeks month months year years quarter")
+	moneyWords  = wordSet("budget dollar dollars euro euros usd eur cost costs spend spending afford price fee fees")
+	timeWords   = wordSet("day days week weeks month months year years quarter quarters")
+	numberWords = wordSet("one two three four five six seven eight nine ten eleven twelve eighteen")
 )
 
 func wordSet(words string) map[string]bool {
