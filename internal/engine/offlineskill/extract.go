@@ -347,7 +347,8 @@ const (
 // grows it, through a pattern, or a keyword as grows allows. Its answer is
 // the whole list, the old items and the new, or, for a correction, the
 // list with the item corrected. A sentence whose items are all on the list
-// restates it, and answers nothing else.
+// restates it, and answers nothing else; one that takes an item back ("Not
+// Xero, it's QuickBooks") corrects it, keyword or not.
 func matchField(f extraction.PromptField, sentences []sentence, known, inFocus bool, grows growth) (fa fieldAnswer, ok, blocked bool) {
 	conf := func(base float64, s sentence) float64 {
 		c := base
@@ -457,6 +458,19 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			}
 		}
 	}
+	for _, s := range sentences {
+		if !list || len(f.Current) == 0 {
+			break
+		}
+		// "Actually not Xero, it's QuickBooks" names no keyword, but an
+		// item of the list, which it corrects.
+		if items := SplitItems(s.text); takesBack(f.Current, items) {
+			if v, ok := grow(f.Current, items, true); ok {
+				return fieldAnswer{Value: v, Confidence: max(conf(confCorrection, s), confCorrection),
+					Reasoning: "the sentence takes back an item of " + f.DisplayName}, true, false
+			}
+		}
+	}
 	return fieldAnswer{}, false, blocked
 }
 
@@ -477,12 +491,10 @@ func grow(current json.RawMessage, items []string, correct bool) (list []any, ch
 			item = trimLeads(item, correctionLeads)
 		}
 		item = trimLeads(item, []string{"but"}) // "not Xero, but QuickBooks"
-		if w, rest, _ := strings.Cut(item, " "); strings.EqualFold(w, "not") && !lack(rest) {
-			rest, instead, _ := strings.Cut(rest, " but ")
-			instead = trimLeads(strings.TrimSpace(instead), leads) // "not only Xero but also QuickBooks"
+		if x, instead, ok := notItem(item); ok {
 			// Only an item that holds X, and that this correction did not
 			// just put in ("I meant Outlook calendar, not Google Calendar").
-			if i, holds := closest(list, rest, replaced); correct && holds {
+			if i, holds := closest(list, x, replaced); correct && holds {
 				list, changed = slices.Delete(list, i, i+1), true
 				if _, on := closest(list, instead, nil); instead != "" && !on {
 					list, replaced[instead] = slices.Insert(list, i, any(instead)), true
@@ -504,6 +516,54 @@ func grow(current json.RawMessage, items []string, correct bool) (list []any, ch
 		list = append(list, item)
 	}
 	return list, changed
+}
+
+// notItem reads an item that says "not X": X, and the item it names
+// instead ("not X but Y" names Y, "not only Xero but also QuickBooks"
+// QuickBooks); ok is false for any other item, and for a lack ("not
+// enough demand"), which is an item.
+func notItem(item string) (x, instead string, ok bool) {
+	w, rest, _ := strings.Cut(item, " ")
+	if !strings.EqualFold(w, "not") || lack(rest) {
+		return "", "", false
+	}
+	x, instead, _ = strings.Cut(rest, " but ")
+	return x, trimLeads(strings.TrimSpace(instead), leads), true
+}
+
+// takesBack reports whether one of a sentence's items says "not X" of an
+// item of the list current holds, X naming the whole item ("Actually not
+// Xero, it's QuickBooks", "It's not Xero"): the sentence corrects that
+// list, whatever was asked. "Not now" names no item that holds "now".
+func takesBack(current json.RawMessage, items []string) bool {
+	var list []string
+	if json.Unmarshal(current, &list) != nil {
+		return false
+	}
+	for _, it := range items {
+		x, _, ok := notItem(trimLeads(trimLeads(it, correctionLeads), []string{"but"}))
+		if !ok {
+			continue
+		}
+		named := contentWords(x)
+		for _, item := range list {
+			words := contentWords(item)
+			if len(words) > 0 && all(words, named) && all(named, words) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// all reports whether every word of a is one of b.
+func all(a, b map[string]bool) bool {
+	for w := range a {
+		if !b[w] {
+			return false
+		}
+	}
+	return true
 }
 
 // denials turns each item that says what it names is not what the keyword
