@@ -341,7 +341,8 @@ const (
 
 // matchField tries a field's cues: patterns, then values, then keywords.
 // blocked reports a pattern that matched a sentence about the field while
-// the field is known and the sentence neither asked about nor corrected it.
+// the field is known and the sentence neither asked about nor corrected it,
+// or a sentence that says the quality a list's keyword names is not there.
 //
 // A known list is not left alone: a sentence that names items it lacks
 // grows it, through a pattern, or a keyword as grows allows. Its answer is
@@ -438,6 +439,12 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				// "Pret isn't a competitor, it's Costa" corrects the
 				// competitors, as "actually" would.
 				v, correct = denials(v.([]string), kw, correct)
+				if len(v.([]string)) == 0 {
+					// "The app isn't slow" names no pain point, and is
+					// about them: it answers no other question.
+					blocked = true
+					continue
+				}
 			}
 			if !allowed(s) && !correct && !strong(s, kw) {
 				// A keyword alone ("technicians") is too weak a sign that the
@@ -570,22 +577,26 @@ func all(a, b map[string]bool) bool {
 // names ("Pret isn't a competitor", "Pret is not really one of our
 // competitors") into "not" and that name, which takes it off the list;
 // correct is then true, and the items after it correct the list ("…, it's
-// Costa" gives Costa).
+// Costa" gives Costa). An item that says something is not the quality the
+// keyword names ("The app isn't slow") names nothing, and goes.
 func denials(items []string, keyword string, correct bool) ([]string, bool) {
-	for i, it := range items {
+	kept := items[:0]
+	for _, it := range items {
 		at := engine.PhraseIndex(it, keyword)
 		if at <= 0 || len(it) != len(strings.ToLower(it)) || at+len(keyword) != len(it) {
-			continue // the keyword does not end the item
+			kept = append(kept, it) // the keyword does not end the item
+			continue
 		}
 		// A denial names a kind ("a competitor", "one of our
-		// competitors"), not a quality ("The app isn't slow").
+		// competitors"), or a quality ("The app isn't slow").
 		words, kind := strings.Fields(it[:at]), false
 		for len(words) > 0 && (determiners[strings.ToLower(words[len(words)-1])] || denialFiller[strings.ToLower(words[len(words)-1])]) {
 			kind = kind || determiners[strings.ToLower(words[len(words)-1])]
 			words = words[:len(words)-1]
 		}
 		n := len(words)
-		if n < 2 || !kind {
+		if n < 2 {
+			kept = append(kept, it)
 			continue
 		}
 		last := strings.ToLower(words[n-1])
@@ -597,13 +608,16 @@ func denials(items []string, keyword string, correct bool) ([]string, bool) {
 		default: // "Pret's not"
 			subject := strings.TrimSuffix(strings.TrimSuffix(words[n-2], "'s"), "’s")
 			if last != "not" || subject == words[n-2] {
+				kept = append(kept, it)
 				continue
 			}
 			words[n-2], words = subject, words[:n-1]
 		}
-		items[i], correct = "not "+trimLeads(strings.Join(words, " "), leads), true
+		if kind {
+			kept, correct = append(kept, "not "+trimLeads(strings.Join(words, " "), leads)), true
+		}
 	}
-	return items, correct
+	return kept, correct
 }
 
 // denyingVerbs and copulas with "not" deny; determiners, and denialFiller

@@ -416,6 +416,15 @@ func TestExtractionSkill(t *testing.T) {
 			current: map[string]any{"target_market.competitors": []string{"Greggs", "Pret"}},
 			msg:     "Pret’s not a competitor.",
 			want:    map[string]any{"target_market.competitors": []any{"Greggs"}}},
+		// A quality a keyword names, said not to be there, is no item.
+		{name: "a quality in the negative adds nothing to a known list",
+			current: map[string]any{"users_and_personas.pain_points": []string{"double entry"}},
+			msg:     "The app isn't slow.", absent: []string{"users_and_personas.pain_points"}},
+		{name: "a quality in the negative is no item", msg: "The app is not slow.",
+			absent: []string{"users_and_personas.pain_points"}},
+		{name: "a quality in the negative answers no other question", focus: "timeline_known",
+			current: map[string]any{"users_and_personas.pain_points": []string{"double entry"}},
+			msg:     "It's not slow.", absent: []string{"users_and_personas.pain_points", "constraints.timeline"}},
 		// A risk or a problem that says what is hard or costly is not an
 		// idea's feasibility: feasibility would be answered before any idea
 		// is shortlisted.
