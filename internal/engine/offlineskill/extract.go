@@ -434,11 +434,12 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			v, ok := valueFromText(f.ValueType, s.text, kw)
-			correct := s.correction
+			correct, said := s.correction, false
 			if ok && list {
 				// "Pret isn't a competitor, it's Costa" corrects the
-				// competitors, as "actually" would.
-				v, correct = denials(v.([]string), kw, correct)
+				// competitors, as "actually" would; "Pret and Costa are
+				// our competitors" names them, whatever was asked.
+				v, correct, said = classed(v.([]string), kw, correct)
 				if len(v.([]string)) == 0 {
 					// "The app isn't slow" names no pain point, and is
 					// about them: it answers no other question.
@@ -446,7 +447,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 					continue
 				}
 			}
-			if !allowed(s) && !correct && !strong(s, kw) {
+			if !allowed(s) && !correct && !said && !strong(s, kw) {
 				// A keyword alone ("technicians") is too weak a sign that the
 				// message is about the known field to keep it from
 				// answering the question asked; with the field's value
@@ -573,24 +574,27 @@ func all(a, b map[string]bool) bool {
 	return true
 }
 
-// denials turns each item that says what it names is not what the keyword
-// names ("Pret isn't a competitor", "Pret is not really one of our
-// competitors") into "not" and that name, which takes it off the list;
-// correct is then true, and the items after it correct the list ("…, it's
-// Costa" gives Costa). An item that says something is not the quality the
-// keyword names ("The app isn't slow") names nothing, and goes.
-func denials(items []string, keyword string, correct bool) ([]string, bool) {
-	kept := items[:0]
+// classed reads the items that say what they name is, or is not, what the
+// keyword names. One that says it is ("Pret is our main competitor",
+// "Invoicing is our biggest bottleneck") is that name, and said is true.
+// One that says it is not ("Pret isn't a competitor", "Pret is not really
+// one of our competitors") is "not" and that name, which takes it off the
+// list; correct is then true, and the items after it correct the list
+// ("…, it's Costa" gives Costa). One that says something is not the
+// quality the keyword names ("The app isn't slow") names nothing, and goes.
+func classed(items []string, keyword string, correct bool) (kept []string, _, said bool) {
+	kept = items[:0]
 	for _, it := range items {
 		at := engine.PhraseIndex(it, keyword)
 		if at <= 0 || len(it) != len(strings.ToLower(it)) || at+len(keyword) != len(it) {
 			kept = append(kept, it) // the keyword does not end the item
 			continue
 		}
-		// A denial names a kind ("a competitor", "one of our
+		// The keyword names a kind ("a competitor", "one of our
 		// competitors"), or a quality ("The app isn't slow").
-		words, kind := strings.Fields(it[:at]), false
-		for len(words) > 0 && (determiners[strings.ToLower(words[len(words)-1])] || denialFiller[strings.ToLower(words[len(words)-1])]) {
+		first, _, _ := strings.Cut(keyword, " ")
+		words, kind := strings.Fields(it[:at]), determiners[first] // "is my worry"
+		for len(words) > 0 && (determiners[strings.ToLower(words[len(words)-1])] || classFiller[strings.ToLower(words[len(words)-1])]) {
 			kind = kind || determiners[strings.ToLower(words[len(words)-1])]
 			words = words[:len(words)-1]
 		}
@@ -601,6 +605,9 @@ func denials(items []string, keyword string, correct bool) ([]string, bool) {
 		}
 		last := strings.ToLower(words[n-1])
 		switch {
+		case copulas[last] && kind: // "Pret is"
+			kept, said = append(kept, trimLeads(strings.Join(words[:n-1], " "), leads)), true
+			continue
 		case denyingVerbs[last]: // "Pret isn't"
 			words = words[:n-1]
 		case last == "not" && copulas[strings.ToLower(words[n-2])] && n > 2: // "Pret is not"
@@ -617,18 +624,19 @@ func denials(items []string, keyword string, correct bool) ([]string, bool) {
 			kept, correct = append(kept, "not "+trimLeads(strings.Join(words, " "), leads)), true
 		}
 	}
-	return kept, correct
+	return kept, correct, said
 }
 
-// denyingVerbs and copulas with "not" deny; determiners, and denialFiller
+// denyingVerbs and copulas with "not" deny; determiners, and classFiller
 // with them, stand between them and the keyword ("isn't really one of our
-// competitors").
+// competitors", "is our biggest bottleneck").
 var (
 	denyingVerbs = map[string]bool{"isn't": true, "isn’t": true, "aren't": true, "aren’t": true, "wasn't": true, "wasn’t": true,
 		"weren't": true, "weren’t": true}
-	copulas      = map[string]bool{"is": true, "are": true, "was": true, "were": true}
-	determiners  = map[string]bool{"a": true, "an": true, "the": true, "our": true, "my": true, "one": true}
-	denialFiller = map[string]bool{"of": true, "really": true, "actually": true, "real": true}
+	copulas     = map[string]bool{"is": true, "are": true, "was": true, "were": true}
+	determiners = map[string]bool{"a": true, "an": true, "the": true, "our": true, "my": true, "one": true}
+	classFiller = map[string]bool{"of": true, "really": true, "actually": true, "real": true, "main": true, "biggest": true,
+		"only": true}
 )
 
 // lack reports whether what follows a "not" is an amount ("enough demand",
