@@ -236,9 +236,9 @@ func statements(msg string) []string {
 	return kept
 }
 
-// saysNothing reports whether a sentence is made of hedges, interjections
-// and bare yes-or-no words alone ("Hmm.", "I guess so.", "Probably not.",
-// "Yes, that's right."):
+// saysNothing reports whether a sentence is made of hedges, interjections,
+// acknowledgements and bare yes-or-no words alone ("Hmm.", "I guess so.",
+// "Probably not.", "Yes, that's right.", "Sounds good."):
 // it answers no question that asks for a value.
 func saysNothing(t engine.Text) bool {
 	for _, w := range strings.FieldsFunc(t.Lowered(), func(r rune) bool {
@@ -256,7 +256,11 @@ var noContent = map[string]bool{"hmm": true, "hm": true, "hmmm": true, "um": tru
 	"erm": true, "well": true, "so": true, "oh": true, "ah": true, "i": true, "think": true, "guess": true, "suppose": true,
 	"maybe": true, "perhaps": true, "probably": true, "possibly": true, "yes": true, "yeah": true, "yep": true, "no": true,
 	"nope": true, "not": true, "ok": true, "okay": true, "sure": true, "that's": true, "that": true, "is": true, "right": true,
-	"correct": true, "exactly": true, "absolutely": true, "definitely": true}
+	"correct": true, "exactly": true, "absolutely": true, "definitely": true,
+	// acknowledgements ("Sounds good.", "Great, thanks!", "Got it, makes sense.")
+	"sounds": true, "good": true, "great": true, "fine": true, "cool": true, "perfect": true, "alright": true,
+	"thanks": true, "thank": true, "you": true, "got": true, "it": true, "makes": true, "sense": true,
+	"agreed": true, "nice": true, "noted": true, "understood": true}
 
 // asksBack reports whether a sentence asks the assistant what it meant
 // ("What kind of constraints do you mean?", "Like what?"), which answers
@@ -1146,7 +1150,8 @@ func Negated(s string) bool {
 // affirmations are the words that answer a yes-or-no question with yes.
 var affirmations = map[string]bool{"yes": true, "yeah": true, "yep": true, "yup": true, "correct": true, "right": true,
 	"confirm": true, "confirmed": true, "confirms": true, "agreed": true, "agree": true, "sure": true, "exactly": true,
-	"absolutely": true, "definitely": true, "ok": true, "okay": true, "true": true, "accurate": true}
+	"absolutely": true, "definitely": true, "ok": true, "okay": true, "true": true, "accurate": true,
+	"good": true, "great": true, "fine": true, "perfect": true, "alright": true}
 
 // yesOrNo reads a yes-or-no answer: false when it is negative, true when
 // it affirms, nothing when it is neither.
