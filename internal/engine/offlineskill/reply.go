@@ -357,8 +357,30 @@ func reflect(msg string) string {
 			words[i] = strings.Replace(w, core, r, 1)
 		}
 	}
-	return lowerFirst(strings.Join(words, " "))
+	echo := strings.Join(words, " ")
+	if first := strings.ToLower(strings.Trim(words[0], ",:;")); sentenceStarters[strings.ReplaceAll(first, "’", "'")] {
+		return lowerFirst(echo)
+	}
+	return echo // "Greggs and Pret are …": a name keeps its capital
 }
+
+// sentenceStarters are the words that take a capital only because they
+// open a sentence: an echo in the middle of a reply lowers them, and keeps
+// any other first word as it was written, since it may be a name.
+var sentenceStarters = func() map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(`the a an this that these those there there's here it it's its they they're
+		their them he she his her my mine your yours you you're we us most many much some several few all both each
+		every either neither no none nobody nothing everyone everybody everything someone something anyone anything
+		not never maybe perhaps probably possibly just only mostly mainly really honestly basically actually also
+		still already usually often sometimes currently right now then today lately recently when whenever while
+		if because since so but and or for in on at to of with without from by about around roughly nearly almost
+		over under after before during one two three four five six seven eight nine ten half more less once twice
+		what which who how why where`) {
+		set[w] = true
+	}
+	return set
+}()
 
 // joinParts joins reply parts with spaces, or a new line after a list.
 func joinParts(parts []string) string {
