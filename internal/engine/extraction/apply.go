@@ -193,9 +193,10 @@ const conflictMargin = 0.15
 //     version: with PromptV1, the items the message names, appended (an
 //     update) unless the user marks a correction, when they replace the
 //     list (a supersession); with PromptV2, the whole list, which appends
-//     its new items when it holds every stored one, or none of them and
-//     the user marked no correction (an update), and else replaces the
-//     list like any different value;
+//     its new items when it holds every stored one, or new items but none
+//     of the stored ones and the user marked no correction (an update),
+//     and else (an empty list, null) replaces the list like any different
+//     value;
 //   - a different value supersedes the old one, which is kept in
 //     superseded_previous with the reason; but when the old value is more
 //     confident by more than 0.15 and the user did not mark a correction
@@ -287,9 +288,11 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 // grows reports whether a list answer val adds its new items to the stored
 // list prev rather than replacing it: with PromptV1 unless the user marked
 // a correction; with PromptV2, which asks for the whole list, when it holds
-// every stored item, or when it holds none of them and the user marked no
-// correction: that is a model answering only the new items, not a user
-// taking every item back, and what the user said before is kept.
+// every stored item, or when it holds new items but none of the stored ones
+// and the user marked no correction: that is a model answering only the new
+// items, not a user taking every item back, and what the user said before
+// is kept. An empty list or null names no new item: the user took every
+// item back ("we need none of those"), and it replaces the list.
 func grows(v PromptVersion, marker string, prev, val json.RawMessage) bool {
 	if v == PromptV1 {
 		return marker == ""
@@ -302,7 +305,7 @@ func grows(v PromptVersion, marker string, prev, val json.RawMessage) bool {
 			kept++
 		}
 	}
-	return kept == len(stored) || (kept == 0 && marker == "")
+	return kept == len(stored) || (kept == 0 && len(have) > 0 && marker == "")
 }
 
 // reinforce keeps a value that was extracted again: its provenance gains the

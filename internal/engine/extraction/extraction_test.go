@@ -193,6 +193,35 @@ func TestApplyRules(t *testing.T) {
 			},
 		},
 		{
+			// An empty answer names no new item: it is the whole list the
+			// prompt asks for, after the user took every item back.
+			name:           "an empty whole list without a correction empties the list",
+			fields:         map[string]any{"details.features": []any{[]string{}, 0.8}},
+			message:        "We dropped tasks and deadlines, we need neither.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				if e.Decode("details.features", &got); len(got) != 0 {
+					t.Errorf("features = %v, want none", got)
+				}
+			},
+		},
+		{
+			name:           "a null list without a correction clears the list",
+			fields:         map[string]any{"details.features": []any{nil, 0.8}},
+			message:        "We don't need any features.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			check: func(t *testing.T, e engine.Extraction) {
+				if e.Has("details.features") {
+					t.Errorf("features = %s, want null", e.Fields["details.features"].Value)
+				}
+			},
+		},
+		{
 			name:           "version 1: the items named after a correction replace the list",
 			version:        extraction.PromptV1,
 			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
