@@ -651,6 +651,17 @@ func TestCarryForwardReplacesAConstraintOnTheSameTopic(t *testing.T) {
 		{"40 technicians in the first month", "Timeline: within 6 months", false}, // the number counts technicians
 		{"fees under 50 a month", "Budget: $90k", true},
 		{"launch in a 6-month window", "Timeline: by March", true},
+		// How long something lasts, or how much of something a span holds,
+		// is no deadline; the price of one item is no budget.
+		{"crews must work offline for two weeks at a time", "Timeline: within 6 months", false},
+		{"Timeline: within 6 months", "keep 3 years of job history", false},
+		{"reports must cover 12 months of data", "Timeline: by March", false},
+		{"live within 3 months of signing", "Timeline: by March", true},
+		{"each tablet must cost under $300", "Budget: $90k", false},
+		{"Budget: $120k", "hardware costs about 40 dollars per device", false},
+		{"no more than $10 per user per month", "Budget: $90k", false},
+		{"about 500 dollars per month", "Budget: $90k", true},
+		{"we can spend $2,000 each quarter", "Budget: $90k", true},
 	} {
 		h := contracts.EngineHandoff{ActionList: contracts.ActionList{
 			ConstraintsIdentified: []contracts.IdentifiedConstraint{{Constraint: tt.own}}}}

@@ -213,8 +213,11 @@ func replaced[T any](carried, own []T, key func(T) string) []T {
 // labels project discovery gives its budget and timeline; "" for anything
 // else, which is carried by its text, as is an item of a list field
 // ("Integration: QuickBooks"). Text that mentions money or time without an
-// amount ("avoid monthly fees", "offline for days") is neither: it must not
-// replace, and so drop, the budget or timeline carried.
+// amount ("avoid monthly fees", "offline for days") is neither, nor is the
+// price of one item ("each tablet under $300", "$40 per device") or a span
+// that says how long something lasts or how much it holds ("offline for
+// two weeks", "3 years of job history"): none of them must replace, and so
+// drop, the budget or timeline carried.
 func topic(c string) string {
 	if l := label(c); l != "" {
 		if listLabels[l] {
@@ -222,27 +225,50 @@ func topic(c string) string {
 		}
 		return l
 	}
-	if strings.ContainsAny(c, "$€£") {
-		return "Budget"
-	}
 	words := strings.FieldsFunc(strings.ToLower(c), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	money := strings.ContainsAny(c, "$€£") ||
+		slices.ContainsFunc(words, func(w string) bool { return moneyWords[w] }) && strings.ContainsFunc(c, unicode.IsDigit)
 	switch {
-	case slices.ContainsFunc(words, func(w string) bool { return moneyWords[w] }) && strings.ContainsFunc(c, unicode.IsDigit):
+	case money && !perItem(words):
 		return "Budget"
-	case counted(words):
+	case !money && counted(words):
 		return "Timeline"
 	}
 	return ""
 }
 
+// perItem returns whether words price one item: "per" or "each" before
+// anything but a unit of time ("per device", "each tablet", "$300 each";
+// not "per month", "each quarter").
+func perItem(words []string) bool {
+	for i, w := range words {
+		if w == "per" || w == "each" {
+			if i == len(words)-1 || !timeWords[words[i+1]] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // counted returns whether words have a unit of time right after a number
-// ("6 months", "two weeks").
+// ("6 months", "two weeks") that is a deadline, not how long something
+// lasts ("for two weeks") or how much it holds ("12 months of data"; but
+// "within 3 months of signing" is one).
 func counted(words []string) bool {
 	for i := 1; i < len(words); i++ {
 		n := words[i-1]
-		if timeWords[words[i]] && (numberWords[n] || strings.IndexFunc(n, unicode.IsDigit) == 0) {
-			return true
+		if !timeWords[words[i]] || !numberWords[n] && strings.IndexFunc(n, unicode.IsDigit) != 0 {
+			continue
 		}
+		before := ""
+		if i >= 2 {
+			before = words[i-2]
+		}
+		if before == "for" || i+1 < len(words) && words[i+1] == "of" && !deadlineWords[before] {
+			continue
+		}
+		return true
 	}
 	return false
 }
@@ -251,6 +277,8 @@ var (
 	moneyWords  = wordSet("budget dollar dollars euro euros usd eur cost costs spend spending afford price fee fees")
 	timeWords   = wordSet("day days week weeks month months year years quarter quarters")
 	numberWords = wordSet("one two three four five six seven eight nine ten eleven twelve eighteen")
+	// deadlineWords lead a span of time that ends by a date.
+	deadlineWords = wordSet("within in by before")
 )
 
 func wordSet(words string) map[string]bool {
