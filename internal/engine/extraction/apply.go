@@ -194,9 +194,9 @@ const conflictMargin = 0.15
 //     update) unless the user marks a correction, when they replace the
 //     list (a supersession); with PromptV2, the whole list, which appends
 //     its new items when it holds every stored one, or new items but none
-//     of the stored ones and the user marked no correction (an update),
-//     and else (an empty list, null) replaces the list like any different
-//     value;
+//     of the stored ones while the user marked no correction and named
+//     none of them (an update), and else (an empty list, null) replaces
+//     the list like any different value;
 //   - a different value supersedes the old one, which is kept in
 //     superseded_previous with the reason; but when the old value is more
 //     confident by more than 0.15 and the user did not mark a correction
@@ -212,7 +212,8 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 	}
 	version := meta.PromptVersion.orCurrent()
 	res := Result{FieldsUpdated: []string{}, Superseded: []Supersession{}, PromptVersion: version}
-	marker := CorrectionMarker(message)
+	text := engine.LowerText(message)
+	marker := CorrectionMarkerIn(text)
 	for _, fd := range def.ExtractionSchema.Fields {
 		fa, ok := ans.Fields[fd.Path]
 		if !ok {
@@ -241,7 +242,7 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 			}
 		case sameValue(fd.ValueType, prev.Value, val):
 			f = reinforce(prev, fa, meta)
-		case fd.ValueType == engine.TypeArray && grows(version, marker, prev.Value, val):
+		case fd.ValueType == engine.TypeArray && grows(version, marker, text, prev.Value, val):
 			merged, added := union(prev.Value, val)
 			f = reinforce(prev, fa, meta)
 			f.Value = merged
@@ -291,9 +292,11 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 // every stored item, or when it holds new items but none of the stored ones
 // and the user marked no correction: that is a model answering only the new
 // items, not a user taking every item back, and what the user said before
-// is kept. An empty list or null names no new item: the user took every
-// item back ("we need none of those"), and it replaces the list.
-func grows(v PromptVersion, marker string, prev, val json.RawMessage) bool {
+// is kept. But an answer that leaves out stored items the message names
+// ("Pret isn't a competitor, it's Costa") is the whole list without what
+// the user took back, and so is an empty list or null, which names no new
+// item ("we need none of those"): they replace the list.
+func grows(v PromptVersion, marker string, message engine.Text, prev, val json.RawMessage) bool {
 	if v == PromptV1 {
 		return marker == ""
 	}
@@ -305,7 +308,17 @@ func grows(v PromptVersion, marker string, prev, val json.RawMessage) bool {
 			kept++
 		}
 	}
-	return kept == len(stored) || (kept == 0 && len(have) > 0 && marker == "")
+	return kept == len(stored) || (kept == 0 && len(have) > 0 && marker == "" && !namesAny(message, prev))
+}
+
+// namesAny reports whether the message names one of the string items of
+// the list prev, as whole words.
+func namesAny(message engine.Text, prev json.RawMessage) bool {
+	var xs []string
+	if json.Unmarshal(prev, &xs) != nil {
+		return false // not a list of strings
+	}
+	return slices.ContainsFunc(xs, message.Contains)
 }
 
 // reinforce keeps a value that was extracted again: its provenance gains the

@@ -170,6 +170,23 @@ func TestApplyRules(t *testing.T) {
 			},
 		},
 		{
+			// The user named the stored items and the whole list the model
+			// answered leaves them out: they were taken back, though no
+			// correction word was used.
+			name:           "a list answer that leaves out the stored items the message names replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "We dropped tasks and deadlines; notifications are what we need.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				if e.Decode("details.features", &got); !slices.Equal(got, []string{"notifications"}) {
+					t.Errorf("features = %v, want [notifications]", got)
+				}
+			},
+		},
+		{
 			name:           "a list answer with none of the stored items after a correction replaces the list",
 			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:        "Actually, it's only notifications.",

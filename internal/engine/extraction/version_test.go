@@ -11,7 +11,9 @@ import (
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/enginetest"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/engine/offlineskill"
 	"github.com/praetorhq/praetor/internal/llm"
+	"github.com/praetorhq/praetor/internal/llm/offline"
 	"github.com/praetorhq/praetor/internal/llm/record"
 	"github.com/praetorhq/praetor/pkg/contracts"
 )
@@ -175,5 +177,39 @@ func TestNewStateHasTheCurrentVersion(t *testing.T) {
 	}
 	if _, err := extraction.DecodeState([]byte(`{"fields":{},"prompt_version":99}`)); err == nil {
 		t.Error("a state of an unknown prompt version was read")
+	}
+}
+
+// A user of the offline provider who says the one competitor stored is not
+// one, and names another, has the other alone: the provider answers the
+// whole list, without the item taken back, as version 2 asks, and the
+// answer is not taken for a model answering only the new items because it
+// holds none of the stored ones.
+func TestOfflineTakeBackOfTheOnlyItem(t *testing.T) {
+	def, ok := enginetest.Shipped(t).Get("business-profile")
+	if !ok {
+		t.Fatal("business-profile not shipped")
+	}
+	o, err := offline.New(offline.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for purpose, skill := range offlineskill.Skills() {
+		o.Handle(purpose, skill)
+	}
+	p, err := extraction.New(extraction.Config{LLM: o})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := enginetest.Memory(def)
+	enginetest.Set(m, "target_market.competitors", []string{"Pret"}, 0.75, 1)
+	res, err := p.Extract(context.Background(), extraction.Request{Def: def, Current: m.Extraction,
+		Message: "Pret isn't a competitor, it's Costa.", Focus: "competitors_named", Meta: meta(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if res.Extraction.Decode("target_market.competitors", &got); !slices.Equal(got, []string{"Costa"}) {
+		t.Errorf("competitors = %q, want [Costa]", got)
 	}
 }
