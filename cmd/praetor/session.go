@@ -63,7 +63,7 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	if err != nil {
 		return err
 	}
-	summaries := recordedSummaries(calls)
+	summaries, recorded := recordedSummaries(calls), len(calls)
 	calls = nil // the replayer keeps the answers; the prompts can go
 	cat, reg, err := wiring.LoadEngines(enginesDirs, stderr)
 	if err != nil {
@@ -120,7 +120,7 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		return err
 	}
 	fmt.Fprintf(stderr, "session %s rebuilt from %d events and %d recorded model calls: state hash %s\n",
-		sessionID, len(sessionEvents), len(calls), res.StateHash)
+		sessionID, len(sessionEvents), recorded, res.StateHash)
 	if res.Diverged {
 		return fmt.Errorf("the rebuilt state differs from the live run's")
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -189,6 +190,19 @@ func TestReplaySessionShowsProgress(t *testing.T) {
 		if i := strings.Index(log, want); i < 0 || i > firstTurn {
 			t.Errorf("stderr does not say %q before the turns' lines:\n%s", want, log)
 		}
+	}
+	// The last line counts the model calls the replay was served from.
+	calls := 0
+	err = bus.Replay(t.Context(), events.ReplayConfig{Stream: contracts.StreamLLM,
+		Subjects: []string{"praetor.llm.call.*." + sess.SessionID}}, func(events.Record) error {
+		calls++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(" events and %d recorded model calls: state hash ", calls); calls == 0 || !strings.Contains(log, want) {
+		t.Errorf("stderr does not say %q:\n%s", want, log)
 	}
 }
 
