@@ -42,7 +42,8 @@ type ConsumerConfig struct {
 	// MaxDeliver bounds deliveries of one event; after the last failed one
 	// the event is dead-lettered. -1 sets no bound: a retryable failure is
 	// tried again, BackoffMax apart, for as long as it lasts, and only a
-	// permanent one (or an event that cannot be decoded) is dead-lettered.
+	// permanent one, a handler's panic (a bug, which would panic at every
+	// delivery) or an event that cannot be decoded is dead-lettered.
 	// Default: 5.
 	MaxDeliver int
 	// MaxAckPending bounds the events the consumer holds on the server,
@@ -594,6 +595,9 @@ func (w *worker) process(msg jetstream.Msg) {
 		s.interrupted(msg, d, ev.Type(), fmt.Errorf("%w: %w", errDrainTimedOut, err))
 	case s.cfg.lastDelivery(meta.NumDelivered):
 		s.deadLetter(msg, d, ev.Type(), CauseMaxDeliver, err)
+	case s.cfg.MaxDeliver < 0 && errors.Is(err, errPanic):
+		// Nothing would stop it panicking again, at every delivery.
+		s.deadLetter(msg, d, ev.Type(), CausePermanent, err)
 	default:
 		delay := s.cfg.backoff(meta.NumDelivered)
 		var re *RetryError

@@ -26,7 +26,8 @@
 // sequence into the dead-letter stream. Nothing is dropped silently, and
 // nothing is redelivered forever unless its consumer asks for that
 // (MaxDeliver -1, for timers that must outlast an outage of what they
-// call). A panic is recovered, counted and naked.
+// call). A panic is recovered, counted and naked (dead-lettered on a
+// consumer without a bound on deliveries, where it would crash-loop).
 //
 // # Ordering
 //

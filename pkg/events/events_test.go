@@ -699,3 +699,52 @@ func TestUnboundedAckPending(t *testing.T) {
 	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
 	eventstest.Wait(t, due, 30*time.Second, "the event due now, behind the ones that wait")
 }
+
+// A handler that panics on an event of a consumer without a bound on
+// deliveries (MaxDeliver -1) would panic again at every delivery, for
+// good: a panic is a bug, not an outage to wait out, so the event is
+// dead-lettered with the panic as its reason, and an operator can mend the
+// handler and redrive it.
+func TestUnboundedDeliveriesDeadLetterAPanic(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	if err := bus.EnsureDeadLetterStreams(t.Context(), events.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: "timers", Subjects: []string{topic.Pattern()},
+		MaxDeliver: -1, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond},
+		func(ctx context.Context, ev event.Event) error {
+			calls.Add(1)
+			var m map[string]int
+			m["boom"]++ // a bug: assignment to a nil map
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+	if err := bus.Publish(t.Context(), eventstest.NewEvent("buggy", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	var dls []events.DeadLetter
+	eventstest.Eventually(t, 30*time.Second, "the event dead-lettered, or delivered 20 times", func() bool {
+		dls = eventstest.DeadLetters(t, bus, topic.Stream, "timers")
+		return len(dls) > 0 || calls.Load() >= 20
+	})
+	if len(dls) != 1 || dls[0].EventID != "buggy" || dls[0].Cause != events.CausePermanent ||
+		!strings.Contains(dls[0].Reason, "handler panic: assignment to entry in nil map") {
+		t.Fatalf("after %d deliveries, dead letters = %+v, want the buggy event's, permanent, naming the panic", calls.Load(), dls)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want once", n)
+	}
+}

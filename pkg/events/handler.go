@@ -76,8 +76,12 @@ func withDelivery(ctx context.Context, d Delivery) context.Context {
 	return &deliveryCtx{Context: ctx, d: d}
 }
 
+// errPanic is the error of a handler that panicked.
+var errPanic = errors.New("handler panic")
+
 // Recover turns a handler panic into a retryable error (the event is naked
-// and redelivered) and counts it.
+// and redelivered; on a consumer without a bound on deliveries it is
+// dead-lettered, see ConsumerConfig.MaxDeliver) and counts it.
 func Recover(logger *slog.Logger, m *Metrics, service string) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, ev event.Event) (err error) {
@@ -86,7 +90,7 @@ func Recover(logger *slog.Logger, m *Metrics, service string) Middleware {
 					m.panics.WithLabelValues(service).Inc()
 					logger.Error("event handler panicked", "service", service, "event_id", ev.ID(),
 						"event_type", ev.Type(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-					err = fmt.Errorf("handler panic: %v", r)
+					err = fmt.Errorf("%w: %v", errPanic, r)
 				}
 			}()
 			return next(ctx, ev)
