@@ -152,10 +152,10 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // whose topic one of h's own has ("Budget: $90k" beside "Budget: $120k",
 // "about 300 dollars a month" beside "about 500 dollars a month"); an item
 // of a list field is carried beside h's ("Integration: QuickBooks" beside
-// "Integration: Xero"). A
-// carried constraint loses its implication, written for the engine the
-// inbound handoff went to ("Only options within it are worth exploring"
-// means nothing to project discovery), unless h goes to that engine too.
+// "Integration: Xero"). A carried constraint loses its implication,
+// written for the engine the inbound handoff went to, which h does not go
+// to (a handoff goes to another engine than its source's: "Only options
+// within it are worth exploring" means nothing to project discovery).
 // Knowledge gaps are not carried: they are what the source session was
 // there to close, and it reports its own. Nor are the phase results, the
 // metadata and the source's view of the user (levels, trust, rapport),
@@ -173,10 +173,8 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	al.OptionsEliminated = union(al.OptionsEliminated, eliminated, func(o contracts.EliminatedOption) string { return o.Option })
 	constraintTopic := func(c contracts.IdentifiedConstraint) string { return topic(c.Constraint) }
 	constraints := replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintTopic)
-	if inbound.Metadata.TargetEngineID != h.Metadata.TargetEngineID {
-		for i := range constraints {
-			constraints[i].Implication = "" // written for the engine the inbound handoff went to
-		}
+	for i := range constraints {
+		constraints[i].Implication = "" // written for the engine the inbound handoff went to
 	}
 	al.ConstraintsIdentified = union(al.ConstraintsIdentified, constraints,
 		func(c contracts.IdentifiedConstraint) string { return c.Constraint })
