@@ -150,7 +150,12 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	// The session's state holds the prompt version it started with, which
 	// it keeps (a state from before versions were recorded: PromptV1).
 	state, err := extraction.DecodeState(st.Extraction)
-	if err != nil {
+	switch {
+	case errors.Is(err, extraction.ErrNewerPromptVersion):
+		// A newer replica started the session: tried again, for one that
+		// knows its version (an upgrade rolling out).
+		return nil, fmt.Errorf("session %s: %w", sess.ID, err)
+	case err != nil:
 		return nil, events.Permanent(fmt.Errorf("session %s: extraction state: %w", sess.ID, err))
 	}
 	// The runner's memory gives the conversation so far and the obligation

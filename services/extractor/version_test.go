@@ -13,6 +13,7 @@ import (
 	"github.com/praetorhq/praetor/internal/engine/extraction"
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/services/runner/runnertest"
 )
 
@@ -86,6 +87,43 @@ func TestSessionKeepsItsPromptVersion(t *testing.T) {
 		if got := model.of(tt.sid); got != want.Messages[0].Content {
 			t.Errorf("session %s was asked with the instructions:\n%s\nwant version %d's:\n%s", tt.sid, got, tt.want,
 				want.Messages[0].Content)
+		}
+	}
+}
+
+// A session whose state records a prompt version newer than this build
+// knows was started by a newer extractor (an upgrade rolling out): its turn
+// is retried, for a replica that knows the version, not dead-lettered; a
+// state that is not JSON is refused for good.
+func TestNewerPromptVersionIsRetried(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	ctx := context.Background()
+	s, err := New(Config{DB: rig.DB, Bus: rig.Bus, Relay: rig.Relay, Engines: rig.Engines, LLM: &systemPrompts{seen: map[string]string{}},
+		Logger: rig.Logger, AckWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		state     string
+		permanent bool
+	}{
+		{fmt.Sprintf(`{"fields":{},"prompt_version":%d}`, extraction.CurrentPromptVersion+1), false},
+		{`{"fields":{},"prompt_version":-1}`, true},
+	} {
+		sid := rig.CreateSession(t, "project-discovery", fmt.Sprintf("v-%t", tt.permanent))
+		if err := conversation.SaveExtractionState(ctx, rig.DB, runnertest.Tenant, sid, conversation.ExtractionState{TurnNumber: 1,
+			Extraction: json.RawMessage(tt.state)}, at); err != nil {
+			t.Fatal(err)
+		}
+		ev, err := contracts.NewEvent(contracts.Meta{ID: sid + "-turn-2", Source: "test", Time: at}, contracts.TurnReceived{
+			TenantID: runnertest.Tenant, SessionID: sid, TurnID: sid + "-turn-2", Message: "We use Xero.", ReceivedAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.work(ctx, ev)
+		if err == nil || events.IsPermanent(err) != tt.permanent {
+			t.Errorf("state %s: work = %v (permanent %t), want an error, permanent %t", tt.state, err, events.IsPermanent(err), tt.permanent)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package extraction
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	fastjson "github.com/segmentio/encoding/json"
@@ -21,6 +22,12 @@ type State struct {
 	PromptVersion PromptVersion `json:"prompt_version,omitempty"`
 }
 
+// ErrNewerPromptVersion is DecodeState's error for a state whose prompt
+// version is newer than this build knows: a newer extractor started the
+// session, and one that knows its version must extract its turns (during a
+// rolling upgrade, the next replica).
+var ErrNewerPromptVersion = errors.New("the session's extraction prompt version is newer than this extractor knows")
+
 // DecodeState reads a stored state (empty before a session's first turn).
 func DecodeState(raw []byte) (State, error) {
 	st := State{Extraction: engine.NewExtraction(), PromptVersion: CurrentPromptVersion}
@@ -35,7 +42,10 @@ func DecodeState(raw []byte) (State, error) {
 		st.Fields = map[string]engine.ExtractedField{}
 	}
 	st.PromptVersion = cmp.Or(st.PromptVersion, PromptV1)
-	if !st.PromptVersion.known() {
+	switch {
+	case st.PromptVersion > CurrentPromptVersion:
+		return State{}, fmt.Errorf("%w: %d (this build knows up to %d)", ErrNewerPromptVersion, st.PromptVersion, CurrentPromptVersion)
+	case !st.PromptVersion.known():
 		return State{}, fmt.Errorf("unknown extraction prompt version %d", st.PromptVersion)
 	}
 	return st, nil
