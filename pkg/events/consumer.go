@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ConsumerConfig describes a durable consumer: one per service role, shared by
@@ -156,8 +158,9 @@ type Subscription struct {
 	jobs    chan jetstream.Msg
 	workers sync.WaitGroup
 	cons    []jetstream.Consumer
+	wants   []jetstream.ConsumerConfig // the settings of each of cons, as this process writes them
 	metrics *serviceMetrics
-	polled  chan struct{} // closed when the backlog poller has ended
+	polled  chan struct{} // closed when the watcher has ended
 
 	drainOnce sync.Once
 	drained   chan struct{} // closed once every received event is handled
@@ -199,10 +202,8 @@ func (b *Bus) Subscribe(ctx context.Context, cfg ConsumerConfig, h Handler) (*Su
 		_ = s.Stop(context.Background())
 		return nil, err
 	}
-	if !cfg.NoBacklog {
-		s.polled = make(chan struct{})
-		go s.pollBacklog(cfg.BacklogInterval)
-	}
+	s.polled = make(chan struct{})
+	go s.watch(cfg.BacklogInterval)
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -223,20 +224,30 @@ func standardChain(h Handler, log *slog.Logger, m *Metrics, cfg ConsumerConfig) 
 	return Chain(h, append(chain, cfg.Middleware...)...)
 }
 
-// pollBacklog keeps praetor_consumer_backlog{service} current: the events
-// the service's consumers (every partition) hold, undelivered or unacked.
-// Every replica reports the same figure; scale on it with max, not sum.
-func (s *Subscription) pollBacklog(every time.Duration) {
+// watch keeps praetor_consumer_backlog{service} current (unless
+// NoBacklog): the events the service's consumers (every partition) hold,
+// undelivered or unacked. Every replica reports the same figure; scale on
+// it with max, not sum. It also puts back the consumers' settings when
+// another process wrote others over them: during a rolling upgrade an
+// older replica that starts writes its own, and without this they stayed
+// until a newer one restarted.
+func (s *Subscription) watch(every time.Duration) {
 	defer close(s.polled)
-	gauge := s.bus.cfg.Metrics.backlog.WithLabelValues(s.cfg.Name)
+	var gauge prometheus.Gauge // no series at all for a NoBacklog consumer
+	if !s.cfg.NoBacklog {
+		gauge = s.bus.cfg.Metrics.backlog.WithLabelValues(s.cfg.Name)
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		var total uint64
 		ok := true
-		for _, c := range s.cons {
+		for i, c := range s.cons {
 			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 			info, err := c.Info(ctx)
+			if err == nil {
+				s.restore(ctx, info.Config, s.wants[i])
+			}
 			cancel()
 			if err != nil {
 				ok = false
@@ -244,7 +255,7 @@ func (s *Subscription) pollBacklog(every time.Duration) {
 			}
 			total += info.NumPending + uint64(info.NumAckPending)
 		}
-		if ok {
+		if ok && gauge != nil {
 			gauge.Set(float64(total))
 		}
 		select {
@@ -253,6 +264,43 @@ func (s *Subscription) pollBacklog(every time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// restore writes want over a consumer's settings have when another process
+// changed those this one sets, and says so.
+func (s *Subscription) restore(ctx context.Context, have, want jetstream.ConsumerConfig) {
+	changed := drift(have, want)
+	if len(changed) == 0 {
+		return
+	}
+	_, err := s.bus.js.UpdateConsumer(ctx, s.cfg.Stream, want)
+	s.bus.cfg.Logger.Warn("consumer settings changed by another process (a replica of another version?); put back",
+		"service", s.cfg.Name, "consumer", want.Durable, "settings", strings.Join(changed, ", "), "error", err)
+}
+
+// drift names the settings in which have differs from want, of those a
+// subscription sets and the server lets it change.
+func drift(have, want jetstream.ConsumerConfig) []string {
+	var out []string
+	if have.AckWait != want.AckWait {
+		out = append(out, fmt.Sprintf("ack wait %s, want %s", have.AckWait, want.AckWait))
+	}
+	if have.MaxDeliver != want.MaxDeliver {
+		out = append(out, fmt.Sprintf("max deliver %d, want %d", have.MaxDeliver, want.MaxDeliver))
+	}
+	if have.MaxAckPending != want.MaxAckPending {
+		out = append(out, fmt.Sprintf("max ack pending %d, want %d", have.MaxAckPending, want.MaxAckPending))
+	}
+	filters := func(c jetstream.ConsumerConfig) []string {
+		if c.FilterSubject != "" {
+			return []string{c.FilterSubject}
+		}
+		return c.FilterSubjects
+	}
+	if !slices.Equal(filters(have), filters(want)) {
+		out = append(out, fmt.Sprintf("subjects %v, want %v", filters(have), filters(want)))
+	}
+	return out
 }
 
 func (s *Subscription) consumerConfig(name string, subjects []string, maxAckPending int) jetstream.ConsumerConfig {
@@ -307,12 +355,12 @@ func (s *Subscription) pullOpts(maxMessages int) []jetstream.PullConsumeOpt {
 // pull serves many workers, so the client sends a pull request for every few
 // messages under load, not one per message and worker.
 func (s *Subscription) startShared(ctx context.Context) error {
-	cons, err := s.bus.js.CreateOrUpdateConsumer(ctx, s.cfg.Stream,
-		s.consumerConfig(s.cfg.Name, s.cfg.Subjects, s.cfg.MaxAckPending))
+	want := s.consumerConfig(s.cfg.Name, s.cfg.Subjects, s.cfg.MaxAckPending)
+	cons, err := s.bus.js.CreateOrUpdateConsumer(ctx, s.cfg.Stream, want)
 	if err != nil {
 		return fmt.Errorf("events: consumer %s on %s: %w", s.cfg.Name, s.cfg.Stream, err)
 	}
-	s.cons = append(s.cons, cons)
+	s.cons, s.wants = append(s.cons, cons), append(s.wants, want)
 	s.jobs = make(chan jetstream.Msg)
 	f := &sharedFeed{s: s, cons: cons, batch: (s.cfg.Concurrency + 1) / 2, fed: make(chan struct{})}
 	f.ctx, f.cancel = context.WithCancel(s.ctx)
@@ -479,11 +527,12 @@ func (s *Subscription) startKeyed(ctx context.Context) error {
 			subjects[i] = fmt.Sprintf("%s.%d", subj, p)
 		}
 		name := PartitionConsumer(s.cfg.Name, p)
-		cons, err := s.bus.js.CreateOrUpdateConsumer(ctx, s.cfg.Stream, s.consumerConfig(name, subjects, 1))
+		want := s.consumerConfig(name, subjects, 1)
+		cons, err := s.bus.js.CreateOrUpdateConsumer(ctx, s.cfg.Stream, want)
 		if err != nil {
 			return fmt.Errorf("events: consumer %s on %s: %w", name, s.cfg.Stream, err)
 		}
-		s.cons = append(s.cons, cons)
+		s.cons, s.wants = append(s.cons, cons), append(s.wants, want)
 		cc, err := cons.Consume(s.newWorker().process, s.pullOpts(64)...)
 		if err != nil {
 			return fmt.Errorf("events: consume %s: %w", name, err)

@@ -748,3 +748,47 @@ func TestUnboundedDeliveriesDeadLetterAPanic(t *testing.T) {
 		t.Errorf("the handler ran %d times, want once", n)
 	}
 }
+
+// A consumer's settings written over by another process (an older replica
+// starting during a rolling upgrade, whose CreateOrUpdateConsumer is the
+// last) are put back by the running subscription within a backlog
+// interval: runner-deadlines went back to ten deliveries and 512 pending
+// events until a new replica restarted.
+func TestConsumerSettingsRestored(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	topic := eventstest.NewTopic()
+	nc := eventstest.Connect(t, srv)
+	bus, err := events.New(nc, events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: "timers", Subjects: []string{topic.Pattern()},
+		MaxDeliver: -1, MaxAckPending: -1, NoBacklog: true, BacklogInterval: 50 * time.Millisecond},
+		func(context.Context, event.Event) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+
+	js, err := jetstream.New(eventstest.Connect(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(t.Context(), topic.Stream, "timers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := cons.CachedInfo().Config
+	old.MaxDeliver, old.MaxAckPending = 10, 512
+	if _, err := js.UpdateConsumer(t.Context(), topic.Stream, old); err != nil {
+		t.Fatal(err)
+	}
+	eventstest.Eventually(t, 10*time.Second, "the settings restored", func() bool {
+		info, err := cons.Info(t.Context())
+		return err == nil && info.Config.MaxDeliver == -1 && info.Config.MaxAckPending == -1
+	})
+}
