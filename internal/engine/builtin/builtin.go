@@ -7,6 +7,8 @@ package builtin
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/praetorhq/praetor/engines"
 	"github.com/praetorhq/praetor/internal/engine"
@@ -30,10 +32,19 @@ func TaskHandlers() map[string]string {
 func Registry() (*engine.Registry, error) {
 	reg := engine.NewRegistry()
 	technique.Register(reg)
-	for _, register := range []func(*engine.Registry) error{exploration.Register, businessprofile.Register, ideation.Register,
-		projectdiscovery.Register} {
-		if err := register(reg); err != nil {
-			return nil, err
+	for _, set := range []struct {
+		engine     string
+		evaluators map[string]engine.Evaluator
+	}{
+		{"exploration", exploration.Evaluators()},
+		{"business-profile", businessprofile.Evaluators()},
+		{"ideation", ideation.Evaluators()},
+		{"project-discovery", projectdiscovery.Evaluators()},
+	} {
+		for _, name := range slices.Sorted(maps.Keys(set.evaluators)) {
+			if err := reg.RegisterEvaluator(name, set.evaluators[name]); err != nil {
+				return nil, fmt.Errorf("builtin: %s evaluators: %w", set.engine, err)
+			}
 		}
 	}
 	h := TaskHandlers()

@@ -3,7 +3,12 @@ package builtin_test
 import (
 	"testing"
 
+	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/builtin"
+	"github.com/praetorhq/praetor/internal/engine/evaluators/businessprofile"
+	"github.com/praetorhq/praetor/internal/engine/evaluators/exploration"
+	"github.com/praetorhq/praetor/internal/engine/evaluators/ideation"
+	"github.com/praetorhq/praetor/internal/engine/evaluators/projectdiscovery"
 )
 
 func TestShippedEnginesLoadClean(t *testing.T) {
@@ -52,5 +57,21 @@ func TestShippedEngineShapes(t *testing.T) {
 	}
 	if pd.ExitTransitions[0].TargetEngine != "exploration" || ex.ExitTransitions[0].TargetEngine != "project-discovery" {
 		t.Error("exit transitions do not link the two engines")
+	}
+}
+
+// The registry has every shipped engine's custom evaluators.
+func TestRegistryHasTheShippedEvaluators(t *testing.T) {
+	reg, err := builtin.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, set := range []map[string]engine.Evaluator{exploration.Evaluators(), businessprofile.Evaluators(),
+		ideation.Evaluators(), projectdiscovery.Evaluators()} {
+		for name := range set {
+			if _, ok := reg.Evaluator(name); !ok {
+				t.Errorf("evaluator %s is not registered", name)
+			}
+		}
 	}
 }

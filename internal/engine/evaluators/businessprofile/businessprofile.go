@@ -18,7 +18,6 @@
 package businessprofile
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -72,22 +71,6 @@ func Evaluators() map[string]engine.Evaluator {
 		}
 	}
 	return out
-}
-
-// Register adds the evaluators to a registry.
-func Register(reg *engine.Registry) error {
-	ev := Evaluators()
-	names := make([]string, 0, len(ev))
-	for n := range ev {
-		names = append(names, n)
-	}
-	slices.Sort(names) // registration order does not matter, but keep it stable
-	for _, n := range names {
-		if err := reg.RegisterEvaluator(n, ev[n]); err != nil {
-			return fmt.Errorf("business-profile evaluators: %w", err)
-		}
-	}
-	return nil
 }
 
 // Settled scores a set of dimensions by the share of their required

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -55,26 +54,6 @@ func Evaluators() map[string]engine.Evaluator {
 		"evaluatePrecedentExposure":      EvaluatePrecedentExposure,
 		"evaluateRiskIdentification":     EvaluateRiskIdentification,
 	}
-}
-
-// Register adds the 13 evaluators to a registry.
-func Register(reg *engine.Registry) error {
-	ev := Evaluators()
-	for _, name := range sortedNames(ev) {
-		if err := reg.RegisterEvaluator(name, ev[name]); err != nil {
-			return fmt.Errorf("exploration evaluators: %w", err)
-		}
-	}
-	return nil
-}
-
-func sortedNames(m map[string]engine.Evaluator) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out) // registration order does not matter, but keep it stable
-	return out
 }
 
 // count is the number of items of a list field (1 for a scalar value).

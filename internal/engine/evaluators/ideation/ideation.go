@@ -10,9 +10,7 @@
 package ideation
 
 import (
-	"fmt"
 	"math"
-	"slices"
 	"strings"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -48,22 +46,6 @@ func Evaluators() map[string]engine.Evaluator {
 		"divergenceComplete": DivergenceComplete,
 		"ideaSelected":       IdeaSelected,
 	}
-}
-
-// Register adds the evaluators to a registry.
-func Register(reg *engine.Registry) error {
-	ev := Evaluators()
-	names := make([]string, 0, len(ev))
-	for n := range ev {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if err := reg.RegisterEvaluator(n, ev[n]); err != nil {
-			return fmt.Errorf("ideation evaluators: %w", err)
-		}
-	}
-	return nil
 }
 
 // Ideas returns the distinct ideas of all idea fields, in field order;

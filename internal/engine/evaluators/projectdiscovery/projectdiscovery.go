@@ -9,7 +9,6 @@ package projectdiscovery
 
 import (
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -20,22 +19,6 @@ import (
 // Evaluators returns the evaluators by name.
 func Evaluators() map[string]engine.Evaluator {
 	return map[string]engine.Evaluator{"coreProblemCarried": CoreProblemCarried}
-}
-
-// Register adds the evaluators to a registry.
-func Register(reg *engine.Registry) error {
-	ev := Evaluators()
-	names := make([]string, 0, len(ev))
-	for n := range ev {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
-		if err := reg.RegisterEvaluator(n, ev[n]); err != nil {
-			return fmt.Errorf("project-discovery evaluators: %w", err)
-		}
-	}
-	return nil
 }
 
 // CoreProblemCarried is 1.0 when the inbound handoff carries a decision

@@ -2,6 +2,8 @@ package projectdiscovery
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -47,12 +49,8 @@ func TestCoreProblemCarried(t *testing.T) {
 	}
 }
 
-func TestRegister(t *testing.T) {
-	reg := engine.NewRegistry()
-	if err := Register(reg); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := reg.Evaluator("coreProblemCarried"); !ok {
-		t.Error("coreProblemCarried is not registered")
+func TestEvaluatorNames(t *testing.T) {
+	if got := slices.Sorted(maps.Keys(Evaluators())); !slices.Equal(got, []string{"coreProblemCarried"}) {
+		t.Errorf("evaluators = %v, want [coreProblemCarried]", got)
 	}
 }
