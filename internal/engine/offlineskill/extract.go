@@ -546,26 +546,34 @@ func notItem(item string) (x, instead string, ok bool) {
 // takesBack reports whether one of a sentence's items says "not X" of an
 // item of the list current holds, X naming the whole item ("Actually not
 // Xero, it's QuickBooks", "It's not Xero"): the sentence corrects that
-// list, whatever was asked. "Not now" names no item that holds "now".
+// list, whatever was asked. "Not now" names no item that holds "now"; a
+// sentence that names another item of the list chooses between them
+// ("Jobber, not a custom build", "Just the job list, not offline mode"),
+// and takes nothing back.
 func takesBack(current json.RawMessage, items []string) bool {
 	var list []string
 	if json.Unmarshal(current, &list) != nil {
 		return false
 	}
+	took := false
 	for _, it := range items {
 		x, _, ok := notItem(trimLeads(trimLeads(it, correctionLeads), []string{"but"}))
-		if !ok {
-			continue
-		}
 		named := contentWords(x)
+		if !ok {
+			named = contentWords(it)
+		}
 		for _, item := range list {
 			words := contentWords(item)
-			if len(words) > 0 && all(words, named) && all(named, words) {
-				return true
+			switch {
+			case len(words) == 0 || !all(words, named):
+			case !ok:
+				return false // the sentence names the item: a choice
+			case all(named, words):
+				took = true
 			}
 		}
 	}
-	return false
+	return took
 }
 
 // all reports whether every word of a is one of b.
