@@ -617,7 +617,7 @@ func classed(items []string, keyword string, correct bool) (kept []string, _, sa
 		}
 		last := strings.ToLower(words[n-1])
 		switch {
-		case copulas[last] && kind: // "Pret is"
+		case copulas[last] && kind && (n > 2 || !pointers[strings.ToLower(words[0])]): // "Pret is", not "They are"
 			kept, said = append(kept, trimLeads(strings.Join(words[:n-1], " "), leads)), true
 			continue
 		case denyingVerbs[last]: // "Pret isn't"
@@ -649,6 +649,10 @@ var (
 	determiners = map[string]bool{"a": true, "an": true, "the": true, "our": true, "my": true, "one": true}
 	classFiller = map[string]bool{"of": true, "really": true, "actually": true, "real": true, "main": true, "biggest": true,
 		"only": true}
+	// pointers point back at what was said ("They are our main
+	// competitors"): they name nothing.
+	pointers = map[string]bool{"it": true, "this": true, "that": true, "these": true, "those": true, "they": true,
+		"he": true, "she": true, "which": true, "what": true, "who": true}
 )
 
 // lack reports whether what follows a "not" is an amount ("enough demand",

@@ -418,6 +418,13 @@ func TestExtractionSkill(t *testing.T) {
 			focus: "business_stage_known", current: map[string]any{"target_market.competitors": []string{"Greggs"}},
 			msg:  "Pret and Costa are our main competitors.",
 			want: map[string]any{"target_market.competitors": []any{"Greggs", "Pret", "Costa"}}},
+		// "They", "That" or "It" point back at what was said: no name.
+		{name: "saying they are what the field names names nothing", engine: "business-profile",
+			focus: "business_stage_known", current: map[string]any{"target_market.competitors": []string{"Greggs"}},
+			msg: "They are our main competitors.", absent: []string{"target_market.competitors"}},
+		{name: "saying that is what the field names adds nothing to a known list", focus: "timeline_known",
+			current: map[string]any{"success_criteria.key_features": []string{"job list"}},
+			msg:     "That is our main feature.", absent: []string{"success_criteria.key_features"}},
 		{name: "saying an item is what the field names names it", engine: "business-profile", focus: "bottlenecks_identified",
 			msg:  "Invoicing is our biggest bottleneck.",
 			want: map[string]any{"operations.bottlenecks": []any{"Invoicing"}}},
