@@ -593,7 +593,8 @@ func all(a, b map[string]bool) bool {
 // one of our competitors") is "not" and that name, which takes it off the
 // list; correct is then true, and the items after it correct the list
 // ("…, it's Costa" gives Costa). One that says something is not the
-// quality the keyword names ("The app isn't slow") names nothing, and goes.
+// quality the keyword names ("The app isn't slow"), or not the main one
+// ("Pret isn't our main competitor"), names nothing, and goes.
 func classed(items []string, keyword string, correct bool) (kept []string, _, said bool) {
 	kept = items[:0]
 	for _, it := range items {
@@ -605,9 +606,10 @@ func classed(items []string, keyword string, correct bool) (kept []string, _, sa
 		// The keyword names a kind ("a competitor", "one of our
 		// competitors"), or a quality ("The app isn't slow").
 		first, _, _ := strings.Cut(keyword, " ")
-		words, kind := strings.Fields(it[:at]), determiners[first] // "is my worry"
+		words, kind, ranked := strings.Fields(it[:at]), determiners[first], false // "is my worry"
 		for len(words) > 0 && (determiners[strings.ToLower(words[len(words)-1])] || classFiller[strings.ToLower(words[len(words)-1])]) {
-			kind = kind || determiners[strings.ToLower(words[len(words)-1])]
+			w := strings.ToLower(words[len(words)-1])
+			kind, ranked = kind || determiners[w], ranked || ranks[w]
 			words = words[:len(words)-1]
 		}
 		n := len(words)
@@ -632,7 +634,7 @@ func classed(items []string, keyword string, correct bool) (kept []string, _, sa
 			}
 			words[n-2], words = subject, words[:n-1]
 		}
-		if kind {
+		if kind && !ranked { // "Pret isn't our main competitor" is one still
 			kept, correct = append(kept, "not "+trimLeads(strings.Join(words, " "), leads)), true
 		}
 	}
@@ -649,6 +651,8 @@ var (
 	determiners = map[string]bool{"a": true, "an": true, "the": true, "our": true, "my": true, "one": true}
 	classFiller = map[string]bool{"of": true, "really": true, "actually": true, "real": true, "main": true, "biggest": true,
 		"only": true}
+	// ranks rank an item among the others: what is not the main one is one.
+	ranks = map[string]bool{"main": true, "biggest": true, "only": true}
 	// pointers point back at what was said ("They are our main
 	// competitors"): they name nothing.
 	pointers = map[string]bool{"it": true, "this": true, "that": true, "these": true, "those": true, "they": true,

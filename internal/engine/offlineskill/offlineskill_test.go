@@ -418,6 +418,13 @@ func TestExtractionSkill(t *testing.T) {
 			focus: "business_stage_known", current: map[string]any{"target_market.competitors": []string{"Greggs"}},
 			msg:  "Pret and Costa are our main competitors.",
 			want: map[string]any{"target_market.competitors": []any{"Greggs", "Pret", "Costa"}}},
+		// Not the main one is still one.
+		{name: "saying an item is not the main one keeps it", engine: "business-profile", focus: "competitors_named",
+			current: map[string]any{"target_market.competitors": []string{"Greggs", "Pret"}},
+			msg:     "Pret isn't our main competitor.", absent: []string{"target_market.competitors"}},
+		{name: "saying an item is not the biggest one keeps it", engine: "business-profile",
+			current: map[string]any{"target_market.competitors": []string{"Greggs", "Pret"}},
+			msg:     "Pret is not our biggest competitor, Greggs is.", absent: []string{"target_market.competitors"}},
 		// "They", "That" or "It" point back at what was said: no name.
 		{name: "saying they are what the field names names nothing", engine: "business-profile",
 			focus: "business_stage_known", current: map[string]any{"target_market.competitors": []string{"Greggs"}},
