@@ -891,7 +891,9 @@ func compile(p string) (compiledCue, error) {
 }
 
 // patternValue turns a match into a value: the group "value", else group 1,
-// else the whole match; for an object, every named group.
+// else the whole match; for an object, every named group. A match in which
+// the group "value" took no part names nothing: the pattern matched what
+// is not the value ("We sell up to 300 loaves").
 func patternValue(t engine.ValueType, re *regexp.Regexp, m []string) (any, bool) {
 	names := re.SubexpNames()
 	if t == engine.TypeObject {
@@ -904,7 +906,7 @@ func patternValue(t engine.ValueType, re *regexp.Regexp, m []string) (any, bool)
 		return obj, len(obj) > 0
 	}
 	text := m[0]
-	if i := re.SubexpIndex("value"); i > 0 && m[i] != "" {
+	if i := re.SubexpIndex("value"); i > 0 {
 		text = m[i]
 	} else if len(m) > 1 && m[1] != "" {
 		text = m[1]
