@@ -240,15 +240,23 @@ func statements(msg string) []string {
 // acknowledgements and bare yes-or-no words alone ("Hmm.", "I guess so.",
 // "Probably not.", "Yes, that's right.", "Sounds good."):
 // it answers no question that asks for a value.
+// An appraisal ("Good.", "Fine, I guess.") answers a question asking how
+// the user feels; beside an acknowledgement it says nothing.
 func saysNothing(t engine.Text) bool {
+	acknowledged, appraised := false, false
 	for _, w := range strings.FieldsFunc(t.Lowered(), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
 	}) {
-		if !noContent[w] {
+		switch {
+		case acknowledgements[w]:
+			acknowledged = true
+		case appraisals[w]:
+			appraised = true
+		case !noContent[w]:
 			return false
 		}
 	}
-	return true
+	return acknowledged || !appraised
 }
 
 // noContent are the words a sentence that says nothing is made of.
@@ -256,11 +264,17 @@ var noContent = map[string]bool{"hmm": true, "hm": true, "hmmm": true, "um": tru
 	"erm": true, "well": true, "so": true, "oh": true, "ah": true, "i": true, "think": true, "guess": true, "suppose": true,
 	"maybe": true, "perhaps": true, "probably": true, "possibly": true, "yes": true, "yeah": true, "yep": true, "no": true,
 	"nope": true, "not": true, "ok": true, "okay": true, "sure": true, "that's": true, "that": true, "is": true, "right": true,
-	"correct": true, "exactly": true, "absolutely": true, "definitely": true,
-	// acknowledgements ("Sounds good.", "Great, thanks!", "Got it, makes sense.")
-	"sounds": true, "good": true, "great": true, "fine": true, "cool": true, "perfect": true, "alright": true,
-	"thanks": true, "thank": true, "you": true, "got": true, "it": true, "makes": true, "sense": true,
-	"agreed": true, "nice": true, "noted": true, "understood": true}
+	"correct": true, "exactly": true, "absolutely": true, "definitely": true, "alright": true, "it": true, "you": true,
+	"sense": true}
+
+// acknowledgements are the words that make a sentence an acknowledgement
+// ("Sounds good.", "Great, thanks!", "Got it, makes sense."), and
+// appraisals those that, beside one, say nothing either.
+var (
+	acknowledgements = map[string]bool{"sounds": true, "thanks": true, "thank": true, "got": true, "makes": true,
+		"agreed": true, "noted": true, "understood": true}
+	appraisals = map[string]bool{"good": true, "great": true, "fine": true, "perfect": true, "cool": true, "nice": true}
+)
 
 // asksBack reports whether a sentence asks the assistant what it meant
 // ("What kind of constraints do you mean?", "Like what?"), which answers
@@ -1177,10 +1191,17 @@ func yesOrNo(s string) (any, bool) {
 	if Negated(s) {
 		return false, true
 	}
-	for _, w := range strings.Fields(strings.ToLower(s)) {
-		if affirmations[strings.Trim(w, ".,;:!?\"()")] {
-			return true, true
+	words := strings.Fields(strings.ToLower(s))
+	word := func(i int) string { return strings.Trim(words[i], ".,;:!?\"()") }
+	for i := range words {
+		w := word(i)
+		if !affirmations[w] {
+			continue
 		}
+		if appraisals[w] && i+1 < len(words) && (word(i+1) == "question" || word(i+1) == "point") {
+			continue // "Good question, let me check." says nothing yet
+		}
+		return true, true
 	}
 	return nil, false
 }

@@ -518,6 +518,12 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a bare assent without a yes answers nothing either", focus: "team_resources_known", msg: "That is correct.",
 			absent: []string{"constraints.team"}},
 		// After a handoff's greeting "Sounds good." became the project type.
+		{name: "an appraisal answers a question asking how the user feels", engine: "exploration", focus: "user_reactions_captured",
+			msg: "Good.", want: map[string]any{"solution_landscape.reactions": []any{"Good"}}},
+		{name: "an appraisal with a hedge answers too", engine: "exploration", focus: "user_reactions_captured",
+			msg: "Fine, I guess.", want: map[string]any{"solution_landscape.reactions": []any{"Fine"}}},
+		{name: "good question is no yes", focus: "confirm_project_scope", msg: "Good question, let me check with my partner.",
+			absent: []string{"validation.scope_confirmed"}},
 		{name: "an acknowledgement confirms what a yes-or-no question asks", focus: "confirm_project_scope", msg: "Sounds good.",
 			want: map[string]any{"validation.scope_confirmed": true}},
 		{name: "an acknowledgement answers no question that asks for a value", focus: "project_type_identified", msg: "Sounds good.",
