@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -243,7 +244,7 @@ func Compose(p ReplyPrompt) string {
 
 // opener is the technique-driven start of the reply.
 func opener(p ReplyPrompt) string {
-	echo := reflect(p.Message)
+	echo := reflect(p.Message, p.Known)
 	for _, t := range p.Techniques {
 		switch t {
 		case "summary_reflection":
@@ -325,8 +326,9 @@ const minEchoWords = 3
 
 // reflect turns the first sentence of the user's message around: "We keep
 // losing jobs." → "you keep losing jobs"; nothing for a question, a
-// decline or a sentence too short to say something.
-func reflect(msg string) string {
+// decline or a sentence too short to say something. known are the
+// session's facts, whose names keep their capital (keepsCapital).
+func reflect(msg string, known []string) string {
 	ss := engine.Sentences(msg)
 	if len(ss) == 0 || engine.IsQuestion(ss[0]) || Declines(msg) {
 		// "It sounds like what do you mean by that." and "It sounds like
@@ -358,29 +360,42 @@ func reflect(msg string) string {
 		}
 	}
 	echo := strings.Join(words, " ")
-	if first := strings.ToLower(strings.Trim(words[0], ",:;")); sentenceStarters[strings.ReplaceAll(first, "’", "'")] {
-		return lowerFirst(echo)
+	if keepsCapital(words, known) {
+		return echo
 	}
-	return echo // "Greggs and Pret are …": a name keeps its capital
+	return lowerFirst(echo)
 }
 
-// sentenceStarters are the words that take a capital only because they
-// open a sentence: an echo in the middle of a reply lowers them, and keeps
-// any other first word as it was written, since it may be a name.
-var sentenceStarters = func() map[string]bool {
-	set := map[string]bool{}
-	for _, w := range strings.Fields(`the a an this that these those there there's here it it's its they they're
-		their them he she his her my mine your yours you you're we us most many much some several few all both each
-		every either neither no none nobody nothing everyone everybody everything someone something anyone anything
-		not never maybe perhaps probably possibly just only mostly mainly really honestly basically actually also
-		still already usually often sometimes currently right now then today lately recently when whenever while
-		if because since so but and or for in on at to of with without from by about around roughly nearly almost
-		over under after before during one two three four five six seven eight nine ten half more less once twice
-		what which who how why where`) {
-		set[w] = true
+// keepsCapital reports whether an echo's first word keeps its capital in
+// the middle of a reply: a name, as far as it shows one. A word with a
+// capital inside (QuickBooks, ACME), one joined to a capitalised word
+// ("Greggs and Pret", "Greggs, Pret"), or one the session's known facts
+// hold capitalised; any other is lowered ("Customers keep calling" →
+// "customers keep calling"), a name the session does not know with it.
+func keepsCapital(words []string, known []string) bool {
+	first := strings.Trim(words[0], ",:;")
+	if strings.IndexFunc(first[min(1, len(first)):], unicode.IsUpper) >= 0 {
+		return true
 	}
-	return set
-}()
+	if len(words) > 2 && (strings.HasSuffix(words[0], ",") || words[1] == "and" || words[1] == "or") {
+		next := words[1]
+		if !strings.HasSuffix(words[0], ",") {
+			next = words[2]
+		}
+		if r, _ := utf8.DecodeRuneInString(next); unicode.IsUpper(r) {
+			return true
+		}
+	}
+	for _, k := range known {
+		_, value, _ := strings.Cut(k, ": ")
+		for _, w := range strings.FieldsFunc(value, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+			if w == first {
+				return true
+			}
+		}
+	}
+	return false
+}
 
 // joinParts joins reply parts with spaces, or a new line after a list.
 func joinParts(parts []string) string {
