@@ -491,7 +491,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		// "Actually not Xero, it's QuickBooks" names no keyword, but an
 		// item of the list, which it corrects.
 		if items := SplitItems(s.text); takesBack(f.Current, items) {
-			if v, ok := grow(f.Current, items, true); ok {
+			if v, ok := grow(f.Current, corrections(items), true); ok {
 				return fieldAnswer{Value: v, Confidence: max(conf(confCorrection, s), confCorrection),
 					Reasoning: "the sentence takes back an item of " + f.DisplayName}, true, false
 			}
@@ -588,6 +588,21 @@ func takesBack(current json.RawMessage, items []string) bool {
 		}
 	}
 	return took
+}
+
+// corrections are the items of a sentence that takes an item back which
+// correct the list: the "not X" (with its "but Y") and those a correction
+// or a "but" leads into ("it's QuickBooks", "not Xero, but QuickBooks"); a
+// remark beside them ("Not double entry, we fixed that") is no item.
+func corrections(items []string) []string {
+	var out []string
+	for _, it := range items {
+		_, _, not := notItem(trimLeads(trimLeads(it, correctionLeads), []string{"but"}))
+		if not || trimLeads(it, correctionLeads) != it || trimLeads(it, []string{"but"}) != it {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // all reports whether every word of a is one of b.
