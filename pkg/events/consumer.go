@@ -228,9 +228,9 @@ func standardChain(h Handler, log *slog.Logger, m *Metrics, cfg ConsumerConfig) 
 // NoBacklog): the events the service's consumers (every partition) hold,
 // undelivered or unacked. Every replica reports the same figure; scale on
 // it with max, not sum. It also puts back the consumers' settings when
-// another process wrote others over them: during a rolling upgrade an
-// older replica that starts writes its own, and without this they stayed
-// until a newer one restarted.
+// another process wrote tighter ones over them (see settle): during a
+// rolling upgrade an older replica that starts writes its own, and without
+// this they stayed until a newer one restarted.
 func (s *Subscription) watch(every time.Duration) {
 	defer close(s.polled)
 	var gauge prometheus.Gauge // no series at all for a NoBacklog consumer
@@ -266,29 +266,47 @@ func (s *Subscription) watch(every time.Duration) {
 	}
 }
 
-// restore writes want over a consumer's settings have when another process
-// changed those this one sets, and says so.
+// restore writes want over a consumer's settings when another process made
+// those this one sets tighter, and says so. Settings another process made
+// looser stay as they are (see settle).
 func (s *Subscription) restore(ctx context.Context, have, want jetstream.ConsumerConfig) {
-	changed := drift(have, want)
+	put, changed := settle(have, want, s.cfg.Keyed)
 	if len(changed) == 0 {
 		return
 	}
-	_, err := s.bus.js.UpdateConsumer(ctx, s.cfg.Stream, want)
+	_, err := s.bus.js.UpdateConsumer(ctx, s.cfg.Stream, put)
 	s.bus.cfg.Logger.Warn("consumer settings changed by another process (a replica of another version?); put back",
 		"service", s.cfg.Name, "consumer", want.Durable, "settings", strings.Join(changed, ", "), "error", err)
 }
 
-// drift names the settings in which have differs from want, of those a
-// subscription sets and the server lets it change.
-func drift(have, want jetstream.ConsumerConfig) []string {
+// settle returns the settings to write over have, and names those in which
+// have is tighter than want: a shorter ack wait, fewer deliveries, fewer
+// pending events (any other number on a keyed consumer's partition, whose
+// one pending event keeps its keys in order), other subjects. A setting
+// have holds looser than want is kept: a replica configured otherwise (a
+// longer --ack-wait, more workers) wrote it, it serves this process as well,
+// and putting want back would have the two write over each other every
+// backlog interval for as long as both run, the ack wait flipping under
+// the handlers of the one that wants it longer, whose progress then comes
+// too late and their events are delivered again while they run.
+func settle(have, want jetstream.ConsumerConfig, keyed bool) (jetstream.ConsumerConfig, []string) {
+	// looser reports whether bound a lets more through than b; -1 is none.
+	looser := func(a, b int) bool { return a == -1 || b != -1 && a > b }
+	put := want
 	var out []string
-	if have.AckWait != want.AckWait {
+	if have.AckWait > want.AckWait {
+		put.AckWait = have.AckWait
+	} else if have.AckWait < want.AckWait {
 		out = append(out, fmt.Sprintf("ack wait %s, want %s", have.AckWait, want.AckWait))
 	}
-	if have.MaxDeliver != want.MaxDeliver {
+	if looser(have.MaxDeliver, want.MaxDeliver) {
+		put.MaxDeliver = have.MaxDeliver
+	} else if have.MaxDeliver != want.MaxDeliver {
 		out = append(out, fmt.Sprintf("max deliver %d, want %d", have.MaxDeliver, want.MaxDeliver))
 	}
-	if have.MaxAckPending != want.MaxAckPending {
+	if !keyed && looser(have.MaxAckPending, want.MaxAckPending) {
+		put.MaxAckPending = have.MaxAckPending
+	} else if have.MaxAckPending != want.MaxAckPending {
 		out = append(out, fmt.Sprintf("max ack pending %d, want %d", have.MaxAckPending, want.MaxAckPending))
 	}
 	filters := func(c jetstream.ConsumerConfig) []string {
@@ -300,7 +318,7 @@ func drift(have, want jetstream.ConsumerConfig) []string {
 	if !slices.Equal(filters(have), filters(want)) {
 		out = append(out, fmt.Sprintf("subjects %v, want %v", filters(have), filters(want)))
 	}
-	return out
+	return put, out
 }
 
 func (s *Subscription) consumerConfig(name string, subjects []string, maxAckPending int) jetstream.ConsumerConfig {

@@ -792,3 +792,79 @@ func TestConsumerSettingsRestored(t *testing.T) {
 		return err == nil && info.Config.MaxDeliver == -1 && info.Config.MaxAckPending == -1
 	})
 }
+
+// Settings another process made looser than a subscription's own (a
+// replica run with a longer --ack-wait, or more workers and so more
+// pending events) stay when the subscription puts back those made
+// tighter: two replicas configured otherwise wrote theirs over each
+// other's every backlog interval for as long as both ran, the ack wait
+// flipping under the handlers of the one that wanted it longer. A keyed
+// consumer's partition keeps its one pending event either way.
+func TestConsumerSettingsLooserKept(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		keyed bool
+	}{{"shared", false}, {"keyed", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := eventstest.StartServer(t)
+			topic := eventstest.NewTopic()
+			nc := eventstest.Connect(t, srv)
+			bus, err := events.New(nc, events.Config{Subject: topic.Route})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = bus.Close(context.Background()) })
+			cfg := events.ConsumerConfig{Stream: topic.Stream, Name: "worker", Subjects: []string{topic.Pattern()},
+				AckWait: 2 * time.Second, MaxDeliver: 5, MaxAckPending: 256, BacklogInterval: 50 * time.Millisecond}
+			durable, partitions := "worker", 0
+			if tc.keyed {
+				cfg.Keyed, cfg.MaxAckPending = true, 0
+				durable, partitions = events.PartitionConsumer("worker", 0), 1
+			}
+			if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}, Partitions: partitions}); err != nil {
+				t.Fatal(err)
+			}
+			sub, err := bus.Subscribe(t.Context(), cfg, func(context.Context, event.Event) error { return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+
+			js, err := jetstream.New(eventstest.Connect(t, srv))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cons, err := js.Consumer(t.Context(), topic.Stream, durable)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Another replica's: a longer ack wait, more deliveries and more
+			// pending events; then fewer deliveries, which the subscription
+			// puts back.
+			other := cons.CachedInfo().Config
+			other.AckWait, other.MaxDeliver, other.MaxAckPending = 5*time.Second, 8, 512
+			if _, err := js.UpdateConsumer(t.Context(), topic.Stream, other); err != nil {
+				t.Fatal(err)
+			}
+			other.MaxDeliver = 3
+			if _, err := js.UpdateConsumer(t.Context(), topic.Stream, other); err != nil {
+				t.Fatal(err)
+			}
+			var got jetstream.ConsumerConfig
+			eventstest.Eventually(t, 10*time.Second, "max deliver put back", func() bool {
+				info, err := cons.Info(t.Context())
+				if err == nil {
+					got = info.Config
+				}
+				return err == nil && info.Config.MaxDeliver == 5
+			})
+			wantPending := 512
+			if tc.keyed {
+				wantPending = 1
+			}
+			if got.AckWait != 5*time.Second || got.MaxAckPending != wantPending {
+				t.Errorf("ack wait %s and max ack pending %d after the put back, want 5s and %d", got.AckWait, got.MaxAckPending, wantPending)
+			}
+		})
+	}
+}
