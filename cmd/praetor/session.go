@@ -63,8 +63,12 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	if err != nil {
 		return err
 	}
-	summaries, recorded := recordedSummaries(calls), len(calls)
+	summaries := recordedSummaries(calls)
 	calls = nil // the replayer keeps the answers; the prompts can go
+	// What it keeps less what is left once the session is rebuilt is what
+	// served the replay: the runner's calls, not the extractor's or the
+	// background tasks', whose results the events carry.
+	recorded := replayer.Remaining()
 	cat, reg, err := wiring.LoadEngines(enginesDirs, stderr)
 	if err != nil {
 		return err
@@ -120,7 +124,7 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		return err
 	}
 	fmt.Fprintf(stderr, "session %s rebuilt from %d events and %d recorded model calls: state hash %s\n",
-		sessionID, len(sessionEvents), recorded, res.StateHash)
+		sessionID, len(sessionEvents), recorded-replayer.Remaining(), res.StateHash)
 	if res.Diverged {
 		return fmt.Errorf("the rebuilt state differs from the live run's")
 	}
