@@ -292,10 +292,12 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 // every stored item, or when it holds new items but none of the stored ones
 // and the user marked no correction: that is a model answering only the new
 // items, not a user taking every item back, and what the user said before
-// is kept. But an answer that leaves out stored items the message names
-// ("Pret isn't a competitor, it's Costa") is the whole list without what
-// the user took back, and so is an empty list or null, which names no new
-// item ("we need none of those"): they replace the list.
+// is kept; so is it when the message only adds ("we also need …", see
+// adds), whatever stored items the answer holds. But an answer that leaves
+// out stored items the message names ("Pret isn't a competitor, it's
+// Costa") is the whole list without what the user took back, and so is an
+// empty list or null, which names no new item ("we need none of those"):
+// they replace the list.
 func grows(v PromptVersion, marker string, message engine.Text, prev, val json.RawMessage) bool {
 	if v == PromptV1 {
 		return marker == ""
@@ -308,8 +310,36 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 			kept++
 		}
 	}
-	return kept == len(stored) || (kept == 0 && len(have) > 0 && marker == "" && !namesAny(message, prev))
+	return kept == len(stored) ||
+		len(have) > 0 && (adds(message) || kept == 0 && marker == "" && !namesAny(message, prev))
 }
+
+// adds reports whether a message adds to what it is about and takes
+// nothing back ("Besides tasks, we also need notifications", "Like tasks,
+// notifications matter too"): a list answer to it that leaves stored items
+// out is a model answering what the message names, not the whole list.
+func adds(message engine.Text) bool {
+	if message.Negative() {
+		return false
+	}
+	for _, w := range removals {
+		if message.Contains(w) {
+			return false
+		}
+	}
+	for _, w := range additions {
+		if message.Contains(w) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	additions = []string{"also", "as well", "too", "besides", "in addition", "plus", "another"}
+	removals  = []string{"drop", "dropped", "remove", "removed", "instead", "no longer", "forget", "scrap", "scrapped",
+		"without", "only", "just"}
+)
 
 // namesAny reports whether the message names one of the string items of
 // the list prev, as whole words.

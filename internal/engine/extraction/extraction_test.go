@@ -187,6 +187,49 @@ func TestApplyRules(t *testing.T) {
 			},
 		},
 		{
+			name:        "a list answer naming a stored item beside an addition grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "Besides tasks, we also need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "deadlines", "notifications"}) {
+					t.Errorf("features = %v, want [tasks deadlines notifications]", got)
+				}
+			},
+		},
+		{
+			name:        "a list answer that adds with too grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"tasks", "notifications"}, 0.8}},
+			message:     "Like tasks, notifications matter too.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "deadlines", "notifications"}) {
+					t.Errorf("features = %v, want [tasks deadlines notifications]", got)
+				}
+			},
+		},
+		{
+			name:           "an addition beside a take-back replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"tasks", "notifications"}, 0.8}},
+			message:        "We dropped deadlines and we also need notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "notifications"}) {
+					t.Errorf("features = %v, want [tasks notifications]", got)
+				}
+			},
+		},
+		{
 			name:           "a list answer with none of the stored items after a correction replaces the list",
 			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:        "Actually, it's only notifications.",
