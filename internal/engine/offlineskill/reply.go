@@ -368,21 +368,33 @@ func reflect(msg string, known []string) string {
 
 // keepsCapital reports whether an echo's first word keeps its capital in
 // the middle of a reply: a name, as far as it shows one. A word with a
-// capital inside (QuickBooks, ACME), one joined to a capitalised word
-// ("Greggs and Pret", "Greggs, Pret"), or one the session's known facts
-// hold capitalised; any other is lowered ("Customers keep calling" →
-// "customers keep calling"), a name the session does not know with it.
+// capital inside (QuickBooks, ACME), a day or a month, one listed with a
+// capitalised word ("Greggs and Pret", "Greggs, Pret and Costa"), or one
+// the session's known facts hold capitalised; any other is lowered
+// ("Customers keep calling" → "customers keep calling"), a name the
+// session does not know with it. A word that only opens sentences ("The",
+// "Honestly, Excel …") is lowered whatever follows it or a known fact
+// opens with.
 func keepsCapital(words []string, known []string) bool {
 	first := strings.Trim(words[0], ",:;")
 	if strings.IndexFunc(first[min(1, len(first)):], unicode.IsUpper) >= 0 {
 		return true
 	}
+	lower := strings.ToLower(strings.ReplaceAll(first, "’", "'"))
+	if openers[lower] {
+		return false
+	}
+	if calendar[strings.TrimSuffix(lower, "s")] {
+		return true
+	}
 	if len(words) > 2 && (strings.HasSuffix(words[0], ",") || words[1] == "and" || words[1] == "or") {
-		next := words[1]
+		next, after := words[1], words[2]
 		if !strings.HasSuffix(words[0], ",") {
-			next = words[2]
+			next, after = words[2], ""
 		}
-		if r, _ := utf8.DecodeRuneInString(next); unicode.IsUpper(r) {
+		// "Greggs, Pret and Costa" lists names; "Honestly, Excel is" does not.
+		listed := after == "" || strings.HasSuffix(next, ",") || after == "and" || after == "or"
+		if r, _ := utf8.DecodeRuneInString(next); unicode.IsUpper(r) && listed {
 			return true
 		}
 	}
@@ -396,6 +408,30 @@ func keepsCapital(words []string, known []string) bool {
 	}
 	return false
 }
+
+// openers are words that take a capital only because they open a sentence:
+// articles, determiners and the adverbs and conjunctions users start with.
+var openers = func() map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(`the a an this that these those there there's here it it's its they they're
+		their he she his her my your you you're we some all both each every no not maybe perhaps probably just
+		only mostly mainly really honestly basically actually also still usually often sometimes currently then
+		today lately recently when if because since so but and or for in on at to of with from by about after
+		before what which who how why where`) {
+		set[w] = true
+	}
+	return set
+}()
+
+// calendar are the days and months, names English always writes capitalised.
+var calendar = func() map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(`monday tuesday wednesday thursday friday saturday sunday january february
+		march april may june july august september october november december`) {
+		set[w] = true
+	}
+	return set
+}()
 
 // joinParts joins reply parts with spaces, or a new line after a list.
 func joinParts(parts []string) string {
