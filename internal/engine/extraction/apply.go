@@ -316,7 +316,8 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 
 // adds reports whether a message adds to what it is about and takes
 // nothing back ("Besides tasks, we also need notifications", "Like tasks,
-// notifications matter too"): a list answer to it that leaves stored items
+// notifications matter too"; not "we also switched from deadlines to
+// notifications"): a list answer to it that leaves stored items
 // out is a model answering what the message names, not the whole list.
 func adds(message engine.Text) bool {
 	if message.Negative() {
@@ -332,13 +333,29 @@ func adds(message engine.Text) bool {
 			return true
 		}
 	}
+	return addsToo(message.Lowered())
+}
+
+// addsToo reports whether a lowered message says "too" at the end of a
+// clause ("notifications matter too."), where it adds; before a word it
+// says too much ("deadlines are too fiddly").
+func addsToo(lower string) bool {
+	fields := strings.Fields(lower)
+	for i, f := range fields {
+		w := strings.TrimRightFunc(f, unicode.IsPunct)
+		if w == "too" && (w != f || i == len(fields)-1) {
+			return true
+		}
+	}
 	return false
 }
 
 var (
-	additions = []string{"also", "as well", "too", "besides", "in addition", "plus", "another"}
-	removals  = []string{"drop", "dropped", "remove", "removed", "instead", "no longer", "forget", "scrap", "scrapped",
-		"without", "only", "just"}
+	additions = []string{"also", "as well", "besides", "in addition", "plus", "another"}
+	removals  = []string{"drop", "dropped", "dropping", "remove", "removed", "removing", "instead", "no longer",
+		"forget", "scrap", "scrapped", "without", "only", "just", "replace", "replaced", "replacing", "switch",
+		"switched", "switching", "swap", "swapped", "stop", "stopped", "ditch", "ditched", "rid of", "rather than",
+		"anymore", "any more", "cancel", "cancelled", "canceled"}
 )
 
 // namesAny reports whether the message names one of the string items of

@@ -230,6 +230,62 @@ func TestApplyRules(t *testing.T) {
 			},
 		},
 		{
+			name:           "a list answer beside a too that says too much replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"tasks", "notifications"}, 0.8}},
+			message:        "Deadlines are too fiddly, so let's go with notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "notifications"}) {
+					t.Errorf("features = %v, want [tasks notifications]", got)
+				}
+			},
+		},
+		{
+			name:           "a list answer beside an addition and a replacement replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"tasks", "reminders", "notifications"}, 0.8}},
+			message:        "We replaced deadlines with reminders, and we also need notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "reminders", "notifications"}) {
+					t.Errorf("features = %v, want [tasks reminders notifications]", got)
+				}
+			},
+		},
+		{
+			name:           "a list answer beside an addition and a switch replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"tasks", "notifications"}, 0.8}},
+			message:        "We also switched from deadlines to notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "notifications"}) {
+					t.Errorf("features = %v, want [tasks notifications]", got)
+				}
+			},
+		},
+		{
+			name:           "a list answer beside an addition and a stop replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"tasks", "notifications"}, 0.8}},
+			message:        "We stopped tracking deadlines, we need notifications too.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			check: func(t *testing.T, e engine.Extraction) {
+				var got []string
+				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "notifications"}) {
+					t.Errorf("features = %v, want [tasks notifications]", got)
+				}
+			},
+		},
+		{
 			name:           "a list answer with none of the stored items after a correction replaces the list",
 			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:        "Actually, it's only notifications.",
