@@ -120,7 +120,7 @@ func Extract(p extraction.Prompt) Answer {
 		ans.DeferredObligations = []string{p.Focus.ID}
 		return ans
 	}
-	answer, hedged, continues := answerPart(msg)
+	answer, hedged, continues := answerPart(msg, engine.LowerText(p.Focus.Question).Contains("feel"))
 	// Nothing matched the question's fields: the message is the answer to
 	// the first of them that is still open.
 	for _, path := range p.Focus.Fields {
@@ -186,8 +186,9 @@ func promptField(p extraction.Prompt, path string) *extraction.PromptField {
 // off or stood in the message ("Maybe. The cheaper one."). continues says
 // the message goes on with what the user said before ("And maybe it goes
 // down in busy weeks.", "Also Costa."): the answer is without its "and"
-// or "also", and only a list question takes it.
-func answerPart(msg string) (answer string, hedged, continues bool) {
+// or "also", and only a list question takes it. An appraisal ("Good.")
+// answers only a question asking how the user feels (feelings).
+func answerPart(msg string, feelings bool) (answer string, hedged, continues bool) {
 	var kept []string
 	for _, s := range statements(msg) {
 		t := engine.LowerText(s)
@@ -197,7 +198,7 @@ func answerPart(msg string) (answer string, hedged, continues bool) {
 		for _, w := range strings.Fields(t.Lowered()) {
 			hedged = hedged || hedgeWords[strings.Trim(w, ".,;:!?")]
 		}
-		if !saysNothing(t) {
+		if !saysNothing(t, feelings) {
 			kept = append(kept, s)
 		}
 	}
@@ -212,7 +213,7 @@ func answerPart(msg string) (answer string, hedged, continues bool) {
 			break
 		}
 	}
-	if continues && saysNothing(engine.LowerText(kept[0])) {
+	if continues && saysNothing(engine.LowerText(kept[0]), feelings) {
 		return "", false, false // "And yes, that's right."
 	}
 	for _, h := range hedges {
@@ -241,8 +242,10 @@ func statements(msg string) []string {
 // "Probably not.", "Yes, that's right.", "Sounds good."):
 // it answers no question that asks for a value.
 // An appraisal ("Good.", "Fine, I guess.") answers a question asking how
-// the user feels; beside an acknowledgement it says nothing.
-func saysNothing(t engine.Text) bool {
+// the user feels (feelings); beside an acknowledgement, or to any other
+// question ("Great!" after a greeting, "Perfect. Our crews …"), it says
+// nothing.
+func saysNothing(t engine.Text, feelings bool) bool {
 	acknowledged, appraised := false, false
 	for _, w := range strings.FieldsFunc(t.Lowered(), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
@@ -256,7 +259,7 @@ func saysNothing(t engine.Text) bool {
 			return false
 		}
 	}
-	return acknowledged || !appraised
+	return acknowledged || !appraised || !feelings
 }
 
 // noContent are the words a sentence that says nothing is made of.
@@ -1174,7 +1177,7 @@ func Declines(text string) bool {
 	}
 	// "Not sure really. Probably Greggs and the supermarket bakeries."
 	// answers all the same.
-	answer, _, continues := answerPart(text)
+	answer, _, continues := answerPart(text, false)
 	return answer == "" || continues
 }
 
