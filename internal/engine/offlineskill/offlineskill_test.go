@@ -173,6 +173,12 @@ func TestExtractionSkill(t *testing.T) {
 				"purpose_and_problem.core_problem": "Our field technicians keep losing track of their jobs"}},
 		{name: "the primary users", msg: "The users are our field technicians.",
 			want: map[string]any{"users_and_personas.primary_user": "field technicians"}},
+		// What a person needs or has to do is a job, whoever the person is.
+		{name: "what a technician needs to do is a job", focus: "jobs_to_be_done_captured",
+			msg:  "Each technician needs to log parts and get a signature.",
+			want: map[string]any{"users_and_personas.jobs_to_be_done": []any{"log parts", "get a signature"}}},
+		{name: "what every technician has to do is a job", msg: "Every technician has to fill in a job sheet and get it signed.",
+			want: map[string]any{"users_and_personas.jobs_to_be_done": []any{"fill in a job sheet", "get it signed"}}},
 		{name: "a hedge before the answer keeps the answer", focus: "team_resources_known",
 			msg:  "Not sure really. Probably two developers from our partner agency.",
 			want: map[string]any{"constraints.team": "Probably two developers from our partner agency"}},
