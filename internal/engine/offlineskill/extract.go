@@ -406,13 +406,18 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 		return grows == growOnOpening && opensWith(s.lower, kw)
 	}
+	// none holds the sentences a pattern matched without its group
+	// "value": what it matched is not the value, and the field's values and
+	// keywords take nothing from them ("The secondary users are our field
+	// technicians" names no primary user).
+	var none map[int]bool
 	for _, pat := range f.Cues.Patterns {
 		c, err := compile(pat)
 		if err != nil {
 			continue
 		}
 		re := c.re
-		for _, s := range sentences {
+		for i, s := range sentences {
 			if c.pf != nil && s.ascii && !c.pf.mayMatch(s.lower.Lowered()) {
 				continue
 			}
@@ -432,15 +437,32 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				blocked = true
 				continue
 			}
-			if v, ok := patternValue(f.ValueType, re, m); ok {
-				if v, ok = whole(v, s, s.correction); !ok {
-					blocked = blocked || known
-					continue
+			v, ok := patternValue(f.ValueType, re, m)
+			if !ok {
+				if g := re.SubexpIndex("value"); g > 0 && loc[2*g] < 0 {
+					if none == nil {
+						none = map[int]bool{}
+					}
+					none[i] = true
 				}
-				return fieldAnswer{Value: v, Confidence: conf(confPattern, s),
-					Reasoning: fmt.Sprintf("matched the pattern of %s", f.DisplayName)}, true, false
+				continue
+			}
+			if v, ok = whole(v, s, s.correction); !ok {
+				blocked = blocked || known
+				continue
+			}
+			return fieldAnswer{Value: v, Confidence: conf(confPattern, s),
+				Reasoning: fmt.Sprintf("matched the pattern of %s", f.DisplayName)}, true, false
+		}
+	}
+	if len(none) > 0 {
+		rest := make([]sentence, 0, len(sentences)-len(none))
+		for i, s := range sentences {
+			if !none[i] {
+				rest = append(rest, s)
 			}
 		}
+		sentences = rest
 	}
 	if fa, ok := matchValues(f, sentences, allowed, conf); ok {
 		return fa, true, false

@@ -173,6 +173,17 @@ func TestExtractionSkill(t *testing.T) {
 				"purpose_and_problem.core_problem": "Our field technicians keep losing track of their jobs"}},
 		{name: "the primary users", msg: "The users are our field technicians.",
 			want: map[string]any{"users_and_personas.primary_user": "field technicians"}},
+		// A role the user says the product is not for, or names as the
+		// secondary users, is not the primary one.
+		{name: "a role said not to be the users is not the primary user", focus: "primary_user_identified",
+			msg: "The office staff, not our technicians.", absent: []string{"users_and_personas.primary_user"}},
+		{name: "a role the product is said not to be for is not the primary user", focus: "primary_user_identified",
+			msg:    "It's not for our field technicians, it's for the dispatchers.",
+			absent: []string{"users_and_personas.primary_user"}},
+		{name: "a role said not to be the users with n't is not the primary user",
+			msg: "The dispatchers aren't our technicians.", absent: []string{"users_and_personas.primary_user"}},
+		{name: "a role named as the secondary users is not the primary user",
+			msg: "The secondary users are our field technicians.", absent: []string{"users_and_personas.primary_user"}},
 		// What a person needs or has to do is a job, whoever the person is.
 		{name: "what a technician needs to do is a job", focus: "jobs_to_be_done_captured",
 			msg:  "Each technician needs to log parts and get a signature.",
