@@ -874,6 +874,9 @@ func matchValues(f extraction.PromptField, sentences []sentence, allowed func(se
 				if !s.lower.Contains(w) {
 					continue
 				}
+				if f.ValueType != engine.TypeBoolean && !s.lower.Asks(w) {
+					continue // "It's not a mobile app" names no mobile app
+				}
 				// A bare "no" does not take back a yes ("Yes, no changes
 				// needed"), nor a negated no-word ("nothing wrong", "I
 				// can't wait"); "wrong", "not quite" and a negated yes do.

@@ -538,6 +538,8 @@ func TestExtractionSkill(t *testing.T) {
 			msg:     "It also needs to sync with Xero.", absent: []string{"constraints.integrations"}},
 		{name: "one plain word after a keyword is no item", msg: "It's so slow now.",
 			want: map[string]any{"users_and_personas.pain_points": []any{"It's so slow now"}}},
+		{name: "a value said in the negative is not the value", focus: "project_type_identified",
+			msg: "It's not a mobile app, it's a web app.", want: map[string]any{"purpose_and_problem.project_type": "web app"}},
 		{name: "a bare assent answers no question that asks for a value", focus: "tech_constraints_known", msg: "Yes, that's right.",
 			absent: []string{"constraints.technical"}},
 		{name: "a bare assent without a yes answers nothing either", focus: "team_resources_known", msg: "That is correct.",
