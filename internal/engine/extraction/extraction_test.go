@@ -104,7 +104,9 @@ func TestApplyRules(t *testing.T) {
 		wantSuperseded []string
 		wantType       map[string]extraction.Type
 		wantNew        int
-		check          func(t *testing.T, e engine.Extraction)
+		// features, when set, is the list details.features must hold.
+		features []string
+		check    func(t *testing.T, e engine.Extraction)
 	}{
 		{
 			name:         "below the field threshold is rejected",
@@ -136,13 +138,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated: []string{"details.features"},
 			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
 			wantNew:     1,
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				e.Decode("details.features", &got)
-				if !slices.Equal(got, []string{"tasks", "deadlines", "notifications"}) {
-					t.Errorf("features = %v", got)
-				}
-			},
+			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
 			name:           "a whole list without an item replaces the list",
@@ -161,13 +157,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated: []string{"details.features"},
 			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
 			wantNew:     1,
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				e.Decode("details.features", &got)
-				if !slices.Equal(got, []string{"tasks", "deadlines", "notifications"}) {
-					t.Errorf("features = %v", got)
-				}
-			},
+			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
 			// The user named the stored items and the whole list the model
@@ -179,12 +169,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				if e.Decode("details.features", &got); !slices.Equal(got, []string{"notifications"}) {
-					t.Errorf("features = %v, want [notifications]", got)
-				}
-			},
+			features:       []string{"notifications"},
 		},
 		{
 			name:        "a list answer naming a stored item beside an addition grows the list",
@@ -193,12 +178,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated: []string{"details.features"},
 			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
 			wantNew:     1,
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "deadlines", "notifications"}) {
-					t.Errorf("features = %v, want [tasks deadlines notifications]", got)
-				}
-			},
+			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
 			name:        "a list answer that adds with too grows the list",
@@ -207,12 +187,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated: []string{"details.features"},
 			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
 			wantNew:     1,
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "deadlines", "notifications"}) {
-					t.Errorf("features = %v, want [tasks deadlines notifications]", got)
-				}
-			},
+			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
 			name:           "an addition beside a take-back replaces the list",
@@ -222,12 +197,7 @@ func TestApplyRules(t *testing.T) {
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
 
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "notifications"}) {
-					t.Errorf("features = %v, want [tasks notifications]", got)
-				}
-			},
+			features: []string{"tasks", "notifications"},
 		},
 		{
 			name:           "a list answer beside a too that says too much replaces the list",
@@ -236,12 +206,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "notifications"}) {
-					t.Errorf("features = %v, want [tasks notifications]", got)
-				}
-			},
+			features:       []string{"tasks", "notifications"},
 		},
 		{
 			name:           "a list answer beside an addition and a replacement replaces the list",
@@ -250,12 +215,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "reminders", "notifications"}) {
-					t.Errorf("features = %v, want [tasks reminders notifications]", got)
-				}
-			},
+			features:       []string{"tasks", "reminders", "notifications"},
 		},
 		{
 			name:           "a list answer beside an addition and a switch replaces the list",
@@ -264,12 +224,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "notifications"}) {
-					t.Errorf("features = %v, want [tasks notifications]", got)
-				}
-			},
+			features:       []string{"tasks", "notifications"},
 		},
 		{
 			name:           "a list answer beside an addition and a stop replaces the list",
@@ -278,12 +233,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				if e.Decode("details.features", &got); !slices.Equal(got, []string{"tasks", "notifications"}) {
-					t.Errorf("features = %v, want [tasks notifications]", got)
-				}
-			},
+			features:       []string{"tasks", "notifications"},
 		},
 		{
 			name:           "a list answer with none of the stored items after a correction replaces the list",
@@ -300,13 +250,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated: []string{"details.features"},
 			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
 			wantNew:     1,
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				e.Decode("details.features", &got)
-				if !slices.Equal(got, []string{"tasks", "deadlines", "notifications"}) {
-					t.Errorf("features = %v", got)
-				}
-			},
+			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
 			// An empty answer names no new item: it is the whole list the
@@ -317,12 +261,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
-			check: func(t *testing.T, e engine.Extraction) {
-				var got []string
-				if e.Decode("details.features", &got); len(got) != 0 {
-					t.Errorf("features = %v, want none", got)
-				}
-			},
+			features:       []string{},
 		},
 		{
 			name:           "a null list without a correction clears the list",
@@ -410,6 +349,12 @@ func TestApplyRules(t *testing.T) {
 					t.Errorf("entry = %+v", e)
 				}
 			}
+			if tt.features != nil {
+				var got []string
+				if res.Extraction.Decode("details.features", &got); !slices.Equal(got, tt.features) {
+					t.Errorf("features = %q, want %q", got, tt.features)
+				}
+			}
 			if tt.check != nil {
 				tt.check(t, res.Extraction)
 			}
@@ -430,7 +375,7 @@ func TestApplyDoesNotChangeItsInput(t *testing.T) {
 
 func TestApplyDeferralAndSensitive(t *testing.T) {
 	def := enginetest.Definition()
-	ans := extraction.Answer{DeferredObligations: []string{"budget_known", "nope"}}
+	ans := extraction.Answer{DeferredObligations: []string{"budget_known", "notifications"}}
 	res := extraction.Apply(def, engine.NewExtraction(), ans, "Not sure about money yet, email me at cfo@acme.io", meta(3))
 	if res.Extraction.Deferred["budget_known"] != 3 || !slices.Equal(res.Deferred, []string{"budget_known"}) {
 		t.Errorf("deferred = %v / %v", res.Extraction.Deferred, res.Deferred)
