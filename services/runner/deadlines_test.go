@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/store"
@@ -178,4 +179,91 @@ func TestDeadlineBehindManyAttemptsInFlight(t *testing.T) {
 		_, m := rig.Session(t, sid)
 		return !m.BackgroundTasks.IsPending("landscape_research")
 	})
+}
+
+// failFirst is the bench's bus with the deadlines consumer refusing, for
+// good, the first delivery of the dispatch with id: it is dead-lettered,
+// as a handler's panic would have it.
+type failFirst struct {
+	*events.Bus
+	id string
+}
+
+func (f failFirst) Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error) {
+	if cfg.Name != ConsumerDeadlines {
+		return f.Bus.Subscribe(ctx, cfg, h)
+	}
+	return f.Bus.Subscribe(ctx, cfg, func(ctx context.Context, ev event.Event) error {
+		if d, _ := events.DeliveryFrom(ctx); ev.ID() == f.id && !d.Redriven {
+			return events.Permanent(errors.New("a bug, since mended"))
+		}
+		return h(ctx, ev)
+	})
+}
+
+// A dispatch dead-lettered off the deadlines consumer and redriven once its
+// cause is mended counts its wait from when it was dispatched, not from the
+// redrive: an attempt dispatched an hour ago with a ten-minute timeout is
+// given up on at once. It waited its twenty minutes again.
+func TestRedrivenDeadlineCountsFromTheDispatch(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	sid := pendingSession(t, rig, "redriven")
+	r, err := New(Config{LLM: fixed("Go on."), Registry: rig.Registry, Logger: rig.Logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewService(ServiceConfig{DB: rig.DB, Bus: failFirst{rig.Bus, "redriven-dispatch"}, Relay: rig.Relay,
+		Engines: rig.Engines, Runner: r, Logger: rig.Logger, AckWait: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, s)
+	// A redrive within the stream's duplicate window is dropped as a copy:
+	// the window is cut to a second, the redrive tried until it is past.
+	js, err := jetstream.New(rig.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasksStream, err := js.Stream(t.Context(), contracts.StreamTasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tasksStream.CachedInfo().Config
+	cfg.Duplicates = time.Second
+	if _, err := js.UpdateStream(t.Context(), cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	d := overdueDispatch(sid)
+	d.Timeout = 10 * time.Minute
+	rig.Publish(t, "redriven-dispatch", time.Now().Add(-time.Hour), d)
+	var seq uint64
+	runnertest.WaitFor(t, 30*time.Second, "the dispatch dead-lettered", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		_ = rig.Bus.Replay(ctx, events.ReplayConfig{Stream: events.DeadLetterStream,
+			Subjects: []string{events.DeadLetterSubject(contracts.StreamTasks, ConsumerDeadlines)}}, func(r events.Record) error {
+			if dl, err := events.AsDeadLetter(r.Event); err == nil && dl.EventID == "redriven-dispatch" {
+				seq = r.StreamSeq
+			}
+			return nil
+		})
+		return seq > 0
+	})
+	runnertest.WaitFor(t, 30*time.Second, "the dispatch redriven past the duplicate window", func() bool {
+		r, err := rig.Bus.Redrive(t.Context(), seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return !r.Duplicate
+	})
+	var rec engine.TaskRecord
+	runnertest.WaitFor(t, 30*time.Second, "the redriven attempt given up on", func() bool {
+		_, m := rig.Session(t, sid)
+		rec, _ = m.BackgroundTasks.Task("landscape_research")
+		return !m.BackgroundTasks.IsPending("landscape_research")
+	})
+	if rec.Status != engine.TaskDegraded || !strings.Contains(rec.Error, "no answer") {
+		t.Errorf("record = %+v, want degraded for want of an answer", rec)
+	}
 }

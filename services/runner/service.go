@@ -705,7 +705,9 @@ var errNotOverdue = errors.New("runner: the task attempt may still be answered")
 
 // whenOverdue passes on a session's task.dispatched once its attempt is
 // overdue: twice its timeout after it could start (its not_before, or when
-// the stream took the dispatch), as tasks.Overdue reckons at a turn. Until
+// the stream took the dispatch; for a dispatch redriven from the
+// dead-letter stream, when it was dispatched), as tasks.Overdue reckons at
+// a turn. Until
 // then the dispatch goes back to the stream, which delivers it again when
 // it is due, to whichever replica is free: the watch is durable, and needs
 // no turn. An attempt without a timeout is never overdue.
@@ -719,7 +721,9 @@ func (s *Service) whenOverdue(h events.Handler) events.Handler {
 			return nil
 		}
 		from := ev.Time()
-		if d, ok := events.DeliveryFrom(ctx); ok && !d.Timestamp.IsZero() {
+		if d, ok := events.DeliveryFrom(ctx); ok && !d.Timestamp.IsZero() && !d.Redriven {
+			// A redriven dispatch was stored again when it was redriven:
+			// its wait counts from the dispatch (the event's time).
 			from = d.Timestamp
 		}
 		if td.NotBefore.After(from) {
