@@ -1,6 +1,7 @@
 package contracts
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -166,4 +167,15 @@ func (h EngineHandoff) Validate() error {
 		return errors.New("metadata.completeness_score must be within [0, 1]")
 	}
 	return nil
+}
+
+// DecodeHandoff decodes a handoff kept as JSON, as a session keeps the
+// one it started with; false when there is none (empty, null) or it does
+// not decode.
+func DecodeHandoff(raw []byte) (EngineHandoff, bool) {
+	var h EngineHandoff
+	if len(raw) == 0 || string(raw) == "null" || json.Unmarshal(raw, &h) != nil {
+		return EngineHandoff{}, false
+	}
+	return h, true
 }

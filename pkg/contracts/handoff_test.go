@@ -129,3 +129,19 @@ func TestTaskOutcomesFollowTheSession(t *testing.T) {
 		}
 	}
 }
+
+func TestDecodeHandoff(t *testing.T) {
+	for _, tt := range []struct {
+		raw  string
+		ok   bool
+		want string
+	}{
+		{"", false, ""}, {"null", false, ""}, {"{not json", false, ""},
+		{`{"metadata":{"source_engine_id":"exploration"}}`, true, "exploration"},
+	} {
+		h, ok := DecodeHandoff([]byte(tt.raw))
+		if ok != tt.ok || h.Metadata.SourceEngineID != tt.want {
+			t.Errorf("DecodeHandoff(%q) = %q, %v; want %q, %v", tt.raw, h.Metadata.SourceEngineID, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package runner
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -33,7 +32,7 @@ const firstReplyNote = "This is your first reply since the handoff: acknowledge,
 // inboundSummary is the executive summary of the session's inbound handoff
 // for the top of its context, or "" without one.
 func inboundSummary(def *engine.Definition, m *engine.WorkingMemory) string {
-	h, ok := inbound(m)
+	h, ok := contracts.DecodeHandoff(m.InboundHandoff)
 	if !ok {
 		return ""
 	}
@@ -44,19 +43,10 @@ func inboundSummary(def *engine.Definition, m *engine.WorkingMemory) string {
 	return text
 }
 
-// inbound decodes the handoff the session started with.
-func inbound(m *engine.WorkingMemory) (contracts.EngineHandoff, bool) {
-	var h contracts.EngineHandoff
-	if len(m.InboundHandoff) == 0 || string(m.InboundHandoff) == "null" || json.Unmarshal(m.InboundHandoff, &h) != nil {
-		return h, false
-	}
-	return h, true
-}
-
 // verifyInbound checks the first reply of a session that started with a
 // handoff (I-PASS); nil for any other reply.
 func verifyInbound(def *engine.Definition, m *engine.WorkingMemory, reply string) *handoff.Verification {
-	h, ok := inbound(m)
+	h, ok := contracts.DecodeHandoff(m.InboundHandoff)
 	if !ok || m.TurnNumber != 1 {
 		return nil
 	}

@@ -1,7 +1,6 @@
 package handoff
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -109,8 +108,7 @@ func (r *Mappers) Map(in Input) (contracts.EngineHandoff, error) {
 		return contracts.EngineHandoff{}, fmt.Errorf("%w for %s", ErrNoMapper, Name(in.Source.EngineID, in.TargetEngineID))
 	}
 	h := fn(in)
-	var inbound contracts.EngineHandoff
-	if len(in.Memory.InboundHandoff) > 0 && json.Unmarshal(in.Memory.InboundHandoff, &inbound) == nil {
+	if inbound, ok := contracts.DecodeHandoff(in.Memory.InboundHandoff); ok {
 		rs := &inbound.RelationalState
 		rs.OpenQuestions = slices.DeleteFunc(slices.Clone(rs.OpenQuestions), answered(in.Memory, PutOffPrefix))
 		rs.Sensitivities = slices.DeleteFunc(slices.Clone(rs.Sensitivities), answered(in.Memory, NotYetPrefix))

@@ -324,8 +324,8 @@ func NewInput(def *engine.Definition, m *engine.WorkingMemory, t engine.Backgrou
 // carried lists what the session's inbound handoff brought that a task
 // works on, at most 20 items, each labelled as from an earlier session.
 func carried(m *engine.WorkingMemory) []string {
-	var h contracts.EngineHandoff
-	if len(m.InboundHandoff) == 0 || json.Unmarshal(m.InboundHandoff, &h) != nil {
+	h, ok := contracts.DecodeHandoff(m.InboundHandoff)
+	if !ok {
 		return nil
 	}
 	var out []string

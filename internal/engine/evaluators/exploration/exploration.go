@@ -7,7 +7,6 @@
 package exploration
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -194,8 +193,7 @@ func EvaluateConstraintAwareness(m *engine.WorkingMemory) float64 {
 	} else if count(m, FieldConstraints) > 0 {
 		named = append(named, string(m.Extraction.Fields[FieldConstraints].Value))
 	}
-	var h contracts.EngineHandoff
-	if len(m.InboundHandoff) > 0 && json.Unmarshal(m.InboundHandoff, &h) == nil {
+	if h, ok := contracts.DecodeHandoff(m.InboundHandoff); ok {
 		for _, c := range h.ActionList.ConstraintsIdentified {
 			named = append(named, c.Constraint)
 		}

@@ -8,7 +8,6 @@
 package projectdiscovery
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -29,8 +28,8 @@ func Evaluators() map[string]engine.Evaluator {
 // Pain points alone, as a business profile hands off, are the business's,
 // not yet a project's: 0.
 func CoreProblemCarried(m *engine.WorkingMemory) float64 {
-	var h contracts.EngineHandoff
-	if len(m.InboundHandoff) == 0 || json.Unmarshal(m.InboundHandoff, &h) != nil {
+	h, ok := contracts.DecodeHandoff(m.InboundHandoff)
+	if !ok {
 		return 0
 	}
 	if len(h.ActionList.DecisionsReached) > 0 && slices.ContainsFunc(h.SituationAwareness.KeyPainPoints, nonBlank) {
