@@ -610,19 +610,8 @@ func TestNoBacklogConsumerIsNotReported(t *testing.T) {
 // and handles it once the failure ends; an event whose failure is
 // permanent is still dead-lettered, with its reason.
 func TestUnboundedDeliveries(t *testing.T) {
-	srv := eventstest.StartServer(t)
-	topic := eventstest.NewTopic()
-	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bus, topic := dlqBus(t, events.StreamConfig{})
 	t.Cleanup(func() { _ = bus.Close(context.Background()) })
-	if err := bus.EnsureDeadLetterStreams(t.Context(), events.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
-		t.Fatal(err)
-	}
 	const failures = 12
 	handled := make(chan uint64, 1)
 	var calls atomic.Int64
@@ -665,16 +654,8 @@ func TestUnboundedDeliveries(t *testing.T) {
 // pending on the server meanwhile; MaxAckPending -1 lets any number of
 // them wait without holding back an event due sooner.
 func TestUnboundedAckPending(t *testing.T) {
-	srv := eventstest.StartServer(t)
-	topic := eventstest.NewTopic()
-	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bus, topic := dlqBus(t, events.StreamConfig{})
 	t.Cleanup(func() { _ = bus.Close(context.Background()) })
-	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
-		t.Fatal(err)
-	}
 	const waiting = 300 // beyond the default bound, 256 for 16 workers
 	var evs []event.Event
 	for i := range waiting {
@@ -706,19 +687,8 @@ func TestUnboundedAckPending(t *testing.T) {
 // dead-lettered with the panic as its reason, and an operator can mend the
 // handler and redrive it.
 func TestUnboundedDeliveriesDeadLetterAPanic(t *testing.T) {
-	srv := eventstest.StartServer(t)
-	topic := eventstest.NewTopic()
-	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bus, topic := dlqBus(t, events.StreamConfig{})
 	t.Cleanup(func() { _ = bus.Close(context.Background()) })
-	if err := bus.EnsureDeadLetterStreams(t.Context(), events.StreamConfig{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
-		t.Fatal(err)
-	}
 	var calls atomic.Int64
 	sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: "timers", Subjects: []string{topic.Pattern()},
 		MaxDeliver: -1, BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond},
@@ -755,17 +725,8 @@ func TestUnboundedDeliveriesDeadLetterAPanic(t *testing.T) {
 // interval: runner-deadlines went back to ten deliveries and 512 pending
 // events until a new replica restarted.
 func TestConsumerSettingsRestored(t *testing.T) {
-	srv := eventstest.StartServer(t)
-	topic := eventstest.NewTopic()
-	nc := eventstest.Connect(t, srv)
-	bus, err := events.New(nc, events.Config{Subject: topic.Route})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bus, topic := dlqBus(t, events.StreamConfig{})
 	t.Cleanup(func() { _ = bus.Close(context.Background()) })
-	if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
-		t.Fatal(err)
-	}
 	sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: "timers", Subjects: []string{topic.Pattern()},
 		MaxDeliver: -1, MaxAckPending: -1, NoBacklog: true, BacklogInterval: 50 * time.Millisecond},
 		func(context.Context, event.Event) error { return nil })
@@ -774,7 +735,7 @@ func TestConsumerSettingsRestored(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
 
-	js, err := jetstream.New(eventstest.Connect(t, srv))
+	js, err := jetstream.New(bus.Conn())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -806,23 +767,18 @@ func TestConsumerSettingsLooserKept(t *testing.T) {
 		keyed bool
 	}{{"shared", false}, {"keyed", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := eventstest.StartServer(t)
-			topic := eventstest.NewTopic()
-			nc := eventstest.Connect(t, srv)
-			bus, err := events.New(nc, events.Config{Subject: topic.Route})
-			if err != nil {
-				t.Fatal(err)
+			partitions := 0
+			if tc.keyed {
+				partitions = 1
 			}
+			bus, topic := dlqBus(t, events.StreamConfig{Partitions: partitions})
 			t.Cleanup(func() { _ = bus.Close(context.Background()) })
 			cfg := events.ConsumerConfig{Stream: topic.Stream, Name: "worker", Subjects: []string{topic.Pattern()},
 				AckWait: 2 * time.Second, MaxDeliver: 5, MaxAckPending: 256, BacklogInterval: 50 * time.Millisecond}
-			durable, partitions := "worker", 0
+			durable := "worker"
 			if tc.keyed {
 				cfg.Keyed, cfg.MaxAckPending = true, 0
-				durable, partitions = events.PartitionConsumer("worker", 0), 1
-			}
-			if err := bus.EnsureStream(t.Context(), events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}, Partitions: partitions}); err != nil {
-				t.Fatal(err)
+				durable = events.PartitionConsumer("worker", 0)
 			}
 			sub, err := bus.Subscribe(t.Context(), cfg, func(context.Context, event.Event) error { return nil })
 			if err != nil {
@@ -830,7 +786,7 @@ func TestConsumerSettingsLooserKept(t *testing.T) {
 			}
 			t.Cleanup(func() { _ = sub.Stop(context.Background()) })
 
-			js, err := jetstream.New(eventstest.Connect(t, srv))
+			js, err := jetstream.New(bus.Conn())
 			if err != nil {
 				t.Fatal(err)
 			}
