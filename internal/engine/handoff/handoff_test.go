@@ -414,16 +414,7 @@ func TestMapCarriesWhatTheSourceSettledNotWhatItReplaced(t *testing.T) {
 	cat := enginetest.Shipped(t)
 	discovery, _ := cat.Get("project-discovery")
 	exploration, _ := cat.Get("exploration")
-	mappers := handoff.Builtin()
-	hop := func(def *engine.Definition, m *engine.WorkingMemory, target string) contracts.EngineHandoff {
-		t.Helper()
-		h, err := mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
-			Reason: "The user asked to go on there", Now: at})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
+	hop := newChain(t).hop
 
 	first := enginetest.Memory(discovery)
 	enginetest.Set(first, "constraints.budget", "$90k", 0.9, 5)
@@ -480,18 +471,11 @@ func TestMapChainKeepsTheLatestDecision(t *testing.T) {
 	cat := enginetest.Shipped(t)
 	discovery, _ := cat.Get("project-discovery")
 	exploration, _ := cat.Get("exploration")
-	mappers := handoff.Builtin()
+	c := newChain(t)
 	var h contracts.EngineHandoff
 	hop := func(def *engine.Definition, m *engine.WorkingMemory, target string) {
 		t.Helper()
-		if h.Metadata.SessionID != "" {
-			m.InboundHandoff, _ = json.Marshal(h)
-		}
-		var err error
-		if h, err = mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
-			Reason: "The user asked to go on there", Now: at}); err != nil {
-			t.Fatal(err)
-		}
+		h = c.hop(def, m, target)
 		if r := handoff.Validate(h); !r.Valid {
 			t.Fatalf("invalid: %v", r.Errors)
 		}
@@ -530,16 +514,7 @@ func TestMapChainDoesNotEliminateTheChosenOption(t *testing.T) {
 	cat := enginetest.Shipped(t)
 	discovery, _ := cat.Get("project-discovery")
 	exploration, _ := cat.Get("exploration")
-	mappers := handoff.Builtin()
-	hop := func(def *engine.Definition, m *engine.WorkingMemory, target string) contracts.EngineHandoff {
-		t.Helper()
-		h, err := mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
-			Reason: "The user asked to go on there", Now: at})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
+	hop := newChain(t).hop
 
 	first := enginetest.Memory(exploration)
 	enginetest.Set(first, "decision.decision_made", "Jobber", 0.85, 4)
@@ -577,21 +552,12 @@ func TestMapChainKeepsTheLatestBudget(t *testing.T) {
 	cat := enginetest.Shipped(t)
 	discovery, _ := cat.Get("project-discovery")
 	exploration, _ := cat.Get("exploration")
-	mappers := handoff.Builtin()
-	var h contracts.EngineHandoff
+	c := newChain(t)
 	hop := func(def *engine.Definition, m *engine.WorkingMemory, target string) []string {
 		t.Helper()
-		if h.Metadata.SessionID != "" {
-			m.InboundHandoff, _ = json.Marshal(h)
-		}
-		var err error
-		if h, err = mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
-			Reason: "The user asked to go on there", Now: at}); err != nil {
-			t.Fatal(err)
-		}
 		var out []string
-		for _, c := range h.ActionList.ConstraintsIdentified {
-			out = append(out, c.Constraint)
+		for _, k := range c.hop(def, m, target).ActionList.ConstraintsIdentified {
+			out = append(out, k.Constraint)
 		}
 		return out
 	}
@@ -724,21 +690,12 @@ func TestMapChainAddsToTheCarriedIntegrations(t *testing.T) {
 	cat := enginetest.Shipped(t)
 	discovery, _ := cat.Get("project-discovery")
 	exploration, _ := cat.Get("exploration")
-	mappers := handoff.Builtin()
-	var h contracts.EngineHandoff
+	c := newChain(t)
 	hop := func(def *engine.Definition, m *engine.WorkingMemory, target string) []string {
 		t.Helper()
-		if h.Metadata.SessionID != "" {
-			m.InboundHandoff, _ = json.Marshal(h)
-		}
-		var err error
-		if h, err = mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
-			Reason: "The user asked to go on there", Now: at}); err != nil {
-			t.Fatal(err)
-		}
 		var out []string
-		for _, c := range h.ActionList.ConstraintsIdentified {
-			out = append(out, c.Constraint)
+		for _, k := range c.hop(def, m, target).ActionList.ConstraintsIdentified {
+			out = append(out, k.Constraint)
 		}
 		return out
 	}
@@ -791,4 +748,30 @@ func TestListLabelsAreThoseOfArrayFields(t *testing.T) {
 			}
 		}
 	}
+}
+
+// chain maps handoffs with the shipped mappers as a chain of engines does:
+// each session after the first starts from the handoff before it.
+type chain struct {
+	t       *testing.T
+	mappers *handoff.Mappers
+	last    contracts.EngineHandoff
+}
+
+func newChain(t *testing.T) *chain { return &chain{t: t, mappers: handoff.Builtin()} }
+
+// hop maps the session of def with memory m to target, m starting from the
+// chain's last handoff if there is one.
+func (c *chain) hop(def *engine.Definition, m *engine.WorkingMemory, target string) contracts.EngineHandoff {
+	c.t.Helper()
+	if c.last.Metadata.SessionID != "" {
+		m.InboundHandoff, _ = json.Marshal(c.last)
+	}
+	h, err := c.mappers.Map(handoff.Input{Source: def, Memory: m, TargetEngineID: target,
+		Reason: "The user asked to go on there", Now: at})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.last = h
+	return h
 }
