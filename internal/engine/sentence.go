@@ -129,3 +129,13 @@ func Sentences(text string) []string {
 	}
 	return out
 }
+
+// WordSet is the set of the space-separated words of words: the word lists
+// of the text heuristics (stop words, openers, units), written as prose.
+func WordSet(words string) map[string]bool {
+	set := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		set[w] = true
+	}
+	return set
+}

@@ -270,20 +270,12 @@ func counted(words []string) bool {
 }
 
 var (
-	moneyWords  = wordSet("budget dollar dollars euro euros usd eur cost costs spend spending afford price fee fees")
-	timeWords   = wordSet("day days week weeks month months year years quarter quarters")
-	numberWords = wordSet("one two three four five six seven eight nine ten eleven twelve eighteen")
+	moneyWords  = engine.WordSet("budget dollar dollars euro euros usd eur cost costs spend spending afford price fee fees")
+	timeWords   = engine.WordSet("day days week weeks month months year years quarter quarters")
+	numberWords = engine.WordSet("one two three four five six seven eight nine ten eleven twelve eighteen")
 	// deadlineWords lead a span of time that ends by a date.
-	deadlineWords = wordSet("within in by before")
+	deadlineWords = engine.WordSet("within in by before")
 )
-
-func wordSet(words string) map[string]bool {
-	out := map[string]bool{}
-	for _, w := range strings.Fields(words) {
-		out[w] = true
-	}
-	return out
-}
 
 // label is the label a mapper put before a constraint's value (Constraint
 // of Fields): one capitalised word and a colon, "" for none.

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
@@ -251,9 +252,7 @@ func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
 
 // stopwords are English function words too common to show that a reply
 // took anything in (only words longer than three letters matter here).
-var stopwords = func() map[string]bool {
-	m := map[string]bool{}
-	for _, w := range strings.Fields(`about above after again against all also although among another any anyone
+var stopwords = engine.WordSet(`about above after again against all also although among another any anyone
 		anything are aren't around because been before being below between both cannot could couldn't does doesn't
 		doing don't down during each either else even ever every few first from further going gonna have haven't
 		having here here's hers herself himself however into itself just know last less like made make many maybe
@@ -263,8 +262,4 @@ var stopwords = func() map[string]bool {
 		there there's these they they're thing things think this those though through thus together too toward
 		under until upon very want wants was wasn't well were weren't what what's whatever when where whether which
 		while who whom whose why will with within without won't would wouldn't yeah yes yet you you're your yours
-		yourself yourselves user user's users`) {
-		m[w] = true
-	}
-	return m
-}()
+		yourself yourselves user user's users`)

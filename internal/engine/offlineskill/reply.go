@@ -411,27 +411,15 @@ func keepsCapital(words []string, known []string) bool {
 
 // openers are words that take a capital only because they open a sentence:
 // articles, determiners and the adverbs and conjunctions users start with.
-var openers = func() map[string]bool {
-	set := map[string]bool{}
-	for _, w := range strings.Fields(`the a an this that these those there there's here it it's its they they're
+var openers = engine.WordSet(`the a an this that these those there there's here it it's its they they're
 		their he she his her my your you you're we some all both each every no not maybe perhaps probably just
 		only mostly mainly really honestly basically actually also still usually often sometimes currently then
 		today lately recently when if because since so but and or for in on at to of with from by about after
-		before what which who how why where`) {
-		set[w] = true
-	}
-	return set
-}()
+		before what which who how why where`)
 
 // calendar are the days and months, names English always writes capitalised.
-var calendar = func() map[string]bool {
-	set := map[string]bool{}
-	for _, w := range strings.Fields(`monday tuesday wednesday thursday friday saturday sunday january february
-		march april may june july august september october november december`) {
-		set[w] = true
-	}
-	return set
-}()
+var calendar = engine.WordSet(`monday tuesday wednesday thursday friday saturday sunday january february
+		march april may june july august september october november december`)
 
 // joinParts joins reply parts with spaces, or a new line after a list.
 func joinParts(parts []string) string {
