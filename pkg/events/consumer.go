@@ -245,14 +245,13 @@ func (s *Subscription) watch(every time.Duration) {
 		for i, c := range s.cons {
 			ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
 			info, err := c.Info(ctx)
-			if err == nil {
-				s.restore(ctx, info.Config, s.wants[i])
-			}
-			cancel()
 			if err != nil {
+				cancel()
 				ok = false
 				break
 			}
+			s.restore(ctx, info.Config, s.wants[i])
+			cancel()
 			total += info.NumPending + uint64(info.NumAckPending)
 		}
 		if ok && gauge != nil {
