@@ -138,7 +138,8 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, binary, append(c.args, "--data-dir", t.TempDir())...)
+			dataDir := t.TempDir()
+			cmd := exec.CommandContext(ctx, binary, append(c.args, "--data-dir", dataDir)...)
 			if c.args[0] == "replay" || c.args[0] == "serve" {
 				cmd = exec.CommandContext(ctx, binary, c.args...)
 			}
@@ -149,6 +150,10 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 			}
 			if !strings.Contains(string(out), c.want) {
 				t.Fatalf("output does not name %q:\n%s", c.want, out)
+			}
+			// A wrong setting is named before anything starts.
+			if started, _ := os.ReadDir(dataDir); len(started) > 0 {
+				t.Errorf("the data directory holds %d entries: the node started before naming the setting", len(started))
 			}
 		})
 	}

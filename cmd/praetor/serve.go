@@ -75,6 +75,9 @@ func (f *nodeFlags) apply(cfg *node.Config) error {
 		llmCfg.Seed = int64(f.llmSeed)
 	}
 	llmCfg.OfflineLatency = f.llmLatency
+	if err := llmCfg.Validate(); err != nil {
+		return err
+	}
 	cfg.OmitLLMPrompts = f.llmOmitPrompts
 	cfg.AckWait = f.ackWait
 	cfg.LLM = llmCfg

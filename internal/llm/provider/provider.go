@@ -91,6 +91,10 @@ func (c Config) WithDefaults() Config {
 	return c
 }
 
+// Validate checks c with its defaults as New does, so that a command can
+// name a wrong setting before it starts anything.
+func (c Config) Validate() error { return c.WithDefaults().validate() }
+
 func (c Config) validate() error {
 	switch c.Provider {
 	case Auto, OpenAI, Offline:
