@@ -8,8 +8,14 @@ import (
 	"time"
 )
 
-// MemorySchemaVersion is the version of the WorkingMemory JSON layout.
-const MemorySchemaVersion = 1
+// MemorySchemaVersion is the version of the WorkingMemory layout and of
+// the rules that read it, which a new session starts with. A session keeps
+// the version it started with (its session.started event records it), so
+// its turns take the same path live and in a replay by a later build:
+//
+//   - 1: the first;
+//   - 2: an obligation asked for in vain rests (ObligationState.Resting).
+const MemorySchemaVersion = 2
 
 // WorkingMemory is a session's whole state: the seed's EngineWorkingMemory.
 // It is plain data, encoded as JSON into elicitation_sessions.state_json and
@@ -275,6 +281,13 @@ type ObligationState struct {
 	// Focus is the obligation the last reply asked for; extraction gives it
 	// the user's next answer when no cue matches.
 	Focus string `json:"focus,omitempty"`
+	// Asked counts the replies in a row that asked for Focus while the
+	// user's answers left it as it was.
+	Asked int `json:"asked,omitempty"`
+	// Resting maps an obligation asked for in vain too many times in a row
+	// to the last turn it rests: until then the replies ask for the others
+	// first (see obligation.Ask).
+	Resting map[string]int `json:"resting,omitempty"`
 }
 
 // ObligationItem is one obligation's derived state.

@@ -45,6 +45,10 @@ type SessionStarted struct {
 	ProjectID     string `json:"project_id"`
 	EngineID      string `json:"engine_id"`
 	EngineVersion string `json:"engine_version"`
+	// MemoryVersion is the working memory version the session starts with
+	// and keeps (engine.MemorySchemaVersion; 0 in events from before it was
+	// recorded, which is version 1).
+	MemoryVersion int `json:"memory_version,omitempty"`
 	// InboundHandoffID is the handoff the session starts with, if any, and
 	// InboundHandoff that handoff: with it the session's events alone
 	// rebuild the first working memory.

@@ -330,7 +330,7 @@ func (g *Gateway) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	started, err := contracts.NewEvent(contracts.Meta{ID: events.DeriveID(id, "started"), Source: source, Time: now},
 		contracts.SessionStarted{TenantID: tenant, SessionID: id, ProjectID: req.ProjectID, EngineID: def.EngineID,
-			EngineVersion: def.Version, StartedAt: now})
+			EngineVersion: def.Version, MemoryVersion: mem.SchemaVersion, StartedAt: now})
 	if err != nil {
 		g.internal(w, "create session", err)
 		return

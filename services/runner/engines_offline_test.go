@@ -196,3 +196,42 @@ func TestBusinessProfileHeadcountCorrection(t *testing.T) {
 		t.Errorf("the correction was filed as the key roles: %s", s.state.Extraction.Fields["team_composition.key_roles"].Value)
 	}
 }
+
+// A question the user's answers leave open is asked twice in a row, then
+// rests while the conversation takes up others, and comes back: it was
+// asked turn after turn, eight times in a row, while the user told of the
+// users, the pain, success, the budget and an integration.
+func TestProjectDiscoveryDoesNotAskInVainTurnAfterTurn(t *testing.T) {
+	s := newSession(t, "project-discovery")
+	var asked []string // the question each reply ends with
+	for _, msg := range []string{
+		"Hi",
+		"We want to build an app for our plumbing company to schedule jobs",
+		"Our office staff use it most, and the technicians in the field see their jobs on their phones",
+		"Right now we use paper and Excel, double bookings happen every week and we lose jobs",
+		"Success would be no double bookings and 20% more jobs a week",
+		"Budget is about 30k and we need it in 3 months",
+		"It has to sync with Xero",
+		"No, that's about it",
+	} {
+		res := s.say(msg)
+		q := res.Reply[strings.LastIndexAny(strings.TrimSuffix(res.Reply, "?"), ".:?!")+1:]
+		asked = append(asked, strings.ToLower(strings.TrimSpace(q)))
+	}
+	run := 1
+	for i := 1; i < len(asked); i++ {
+		if asked[i] != asked[i-1] {
+			run = 1
+			continue
+		}
+		if run++; run > 2 {
+			t.Errorf("reply %d asks %q a third time in a row", i+1, asked[i])
+		}
+	}
+	// The product question, asked by the second and third replies, rests
+	// for three turns and is asked again.
+	product := asked[1]
+	if asked[2] != product || asked[3] == product || !slices.Contains(asked[4:], product) {
+		t.Errorf("questions asked %q: want the second one asked twice, then others, then again", asked)
+	}
+}

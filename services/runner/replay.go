@@ -273,11 +273,14 @@ func mergedEventID(returnedID string) string { return events.DeriveID(returnedID
 
 // StartMemory is the working memory a session starts with, as its
 // session.started says: a new memory of the engine at the start time,
-// holding the inbound handoff if the session began with one. The gateway,
-// the handoff consumer and Replay all start sessions through it, so a
-// replay starts where the live run did.
+// holding the inbound handoff if the session began with one, at the
+// memory version the session started with (an event from before versions
+// were recorded: 1). The handoff consumer and Replay start sessions
+// through it, and the gateway's new memory is the same, so a replay
+// starts where the live run did.
 func StartMemory(def *engine.Definition, s contracts.SessionStarted) (*engine.WorkingMemory, error) {
 	m := engine.NewWorkingMemory(def, s.SessionID, s.ProjectID)
+	m.SchemaVersion = max(s.MemoryVersion, 1)
 	m.UpdatedAt = s.StartedAt.UTC()
 	if s.InboundHandoff != nil {
 		b, err := json.Marshal(s.InboundHandoff)

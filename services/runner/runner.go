@@ -308,7 +308,13 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 
 	// 5. Completeness: obligation statuses first, then the model.
 	step("completeness")
+	asked, _ := m.Obligation(m.Obligations.Focus)
 	m.Obligations = obligation.Evaluate(def, m, r.cfg.Registry)
+	moved := false
+	if asked != nil {
+		after, ok := m.Obligation(asked.ID)
+		moved = !ok || after.Status != asked.Status || after.Confidence != asked.Confidence
+	}
 	m.Completeness = completeness.Evaluate(def, m, r.cfg.Registry)
 
 	// 6-7. Phase transition: evaluate the triggers, execute if allowed. A
@@ -372,11 +378,7 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 
 	// 10. Context assembly, around the obligation to ask for next.
 	step("context-assembly")
-	next := obligation.Next(def, m)
-	m.Obligations.Focus = ""
-	if next != nil {
-		m.Obligations.Focus = next.ID
-	}
+	next := obligation.Ask(def, m, moved)
 	tok, err := r.tokenizer(def)
 	if err != nil {
 		return nil, err

@@ -845,7 +845,7 @@ func (s *Service) startTarget(ctx context.Context, ev event.Event) (delivery.Ste
 	}
 	at := ev.Time().UTC()
 	started := contracts.SessionStarted{TenantID: hc.TenantID, SessionID: hc.TargetSessionID, ProjectID: hc.ProjectID,
-		EngineID: def.EngineID, EngineVersion: def.Version, InboundHandoffID: hc.HandoffID, InboundHandoff: &eh, StartedAt: at}
+		EngineID: def.EngineID, EngineVersion: def.Version, MemoryVersion: engine.MemorySchemaVersion, InboundHandoffID: hc.HandoffID, InboundHandoff: &eh, StartedAt: at}
 	mem, err := StartMemory(def, started)
 	if err != nil {
 		return nil, events.Permanent(err)

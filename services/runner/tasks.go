@@ -155,9 +155,7 @@ func (r *Runner) Merge(def *engine.Definition, state *engine.WorkingMemory, out 
 	if !out.At.IsZero() && out.At.After(m.UpdatedAt) {
 		m.UpdatedAt = out.At.UTC()
 	}
-	focus := m.Obligations.Focus
 	m.Obligations = obligation.Evaluate(def, m, r.cfg.Registry)
-	m.Obligations.Focus = focus
 	m.Completeness = completeness.Evaluate(def, m, r.cfg.Registry)
 	res.Sidebar = withTasks(sidebar.Build(def, m, r.cfg.Registry), def, m)
 	hash, err := engine.StateHash(m)

@@ -31,13 +31,14 @@ import (
 )
 
 // Evaluate derives the status of every obligation, in definition order, and
-// the summary. It keeps the memory's focus.
+// the summary. It keeps the memory's focus and what Ask keeps of it.
 func Evaluate(def *engine.Definition, m *engine.WorkingMemory, reg *engine.Registry) engine.ObligationState {
 	items := make([]engine.ObligationItem, 0, len(def.Obligations))
 	for i := range def.Obligations {
 		items = append(items, Item(def, &def.Obligations[i], m, reg))
 	}
-	return engine.ObligationState{Items: items, Summary: engine.Summarize(items), Focus: m.Obligations.Focus}
+	return engine.ObligationState{Items: items, Summary: engine.Summarize(items), Focus: m.Obligations.Focus,
+		Asked: m.Obligations.Asked, Resting: m.Obligations.Resting}
 }
 
 // Item derives one obligation's state.
@@ -109,15 +110,76 @@ func Item(def *engine.Definition, o *engine.Obligation, m *engine.WorkingMemory,
 	return it
 }
 
+// How long the replies keep asking for an obligation the user's answers do
+// not move (see Ask).
+const (
+	// MaxAsks is how many replies in a row may ask for it: the question,
+	// then the question again with the offer to skip it.
+	MaxAsks = 2
+	// RestTurns is how many turns it then rests.
+	RestTurns = 3
+)
+
+// Ask picks the obligation the turn's reply asks for (Next) and makes it
+// the memory's focus; nil when nothing is left. moved says whether the
+// turn's message moved the obligation the last reply asked for (its status
+// or confidence changed).
+//
+// From memory version 2 an obligation that MaxAsks replies in a row asked
+// for in vain rests for RestTurns turns: the replies ask for the others
+// first, then come back to it. The user may not know yet, or may not want
+// to say, and a third time in a row reads as not listening. With nothing
+// else left, it is asked again.
+func Ask(def *engine.Definition, m *engine.WorkingMemory, moved bool) *engine.Obligation {
+	st := &m.Obligations
+	if m.SchemaVersion < 2 {
+		next := Next(def, m)
+		st.Focus = ""
+		if next != nil {
+			st.Focus = next.ID
+		}
+		return next
+	}
+	for id, last := range st.Resting {
+		if last < m.TurnNumber {
+			delete(st.Resting, id)
+		}
+	}
+	next := Next(def, m)
+	again := next != nil && next.ID == st.Focus && !moved
+	if again && st.Asked >= MaxAsks {
+		if st.Resting == nil {
+			st.Resting = map[string]int{}
+		}
+		st.Resting[next.ID] = m.TurnNumber + RestTurns - 1
+		next = Next(def, m)
+		again = next != nil && next.ID == st.Focus
+	}
+	if len(st.Resting) == 0 {
+		st.Resting = nil
+	}
+	switch {
+	case next == nil:
+		st.Focus, st.Asked = "", 0
+	case again:
+		st.Asked++
+	default:
+		st.Focus, st.Asked = next.ID, 1
+	}
+	return next
+}
+
 // Next returns the most important obligation still to ask for. Satisfied and
 // deferred obligations are skipped. The order is:
 //
 //  1. a mandatory checkpoint of a later phase waits for its phase (a final
 //     confirmation is not asked early), unless nothing else is left;
-//  2. the current phase's focus categories before the others;
-//  3. required before optional;
-//  4. the focus categories in the order they are listed;
-//  5. the current phase's mandatory checkpoints first, then priority
+//  2. a resting obligation (see Ask) waits until nothing else is left but
+//     those of 1;
+//  3. the current phase's focus categories before the others;
+//  4. required before optional;
+//  5. the focus categories in the order they are listed;
+//  6. the current phase's mandatory checkpoints first, then priority
 //     (critical to low), then partial before pending, then definition order.
 //
 // Nil when nothing is left.
@@ -149,7 +211,7 @@ func Next(def *engine.Definition, m *engine.WorkingMemory) *engine.Obligation {
 	}
 	type cand struct {
 		o   *engine.Obligation
-		key [8]int
+		key [9]int
 	}
 	var best *cand
 	for i := range def.Obligations {
@@ -159,8 +221,9 @@ func Next(def *engine.Definition, m *engine.WorkingMemory) *engine.Obligation {
 			continue
 		}
 		fi := focusIndex(o.Category)
-		c := &cand{o: o, key: [8]int{
-			b2i(later[o.ID] && !checkpoint[o.ID]), b2i(fi == len(focus)), b2i(!o.Required), fi,
+		_, resting := m.Obligations.Resting[o.ID]
+		c := &cand{o: o, key: [9]int{
+			b2i(later[o.ID] && !checkpoint[o.ID]), b2i(resting), b2i(fi == len(focus)), b2i(!o.Required), fi,
 			b2i(!checkpoint[o.ID]), o.Priority.Rank(), b2i(st.Status != engine.StatusPartial), i,
 		}}
 		if best == nil || less(c.key, best.key) {
@@ -173,7 +236,7 @@ func Next(def *engine.Definition, m *engine.WorkingMemory) *engine.Obligation {
 	return best.o
 }
 
-func less(a, b [8]int) bool {
+func less(a, b [9]int) bool {
 	for i := range a {
 		if a[i] != b[i] {
 			return a[i] < b[i]

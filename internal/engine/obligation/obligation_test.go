@@ -246,3 +246,82 @@ func TestNextFollowsTheFocusOrder(t *testing.T) {
 		}
 	}
 }
+
+func TestAskRestsAnObligationAskedForInVain(t *testing.T) {
+	def := enginetest.Definition()
+	reg := enginetest.Registry()
+	type turn struct {
+		set   string // a field the turn's message answers, "" for none
+		want  string
+		asked int
+	}
+	run := func(t *testing.T, m *engine.WorkingMemory, turns []turn) {
+		t.Helper()
+		for i, tn := range turns {
+			m.TurnNumber = i + 1
+			asked, _ := m.Obligation(m.Obligations.Focus)
+			before := engine.ObligationItem{}
+			if asked != nil {
+				before = *asked
+			}
+			if tn.set != "" {
+				enginetest.Set(m, tn.set, "x", 0.5, m.TurnNumber) // below threshold: partial
+			}
+			m.Obligations = obligation.Evaluate(def, m, reg)
+			after, _ := m.Obligation(before.ID)
+			moved := after != nil && (after.Status != before.Status || after.Confidence != before.Confidence)
+			got := obligation.Ask(def, m, moved)
+			if got == nil || got.ID != tn.want || m.Obligations.Focus != tn.want || m.Obligations.Asked != tn.asked {
+				t.Fatalf("turn %d: Ask = %v, focus %q asked %d; want %s asked %d (resting %v)",
+					m.TurnNumber, got, m.Obligations.Focus, m.Obligations.Asked, tn.want, tn.asked, m.Obligations.Resting)
+			}
+		}
+	}
+	t.Run("asked twice in vain, it rests for three turns", func(t *testing.T) {
+		m := enginetest.Memory(def)
+		m.Phase.Current = "INTRO"
+		run(t, m, []turn{
+			{want: "goal_known", asked: 1},
+			{want: "goal_known", asked: 2},
+			{want: "users_known", asked: 1}, // goal_known rests at turns 3-5
+			{want: "users_known", asked: 2},
+			{want: "name_known", asked: 1}, // users_known rests too
+			{want: "goal_known", asked: 1}, // back, at turn 6
+		})
+		if _, ok := m.Obligations.Resting["goal_known"]; ok {
+			t.Errorf("resting %v: goal_known's rest is over", m.Obligations.Resting)
+		}
+	})
+	t.Run("an answer that moves it keeps it asked", func(t *testing.T) {
+		m := enginetest.Memory(def)
+		m.Phase.Current = "INTRO"
+		run(t, m, []turn{
+			{want: "goal_known", asked: 1},
+			{set: "basics.goal", want: "goal_known", asked: 1}, // partial now: asked again, as a first time
+			{want: "goal_known", asked: 2},
+			{want: "users_known", asked: 1},
+		})
+	})
+	t.Run("with nothing else left it is asked again", func(t *testing.T) {
+		m := enginetest.Memory(def)
+		m.Phase.Current = "REVIEW"
+		for _, f := range def.ExtractionSchema.Fields {
+			if f.Path != "review.confirmed" {
+				enginetest.Set(m, f.Path, "x", 0.95, 0)
+			}
+		}
+		run(t, m, []turn{
+			{want: "confirm_scope", asked: 1},
+			{want: "confirm_scope", asked: 2},
+			{want: "confirm_scope", asked: 3},
+		})
+	})
+	t.Run("a session of memory version 1 keeps asking", func(t *testing.T) {
+		m := enginetest.Memory(def)
+		m.SchemaVersion = 1
+		m.Phase.Current = "INTRO"
+		run(t, m, []turn{
+			{want: "goal_known"}, {want: "goal_known"}, {want: "goal_known"}, {want: "goal_known"},
+		})
+	})
+}

@@ -163,7 +163,7 @@ func (r *Rig) CreateSession(t testing.TB, engineID, id string) string {
 	m.UpdatedAt = at
 	r.SaveNew(t, def, m)
 	r.Publish(t, id+"-started", at, contracts.SessionStarted{TenantID: Tenant, SessionID: id, ProjectID: "proj",
-		EngineID: def.EngineID, EngineVersion: def.Version, StartedAt: at})
+		EngineID: def.EngineID, EngineVersion: def.Version, MemoryVersion: m.SchemaVersion, StartedAt: at})
 	return id
 }
 
