@@ -72,12 +72,20 @@ type Decision struct {
 	Confidence float64 `json:"confidence"`
 	// Reasoning says why; a usable handoff has more than 20 characters of it.
 	Reasoning string `json:"reasoning"`
-	// Key names what was decided: the engine and the extraction field the
-	// decision was read from ("exploration/decision.decision_made"). Along
-	// a chain of engines a later decision with the same key replaces this
-	// one. Handoffs written before keys were recorded have none; their
-	// decisions are told apart by their text alone.
+	// Key names the kind of decision: the engine and the extraction field
+	// it was read from ("exploration/decision.decision_made"). Handoffs
+	// written before keys were recorded have none; their decisions are told
+	// apart by their text alone.
 	Key string `json:"key,omitempty"`
+	// Options are those the decision was made among, weighed or ruled out
+	// (Xero, QuickBooks, FreshBooks): they say which question it answers.
+	// Along a chain of engines a later decision with the same key replaces
+	// this one when it answers the same question: one's choice is among the
+	// other's options (QuickBooks after Xero), not when it chose among
+	// others (Stripe among payment providers). A decision without options
+	// (written before they were recorded, or none were named) is replaced
+	// by any later decision with its key.
+	Options []string `json:"options,omitempty"`
 }
 
 // EliminatedOption is an option the user ruled out, with why.

@@ -73,6 +73,28 @@ func TestChainGreetsWithTheLatestDecision(t *testing.T) {
 	}
 }
 
+// A user who chose an off-the-shelf booking tool in exploration, went on to
+// project discovery and explored again how customers should pay, choosing
+// Stripe, is greeted by the second discovery session with both decisions:
+// the second answers another question than the first. Stripe used to
+// replace the booking tool, both being exploration's decision.
+func TestChainKeepsTheDecisionOfAnotherQuestion(t *testing.T) {
+	h := handOff(t, "exploration", nil, explorationMessages...)
+	h = handOff(t, "project-discovery", &h, projectDiscoveryMessages...)
+	payments := slices.Clone(explorationMessages)
+	payments[3] = "We are considering Stripe, Square, or PayPal to take card payments."
+	payments[len(payments)-1] = "I'll go with Stripe because it is cheap and fast to start."
+	h = handOff(t, "exploration", &h, payments...)
+
+	var decisions []string
+	for _, d := range h.ActionList.DecisionsReached {
+		decisions = append(decisions, d.Decision)
+	}
+	if !slices.Equal(decisions, []string{"Stripe", "off-the-shelf tool"}) {
+		t.Errorf("decisions = %q, want [Stripe off-the-shelf tool]", decisions)
+	}
+}
+
 // A user who explored the options, captured the requirements, explored
 // again and came back to project discovery is not asked for the problem
 // once more: the handoff carries it (a pain point, behind the option

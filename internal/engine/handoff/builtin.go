@@ -10,6 +10,7 @@ package handoff
 var explorationToProjectDiscovery = Fields{
 	Decision: "decision.decision_made", Confidence: "decision.confidence",
 	Reasoning:  []string{"decision.reasoning", "decision.tradeoffs"},
+	Options:    []string{"solution_landscape.options", "solution_landscape.eliminated_options"},
 	Eliminated: []string{"solution_landscape.eliminated_options"},
 	Constraints: []Constraint{{Path: "decision.constraints",
 		Implication: "The requirements must fit within it"}},
@@ -78,6 +79,7 @@ var ideationToExploration = Fields{
 var ideationToProjectDiscovery = Fields{
 	Decision: "selection.selected_idea", Confidence: "selection.confidence",
 	Reasoning:   []string{"selection.selection_rationale", "refinement.refined_concept"},
+	Options:     []string{"evaluation.shortlist", "idea_generation.ideas", "evaluation.eliminated_ideas"},
 	Eliminated:  []string{"evaluation.eliminated_ideas"},
 	Constraints: []Constraint{{Path: "problem_space.constraints", Implication: "The requirements must respect it"}},
 	Assumptions: []string{"problem_space.assumptions"},

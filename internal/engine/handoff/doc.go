@@ -8,7 +8,7 @@
 //     Generic serves engines that register none. Map adds what the
 //     session's own inbound handoff brought (CarryForward), so a chain of
 //     engines drops nothing the user settled; what the session settled
-//     again (a decision with the same key, a constraint with the same
+//     again (a decision on the same question, a constraint with the same
 //     label) replaces what was carried, so nothing piles up either.
 //   - Validate applies the seed's rules: every section present, decision
 //     reasoning longer than 20 characters and not a placeholder, confidences

@@ -29,10 +29,13 @@ type Constraint struct {
 type Fields struct {
 	// Decision is the decision field; Confidence its confidence (in [0, 1]
 	// or on a 1-10 scale; the field's extraction confidence when absent);
-	// Reasoning the fields joined into its reasoning.
+	// Reasoning the fields joined into its reasoning; Options the fields of
+	// the options it was made among, which say what it decides
+	// (contracts.Decision.Options).
 	Decision   string
 	Confidence string
 	Reasoning  []string
+	Options    []string
 
 	Eliminated  []string
 	Constraints []Constraint
@@ -85,7 +88,8 @@ func FromFields(f Fields) Mapper {
 			if d := strings.Join(values(m, f.Decision), ", "); d != "" {
 				confidence = decisionConfidence(m, f)
 				al.DecisionsReached = append(al.DecisionsReached, contracts.Decision{Decision: d, Confidence: confidence,
-					Reasoning: strings.Join(valuesOf(m, f.Reasoning), "; "), Key: def.EngineID + "/" + f.Decision})
+					Reasoning: strings.Join(valuesOf(m, f.Reasoning), "; "), Key: def.EngineID + "/" + f.Decision,
+					Options: valuesOf(m, f.Options)})
 			}
 		}
 		for _, o := range valuesOf(m, f.Eliminated) {

@@ -507,6 +507,99 @@ func TestMapChainKeepsTheLatestDecision(t *testing.T) {
 	}
 }
 
+// Along exploration → project-discovery → exploration → project-discovery
+// → exploration → project-discovery, the second exploration session decides
+// another question than the first (a payment provider, not an accounting
+// tool): its decision is carried beside the first's, not in its place. The
+// third decides the first's question again (QuickBooks, which the first
+// weighed, over Xero): its decision replaces the first's alone. (Stripe
+// used to replace Xero, each decision of exploration having the same key.)
+func TestMapChainKeepsTheDecisionsOfOtherQuestions(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	c := newChain(t)
+	decisions := func(h contracts.EngineHandoff) []string {
+		var out []string
+		for _, d := range h.ActionList.DecisionsReached {
+			out = append(out, d.Decision)
+		}
+		return out
+	}
+	hops := []struct {
+		problem string
+		options []string
+		chose   string
+		want    []string
+	}{
+		{"Which accounting tool should we use for invoicing", []string{"Xero", "QuickBooks", "FreshBooks"}, "Xero",
+			[]string{"Xero"}},
+		{"How should customers pay for bookings online", []string{"Stripe", "Square", "PayPal"}, "Stripe",
+			[]string{"Stripe", "Xero"}},
+		{"Our accounting tool again: payroll matters now", []string{"Xero", "QuickBooks"}, "QuickBooks",
+			[]string{"QuickBooks", "Stripe"}},
+	}
+	for i, hp := range hops {
+		m := enginetest.Memory(exploration)
+		m.SessionID = fmt.Sprintf("exploration-%d", i)
+		enginetest.Set(m, "initial_state.problem_statement", hp.problem, 0.9, 1)
+		enginetest.Set(m, "solution_landscape.options", hp.options, 0.9, 2)
+		enginetest.Set(m, "decision.decision_made", hp.chose, 0.85, 4)
+		enginetest.Set(m, "decision.reasoning", "It fits the way the studio works today", 0.85, 4)
+		if got := decisions(c.hop(exploration, m, "project-discovery")); !slices.Equal(got, hp.want) {
+			t.Errorf("handoff %d: decisions = %q, want %q", 2*i+1, got, hp.want)
+		}
+
+		m = enginetest.Memory(discovery)
+		m.SessionID = fmt.Sprintf("discovery-%d", i)
+		enginetest.Set(m, "constraints.budget", "$90k", 0.9, 5)
+		if got := decisions(c.hop(discovery, m, "exploration")); !slices.Equal(got, hp.want) {
+			t.Errorf("handoff %d: decisions = %q, want the carried %q", 2*i+2, got, hp.want)
+		}
+	}
+}
+
+// A carried decision gives way to one of the source session's own when both
+// answer the same question: the same key, and one's choice among the
+// other's options (articles aside, or one naming the other). A carried
+// decision without options (recorded before they were, or none named) gives
+// way to any decision with its key, as before options were recorded.
+func TestCarryForwardReplacesADecisionOnTheSameQuestion(t *testing.T) {
+	const key = "exploration/decision.decision_made"
+	accounting := contracts.Decision{Decision: "Xero", Key: key, Options: []string{"Xero", "QuickBooks", "FreshBooks"}}
+	for _, tt := range []struct {
+		name         string
+		own, carried contracts.Decision
+		wantReplaced bool
+	}{
+		{"the choice among the carried options", contracts.Decision{Decision: "QuickBooks", Key: key}, accounting, true},
+		{"the carried choice among the options", contracts.Decision{Decision: "Wave", Key: key, Options: []string{"xero", "Wave"}},
+			accounting, true},
+		{"another question", contracts.Decision{Decision: "Stripe", Key: key, Options: []string{"Stripe", "Square"}},
+			accounting, false},
+		{"another question, no options named", contracts.Decision{Decision: "Stripe", Key: key}, accounting, false},
+		{"the carried decision has no options", contracts.Decision{Decision: "Stripe", Key: key, Options: []string{"Stripe"}},
+			contracts.Decision{Decision: "Xero", Key: key}, true},
+		{"another key", contracts.Decision{Decision: "QuickBooks", Key: "ideation/selection.selected_idea"}, accounting, false},
+		{"no key", contracts.Decision{Decision: "QuickBooks"}, accounting, false},
+		{"the carried decision has no key", contracts.Decision{Decision: "QuickBooks", Key: key},
+			contracts.Decision{Decision: "Xero", Options: accounting.Options}, false},
+		{"an option named with more words", contracts.Decision{Decision: "custom build", Key: key},
+			contracts.Decision{Decision: "off-the-shelf tool", Key: key,
+				Options: []string{"an off-the-shelf tool like Mindbody", "a no-code platform", "a custom build"}}, true},
+		{"a choice naming an option", contracts.Decision{Decision: "QuickBooks Online", Key: key}, accounting, true},
+		{"a word of an option is none", contracts.Decision{Decision: "Quick", Key: key}, accounting, false},
+	} {
+		h := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{tt.own}}}
+		inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{tt.carried}}}
+		handoff.CarryForward(&h, inbound)
+		if got := len(h.ActionList.DecisionsReached) == 1; got != tt.wantReplaced {
+			t.Errorf("%s: %q carried beside %q: replaced = %v, want %v", tt.name, tt.carried.Decision, tt.own.Decision,
+				got, tt.wantReplaced)
+		}
+	}
+}
+
 // An option ruled out in one exploration session and chosen in a later one
 // is no longer carried as eliminated: the handoff after the second session
 // says the user chose the custom build, not also that it was ruled out.

@@ -144,16 +144,18 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // options, constraints, assumptions, goals, pain points, concepts taught,
 // prior experience, open questions and sensitivities are carried, after
 // h's own and without repeats. What the source session settled again
-// replaces what was carried: a decision with the key of one of h's own (a
-// second exploration session's choice replaces the first's), an option
-// eliminated earlier that one of h's decisions chose, and a constraint
-// whose topic one of h's own has ("Budget: $90k" beside "Budget: $120k",
-// "about 300 dollars a month" beside "about 500 dollars a month"); an item
-// of a list field is carried beside h's ("Integration: QuickBooks" beside
-// "Integration: Xero"). A carried constraint loses its implication,
-// written for the engine the inbound handoff went to, which h does not go
-// to (a handoff goes to another engine than its source's: "Only options
-// within it are worth exploring" means nothing to project discovery).
+// replaces what was carried: a decision on the question one of h's own
+// answers (a later exploration session's choice of QuickBooks replaces an
+// earlier one's of Xero; its choice of Stripe, among payment providers, is
+// carried beside it), an option eliminated earlier that one of h's
+// decisions chose, and a constraint whose topic one of h's own has
+// ("Budget: $90k" beside "Budget: $120k", "about 300 dollars a month"
+// beside "about 500 dollars a month"); an item of a list field is carried
+// beside h's ("Integration: QuickBooks" beside "Integration: Xero"). A
+// carried constraint loses its implication, written for the engine the
+// inbound handoff went to, which h does not go to (a handoff goes to
+// another engine than its source's: "Only options within it are worth
+// exploring" means nothing to project discovery).
 // Knowledge gaps are not carried: they are what the source session was
 // there to close, and it reports its own. Nor are the phase results, the
 // metadata and the source's view of the user (levels, trust, rapport),
@@ -165,9 +167,10 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 		chosen[fold(d.Decision)] = true
 	}
 	eliminated := slices.DeleteFunc(slices.Clone(in.OptionsEliminated), func(o contracts.EliminatedOption) bool { return chosen[fold(o.Option)] })
-	al.DecisionsReached = union(al.DecisionsReached,
-		replaced(in.DecisionsReached, al.DecisionsReached, func(d contracts.Decision) string { return d.Key }),
-		func(d contracts.Decision) string { return d.Decision })
+	decisions := slices.DeleteFunc(slices.Clone(in.DecisionsReached), func(c contracts.Decision) bool {
+		return slices.ContainsFunc(al.DecisionsReached, func(d contracts.Decision) bool { return sameQuestion(d, c) })
+	})
+	al.DecisionsReached = union(al.DecisionsReached, decisions, func(d contracts.Decision) string { return d.Decision })
 	al.OptionsEliminated = union(al.OptionsEliminated, eliminated, func(o contracts.EliminatedOption) string { return o.Option })
 	constraintTopic := func(c contracts.IdentifiedConstraint) string { return topic(c.Constraint) }
 	constraints := replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintTopic)
@@ -189,9 +192,49 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	rs.Sensitivities = union(rs.Sensitivities, inbound.RelationalState.Sensitivities, text)
 }
 
+// sameQuestion reports whether d, a decision of the source session,
+// answers the question the carried decision c answered, and so replaces
+// it: they have the same key and one's choice is among the other's options
+// (QuickBooks, after a choice of Xero among Xero and QuickBooks), or c has
+// no options to tell (Decision.Options).
+func sameQuestion(d, c contracts.Decision) bool {
+	if d.Key == "" || d.Key != c.Key {
+		return false
+	}
+	return len(c.Options) == 0 || among(d.Decision, c) || among(c.Decision, d)
+}
+
+// among reports whether choice is d's choice or one of its options, or
+// names one or is named in one, articles aside: "off-the-shelf tool" is
+// among "an off-the-shelf tool like Mindbody" and "a custom build".
+func among(choice string, d contracts.Decision) bool {
+	w := words(choice)
+	return len(w) > 0 && slices.ContainsFunc(append([]string{d.Decision}, d.Options...), func(o string) bool {
+		ow := words(o)
+		return len(ow) > 0 && (contains(ow, w) || contains(w, ow))
+	})
+}
+
+// words are the words of s, lower-cased, without articles.
+func words(s string) []string {
+	return slices.DeleteFunc(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), func(w string) bool { return w == "a" || w == "an" || w == "the" })
+}
+
+// contains reports whether run is a run of consecutive words of ws.
+func contains(ws, run []string) bool {
+	for i := 0; i+len(run) <= len(ws); i++ {
+		if slices.Equal(ws[i:i+len(run)], run) {
+			return true
+		}
+	}
+	return false
+}
+
 // replaced is carried without the items whose key (the topic of a
-// constraint, the key of a decision; "" for none) one of own's has: the
-// source session's value replaces the one an earlier session captured.
+// constraint; "" for none) one of own's has: the source session's value
+// replaces the one an earlier session captured.
 func replaced[T any](carried, own []T, key func(T) string) []T {
 	keys := map[string]bool{}
 	for _, x := range own {
