@@ -602,7 +602,10 @@ func TestCarryForwardReplacesADecisionOnTheSameQuestion(t *testing.T) {
 
 // An option ruled out in one exploration session and chosen in a later one
 // is no longer carried as eliminated: the handoff after the second session
-// says the user chose the custom build, not also that it was ruled out.
+// says the user chose the custom build, not also that it was ruled out,
+// though the user ruled out "a custom build" and chose "custom build" (the
+// decision's pattern drops the article, the list's keeps it: both used to
+// be carried).
 func TestMapChainDoesNotEliminateTheChosenOption(t *testing.T) {
 	cat := enginetest.Shipped(t)
 	discovery, _ := cat.Get("project-discovery")
@@ -612,7 +615,7 @@ func TestMapChainDoesNotEliminateTheChosenOption(t *testing.T) {
 	first := enginetest.Memory(exploration)
 	enginetest.Set(first, "decision.decision_made", "Jobber", 0.85, 4)
 	enginetest.Set(first, "decision.reasoning", "It has a mobile app the crews can use today", 0.85, 4)
-	enginetest.Set(first, "solution_landscape.eliminated_options", []string{"Custom build", "Connecteam"}, 0.85, 3)
+	enginetest.Set(first, "solution_landscape.eliminated_options", []string{"A custom build", "Connecteam"}, 0.85, 3)
 	h := hop(exploration, first, "project-discovery")
 
 	second := enginetest.Memory(discovery)

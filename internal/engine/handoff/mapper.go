@@ -148,7 +148,8 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // answers (a later exploration session's choice of QuickBooks replaces an
 // earlier one's of Xero; its choice of Stripe, among payment providers, is
 // carried beside it), an option eliminated earlier that one of h's
-// decisions chose, and a constraint whose topic one of h's own has
+// decisions chose (case and articles aside: "a custom build" ruled out,
+// "custom build" chosen), and a constraint whose topic one of h's own has
 // ("Budget: $90k" beside "Budget: $120k", "about 300 dollars a month"
 // beside "about 500 dollars a month"); an item of a list field is carried
 // beside h's ("Integration: QuickBooks" beside "Integration: Xero"). A
@@ -164,9 +165,11 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	al, in := &h.ActionList, inbound.ActionList
 	chosen := map[string]bool{}
 	for _, d := range al.DecisionsReached {
-		chosen[fold(d.Decision)] = true
+		chosen[strings.Join(words(d.Decision), " ")] = true
 	}
-	eliminated := slices.DeleteFunc(slices.Clone(in.OptionsEliminated), func(o contracts.EliminatedOption) bool { return chosen[fold(o.Option)] })
+	eliminated := slices.DeleteFunc(slices.Clone(in.OptionsEliminated), func(o contracts.EliminatedOption) bool {
+		return chosen[strings.Join(words(o.Option), " ")]
+	})
 	decisions := slices.DeleteFunc(slices.Clone(in.DecisionsReached), func(c contracts.Decision) bool {
 		return slices.ContainsFunc(al.DecisionsReached, func(d contracts.Decision) bool { return sameQuestion(d, c) })
 	})
