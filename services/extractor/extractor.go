@@ -41,6 +41,30 @@ const Consumer = "extractor"
 
 const source = "/praetor/extractor"
 
+// During a rolling upgrade a turn of a session that a newer replica started
+// may come to older replicas, which cannot extract it and put it back, for
+// a replica that knows the session's prompt version. Each of those
+// deliveries counts against the consumer's bound, and the consumers'
+// default of five let a turn be dead-lettered by older replicas alone.
+const (
+	// maxDeliveries bounds the deliveries of a turn. The server hands a
+	// turn put back to the replicas' waiting pulls in turn, so the bound
+	// lets a turn pass about ten older replicas on its way to a newer one
+	// (deploy/ scales the extractor up to 8 pods).
+	maxDeliveries = 12
+	// backoffMax caps the delay between the deliveries of a turn whose
+	// extraction failed (1s, doubled at each), so that the added
+	// deliveries, about two minutes of them, do not hold the other
+	// sessions of its partition for long.
+	backoffMax = 15 * time.Second
+	// newerVersionDelay is the delay before a turn an older replica put
+	// back comes again, doubled at each delivery up to backoffMax: short,
+	// so the turn soon reaches the next replica, then longer, so the
+	// deliveries span a newer replica's restart (a minute and a half in
+	// all).
+	newerVersionDelay = 250 * time.Millisecond
+)
+
 // Subscriber starts consumers; *events.Bus is one.
 type Subscriber interface {
 	Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error)
@@ -61,6 +85,11 @@ type Config struct {
 	// AckWait is the consumer's redelivery delay after a process dies.
 	// Default: 30s.
 	AckWait time.Duration
+	// PromptVersion is the newest extraction prompt version the service
+	// runs: new sessions start with it, and the turns of a session started
+	// with a later one (by a newer replica, an upgrade rolling out) are left
+	// to a replica that knows it. Default: extraction.CurrentPromptVersion.
+	PromptVersion extraction.PromptVersion
 	// Now is the clock of the events and rows it writes. Default: time.Now.
 	Now func() time.Time
 }
@@ -78,6 +107,10 @@ type Service struct {
 func New(cfg Config) (*Service, error) {
 	if cfg.DB == nil || cfg.Bus == nil || cfg.Engines == nil || cfg.LLM == nil {
 		return nil, errors.New("extractor: DB, Bus, Engines and LLM are required")
+	}
+	cfg.PromptVersion = cmp.Or(cfg.PromptVersion, extraction.CurrentPromptVersion)
+	if cfg.PromptVersion < extraction.PromptV1 || cfg.PromptVersion > extraction.CurrentPromptVersion {
+		return nil, fmt.Errorf("extractor: prompt version %d is not one of 1 to %d", cfg.PromptVersion, extraction.CurrentPromptVersion)
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
@@ -111,6 +144,7 @@ func (s *Service) Start(ctx context.Context) error {
 		Subjects: []string{contracts.TurnReceivedSpec.FilterSubject()},
 		// A model call may take a while; the consumer keeps the turn alive.
 		HandlerTimeout: 5 * time.Minute, AckWait: s.cfg.AckWait,
+		MaxDeliver: maxDeliveries, BackoffMax: backoffMax,
 	}, s.inbox.Handler(s.work))
 	if err != nil {
 		return err
@@ -149,12 +183,18 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	}
 	// The session's state holds the prompt version it started with, which
 	// it keeps (a state from before versions were recorded: PromptV1).
-	state, err := extraction.DecodeState(st.Extraction)
+	state, err := extraction.DecodeState(st.Extraction, s.cfg.PromptVersion)
 	switch {
 	case errors.Is(err, extraction.ErrNewerPromptVersion):
-		// A newer replica started the session: tried again, for one that
-		// knows its version (an upgrade rolling out).
-		return nil, fmt.Errorf("session %s: %w", sess.ID, err)
+		// A newer replica started the session: put back, for one that
+		// knows its version (an upgrade rolling out), and dead-lettered
+		// when none has taken it by the last delivery.
+		err = fmt.Errorf("session %s: %w", sess.ID, err)
+		d, _ := events.DeliveryFrom(ctx)
+		if d.NumDelivered >= maxDeliveries {
+			return nil, err
+		}
+		return nil, events.Postpone(err, putBackDelay(d.NumDelivered))
 	case err != nil:
 		return nil, events.Permanent(fmt.Errorf("session %s: extraction state: %w", sess.ID, err))
 	}
@@ -208,6 +248,16 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 		}
 		return []event.Event{out}, nil
 	}, nil
+}
+
+// putBackDelay is the delay before a turn an older replica put back at its
+// delivery n comes again.
+func putBackDelay(n uint64) time.Duration {
+	d := newerVersionDelay
+	for i := uint64(1); i < n && d < backoffMax; i++ {
+		d *= 2
+	}
+	return min(d, backoffMax)
 }
 
 // memoryView is the part of the runner's working memory (engine.WorkingMemory)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/praetorhq/praetor/internal/conversation"
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
@@ -125,5 +127,92 @@ func TestNewerPromptVersionIsRetried(t *testing.T) {
 		if err == nil || events.IsPermanent(err) != tt.permanent {
 			t.Errorf("state %s: work = %v (permanent %t), want an error, permanent %t", tt.state, err, events.IsPermanent(err), tt.permanent)
 		}
+	}
+}
+
+// An upgrade rolling out: a newer replica started a session (its state
+// records the current prompt version), and the session's next turn comes to
+// an older replica, which runs only the version before. The older one puts
+// the turn back, delivery after delivery, past the consumers' default bound
+// of five; once a replica that knows the version pulls, it extracts the
+// turn, once, and nothing is dead-lettered.
+func TestTurnOfANewerSessionWaitsForANewerReplica(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	ctx := context.Background()
+	at := time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC)
+	sid := rig.CreateSession(t, "project-discovery", "rollout")
+	if err := conversation.SaveExtractionState(ctx, rig.DB, runnertest.Tenant, sid, conversation.ExtractionState{TurnNumber: 1,
+		Extraction: json.RawMessage(fmt.Sprintf(`{"fields":{},"prompt_version":%d}`, extraction.CurrentPromptVersion))}, at); err != nil {
+		t.Fatal(err)
+	}
+	start := func(v extraction.PromptVersion, model *systemPrompts) *Service {
+		t.Helper()
+		s, err := New(Config{DB: rig.DB, Bus: rig.NewProcess(t).Bus, Relay: rig.Relay, Engines: rig.Engines, LLM: model,
+			Logger: rig.Logger, AckWait: time.Second, PromptVersion: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Stop(context.Background()) })
+		return s
+	}
+	oldModel, newModel := &systemPrompts{seen: map[string]string{}}, &systemPrompts{seen: map[string]string{}}
+	old := start(extraction.CurrentPromptVersion-1, oldModel)
+
+	turnID := runnertest.TurnID(sid, 2)
+	rig.Publish(t, turnID, at.Add(time.Minute), contracts.TurnReceived{TenantID: runnertest.Tenant, SessionID: sid,
+		TurnID: turnID, Message: "We use Xero and Slack.", ReceivedAt: at.Add(time.Minute)})
+	js, err := jetstream.New(rig.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const defaultMaxDeliver = 5
+	runnertest.WaitFor(t, 30*time.Second, fmt.Sprintf("%d deliveries to the older replica", defaultMaxDeliver), func() bool {
+		delivered := uint64(0)
+		for p := range 2 {
+			c, err := js.Consumer(ctx, contracts.StreamTurns, events.PartitionConsumer(Consumer, p))
+			if err != nil {
+				return false
+			}
+			info, err := c.Info(ctx)
+			if err != nil {
+				return false
+			}
+			delivered += info.Delivered.Consumer
+		}
+		return delivered >= defaultMaxDeliver
+	})
+	// The older replica leaves (its last delivery settled), and a newer one
+	// pulls.
+	if err := old.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if dls := rig.Events(t, events.DeadLetterStream, events.DeadLetterType); len(dls) > 0 {
+		dl, _ := events.AsDeadLetter(dls[0])
+		t.Fatalf("the older replica dead-lettered the turn (%d dead letters), reason: %s", len(dls), dl.Reason)
+	}
+	start(extraction.CurrentPromptVersion, newModel)
+	runnertest.WaitFor(t, 30*time.Second, "turn 2 extracted", func() bool {
+		st, err := conversation.GetExtractionState(ctx, rig.DB, runnertest.Tenant, sid)
+		return err == nil && st.TurnNumber == 2
+	})
+	if got := oldModel.of(sid); got != "" {
+		t.Error("the older replica asked the model about a session of a newer prompt version")
+	}
+	def, _ := rig.Engines.Get("project-discovery")
+	want := extraction.BuildRequest(extraction.PromptInput{Def: def, Current: engine.NewExtraction(), Version: extraction.CurrentPromptVersion})
+	if got := newModel.of(sid); got != want.Messages[0].Content {
+		t.Errorf("the newer replica asked with the instructions:\n%s\nwant version %d's", got, extraction.CurrentPromptVersion)
+	}
+	runnertest.WaitFor(t, 10*time.Second, "turn.extracted published", func() bool {
+		return len(rig.Events(t, contracts.StreamTurns, contracts.TurnExtractedSpec.Type)) > 0
+	})
+	if got := rig.Events(t, contracts.StreamTurns, contracts.TurnExtractedSpec.Type); len(got) != 1 {
+		t.Errorf("turn.extracted published %d times, want once", len(got))
+	}
+	if dls := rig.Events(t, events.DeadLetterStream, events.DeadLetterType); len(dls) > 0 {
+		t.Errorf("%d dead letters, want none", len(dls))
 	}
 }

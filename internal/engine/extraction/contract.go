@@ -16,21 +16,25 @@ import (
 // each turn and publishes it in turn.extracted: the extraction, with the
 // prompt version the session runs with beside its fields. A state stored
 // before versions were recorded has none, and its session goes on with
-// PromptV1; a session with no state yet starts with CurrentPromptVersion.
+// PromptV1; a session with no state yet starts with the newest version its
+// extractor runs (CurrentPromptVersion unless configured otherwise).
 type State struct {
 	engine.Extraction
 	PromptVersion PromptVersion `json:"prompt_version,omitempty"`
 }
 
 // ErrNewerPromptVersion is DecodeState's error for a state whose prompt
-// version is newer than this build knows: a newer extractor started the
+// version is newer than the caller runs: a newer extractor started the
 // session, and one that knows its version must extract its turns (during a
-// rolling upgrade, the next replica).
+// rolling upgrade, another replica).
 var ErrNewerPromptVersion = errors.New("the session's extraction prompt version is newer than this extractor knows")
 
-// DecodeState reads a stored state (empty before a session's first turn).
-func DecodeState(raw []byte) (State, error) {
-	st := State{Extraction: engine.NewExtraction(), PromptVersion: CurrentPromptVersion}
+// DecodeState reads a stored state (empty before a session's first turn)
+// for an extractor whose newest prompt version is newest: a session without
+// a state starts with it, and one recorded with a later version is refused
+// with ErrNewerPromptVersion.
+func DecodeState(raw []byte, newest PromptVersion) (State, error) {
+	st := State{Extraction: engine.NewExtraction(), PromptVersion: newest}
 	if len(raw) == 0 {
 		return st, nil
 	}
@@ -43,8 +47,8 @@ func DecodeState(raw []byte) (State, error) {
 	}
 	st.PromptVersion = cmp.Or(st.PromptVersion, PromptV1)
 	switch {
-	case st.PromptVersion > CurrentPromptVersion:
-		return State{}, fmt.Errorf("%w: %d (this build knows up to %d)", ErrNewerPromptVersion, st.PromptVersion, CurrentPromptVersion)
+	case st.PromptVersion > newest:
+		return State{}, fmt.Errorf("%w: %d (this one runs up to %d)", ErrNewerPromptVersion, st.PromptVersion, newest)
 	case !st.PromptVersion.known():
 		return State{}, fmt.Errorf("unknown extraction prompt version %d", st.PromptVersion)
 	}

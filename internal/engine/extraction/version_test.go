@@ -122,7 +122,7 @@ func TestPromptVersionsKeepTheirRequests(t *testing.T) {
 func TestStateWithoutAVersionKeepsVersion1(t *testing.T) {
 	stored := []byte(`{"fields":{"stack.tools":{"value":["Xero","Slack"],"confidence":0.9,"extracted_from_turns":[1],` +
 		`"last_updated_at_turn":1,"last_message_id":"m1"}}}`)
-	st, err := extraction.DecodeState(stored)
+	st, err := extraction.DecodeState(stored, extraction.CurrentPromptVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestStateWithoutAVersionKeepsVersion1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next, err := extraction.DecodeState(te.Extraction)
+	next, err := extraction.DecodeState(te.Extraction, extraction.CurrentPromptVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestStateWithoutAVersionKeepsVersion1(t *testing.T) {
 // A session with no state yet starts with the current version and
 // records it.
 func TestNewStateHasTheCurrentVersion(t *testing.T) {
-	st, err := extraction.DecodeState(nil)
+	st, err := extraction.DecodeState(nil, extraction.CurrentPromptVersion)
 	if err != nil || st.PromptVersion != extraction.CurrentPromptVersion || st.Fields == nil {
 		t.Fatalf("DecodeState(nil) = %+v, %v; want an empty extraction at version %d", st, err, extraction.CurrentPromptVersion)
 	}
@@ -175,7 +175,7 @@ func TestNewStateHasTheCurrentVersion(t *testing.T) {
 	if !strings.Contains(string(te.Extraction), fmt.Sprintf(`"prompt_version":%d`, extraction.CurrentPromptVersion)) {
 		t.Errorf("state = %s, want the current prompt version recorded", te.Extraction)
 	}
-	if _, err := extraction.DecodeState([]byte(`{"fields":{},"prompt_version":99}`)); err == nil {
+	if _, err := extraction.DecodeState([]byte(`{"fields":{},"prompt_version":99}`), extraction.CurrentPromptVersion); err == nil {
 		t.Error("a state of an unknown prompt version was read")
 	}
 }
