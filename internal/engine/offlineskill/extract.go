@@ -467,6 +467,9 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	if fa, ok := matchValues(f, sentences, allowed, conf); ok {
 		return fa, true, false
 	}
+	// fears says the field's keywords name fears: a sentence that says
+	// there is none names none of its items.
+	fears := slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool { return slices.ContainsFunc(strings.Fields(kw), fear) })
 	for _, s := range sentences {
 		if asksBack(s) {
 			// "What kind of constraints do you mean?" names none.
@@ -474,6 +477,13 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 		for _, kw := range f.Cues.Keywords {
 			if !s.lower.Contains(kw) {
+				continue
+			}
+			if fears && unafraid(s.lower) {
+				// "I'm not worried about rent" names no risk, nor "We're
+				// not afraid of lock-in" a con, and is about them: it
+				// answers no other question.
+				blocked = true
 				continue
 			}
 			v, ok := valueFromText(f.ValueType, s.text, kw)
@@ -523,6 +533,32 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 	}
 	return fieldAnswer{}, false, blocked
+}
+
+// fear reports whether a word names a fear ("worried", "concerns",
+// "afraid").
+func fear(w string) bool {
+	w = strings.ToLower(w)
+	return strings.HasPrefix(w, "worr") || strings.HasPrefix(w, "concern") || fearWords[w]
+}
+
+var fearWords = map[string]bool{"afraid": true, "scared": true, "fear": true, "fears": true, "nervous": true}
+
+// unafraid reports whether a sentence says a fear of it is not there ("I'm
+// not worried about rent", "No concerns about pricing"), and names none
+// that is.
+func unafraid(t engine.Text) bool {
+	denied := false
+	for _, w := range strings.FieldsFunc(t.Lowered(), func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }) {
+		if !fear(w) {
+			continue
+		}
+		if t.Asks(w) {
+			return false
+		}
+		denied = true
+	}
+	return denied
 }
 
 // grow is the list current (JSON, nil for none) becomes with items. An
