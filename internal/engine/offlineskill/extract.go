@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -525,7 +526,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 		// "Actually not Xero, it's QuickBooks" names no keyword, but an
 		// item of the list, which it corrects.
-		if items := SplitItems(s.text); takesBack(f.Current, items) {
+		if items := denials(f.Current, SplitItems(s.text)); takesBack(f.Current, items) {
 			if v, ok := grow(f.Current, corrections(items), true); ok {
 				return fieldAnswer{Value: v, Confidence: max(conf(confCorrection, s), confCorrection),
 					Reasoning: "the sentence takes back an item of " + f.DisplayName}, true, false
@@ -649,6 +650,54 @@ func takesBack(current json.RawMessage, items []string) bool {
 		}
 	}
 	return took
+}
+
+// denials spreads the "not" of an item that takes one back over the
+// items after it that name items of the list current holds, and over the
+// items of the list it joins with "or" ("Actually not Xero and Shopify",
+// "Not Xero or Shopify"): each is taken back. An item that says more than
+// an item of the list ("…, and Shopify is optional") or that a correction
+// leads into ("…, it's QuickBooks") is none of them.
+func denials(current json.RawMessage, items []string) []string {
+	var list []string
+	if json.Unmarshal(current, &list) != nil {
+		return items
+	}
+	// listed are the items of the list s names, one or more joined by "or".
+	listed := func(s string) []string {
+		parts := strings.Split(s, " or ")
+		for _, p := range parts {
+			w := contentWords(p)
+			if len(w) == 0 || !slices.ContainsFunc(list, func(l string) bool { return maps.Equal(contentWords(l), w) }) {
+				return nil
+			}
+		}
+		return parts
+	}
+	out := make([]string, 0, len(items))
+	denying := false // the items before took items of the list back
+	for _, it := range items {
+		var named []string
+		but := ""
+		if x, instead, not := notItem(trimLeads(it, correctionLeads)); not {
+			named = listed(x)
+			if instead != "" {
+				but = " but " + instead
+			}
+		} else if denying && trimLeads(it, correctionLeads) == it {
+			named = listed(it)
+		}
+		if denying = named != nil && but == ""; named == nil {
+			out = append(out, it)
+		}
+		for i, n := range named {
+			if i == len(named)-1 {
+				n += but // "not Xero or Shopify but QuickBooks" puts QuickBooks in
+			}
+			out = append(out, "not "+n)
+		}
+	}
+	return out
 }
 
 // corrections are the items of a sentence that takes an item back which
