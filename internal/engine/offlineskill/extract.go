@@ -448,6 +448,9 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				}
 				continue
 			}
+			if g := re.SubexpIndex("value"); list && g > 0 && objectsAfter(s.text[:loc[2*g]]) {
+				v = objects(v.([]string)) // "We sell to local cafes and deliver every morning"
+			}
 			if v, ok = whole(v, s, s.correction); !ok {
 				blocked = blocked || known
 				continue
@@ -1119,17 +1122,78 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 			// buddy system, maybe we could do a series"), or a preposition
 			// does ("worried about pricing and about lock-in", "My concern
 			// is with the dispatchers"): the item is what follows.
+			prepositions := objectsAfter(keyword)
 			for i, it := range items {
 				if engine.PhraseIndex(it, keyword) == 0 && len(it) > len(keyword) {
 					it = strings.TrimSpace(it[len(keyword):])
 				}
 				items[i] = unprepose(it)
+				prepositions = prepositions || (i == 0 && items[i] != it)
+			}
+			if prepositions {
+				items = objects(items)
 			}
 		}
 		return items, len(items) > 0
 	}
 	return nil, false
 }
+
+// objectsAfter reports whether the items after text are the objects of
+// the preposition it ends with ("sync with", "sell bread to", "worried
+// about"), not the verbs of an infinitive ("need to").
+func objectsAfter(text string) bool {
+	words := strings.Fields(strings.ToLower(text))
+	if len(words) == 0 || !objectPrepositions[words[len(words)-1]] {
+		return false
+	}
+	return words[len(words)-1] != "to" || len(words) < 2 || !infinitiveLeads[words[len(words)-2]]
+}
+
+var (
+	objectPrepositions = map[string]bool{"with": true, "to": true, "about": true, "from": true, "for": true, "of": true,
+		"into": true}
+	infinitiveLeads = map[string]bool{"need": true, "needs": true, "have": true, "has": true, "had": true, "able": true,
+		"want": true, "wants": true, "going": true, "got": true, "ought": true, "used": true, "like": true, "try": true}
+)
+
+// objects are the items of a preposition's objects ("sync with Xero and
+// Shopify") up to the first that opens a predicate of its own, which the
+// subject of the sentence goes on with ("… and work offline", "… and runs
+// on Android", "… and it must be cheap"): that and the items after it are
+// no objects.
+func objects(items []string) []string {
+	for i := 1; i < len(items); i++ {
+		w := strings.Fields(strings.ToLower(items[i]))
+		if predicateWords[w[0]] || (len(w) > 1 && verbsBefore[w[0]] && functionWords[w[1]]) {
+			return items[:i]
+		}
+	}
+	return items
+}
+
+// predicateWords open a predicate, or a clause, wherever they stand;
+// verbsBefore only before one of the functionWords ("work offline", "run
+// on iPads", not "work orders", "support tickets").
+var (
+	predicateWords = map[string]bool{"it": true, "we": true, "they": true, "i": true, "he": true, "she": true,
+		"there": true, "it's": true, "we're": true, "they're": true, "is": true, "are": true, "be": true, "has": true,
+		"have": true, "must": true, "should": true, "can": true, "could": true, "will": true, "would": true,
+		"needs": true, "send": true, "sends": true, "let": true, "lets": true, "allow": true, "allows": true,
+		"handle": true, "handles": true, "keep": true, "keeps": true, "generate": true, "generates": true,
+		"works": true, "runs": true, "deliver": true, "delivers": true, "want": true, "wants": true, "hate": true,
+		"hates": true, "make": true, "makes": true, "give": true, "gives": true, "get": true, "gets": true,
+		"take": true, "takes": true, "stay": true, "stays": true, "sync": true, "syncs": true, "connect": true,
+		"connects": true, "integrate": true, "integrates": true, "shows": true, "costs": true, "pays": true, "uses": true, "looks": true, "feels": true, "sell": true,
+		"sells": true, "supports": true}
+	verbsBefore = map[string]bool{"work": true, "run": true, "support": true, "track": true,
+		"print": true, "store": true, "export": true, "import": true, "load": true, "show": true, "cost": true,
+		"need": true, "look": true, "feel": true, "do": true, "use": true, "pay": true}
+	functionWords = map[string]bool{"offline": true, "online": true, "on": true, "in": true, "with": true,
+		"without": true, "from": true, "for": true, "at": true, "to": true, "the": true, "a": true, "an": true,
+		"our": true, "my": true, "their": true, "your": true, "it": true, "them": true, "us": true, "everything": true,
+		"all": true, "well": true, "fast": true, "quickly": true, "anywhere": true, "everywhere": true}
+)
 
 // unprepose cuts the "about" or "with" that leads into an item ("worried
 // about pricing", "My concern is with the dispatchers"), but not an "about"
