@@ -1264,14 +1264,14 @@ var thousands = regexp.MustCompile(`(\d),(\d)`)
 // splitItems is SplitItems, or, with clauses, splits clauses only ("X and
 // Y don't talk to each other, so …" at the comma, not at the "and").
 func splitItems(s string, clauses bool) []string {
-	s = thousands.ReplaceAllString(cleanSentence(s), "$1\x00$2")
+	s = joinNames(thousands.ReplaceAllString(cleanSentence(s), "$1\x00$2"))
 	repl := strings.NewReplacer(" and also ", ",", ", and ", ",", " and ", ",", " as well as ", ",", " plus ", ",", "; ", ",")
 	if clauses {
 		repl = strings.NewReplacer("; ", ",")
 	}
 	var out []string
 	for _, it := range strings.Split(repl.Replace(s), ",") {
-		it = trimLeads(strings.ReplaceAll(strings.TrimSpace(it), "\x00", ","), leads)
+		it = trimLeads(strings.NewReplacer("\x00", ",", "\x01", " and ").Replace(strings.TrimSpace(it)), leads)
 		for _, suffix := range []string{" etc", " too", " as well", " mostly", " mainly"} {
 			it = strings.TrimSuffix(it, suffix)
 		}
@@ -1283,6 +1283,29 @@ func splitItems(s string, clauses bool) []string {
 		}
 	}
 	return out
+}
+
+// pluralAnd finds an "and" after an article and one word, before two more.
+var pluralAnd = regexp.MustCompile(`(?i)\b(?:a|an)\s+([a-z'’-]+)\s+and\s+([a-z'’-]+)\s+[a-z]`)
+
+// joinNames marks with \x01 the "and"s that join words of one name, not
+// items: after an article and a plural ("a parents and toddlers session",
+// "a mums and babies class"), which name nothing alone, before words that
+// go on to the name's head. Before an article or a pronoun ("a bus and a
+// minibus", "a sessions and we could …") the "and" parts items.
+func joinNames(s string) string {
+	locs := pluralAnd.FindAllStringSubmatchIndex(s, -1)
+	for i := len(locs) - 1; i >= 0; i-- {
+		loc := locs[i]
+		plural, next := strings.ToLower(s[loc[2]:loc[3]]), strings.ToLower(s[loc[4]:loc[5]])
+		if !strings.HasSuffix(plural, "s") || strings.HasSuffix(plural, "ss") || strings.HasSuffix(plural, "us") ||
+			strings.HasSuffix(plural, "is") || determiners[next] || pointers[next] || predicateWords[next] {
+			continue
+		}
+		and := loc[3] + strings.Index(s[loc[3]:loc[4]], "and")
+		s = strings.TrimRight(s[:and], " ") + "\x01" + strings.TrimLeft(s[and+len("and"):], " ")
+	}
+	return s
 }
 
 // remark reports whether an item is the user saying how they know

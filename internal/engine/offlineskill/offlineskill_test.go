@@ -316,6 +316,18 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a keyword that introduces the next item again", engine: "ideation", focus: "ideas_captured",
 			msg:  "We could run a buddy system, maybe we could do a beginners-only series and a discount for referrals.",
 			want: map[string]any{"idea_generation.ideas": []any{"run a buddy system", "do a beginners-only series", "a discount for referrals"}}},
+		// An "and" inside an item joins the words of its name ("a parents and
+		// toddlers session": "a parents" is no name); one between items parts
+		// them.
+		{name: "an and inside an item parts nothing", engine: "ideation", focus: "ideas_captured",
+			msg:  "We could run a parents and toddlers session.",
+			want: map[string]any{"idea_generation.ideas": []any{"run a parents and toddlers session"}}},
+		{name: "an and inside an item parts nothing, one after it parts items", engine: "ideation", focus: "ideas_captured",
+			msg:  "We could run a mums and babies class and a loyalty card.",
+			want: map[string]any{"idea_generation.ideas": []any{"run a mums and babies class", "a loyalty card"}}},
+		{name: "an and between items with articles parts them", engine: "ideation", focus: "ideas_captured",
+			msg:  "We could run a bus and a minibus to the studio.",
+			want: map[string]any{"idea_generation.ideas": []any{"run a bus", "a minibus to the studio"}}},
 		// Lists grow: a known list takes the new items a strong cue names, and
 		// the message answers no other question.
 		{name: "new ideas add to the known ideas", engine: "ideation", focus: "wild_ideas_explored",
