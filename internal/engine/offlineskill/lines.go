@@ -114,7 +114,12 @@ func knownLine(l string) (name, value string, ok bool) {
 
 // assistantLine reads a history line, a match of
 // `^\[turn \d+\] assistant: (.+)$`.
-func assistantLine(l string) (text string, ok bool) {
+func assistantLine(l string) (text string, ok bool) { return historyLine(l, "assistant") }
+
+// userLine reads a history line, a match of `^\[turn \d+\] user: (.+)$`.
+func userLine(l string) (text string, ok bool) { return historyLine(l, "user") }
+
+func historyLine(l, role string) (text string, ok bool) {
 	rest, found := strings.CutPrefix(l, "[turn ")
 	if !found {
 		return "", false
@@ -123,7 +128,7 @@ func assistantLine(l string) (text string, ok bool) {
 	if n == 0 {
 		return "", false
 	}
-	text, found = strings.CutPrefix(rest[n:], "] assistant: ")
+	text, found = strings.CutPrefix(rest[n:], "] "+role+": ")
 	if !found || text == "" || strings.IndexByte(text, '\n') >= 0 {
 		return "", false
 	}

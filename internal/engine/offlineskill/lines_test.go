@@ -14,6 +14,7 @@ var (
 	techLineRe  = regexp.MustCompile(`(?m)^- [^\[\n]+ \[([a-z_]+)\]: `)
 	knownLineRe = regexp.MustCompile(`^- [a-z0-9_.]+ \(([^)]+)\): (.+) \[confidence [0-9.]+, turns [0-9,]+\]$`)
 	lastReplyRe = regexp.MustCompile(`^\[turn \d+\] assistant: (.+)$`)
+	userLineRe  = regexp.MustCompile(`^\[turn \d+\] user: (.+)$`)
 )
 
 // checkLineReaders compares every reader with its regular expression on
@@ -40,6 +41,8 @@ func checkLineReaders(t *testing.T, text string) {
 	check("knownLine", []string{name, value}, ok, knownLineRe)
 	reply, ok := assistantLine(text)
 	check("assistantLine", []string{reply}, ok, lastReplyRe)
+	said, ok := userLine(text)
+	check("userLine", []string{said}, ok, userLineRe)
 	var wids []string
 	for _, m := range techLineRe.FindAllStringSubmatch(text, -1) {
 		wids = append(wids, m[1])
@@ -76,6 +79,8 @@ var lineSeeds = []string{
 	"- A.b (N): v [confidence 1, turns ]",
 	"[turn 17] assistant: How fast does it need to be?",
 	"[turn 3] user: About 40 technicians",
+	"[turn 3] user: ",
+	"[turn 3] user: a\nb",
 	"[turn ] assistant: x",
 	"[turn 4] assistant: ",
 	"[turn 4] assistant: a\nb",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -30,6 +31,10 @@ type ReplyPrompt struct {
 	Known []string
 	// LastReply is the assistant's previous reply, if the history shows it.
 	LastReply string
+	// Names are the capitalised words the user wrote inside a sentence in
+	// the history ("We take payments with Square"): names, whatever else
+	// the word means.
+	Names []string
 	// Message is the user's message.
 	Message string
 	// Handoff is the inbound handoff the context opens with, if any.
@@ -90,7 +95,13 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 			p.Known = append(p.Known, name+": "+plainValue(value))
 		}
 	}
-	p.LastReply = lastReply(section(sys, contextasm.HeaderHistory))
+	hist := section(sys, contextasm.HeaderHistory)
+	p.LastReply = lastReply(hist)
+	for l := range strings.SplitSeq(hist, "\n") {
+		if text, ok := userLine(l); ok {
+			p.Names = append(p.Names, capitalised(text)...)
+		}
+	}
 	p.Handoff = parseHandoff(section(sys, handoff.Title))
 	return p, nil
 }
@@ -244,7 +255,7 @@ func Compose(p ReplyPrompt) string {
 
 // opener is the technique-driven start of the reply.
 func opener(p ReplyPrompt) string {
-	echo := reflect(p.Message, p.Known)
+	echo := reflect(p.Message, p.Known, p.Names)
 	for _, t := range p.Techniques {
 		switch t {
 		case "summary_reflection":
@@ -327,8 +338,9 @@ const minEchoWords = 3
 // reflect turns the first sentence of the user's message around: "We keep
 // losing jobs." → "you keep losing jobs"; nothing for a question, a
 // decline or a sentence too short to say something. known are the
-// session's facts, whose names keep their capital (keepsCapital).
-func reflect(msg string, known []string) string {
+// session's facts and names the words the user wrote capitalised inside a
+// sentence before, whose capital stays (keepsCapital).
+func reflect(msg string, known, names []string) string {
 	ss := engine.Sentences(msg)
 	if len(ss) == 0 || engine.IsQuestion(ss[0]) || Declines(msg) {
 		// "It sounds like what do you mean by that." and "It sounds like
@@ -360,7 +372,7 @@ func reflect(msg string, known []string) string {
 		}
 	}
 	echo := strings.Join(words, " ")
-	if keepsCapital(words, known) {
+	if keepsCapital(words, known, slices.Concat(names, capitalised(msg))) {
 		return echo
 	}
 	return lowerFirst(echo)
@@ -369,13 +381,14 @@ func reflect(msg string, known []string) string {
 // keepsCapital reports whether an echo's first word keeps its capital in
 // the middle of a reply: a name, as far as it shows one. A word with a
 // capital inside (QuickBooks, ACME), a day or a month, one listed with a
-// capitalised word ("Greggs and Pret", "Greggs, Pret and Costa"), or one
-// the session's known facts hold capitalised; any other is lowered
-// ("Customers keep calling" → "customers keep calling"), a name the
-// session does not know with it. A word that only opens sentences ("The",
-// "Honestly, Excel …") is lowered whatever follows it or a known fact
-// opens with.
-func keepsCapital(words []string, known []string) bool {
+// capitalised word ("Greggs and Pret", "Greggs, Pret and Costa"), one the
+// session's known facts hold capitalised or the user wrote capitalised
+// inside a sentence (names), a product's name (Excel), and a word that is
+// no common one (Tradify); a common word is lowered ("Customers keep
+// calling" → "customers keep calling", "Rent went up", "Invoicing takes").
+// A word that only opens sentences ("The", "Honestly, Excel …") is lowered
+// whatever follows it or a known fact opens with.
+func keepsCapital(words, known, names []string) bool {
 	first := strings.Trim(words[0], ",:;")
 	if strings.IndexFunc(first[min(1, len(first)):], unicode.IsUpper) >= 0 {
 		return true
@@ -406,8 +419,72 @@ func keepsCapital(words []string, known []string) bool {
 			}
 		}
 	}
+	return slices.Contains(names, first) || products[lower] || !common(lower)
+}
+
+// capitalised are the capitalised words of a text that stand inside a
+// sentence ("We moved to Square last year" has Square), but "I" and its
+// contractions.
+func capitalised(text string) []string {
+	var out []string
+	for _, s := range engine.Sentences(text) {
+		words := strings.Fields(s)
+		for _, w := range words[min(1, len(words)):] {
+			w = strings.Trim(w, ",:;.!?\"'()’")
+			if r, _ := utf8.DecodeRuneInString(w); unicode.IsUpper(r) && !strings.HasPrefix(strings.ReplaceAll(w, "’", "'"), "I'") && w != "I" {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}
+
+// common reports whether a lowered word is a common English word, not a
+// name: one of commonWords, or one with an ending common words have
+// ("deadlines", "invoicing", "paperwork", "delivery").
+func common(w string) bool {
+	if commonWords[w] {
+		return true
+	}
+	for _, end := range commonEndings {
+		if strings.HasSuffix(w, end) && len(w) > len(end)+1 {
+			return true
+		}
+	}
 	return false
 }
+
+var commonEndings = []string{"s", "ing", "ed", "er", "ly", "tion", "sion", "ment", "ness", "ity", "ance", "ence", "ship",
+	"work", "ware", "al", "ure", "age", "ful", "less", "ous", "ive", "ry", "ty", "cy", "ey", "th"}
+
+// commonWords are common words that open the sentences of users talking
+// about their work and have no common ending: pronouns, verbs, nouns and
+// adjectives.
+var commonWords = engine.WordSet(`i i'm i've i'd i'll me us them one two three four five six seven eight nine ten
+		half none any other another same such each most many much more less few everyone everybody everything
+		nobody nothing anything something someone somebody anyone money cash time rent staff stock food bread cake
+		coffee tea price cost tax pay job team boss client growth profit margin budget deadline plan idea app phone
+		email web site paper book list van car bus truck shop store office home stuff lunch dinner breakfast rain
+		snow weather traffic fuel square word sheet note form chat call text post card box bill fee loan debt
+		risk need want have get got make made use do did keep go went come came take took try think know see
+		look find feel give say said tell check send buy sell run start stop help lose lost miss wait hope love
+		hate like prefer mean guess suppose reckon agree can could will would should must may might shall don't
+		doesn't didn't can't won't isn't aren't wasn't never always nearly almost quite very too even again once
+		twice first second last next finally overall anyway instead otherwise though although however meanwhile
+		yesterday tomorrow tonight now soon later week month year day night morning evening weekend spring autumn
+		good bad great big small new old hard easy fast slow late early cheap busy quiet simple tough right wrong
+		fine sure true yes no ok okay please thanks thank sorry hi hello hey well yeah nope yep oh ah hmm um uh
+		let let's sometimes people payroll admin footfall cashflow wifi signal waste demand space size scale speed
+		trust brand design content product service support access feedback labour labor overhead kit gear till
+		oven kitchen menu order patient student parent child kid pet health safe fire hygiene law`)
+
+// products are names of software and services users name, which are also
+// common words or look like them (Excel, Word, Jobber).
+var products = engine.WordSet(`excel word outlook teams sheets docs drive gmail google slack trello jira asana
+		notion xero sage shopify stripe paypal zoom salesforce dropbox airtable zapier wordpress squarespace wix
+		woocommerce mailchimp canva instagram facebook tiktok linkedin whatsapp twitter youtube amazon ebay etsy
+		deliveroo uber jobber tradify calendly hubspot zendesk freshdesk clickup basecamp smartsheet docusign
+		netsuite sap oracle windows android iphone ipad mac linux aws azure greggs`)
 
 // openers are words that take a capital only because they open a sentence:
 // articles, determiners and the adverbs and conjunctions users start with.
