@@ -930,6 +930,18 @@ func TestReplySkill(t *testing.T) {
 		{name: "active listening keeps the capital of a name the message writes inside a sentence", phase: "CORE_CAPTURE",
 			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Square is slow. We moved to Square last year.",
 			want: "It sounds like Square is slow. What made this a priority now?"},
+		{name: "active listening lowers a common first word that a known value only starts with", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Right now we use paper and Excel.",
+			setup: func(m *engine.WorkingMemory) {
+				m.Extraction = known(t, def, map[string]any{"purpose_and_problem.current_solution": "Right now we use paper and Excel"})
+			},
+			want: "It sounds like right now you use paper and Excel. What made this a priority now?"},
+		{name: "active listening keeps the capital of a common word the session knows as a name", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Square keeps logging us out.",
+			setup: func(m *engine.WorkingMemory) {
+				m.Extraction = known(t, def, map[string]any{"constraints.integrations": []string{"Square"}})
+			},
+			want: "It sounds like Square keeps logging you out. What made this a priority now?"},
 		{name: "active listening lowers a plural noun", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
 			next: "trigger_event_identified", msg: "Deadlines are tight every spring.",
 			want: "It sounds like deadlines are tight every spring. What made this a priority now?"},
