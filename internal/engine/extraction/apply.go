@@ -297,7 +297,9 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 // out stored items the message names ("Pret isn't a competitor, it's
 // Costa") is the whole list without what the user took back, and so is an
 // empty list or null, which names no new item ("we need none of those"):
-// they replace the list.
+// they replace the list. So does one that leaves out a stored item the
+// message takes back by name (takesBack), whatever else it adds
+// ("Deadlines can go, we also want notifications").
 func grows(v PromptVersion, marker string, message engine.Text, prev, val json.RawMessage) bool {
 	if v == PromptV1 {
 		return marker == ""
@@ -310,8 +312,47 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 			kept++
 		}
 	}
+	if takesBack(message, prev, val) {
+		return false
+	}
 	return kept == len(stored) ||
 		len(have) > 0 && (adds(message) || kept == 0 && marker == "" && !namesAny(message, prev))
+}
+
+// takesBack reports whether the message takes back by name a stored item
+// that the list answer val leaves out: a clause names the item beside a
+// negation, a removal or a take-back ("Deadlines can go, we also want
+// notifications", "We don't need deadlines", "no deadlines"). A stored item
+// named in a clause that takes nothing back ("Besides tasks, we also need
+// notifications") is no take-back, whatever another clause drops.
+func takesBack(message engine.Text, prev, val json.RawMessage) bool {
+	var stored []string
+	if json.Unmarshal(prev, &stored) != nil {
+		return false // not a list of strings
+	}
+	have := items(val)
+	for _, c := range clauses(message.Lowered()) {
+		clause := engine.LowerText(c)
+		if !clause.Negative() && !slices.ContainsFunc(removals, clause.Contains) &&
+			!slices.ContainsFunc(takeBacks, clause.Contains) {
+			continue
+		}
+		for _, x := range stored {
+			if key, _ := json.Marshal(x); clause.Contains(x) && !slices.Contains(have, itemKey(key)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// clauses splits a lowered message at punctuation, dashes and "but".
+func clauses(lower string) []string {
+	var out []string
+	for _, c := range strings.FieldsFunc(lower, func(r rune) bool { return strings.ContainsRune(".,;:!?—–()", r) }) {
+		out = append(out, strings.Split(c, " but ")...)
+	}
+	return out
 }
 
 // adds reports whether a message adds to what it is about and takes
@@ -356,6 +397,10 @@ var (
 		"forget", "scrap", "scrapped", "without", "only", "just", "replace", "replaced", "replacing", "switch",
 		"switched", "switching", "swap", "swapped", "stop", "stopped", "ditch", "ditched", "rid of", "rather than",
 		"anymore", "any more", "cancel", "cancelled", "canceled"}
+	// takeBacks say of an item named beside them that it goes, in words
+	// that need the item to take anything back ("deadlines can go").
+	takeBacks = []string{"can go", "could go", "should go", "must go", "has to go", "have to go", "is out",
+		"are out", "is gone", "are gone", "unnecessary", "skip", "lose", "delete", "leave out"}
 )
 
 // namesAny reports whether the message names one of the string items of

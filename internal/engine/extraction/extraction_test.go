@@ -236,6 +236,60 @@ func TestApplyRules(t *testing.T) {
 			features:       []string{"tasks", "notifications"},
 		},
 		{
+			// A model that answers the whole list leaves out the item the
+			// user took back in words of no removal list: the "also" of
+			// the other clause does not make the answer an addition.
+			name:           "whole list: an item that can go, beside an addition, is taken off",
+			fields:         map[string]any{"details.features": []any{[]string{"tasks", "notifications"}, 0.8}},
+			message:        "Deadlines can go, we also want notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"tasks", "notifications"},
+		},
+		{
+			name:           "whole list: an item that is out, beside an addition, is taken off",
+			fields:         map[string]any{"details.features": []any{[]string{"tasks", "notifications"}, 0.8}},
+			message:        "Deadlines are out; notifications matter too.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"tasks", "notifications"},
+		},
+		{
+			// The trade: a model that answers only the new items to the
+			// same message replaces the list with them, and tasks, which
+			// the user did not take back, go too. Its answer cannot be
+			// told from a whole list after a take-back of every item.
+			name:           "new items only: an item that can go, beside an addition, replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "Deadlines can go, we also want notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"notifications"},
+		},
+		{
+			name:        "new items only: a stored item that something goes for grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "That goes for tasks too, and we also need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
+			// A take-back counts only in the clause that names the item:
+			// here it is about something not on the list.
+			name:        "new items only: a stored item named beside an addition, a take-back elsewhere, grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "Besides tasks, we also need notifications; the spreadsheet can go.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
 			name:           "a list answer with none of the stored items after a correction replaces the list",
 			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:        "Actually, it's only notifications.",
