@@ -200,8 +200,9 @@ const conflictMargin = 0.15
 //   - a different value supersedes the old one, which is kept in
 //     superseded_previous with the reason; but when the old value is more
 //     confident by more than 0.15 and the user did not mark a correction
-//     ("actually", "instead", ...), the old value stays and the new one is
-//     rejected as a conflict.
+//     ("actually", "instead", ...) nor, for a PromptV2 list, take back by
+//     name an item the answer leaves out (takesBack), the old value stays
+//     and the new one is rejected as a conflict.
 //
 // Deferred obligations are recorded with the turn. Sensitive information in
 // the message is detected and reported.
@@ -248,7 +249,9 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 			f.Value = merged
 			res.NewConceptCount += added
 		default:
-			if prev.Confidence > fa.Confidence+conflictMargin && marker == "" {
+			explicit := marker != "" ||
+				fd.ValueType == engine.TypeArray && version != PromptV1 && takesBack(text, prev.Value, val)
+			if prev.Confidence > fa.Confidence+conflictMargin && !explicit {
 				res.Rejected = append(res.Rejected, Rejection{FieldPath: fd.Path, Confidence: fa.Confidence,
 					Reason: fmt.Sprintf("conflicts with the current value, which is more confident (%.2f); no correction was marked", prev.Confidence)})
 				continue

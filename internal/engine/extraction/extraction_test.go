@@ -416,6 +416,57 @@ func TestApplyRules(t *testing.T) {
 	}
 }
 
+// A list stored with more confidence than a new answer keeps its items
+// against it, unless the user corrects it or takes an item back by name:
+// then what the user said wins over how sure the model was of the turn
+// before.
+func TestListTakeBackBeatsAMoreConfidentList(t *testing.T) {
+	def := enginetest.Definition()
+	tests := []struct {
+		name    string
+		version extraction.PromptVersion // 0: the current one
+		message string
+		answer  []string
+		want    []string
+		// wantRejected is whether the answer is refused as a conflict.
+		wantRejected bool
+	}{
+		{name: "whole list: a dropped item goes", message: "We dropped deadlines.",
+			answer: []string{"tasks"}, want: []string{"tasks"}},
+		{name: "whole list: an item that can go goes", message: "Deadlines can go.",
+			answer: []string{"tasks"}, want: []string{"tasks"}},
+		{name: "whole list: an item not needed goes, the addition stays", message: "We don't need deadlines, we need notifications.",
+			answer: []string{"tasks", "notifications"}, want: []string{"tasks", "notifications"}},
+		{name: "new items only: an item that can go goes with the others", message: "Deadlines can go, we also want notifications.",
+			answer: []string{"notifications"}, want: []string{"notifications"}},
+		{name: "whole list: an item left out unasked is refused", message: "Tasks matter most.",
+			answer: []string{"tasks"}, want: []string{"tasks", "deadlines"}, wantRejected: true},
+		{name: "whole list: an item left out beside a take-back of another thing is refused",
+			message: "Tasks matter; the spreadsheet can go.",
+			answer:  []string{"tasks"}, want: []string{"tasks", "deadlines"}, wantRejected: true},
+		{name: "whole list: a grown list grows", message: "We also need notifications.",
+			answer: []string{"tasks", "deadlines", "notifications"}, want: []string{"tasks", "deadlines", "notifications"}},
+		{name: "version 1: the items named are added", version: extraction.PromptV1, message: "We dropped deadlines.",
+			answer: []string{"tasks"}, want: []string{"tasks", "deadlines"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := extraction.Apply(def, engine.NewExtraction(), answer(t, map[string]any{
+				"details.features": []any{[]string{"tasks", "deadlines"}, 0.9}}), "Tasks and deadlines.", meta(1)).Extraction
+			m := meta(2)
+			m.PromptVersion = tt.version
+			res := extraction.Apply(def, cur, answer(t, map[string]any{"details.features": []any{tt.answer, 0.7}}), tt.message, m)
+			var got []string
+			if res.Extraction.Decode("details.features", &got); !slices.Equal(got, tt.want) {
+				t.Errorf("features = %q, want %q", got, tt.want)
+			}
+			if rejected := len(res.Rejected) > 0; rejected != tt.wantRejected {
+				t.Errorf("rejected = %+v, want a conflict: %t", res.Rejected, tt.wantRejected)
+			}
+		})
+	}
+}
+
 func TestApplyDoesNotChangeItsInput(t *testing.T) {
 	def := enginetest.Definition()
 	cur := extraction.Apply(def, engine.NewExtraction(), answer(t, map[string]any{"basics.goal": []any{"a", 0.9}}), "m", meta(1)).Extraction
