@@ -323,11 +323,12 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 }
 
 // takesBack reports whether the message takes back by name a stored item
-// that the list answer val leaves out: a clause names the item beside a
-// negation, a removal or a take-back ("Deadlines can go, we also want
-// notifications", "We don't need deadlines", "no deadlines"). A stored item
-// named in a clause that takes nothing back ("Besides tasks, we also need
-// notifications") is no take-back, whatever another clause drops.
+// that the list answer val leaves out: a clause names the item, or refers
+// back to the stored items as a whole ("Forget those", "none of these"),
+// beside a negation, a removal or a take-back ("Deadlines can go, we also
+// want notifications", "We don't need deadlines", "no deadlines"). A stored
+// item named in a clause that takes nothing back ("Besides tasks, we also
+// need notifications") is no take-back, whatever another clause drops.
 func takesBack(message engine.Text, prev, val json.RawMessage) bool {
 	var stored []string
 	if json.Unmarshal(prev, &stored) != nil {
@@ -336,12 +337,14 @@ func takesBack(message engine.Text, prev, val json.RawMessage) bool {
 	have := items(val)
 	for _, c := range clauses(message.Lowered()) {
 		clause := engine.LowerText(c)
-		if !clause.Negative() && !slices.ContainsFunc(removals, clause.Contains) &&
-			!slices.ContainsFunc(takeBacks, clause.Contains) {
+		drops := clause.Negative() || slices.ContainsFunc(removals, clause.Contains) ||
+			slices.ContainsFunc(takeBacks, clause.Contains)
+		if !drops && !slices.ContainsFunc(limits, clause.Contains) {
 			continue
 		}
+		all := drops && slices.ContainsFunc(backReferences, clause.Contains)
 		for _, x := range stored {
-			if key, _ := json.Marshal(x); clause.Contains(x) && !slices.Contains(have, itemKey(key)) {
+			if key, _ := json.Marshal(x); (all || clause.Contains(x)) && !slices.Contains(have, itemKey(key)) {
 				return true
 			}
 		}
@@ -367,7 +370,7 @@ func adds(message engine.Text) bool {
 	if message.Negative() {
 		return false
 	}
-	for _, w := range removals {
+	for _, w := range slices.Concat(removals, limits) {
 		if message.Contains(w) {
 			return false
 		}
@@ -396,14 +399,20 @@ func addsToo(lower string) bool {
 
 var (
 	additions = []string{"also", "as well", "besides", "in addition", "plus", "another"}
-	removals  = []string{"drop", "dropped", "dropping", "remove", "removed", "removing", "instead", "no longer",
-		"forget", "scrap", "scrapped", "without", "only", "just", "replace", "replaced", "replacing", "switch",
-		"switched", "switching", "swap", "swapped", "stop", "stopped", "ditch", "ditched", "rid of", "rather than",
-		"anymore", "any more", "cancel", "cancelled", "canceled"}
+	removals  = []string{"drop", "dropped", "dropping", "remove", "removed", "removing", "no longer", "forget",
+		"scrap", "scrapped", "replace", "replaced", "replacing", "switch", "switched", "switching", "swap", "swapped",
+		"stop", "stopped", "ditch", "ditched", "rid of", "anymore", "any more", "cancel", "cancelled", "canceled"}
+	// limits keep a list to some of what it holds: a stored item named
+	// beside one may be taken back ("notifications instead of deadlines"),
+	// but they refer back to no item ("only these two: …" adds).
+	limits = []string{"instead", "without", "only", "just", "rather than"}
 	// takeBacks say of an item named beside them that it goes, in words
 	// that need the item to take anything back ("deadlines can go").
 	takeBacks = []string{"can go", "could go", "should go", "must go", "has to go", "have to go", "is out",
-		"are out", "is gone", "are gone", "unnecessary", "skip", "lose", "delete", "leave out"}
+		"are out", "is gone", "are gone", "unnecessary", "skip", "lose", "delete", "leave out", "none of"}
+	// backReferences name the stored items of a list as a whole.
+	backReferences = []string{"those", "these", "both", "all of them", "all that", "all of that", "everything",
+		"the lot", "the rest", "them all"}
 )
 
 // namesAny reports whether the message names one of the string items of

@@ -290,6 +290,69 @@ func TestApplyRules(t *testing.T) {
 			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
+			// Both kinds of model answer only notifications: the user took
+			// the stored items back as a whole.
+			name:           "a list answer after a take-back of the stored items as a whole replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "Forget those, we just need notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"notifications"},
+		},
+		{
+			name:           "a list answer after none of these replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "None of these. Notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"notifications"},
+		},
+		{
+			// A removal word that refers to nothing stored takes nothing
+			// back: the model answered only the new items.
+			name:        "new items only: a removal word about something else grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "We also need notifications, so people stop forgetting.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
+			// "only" and "just" keep to what they name and refer back to
+			// nothing: this model answered only the new items.
+			name:        "new items only: only these grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications", "reports"}, 0.8}},
+			message:     "Only these two extra: notifications and reports.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     2,
+			features:    []string{"tasks", "deadlines", "notifications", "reports"},
+		},
+		{
+			// The trade: "those" about something not on the list reads as
+			// the stored items; a model that answers the whole list keeps
+			// them, one that answers only the new items loses them.
+			name:           "new items only: a take-back of those things of another kind replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "We need notifications, forget those spreadsheets.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"notifications"},
+		},
+		{
+			name:        "whole list: a take-back of those things of another kind grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"tasks", "deadlines", "notifications"}, 0.8}},
+			message:     "We need notifications, forget those spreadsheets.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
 			name:           "a list answer with none of the stored items after a correction replaces the list",
 			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:        "Actually, it's only notifications.",
