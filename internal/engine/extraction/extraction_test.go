@@ -361,6 +361,52 @@ func TestApplyRules(t *testing.T) {
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
 		},
 		{
+			// A correction word before a bare value corrects the list, as
+			// it corrects any value ("Actually, I need a mobile app"): a
+			// model that answers the whole list leaves out what the user
+			// meant to change, and one that answers only the new items
+			// gives the same list. Both replace the list.
+			name:           "a bare value after a correction replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "Actually, notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"notifications"},
+		},
+		{
+			// "Actually" that only leads into a thought: a model that
+			// answers the whole list keeps the stored items...
+			name:        "whole list: an addition after a correction word that corrects nothing grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"tasks", "deadlines", "notifications"}, 0.8}},
+			message:     "Actually, notifications would help.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
+			// ...and one that answers only the new items replaces them:
+			// its answer cannot be told from a correction. The trade is
+			// taken for the whole-list model the prompt asks for.
+			name:           "new items only: an addition after a correction word that corrects nothing replaces the list",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "Actually, notifications would help.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"notifications"},
+		},
+		{
+			name:        "new items only: an addition after a correction word grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "Actually, notifications too.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
 			name:        "version 1: lists grow by the items named",
 			version:     extraction.PromptV1,
 			fields:      map[string]any{"details.features": []any{[]string{"Deadlines", "notifications"}, 0.8}},
