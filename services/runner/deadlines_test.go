@@ -91,14 +91,14 @@ func (q quickRetries) Subscribe(ctx context.Context, cfg events.ConsumerConfig, 
 }
 
 // deadlinesService starts the runner service on the bench with db for its
-// store and the deadlines consumer retrying quickly.
-func deadlinesService(t *testing.T, rig *runnertest.Rig, db store.DB) {
+// store and bus for its consumers.
+func deadlinesService(t *testing.T, rig *runnertest.Rig, db store.DB, bus Subscriber) {
 	t.Helper()
 	r, err := New(Config{LLM: fixed("Go on."), Registry: rig.Registry, Logger: rig.Logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewService(ServiceConfig{DB: db, Bus: quickRetries{rig.Bus}, Relay: rig.Relay, Engines: rig.Engines, Runner: r,
+	s, err := NewService(ServiceConfig{DB: db, Bus: bus, Relay: rig.Relay, Engines: rig.Engines, Runner: r,
 		Logger: rig.Logger, AckWait: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -106,11 +106,18 @@ func deadlinesService(t *testing.T, rig *runnertest.Rig, db store.DB) {
 	start(t, s)
 }
 
+// dispatchOf is the dispatch of a session's landscape research, made at
+// `at` with timeout, carrying the deadline the runner gives it
+// (dispatchEvent): twice the timeout after `at`.
+func dispatchOf(sid string, at time.Time, timeout time.Duration) contracts.TaskDispatched {
+	return contracts.TaskDispatched{TenantID: runnertest.Tenant, TaskID: "landscape_research", Kind: TaskKind,
+		Handler: "research.solution_landscape", OwnerID: sid, Attempt: 1, Timeout: timeout, Deadline: at.Add(2 * timeout)}
+}
+
 // overdueDispatch is the dispatch of a session's landscape research, whose
 // attempt is overdue a moment after it is published.
 func overdueDispatch(sid string) contracts.TaskDispatched {
-	return contracts.TaskDispatched{TenantID: runnertest.Tenant, TaskID: "landscape_research", Kind: TaskKind,
-		Handler: "research.solution_landscape", OwnerID: sid, Attempt: 1, Timeout: time.Millisecond}
+	return dispatchOf(sid, time.Now(), time.Millisecond)
 }
 
 // An overdue attempt whose session cannot be read, the store being down,
@@ -122,7 +129,7 @@ func TestDeadlineOutlastsAStoreOutage(t *testing.T) {
 	sid := pendingSession(t, rig, "outage")
 	const failures = 15 // deliveries, each failing on its first statement: more than the 10 the consumer once had
 	db := &outage{DB: rig.DB, failures: failures}
-	deadlinesService(t, rig, db)
+	deadlinesService(t, rig, db, quickRetries{rig.Bus})
 
 	bad := runnertest.Event(t, "bad-dispatch", time.Now(), overdueDispatch("elsewhere"))
 	if err := bad.SetData("application/json", map[string]any{"tenant_id": runnertest.Tenant, "kind": TaskKind}); err != nil {
@@ -163,13 +170,12 @@ func TestDeadlineOutlastsAStoreOutage(t *testing.T) {
 func TestDeadlineBehindManyAttemptsInFlight(t *testing.T) {
 	rig := runnertest.New(t, runnertest.Options{})
 	sid := pendingSession(t, rig, "behind-many")
-	deadlinesService(t, rig, rig.DB)
+	deadlinesService(t, rig, rig.DB, quickRetries{rig.Bus})
 	const inFlight = 600
 	var evs []event.Event
 	for i := range inFlight {
-		d := overdueDispatch(fmt.Sprintf("waiting-%d", i))
-		d.Timeout = time.Hour
-		evs = append(evs, runnertest.Event(t, fmt.Sprintf("in-flight-%d", i), time.Now(), d))
+		now := time.Now()
+		evs = append(evs, runnertest.Event(t, fmt.Sprintf("in-flight-%d", i), now, dispatchOf(fmt.Sprintf("waiting-%d", i), now, time.Hour)))
 	}
 	if err := rig.Bus.PublishBatch(t.Context(), evs); err != nil {
 		t.Fatal(err)
@@ -202,22 +208,13 @@ func (f failFirst) Subscribe(ctx context.Context, cfg events.ConsumerConfig, h e
 }
 
 // A dispatch dead-lettered off the deadlines consumer and redriven once its
-// cause is mended counts its wait from when it was dispatched, not from the
-// redrive: an attempt dispatched an hour ago with a ten-minute timeout is
-// given up on at once. It waited its twenty minutes again.
+// cause is mended keeps the deadline it was dispatched with, not one counted
+// from the redrive: an attempt dispatched an hour ago with a ten-minute
+// timeout is given up on at once.
 func TestRedrivenDeadlineCountsFromTheDispatch(t *testing.T) {
 	rig := runnertest.New(t, runnertest.Options{})
 	sid := pendingSession(t, rig, "redriven")
-	r, err := New(Config{LLM: fixed("Go on."), Registry: rig.Registry, Logger: rig.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := NewService(ServiceConfig{DB: rig.DB, Bus: failFirst{rig.Bus, "redriven-dispatch"}, Relay: rig.Relay,
-		Engines: rig.Engines, Runner: r, Logger: rig.Logger, AckWait: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, s)
+	deadlinesService(t, rig, rig.DB, failFirst{rig.Bus, "redriven-dispatch"})
 	// A redrive within the stream's duplicate window is dropped as a copy:
 	// the window is cut to a second, the redrive tried until it is past.
 	js, err := jetstream.New(rig.Conn)
@@ -234,9 +231,8 @@ func TestRedrivenDeadlineCountsFromTheDispatch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d := overdueDispatch(sid)
-	d.Timeout = 10 * time.Minute
-	rig.Publish(t, "redriven-dispatch", time.Now().Add(-time.Hour), d)
+	dispatched := time.Now().Add(-time.Hour)
+	rig.Publish(t, "redriven-dispatch", dispatched, dispatchOf(sid, dispatched, 10*time.Minute))
 	var seq uint64
 	runnertest.WaitFor(t, 30*time.Second, "the dispatch dead-lettered", func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -265,5 +261,95 @@ func TestRedrivenDeadlineCountsFromTheDispatch(t *testing.T) {
 	})
 	if rec.Status != engine.TaskDegraded || !strings.Contains(rec.Error, "no answer") {
 		t.Errorf("record = %+v, want degraded for want of an answer", rec)
+	}
+}
+
+// firstAnswers is the bench's bus noting what the deadlines consumer's
+// handler answered to each dispatch's first delivery.
+type firstAnswers struct {
+	*events.Bus
+	mu  sync.Mutex
+	got map[string]error
+}
+
+func (f *firstAnswers) Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error) {
+	if cfg.Name != ConsumerDeadlines {
+		return f.Bus.Subscribe(ctx, cfg, h)
+	}
+	return f.Bus.Subscribe(ctx, cfg, func(ctx context.Context, ev event.Event) error {
+		err := h(ctx, ev)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if _, ok := f.got[ev.ID()]; !ok {
+			f.got[ev.ID()] = err
+		}
+		return err
+	})
+}
+
+// answer is what the handler answered to the first delivery of the
+// dispatch with id, and whether it has answered yet.
+func (f *firstAnswers) answer(id string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	err, ok := f.got[id]
+	return ok, err
+}
+
+// An attempt is given up on at the deadline its dispatch carries, the one
+// the background workers keep, however far that lies from when the stream
+// took the dispatch: a deadline already past when the dispatch is published
+// (it waited in the runner's outbox, or its turn in a backlog) is given up
+// on at once, where it waited twice its timeout more for an answer no
+// worker would give; one ahead is waited for, whenever the dispatch says it
+// was made. A dispatch from before dispatches carried their deadline waits
+// twice its timeout from when the stream took it.
+func TestDeadlineIsTheOneTheDispatchCarries(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	bus := &firstAnswers{Bus: rig.Bus, got: map[string]error{}}
+	deadlinesService(t, rig, rig.DB, bus)
+	now := time.Now()
+	for _, tc := range []struct {
+		name     string
+		at       time.Time // the dispatch's time
+		timeout  time.Duration
+		deadline time.Time
+		// wait is how long the first delivery is put back for, about; zero
+		// when the attempt is given up on at once.
+		wait time.Duration
+	}{
+		{"past-when-published", now, 10 * time.Minute, now.Add(-time.Second), 0},
+		{"ahead-of-an-old-dispatch", t0, time.Millisecond, now.Add(time.Hour), time.Hour},
+		{"none-on-an-old-dispatch", now.Add(-time.Hour), 10 * time.Minute, time.Time{}, 20 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sid := pendingSession(t, rig, tc.name)
+			d := dispatchOf(sid, tc.at, tc.timeout)
+			d.Deadline = tc.deadline
+			rig.Publish(t, tc.name, tc.at, d)
+			var err error
+			runnertest.WaitFor(t, 30*time.Second, "the first delivery handled", func() bool {
+				var ok bool
+				ok, err = bus.answer(tc.name)
+				return ok
+			})
+			if tc.wait == 0 {
+				if err != nil {
+					t.Fatalf("first delivery: %v, want the attempt given up on", err)
+				}
+				runnertest.WaitFor(t, 30*time.Second, "the attempt given up on", func() bool {
+					_, m := rig.Session(t, sid)
+					return !m.BackgroundTasks.IsPending("landscape_research")
+				})
+				return
+			}
+			var re *events.RetryError
+			if !errors.As(err, &re) || !re.Scheduled || re.After > tc.wait || re.After < tc.wait-time.Minute {
+				t.Errorf("first delivery: %v, want it put back for about %s", err, tc.wait)
+			}
+			if _, m := rig.Session(t, sid); !m.BackgroundTasks.IsPending("landscape_research") {
+				t.Errorf("the attempt was given up on before its deadline: %+v", m.BackgroundTasks)
+			}
+		})
 	}
 }

@@ -67,7 +67,8 @@
 // with. An attempt nobody answers (the workers are down, or lost it) is
 // given up on without waiting for a turn: a fourth consumer,
 // runner-deadlines, takes every session's task.dispatched, puts it back on
-// the stream until twice the attempt's timeout has passed, and then, if the
+// the stream until the deadline it carries (twice the attempt's timeout
+// after it could start, the one the workers keep), and then, if the
 // session still waits for that attempt, routes a failure onto the session's
 // subject like a worker's, so the task's strategy (retry, stall, ...) goes
 // on and a replay folds it; any replica may do it, and the failure's id is

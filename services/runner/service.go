@@ -704,13 +704,15 @@ func (s *Service) merge(ctx context.Context, ev event.Event) (delivery.Step, err
 var errNotOverdue = errors.New("runner: the task attempt may still be answered")
 
 // whenOverdue passes on a session's task.dispatched once its attempt is
-// overdue: twice its timeout after it could start (its not_before, or when
-// the stream took the dispatch; for a dispatch redriven from the
-// dead-letter stream, when it was dispatched), as tasks.Overdue reckons at
-// a turn. Until
-// then the dispatch goes back to the stream, which delivers it again when
-// it is due, to whichever replica is free: the watch is durable, and needs
-// no turn. An attempt without a timeout is never overdue.
+// overdue: at the deadline the dispatch carries (dispatchEvent), the one a
+// background worker keeps too, so the session gives up on the attempt when
+// no worker will start it any more, however long the dispatch waited to be
+// published or redriven. A dispatch from before the deadline was carried is
+// overdue twice its timeout after it could start (its not_before, or when
+// the stream took it). Until then the dispatch goes back to the stream,
+// which delivers it again when it is due, to whichever replica is free: the
+// watch is durable, and needs no turn. An attempt without a timeout is
+// never overdue.
 func (s *Service) whenOverdue(h events.Handler) events.Handler {
 	return func(ctx context.Context, ev event.Event) error {
 		td, err := contracts.DecodeAs[contracts.TaskDispatched](ev)
@@ -720,16 +722,18 @@ func (s *Service) whenOverdue(h events.Handler) events.Handler {
 		if td.Kind != TaskKind || td.Timeout <= 0 {
 			return nil
 		}
-		from := ev.Time()
-		if d, ok := events.DeliveryFrom(ctx); ok && !d.Timestamp.IsZero() && !d.Redriven {
-			// A redriven dispatch was stored again when it was redriven:
-			// its wait counts from the dispatch (the event's time).
-			from = d.Timestamp
+		deadline := td.Deadline
+		if deadline.IsZero() {
+			from := ev.Time()
+			if d, ok := events.DeliveryFrom(ctx); ok && !d.Timestamp.IsZero() {
+				from = d.Timestamp
+			}
+			if td.NotBefore.After(from) {
+				from = td.NotBefore
+			}
+			deadline = from.Add(2 * td.Timeout)
 		}
-		if td.NotBefore.After(from) {
-			from = td.NotBefore
-		}
-		if wait := from.Add(2 * td.Timeout).Sub(s.cfg.Now()); wait > 0 {
+		if wait := deadline.Sub(s.cfg.Now()); wait > 0 {
 			return events.Postpone(errNotOverdue, wait)
 		}
 		return h(ctx, ev)

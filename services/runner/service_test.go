@@ -348,7 +348,7 @@ func TestHandoffStartsTheTargetAndVerifiesItsFirstReply(t *testing.T) {
 				}
 				return "What options have you heard of?"
 			})
-			s, sid, target := askForTheHandoff(t, rig, l, "hand-2", "t1")
+			s, sid, target := askForTheHandoff(t, rig, l, "hand-2", "t1", t0.Add(time.Minute))
 			runnertest.WaitFor(t, 30*time.Second, "the target session", func() bool {
 				_, err := conversation.GetSession(context.Background(), rig.DB, runnertest.Tenant, target)
 				return err == nil
@@ -820,12 +820,15 @@ exit_transitions:`, 1)
 		mu.Unlock()
 		return "What options have you heard of?"
 	})
-	s, sid, target := askForTheHandoff(t, rig, l, "hand-research", "hr-1")
+	// The turn is dated now: the research it dispatches is answered
+	// before the attempt's deadline, which counts from the turn.
+	now := time.Now()
+	s, sid, target := askForTheHandoff(t, rig, l, "hand-research", "hr-1", now)
 	runnertest.WaitFor(t, 30*time.Second, "the handoff", func() bool {
 		sess, m := rig.Session(t, sid)
 		return sess.Status == conversation.StatusHandedOff && m.BackgroundTasks.IsPending("budget_research")
 	})
-	rig.Publish(t, "hr-done", t0.Add(2*time.Minute), contracts.TaskCompleted{TenantID: runnertest.Tenant, TaskID: "budget_research",
+	rig.Publish(t, "hr-done", now.Add(time.Second), contracts.TaskCompleted{TenantID: runnertest.Tenant, TaskID: "budget_research",
 		Kind: TaskKind, OwnerID: sid, Attempt: 1, Output: json.RawMessage(`{"summary":"booking apps cost $2k-$8k","findings":[]}`)})
 	runnertest.WaitFor(t, 30*time.Second, "the research in the target session", func() bool {
 		if _, err := conversation.GetSession(context.Background(), rig.DB, runnertest.Tenant, target); err != nil {
@@ -838,7 +841,7 @@ exit_transitions:`, 1)
 	if _, m := rig.Session(t, sid); len(m.BackgroundTasks.Completed) != 1 || m.BackgroundTasks.Completed[0].Status != engine.TaskCompleted {
 		t.Errorf("source tasks: %+v", m.BackgroundTasks)
 	}
-	rig.Publish(t, "hr-2", t0.Add(3*time.Minute), runnertest.Turn(target, 1, "Yes, let's look at the options.", nil))
+	rig.Publish(t, "hr-2", now.Add(2*time.Second), runnertest.Turn(target, 1, "Yes, let's look at the options.", nil))
 	runnertest.WaitFor(t, 30*time.Second, "the target's first turn", func() bool {
 		_, m := rig.Session(t, target)
 		return m.TurnNumber == 1
@@ -1003,15 +1006,15 @@ exit_transitions:`, 1)
 }
 
 // askForTheHandoff starts a service of the handing engine with l, creates
-// a session of project, and publishes its first turn (event id), which
-// asks for the handoff; it returns the service, the session and the
+// a session of project, and publishes its first turn (event id, at at),
+// which asks for the handoff; it returns the service, the session and the
 // handoff's target session.
-func askForTheHandoff(t *testing.T, rig *runnertest.Rig, l llm.Client, project, id string) (s *Service, sid, target string) {
+func askForTheHandoff(t *testing.T, rig *runnertest.Rig, l llm.Client, project, id string, at time.Time) (s *Service, sid, target string) {
 	t.Helper()
 	s, _ = newService(t, rig, l, func(c *Config) { c.Mappers = handingMappers(t) })
 	start(t, s)
 	sid = rig.CreateSession(t, "handing", project)
-	rig.Publish(t, id, t0.Add(time.Minute), runnertest.Turn(sid, 1, "Our goal is a booking app; the budget is $5k. Can we explore options?",
+	rig.Publish(t, id, at, runnertest.Turn(sid, 1, "Our goal is a booking app; the budget is $5k. Can we explore options?",
 		map[string]any{"basics.goal": "a booking app", "basics.budget": "$5k"}))
 	return s, sid, TargetSessionID(HandoffID(runnertest.TurnID(sid, 1)))
 }
