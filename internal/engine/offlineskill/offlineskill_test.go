@@ -936,6 +936,12 @@ func TestReplySkill(t *testing.T) {
 				m.Extraction = known(t, def, map[string]any{"purpose_and_problem.current_solution": "Right now we use paper and Excel"})
 			},
 			want: "It sounds like right now you use paper and Excel. What made this a priority now?"},
+		{name: "reflective listening lowers a common first word that a known value of a few clauses starts with", phase: "CORE_CAPTURE",
+			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "Something with food, maybe.",
+			setup: func(m *engine.WorkingMemory) {
+				m.Extraction = known(t, def, map[string]any{"purpose_and_problem.current_solution": "Something with food, maybe"})
+			},
+			want: "So what matters to you is that something with food, maybe. What made this a priority now?"},
 		{name: "active listening keeps the capital of a common word the session knows as a name", phase: "CORE_CAPTURE",
 			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Square keeps logging us out.",
 			setup: func(m *engine.WorkingMemory) {

@@ -412,17 +412,15 @@ func keepsCapital(words, known, names []string) bool {
 		}
 	}
 	for _, k := range known {
-		// A known item of a few words holds the word as a name ("Xero");
-		// a sentence only starting with it capitalises it as its first
+		// A known value of a few words holds the word as a name ("Xero");
+		// a longer one only starting with it capitalises it as its first
 		// word (this very message, filed as it was said), which says
 		// nothing.
 		_, value, _ := strings.Cut(k, ": ")
-		for _, item := range strings.Split(strings.ReplaceAll(value, " and ", ", "), ", ") {
-			ws := strings.FieldsFunc(item, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-			for i, w := range ws {
-				if w == first && (i > 0 || len(ws) <= 3) {
-					return true
-				}
+		ws := strings.FieldsFunc(value, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+		for i, w := range ws {
+			if w == first && (i > 0 || len(ws) <= 3) {
+				return true
 			}
 		}
 	}
