@@ -589,6 +589,8 @@ func TestCarryForwardReplacesADecisionOnTheSameQuestion(t *testing.T) {
 				Options: []string{"an off-the-shelf tool like Mindbody", "a no-code platform", "a custom build"}}, true},
 		{"a choice naming an option", contracts.Decision{Decision: "QuickBooks Online", Key: key}, accounting, true},
 		{"a word of an option is none", contracts.Decision{Decision: "Quick", Key: key}, accounting, false},
+		{"another language, by its symbols", contracts.Decision{Decision: "C++", Key: key, Options: []string{"C++", "Rust"}},
+			contracts.Decision{Decision: "C#", Key: key, Options: []string{"C#", "Java", "Go"}}, false},
 	} {
 		h := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{tt.own}}}
 		inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{tt.carried}}}
@@ -635,6 +637,25 @@ func TestMapChainDoesNotEliminateTheChosenOption(t *testing.T) {
 	}
 	if !slices.Equal(eliminated, []string{"Connecteam"}) {
 		t.Errorf("options eliminated = %q, want [Connecteam]", eliminated)
+	}
+}
+
+// An option ruled out earlier stays ruled out when a later session chooses
+// another whose name differs from it only by symbols: C++ ruled out for
+// the firmware, C# chosen for the back office. (Words ignore punctuation,
+// and "C++" and "C#" used to be the same word, "c": C++ was dropped.)
+func TestCarryForwardTellsOptionsApartByTheirSymbols(t *testing.T) {
+	h := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+		{Decision: "C#", Key: "exploration/decision.decision_made"}}}}
+	inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{OptionsEliminated: []contracts.EliminatedOption{
+		{Option: "C++"}, {Option: "a C#"}}}}
+	handoff.CarryForward(&h, inbound)
+	var eliminated []string
+	for _, o := range h.ActionList.OptionsEliminated {
+		eliminated = append(eliminated, o.Option)
+	}
+	if !slices.Equal(eliminated, []string{"C++"}) {
+		t.Errorf("options eliminated = %q, want [C++]", eliminated)
 	}
 }
 

@@ -218,10 +218,11 @@ func among(choice string, d contracts.Decision) bool {
 	})
 }
 
-// words are the words of s, lower-cased, without articles.
+// words are the words of s, lower-cased, without articles. A + or # is
+// part of a word: it names another option ("C++", "C#", not "C").
 func words(s string) []string {
 	return slices.DeleteFunc(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '+' && r != '#'
 	}), func(w string) bool { return w == "a" || w == "an" || w == "the" })
 }
 
