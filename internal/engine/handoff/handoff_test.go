@@ -659,6 +659,24 @@ func TestCarryForwardTellsOptionsApartByTheirSymbols(t *testing.T) {
 	}
 }
 
+// An option the source session rules out, which an earlier session ruled
+// out too, is listed once, though one of them names it with an article:
+// "custom build", not also "A custom build". (Both used to be carried.)
+func TestCarryForwardListsAnEliminatedOptionOnce(t *testing.T) {
+	h := contracts.EngineHandoff{ActionList: contracts.ActionList{OptionsEliminated: []contracts.EliminatedOption{
+		{Option: "custom build", Reasons: []string{"too slow to build"}}}}}
+	inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{OptionsEliminated: []contracts.EliminatedOption{
+		{Option: "A custom build"}, {Option: "Connecteam"}}}}
+	handoff.CarryForward(&h, inbound)
+	var eliminated []string
+	for _, o := range h.ActionList.OptionsEliminated {
+		eliminated = append(eliminated, o.Option)
+	}
+	if !slices.Equal(eliminated, []string{"custom build", "Connecteam"}) {
+		t.Errorf("options eliminated = %q, want [custom build Connecteam]", eliminated)
+	}
+}
+
 // Along exploration → project-discovery → exploration → project-discovery
 // → exploration, a budget the second exploration session names replaces
 // the one the first named, though exploration's constraints are free text

@@ -143,8 +143,9 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // first captured, not only exploration's decision. Decisions, eliminated
 // options, constraints, assumptions, goals, pain points, concepts taught,
 // prior experience, open questions and sensitivities are carried, after
-// h's own and without repeats. What the source session settled again
-// replaces what was carried: a decision on the question one of h's own
+// h's own and without repeats (an option ruled out twice is listed once,
+// case and articles aside). What the source session settled again replaces
+// what was carried: a decision on the question one of h's own
 // answers (a later exploration session's choice of QuickBooks replaces an
 // earlier one's of Xero; its choice of Stripe, among payment providers, is
 // carried beside it), an option eliminated earlier that one of h's
@@ -165,16 +166,16 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	al, in := &h.ActionList, inbound.ActionList
 	chosen := map[string]bool{}
 	for _, d := range al.DecisionsReached {
-		chosen[strings.Join(words(d.Decision), " ")] = true
+		chosen[option(d.Decision)] = true
 	}
 	eliminated := slices.DeleteFunc(slices.Clone(in.OptionsEliminated), func(o contracts.EliminatedOption) bool {
-		return chosen[strings.Join(words(o.Option), " ")]
+		return chosen[option(o.Option)]
 	})
 	decisions := slices.DeleteFunc(slices.Clone(in.DecisionsReached), func(c contracts.Decision) bool {
 		return slices.ContainsFunc(al.DecisionsReached, func(d contracts.Decision) bool { return sameQuestion(d, c) })
 	})
 	al.DecisionsReached = union(al.DecisionsReached, decisions, func(d contracts.Decision) string { return d.Decision })
-	al.OptionsEliminated = union(al.OptionsEliminated, eliminated, func(o contracts.EliminatedOption) string { return o.Option })
+	al.OptionsEliminated = union(al.OptionsEliminated, eliminated, func(o contracts.EliminatedOption) string { return option(o.Option) })
 	constraintTopic := func(c contracts.IdentifiedConstraint) string { return topic(c.Constraint) }
 	constraints := replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintTopic)
 	for i := range constraints {
@@ -217,6 +218,10 @@ func among(choice string, d contracts.Decision) bool {
 		return len(ow) > 0 && (contains(ow, w) || contains(w, ow))
 	})
 }
+
+// option is the name of an option as CarryForward compares it: its words
+// (case and articles aside), "custom build" for "A custom build".
+func option(s string) string { return strings.Join(words(s), " ") }
 
 // words are the words of s, lower-cased, without articles. A + or # is
 // part of a word: it names another option ("C++", "C#", not "C").
