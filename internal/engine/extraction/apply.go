@@ -195,13 +195,17 @@ const conflictMargin = 0.15
 //     list (a supersession); with PromptV2, the whole list, which appends
 //     its new items when it holds every stored one, or new items but none
 //     of the stored ones while the user marked no correction and named
-//     none of them (an update), and else (an empty list, null) replaces
-//     the list like any different value;
+//     none of them (an update); when the message takes back by name stored
+//     items the answer leaves out (takenBack), the stored list loses them
+//     and gains the answer's items, which suits a model that answers the
+//     whole list and one that answers only the new items alike (a
+//     supersession); and else (an empty list, null) replaces the list like
+//     any different value;
 //   - a different value supersedes the old one, which is kept in
 //     superseded_previous with the reason; but when the old value is more
 //     confident by more than 0.15 and the user did not mark a correction
 //     ("actually", "instead", ...) nor, for a PromptV2 list, take back by
-//     name an item the answer leaves out (takesBack), the old value stays
+//     name an item the answer leaves out, the old value stays
 //     and the new one is rejected as a conflict.
 //
 // Deferred obligations are recorded with the turn. Sensitive information in
@@ -249,14 +253,23 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 			f.Value = merged
 			res.NewConceptCount += added
 		default:
-			explicit := marker != "" ||
-				fd.ValueType == engine.TypeArray && version != PromptV1 && takesBack(text, prev.Value, val)
-			if prev.Confidence > fa.Confidence+conflictMargin && !explicit {
+			var taken []string
+			if fd.ValueType == engine.TypeArray && version != PromptV1 {
+				taken = takenBack(text, prev.Value, val)
+			}
+			if prev.Confidence > fa.Confidence+conflictMargin && marker == "" && len(taken) == 0 {
 				res.Rejected = append(res.Rejected, Rejection{FieldPath: fd.Path, Confidence: fa.Confidence,
 					Reason: fmt.Sprintf("conflicts with the current value, which is more confident (%.2f); no correction was marked", prev.Confidence)})
 				continue
 			}
 			reason := fmt.Sprintf("new value at turn %d with confidence %.2f replaces the value of turn %d", meta.TurnNumber, fa.Confidence, prev.LastUpdatedAtTurn)
+			if len(taken) > 0 {
+				reason = fmt.Sprintf("user took back %q at turn %d", taken, meta.TurnNumber)
+				if kept := without(prev.Value, taken); len(items(kept)) > 0 {
+					val, _ = union(kept, val)
+					f.Value = val
+				}
+			}
 			if marker != "" {
 				reason = fmt.Sprintf("user correction (%q) at turn %d", marker, meta.TurnNumber)
 			}
@@ -300,9 +313,10 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 // out stored items the message names ("Pret isn't a competitor, it's
 // Costa") is the whole list without what the user took back, and so is an
 // empty list or null, which names no new item ("we need none of those"):
-// they replace the list. So does one that leaves out a stored item the
-// message takes back by name (takesBack), whatever else it adds
-// ("Deadlines can go, we also want notifications").
+// they replace the list. Nor does one grow that leaves out a stored item the
+// message takes back by name (takenBack), whatever else it adds
+// ("Deadlines can go, we also want notifications"): Apply takes the item
+// off and adds the answer's.
 func grows(v PromptVersion, marker string, message engine.Text, prev, val json.RawMessage) bool {
 	if v == PromptV1 {
 		return marker == ""
@@ -315,26 +329,28 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 			kept++
 		}
 	}
-	if takesBack(message, prev, val) {
+	if len(takenBack(message, prev, val)) > 0 {
 		return false
 	}
 	return kept == len(stored) ||
 		len(have) > 0 && (adds(message) || kept == 0 && marker == "" && !namesAny(message, prev))
 }
 
-// takesBack reports whether the message takes back by name a stored item
-// that the list answer val leaves out: a clause names the item, or refers
-// back to the stored items as a whole ("Forget those", "none of these"),
-// beside a negation, a removal or a take-back ("Deadlines can go, we also
-// want notifications", "We don't need deadlines", "no deadlines"). A stored
-// item named in a clause that takes nothing back ("Besides tasks, we also
-// need notifications") is no take-back, whatever another clause drops.
-func takesBack(message engine.Text, prev, val json.RawMessage) bool {
+// takenBack returns the stored items of the list prev that the message
+// takes back by name and the list answer val leaves out: a clause names the
+// item, or refers back to the stored items as a whole ("Forget those",
+// "none of these"), beside a negation, a removal or a take-back ("Deadlines
+// can go, we also want notifications", "We don't need deadlines", "no
+// deadlines"). A stored item named in a clause that takes nothing back
+// ("Besides tasks, we also need notifications") is no take-back, whatever
+// another clause drops.
+func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 	var stored []string
 	if json.Unmarshal(prev, &stored) != nil {
-		return false // not a list of strings
+		return nil // not a list of strings
 	}
 	have := items(val)
+	var taken []string
 	for _, c := range clauses(message.Lowered()) {
 		clause := engine.LowerText(c)
 		drops := clause.Negative() || slices.ContainsFunc(removals, clause.Contains) ||
@@ -344,12 +360,21 @@ func takesBack(message engine.Text, prev, val json.RawMessage) bool {
 		}
 		all := drops && slices.ContainsFunc(backReferences, clause.Contains)
 		for _, x := range stored {
-			if key, _ := json.Marshal(x); (all || clause.Contains(x)) && !slices.Contains(have, itemKey(key)) {
-				return true
+			key, _ := json.Marshal(x)
+			if (all || clause.Contains(x)) && !slices.Contains(have, itemKey(key)) && !slices.Contains(taken, x) {
+				taken = append(taken, x)
 			}
 		}
 	}
-	return false
+	return taken
+}
+
+// without returns the list of strings prev without the items drop.
+func without(prev json.RawMessage, drop []string) json.RawMessage {
+	var xs []string
+	_ = json.Unmarshal(prev, &xs)
+	out, _ := json.Marshal(slices.DeleteFunc(xs, func(x string) bool { return slices.Contains(drop, x) }))
+	return out
 }
 
 // clauses splits a lowered message at punctuation, dashes and "but".

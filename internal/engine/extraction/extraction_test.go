@@ -257,17 +257,57 @@ func TestApplyRules(t *testing.T) {
 			features:       []string{"tasks", "notifications"},
 		},
 		{
-			// The trade: a model that answers only the new items to the
-			// same message replaces the list with them, and tasks, which
-			// the user did not take back, go too. Its answer cannot be
-			// told from a whole list after a take-back of every item.
-			name:           "new items only: an item that can go, beside an addition, replaces the list",
+			// A model that answers only the new items to the same message
+			// ends with the same list: what the user took back goes, what
+			// the user did not take back stays, the answer's items come.
+			name:           "new items only: an item that can go, beside an addition, is taken off",
 			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:        "Deadlines can go, we also want notifications.",
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
-			features:       []string{"notifications"},
+			features:       []string{"tasks", "notifications"},
+			check: func(t *testing.T, e engine.Extraction) {
+				f := e.Fields["details.features"]
+				var old []string
+				if f.SupersededPrevious == nil || json.Unmarshal(f.SupersededPrevious.Value, &old) != nil ||
+					!slices.Equal(old, []string{"tasks", "deadlines"}) || f.SupersededPrevious.ReplacedAtTurn != 2 {
+					t.Errorf("superseded_previous = %+v, want [tasks deadlines] replaced at turn 2", f.SupersededPrevious)
+				}
+				if !slices.Equal(f.ExtractedFromTurns, []int{1, 2}) || f.LastUpdatedAtTurn != 2 || f.LastMessageID != "msg-2" {
+					t.Errorf("provenance = %+v", f)
+				}
+			},
+		},
+		{
+			// The trade: a whole list that also leaves out a stored item
+			// the message does not name keeps it, for the answer cannot be
+			// told from a model's that answered only the new items.
+			name:           "whole list: an item the message does not name stays beside a take-back",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "Deadlines can go and we only need notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"tasks", "notifications"},
+		},
+		{
+			name:           "new items only: an item not needed, beside an addition, is taken off",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "We don't need deadlines, we need notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"tasks", "notifications"},
+		},
+		{
+			name:           "new items only: an item taken back with nothing added is taken off",
+			fields:         map[string]any{"details.features": []any{[]string{}, 0.8}},
+			message:        "Deadlines can go.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"tasks"},
 		},
 		{
 			name:        "new items only: a stored item that something goes for grows the list",
@@ -517,6 +557,12 @@ func TestApplyRules(t *testing.T) {
 				if res.Extraction.Decode("details.features", &got); !slices.Equal(got, tt.features) {
 					t.Errorf("features = %q, want %q", got, tt.features)
 				}
+				for _, s := range res.Superseded {
+					var now []string
+					if s.FieldPath == "details.features" && (json.Unmarshal(s.NewValue, &now) != nil || !slices.Equal(now, tt.features)) {
+						t.Errorf("supersession new value = %s, want %q", s.NewValue, tt.features)
+					}
+				}
 			}
 			if tt.check != nil {
 				tt.check(t, res.Extraction)
@@ -546,8 +592,8 @@ func TestListTakeBackBeatsAMoreConfidentList(t *testing.T) {
 			answer: []string{"tasks"}, want: []string{"tasks"}},
 		{name: "whole list: an item not needed goes, the addition stays", message: "We don't need deadlines, we need notifications.",
 			answer: []string{"tasks", "notifications"}, want: []string{"tasks", "notifications"}},
-		{name: "new items only: an item that can go goes with the others", message: "Deadlines can go, we also want notifications.",
-			answer: []string{"notifications"}, want: []string{"notifications"}},
+		{name: "new items only: an item that can go goes, the others stay", message: "Deadlines can go, we also want notifications.",
+			answer: []string{"notifications"}, want: []string{"tasks", "notifications"}},
 		{name: "whole list: an item left out unasked is refused", message: "Tasks matter most.",
 			answer: []string{"tasks"}, want: []string{"tasks", "deadlines"}, wantRejected: true},
 		{name: "whole list: an item left out beside a take-back of another thing is refused",
