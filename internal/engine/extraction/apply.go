@@ -338,10 +338,11 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 
 // takenBack returns the stored items of the list prev that the message
 // takes back by name and the list answer val leaves out: a clause names the
-// item, or refers back to the stored items as a whole ("Forget those",
-// "none of these"), beside a negation, a removal or a take-back ("Deadlines
-// can go, we also want notifications", "We don't need deadlines", "no
-// deadlines"). A stored item named in a clause that takes nothing back
+// item, in the singular or the plural (namesItem), or refers back to the
+// stored items as a whole ("Forget those", "none of these"), beside a
+// negation, a removal or a take-back ("Deadlines can go, we also want
+// notifications", "The deadline stuff can go", "We don't need deadlines",
+// "no deadlines"). A stored item named in a clause that takes nothing back
 // ("Besides tasks, we also need notifications") is no take-back, whatever
 // another clause drops.
 func takenBack(message engine.Text, prev, val json.RawMessage) []string {
@@ -361,12 +362,54 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 		all := drops && slices.ContainsFunc(backReferences, clause.Contains)
 		for _, x := range stored {
 			key, _ := json.Marshal(x)
-			if (all || clause.Contains(x)) && !slices.Contains(have, itemKey(key)) && !slices.Contains(taken, x) {
+			if (all || namesItem(clause, x)) && !slices.Contains(have, itemKey(key)) && !slices.Contains(taken, x) {
 				taken = append(taken, x)
 			}
 		}
 	}
 	return taken
+}
+
+// namesItem reports whether a text names a list item as whole words, in
+// the singular or the plural, whichever the item is: "the deadline stuff"
+// names "deadlines", "inboxes" names "inbox", "push notification" names
+// "push notifications". Only a trailing s or es is added or taken off, and
+// only as whole words: "ai" is not in "email", "ads" is not "ad", "notes"
+// is not "not".
+func namesItem(text engine.Text, item string) bool {
+	return slices.ContainsFunc(itemForms(item), text.Contains)
+}
+
+// itemForms returns a lowered item with its plural, and its singular when
+// it ends like a plural: a trailing s not after s, u or i (so "status",
+// "analysis" and "access" are no plurals), or es after s, x, z, ch or sh.
+// A singular of fewer than three letters is no form ("ads", "ios").
+func itemForms(item string) []string {
+	x := strings.ToLower(strings.TrimSpace(item))
+	forms := []string{x, x + "s"}
+	if endsIn(x, sibilants...) {
+		forms = append(forms, x+"es")
+	}
+	var singulars []string
+	if s, ok := strings.CutSuffix(x, "es"); ok && endsIn(s, sibilants...) {
+		singulars = append(singulars, s)
+	}
+	if s, ok := strings.CutSuffix(x, "s"); ok && !endsIn(s, "s", "u", "i") {
+		singulars = append(singulars, s)
+	}
+	for _, s := range singulars {
+		if word := s[strings.LastIndex(s, " ")+1:]; utf8.RuneCountInString(word) >= 3 {
+			forms = append(forms, s)
+		}
+	}
+	return forms
+}
+
+// sibilants are the endings whose plural takes es.
+var sibilants = []string{"s", "x", "z", "ch", "sh"}
+
+func endsIn(s string, ends ...string) bool {
+	return slices.ContainsFunc(ends, func(end string) bool { return strings.HasSuffix(s, end) })
 }
 
 // without returns the list of strings prev without the items drop.

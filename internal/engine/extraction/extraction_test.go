@@ -622,6 +622,66 @@ func TestListTakeBackBeatsAMoreConfidentList(t *testing.T) {
 	}
 }
 
+// A user takes an item back in the singular or the plural, whichever the
+// list stored: "The deadline stuff can go" takes back "deadlines". A short
+// item is not found inside a longer word, nor in a word that is not its
+// singular or plural.
+func TestListTakeBackNamesAnItemInTheSingularOrPlural(t *testing.T) {
+	def := enginetest.Definition()
+	tests := []struct {
+		name    string
+		stored  []string
+		message string
+		answer  []string
+		want    []string
+	}{
+		{name: "whole list: a plural item taken back in the singular goes", stored: []string{"tasks", "deadlines"},
+			message: "The deadline stuff can go, we also want notifications.",
+			answer:  []string{"tasks", "notifications"}, want: []string{"tasks", "notifications"}},
+		{name: "new items only: a plural item taken back in the singular goes", stored: []string{"tasks", "deadlines"},
+			message: "The deadline stuff can go, we also want notifications.",
+			answer:  []string{"notifications"}, want: []string{"tasks", "notifications"}},
+		{name: "a singular item taken back in the plural goes", stored: []string{"tasks", "deadline"},
+			message: "Deadlines can go, we also want notifications.",
+			answer:  []string{"notifications"}, want: []string{"tasks", "notifications"}},
+		{name: "an item taken back in another case goes", stored: []string{"Tasks", "Deadlines"},
+			message: "The DEADLINE stuff can go, we also want notifications.",
+			answer:  []string{"notifications"}, want: []string{"Tasks", "notifications"}},
+		{name: "an item with an es plural taken back in the singular goes", stored: []string{"tasks", "inboxes"},
+			message: "The shared inbox can go, we also want notifications.",
+			answer:  []string{"notifications"}, want: []string{"tasks", "notifications"}},
+		{name: "an item with an es plural taken back in the plural goes", stored: []string{"tasks", "email address"},
+			message: "We don't need email addresses, we also want notifications.",
+			answer:  []string{"notifications"}, want: []string{"tasks", "notifications"}},
+		{name: "a multi-word item taken back in the singular goes", stored: []string{"tasks", "push notifications"},
+			message: "The push notification can go, we also want reports.",
+			answer:  []string{"reports"}, want: []string{"tasks", "reports"}},
+		{name: "a short item inside a longer word stays", stored: []string{"tasks", "ai"},
+			message: "The email digest can go, we also want notifications.",
+			answer:  []string{"notifications"}, want: []string{"tasks", "ai", "notifications"}},
+		{name: "a two-letter item is not the singular of a short plural", stored: []string{"tasks", "ads"},
+			message: "The AD sync can go, we also want notifications.",
+			answer:  []string{"notifications"}, want: []string{"tasks", "ads", "notifications"}},
+		{name: "an item ending in us is no plural", stored: []string{"tasks", "status"},
+			message: "The statu can go, we also want notifications.",
+			answer:  []string{"notifications"}, want: []string{"tasks", "status", "notifications"}},
+		{name: "an es plural is not another word's s plural", stored: []string{"tasks", "notes"},
+			message: "We do not need reports, we also want notifications.",
+			answer:  []string{"notifications"}, want: []string{"tasks", "notes", "notifications"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := extraction.Apply(def, engine.NewExtraction(), answer(t, map[string]any{
+				"details.features": []any{tt.stored, 0.8}}), "setup", meta(1)).Extraction
+			res := extraction.Apply(def, cur, answer(t, map[string]any{"details.features": []any{tt.answer, 0.8}}), tt.message, meta(2))
+			var got []string
+			if res.Extraction.Decode("details.features", &got); !slices.Equal(got, tt.want) {
+				t.Errorf("features = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestApplyDoesNotChangeItsInput(t *testing.T) {
 	def := enginetest.Definition()
 	cur := extraction.Apply(def, engine.NewExtraction(), answer(t, map[string]any{"basics.goal": []any{"a", 0.9}}), "m", meta(1)).Extraction
