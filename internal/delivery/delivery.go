@@ -178,6 +178,10 @@ const (
 	catchUpWarnAfter  = 5
 )
 
+// handledLookupTimeout bounds the inbox look-up after a failed
+// transaction, which outlives the handler's context.
+const handledLookupTimeout = 5 * time.Second
+
 func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 	tenant := events.ExtensionString(ev, TenantExtension)
 	tenant = cmp.Or(tenant, systemTenant)
@@ -210,8 +214,16 @@ func (in *Inbox) commit(ctx context.Context, ev event.Event, step Step) error {
 	if err != nil {
 		// The work may have failed on the writes of another delivery of
 		// the event that committed meanwhile (a unique key): then the
-		// event is handled, and this delivery is acknowledged.
-		if done, herr := store.Handled(context.WithoutCancel(ctx), in.cfg.DB, in.cfg.Consumer, ev.ID()); herr == nil && done {
+		// event is handled, and this delivery is acknowledged. The
+		// look-up runs even when ctx has ended (the transaction may have
+		// waited on that delivery's rows until the handler's timeout),
+		// within a bound of its own: on a database gone silent it would
+		// otherwise wait on a dead connection, its worker with it, for
+		// as long as the kernel keeps the connection.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handledLookupTimeout)
+		done, herr := store.Handled(lctx, in.cfg.DB, in.cfg.Consumer, ev.ID())
+		cancel()
+		if herr == nil && done {
 			return in.redelivered(ctx)
 		}
 		return err

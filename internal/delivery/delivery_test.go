@@ -205,6 +205,73 @@ func TestHandledMeanwhileFailingIsAcknowledged(t *testing.T) {
 	})
 }
 
+// silentDB is a database gone silent (a network black hole, stale pooled
+// connections after a failover): its transactions, and its reads when
+// reads is set, wait until their context ends, as pgx does on a dead
+// connection.
+type silentDB struct {
+	store.DB
+	reads bool
+}
+
+func (s silentDB) Tx(ctx context.Context, _ func(store.Querier) error) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (s silentDB) QueryRow(ctx context.Context, query string, args ...any) store.Row {
+	if s.reads {
+		<-ctx.Done()
+	}
+	return s.DB.QueryRow(ctx, query, args...)
+}
+
+// A delivery whose transaction ends with the handler's context (it waited
+// on the rows of another delivery of its event, say) still looks its event
+// up in the inbox, and is acknowledged when the event is handled. That
+// look-up has a bound of its own: on a database gone silent the handler
+// returns, its worker free, rather than wait on a dead connection for as
+// long as the kernel keeps it.
+func TestLookUpAfterAFailedTransaction(t *testing.T) {
+	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
+		r := newRig(t, open)
+		handled := eventstest.NewEvent("in-1", "k", 0)
+		if err := r.inbox(t, nil).TxHandler(effect)(context.Background(), handled); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name  string
+			reads bool
+			ev    event.Event
+			want  error
+		}{
+			{"the event handled meanwhile", false, handled, nil},
+			{"the database silent", true, eventstest.NewEvent("in-2", "k", 1), context.DeadlineExceeded},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				in, err := delivery.NewInbox(delivery.InboxConfig{DB: silentDB{DB: r.db, reads: c.reads}, Encoder: r.bus,
+					Consumer: "worker", CheckInWork: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				h := in.TxHandler(effect)
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				done := make(chan error, 1)
+				go func() { done <- h(ctx, c.ev) }()
+				select {
+				case err := <-done:
+					if !errors.Is(err, c.want) {
+						t.Errorf("handler = %v, want %v", err, c.want)
+					}
+				case <-time.After(delivery.HandledLookupTimeout + 10*time.Second):
+					t.Fatalf("the handler still runs %s after its context ended", delivery.HandledLookupTimeout+10*time.Second)
+				}
+			})
+		}
+	})
+}
+
 func TestFailedStepCommitsNothing(t *testing.T) {
 	forEachAdapter(t, func(t *testing.T, open func(*testing.T) store.DB) {
 		r := newRig(t, open)
