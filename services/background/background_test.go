@@ -13,6 +13,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -650,6 +651,87 @@ func TestAttemptPastItsDeadlineIsNotRun(t *testing.T) {
 	}
 	if got := attemptsOf(t, reg, "expired"); got != 1 {
 		t.Errorf("expired attempts counted %v, want 1", got)
+	}
+}
+
+// A copy of a dispatch the workers completed that comes back after its
+// deadline (a redrive after the stream's duplicate window; a redelivery
+// of an attempt whose acknowledgement was lost) is a duplicate: skipped
+// with no second count. Counted expired as well, the one attempt was both
+// completed and expired, which trips an expiry alert.
+func TestCopyOfACompletedAttemptPastItsDeadline(t *testing.T) {
+	var ran atomic.Int32
+	fn := func(context.Context, background.Task) (json.RawMessage, error) {
+		ran.Add(1)
+		return json.RawMessage(`{"summary":"found it","findings":[]}`), nil
+	}
+	rig := taskRig(t, "{type: degrade, degraded_behavior: skip}", false, "30s")
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	h := background.NewHandlers()
+	if err := h.Register(testHandler, "the test's handler", fn); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	s, err := background.New(background.Config{DB: rig.DB, Bus: rig.Bus, Relay: rig.Relay, Handlers: h, Logger: rig.Logger,
+		AckWait: time.Second, Registerer: reg, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startService(t, s)
+	ev := runnertest.Event(t, "dispatch-done", now(), contracts.TaskDispatched{TenantID: runnertest.Tenant, TaskID: "probe",
+		Kind: contracts.TaskKindBackground, Handler: testHandler, OwnerID: "sess-done", Attempt: 1, Timeout: 30 * time.Second,
+		Deadline: now().Add(time.Hour), Input: json.RawMessage(`{}`)})
+	if err := rig.Bus.Publish(t.Context(), ev); err != nil {
+		t.Fatal(err)
+	}
+	runnertest.WaitFor(t, 30*time.Second, "the attempt handled", func() bool {
+		done, err := store.Handled(t.Context(), rig.DB, background.Consumer, ev.ID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return done
+	})
+
+	clock.Add(int64(2 * time.Hour))
+	// The copy, byte for byte but for the message id the stream would
+	// drop it by within its duplicate window.
+	msg, err := rig.Bus.Encode(t.Context(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg.Header.Del(jetstream.MsgIDHeader)
+	js, err := jetstream.New(rig.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.PublishMsg(t.Context(), msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.Duplicate {
+		t.Fatal("the stream dropped the copy as a duplicate")
+	}
+	runnertest.WaitFor(t, 30*time.Second, "the copy acknowledged", func() bool {
+		c, err := js.Consumer(t.Context(), contracts.StreamTasks, background.Consumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := c.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.AckFloor.Stream >= ack.Sequence
+	})
+	if got := attemptsOf(t, reg, "expired"); got != 0 {
+		t.Errorf("expired attempts counted %v, want 0 (the copy is of an attempt completed)", got)
+	}
+	if got := attemptsOf(t, reg, "completed"); got != 1 {
+		t.Errorf("completed attempts counted %v, want 1", got)
+	}
+	if got := ran.Load(); got != 1 {
+		t.Errorf("the handler ran %d times, want 1", got)
 	}
 }
 

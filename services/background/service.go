@@ -222,6 +222,17 @@ func (s *Service) handle(ctx context.Context, ev event.Event) error {
 		return events.Postpone(errNotDue, wait)
 	}
 	if !td.Deadline.IsZero() && !now.Before(td.Deadline) {
+		// A copy of an attempt the workers handled (a redrive, a
+		// redelivery whose acknowledgement was lost) nearly always comes
+		// after its deadline: it is a duplicate, which the inbox settles,
+		// not an attempt expired.
+		done, err := store.Handled(ctx, s.cfg.DB, Consumer, ev.ID())
+		if err != nil {
+			return err
+		}
+		if done {
+			return s.h(ctx, ev)
+		}
 		// The session has given up on the attempt (it waited in a
 		// backlog, or its workers were down): its answer would be of no
 		// use, and running it would spend what a research call costs.
