@@ -277,8 +277,14 @@ func mergedEventID(returnedID string) string { return events.DeriveID(returnedID
 // memory version the session started with (an event from before versions
 // were recorded: 1). The handoff consumer and Replay start sessions
 // through it, and the gateway's new memory is the same, so a replay
-// starts where the live run did.
+// starts where the live run did. A version newer than this build's is
+// refused: its rules are not this build's, and a replay with them would
+// only diverge.
 func StartMemory(def *engine.Definition, s contracts.SessionStarted) (*engine.WorkingMemory, error) {
+	if s.MemoryVersion > engine.MemorySchemaVersion {
+		return nil, fmt.Errorf("session %s started with working memory version %d, newer than this build's %d: "+
+			"replay it with a newer praetor", s.SessionID, s.MemoryVersion, engine.MemorySchemaVersion)
+	}
 	m := engine.NewWorkingMemory(def, s.SessionID, s.ProjectID)
 	m.SchemaVersion = max(s.MemoryVersion, 1)
 	m.UpdatedAt = s.StartedAt.UTC()

@@ -237,3 +237,28 @@ func TestReplayNamesAnEngineEditedWithoutANewVersion(t *testing.T) {
 		}
 	}
 }
+
+// A session recorded by a newer build, whose working memory version this
+// build does not know, is not replayed with this build's rules: the replay
+// names the version, where it used to rebuild the session with older rules
+// and report, at best, that the live run diverged.
+func TestReplayRefusesANewerMemoryVersion(t *testing.T) {
+	rig := runnertest.New(t, runnertest.Options{})
+	evs, calls, _ := recordedSession(t, rig, "newer-1", "Tell me about hosting options.", "We know AWS a little.")
+	newer := engine.MemorySchemaVersion + 1
+	for i, ev := range evs {
+		if ev.Type() != contracts.SessionStartedSpec.Type {
+			continue
+		}
+		s, err := contracts.DecodeAs[contracts.SessionStarted](ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.MemoryVersion = newer
+		evs[i] = runnertest.Event(t, ev.ID(), ev.Time(), *s)
+	}
+	res, err := replayRecorded(t, rig, rig.Engines, evs, calls)
+	if want := fmt.Sprintf("working memory version %d", newer); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("replay: %v (result %+v), want an error naming %s", err, res, want)
+	}
+}
