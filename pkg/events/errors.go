@@ -1,6 +1,7 @@
 package events
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -67,4 +68,51 @@ func Postpone(why error, d time.Duration) error {
 		return nil
 	}
 	return &RetryError{Err: why, After: d, Scheduled: true}
+}
+
+// During a rolling upgrade an event may come to a replica of an older build
+// that cannot handle it (a session that a newer build started): it passes
+// the event on (PassOn) to the next replica that pulls, for one that can.
+// Each such delivery counts against the consumer's bound, so a consumer
+// whose handler passes events on takes PassOnDeliveries and
+// PassOnBackoffMax.
+const (
+	// PassOnDeliveries bounds the deliveries of an event that replicas pass
+	// on: the server hands an event put back to the replicas' waiting pulls
+	// in turn, so it lets an event pass about ten older replicas on its way
+	// to a newer one.
+	PassOnDeliveries = 12
+	// PassOnBackoffMax caps the delay between the deliveries of an event
+	// whose handler failed (1 s, doubled at each), so that the added
+	// deliveries, about two minutes of them, do not hold the other events
+	// of a partition for long.
+	PassOnBackoffMax = 15 * time.Second
+	// passOnDelay is the delay before an event passed on comes again,
+	// doubled at each delivery up to PassOnBackoffMax: short, so the event
+	// soon reaches the next replica, then longer, so the deliveries span a
+	// newer replica's restart (a minute and a half in all).
+	passOnDelay = 250 * time.Millisecond
+)
+
+// PassOn is a handler's error for an event this process cannot handle and
+// a newer one can (see PassOnDeliveries): the event is put back after a
+// delay that starts at a quarter of a second and doubles; on the
+// consumer's last delivery, maxDeliver, it is why itself, and the event is
+// dead-lettered with it as its reason.
+func PassOn(ctx context.Context, why error, maxDeliver int) error {
+	d, _ := DeliveryFrom(ctx)
+	if maxDeliver > 0 && d.NumDelivered >= uint64(maxDeliver) {
+		return why
+	}
+	return Postpone(why, passOnWait(d.NumDelivered))
+}
+
+// passOnWait is the delay before an event passed on at its delivery n
+// comes again.
+func passOnWait(n uint64) time.Duration {
+	d := passOnDelay
+	for i := uint64(1); i < n && d < PassOnBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, PassOnBackoffMax)
 }

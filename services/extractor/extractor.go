@@ -41,30 +41,6 @@ const Consumer = "extractor"
 
 const source = "/praetor/extractor"
 
-// During a rolling upgrade a turn of a session that a newer replica started
-// may come to older replicas, which cannot extract it and put it back, for
-// a replica that knows the session's prompt version. Each of those
-// deliveries counts against the consumer's bound, and the consumers'
-// default of five let a turn be dead-lettered by older replicas alone.
-const (
-	// maxDeliveries bounds the deliveries of a turn. The server hands a
-	// turn put back to the replicas' waiting pulls in turn, so the bound
-	// lets a turn pass about ten older replicas on its way to a newer one
-	// (deploy/ scales the extractor up to 8 pods).
-	maxDeliveries = 12
-	// backoffMax caps the delay between the deliveries of a turn whose
-	// extraction failed (1s, doubled at each), so that the added
-	// deliveries, about two minutes of them, do not hold the other
-	// sessions of its partition for long.
-	backoffMax = 15 * time.Second
-	// newerVersionDelay is the delay before a turn an older replica put
-	// back comes again, doubled at each delivery up to backoffMax: short,
-	// so the turn soon reaches the next replica, then longer, so the
-	// deliveries span a newer replica's restart (a minute and a half in
-	// all).
-	newerVersionDelay = 250 * time.Millisecond
-)
-
 // Subscriber starts consumers; *events.Bus is one.
 type Subscriber interface {
 	Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error)
@@ -144,7 +120,9 @@ func (s *Service) Start(ctx context.Context) error {
 		Subjects: []string{contracts.TurnReceivedSpec.FilterSubject()},
 		// A model call may take a while; the consumer keeps the turn alive.
 		HandlerTimeout: 5 * time.Minute, AckWait: s.cfg.AckWait,
-		MaxDeliver: maxDeliveries, BackoffMax: backoffMax,
+		// A turn of a session that a newer replica started may come to older
+		// ones, which pass it on (work).
+		MaxDeliver: events.PassOnDeliveries, BackoffMax: events.PassOnBackoffMax,
 	}, s.inbox.Handler(s.work))
 	if err != nil {
 		return err
@@ -189,12 +167,7 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 		// A newer replica started the session: put back, for one that
 		// knows its version (an upgrade rolling out), and dead-lettered
 		// when none has taken it by the last delivery.
-		err = fmt.Errorf("session %s: %w", sess.ID, err)
-		d, _ := events.DeliveryFrom(ctx)
-		if d.NumDelivered >= maxDeliveries {
-			return nil, err
-		}
-		return nil, events.Postpone(err, putBackDelay(d.NumDelivered))
+		return nil, events.PassOn(ctx, fmt.Errorf("session %s: %w", sess.ID, err), events.PassOnDeliveries)
 	case err != nil:
 		return nil, events.Permanent(fmt.Errorf("session %s: extraction state: %w", sess.ID, err))
 	}
@@ -248,16 +221,6 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 		}
 		return []event.Event{out}, nil
 	}, nil
-}
-
-// putBackDelay is the delay before a turn an older replica put back at its
-// delivery n comes again.
-func putBackDelay(n uint64) time.Duration {
-	d := newerVersionDelay
-	for i := uint64(1); i < n && d < backoffMax; i++ {
-		d *= 2
-	}
-	return min(d, backoffMax)
 }
 
 // memoryView is the part of the runner's working memory (engine.WorkingMemory)

@@ -95,6 +95,10 @@ type Service struct {
 	// afterRead, in tests, runs between reading a session and committing
 	// its new state, so a test can change the session in between.
 	afterRead func(kind string)
+	// memoryVersion is the newest working memory version the runner runs
+	// (engine.MemorySchemaVersion; tests lower it to stand for an older
+	// build).
+	memoryVersion int
 }
 
 type serviceMetrics struct {
@@ -117,7 +121,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		return delivery.NewInbox(delivery.InboxConfig{DB: cfg.DB, Encoder: cfg.Bus, Consumer: consumer, Relay: cfg.Relay, Now: cfg.Now,
 			CheckInWork: checkInWork})
 	}
-	s := &Service{cfg: cfg, runner: cfg.Runner.withEngines(cfg.Engines)}
+	s := &Service{cfg: cfg, runner: cfg.Runner.withEngines(cfg.Engines), memoryVersion: engine.MemorySchemaVersion}
 	var err error
 	// The session's events look themselves up in the inbox as they read
 	// the session (load).
@@ -186,7 +190,10 @@ func (s *Service) Start(ctx context.Context) error {
 	}{
 		{events.ConsumerConfig{Stream: contracts.StreamTurns, Name: Consumer, Keyed: true,
 			Subjects:       []string{contracts.TurnExtractedSpec.FilterSubject(), contracts.TaskReturnedSpec.FilterSubject()},
-			HandlerTimeout: 5 * time.Minute, AckWait: s.cfg.AckWait}, s.redoStale(s.inbox.Handler(s.work))},
+			HandlerTimeout: 5 * time.Minute, AckWait: s.cfg.AckWait,
+			// A step of a session that a newer replica started may come to
+			// older ones, which pass it on (load).
+			MaxDeliver: events.PassOnDeliveries, BackoffMax: events.PassOnBackoffMax}, s.redoStale(s.inbox.Handler(s.work))},
 		{events.ConsumerConfig{Stream: contracts.StreamTasks, Name: ConsumerTasks,
 			Subjects: []string{contracts.TaskCompletedSpec.FilterSubject(), contracts.TaskFailedSpec.FilterSubject()},
 			AckWait:  s.cfg.AckWait}, s.sessionTasks(s.tasksIn.TxHandler(s.route))},
@@ -282,6 +289,12 @@ func (s *Service) load(ctx context.Context, ev event.Event, tenantID, sessionID,
 	var mem engine.WorkingMemory
 	if err := fastjson.Unmarshal(sess.State, &mem); err != nil {
 		return sess, nil, nil, events.Permanent(fmt.Errorf("session %s: working memory: %w", sess.ID, err))
+	}
+	if mem.SchemaVersion > s.memoryVersion {
+		// A newer replica started the session (an upgrade rolling out):
+		// its rules are not this build's, so one that has them takes it.
+		return sess, nil, nil, events.PassOn(ctx, fmt.Errorf("session %s: working memory version %d is newer than this runner runs (%d)",
+			sess.ID, mem.SchemaVersion, s.memoryVersion), events.PassOnDeliveries)
 	}
 	// As the copy a turn used to work on: the turn now works on mem itself
 	// (processOwned).
