@@ -497,8 +497,9 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				// competitors, as "actually" would; "Pret and Costa are
 				// our competitors" names them, whatever was asked.
 				v, correct, said = classed(v.([]string), kw, correct)
-				if len(v.([]string)) == 0 {
-					// "The app isn't slow" names no pain point, and is
+				if len(v.([]string)) == 0 || asserted(s.lower, kw) < 0 {
+					// "The app isn't slow" names no pain point, nor "It
+					// does not sync with Xero" an integration, and is
 					// about them: it answers no other question.
 					blocked = true
 					continue
@@ -564,6 +565,71 @@ func unafraid(t engine.Text) bool {
 	}
 	return denied
 }
+
+// asserted is the offset of the first occurrence of keyword in t that no
+// negation right before it takes back ("does not sync with", "don't need
+// to integrate with", "no competitors", "not really considering"), or -1.
+// A negation further back is part of what the sentence says
+// ("Technicians can't see their jobs and it's frustrating"); "why not"
+// and "not only" ask and add. A copula's negation before a determiner
+// ("Pret isn't a competitor") says what an item is not: classed reads it.
+func asserted(t engine.Text, keyword string) int {
+	lower, n := t.Lowered(), len(strings.ToLower(strings.TrimSpace(keyword)))
+	for from := 0; from < len(lower); {
+		// Past an occurrence, at the word boundary it ends on.
+		i := engine.LowerText(lower[from:]).Index(keyword)
+		if i < 0 {
+			return -1
+		}
+		i += from
+		if !negatedBefore(lower[:i]) {
+			return i
+		}
+		from = i + n
+	}
+	return -1
+}
+
+// negatedBefore reports whether before, the text up to a keyword, ends
+// with a negation and fillers ("does not", "don't need to", "no").
+func negatedBefore(before string) bool {
+	if i := strings.LastIndexAny(before, ".!?;:,"); i >= 0 {
+		before = before[i+1:]
+	}
+	words := strings.FieldsFunc(strings.ReplaceAll(before, "’", "'"), func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' })
+	determined := false // a determiner stands between
+	for k := len(words) - 1; k >= 0; k-- {
+		w := words[k]
+		if negationFillers[w] || determiners[w] || classFiller[w] {
+			determined = determined || determiners[w]
+			continue
+		}
+		prev, next := "", ""
+		if k > 0 {
+			prev = words[k-1]
+		}
+		if k+1 < len(words) {
+			next = words[k+1]
+		}
+		switch {
+		case w == "not" && (prev == "why" || next == "only" || next == "just"):
+			return false
+		case w == "not" && determined && (copulas[prev] || strings.HasSuffix(prev, "'s") || strings.HasSuffix(prev, "'re")):
+			return false // "Pret is not one of our competitors"
+		case denyingVerbs[w]:
+			return !determined // "Pret isn't a competitor"
+		}
+		return w == "not" || w == "no" || w == "never" || w == "nor" || w == "cannot" || strings.HasSuffix(w, "n't")
+	}
+	return false
+}
+
+// negationFillers stand between a negation and what it takes back ("don't
+// really need to sync with", "not too worried").
+var negationFillers = map[string]bool{"really": true, "even": true, "ever": true, "currently": true, "yet": true,
+	"necessarily": true, "too": true, "so": true, "very": true, "at": true, "all": true, "need": true, "needs": true,
+	"to": true, "have": true, "has": true, "be": true, "been": true, "any": true, "want": true, "going": true,
+	"able": true, "plan": true, "planning": true}
 
 // grow is the list current (JSON, nil for none) becomes with items. An
 // item whose words an item of the list holds already is on it ("budget"
