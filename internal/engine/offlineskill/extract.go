@@ -1153,13 +1153,18 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 		if i := strings.Index(s, ":"); i >= 0 && i < len(s)-1 {
 			part = s[i+1:]
 		} else if keyword != "" {
-			if i := engine.PhraseIndex(s, keyword); i >= 0 {
-				lower := strings.ToLower(s)
+			text := engine.LowerText(s)
+			i := asserted(text, keyword) // "not worried about rent, but worried about footfall"
+			if i < 0 {
+				i = text.Index(keyword)
+			}
+			if i >= 0 {
+				lower := text.Lowered()
 				after := strings.TrimSpace(lower[i+len(strings.ToLower(keyword)):])
 				if endsItem(after) && unsure(engine.LowerText(keyword)) {
 					return nil, false // "Not sure, maybe …" names nothing one is unsure of
 				}
-				if strings.HasPrefix(after, ",") && opensWith(engine.LowerText(lower), keyword) {
+				if strings.HasPrefix(after, ",") && opensWith(text, keyword) {
 					after = strings.TrimSpace(after[1:]) // "If money were no object, we could …"
 				}
 				switch {

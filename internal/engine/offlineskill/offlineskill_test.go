@@ -524,6 +524,14 @@ func TestExtractionSkill(t *testing.T) {
 		// The trade: "risk" said as a verb under a negation names no risk.
 		{name: "a risk one cannot take names no risk", engine: "ideation", msg: "We can't risk losing customers.",
 			absent: []string{"refinement.risks"}},
+		// The items are read after the keyword the sentence asserts, not after
+		// one it takes back.
+		{name: "a worry after a worry in the negative is the risk", engine: "ideation",
+			msg:  "I am not worried about rent, but I am worried about footfall.",
+			want: map[string]any{"refinement.risks": []any{"footfall"}}},
+		{name: "a system it syncs with after one it does not is the integration",
+			msg:  "We don't sync with Xero but we sync with Shopify.",
+			want: map[string]any{"constraints.integrations": []any{"Shopify"}}},
 		{name: "a lack is an item, not an item taken off", engine: "ideation", focus: "risks_identified",
 			msg: "Not enough demand.", want: map[string]any{"refinement.risks": []any{"Not enough demand"}}},
 		{name: "a lack adds to a known list", engine: "ideation", focus: "risks_identified",
