@@ -694,7 +694,8 @@ func notItem(item string) (x, instead string, ok bool) {
 // list, whatever was asked. "Not now" names no item that holds "now"; a
 // sentence that names another item of the list chooses between them
 // ("Jobber, not a custom build", "Just the job list, not offline mode"),
-// and takes nothing back.
+// and takes nothing back, unless it says something of it after the
+// take-back ("Not Xero, and Shopify is optional").
 func takesBack(current json.RawMessage, items []string) bool {
 	var list []string
 	if json.Unmarshal(current, &list) != nil {
@@ -711,6 +712,10 @@ func takesBack(current json.RawMessage, items []string) bool {
 			words := contentWords(item)
 			switch {
 			case len(words) == 0 || !all(words, named):
+			case !ok && took && remarks(it):
+				// "Not Xero, and Shopify is optional" says something of
+				// Shopify after the take-back, and keeps it; "The job
+				// list is enough, not offline mode" chooses.
 			case !ok:
 				return false // the sentence names the item: a choice
 			case all(named, words):
@@ -719,6 +724,13 @@ func takesBack(current json.RawMessage, items []string) bool {
 		}
 	}
 	return took
+}
+
+// remarks reports whether an item is a clause, a predicate after its
+// subject ("Shopify is optional", "the job list can wait"), not a name.
+func remarks(item string) bool {
+	words := strings.Fields(strings.ToLower(item))
+	return len(words) > 1 && slices.ContainsFunc(words[1:], func(w string) bool { return predicateWords[w] || copulas[w] })
 }
 
 // denials spreads the "not" of an item that takes one back over the
