@@ -782,16 +782,22 @@ func denials(current json.RawMessage, items []string) []string {
 }
 
 // corrections are the items of a sentence that takes an item back which
-// correct the list: the "not X" (with its "but Y") and those a correction
-// or a "but" leads into ("it's QuickBooks", "not Xero, but QuickBooks"); a
-// remark beside them ("Not double entry, we fixed that") is no item.
+// correct the list: the "not X" (with its "but Y"), those a correction or
+// a "but" leads into ("it's QuickBooks", "not Xero, but QuickBooks"), and
+// the names after those ("it is QuickBooks and Shopify"); a remark beside
+// them ("Not double entry, we fixed that") is no item.
 func corrections(items []string) []string {
 	var out []string
+	meaning := false // the item before gave what the user meant
 	for _, it := range items {
 		_, _, not := notItem(trimLeads(trimLeads(it, correctionLeads), []string{"but"}))
-		if not || trimLeads(it, correctionLeads) != it || trimLeads(it, []string{"but"}) != it {
+		led := trimLeads(it, correctionLeads) != it || trimLeads(it, []string{"but"}) != it
+		first, _, _ := strings.Cut(strings.ToLower(it), " ")
+		name := meaning && !not && !predicateWords[first] && !remarks(it)
+		if not || led || name {
 			out = append(out, it)
 		}
+		meaning = led || name
 	}
 	return out
 }
