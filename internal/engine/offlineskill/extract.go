@@ -490,7 +490,13 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				blocked = true
 				continue
 			}
-			v, ok := valueFromText(f.ValueType, s.text, kw)
+			from := kw
+			if fears {
+				// "I am afraid of lock-in": the fear, not the con it names,
+				// introduces the item.
+				from = fearBefore(s.lower, kw)
+			}
+			v, ok := valueFromText(f.ValueType, s.text, from)
 			correct, said := s.correction, false
 			if ok && list {
 				// "Pret isn't a competitor, it's Costa" corrects the
@@ -548,6 +554,21 @@ func fear(w string) bool {
 }
 
 var fearWords = map[string]bool{"afraid": true, "scared": true, "fear": true, "fears": true, "nervous": true}
+
+// fearBefore is the first word of t that names a fear, said and not
+// taken back, if it stands before keyword; else keyword.
+func fearBefore(t engine.Text, keyword string) string {
+	at := t.Index(keyword)
+	for _, w := range strings.FieldsFunc(t.Lowered(), func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }) {
+		if !fear(w) {
+			continue
+		}
+		if i := asserted(t, w); i >= 0 && i < at {
+			return w
+		}
+	}
+	return keyword
+}
 
 // unafraid reports whether a sentence says a fear of it is not there ("I'm
 // not worried about rent", "No concerns about pricing"), and names none
@@ -1284,11 +1305,12 @@ var (
 		"all": true, "well": true, "fast": true, "quickly": true, "anywhere": true, "everywhere": true}
 )
 
-// unprepose cuts the "about" or "with" that leads into an item ("worried
-// about pricing", "My concern is with the dispatchers"), but not an "about"
-// that says an amount is rough ("We only have about 300 dollars a month").
+// unprepose cuts the "about", "with" or "of" that leads into an item
+// ("worried about pricing", "My concern is with the dispatchers", "afraid
+// of lock-in"), but not an "about" that says an amount is rough ("We only
+// have about 300 dollars a month").
 func unprepose(item string) string {
-	rest := trimLeads(item, []string{"about", "with"})
+	rest := trimLeads(item, []string{"about", "with", "of"})
 	if engine.PhraseIndex(item, "about") == 0 && amount(rest) {
 		return item
 	}
