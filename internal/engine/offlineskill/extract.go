@@ -1243,6 +1243,7 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 			if prepositions {
 				items = objects(items)
 			}
+			items = unreasoned(items)
 		}
 		return items, len(items) > 0
 	}
@@ -1281,6 +1282,27 @@ func objects(items []string) []string {
 	}
 	return items
 }
+
+// unreasoned are the items a keyword introduces up to the first clause
+// that a word pointing back at them opens ("a custom build, it is too
+// expensive", "the rent, which could double", "…, that would cost too
+// much"): it gives a reason, and is no item, nor is what follows it. A
+// demonstrative before a noun ("and that buddy system idea") opens an item.
+func unreasoned(items []string) []string {
+	for i := 1; i < len(items); i++ {
+		w := strings.Fields(strings.ReplaceAll(strings.ToLower(items[i]), "’", "'"))
+		if reasonOpeners[w[0]] || (demonstratives[w[0]] && len(w) > 1 && predicateWords[w[1]]) {
+			return items[:i]
+		}
+	}
+	return items
+}
+
+var (
+	reasonOpeners = map[string]bool{"it": true, "it's": true, "they": true, "they're": true, "which": true, "who": true,
+		"he": true, "she": true, "because": true, "since": true, "that's": true}
+	demonstratives = map[string]bool{"this": true, "that": true, "these": true, "those": true}
+)
 
 // predicateWords open a predicate, or a clause, wherever they stand;
 // verbsBefore only before one of the functionWords ("work offline", "run
