@@ -185,6 +185,12 @@ func TestExtractionSkill(t *testing.T) {
 			absent: []string{"users_and_personas.secondary_users"}},
 		{name: "a role the users mostly are is the primary user", focus: "primary_user_identified", msg: "Mostly the dispatchers.",
 			want: map[string]any{"users_and_personas.primary_user": "dispatchers"}, absent: []string{"users_and_personas.secondary_users"}},
+		{name: "the role that uses it most is the primary user, whatever was asked", focus: "trigger_event_identified",
+			msg:    "Our office staff use it most.",
+			want:   map[string]any{"users_and_personas.primary_user": "office staff"},
+			absent: []string{"users_and_personas.secondary_users", "purpose_and_problem.trigger_event"}},
+		{name: "the role that will use it the most is the primary user", msg: "The dispatchers will use it the most.",
+			want: map[string]any{"users_and_personas.primary_user": "dispatchers"}, absent: []string{"users_and_personas.secondary_users"}},
 		// The secondary users are the roles, not the sentence that names them.
 		{name: "the secondary users are the role named", msg: "The secondary users are the office managers.",
 			want: map[string]any{"users_and_personas.secondary_users": "office managers"}},
