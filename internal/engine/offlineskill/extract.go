@@ -497,18 +497,28 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				from = fearBefore(s.lower, kw)
 			}
 			v, ok := valueFromText(f.ValueType, s.text, from)
-			correct, said := s.correction, false
+			correct, said, denied := s.correction, false, false
 			if ok && list {
 				// "Pret isn't a competitor, it's Costa" corrects the
 				// competitors, as "actually" would; "Pret and Costa are
 				// our competitors" names them, whatever was asked.
 				v, correct, said = classed(v.([]string), kw, correct)
-				if len(v.([]string)) == 0 || asserted(s.lower, kw) < 0 {
+				denied = asserted(s.lower, kw) < 0
+				if len(v.([]string)) == 0 || denied && !known {
 					// "The app isn't slow" names no pain point, nor "It
 					// does not sync with Xero" an integration, and is
 					// about them: it answers no other question.
 					blocked = true
 					continue
+				}
+				if denied {
+					// "It doesn't sync with Xero any more" takes Xero off
+					// the list, and adds nothing.
+					items := v.([]string)
+					for i, it := range items {
+						items[i] = "not " + it
+					}
+					correct = true
 				}
 			}
 			if !allowed(s) && !correct && !said && !strong(s, kw) {
@@ -525,7 +535,11 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 					blocked = blocked || known
 					continue
 				}
-				return fieldAnswer{Value: v, Confidence: conf(confKeyword, s),
+				c := conf(confKeyword, s)
+				if denied {
+					c = max(c, confCorrection)
+				}
+				return fieldAnswer{Value: v, Confidence: c,
 					Reasoning: fmt.Sprintf("the sentence mentions %q", kw)}, true, false
 			}
 		}
@@ -1386,7 +1400,8 @@ func cleanSentence(s string) string {
 }
 
 // SplitItems splits "a, b and c" into [a b c]. Words that qualify an item
-// rather than name it go ("mostly word of mouth", "Shopify too"), and so
+// rather than name it go ("mostly word of mouth", "Shopify too", "Xero any
+// more"), and so
 // does a remark after the first item ("…, I checked with my partner").
 func SplitItems(s string) []string { return splitItems(s, false) }
 
@@ -1405,7 +1420,7 @@ func splitItems(s string, clauses bool) []string {
 	var out []string
 	for _, it := range strings.Split(repl.Replace(s), ",") {
 		it = trimLeads(strings.NewReplacer("\x00", ",", "\x01", " and ").Replace(strings.TrimSpace(it)), leads)
-		for _, suffix := range []string{" etc", " too", " as well", " mostly", " mainly"} {
+		for _, suffix := range []string{" etc", " too", " as well", " mostly", " mainly", " any more", " anymore", " any longer"} {
 			it = strings.TrimSuffix(it, suffix)
 		}
 		if len(out) > 0 && remark(it) {

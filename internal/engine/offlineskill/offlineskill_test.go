@@ -554,6 +554,14 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a system it need not sync with adds nothing to a known list", focus: "integrations_identified",
 			current: map[string]any{"constraints.integrations": []string{"Xero"}},
 			msg:     "It doesn't need to integrate with Shopify.", absent: []string{"constraints.integrations", "users_and_personas.jobs_to_be_done"}},
+		{name: "a system it no longer syncs with is taken off a known list", focus: "timeline_known",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Google Calendar"}},
+			msg:     "It doesn't sync with Xero any more.",
+			want:    map[string]any{"constraints.integrations": []any{"Google Calendar"}}, absent: []string{"constraints.timeline"}},
+		{name: "a business one does not compete with is taken off the competitors", engine: "business-profile",
+			current: map[string]any{"target_market.competitors": []string{"Greggs", "Pret"}},
+			msg:     "Actually we don't really compete with Greggs.",
+			want:    map[string]any{"target_market.competitors": []any{"Pret"}}},
 		{name: "a business one does not compete with is no competitor", engine: "business-profile",
 			msg: "We don't compete with Greggs.", absent: []string{"target_market.competitors"}},
 		{name: "a product one is not considering is no option", engine: "exploration",
@@ -821,6 +829,20 @@ func TestExtractionSkillListCorrectionKeepsTheOthers(t *testing.T) {
 	}
 	if len(res.Superseded) != 1 || !strings.Contains(string(res.Superseded[0].OldValue), "5000") {
 		t.Errorf("superseded = %+v, want the old list", res.Superseded)
+	}
+}
+
+// A list keyword a negation takes back ("It doesn't sync with Xero any
+// more"), applied, takes the item off the stored list and keeps the others.
+func TestExtractionSkillNegatedKeywordTakesTheItemOff(t *testing.T) {
+	def := discovery(t)
+	cur := known(t, def, map[string]any{"constraints.integrations": []string{"Xero", "Google Calendar"}})
+	msg := "It doesn't sync with Xero any more."
+	res := extraction.Apply(def, cur, extract(t, def, cur, "", msg), msg, extraction.Meta{MessageID: "m1", TurnNumber: 2})
+	var got []string
+	res.Extraction.Decode("constraints.integrations", &got)
+	if want := []string{"Google Calendar"}; !slices.Equal(got, want) {
+		t.Errorf("integrations = %q, want %q", got, want)
 	}
 }
 
