@@ -78,14 +78,20 @@ type Decision struct {
 	// apart by their text alone.
 	Key string `json:"key,omitempty"`
 	// Options are those the decision was made among, weighed or ruled out
-	// (Xero, QuickBooks, FreshBooks): they say which question it answers.
-	// Along a chain of engines a later decision with the same key replaces
-	// this one when it answers the same question: one's choice is among the
-	// other's options (QuickBooks after Xero), not when it chose among
-	// others (Stripe among payment providers). A decision without options
-	// (written before they were recorded, or none were named) is replaced
-	// by any later decision with its key.
+	// (Xero, QuickBooks, FreshBooks).
 	Options []string `json:"options,omitempty"`
+	// Question is the question the decision answers, in the user's words
+	// as the source session captured them ("Which accounting tool should
+	// we use for invoicing?"). Along a chain of engines a later decision
+	// with the same key replaces this one when it answers the same
+	// question: their questions share most of their words (QuickBooks,
+	// then Wave, for invoicing), whatever their options; one on another
+	// question (how customers pay) is carried beside it, though it weighed
+	// the same kinds of option. When either has no question (written
+	// before questions were recorded), the options tell: one's choice among
+	// the other's options (QuickBooks after Xero) is the same question, and
+	// a decision without options is replaced by any later one with its key.
+	Question string `json:"question,omitempty"`
 }
 
 // EliminatedOption is an option the user ruled out, with why.

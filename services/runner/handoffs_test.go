@@ -74,24 +74,35 @@ func TestChainGreetsWithTheLatestDecision(t *testing.T) {
 }
 
 // A user who chose an off-the-shelf booking tool in exploration, went on to
-// project discovery and explored again how customers should pay, choosing
-// Stripe, is greeted by the second discovery session with both decisions:
-// the second answers another question than the first. Stripe used to
-// replace the booking tool, both being exploration's decision.
+// project discovery and explored again how customers should pay is greeted
+// by the second discovery session with both decisions: the second answers
+// another question than the first, whether it chose Stripe or a custom
+// build, one of the kinds of option exploration suggests for every
+// question. Stripe used to replace the booking tool, both being
+// exploration's decision; then the custom build did, being among the
+// booking options.
 func TestChainKeepsTheDecisionOfAnotherQuestion(t *testing.T) {
-	h := handOff(t, "exploration", nil, explorationMessages...)
-	h = handOff(t, "project-discovery", &h, projectDiscoveryMessages...)
-	payments := slices.Clone(explorationMessages)
-	payments[3] = "We are considering Stripe, Square, or PayPal to take card payments."
-	payments[len(payments)-1] = "I'll go with Stripe because it is cheap and fast to start."
-	h = handOff(t, "exploration", &h, payments...)
+	for _, tt := range []struct {
+		options, choice, want string
+	}{
+		{"Stripe, Square, or PayPal", "Stripe because it is cheap and fast to start", "Stripe"},
+		{"Stripe, Square, or a custom build", "a custom build because we want full control of payments", "custom build"},
+	} {
+		h := handOff(t, "exploration", nil, explorationMessages...)
+		h = handOff(t, "project-discovery", &h, projectDiscoveryMessages...)
+		payments := slices.Clone(explorationMessages)
+		payments[0] = "I want to figure out how to take card payments for my yoga studio."
+		payments[3] = "We are considering " + tt.options + " to take card payments."
+		payments[len(payments)-1] = "I'll go with " + tt.choice + "."
+		h = handOff(t, "exploration", &h, payments...)
 
-	var decisions []string
-	for _, d := range h.ActionList.DecisionsReached {
-		decisions = append(decisions, d.Decision)
-	}
-	if !slices.Equal(decisions, []string{"Stripe", "off-the-shelf tool"}) {
-		t.Errorf("decisions = %q, want [Stripe off-the-shelf tool]", decisions)
+		var decisions []string
+		for _, d := range h.ActionList.DecisionsReached {
+			decisions = append(decisions, d.Decision)
+		}
+		if want := []string{tt.want, "off-the-shelf tool"}; !slices.Equal(decisions, want) {
+			t.Errorf("decisions = %q, want %q", decisions, want)
+		}
 	}
 }
 

@@ -30,12 +30,13 @@ type Fields struct {
 	// Decision is the decision field; Confidence its confidence (in [0, 1]
 	// or on a 1-10 scale; the field's extraction confidence when absent);
 	// Reasoning the fields joined into its reasoning; Options the fields of
-	// the options it was made among, which say what it decides
-	// (contracts.Decision.Options).
+	// the options it was made among (contracts.Decision.Options); Question
+	// the field of the question it answers (contracts.Decision.Question).
 	Decision   string
 	Confidence string
 	Reasoning  []string
 	Options    []string
+	Question   string
 
 	Eliminated  []string
 	Constraints []Constraint
@@ -83,13 +84,13 @@ func FromFields(f Fields) Mapper {
 		al.DecisionsReached, al.OptionsEliminated = []contracts.Decision{}, []contracts.EliminatedOption{}
 		al.ConstraintsIdentified, al.AssumptionsCarriedForward = []contracts.IdentifiedConstraint{}, []contracts.CarriedAssumption{}
 
-		confidence := 0.0
+		confidence, question := 0.0, strings.Join(values(m, f.Question), "; ")
 		if f.Decision != "" {
 			if d := strings.Join(values(m, f.Decision), ", "); d != "" {
 				confidence = decisionConfidence(m, f)
 				al.DecisionsReached = append(al.DecisionsReached, contracts.Decision{Decision: d, Confidence: confidence,
 					Reasoning: strings.Join(valuesOf(m, f.Reasoning), "; "), Key: def.EngineID + "/" + f.Decision,
-					Options: valuesOf(m, f.Options)})
+					Options: valuesOf(m, f.Options), Question: question})
 			}
 		}
 		for _, o := range valuesOf(m, f.Eliminated) {

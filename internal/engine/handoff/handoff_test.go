@@ -514,6 +514,10 @@ func TestMapChainKeepsTheLatestDecision(t *testing.T) {
 // third decides the first's question again (QuickBooks, which the first
 // weighed, over Xero): its decision replaces the first's alone. (Stripe
 // used to replace Xero, each decision of exploration having the same key.)
+// The fourth asks the accounting question once more and weighs other tools
+// (Wave, FreshBooks): its decision replaces QuickBooks, the question being
+// the same though no option is. (Both used to be carried, the options
+// having nothing in common.)
 func TestMapChainKeepsTheDecisionsOfOtherQuestions(t *testing.T) {
 	cat := enginetest.Shipped(t)
 	discovery, _ := cat.Get("project-discovery")
@@ -538,6 +542,8 @@ func TestMapChainKeepsTheDecisionsOfOtherQuestions(t *testing.T) {
 			[]string{"Stripe", "Xero"}},
 		{"Our accounting tool again: payroll matters now", []string{"Xero", "QuickBooks"}, "QuickBooks",
 			[]string{"QuickBooks", "Stripe"}},
+		{"We need an accounting tool for invoicing", []string{"Wave", "FreshBooks"}, "Wave",
+			[]string{"Wave", "Stripe"}},
 	}
 	for i, hp := range hops {
 		m := enginetest.Memory(exploration)
@@ -637,6 +643,72 @@ func TestMapChainDoesNotEliminateTheChosenOption(t *testing.T) {
 	}
 	if !slices.Equal(eliminated, []string{"Connecteam"}) {
 		t.Errorf("options eliminated = %q, want [Connecteam]", eliminated)
+	}
+}
+
+// A carried decision gives way to one of the source session's own on the
+// same key only when they answer the same question, and when both say what
+// they were asked their questions tell, whatever the options: more than
+// half of the shorter question's words (but for function words and those
+// of any exploration, plurals aside) are the other's. Options do not tell
+// questions apart, every exploration weighing the same kinds of option.
+// (A payments decision for a custom build used to replace the booking
+// decision for an off-the-shelf tool, "custom build" being among the
+// booking options; Square Appointments replaced Square; a decision without
+// options gave way to any other; and the same question asked again among
+// new tools kept both answers.)
+func TestCarryForwardTellsQuestionsApartByWhatWasAsked(t *testing.T) {
+	const key = "exploration/decision.decision_made"
+	const booking = "I want to figure out the best way to build a booking system for my yoga studio"
+	const payments = "I want to figure out how to take card payments for my yoga studio"
+	for _, tt := range []struct {
+		name         string
+		own, carried contracts.Decision
+		wantReplaced bool
+	}{
+		{"the same kinds of option for another question",
+			contracts.Decision{Decision: "custom build", Key: key, Question: payments,
+				Options: []string{"Stripe", "Square", "a custom build to take card payments"}},
+			contracts.Decision{Decision: "off-the-shelf tool", Key: key, Question: booking,
+				Options: []string{"an off-the-shelf tool like Mindbody", "a no-code platform", "a custom build"}}, false},
+		{"a choice naming an option of another question",
+			contracts.Decision{Decision: "Square Appointments", Key: key, Question: "Which booking tool should we use for classes?",
+				Options: []string{"Mindbody", "Square Appointments", "Acuity"}},
+			contracts.Decision{Decision: "Square", Key: key, Question: "How should customers pay for their classes?",
+				Options: []string{"Stripe", "Square"}}, false},
+		{"a carried decision without options, another question",
+			contracts.Decision{Decision: "Stripe", Key: key, Question: payments},
+			contracts.Decision{Decision: "off-the-shelf tool", Key: key, Question: booking}, false},
+		{"the same question among new options",
+			contracts.Decision{Decision: "Wave", Key: key, Question: "We need an accounting tool for invoicing",
+				Options: []string{"Wave", "FreshBooks"}},
+			contracts.Decision{Decision: "Xero", Key: key, Question: "Which accounting tool should we use for invoicing?",
+				Options: []string{"Xero", "QuickBooks"}}, true},
+		{"the same question in other words",
+			contracts.Decision{Decision: "a custom build", Key: key, Question: "Which booking system should we use for classes?",
+				Options: []string{"a custom build", "a no-code platform"}},
+			contracts.Decision{Decision: "Mindbody", Key: key, Question: "We need a booking tool for our classes",
+				Options: []string{"Mindbody", "Acuity"}}, true},
+		{"the same question, another key",
+			contracts.Decision{Decision: "Mindbody", Key: "ideation/selection.selected_idea", Question: booking},
+			contracts.Decision{Decision: "custom build", Key: key, Question: booking}, false},
+		{"the carried decision says no question: its options tell",
+			contracts.Decision{Decision: "QuickBooks", Key: key, Question: payments},
+			contracts.Decision{Decision: "Xero", Key: key, Options: []string{"Xero", "QuickBooks"}}, true},
+		{"the own decision says no question: the options tell",
+			contracts.Decision{Decision: "Stripe", Key: key, Options: []string{"Stripe", "Square"}},
+			contracts.Decision{Decision: "Xero", Key: key, Question: booking, Options: []string{"Xero", "QuickBooks"}}, false},
+		{"a question of exploration words alone says nothing: the options tell",
+			contracts.Decision{Decision: "QuickBooks", Key: key, Question: "What are the best options?"},
+			contracts.Decision{Decision: "Xero", Key: key, Question: booking, Options: []string{"Xero", "QuickBooks"}}, true},
+	} {
+		h := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{tt.own}}}
+		inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{tt.carried}}}
+		handoff.CarryForward(&h, inbound)
+		if got := len(h.ActionList.DecisionsReached) == 1; got != tt.wantReplaced {
+			t.Errorf("%s: %q carried beside %q: replaced = %v, want %v", tt.name, tt.carried.Decision, tt.own.Decision,
+				got, tt.wantReplaced)
+		}
 	}
 }
 

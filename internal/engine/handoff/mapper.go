@@ -147,10 +147,10 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // case and articles aside). What the source session settled again replaces
 // what was carried: a decision on the question one of h's own
 // answers (a later exploration session's choice of QuickBooks replaces an
-// earlier one's of Xero; its choice of Stripe, among payment providers, is
-// carried beside it), an option eliminated earlier that one of h's
-// decisions chose (case and articles aside: "a custom build" ruled out,
-// "custom build" chosen), and a constraint whose topic one of h's own has
+// earlier one's of Xero for invoicing; its choice of Stripe, to take
+// payments, is carried beside it: Decision.Question), an option eliminated
+// earlier that one of h's decisions chose (case and articles aside: "a
+// custom build" ruled out, "custom build" chosen), and a constraint whose topic one of h's own has
 // ("Budget: $90k" beside "Budget: $120k", "about 300 dollars a month"
 // beside "about 500 dollars a month"); an item of a list field is carried
 // beside h's ("Integration: QuickBooks" beside "Integration: Xero"). A
@@ -198,14 +198,77 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 
 // sameQuestion reports whether d, a decision of the source session,
 // answers the question the carried decision c answered, and so replaces
-// it: they have the same key and one's choice is among the other's options
-// (QuickBooks, after a choice of Xero among Xero and QuickBooks), or c has
-// no options to tell (Decision.Options).
+// it (Decision.Question): they have the same key, and their questions
+// share most of their words (asked). When either has no question to tell,
+// one's choice is among the other's options (QuickBooks, after a choice of
+// Xero among Xero and QuickBooks), or c has no options to tell.
 func sameQuestion(d, c contracts.Decision) bool {
 	if d.Key == "" || d.Key != c.Key {
 		return false
 	}
+	if dq, cq := questionWords(d.Question), questionWords(c.Question); len(dq) > 0 && len(cq) > 0 {
+		return asked(dq, cq)
+	}
 	return len(c.Options) == 0 || among(d.Decision, c) || among(c.Decision, d)
+}
+
+// asked reports whether the questions of words a and b are the same
+// question: more than half of the shorter's words are the other's. Only
+// most: a project's own words (the yoga studio) are in all its questions.
+func asked(a, b map[string]bool) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	shared := 0
+	for w := range a {
+		if b[w] {
+			shared++
+		}
+	}
+	return 2*shared > len(a)
+}
+
+// questionWords are the words of a question that say what it asks: its
+// words but for function words and those of any exploration ("figure out
+// the best way"), without the plural's s ("classes", "class").
+func questionWords(q string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range words(q) {
+		if len(w) < 3 || stopwords[w] {
+			continue
+		}
+		if w = singular(w); !shortWords[w] && !askingWords[w] {
+			out[w] = true
+		}
+	}
+	return out
+}
+
+var (
+	// shortWords are the function words of three letters, which stopwords
+	// leaves out.
+	shortWords = engine.WordSet("and any are but can did for get got had has her him his how its let may not now " +
+		"off one our out own per she the too two use via was who why yet you")
+	// askingWords are the words of any exploration, whatever it is about:
+	// "figure out the best way to build", "help us choose an option".
+	askingWords = engine.WordSet("approach best build choice choose decide explore figure find help idea option pick " +
+		"problem select solution sure take way")
+)
+
+// singular is w without a plural's ending: "classes" is "class",
+// "companies" "company", "payments" "payment"; "business" is itself.
+func singular(w string) string {
+	switch {
+	case len(w) > 4 && strings.HasSuffix(w, "ies"):
+		return strings.TrimSuffix(w, "ies") + "y"
+	case len(w) > 4 && (strings.HasSuffix(w, "sses") || strings.HasSuffix(w, "xes") ||
+		strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes")):
+		return strings.TrimSuffix(w, "es")
+	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
+		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+		return strings.TrimSuffix(w, "s")
+	}
+	return w
 }
 
 // among reports whether choice is d's choice or one of its options, or
