@@ -98,6 +98,10 @@ type Decision struct {
 type EliminatedOption struct {
 	Option  string   `json:"option"`
 	Reasons []string `json:"reasons"`
+	// Question is the question the option was ruled out for
+	// (Decision.Question): a later choice of it for another question does
+	// not bring it back.
+	Question string `json:"question,omitempty"`
 }
 
 // IdentifiedConstraint is a constraint and what it implies.

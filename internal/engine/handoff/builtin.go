@@ -66,6 +66,7 @@ func businessProfile(implication string) Fields {
 // Ideation → Exploration: the framed problem, its constraints and
 // assumptions, to explore solution options for.
 var ideationToExploration = Fields{
+	Question:      "problem_space.problem_statement",
 	Eliminated:    []string{"evaluation.eliminated_ideas"},
 	Constraints:   []Constraint{{Path: "problem_space.constraints", Implication: "Options must respect it"}},
 	Assumptions:   []string{"problem_space.assumptions"},

@@ -31,7 +31,8 @@ type Fields struct {
 	// or on a 1-10 scale; the field's extraction confidence when absent);
 	// Reasoning the fields joined into its reasoning; Options the fields of
 	// the options it was made among (contracts.Decision.Options); Question
-	// the field of the question it answers (contracts.Decision.Question).
+	// the field of the question it answers, and the options were ruled out
+	// for (contracts.Decision.Question).
 	Decision   string
 	Confidence string
 	Reasoning  []string
@@ -94,7 +95,8 @@ func FromFields(f Fields) Mapper {
 			}
 		}
 		for _, o := range valuesOf(m, f.Eliminated) {
-			al.OptionsEliminated = append(al.OptionsEliminated, contracts.EliminatedOption{Option: o, Reasons: []string{}})
+			al.OptionsEliminated = append(al.OptionsEliminated,
+				contracts.EliminatedOption{Option: o, Reasons: []string{}, Question: question})
 		}
 		for _, c := range f.Constraints {
 			for _, v := range values(m, c.Path) {

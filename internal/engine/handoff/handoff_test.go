@@ -712,6 +712,73 @@ func TestCarryForwardTellsQuestionsApartByWhatWasAsked(t *testing.T) {
 	}
 }
 
+// An option ruled out for one question stays ruled out when a later
+// session chooses it for another: a custom build ruled out for the booking
+// system, chosen to take payments. Chosen for the same question, or when
+// either says no question, it is no longer carried as ruled out. (It used
+// to be dropped whatever the question.)
+func TestCarryForwardKeepsAnOptionRuledOutForAnotherQuestion(t *testing.T) {
+	const booking = "Which booking system should we use for classes?"
+	for _, tt := range []struct {
+		name                   string
+		chosenFor, ruledOutFor string
+		wantKept               bool
+	}{
+		{"another question", "How do we take card payments?", booking, true},
+		{"the same question", "We need a booking tool for our classes", booking, false},
+		{"ruled out for no question", "How do we take card payments?", "", false},
+		{"chosen for no question", "", booking, false},
+	} {
+		h := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+			{Decision: "custom build", Key: "exploration/decision.decision_made", Question: tt.chosenFor}}}}
+		inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{OptionsEliminated: []contracts.EliminatedOption{
+			{Option: "A custom build", Question: tt.ruledOutFor}}}}
+		handoff.CarryForward(&h, inbound)
+		if got := len(h.ActionList.OptionsEliminated) == 1; got != tt.wantKept {
+			t.Errorf("%s: options eliminated = %+v, want kept = %v", tt.name, h.ActionList.OptionsEliminated, tt.wantKept)
+		}
+	}
+}
+
+// Along exploration → project-discovery → exploration, an option the first
+// exploration session ruled out for the booking system is still ruled out
+// after the second chose it to take payments: each handoff records the
+// question its options were ruled out for.
+func TestMapChainKeepsAnOptionRuledOutForAnotherQuestion(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	hop := newChain(t).hop
+
+	first := enginetest.Memory(exploration)
+	enginetest.Set(first, "initial_state.problem_statement", "Which booking system should we use for our classes", 0.9, 1)
+	enginetest.Set(first, "decision.decision_made", "Mindbody", 0.85, 4)
+	enginetest.Set(first, "decision.reasoning", "It runs class schedules and memberships today", 0.85, 4)
+	enginetest.Set(first, "solution_landscape.eliminated_options", []string{"A custom build"}, 0.85, 3)
+	h := hop(exploration, first, "project-discovery")
+
+	second := enginetest.Memory(discovery)
+	enginetest.Set(second, "constraints.budget", "$9k", 0.9, 5)
+	h = hop(discovery, second, "exploration")
+
+	third := enginetest.Memory(exploration)
+	enginetest.Set(third, "initial_state.problem_statement", "How should we take card payments online", 0.9, 1)
+	enginetest.Set(third, "decision.decision_made", "custom build", 0.85, 4)
+	enginetest.Set(third, "decision.reasoning", "It gives us full control over the payment flow", 0.85, 4)
+	h = hop(exploration, third, "project-discovery")
+
+	var eliminated, decisions []string
+	for _, o := range h.ActionList.OptionsEliminated {
+		eliminated = append(eliminated, o.Option)
+	}
+	for _, d := range h.ActionList.DecisionsReached {
+		decisions = append(decisions, d.Decision)
+	}
+	if !slices.Equal(eliminated, []string{"A custom build"}) || !slices.Equal(decisions, []string{"custom build", "Mindbody"}) {
+		t.Errorf("options eliminated = %q, decisions = %q; want [A custom build] and [custom build Mindbody]", eliminated, decisions)
+	}
+}
+
 // An option ruled out earlier stays ruled out when a later session chooses
 // another whose name differs from it only by symbols: C++ ruled out for
 // the firmware, C# chosen for the back office. (Words ignore punctuation,

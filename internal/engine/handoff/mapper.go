@@ -149,8 +149,9 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // answers (a later exploration session's choice of QuickBooks replaces an
 // earlier one's of Xero for invoicing; its choice of Stripe, to take
 // payments, is carried beside it: Decision.Question), an option eliminated
-// earlier that one of h's decisions chose (case and articles aside: "a
-// custom build" ruled out, "custom build" chosen), and a constraint whose topic one of h's own has
+// earlier that one of h's decisions chose for the same question (case and
+// articles aside: "a custom build" ruled out, "custom build" chosen), and
+// a constraint whose topic one of h's own has
 // ("Budget: $90k" beside "Budget: $120k", "about 300 dollars a month"
 // beside "about 500 dollars a month"); an item of a list field is carried
 // beside h's ("Integration: QuickBooks" beside "Integration: Xero"). A
@@ -164,12 +165,10 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // which are the source session's.
 func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	al, in := &h.ActionList, inbound.ActionList
-	chosen := map[string]bool{}
-	for _, d := range al.DecisionsReached {
-		chosen[option(d.Decision)] = true
-	}
 	eliminated := slices.DeleteFunc(slices.Clone(in.OptionsEliminated), func(o contracts.EliminatedOption) bool {
-		return chosen[option(o.Option)]
+		return slices.ContainsFunc(al.DecisionsReached, func(d contracts.Decision) bool {
+			return option(d.Decision) == option(o.Option) && !otherQuestion(d.Question, o.Question)
+		})
 	})
 	decisions := slices.DeleteFunc(slices.Clone(in.DecisionsReached), func(c contracts.Decision) bool {
 		return slices.ContainsFunc(al.DecisionsReached, func(d contracts.Decision) bool { return sameQuestion(d, c) })
@@ -210,6 +209,13 @@ func sameQuestion(d, c contracts.Decision) bool {
 		return asked(dq, cq)
 	}
 	return len(c.Options) == 0 || among(d.Decision, c) || among(c.Decision, d)
+}
+
+// otherQuestion reports whether questions a and b both say what was asked
+// and are not the same question.
+func otherQuestion(a, b string) bool {
+	aw, bw := questionWords(a), questionWords(b)
+	return len(aw) > 0 && len(bw) > 0 && !asked(aw, bw)
 }
 
 // asked reports whether the questions of words a and b are the same
