@@ -102,6 +102,11 @@ func (r *rig) memory(t *testing.T, g graph.Store, mod func(*memory.Config)) *mem
 	t.Helper()
 	return memtest.Memory(t, g, r.db, func(c *memory.Config) {
 		c.Encoder, c.Relay = r.bus, r.relay
+		// A write waits for the graph as long as a loaded machine may take
+		// (the default, 3 s, is what a service answering users waits): a
+		// test of what a write does is not one of its timeout, which those
+		// that tune it test.
+		c.Write.WriteTimeout = 30 * time.Second
 		if mod != nil {
 			mod(c)
 		}
