@@ -310,11 +310,7 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 	step("completeness")
 	asked, _ := m.Obligation(m.Obligations.Focus)
 	m.Obligations = obligation.Evaluate(def, m, r.cfg.Registry)
-	moved := false
-	if asked != nil {
-		after, ok := m.Obligation(asked.ID)
-		moved = !ok || after.Status != asked.Status || after.Confidence != asked.Confidence
-	}
+	moved := asked != nil && obligation.Moved(def, m, *asked)
 	m.Completeness = completeness.Evaluate(def, m, r.cfg.Registry)
 
 	// 6-7. Phase transition: evaluate the triggers, execute if allowed. A

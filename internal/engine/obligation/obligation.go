@@ -120,10 +120,27 @@ const (
 	RestTurns = 3
 )
 
+// Moved reports whether a turn moved the obligation the last reply asked
+// for, given its item before the turn: its status or confidence changed,
+// or the turn's extraction updated one of its fields (another answer at
+// the same confidence is an answer too).
+func Moved(def *engine.Definition, m *engine.WorkingMemory, before engine.ObligationItem) bool {
+	after, ok := m.Obligation(before.ID)
+	o, known := def.Obligation(before.ID)
+	if !ok || !known || after.Status != before.Status || after.Confidence != before.Confidence {
+		return true
+	}
+	for _, path := range o.Fields {
+		if f, ok := m.Extraction.Fields[path]; ok && f.LastUpdatedAtTurn == m.TurnNumber {
+			return true
+		}
+	}
+	return false
+}
+
 // Ask picks the obligation the turn's reply asks for (Next) and makes it
 // the memory's focus; nil when nothing is left. moved says whether the
-// turn's message moved the obligation the last reply asked for (its status
-// or confidence changed).
+// turn moved the obligation the last reply asked for (Moved).
 //
 // From memory version 2 an obligation that MaxAsks replies in a row asked
 // for in vain rests for RestTurns turns: the replies ask for the others

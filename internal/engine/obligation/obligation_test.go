@@ -252,6 +252,7 @@ func TestAskRestsAnObligationAskedForInVain(t *testing.T) {
 	reg := enginetest.Registry()
 	type turn struct {
 		set   string // a field the turn's message answers, "" for none
+		value string
 		want  string
 		asked int
 	}
@@ -265,11 +266,12 @@ func TestAskRestsAnObligationAskedForInVain(t *testing.T) {
 				before = *asked
 			}
 			if tn.set != "" {
-				enginetest.Set(m, tn.set, "x", 0.5, m.TurnNumber) // below threshold: partial
+				// Below the threshold, at the confidence of any earlier
+				// answer: partial, and an answer all the same.
+				enginetest.Set(m, tn.set, tn.value, 0.5, m.TurnNumber)
 			}
 			m.Obligations = obligation.Evaluate(def, m, reg)
-			after, _ := m.Obligation(before.ID)
-			moved := after != nil && (after.Status != before.Status || after.Confidence != before.Confidence)
+			moved := before.ID != "" && obligation.Moved(def, m, before)
 			got := obligation.Ask(def, m, moved)
 			if got == nil || got.ID != tn.want || m.Obligations.Focus != tn.want || m.Obligations.Asked != tn.asked {
 				t.Fatalf("turn %d: Ask = %v, focus %q asked %d; want %s asked %d (resting %v)",
@@ -297,9 +299,20 @@ func TestAskRestsAnObligationAskedForInVain(t *testing.T) {
 		m.Phase.Current = "INTRO"
 		run(t, m, []turn{
 			{want: "goal_known", asked: 1},
-			{set: "basics.goal", want: "goal_known", asked: 1}, // partial now: asked again, as a first time
+			{set: "basics.goal", value: "ship it", want: "goal_known", asked: 1}, // partial now: asked again, as a first time
 			{want: "goal_known", asked: 2},
 			{want: "users_known", asked: 1},
+		})
+	})
+	t.Run("another answer at the same confidence keeps it asked", func(t *testing.T) {
+		m := enginetest.Memory(def)
+		m.Phase.Current = "INTRO"
+		run(t, m, []turn{
+			{want: "goal_known", asked: 1},
+			{set: "basics.goal", value: "ship it", want: "goal_known", asked: 1},
+			{set: "basics.goal", value: "ship it soon", want: "goal_known", asked: 1},
+			{set: "basics.goal", value: "ship it this year", want: "goal_known", asked: 1},
+			{want: "goal_known", asked: 2},
 		})
 	})
 	t.Run("with nothing else left it is asked again", func(t *testing.T) {
