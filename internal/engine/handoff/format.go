@@ -73,8 +73,12 @@ func Format(h contracts.EngineHandoff, targetName string) string {
 
 	var items []string
 	for _, d := range h.ActionList.DecisionsReached {
-		items = append(items, fmt.Sprintf("✓ Chose %q (confidence: %.2f)", oneLine(d.Decision), d.Confidence),
-			"  Reasoning: "+clip(d.Reasoning))
+		items = append(items, fmt.Sprintf("✓ Chose %q (confidence: %.2f)", oneLine(d.Decision), d.Confidence))
+		if strings.TrimSpace(d.Question) != "" {
+			// Several decisions of one engine answer different questions.
+			items = append(items, "  Question: "+clip(d.Question))
+		}
+		items = append(items, "  Reasoning: "+clip(d.Reasoning))
 	}
 	section(SectionDecisions, items)
 	items = nil

@@ -180,6 +180,29 @@ func TestFormat(t *testing.T) {
 	}
 }
 
+// Decisions of one engine along a chain answer different questions: the
+// summary says which each answers, when the decision records it.
+func TestFormatSaysWhatEachDecisionAnswers(t *testing.T) {
+	h := makeHandoff(func(h *contracts.EngineHandoff) {
+		h.ActionList.DecisionsReached = []contracts.Decision{
+			{Decision: "off-the-shelf tool", Question: "Which booking system should we use for classes?", Confidence: 0.8, Reasoning: "ready now"},
+			{Decision: "Stripe", Question: "How do we take card payments?", Confidence: 0.9, Reasoning: "fees"},
+			{Decision: "Custom Web App", Confidence: 0.85, Reasoning: "flexible"},
+		}
+	})
+	lines := strings.Split(handoff.Format(h, "Project Requirements Discovery"), "\n")
+	for _, want := range [][2]string{
+		{`✓ Chose "off-the-shelf tool" (confidence: 0.80)`, "  Question: Which booking system should we use for classes?"},
+		{`✓ Chose "Stripe" (confidence: 0.90)`, "  Question: How do we take card payments?"},
+		{`✓ Chose "Custom Web App" (confidence: 0.85)`, "  Reasoning: flexible"},
+	} {
+		i := slices.Index(lines, want[0])
+		if i < 0 || i+1 >= len(lines) || lines[i+1] != want[1] {
+			t.Errorf("want %q followed by %q in:\n%s", want[0], want[1], strings.Join(lines, "\n"))
+		}
+	}
+}
+
 func TestVerifyIPASS(t *testing.T) {
 	receiver := handoff.Receiver{EngineID: "project-discovery", ProjectID: "proj_xyz789"}
 	onlyDecision := makeHandoff(func(h *contracts.EngineHandoff) {
