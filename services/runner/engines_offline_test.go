@@ -235,3 +235,29 @@ func TestProjectDiscoveryDoesNotAskInVainTurnAfterTurn(t *testing.T) {
 		t.Errorf("questions asked %q: want the second one asked twice, then others, then again", asked)
 	}
 }
+
+// sideBusinessFraming are the first turns of an ideation on a side
+// business: the problem, then who it affects.
+var sideBusinessFraming = []string{
+	"I want ideas for a small food business I could start on the side.",
+	"Mostly me, I'm stuck in a job I don't enjoy.",
+}
+
+// The money and the time the user has are the constraints any idea must
+// respect: they were filed as the problem's cost, and the next reply asked
+// for the constraints.
+func TestIdeationFilesWhatTheUserHasAsConstraints(t *testing.T) {
+	s := newSession(t, "ideation")
+	for _, msg := range sideBusinessFraming {
+		s.say(msg)
+	}
+	res := s.say("I have about 5000 pounds to start and evenings free")
+	var got []string
+	s.state.Extraction.Decode("problem_space.constraints", &got)
+	if !slices.Equal(got, []string{"about 5000 pounds to start", "evenings free"}) {
+		t.Errorf("problem_space.constraints = %q, want the sum and the evenings", got)
+	}
+	if strings.Contains(res.Reply, "What constraints must any idea respect") {
+		t.Errorf("the constraints question was asked after they were named: %q", res.Reply)
+	}
+}

@@ -330,6 +330,19 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a deadline keeps its word", engine: "exploration", focus: "constraints_identified",
 			msg:  "We have a hard deadline before tax season in January.",
 			want: map[string]any{"decision.constraints": []any{"hard deadline before tax season in January"}}},
+		// A sum and the time the user has to give are what any idea must
+		// respect, though neither says "budget": they answer no other
+		// question.
+		{name: "a sum and free time the user has are constraints", engine: "ideation", focus: "impact_understood",
+			msg:    "I have about 5000 pounds to start and evenings free",
+			want:   map[string]any{"problem_space.constraints": []any{"about 5000 pounds to start", "evenings free"}},
+			absent: []string{"problem_space.impact"}},
+		{name: "hours a week the user has are a constraint", engine: "ideation", focus: "constraints_known",
+			msg:  "We only have £2,000 and maybe ten hours a week.",
+			want: map[string]any{"problem_space.constraints": []any{"£2,000", "ten hours a week"}}},
+		{name: "a sum lost is no constraint", engine: "ideation", focus: "impact_understood",
+			msg:    "We have lost about 5000 pounds this year.",
+			absent: []string{"problem_space.constraints"}},
 		{name: "a doubt names no gap", engine: "exploration", msg: "Not sure, really.",
 			absent: []string{"initial_state.knowledge_gaps"}},
 		{name: "a pause after an opening keyword", engine: "ideation", focus: "wild_ideas_explored",
