@@ -261,3 +261,42 @@ func TestIdeationFilesWhatTheUserHasAsConstraints(t *testing.T) {
 		t.Errorf("the constraints question was asked after they were named: %q", res.Reply)
 	}
 }
+
+// Ideas the user offers while the problem is being framed are ideas: they
+// were filed as the answers to the framing questions asked (the
+// constraints, success), and idea generation opened by asking for ideas as
+// if there were none.
+func TestIdeationKeepsIdeasOfferedWhileFraming(t *testing.T) {
+	s := newSession(t, "ideation")
+	for _, msg := range sideBusinessFraming {
+		s.say(msg)
+	}
+	s.say("Maybe a weekend stall selling Caribbean food")
+	s.say("Or a meal prep service for busy parents")
+	var got []string
+	s.state.Extraction.Decode("idea_generation.ideas", &got)
+	if want := []string{"a weekend stall selling Caribbean food", "a meal prep service for busy parents"}; !slices.Equal(got, want) {
+		t.Errorf("idea_generation.ideas = %q, want %q", got, want)
+	}
+	if s.state.Extraction.Has("problem_space.constraints") || s.state.Extraction.Has("problem_space.success_criteria") {
+		t.Errorf("an idea was filed as a framing answer: constraints %s, success %s",
+			s.state.Extraction.Fields["problem_space.constraints"].Value, s.state.Extraction.Fields["problem_space.success_criteria"].Value)
+	}
+	for _, msg := range []string{
+		"I have about 5000 pounds to start and evenings free",
+		"Success would be making 500 pounds a month within a year.",
+		"It costs me the chance to earn more, maybe 500 pounds a month.",
+		"Not sure.",
+		"Not sure.",
+	} {
+		res := s.say(msg)
+		if res.Phase != "DIVERGE" {
+			continue
+		}
+		if strings.Contains(res.Reply, "What ideas come to mind?") || strings.Contains(res.Reply, "what ideas come to mind?") {
+			t.Errorf("idea generation asks for ideas as if there were none: %q", res.Reply)
+		}
+		return
+	}
+	t.Fatalf("the session never reached DIVERGE: phase %s", s.state.Phase.Current)
+}

@@ -343,6 +343,23 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a sum lost is no constraint", engine: "ideation", focus: "impact_understood",
 			msg:    "We have lost about 5000 pounds this year.",
 			absent: []string{"problem_space.constraints"}},
+		// An idea offered as an option while the problem is being framed is
+		// an idea, not the answer to the question asked; an amount offered
+		// so is none.
+		{name: "an idea offered while framing is an idea", engine: "ideation", focus: "constraints_known",
+			msg:    "Maybe a weekend stall selling Caribbean food",
+			want:   map[string]any{"idea_generation.ideas": []any{"a weekend stall selling Caribbean food"}},
+			absent: []string{"problem_space.constraints"}},
+		{name: "an idea offered as another option adds to the ideas", engine: "ideation", focus: "success_criteria_set",
+			current: map[string]any{"idea_generation.ideas": []string{"a weekend stall selling Caribbean food"}},
+			msg:     "Or a meal prep service for busy parents",
+			want: map[string]any{"idea_generation.ideas": []any{"a weekend stall selling Caribbean food",
+				"a meal prep service for busy parents"}},
+			absent: []string{"problem_space.success_criteria"}},
+		{name: "an amount offered is no idea", engine: "ideation", focus: "impact_understood",
+			msg:    "Maybe a few hundred pounds for the stock we throw away.",
+			want:   map[string]any{"problem_space.impact": "a few hundred pounds for the stock we throw away"},
+			absent: []string{"idea_generation.ideas"}},
 		{name: "a doubt names no gap", engine: "exploration", msg: "Not sure, really.",
 			absent: []string{"initial_state.knowledge_gaps"}},
 		{name: "a pause after an opening keyword", engine: "ideation", focus: "wild_ideas_explored",
