@@ -300,3 +300,26 @@ func TestIdeationKeepsIdeasOfferedWhileFraming(t *testing.T) {
 	}
 	t.Fatalf("the session never reached DIVERGE: phase %s", s.state.Phase.Current)
 }
+
+// Selling to locals and to cafes answers who pays (both): the answer was
+// filed as the customers alone, and the question asked again.
+func TestBusinessProfileWhoPaysAnsweredByWhomItSellsTo(t *testing.T) {
+	s := newSession(t, "business-profile")
+	for _, msg := range []string{
+		"Hi, we run a bakery in Hull.",
+		"We're a bakery, we make bread and cakes.",
+		"We've been open for 4 years",
+	} {
+		s.say(msg)
+	}
+	if s.state.Obligations.Focus != "business_model_type_known" {
+		t.Fatalf("focus = %s, want business_model_type_known", s.state.Obligations.Focus)
+	}
+	res := s.say("We sell bread and cakes to locals and a few cafes")
+	if got := s.state.Extraction.String("business_model.model_type"); got != "locals and a few cafes" {
+		t.Errorf("business_model.model_type = %q, want whom the bakery sells to", got)
+	}
+	if strings.Contains(res.Reply, "Who pays you") || strings.Contains(res.Reply, "who pays you") {
+		t.Errorf("who pays was asked again: %q", res.Reply)
+	}
+}

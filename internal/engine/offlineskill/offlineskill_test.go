@@ -275,6 +275,13 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "whom the business sells to", engine: "business-profile",
 			msg:  "We sell to local cafes and offices.",
 			want: map[string]any{"target_market.customer_segments": []any{"local cafes", "offices"}}},
+		// Selling to people and to businesses says who pays: both.
+		{name: "whom the business sells to answers who pays", engine: "business-profile", focus: "business_model_type_known",
+			msg: "We sell bread and cakes to locals and a few cafes",
+			want: map[string]any{"business_model.model_type": "locals and a few cafes",
+				"target_market.customer_segments": []any{"locals", "a few cafes"}}},
+		{name: "selling to businesses alone says nothing of both", engine: "business-profile",
+			msg: "We sell to local cafes and offices.", absent: []string{"business_model.model_type"}},
 		{name: "where a business is, after what it is", engine: "business-profile",
 			msg:  "We're a small bakery in Leeds.",
 			want: map[string]any{"industry.location": "Leeds", "industry.sector": "small bakery"}},
