@@ -1126,6 +1126,26 @@ func TestReplySkill(t *testing.T) {
 				m.Extraction = known(t, def, map[string]any{"purpose_and_problem.core_problem": "The paperwork eats our evenings"})
 			},
 			want: "It sounds like the van breaks down every week. What made this a priority now?"},
+		// A message that goes on with an "or" or a "but" is echoed without
+		// it, and a fragment without a verb ("Or a meal prep service …") is
+		// no "that" clause: reflective listening leaves it to the next
+		// technique.
+		{name: "active listening drops the or a message opens with", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
+			next: "trigger_event_identified", msg: "Or a meal prep service for busy parents",
+			want: "It sounds like a meal prep service for busy parents. What made this a priority now?"},
+		{name: "active listening drops the hedge before a fragment", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
+			next: "trigger_event_identified", msg: "Maybe a weekend stall selling Caribbean food",
+			want: "It sounds like a weekend stall selling Caribbean food. What made this a priority now?"},
+		{name: "reflective listening drops the but a message opens with", phase: "CORE_CAPTURE",
+			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "But we can't afford a new van this year.",
+			want: "So what matters to you is that you can't afford a new van this year. What made this a priority now?"},
+		{name: "reflective listening does not make a fragment a clause", phase: "CORE_CAPTURE",
+			techniques: []string{"reflective_listening", "mirroring"}, next: "trigger_event_identified",
+			msg:  "Or a meal prep service for busy parents",
+			want: "Got it: a meal prep service for busy parents. What made this a priority now?"},
+		{name: "reflective listening echoes a clause that opens with an article", phase: "CORE_CAPTURE",
+			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "A big client left us last month.",
+			want: "So what matters to you is that a big client left you last month. What made this a priority now?"},
 		{name: "active listening does not echo a question back", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
 			next: "trigger_event_identified", msg: "What do you mean by alternatives?", want: "What made this a priority now?"},
 		{name: "active listening does not echo a decline", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},

@@ -255,7 +255,7 @@ func Compose(p ReplyPrompt) string {
 
 // opener is the technique-driven start of the reply.
 func opener(p ReplyPrompt) string {
-	echo := reflect(p.Message, p.Known, p.Names)
+	echo, fragment := reflect(p.Message, p.Known, p.Names)
 	for _, t := range p.Techniques {
 		switch t {
 		case "summary_reflection":
@@ -268,7 +268,9 @@ func opener(p ReplyPrompt) string {
 				return "It sounds like " + echo + "."
 			}
 		case "reflective_listening":
-			if echo != "" {
+			// "What matters to you is that a meal prep service for busy
+			// parents" makes no sentence of a fragment.
+			if echo != "" && !fragment {
 				return "So what matters to you is that " + echo + "."
 			}
 		case "mirroring":
@@ -337,26 +339,34 @@ const minEchoWords = 3
 
 // reflect turns the first sentence of the user's message around: "We keep
 // losing jobs." → "you keep losing jobs"; nothing for a question, a
-// decline or a sentence too short to say something. known are the
-// session's facts and names the words the user wrote capitalised inside a
-// sentence before, whose capital stays (keepsCapital).
-func reflect(msg string, known, names []string) string {
+// decline or a sentence too short to say something. A conjunction it
+// opens with goes ("Or a meal prep service …"), and a hedge before a
+// fragment ("Maybe a weekend stall …"); fragment reports one, a thing
+// named without a verb. known are the session's facts and names the words
+// the user wrote capitalised inside a sentence before, whose capital stays
+// (keepsCapital).
+func reflect(msg string, known, names []string) (echo string, fragment bool) {
 	ss := engine.Sentences(msg)
 	if len(ss) == 0 || engine.IsQuestion(ss[0]) || Declines(msg) {
 		// "It sounds like what do you mean by that." and "It sounds like
 		// you'd rather skip that one." echo nothing the user said about
 		// the matter.
-		return ""
+		return "", false
 	}
 	words := strings.Fields(cleanSentence(ss[0]))
-	for _, filler := range []string{"well", "so", "actually", "yes", "yeah", "ok", "okay", "hi", "hello", "and", "also"} {
+	for _, filler := range []string{"well", "so", "actually", "yes", "yeah", "ok", "okay", "hi", "hello", "and", "or", "but",
+		"also", "plus"} {
 		if len(words) > 0 && strings.EqualFold(strings.Trim(words[0], ",!"), filler) {
 			words = words[1:]
 		}
 	}
-	if len(words) < minEchoWords {
-		return "" // "So what matters to you is that that's right."
+	if len(words) > 1 && hedgeWords[strings.ToLower(words[0])] && articles[strings.ToLower(words[1])] {
+		words = words[1:]
 	}
+	if len(words) < minEchoWords {
+		return "", false // "So what matters to you is that that's right."
+	}
+	fragment = articles[strings.ToLower(words[0])] && !slices.ContainsFunc(words, clauseWord)
 	if len(words) > 18 {
 		words = words[:18]
 		// Do not end on a dangling word: "... take photos and".
@@ -371,12 +381,28 @@ func reflect(msg string, known, names []string) string {
 			words[i] = strings.Replace(w, core, r, 1)
 		}
 	}
-	echo := strings.Join(words, " ")
+	echo = strings.Join(words, " ")
 	if keepsCapital(words, known, slices.Concat(names, capitalised(msg))) {
-		return echo
+		return echo, fragment
 	}
-	return lowerFirst(echo)
+	return lowerFirst(echo), fragment
 }
+
+var articles = map[string]bool{"a": true, "an": true}
+
+// clauseWord reports whether a word shows a clause, not a thing named: a
+// pronoun, a form of be, have or do, a modal, a negation or a past
+// ("A big client left us", "A friend said it's worth it").
+func clauseWord(w string) bool {
+	w = strings.ToLower(strings.Trim(strings.ReplaceAll(w, "’", "'"), ",:;"))
+	_, pronoun := pronouns[w]
+	return pronoun || verbWords[w] || strings.HasSuffix(w, "n't") ||
+		(len(w) > 4 && strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed"))
+}
+
+var verbWords = engine.WordSet(`is are was were be been being am has have had do does did can could will would
+		should must may might shall you they he she it them him her said told made went came got took gave left
+		sent kept thought bought sold ran`)
 
 // keepsCapital reports whether an echo's first word keeps its capital in
 // the middle of a reply: a name, as far as it shows one. A word with a
