@@ -1146,6 +1146,14 @@ func TestReplySkill(t *testing.T) {
 		{name: "reflective listening echoes a clause that opens with an article", phase: "CORE_CAPTURE",
 			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "A big client left us last month.",
 			want: "So what matters to you is that a big client left you last month. What made this a priority now?"},
+		// "me" after a "you" the echo just said is "yourself", not "you"
+		// again.
+		{name: "active listening names the user once among the team", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
+			next: "trigger_event_identified", msg: "There are 6 of us, me, two bakers and three in the shop",
+			want: "It sounds like there are 6 of you, yourself, two bakers and three in the shop. What made this a priority now?"},
+		{name: "active listening turns me and us around", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
+			next: "trigger_event_identified", msg: "Me and my partner run it, it keeps us busy.",
+			want: "It sounds like you and your partner run it, it keeps you busy. What made this a priority now?"},
 		{name: "active listening does not echo a question back", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
 			next: "trigger_event_identified", msg: "What do you mean by alternatives?", want: "What made this a priority now?"},
 		{name: "active listening does not echo a decline", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},

@@ -334,6 +334,9 @@ var pronouns = map[string]string{"i": "you", "i'm": "you're", "i've": "you've", 
 	"me": "you", "my": "your", "mine": "yours", "we": "you", "we're": "you're", "we've": "you've", "we'd": "you'd",
 	"we'll": "you'll", "us": "you", "our": "your", "ours": "yours", "am": "are", "myself": "yourself", "ourselves": "yourselves"}
 
+// reflexives turn around the pronouns that follow a "you" in an echo.
+var reflexives = map[string]string{"me": "yourself", "us": "yourselves"}
+
 // minEchoWords is the fewest words an echo is made of.
 const minEchoWords = 3
 
@@ -377,9 +380,15 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 	}
 	for i, w := range words {
 		core := strings.Trim(w, ",:;")
-		if r, ok := pronouns[strings.ToLower(strings.ReplaceAll(core, "’", "'"))]; ok {
-			words[i] = strings.Replace(w, core, r, 1)
+		lower := strings.ToLower(strings.ReplaceAll(core, "’", "'"))
+		r, ok := pronouns[lower]
+		if !ok {
+			continue
 		}
+		if self, ok := reflexives[lower]; ok && i > 0 && strings.EqualFold(strings.Trim(words[i-1], ",:;"), "you") {
+			r = self // "6 of us, me, two bakers": "6 of you, yourself, …", not "you, you"
+		}
+		words[i] = strings.Replace(w, core, r, 1)
 	}
 	echo = strings.Join(words, " ")
 	if keepsCapital(words, known, slices.Concat(names, capitalised(msg))) {
