@@ -1117,6 +1117,14 @@ func TestReplySkill(t *testing.T) {
 		{name: "active listening lowers a word with a common ending", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
 			next: "trigger_event_identified", msg: "Invoicing takes us a whole day.",
 			want: "It sounds like invoicing takes you a whole day. What made this a priority now?"},
+		// A long word the tokenizer's vocabulary holds whole, lowercase, is a
+		// common word; a short one may be a name ("Costa").
+		{name: "active listening lowers a common word the vocabulary holds", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
+			next: "trigger_event_identified", msg: "Revenue is about 300k a year.",
+			want: "It sounds like revenue is about 300k a year. What made this a priority now?"},
+		{name: "active listening keeps the capital of a short name the vocabulary holds", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Costa opened a shop next door.",
+			want: "It sounds like Costa opened a shop next door. What made this a priority now?"},
 		{name: "active listening keeps a day's capital", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
 			next: "trigger_event_identified", msg: "Mondays are chaos for us.",
 			want: "It sounds like Mondays are chaos for you. What made this a priority now?"},
