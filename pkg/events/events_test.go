@@ -794,33 +794,54 @@ func TestConsumerSettingsLooserKept(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Another replica's: a longer ack wait, more deliveries and more
-			// pending events; then fewer deliveries, which the subscription
-			// puts back.
-			other := cons.CachedInfo().Config
-			other.AckWait, other.MaxDeliver, other.MaxAckPending = 5*time.Second, 8, 512
-			if _, err := js.UpdateConsumer(t.Context(), topic.Stream, other); err != nil {
+			// Another replica, run with a longer ack wait, more deliveries
+			// and more pending events, subscribes too. Each replica's watch
+			// reads the settings and writes them back; neither waits for the
+			// other, so the test waits for where they settle rather than
+			// for a single write.
+			other, err := events.New(bus.Conn(), events.Config{Subject: topic.Route})
+			if err != nil {
 				t.Fatal(err)
 			}
-			other.MaxDeliver = 3
-			if _, err := js.UpdateConsumer(t.Context(), topic.Stream, other); err != nil {
+			looser := cfg
+			looser.AckWait, looser.MaxDeliver = 5*time.Second, 8
+			if !tc.keyed {
+				looser.MaxAckPending = 512
+			}
+			sub2, err := other.Subscribe(t.Context(), looser, func(context.Context, event.Event) error { return nil })
+			if err != nil {
 				t.Fatal(err)
 			}
-			var got jetstream.ConsumerConfig
-			eventstest.Eventually(t, 10*time.Second, "max deliver put back", func() bool {
-				info, err := cons.Info(t.Context())
-				if err == nil {
-					got = info.Config
-				}
-				return err == nil && info.Config.MaxDeliver == 5
-			})
+			t.Cleanup(func() { _ = sub2.Stop(context.Background()) })
 			wantPending := 512
 			if tc.keyed {
 				wantPending = 1
 			}
-			if got.AckWait != 5*time.Second || got.MaxAckPending != wantPending {
-				t.Errorf("ack wait %s and max ack pending %d after the put back, want 5s and %d", got.AckWait, got.MaxAckPending, wantPending)
+			var got jetstream.ConsumerConfig
+			settled := func() bool {
+				info, err := cons.Info(t.Context())
+				if err == nil {
+					got = info.Config
+				}
+				return err == nil && got.AckWait == 5*time.Second && got.MaxDeliver == 8 && got.MaxAckPending == wantPending
 			}
+			eventstest.Eventually(t, 20*time.Second, "the looser settings kept", settled)
+			// Both keep them, round after round of each watch.
+			for range 20 {
+				time.Sleep(cfg.BacklogInterval)
+				if !settled() {
+					t.Fatalf("settings %s ack wait, %d deliveries, %d pending while both watches run: want 5s, 8 and %d",
+						got.AckWait, got.MaxDeliver, got.MaxAckPending, wantPending)
+				}
+			}
+			// An older replica starting writes fewer deliveries over them,
+			// once: they are put back.
+			tighter := got
+			tighter.MaxDeliver = 3
+			if _, err := js.UpdateConsumer(t.Context(), topic.Stream, tighter); err != nil {
+				t.Fatal(err)
+			}
+			eventstest.Eventually(t, 20*time.Second, "max deliver put back", settled)
 		})
 	}
 }
