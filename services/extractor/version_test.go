@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/praetorhq/praetor/internal/conversation"
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
@@ -164,25 +162,9 @@ func TestTurnOfANewerSessionWaitsForANewerReplica(t *testing.T) {
 	turnID := runnertest.TurnID(sid, 2)
 	rig.Publish(t, turnID, at.Add(time.Minute), contracts.TurnReceived{TenantID: runnertest.Tenant, SessionID: sid,
 		TurnID: turnID, Message: "We use Xero and Slack.", ReceivedAt: at.Add(time.Minute)})
-	js, err := jetstream.New(rig.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const defaultMaxDeliver = 5
 	runnertest.WaitFor(t, 30*time.Second, fmt.Sprintf("%d deliveries to the older replica", defaultMaxDeliver), func() bool {
-		delivered := uint64(0)
-		for p := range 2 {
-			c, err := js.Consumer(ctx, contracts.StreamTurns, events.PartitionConsumer(Consumer, p))
-			if err != nil {
-				return false
-			}
-			info, err := c.Info(ctx)
-			if err != nil {
-				return false
-			}
-			delivered += info.Delivered.Consumer
-		}
-		return delivered >= defaultMaxDeliver
+		return rig.Delivered(Consumer) >= defaultMaxDeliver
 	})
 	// The older replica leaves (its last delivery settled), and a newer one
 	// pulls.

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
@@ -44,25 +42,9 @@ func TestTurnOfANewerSessionIsPassedOn(t *testing.T) {
 
 	turn := runnertest.Turn(sid, 1, "We want to schedule our plumbers' jobs.", nil)
 	rig.Publish(t, turn.TurnID, t0.Add(time.Minute), turn)
-	js, err := jetstream.New(rig.Conn)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const defaultMaxDeliver = 5
 	runnertest.WaitFor(t, 30*time.Second, fmt.Sprintf("%d deliveries to the older replica", defaultMaxDeliver+1), func() bool {
-		delivered := uint64(0)
-		for p := range 2 {
-			c, err := js.Consumer(ctx, contracts.StreamTurns, events.PartitionConsumer(Consumer, p))
-			if err != nil {
-				return false
-			}
-			info, err := c.Info(ctx)
-			if err != nil {
-				return false
-			}
-			delivered += info.Delivered.Consumer
-		}
-		return delivered > defaultMaxDeliver
+		return rig.Delivered(Consumer) > defaultMaxDeliver
 	})
 	if err := old.Stop(ctx); err != nil {
 		t.Fatal(err)

@@ -621,10 +621,7 @@ func TestCarryForwardReplacesADecisionOnTheSameQuestion(t *testing.T) {
 		{"another language, by its symbols", contracts.Decision{Decision: "C++", Key: key, Options: []string{"C++", "Rust"}},
 			contracts.Decision{Decision: "C#", Key: key, Options: []string{"C#", "Java", "Go"}}, false},
 	} {
-		h := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{tt.own}}}
-		inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{tt.carried}}}
-		handoff.CarryForward(&h, inbound)
-		if got := len(h.ActionList.DecisionsReached) == 1; got != tt.wantReplaced {
+		if got := replaces(tt.own, tt.carried); got != tt.wantReplaced {
 			t.Errorf("%s: %q carried beside %q: replaced = %v, want %v", tt.name, tt.carried.Decision, tt.own.Decision,
 				got, tt.wantReplaced)
 		}
@@ -725,10 +722,7 @@ func TestCarryForwardTellsQuestionsApartByWhatWasAsked(t *testing.T) {
 			contracts.Decision{Decision: "QuickBooks", Key: key, Question: "What are the best options?"},
 			contracts.Decision{Decision: "Xero", Key: key, Question: booking, Options: []string{"Xero", "QuickBooks"}}, true},
 	} {
-		h := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{tt.own}}}
-		inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{tt.carried}}}
-		handoff.CarryForward(&h, inbound)
-		if got := len(h.ActionList.DecisionsReached) == 1; got != tt.wantReplaced {
+		if got := replaces(tt.own, tt.carried); got != tt.wantReplaced {
 			t.Errorf("%s: %q carried beside %q: replaced = %v, want %v", tt.name, tt.carried.Decision, tt.own.Decision,
 				got, tt.wantReplaced)
 		}
@@ -1071,4 +1065,13 @@ func (c *chain) hop(def *engine.Definition, m *engine.WorkingMemory, target stri
 	}
 	c.last = h
 	return h
+}
+
+// replaces reports whether a session's own decision replaces the carried
+// one when CarryForward merges them.
+func replaces(own, carried contracts.Decision) bool {
+	h := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{own}}}
+	inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{carried}}}
+	handoff.CarryForward(&h, inbound)
+	return len(h.ActionList.DecisionsReached) == 1
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/praetorhq/praetor/internal/conversation"
 	"github.com/praetorhq/praetor/internal/delivery"
@@ -77,7 +78,7 @@ func New(t testing.TB, opts Options) *Rig {
 	r.Server = eventstest.StartServer(t)
 	r.Conn = eventstest.Connect(t, r.Server)
 	r.Bus = r.newBus(t, r.Conn)
-	if err := node.Provision(ctx, r.Bus, node.StreamSettings{Partitions: 2, Replicas: 1, Duplicates: time.Minute}); err != nil {
+	if err := node.Provision(ctx, r.Bus, node.StreamSettings{Partitions: partitions, Replicas: 1, Duplicates: time.Minute}); err != nil {
 		t.Fatalf("provision the streams: %v", err)
 	}
 	if opts.Postgres {
@@ -265,6 +266,31 @@ func (r *Rig) SessionEvents(t testing.TB, sessionID string) []event.Event {
 	}
 	return out
 }
+
+// Delivered counts the deliveries a keyed consumer of the turns stream
+// made, over the rig's partitions (0 while it cannot be read).
+func (r *Rig) Delivered(consumer string) uint64 {
+	js, err := jetstream.New(r.Conn)
+	if err != nil {
+		return 0
+	}
+	var n uint64
+	for p := range partitions {
+		c, err := js.Consumer(context.Background(), contracts.StreamTurns, events.PartitionConsumer(consumer, p))
+		if err != nil {
+			return 0
+		}
+		info, err := c.Info(context.Background())
+		if err != nil {
+			return 0
+		}
+		n += info.Delivered.Consumer
+	}
+	return n
+}
+
+// partitions is the rig's partition count of the keyed streams.
+const partitions = 2
 
 // WaitFor polls cond until it holds or the timeout passes.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
