@@ -332,8 +332,22 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 	if len(takenBack(message, prev, val)) > 0 {
 		return false
 	}
+	// A clause that keeps what it names ("We can't lose deadlines") is no
+	// negation of the rest, nor does it name an item taken back.
+	rest := unkept(message)
 	return kept == len(stored) ||
-		len(have) > 0 && (adds(message) || kept == 0 && marker == "" && !namesAny(message, prev))
+		len(have) > 0 && (adds(rest) || kept == 0 && marker == "" && !namesAny(rest, prev))
+}
+
+// unkept is the message without its clauses that keep what they name
+// (keeps).
+func unkept(message engine.Text) engine.Text {
+	cs := clauses(message.Lowered())
+	out := slices.DeleteFunc(slices.Clone(cs), func(c string) bool { return keeps(engine.LowerText(c)) })
+	if len(out) == len(cs) {
+		return message
+	}
+	return engine.LowerText(strings.Join(out, ", "))
 }
 
 // takenBack returns the stored items of the list prev that the message
@@ -344,7 +358,8 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 // notifications", "The deadline stuff can go", "We don't need deadlines",
 // "no deadlines"). A stored item named in a clause that takes nothing back
 // ("Besides tasks, we also need notifications") is no take-back, whatever
-// another clause drops.
+// another clause drops, nor is one that says not to take it back ("Don't
+// forget those", keeps).
 func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 	var stored []string
 	if json.Unmarshal(prev, &stored) != nil {
@@ -354,6 +369,9 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 	var taken []string
 	for _, c := range clauses(message.Lowered()) {
 		clause := engine.LowerText(c)
+		if keeps(clause) {
+			continue
+		}
 		drops := clause.Negative() || slices.ContainsFunc(removals, clause.Contains) ||
 			slices.ContainsFunc(takeBacks, clause.Contains)
 		if !drops && !slices.ContainsFunc(limits, clause.Contains) {
@@ -368,6 +386,21 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 		}
 	}
 	return taken
+}
+
+// keeps reports whether a clause says not to take something back ("Don't
+// forget those", "we can't lose deadlines", "never drop them"): its
+// negation and its removal cancel out, and what it names stays.
+func keeps(clause engine.Text) bool {
+	c := engine.LowerText(strings.ReplaceAll(clause.Lowered(), "’", "'"))
+	for _, n := range keepNegations {
+		for _, v := range keepVerbs {
+			if c.Contains(n+" "+v) || c.Contains(n+" want to "+v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // namesItem reports whether a text names a list item as whole words, in
@@ -478,6 +511,12 @@ var (
 	// that need the item to take anything back ("deadlines can go").
 	takeBacks = []string{"can go", "could go", "should go", "must go", "has to go", "have to go", "is out",
 		"are out", "is gone", "are gone", "unnecessary", "skip", "lose", "delete", "leave out", "none of"}
+	// keepNegations and keepVerbs say, one before the other, not to take
+	// something back (keeps).
+	keepNegations = []string{"don't", "dont", "do not", "never", "can't", "cannot", "can not", "won't", "will not",
+		"shouldn't", "should not", "mustn't", "must not", "not"}
+	keepVerbs = []string{"forget", "drop", "remove", "lose", "skip", "delete", "scrap", "ditch", "cancel",
+		"leave out", "get rid of", "change", "touch"}
 	// backReferences name the stored items of a list as a whole.
 	backReferences = []string{"those", "these", "both", "all of them", "all that", "all of that", "everything",
 		"the lot", "the rest", "them all"}

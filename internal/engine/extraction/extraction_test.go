@@ -319,6 +319,35 @@ func TestApplyRules(t *testing.T) {
 			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
+			// A negation of a take-back keeps what it names: the user
+			// asks to keep the stored items, and adds one.
+			name:        "new items only: a negated take-back of the stored items grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "Don't forget those, we also need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
+			name:        "new items only: the stored items left as they are grow the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "Don't change any of these; we also need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
+			name:        "new items only: a stored item the user keeps by name grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "We can't lose deadlines, and we also need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
 			// A take-back counts only in the clause that names the item:
 			// here it is about something not on the list.
 			name:        "new items only: a stored item named beside an addition, a take-back elsewhere, grows the list",
