@@ -96,15 +96,16 @@ const (
 
 // PassOn is a handler's error for an event this process cannot handle and
 // a newer one can (see PassOnDeliveries): the event is put back after a
-// delay that starts at a quarter of a second and doubles; on the
-// consumer's last delivery, maxDeliver, it is why itself, and the event is
-// dead-lettered with it as its reason.
+// delay that starts at a quarter of a second and doubles, and logged as a
+// handler's failure, so that an operator sees a rollout (or a rollback)
+// holding events; on the consumer's last delivery, maxDeliver, it is why
+// itself, and the event is dead-lettered with it as its reason.
 func PassOn(ctx context.Context, why error, maxDeliver int) error {
 	d, _ := DeliveryFrom(ctx)
 	if maxDeliver > 0 && d.NumDelivered >= uint64(maxDeliver) {
 		return why
 	}
-	return Postpone(why, passOnWait(d.NumDelivered))
+	return RetryAfter(why, passOnWait(d.NumDelivered))
 }
 
 // passOnWait is the delay before an event passed on at its delivery n

@@ -17,7 +17,7 @@ import (
 
 // An event put back on purpose (Postpone: not due yet) is no failure: the
 // log says so at debug level, and warns only of real failures, a
-// RetryAfter among them.
+// RetryAfter and a PassOn among them.
 func TestLoggingTellsAPostponementFromAFailure(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -26,6 +26,9 @@ func TestLoggingTellsAPostponementFromAFailure(t *testing.T) {
 	}{
 		{"postponed", events.Postpone(errors.New("not due yet"), time.Minute), slog.LevelDebug},
 		{"rate limited", events.RetryAfter(errors.New("rate limited"), time.Minute), slog.LevelWarn},
+		// An event passed on to a newer replica holds its partition while a
+		// rollout lasts: the operator sees it.
+		{"passed on", events.PassOn(t.Context(), errors.New("a newer version"), events.PassOnDeliveries), slog.LevelWarn},
 		{"failed", errors.New("boom"), slog.LevelWarn},
 	} {
 		var buf bytes.Buffer
