@@ -88,6 +88,10 @@ func Format(h contracts.EngineHandoff, targetName string) string {
 			it += " — " + clip(strings.Join(rs, ", "))
 		}
 		items = append(items, it)
+		if strings.TrimSpace(o.Question) != "" {
+			// Ruled out for one question, it may be chosen for another.
+			items = append(items, "  Question: "+clip(o.Question))
+		}
 	}
 	section(SectionEliminated, items)
 	items = nil

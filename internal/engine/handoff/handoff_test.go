@@ -181,7 +181,9 @@ func TestFormat(t *testing.T) {
 }
 
 // Decisions of one engine along a chain answer different questions: the
-// summary says which each answers, when the decision records it.
+// summary says which each answers, and which an option was ruled out for,
+// when they record it (a custom build ruled out for the booking system may
+// be chosen to take payments).
 func TestFormatSaysWhatEachDecisionAnswers(t *testing.T) {
 	h := makeHandoff(func(h *contracts.EngineHandoff) {
 		h.ActionList.DecisionsReached = []contracts.Decision{
@@ -189,12 +191,18 @@ func TestFormatSaysWhatEachDecisionAnswers(t *testing.T) {
 			{Decision: "Stripe", Question: "How do we take card payments?", Confidence: 0.9, Reasoning: "fees"},
 			{Decision: "Custom Web App", Confidence: 0.85, Reasoning: "flexible"},
 		}
+		h.ActionList.OptionsEliminated = []contracts.EliminatedOption{
+			{Option: "A custom build", Reasons: []string{"too slow"}, Question: "Which booking system should we use for classes?"},
+			{Option: "WordPress", Reasons: []string{"lock-in"}},
+		}
 	})
 	lines := strings.Split(handoff.Format(h, "Project Requirements Discovery"), "\n")
 	for _, want := range [][2]string{
 		{`✓ Chose "off-the-shelf tool" (confidence: 0.80)`, "  Question: Which booking system should we use for classes?"},
 		{`✓ Chose "Stripe" (confidence: 0.90)`, "  Question: How do we take card payments?"},
 		{`✓ Chose "Custom Web App" (confidence: 0.85)`, "  Reasoning: flexible"},
+		{"✗ A custom build — too slow", "  Question: Which booking system should we use for classes?"},
+		{"✗ WordPress — lock-in", "─── CONSTRAINTS IDENTIFIED ───"},
 	} {
 		i := slices.Index(lines, want[0])
 		if i < 0 || i+1 >= len(lines) || lines[i+1] != want[1] {
