@@ -374,7 +374,7 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 		}
 		drops := clause.Negative() || slices.ContainsFunc(removals, clause.Contains) ||
 			slices.ContainsFunc(takeBacks, clause.Contains)
-		if !drops && !slices.ContainsFunc(limits, clause.Contains) {
+		if !drops && !limited(clause) {
 			continue
 		}
 		all := drops && slices.ContainsFunc(backReferences, clause.Contains)
@@ -386,6 +386,17 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 		}
 	}
 	return taken
+}
+
+// limited reports whether a text holds one of the limits, but "just" in a
+// comparison ("Just like tasks, we need notifications"), which adds.
+func limited(t engine.Text) bool {
+	for _, w := range limits {
+		if t.Contains(w) && (w != "just" || !slices.ContainsFunc(comparisons, t.Contains)) {
+			return true
+		}
+	}
+	return false
 }
 
 // keeps reports whether a clause says not to take something back ("Don't
@@ -471,10 +482,8 @@ func adds(message engine.Text) bool {
 	if message.Negative() {
 		return false
 	}
-	for _, w := range slices.Concat(removals, limits) {
-		if message.Contains(w) {
-			return false
-		}
+	if slices.ContainsFunc(removals, message.Contains) || limited(message) {
+		return false
 	}
 	for _, w := range additions {
 		if message.Contains(w) {
@@ -499,7 +508,9 @@ func addsToo(lower string) bool {
 }
 
 var (
-	additions = []string{"also", "as well", "besides", "in addition", "plus", "another"}
+	additions = []string{"also", "as well", "besides", "in addition", "plus", "another", "just like", "just as"}
+	// comparisons liken what they name to another item: no limit.
+	comparisons = []string{"just like", "just as"}
 	removals  = []string{"drop", "dropped", "dropping", "remove", "removed", "removing", "no longer", "forget",
 		"scrap", "scrapped", "replace", "replaced", "replacing", "switch", "switched", "switching", "swap", "swapped",
 		"stop", "stopped", "ditch", "ditched", "rid of", "anymore", "any more", "cancel", "cancelled", "canceled"}
@@ -516,7 +527,7 @@ var (
 	keepNegations = []string{"don't", "dont", "do not", "never", "can't", "cannot", "can not", "won't", "will not",
 		"shouldn't", "should not", "mustn't", "must not", "not"}
 	keepVerbs = []string{"forget", "drop", "remove", "lose", "skip", "delete", "scrap", "ditch", "cancel",
-		"leave out", "get rid of", "change", "touch"}
+		"leave out", "get rid of", "change", "touch", "go"}
 	// backReferences name the stored items of a list as a whole.
 	backReferences = []string{"those", "these", "both", "all of them", "all that", "all of that", "everything",
 		"the lot", "the rest", "them all"}

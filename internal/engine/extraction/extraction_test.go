@@ -330,6 +330,26 @@ func TestApplyRules(t *testing.T) {
 			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
+			// "Can't go" keeps what it names; the rest of the message adds.
+			name:        "new items only: an item that can't go grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "Deadlines can't go, we also need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
+			// "Just like" likens, and limits nothing.
+			name:        "new items only: a likeness to a stored item grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "Just like tasks, we need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
 			name:        "new items only: the stored items left as they are grow the list",
 			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:     "Don't change any of these; we also need notifications.",
