@@ -323,3 +323,37 @@ func TestBusinessProfileWhoPaysAnsweredByWhomItSellsTo(t *testing.T) {
 		t.Errorf("who pays was asked again: %q", res.Reply)
 	}
 }
+
+// An owner with no competitors to name says so: the answer is that there
+// are none, which settles the question. "None." was filed as a competitor
+// named "None", and "We have no competitors" left the question open, to
+// be asked again.
+func TestBusinessProfileNoCompetitorsIsAnAnswer(t *testing.T) {
+	for _, answer := range []string{"None.", "We have no competitors", "Not really, no."} {
+		s := newSession(t, "business-profile")
+		for _, msg := range []string{
+			"Hi! We run a small bakery in Leeds called Crumb & Co, we've been going for about 6 years.",
+			"Both, cafes buy wholesale and people buy in the shop.",
+			"Wholesale bread to cafes is the biggest, then shop sales and celebration cakes.",
+			"Per loaf for wholesale, and cakes are priced by size.",
+			"Everything is baked fresh every morning with local flour, that's why people come to us.",
+			"Local cafes, office workers, and families ordering birthday cakes.",
+			"Mostly local, within about ten miles of the shop.",
+		} {
+			s.say(msg)
+		}
+		if s.state.Obligations.Focus != "competitors_named" {
+			t.Fatalf("focus = %s, want competitors_named", s.state.Obligations.Focus)
+		}
+		res := s.say(answer)
+		if got := obligationStatus(t, s.state, "competitors_named"); got != engine.StatusSatisfied {
+			t.Errorf("%q: competitors_named = %s, want satisfied", answer, got)
+		}
+		if got := s.state.Extraction.Fields["target_market.competitors"].Value; string(got) != "null" {
+			t.Errorf("%q: target_market.competitors = %s, want null", answer, got)
+		}
+		if strings.Contains(strings.ToLower(res.Reply), "competitors") {
+			t.Errorf("%q: the competitors question was asked again: %q", answer, res.Reply)
+		}
+	}
+}

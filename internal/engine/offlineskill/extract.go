@@ -110,6 +110,17 @@ func Extract(p extraction.Prompt) Answer {
 	if p.Focus == nil || len(p.Focus.Fields) == 0 {
 		return ans
 	}
+	if f := promptField(p, p.Focus.Fields[0]); len(ans.Fields) == 0 && f != nil && f.ValueType == engine.TypeArray &&
+		saysNone(msg, *f) {
+		// "None.", "We don't use any", "We have no competitors": there is
+		// none, which is an answer, not an item named "None" nor a question
+		// left open. To a list known already it says there is no more.
+		if !isKnown(*f) {
+			ans.Fields[f.Path] = fieldAnswer{Value: nil, Confidence: max(confFocus, f.ConfidenceThreshold),
+				Reasoning: "the user says there is none (" + p.Focus.ID + ")"}
+		}
+		return ans
+	}
 	if len(ans.Fields) > 0 || aboutKnown {
 		// The cues found what the message is about: the question was
 		// answered through them, or the user talked about something else —
@@ -163,6 +174,55 @@ func Extract(p extraction.Prompt) Answer {
 	}
 	return ans
 }
+
+// saysNone reports whether a message says the list f asks for has no
+// item: every statement in it is a negation made of noneWords and the
+// words that name the list ("None.", "Not really, no.", "We don't use any",
+// "We have no competitors", "No integrations needed"). A negation that
+// says more names an item ("No way to see the jobs" is a pain point, "Not
+// Xero" a take-back), and one the user is unsure of ("I don't know any")
+// or asks says nothing.
+func saysNone(msg string, f extraction.PromptField) bool {
+	nouns := map[string]bool{}
+	for _, phrase := range append(slices.Clone(f.Cues.Keywords), f.DisplayName) {
+		for _, w := range strings.Fields(strings.ToLower(phrase)) {
+			nouns[w], nouns[strings.TrimSuffix(w, "s")] = true, true
+		}
+	}
+	ss := statements(msg)
+	for _, s := range ss {
+		negated := false
+		for _, w := range strings.FieldsFunc(strings.ReplaceAll(strings.ToLower(s), "’", "'"), func(r rune) bool {
+			return !unicode.IsLetter(r) && r != '\''
+		}) {
+			switch {
+			case nothingWords[w] || strings.HasSuffix(w, "n't"):
+				negated = true
+			case !noneWords[w] && !nouns[w] && !nouns[strings.TrimSuffix(w, "s")]:
+				return false
+			}
+		}
+		if !negated {
+			return false
+		}
+	}
+	return len(ss) > 0
+}
+
+// nothingWords say there is none; noneWords are the others a sentence that
+// says so is made of.
+var (
+	nothingWords = map[string]bool{"no": true, "none": true, "nope": true, "nothing": true, "not": true, "zero": true,
+		"never": true, "nobody": true, "cannot": true}
+	noneWords = map[string]bool{"we": true, "i": true, "there": true, "it": true, "they": true, "do": true, "does": true,
+		"have": true, "has": true, "got": true, "use": true, "using": true, "need": true, "needed": true, "needs": true,
+		"required": true, "are": true, "is": true, "any": true, "anything": true, "anyone": true, "real": true,
+		"really": true, "yet": true, "at": true, "all": true, "currently": true, "right": true, "now": true, "so": true,
+		"far": true, "for": true, "the": true, "moment": true, "think": true, "that": true, "know": true, "of": true,
+		"actually": true, "honestly": true, "well": true, "um": true, "just": true, "one": true, "ones": true,
+		"direct": true, "other": true, "others": true, "to": true, "with": true, "can": true, "as": true, "such": true,
+		"thing": true, "things": true, "comes": true, "mind": true, "our": true, "my": true}
+)
 
 // isKnown reports whether a field holds a value confident enough to count.
 func isKnown(f extraction.PromptField) bool {
