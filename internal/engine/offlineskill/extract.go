@@ -666,7 +666,9 @@ func unafraid(t engine.Text) bool {
 // to integrate with", "no competitors", "not really considering"), or -1.
 // A negation further back is part of what the sentence says
 // ("Technicians can't see their jobs and it's frustrating"); "why not"
-// and "not only" ask and add. A copula's negation before a determiner
+// and "not only" ask and add, and a negation under an "if" sets a
+// condition the user holds to ("if it doesn't sync with Xero, we won't buy
+// it"). A copula's negation before a determiner
 // ("Pret isn't a competitor") says what an item is not: classed reads it.
 func asserted(t engine.Text, keyword string) int {
 	lower, n := t.Lowered(), len(strings.ToLower(strings.TrimSpace(keyword)))
@@ -711,6 +713,8 @@ func negatedBefore(before string) bool {
 			return false
 		case w == "not" && determined && (copulas[prev] || strings.HasSuffix(prev, "'s") || strings.HasSuffix(prev, "'re")):
 			return false // "Pret is not one of our competitors"
+		case slices.Contains(words[:k], "if"):
+			return false // "It's useless if it can't sync with Xero" wants Xero
 		case denyingVerbs[w]:
 			return !determined // "Pret isn't a competitor"
 		}

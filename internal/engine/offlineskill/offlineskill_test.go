@@ -621,6 +621,12 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a negation before the keyword's clause is part of the pain point",
 			msg:  "Technicians can't see their jobs, which is so frustrating.",
 			want: map[string]any{"users_and_personas.pain_points": []any{"Technicians can't see their jobs", "which is so frustrating"}}},
+		// A negation under an "if" makes the keyword a condition the user
+		// holds to: what it names is wanted.
+		{name: "a system it is useless without syncing with is an integration", focus: "integrations_identified",
+			msg: "It's useless if it can't sync with Xero.", want: map[string]any{"constraints.integrations": []any{"Xero"}}},
+		{name: "a system without which the user won't buy is an integration",
+			msg: "If it doesn't sync with Xero, we won't buy it.", want: map[string]any{"constraints.integrations": []any{"Xero"}}},
 		{name: "why not asks for the item", msg: "Why not integrate with Xero?",
 			want: map[string]any{"constraints.integrations": []any{"Xero"}}},
 		// The trade: "risk" said as a verb under a negation names no risk.
