@@ -562,8 +562,12 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				// "Pret isn't a competitor, it's Costa" corrects the
 				// competitors, as "actually" would; "Pret and Costa are
 				// our competitors" names them, whatever was asked.
+				// Unless classed dropped the item it denies ("The app isn't
+				// slow, but it crashes a lot"), a keyword a negation stands
+				// before names no item.
+				n := len(v.([]string))
 				v, correct, said = classed(v.([]string), kw, correct)
-				denied = asserted(s.lower, kw) < 0
+				denied = asserted(s.lower, kw) < 0 && len(v.([]string)) == n
 				if len(v.([]string)) == 0 || denied && !known {
 					// "The app isn't slow" names no pain point, nor "It
 					// does not sync with Xero" an integration, and is

@@ -717,6 +717,8 @@ func TestExtractionSkill(t *testing.T) {
 			msg:     "The app isn't slow.", absent: []string{"users_and_personas.pain_points"}},
 		{name: "a quality in the negative is no item", msg: "The app is not slow.",
 			absent: []string{"users_and_personas.pain_points"}},
+		{name: "a quality in the negative keeps the pain point said after it", focus: "user_pain_points_captured",
+			msg: "The app isn't slow, but it crashes a lot.", want: map[string]any{"users_and_personas.pain_points": []any{"it crashes a lot"}}},
 		{name: "a quality in the negative answers no other question", focus: "timeline_known",
 			current: map[string]any{"users_and_personas.pain_points": []string{"double entry"}},
 			msg:     "It's not slow.", absent: []string{"users_and_personas.pain_points", "constraints.timeline"}},
