@@ -728,11 +728,12 @@ func negatedBefore(before string) bool {
 }
 
 // negationFillers stand between a negation and what it takes back ("don't
-// really need to sync with", "not too worried").
+// really need to sync with", "not too worried", "don't need it to
+// integrate with").
 var negationFillers = map[string]bool{"really": true, "even": true, "ever": true, "currently": true, "yet": true,
 	"necessarily": true, "too": true, "so": true, "very": true, "at": true, "all": true, "need": true, "needs": true,
 	"to": true, "have": true, "has": true, "be": true, "been": true, "any": true, "want": true, "going": true,
-	"able": true, "plan": true, "planning": true}
+	"able": true, "plan": true, "planning": true, "it": true}
 
 // grow is the list current (JSON, nil for none) becomes with items. An
 // item whose words an item of the list holds already is on it ("budget"

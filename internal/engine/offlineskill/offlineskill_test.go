@@ -627,6 +627,8 @@ func TestExtractionSkill(t *testing.T) {
 			msg: "It's useless if it can't sync with Xero.", want: map[string]any{"constraints.integrations": []any{"Xero"}}},
 		{name: "a system without which the user won't buy is an integration",
 			msg: "If it doesn't sync with Xero, we won't buy it.", want: map[string]any{"constraints.integrations": []any{"Xero"}}},
+		{name: "a system it need not sync with, said with it, is no integration", msg: "We don't need it to sync with Shopify.",
+			absent: []string{"constraints.integrations"}},
 		{name: "why not asks for the item", msg: "Why not integrate with Xero?",
 			want: map[string]any{"constraints.integrations": []any{"Xero"}}},
 		// The trade: "risk" said as a verb under a negation names no risk.
@@ -833,6 +835,8 @@ func TestExtractionSkill(t *testing.T) {
 			want: map[string]any{"constraints.integrations": nil}},
 		{name: "not using any is none", focus: "integrations_identified", msg: "We don't use any",
 			want: map[string]any{"constraints.integrations": nil}},
+		{name: "not needing it to integrate with anything is none", focus: "integrations_identified",
+			msg: "We don't need it to integrate with anything.", want: map[string]any{"constraints.integrations": nil}},
 		{name: "none to a known list adds no item", focus: "integrations_identified",
 			current: map[string]any{"constraints.integrations": []string{"Xero"}},
 			msg:     "None.", absent: []string{"constraints.integrations"}},
