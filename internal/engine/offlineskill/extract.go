@@ -221,7 +221,7 @@ var (
 		"far": true, "for": true, "the": true, "moment": true, "think": true, "that": true, "know": true, "of": true,
 		"actually": true, "honestly": true, "well": true, "um": true, "just": true, "one": true, "ones": true,
 		"direct": true, "other": true, "others": true, "to": true, "with": true, "can": true, "as": true, "such": true,
-		"thing": true, "things": true, "comes": true, "mind": true, "our": true, "my": true}
+		"thing": true, "things": true, "comes": true, "mind": true, "our": true, "my": true, "else": true}
 )
 
 // isKnown reports whether a field holds a value confident enough to count.

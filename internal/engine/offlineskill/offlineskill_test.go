@@ -837,6 +837,8 @@ func TestExtractionSkill(t *testing.T) {
 			want: map[string]any{"constraints.integrations": nil}},
 		{name: "not needing it to integrate with anything is none", focus: "integrations_identified",
 			msg: "We don't need it to integrate with anything.", want: map[string]any{"constraints.integrations": nil}},
+		{name: "not needing to connect to anything else is none", focus: "integrations_identified",
+			msg: "It doesn't need to connect to anything else.", want: map[string]any{"constraints.integrations": nil}},
 		{name: "none to a known list adds no item", focus: "integrations_identified",
 			current: map[string]any{"constraints.integrations": []string{"Xero"}},
 			msg:     "None.", absent: []string{"constraints.integrations"}},
