@@ -177,16 +177,18 @@ func Extract(p extraction.Prompt) Answer {
 
 // saysNone reports whether a message says the list f asks for has no
 // item: every statement in it is a negation made of noneWords and the
-// words that name the list ("None.", "Not really, no.", "We don't use any",
-// "We have no competitors", "No integrations needed"). A negation that
+// words that name the list, or any fear for a list of fears ("None.", "Not
+// really, no.", "We don't use any", "We have no competitors", "No worries
+// there"). A negation that
 // says more names an item ("No way to see the jobs" is a pain point, "Not
 // Xero" a take-back), and one the user is unsure of ("I don't know any")
 // or asks says nothing.
 func saysNone(msg string, f extraction.PromptField) bool {
-	nouns := map[string]bool{}
+	nouns, fears := map[string]bool{}, false
 	for _, phrase := range append(slices.Clone(f.Cues.Keywords), f.DisplayName) {
 		for _, w := range strings.Fields(strings.ToLower(phrase)) {
 			nouns[w], nouns[strings.TrimSuffix(w, "s")] = true, true
+			fears = fears || fear(w)
 		}
 	}
 	ss := statements(msg)
@@ -198,7 +200,7 @@ func saysNone(msg string, f extraction.PromptField) bool {
 			switch {
 			case nothingWords[w] || strings.HasSuffix(w, "n't"):
 				negated = true
-			case !noneWords[w] && !nouns[w] && !nouns[strings.TrimSuffix(w, "s")]:
+			case !noneWords[w] && !nouns[w] && !nouns[strings.TrimSuffix(w, "s")] && !(fears && fear(w)):
 				return false
 			}
 		}
