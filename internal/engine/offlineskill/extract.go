@@ -513,6 +513,9 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			if g := re.SubexpIndex("value"); list && g > 0 && objectsAfter(s.text[:loc[2*g]]) {
 				v = objects(v.([]string)) // "We sell to local cafes and deliver every morning"
 			}
+			if list {
+				v = unreasoned(v.([]string)) // "I have 3 hours a week and it's costing me sleep"
+			}
 			if v, ok = whole(v, s, s.correction); !ok {
 				blocked = blocked || known
 				continue
@@ -1368,10 +1371,11 @@ func objects(items []string) []string {
 	return items
 }
 
-// unreasoned are the items a keyword introduces up to the first clause
-// that a word pointing back at them opens ("a custom build, it is too
-// expensive", "the rent, which could double", "…, that would cost too
-// much"): it gives a reason, and is no item, nor is what follows it. A
+// unreasoned are the items a keyword or a pattern gives up to the first
+// clause that a word pointing back at them opens ("a custom build, it is
+// too expensive", "the rent, which could double", "…, that would cost too
+// much", "3 hours a week and it's costing me sleep"): it gives a reason, or
+// a remark, and is no item, nor is what follows it. A
 // demonstrative before a noun ("and that buddy system idea") opens an item.
 func unreasoned(items []string) []string {
 	for i := 1; i < len(items); i++ {
