@@ -345,7 +345,8 @@ const minEchoWords = 3
 // reflect turns the first sentence of the user's message around: "We keep
 // losing jobs." → "you keep losing jobs"; nothing for a question, a
 // decline or a sentence too short to say something. A conjunction it
-// opens with goes ("Or a meal prep service …"), and a hedge before a
+// opens with goes ("Or a meal prep service …", "Because our biggest
+// client …", the answer to why), and a hedge before a
 // fragment ("Maybe a weekend stall …"); fragment reports one, a thing
 // named without a verb. known are the session's facts and names the words
 // the user wrote capitalised inside a sentence before, whose capital stays
@@ -360,7 +361,7 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 	}
 	words := strings.Fields(cleanSentence(ss[0]))
 	for _, filler := range []string{"well", "so", "actually", "yes", "yeah", "ok", "okay", "hi", "hello", "and", "or", "but",
-		"also", "plus"} {
+		"also", "plus", "because"} {
 		if len(words) > 0 && strings.EqualFold(strings.Trim(words[0], ",!"), filler) {
 			words = words[1:]
 		}
