@@ -1093,6 +1093,9 @@ func TestReplySkill(t *testing.T) {
 				m.Extraction = known(t, def, map[string]any{"constraints.integrations": []string{"Xero"}})
 			},
 			want: "Got it: Xero is what your accountant wants. What made this a priority now?"},
+		{name: "mirroring drops a remark on what the user told before", phase: "CORE_CAPTURE", techniques: []string{"mirroring"},
+			next: "trigger_event_identified", msg: "As I told you, my team wastes hours on scheduling every week",
+			want: "Got it: your team wastes hours on scheduling every week. What made this a priority now?"},
 		{name: "active listening keeps a capital inside a word", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
 			next: "trigger_event_identified", msg: "QuickBooks takes an hour every evening.",
 			want: "It sounds like QuickBooks takes an hour every evening. What made this a priority now?"},

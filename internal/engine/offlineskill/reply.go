@@ -346,7 +346,8 @@ const minEchoWords = 3
 // losing jobs." → "you keep losing jobs"; nothing for a question, a
 // decline or a sentence too short to say something. A conjunction it
 // opens with goes ("Or a meal prep service …", "Because our biggest
-// client …", the answer to why), and a hedge before a
+// client …", the answer to why), a remark on what the user said before
+// ("As I told you, …"), and a hedge before a
 // fragment ("Maybe a weekend stall …"); fragment reports one, a thing
 // named without a verb. known are the session's facts and names the words
 // the user wrote capitalised inside a sentence before, whose capital stays
@@ -364,6 +365,14 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 		"also", "plus", "because"} {
 		if len(words) > 0 && strings.EqualFold(strings.Trim(words[0], ",!"), filler) {
 			words = words[1:]
+		}
+	}
+	for i, w := range words[:max(len(words)-1, 0)] {
+		if strings.HasSuffix(w, ",") {
+			if remark(strings.TrimSuffix(strings.Join(words[:i+1], " "), ",")) {
+				words = words[i+1:] // "As I told you, …" is the user's, not said back: "As you told you"
+			}
+			break
 		}
 	}
 	if len(words) > 1 && hedgeWords[strings.ToLower(words[0])] && articles[strings.ToLower(words[1])] {
