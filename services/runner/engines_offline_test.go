@@ -357,3 +357,22 @@ func TestBusinessProfileNoCompetitorsIsAnAnswer(t *testing.T) {
 		}
 	}
 }
+
+// An integration taken back beside the one the user keeps ("…, just
+// Xero") leaves the one kept: both were taken off, and the list emptied.
+func TestProjectDiscoveryKeepsTheIntegrationKeptAfterATakeBack(t *testing.T) {
+	s := newSession(t, "project-discovery")
+	for _, msg := range []string{
+		"Hi",
+		"We want to build an app for our plumbing company to schedule jobs",
+		"It has to sync with Xero and Shopify",
+		"It doesn't need to sync with Shopify any more, just Xero.",
+	} {
+		s.say(msg)
+	}
+	var got []string
+	s.state.Extraction.Decode("constraints.integrations", &got)
+	if !slices.Equal(got, []string{"Xero"}) {
+		t.Errorf("constraints.integrations = %q, want [Xero]", got)
+	}
+}

@@ -573,21 +573,18 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				n := len(v.([]string))
 				v, correct, said = classed(v.([]string), kw, correct)
 				denied = asserted(s.lower, kw) < 0 && len(v.([]string)) == n
+				if denied {
+					// "It doesn't sync with Xero any more" takes Xero off
+					// the list, and adds nothing but what the user keeps
+					// instead ("…, just Shopify").
+					v, correct = deny(v.([]string)), true
+				}
 				if len(v.([]string)) == 0 || denied && !known {
 					// "The app isn't slow" names no pain point, nor "It
 					// does not sync with Xero" an integration, and is
 					// about them: it answers no other question.
 					blocked = true
 					continue
-				}
-				if denied {
-					// "It doesn't sync with Xero any more" takes Xero off
-					// the list, and adds nothing.
-					items := v.([]string)
-					for i, it := range items {
-						items[i] = "not " + it
-					}
-					correct = true
 				}
 			}
 			if !allowed(s) && !correct && !said && !strong(s, kw) {
@@ -874,8 +871,8 @@ func denials(current json.RawMessage, items []string) []string {
 			if instead != "" {
 				but = " but " + instead
 			}
-		} else if denying && trimLeads(it, correctionLeads) == it {
-			named = listed(it)
+		} else if denying && trimLeads(it, correctionLeads) == it && trimLeads(it, keepLeads) == it {
+			named = listed(it) // "Not Xero, Shopify": not "Not Shopify, just Xero"
 		}
 		if denying = named != nil && but == ""; named == nil {
 			out = append(out, it)
@@ -886,6 +883,26 @@ func denials(current json.RawMessage, items []string) []string {
 			}
 			out = append(out, "not "+n)
 		}
+	}
+	return out
+}
+
+// keepLeads lead into what the user keeps after a take-back ("Not Shopify,
+// just Xero").
+var keepLeads = []string{"just", "only"}
+
+// deny makes "not" items of the items a negated keyword introduces, up to
+// the first one a keepLead opens ("doesn't need to sync with Shopify, just
+// Xero"): that one, without its lead, and those after it are what the
+// user keeps. Only a known list takes them: "We don't need to sync with
+// Shopify, just Xero" names no job of the users.
+func deny(items []string) []string {
+	out := make([]string, 0, len(items))
+	for i, it := range items {
+		if rest := trimLeads(it, keepLeads); i > 0 && rest != it {
+			return append(append(out, rest), items[i+1:]...)
+		}
+		out = append(out, "not "+it)
 	}
 	return out
 }

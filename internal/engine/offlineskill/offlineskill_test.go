@@ -458,6 +458,17 @@ func TestExtractionSkill(t *testing.T) {
 			current: map[string]any{"constraints.integrations": []string{"Xero", "Google Calendar"}},
 			msg:     "Actually not Xero, it's QuickBooks.",
 			want:    map[string]any{"constraints.integrations": []any{"Google Calendar", "QuickBooks"}}},
+		// What the user keeps after a take-back ("just Xero", "only Xero")
+		// is no item taken back: beside one, a take-back of an item of the
+		// list names both, a choice that leaves the list as it is (see
+		// takesBack), and does not empty it.
+		{name: "an item kept after a take-back is not taken back", focus: "integrations_identified",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
+			msg:     "Not Shopify, just Xero.", absent: []string{"constraints.integrations"}},
+		{name: "an item kept after a negated keyword stays", focus: "integrations_identified",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
+			msg:     "It doesn't need to sync with Shopify any more, just Xero.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero"}}},
 		{name: "a correction that takes an item back corrects its list while another question is asked", focus: "timeline_known",
 			current: map[string]any{"constraints.integrations": []string{"Xero", "Google Calendar"}},
 			msg:     "Actually not Xero, it's QuickBooks.",
