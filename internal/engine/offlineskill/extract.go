@@ -164,6 +164,12 @@ func Extract(p extraction.Prompt) Answer {
 			v, ok = valueFromText(f.ValueType, answer, "")
 		}
 		if ok && f.ValueType == engine.TypeArray {
+			if items := v.([]string); !remarks(items[0]) {
+				// "The stall, it's cheapest to start." gives why; after a
+				// clause ("Nobody knows where the techs are and they call me
+				// all day") a clause may be an item of its own.
+				v = unreasoned(items)
+			}
 			v, ok = grow(f.Current, v.([]string), extraction.CorrectionMarker(answer) != "" && !adds(engine.LowerText(answer)))
 		}
 		if ok {
@@ -1388,8 +1394,9 @@ func objects(items []string) []string {
 	return items
 }
 
-// unreasoned are the items a keyword or a pattern gives up to the first
-// clause that a word pointing back at them opens ("a custom build, it is
+// unreasoned are the items a keyword or a pattern gives, or the answer to
+// a list question, up to the first clause that a word pointing back at
+// them opens ("a custom build, it is
 // too expensive", "the rent, which could double", "…, that would cost too
 // much", "3 hours a week and it's costing me sleep"): it gives a reason, or
 // a remark, and is no item, nor is what follows it. A
