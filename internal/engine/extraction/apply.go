@@ -511,7 +511,7 @@ var (
 	additions = []string{"also", "as well", "besides", "in addition", "plus", "another", "just like", "just as"}
 	// comparisons liken what they name to another item: no limit.
 	comparisons = []string{"just like", "just as"}
-	removals  = []string{"drop", "dropped", "dropping", "remove", "removed", "removing", "no longer", "forget",
+	removals    = []string{"drop", "dropped", "dropping", "remove", "removed", "removing", "no longer", "forget",
 		"scrap", "scrapped", "replace", "replaced", "replacing", "switch", "switched", "switching", "swap", "swapped",
 		"stop", "stopped", "ditch", "ditched", "rid of", "anymore", "any more", "cancel", "cancelled", "canceled"}
 	// limits keep a list to some of what it holds: a stored item named
