@@ -52,6 +52,7 @@ type fieldAnswer struct {
 	Value      any     `json:"value"`
 	Confidence float64 `json:"confidence"`
 	Reasoning  string  `json:"reasoning"`
+	byPattern  bool    // a cue pattern gave the value
 }
 
 // Answer is the skill's answer.
@@ -110,6 +111,7 @@ func Extract(p extraction.Prompt) Answer {
 	if p.Focus == nil || len(p.Focus.Fields) == 0 {
 		return ans
 	}
+	claimed(ans, focus)
 	if f := promptField(p, p.Focus.Fields[0]); len(ans.Fields) == 0 && f != nil && f.ValueType == engine.TypeArray &&
 		saysNone(msg, *f) {
 		// "None.", "We don't use any", "We have no competitors": there is
@@ -179,6 +181,27 @@ func Extract(p extraction.Prompt) Answer {
 		break
 	}
 	return ans
+}
+
+// claimed takes off ans the value a pattern of another field found that
+// a pattern of a field asked about found too: the question just asked
+// claims it. "Dispatchers." answers "Who will use it most?", not who else
+// uses it, whose cues take a bare role as well, and the other way round.
+func claimed(ans Answer, focus map[string]bool) {
+	for path, fa := range ans.Fields {
+		if focus[path] || !fa.byPattern {
+			continue
+		}
+		for f := range focus {
+			asked, ok := ans.Fields[f]
+			a, isA := asked.Value.(string)
+			b, isB := fa.Value.(string)
+			if ok && asked.byPattern && isA && isB && strings.EqualFold(a, b) {
+				delete(ans.Fields, path)
+				break
+			}
+		}
+	}
 }
 
 // saysNone reports whether a message says the list f asks for has no
@@ -527,7 +550,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			return fieldAnswer{Value: v, Confidence: conf(confPattern, s),
-				Reasoning: fmt.Sprintf("matched the pattern of %s", f.DisplayName)}, true, false
+				Reasoning: fmt.Sprintf("matched the pattern of %s", f.DisplayName), byPattern: true}, true, false
 		}
 	}
 	if len(none) > 0 {

@@ -207,6 +207,21 @@ func TestExtractionSkill(t *testing.T) {
 			msg: "The dispatchers aren't our technicians.", absent: []string{"users_and_personas.primary_user"}},
 		{name: "a role named as the secondary users is not the primary user",
 			msg: "The secondary users are our field technicians.", absent: []string{"users_and_personas.primary_user"}},
+		// A bare role, or a role and a clause about it, answers the question
+		// asked: the primary users when it asks who uses it most, the
+		// secondary users when it asks who else does.
+		{name: "a bare role answers who uses it most", focus: "primary_user_identified", msg: "Dispatchers.",
+			want: map[string]any{"users_and_personas.primary_user": "Dispatchers"}, absent: []string{"users_and_personas.secondary_users"}},
+		{name: "a bare role after our answers who uses it most", focus: "primary_user_identified", msg: "Our office staff.",
+			want: map[string]any{"users_and_personas.primary_user": "office staff"}, absent: []string{"users_and_personas.secondary_users"}},
+		{name: "a role and a clause about it answers who uses it most", focus: "primary_user_identified",
+			msg:  "The office managers, they do all the booking.",
+			want: map[string]any{"users_and_personas.primary_user": "office managers"}, absent: []string{"users_and_personas.secondary_users"}},
+		{name: "a bare role answers who else uses it", focus: "secondary_users_identified", msg: "Dispatchers.",
+			want: map[string]any{"users_and_personas.secondary_users": "Dispatchers"}, absent: []string{"users_and_personas.primary_user"}},
+		{name: "a role and a clause about it answers who else uses it", focus: "secondary_users_identified",
+			msg:  "The office managers, they do all the booking.",
+			want: map[string]any{"users_and_personas.secondary_users": "office managers"}, absent: []string{"users_and_personas.primary_user"}},
 		// What a person needs or has to do is a job, whoever the person is.
 		{name: "what a technician needs to do is a job", focus: "jobs_to_be_done_captured",
 			msg:  "Each technician needs to log parts and get a signature.",
