@@ -639,14 +639,18 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			}
 		}
 	}
-	for _, s := range sentences {
+	for i, s := range sentences {
 		if !list || len(f.Current) == 0 {
 			break
 		}
 		// "Actually not Xero, it's QuickBooks" names no keyword, but an
 		// item of the list, which it corrects.
 		if items := denials(f.Current, SplitItems(s.text)); takesBack(f.Current, items) {
-			if v, ok := grow(f.Current, corrections(items), true); ok {
+			items = corrections(items)
+			if i+1 < len(sentences) {
+				items = append(items, meant(sentences[i+1])...) // "No, not Shopify. Square."
+			}
+			if v, ok := grow(f.Current, items, true); ok {
 				return fieldAnswer{Value: v, Confidence: max(conf(confCorrection, s), confCorrection),
 					Reasoning: "the sentence takes back an item of " + f.DisplayName}, true, false
 			}
@@ -939,22 +943,48 @@ func deny(items []string) []string {
 // corrections are the items of a sentence that takes an item back which
 // correct the list: the "not X" (with its "but Y"), those a correction or
 // a "but" leads into ("it's QuickBooks", "not Xero, but QuickBooks"), and
-// the names after those ("it is QuickBooks and Shopify"); a remark beside
+// the names after those or after the "not X" ("it is QuickBooks and
+// Shopify", "Not Pret, sorry, Costa"); a remark beside
 // them ("Not double entry, we fixed that") is no item.
 func corrections(items []string) []string {
 	var out []string
-	meaning := false // the item before gave what the user meant
+	meaning, taken := false, false // the item before gave what the user meant, or took one back
 	for _, it := range items {
 		_, _, not := notItem(trimLeads(trimLeads(it, correctionLeads), []string{"but"}))
 		led := trimLeads(it, correctionLeads) != it || trimLeads(it, []string{"but"}) != it
 		first, _, _ := strings.Cut(strings.ToLower(it), " ")
-		name := meaning && !not && !predicateWords[first] && !remarks(it)
+		name := !not && (meaning && !predicateWords[first] && !remarks(it) || taken && aName(it))
 		if not || led || name {
 			out = append(out, it)
 		}
-		meaning = led || name
+		meaning, taken = led || name, not || taken && name
 	}
 	return out
+}
+
+// aName reports whether an item with no lead into it is a name the user
+// means after a take-back ("Costa", "Caffe Nero"), not a clause, an
+// apology ("my bad", "sorry about that") or a pointer ("the other one").
+func aName(it string) bool {
+	r, _ := utf8.DecodeRuneInString(it)
+	first, _, _ := strings.Cut(strings.ToLower(it), " ")
+	return unicode.IsUpper(r) && !predicateWords[first] && !determiners[first] && !pointers[first] && !remarks(it)
+}
+
+// meant are the items of the sentence right after a take-back when it
+// names only what the user meant instead ("No, not Shopify. Square."):
+// names, none of them a clause, nor opening with a pointer or a
+// determiner ("My mistake"); a sentence that asks, or says nothing
+// ("Thanks."), names none.
+func meant(s sentence) []string {
+	if engine.IsQuestion(s.text) || saysNothing(s.lower, false) || nothingMore(s.lower) {
+		return nil
+	}
+	items := SplitItems(s.text)
+	if !slices.ContainsFunc(items, func(it string) bool { return !aName(it) }) {
+		return items
+	}
+	return nil
 }
 
 // all reports whether every word of a is one of b.
