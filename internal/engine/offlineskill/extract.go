@@ -569,8 +569,9 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	// there is none names none of its items.
 	fears := slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool { return slices.ContainsFunc(strings.Fields(kw), fear) })
 	for _, s := range sentences {
-		if asksBack(s) {
-			// "What kind of constraints do you mean?" names none.
+		if asksBack(s) || list && removed(f.Current, s) != nil {
+			// "What kind of constraints do you mean?" names none; "Double
+			// entry is no longer a problem" takes an item off (see below).
 			continue
 		}
 		for _, kw := range f.Cues.Keywords {
@@ -645,15 +646,18 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 		// "Actually not Xero, it's QuickBooks" names no keyword, but an
 		// item of the list, which it corrects.
-		if items := denials(f.Current, SplitItems(s.text)); takesBack(f.Current, items) {
+		items := denials(f.Current, SplitItems(s.text))
+		if takesBack(f.Current, items) {
 			items = corrections(items)
 			if i+1 < len(sentences) {
 				items = append(items, meant(sentences[i+1])...) // "No, not Shopify. Square."
 			}
-			if v, ok := grow(f.Current, items, true); ok {
-				return fieldAnswer{Value: v, Confidence: max(conf(confCorrection, s), confCorrection),
-					Reasoning: "the sentence takes back an item of " + f.DisplayName}, true, false
-			}
+		} else {
+			items = removed(f.Current, s) // "Forget Shopify.", "Shopify is no longer needed."
+		}
+		if v, ok := grow(f.Current, items, true); ok {
+			return fieldAnswer{Value: v, Confidence: max(conf(confCorrection, s), confCorrection),
+				Reasoning: "the sentence takes back an item of " + f.DisplayName}, true, false
 		}
 	}
 	return fieldAnswer{}, false, blocked
@@ -970,6 +974,57 @@ func aName(it string) bool {
 	first, _, _ := strings.Cut(strings.ToLower(it), " ")
 	return unicode.IsUpper(r) && !predicateWords[first] && !determiners[first] && !pointers[first] && !remarks(it)
 }
+
+// removed are "not X" for each item of the list current holds that a
+// sentence says is gone, without saying "not X" of it ("Forget Shopify",
+// "Shopify is no longer needed", "We don't need Shopify after all", "We
+// don't use Shopify any more"): the sentence takes it off its list. What
+// the user keeps after it ("…, just Xero") is not gone, nor is what they
+// ask about, say not to forget, or wish gone ("We want it so that double
+// entry is no longer a thing" names a pain point still there).
+func removed(current json.RawMessage, s sentence) []string {
+	var list []string
+	if engine.IsQuestion(s.text) || json.Unmarshal(current, &list) != nil {
+		return nil
+	}
+	part := strings.ReplaceAll(s.lower.Lowered(), "’", "'")
+	for _, keep := range []string{", just ", ", only ", " but "} {
+		part, _, _ = strings.Cut(part, keep)
+	}
+	words := strings.FieldsFunc(part, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' })
+	gone, negated, wished := false, false, false
+	for i, w := range words {
+		switch {
+		case wishes[w]:
+			wished = true // "We want double entry to be a thing of the past, no longer …"
+		case i > 0 && words[i-1] == "no" && w == "longer":
+			gone = gone || !wished
+		case w == "forget":
+			gone = gone || !negatedBefore(strings.Join(words[:i], " "))
+		case w == "not" || w == "never" || w == "cannot" || strings.HasSuffix(w, "n't"):
+			negated = true
+		}
+	}
+	padded := " " + strings.Join(words, " ") + " "
+	for _, p := range []string{" after all ", " any more ", " anymore ", " any longer "} {
+		gone = gone || negated && strings.Contains(padded, p)
+	}
+	if !gone {
+		return nil
+	}
+	said := contentWords(part)
+	var out []string
+	for _, item := range list {
+		if w := contentWords(item); len(w) > 0 && all(w, said) {
+			out = append(out, "not "+item)
+		}
+	}
+	return out
+}
+
+// wishes say the user wants what follows: what they wish gone is there.
+var wishes = map[string]bool{"want": true, "wants": true, "wish": true, "hope": true, "ideally": true, "so": true,
+	"goal": true, "would": true, "love": true}
 
 // meant are the items of the sentence right after a take-back when it
 // names only what the user meant instead ("No, not Shopify. Square."):
