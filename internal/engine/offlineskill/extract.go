@@ -108,10 +108,10 @@ func Extract(p extraction.Prompt) Answer {
 		}
 		aboutKnown = aboutKnown || blocked
 	}
+	claimed(ans, fields)
 	if p.Focus == nil || len(p.Focus.Fields) == 0 {
 		return ans
 	}
-	claimed(ans, focus)
 	if f := promptField(p, p.Focus.Fields[0]); len(ans.Fields) == 0 && f != nil && f.ValueType == engine.TypeArray &&
 		saysNone(msg, *f) {
 		// "None.", "We don't use any", "We have no competitors": there is
@@ -183,24 +183,24 @@ func Extract(p extraction.Prompt) Answer {
 	return ans
 }
 
-// claimed takes off ans the value a pattern of another field found that
-// a pattern of a field asked about found too: the question just asked
-// claims it. "Dispatchers." answers "Who will use it most?", not who else
-// uses it, whose cues take a bare role as well, and the other way round.
-func claimed(ans Answer, focus map[string]bool) {
-	for path, fa := range ans.Fields {
-		if focus[path] || !fa.byPattern {
+// claimed leaves a value that the patterns of two fields find to the
+// first of them in fields, the fields asked about first: the question just
+// asked claims it, and with none asked the one the schema puts first.
+// "Dispatchers." answers "Who will use it most?", not who else uses it,
+// whose cues take a bare role as well, and the other way round; said
+// unasked, a role is not both.
+func claimed(ans Answer, fields []extraction.PromptField) {
+	taken := map[string]bool{} // the values, lowered, a pattern gave a field before
+	for _, f := range fields {
+		fa, ok := ans.Fields[f.Path]
+		v, isString := fa.Value.(string)
+		if !ok || !fa.byPattern || !isString {
 			continue
 		}
-		for f := range focus {
-			asked, ok := ans.Fields[f]
-			a, isA := asked.Value.(string)
-			b, isB := fa.Value.(string)
-			if ok && asked.byPattern && isA && isB && strings.EqualFold(a, b) {
-				delete(ans.Fields, path)
-				break
-			}
+		if v = strings.ToLower(v); taken[v] {
+			delete(ans.Fields, f.Path)
 		}
+		taken[v] = true
 	}
 }
 

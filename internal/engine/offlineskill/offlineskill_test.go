@@ -219,6 +219,8 @@ func TestExtractionSkill(t *testing.T) {
 			want: map[string]any{"users_and_personas.primary_user": "office managers"}, absent: []string{"users_and_personas.secondary_users"}},
 		{name: "a bare role answers who else uses it", focus: "secondary_users_identified", msg: "Dispatchers.",
 			want: map[string]any{"users_and_personas.secondary_users": "Dispatchers"}, absent: []string{"users_and_personas.primary_user"}},
+		{name: "a bare role said unasked is the primary users alone", msg: "Dispatchers.",
+			want: map[string]any{"users_and_personas.primary_user": "Dispatchers"}, absent: []string{"users_and_personas.secondary_users"}},
 		{name: "a role and a clause about it answers who else uses it", focus: "secondary_users_identified",
 			msg:  "The office managers, they do all the booking.",
 			want: map[string]any{"users_and_personas.secondary_users": "office managers"}, absent: []string{"users_and_personas.primary_user"}},
