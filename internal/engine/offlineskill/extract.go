@@ -980,8 +980,9 @@ func aName(it string) bool {
 // "Shopify is no longer needed", "We don't need Shopify after all", "We
 // don't use Shopify any more"): the sentence takes it off its list. What
 // the user keeps after it ("…, just Xero") is not gone, nor is what they
-// ask about, say not to forget, or wish gone ("We want it so that double
-// entry is no longer a thing" names a pain point still there).
+// ask about, say not to forget or that someone forgets, or wish gone ("We
+// want it so that double entry is no longer a thing" names a pain point
+// still there).
 func removed(current json.RawMessage, s sentence) []string {
 	var list []string
 	if engine.IsQuestion(s.text) || json.Unmarshal(current, &list) != nil {
@@ -1000,7 +1001,10 @@ func removed(current json.RawMessage, s sentence) []string {
 		case i > 0 && words[i-1] == "no" && w == "longer":
 			gone = gone || !wished
 		case w == "forget":
-			gone = gone || !negatedBefore(strings.Join(words[:i], " "))
+			// "Forget Shopify", "We can forget Shopify": not "The techs
+			// forget to log their jobs", nor "Don't forget Shopify".
+			gone = gone || !slices.ContainsFunc(words[:i], func(w string) bool { return !forgetLeads[w] }) ||
+				words[i-1] == "can"
 		case w == "not" || w == "never" || w == "cannot" || strings.HasSuffix(w, "n't"):
 			negated = true
 		}
@@ -1021,6 +1025,11 @@ func removed(current json.RawMessage, s sentence) []string {
 	}
 	return out
 }
+
+// forgetLeads may stand before a "forget" that tells to drop an item.
+var forgetLeads = map[string]bool{"actually": true, "oh": true, "ok": true, "okay": true, "so": true, "and": true,
+	"just": true, "please": true, "yeah": true, "yes": true, "no": true, "well": true, "then": true, "let's": true,
+	"sorry": true}
 
 // wishes say the user wants what follows: what they wish gone is there.
 var wishes = map[string]bool{"want": true, "wants": true, "wish": true, "hope": true, "ideally": true, "so": true,
