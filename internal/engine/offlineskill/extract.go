@@ -999,14 +999,14 @@ func removed(current json.RawMessage, s sentence) []string {
 		case wishes[w]:
 			wished = true // "We want double entry to be a thing of the past, no longer …"
 		case i > 0 && words[i-1] == "no" && w == "longer":
-			gone = gone || !wished
+			gone = gone || !wished && dropping(words[i+1:])
 		case w == "forget":
 			// "Forget Shopify", "We can forget Shopify": not "The techs
 			// forget to log their jobs", nor "Don't forget Shopify".
 			gone = gone || !slices.ContainsFunc(words[:i], func(w string) bool { return !forgetLeads[w] }) ||
 				words[i-1] == "can"
 		case w == "not" || w == "never" || w == "cannot" || strings.HasSuffix(w, "n't"):
-			negated = true
+			negated = negated || dropping(words[i+1:])
 		}
 	}
 	padded := " " + strings.Join(words, " ") + " "
@@ -1025,6 +1025,31 @@ func removed(current json.RawMessage, s sentence) []string {
 	}
 	return out
 }
+
+// dropping reports whether the words after a negation deny that the user
+// has, needs or uses something ("… no longer needed", "don't use …",
+// "isn't a problem", "no longer compete with …"), not a quality of it
+// ("Xero is no longer optional"), what they can bear ("I can't take the
+// double entry any more") or do without.
+func dropping(after []string) bool {
+	for _, w := range after {
+		if !dropFillers[w] {
+			return droppingWords[w]
+		}
+	}
+	return false
+}
+
+var (
+	dropFillers = map[string]bool{"really": true, "even": true, "ever": true, "currently": true, "actually": true,
+		"be": true, "been": true, "being": true, "to": true, "at": true, "all": true, "going": true}
+	droppingWords = map[string]bool{"need": true, "needs": true, "needed": true, "use": true, "uses": true, "used": true,
+		"using": true, "have": true, "has": true, "had": true, "require": true, "requires": true, "required": true,
+		"necessary": true, "sell": true, "selling": true, "sold": true, "work": true, "working": true, "compete": true,
+		"competing": true, "sync": true, "syncing": true, "integrate": true, "integrating": true, "connect": true,
+		"connecting": true, "a": true, "an": true, "relevant": true, "problem": true, "issue": true, "matter": true,
+		"matters": true, "apply": true, "applies": true, "there": true, "happen": true, "happening": true, "around": true}
+)
 
 // forgetLeads may stand before a "forget" that tells to drop an item.
 var forgetLeads = map[string]bool{"actually": true, "oh": true, "ok": true, "okay": true, "so": true, "and": true,
