@@ -208,14 +208,19 @@ func claimed(ans Answer, fields []extraction.PromptField) {
 // item: every statement in it is a negation made of noneWords and the
 // words that name the list, or any fear for a list of fears ("None.", "Not
 // really, no.", "We don't use any", "We have no competitors", "No worries
-// there"). A negation that
-// says more names an item ("No way to see the jobs" is a pain point, "Not
-// Xero" a take-back), and one the user is unsure of ("I don't know any")
+// there"). A negation that says more names an item ("No way to see the
+// jobs" is a pain point, "Not Xero" a take-back), as does one made of the
+// words of a keyword that is a negation itself ("Nothing is connected"
+// beside "not connected"); one the user is unsure of ("I don't know any")
 // or asks says nothing.
 func saysNone(msg string, f extraction.PromptField) bool {
 	nouns, fears := map[string]bool{}, false
 	for _, phrase := range append(slices.Clone(f.Cues.Keywords), f.DisplayName) {
-		for _, w := range strings.Fields(strings.ToLower(phrase)) {
+		words := strings.Fields(strings.ToLower(phrase))
+		if slices.ContainsFunc(words, func(w string) bool { return nothingWords[w] || strings.HasSuffix(w, "n't") }) {
+			continue
+		}
+		for _, w := range words {
 			nouns[w], nouns[strings.TrimSuffix(w, "s")] = true, true
 			fears = fears || fear(w)
 		}
