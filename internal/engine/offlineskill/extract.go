@@ -1542,20 +1542,29 @@ func objects(items []string) []string {
 }
 
 // unreasoned are the items a keyword or a pattern gives, or the answer to
-// a list question, up to the first clause that a word pointing back at
-// them opens ("a custom build, it is
-// too expensive", "the rent, which could double", "…, that would cost too
-// much", "3 hours a week and it's costing me sleep"): it gives a reason, or
-// a remark, and is no item, nor is what follows it. A
-// demonstrative before a noun ("and that buddy system idea") opens an item.
+// a list question, but the clauses that a word pointing back at them opens
+// ("a custom build, it is too expensive", "the rent, which could double",
+// "…, that would cost too much", "3 hours a week and it's costing me
+// sleep"): one gives a reason, or a remark, and is no item, nor is what
+// follows it up to the next item a name or a determiner opens and no verb
+// makes a clause ("Greggs, they're everywhere, and Pret"). A demonstrative
+// before a noun ("and that buddy system idea") opens an item.
 func unreasoned(items []string) []string {
-	for i := 1; i < len(items); i++ {
-		w := strings.Fields(strings.ReplaceAll(strings.ToLower(items[i]), "’", "'"))
-		if reasonOpeners[w[0]] || (demonstratives[w[0]] && len(w) > 1 && predicateWords[w[1]]) {
-			return items[:i]
+	var out []string
+	reason := false // the items since the last one kept give a reason
+	for i, it := range items {
+		w := strings.Fields(strings.ReplaceAll(strings.ToLower(it), "’", "'"))
+		switch {
+		case i > 0 && (reasonOpeners[w[0]] || (demonstratives[w[0]] && len(w) > 1 && predicateWords[w[1]])):
+			reason = true
+			continue
+		case reason && (!aName(it) && !determiners[w[0]] || slices.ContainsFunc(w, func(w string) bool { return predicateWords[w] })):
+			continue
 		}
+		reason = false
+		out = append(out, it)
 	}
-	return items
+	return out
 }
 
 var (
