@@ -371,8 +371,8 @@ var noContent = map[string]bool{"hmm": true, "hm": true, "hmmm": true, "um": tru
 // ("Sounds good.", "Great, thanks!", "Got it, makes sense."), and
 // appraisals those that, beside one, say nothing either.
 var (
-	acknowledgements = map[string]bool{"sounds": true, "thanks": true, "thank": true, "got": true, "makes": true,
-		"agreed": true, "noted": true, "understood": true}
+	acknowledgements = map[string]bool{"sounds": true, "thanks": true, "thank": true, "cheers": true, "got": true,
+		"makes": true, "agreed": true, "noted": true, "understood": true}
 	appraisals = map[string]bool{"good": true, "great": true, "fine": true, "perfect": true, "cool": true, "nice": true}
 )
 
@@ -1068,10 +1068,15 @@ var wishes = map[string]bool{"want": true, "wants": true, "wish": true, "hope": 
 // meant are the items of the sentence right after a take-back when it
 // names only what the user meant instead ("No, not Shopify. Square."):
 // names, none of them a clause, nor opening with a pointer or a
-// determiner ("My mistake"); a sentence that asks, or says nothing
-// ("Thanks."), names none.
+// determiner ("My mistake"); a sentence that asks, says nothing
+// ("Thanks.") or thanks or praises ("Thanks for asking.", "Great
+// question."), names none.
 func meant(s sentence) []string {
-	if engine.IsQuestion(s.text) || saysNothing(s.lower, false) || nothingMore(s.lower) {
+	if engine.IsQuestion(s.text) || saysNothing(s.lower, false) || nothingMore(s.lower) ||
+		slices.ContainsFunc(strings.Fields(s.lower.Lowered()), func(w string) bool {
+			w = strings.Trim(w, ".,!;:")
+			return acknowledgements[w] || appraisals[w]
+		}) {
 		return nil
 	}
 	items := SplitItems(s.text)

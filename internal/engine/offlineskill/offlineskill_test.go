@@ -595,6 +595,18 @@ func TestExtractionSkill(t *testing.T) {
 			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
 			msg:     "Not Shopify. My mistake, thanks.",
 			want:    map[string]any{"constraints.integrations": []any{"Xero"}}},
+		{name: "thanks in the sentence after a take-back is no item", focus: "integrations_identified",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
+			msg:     "No, not Shopify. Thanks for asking.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero"}}},
+		{name: "praise in the sentence after a take-back is no item", focus: "integrations_identified",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
+			msg:     "Not Shopify. Great question.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero"}}},
+		{name: "cheers after a take-back is no item", focus: "integrations_identified",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
+			msg:     "Not Shopify. Cheers.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero"}}},
 		// A removal of an item of a list without "not X" takes it off that
 		// list, and answers no other question; an item kept beside it
 		// stays, and a removal denied ("Don't forget Shopify") takes
