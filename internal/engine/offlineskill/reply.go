@@ -363,8 +363,9 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 	words := strings.Fields(cleanSentence(ss[0]))
 	for _, filler := range []string{"well", "so", "actually", "yes", "yeah", "ok", "okay", "hi", "hello", "and", "or", "but",
 		"also", "plus", "because"} {
-		if len(words) > 0 && strings.EqualFold(strings.Trim(words[0], ",!"), filler) {
-			words = words[1:]
+		if len(words) > 0 && strings.EqualFold(strings.Trim(words[0], ",!"), filler) &&
+			(filler != "because" || len(words) > 1 && !strings.EqualFold(words[1], "of")) {
+			words = words[1:] // not the because of "Because of the rain, …", which says why
 		}
 	}
 	for i, w := range words[:max(len(words)-1, 0)] {
