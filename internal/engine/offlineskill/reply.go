@@ -370,8 +370,11 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 	}
 	for i, w := range words[:max(len(words)-1, 0)] {
 		if strings.HasSuffix(w, ",") {
-			if remark(strings.TrimSuffix(strings.Join(words[:i+1], " "), ",")) {
-				words = words[i+1:] // "As I told you, …" is the user's, not said back: "As you told you"
+			// "As I told you, …" is the user's, not said back: "As you told
+			// you"; "I was late twice, and …" says what happened.
+			if lead := strings.ToLower(words[0]); (lead == "as" || lead == "like") &&
+				remark(strings.TrimSuffix(strings.Join(words[:i+1], " "), ",")) {
+				words = words[i+1:]
 			}
 			break
 		}
