@@ -277,7 +277,7 @@ func promptField(p extraction.Prompt, path string) *extraction.PromptField {
 // answerPart is what of a message can answer the question just asked:
 // its sentences that neither ask ("What do you mean?"), nor say what the
 // user does not know ("Not sure really."), nor that there is nothing more
-// ("Nothing else."), nor anything but hedges and interjections ("Hmm.",
+// ("Nothing else.", and the "nothing else" of "Xero, nothing else."), nor anything but hedges and interjections ("Hmm.",
 // "I guess so.", "Probably not."), the first of them without its hedge
 // ("Probably Greggs" gives "Greggs"); hedged says whether one was taken
 // off or stood in the message ("Maybe. The cheaper one."). continues says
@@ -290,7 +290,17 @@ func answerPart(msg string, feelings bool) (answer string, hedged, continues boo
 	for _, s := range statements(msg) {
 		t := engine.LowerText(s)
 		if nothingMore(t) {
-			continue
+			// "Xero, nothing else." answers Xero.
+			var said []string
+			for _, part := range strings.Split(s, ",") {
+				if part = strings.TrimSpace(part); part != "" && !nothingMore(engine.LowerText(part)) {
+					said = append(said, part)
+				}
+			}
+			if s = strings.Join(said, ", "); s == "" {
+				continue
+			}
+			t = engine.LowerText(s)
 		}
 		for _, w := range strings.Fields(t.Lowered()) {
 			hedged = hedged || hedgeWords[strings.Trim(w, ".,;:!?")]

@@ -987,6 +987,8 @@ func TestExtractionSkill(t *testing.T) {
 			msg: "No worries there.", want: map[string]any{"refinement.risks": nil}},
 		{name: "having no real worries is none", engine: "ideation", focus: "risks_identified",
 			msg: "Honestly I don't have any real worries.", want: map[string]any{"refinement.risks": nil}},
+		{name: "an item with nothing else is the item", focus: "integrations_identified", msg: "Xero, nothing else.",
+			want: map[string]any{"constraints.integrations": []any{"Xero"}}},
 		{name: "none to a known list adds no item", focus: "integrations_identified",
 			current: map[string]any{"constraints.integrations": []string{"Xero"}},
 			msg:     "None.", absent: []string{"constraints.integrations"}},
