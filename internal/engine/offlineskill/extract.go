@@ -1563,14 +1563,16 @@ func objects(items []string) []string {
 // sleep"): one gives a reason, or a remark, and is no item, nor is what
 // follows it up to the next item a name or a determiner opens and no verb
 // makes a clause ("Greggs, they're everywhere, and Pret"). A demonstrative
-// before a noun ("and that buddy system idea") opens an item.
+// before a noun ("and that buddy system idea") opens an item, and a clause
+// that names something ("No, it's Xero") is one.
 func unreasoned(items []string) []string {
 	var out []string
 	reason := false // the items since the last one kept give a reason
 	for i, it := range items {
 		w := strings.Fields(strings.ReplaceAll(strings.ToLower(it), "’", "'"))
 		switch {
-		case i > 0 && (reasonOpeners[w[0]] || (demonstratives[w[0]] && len(w) > 1 && predicateWords[w[1]])):
+		case i > 0 && (reasonOpeners[w[0]] || (demonstratives[w[0]] && len(w) > 1 && predicateWords[w[1]])) &&
+			!namesOne(it):
 			reason = true
 			continue
 		case reason && (!aName(it) && !determiners[w[0]] || slices.ContainsFunc(w, func(w string) bool { return predicateWords[w] })):
@@ -1580,6 +1582,16 @@ func unreasoned(items []string) []string {
 		out = append(out, it)
 	}
 	return out
+}
+
+// namesOne reports whether a clause names something, a word in it past
+// the first capitalised ("it's Xero", "it's Greggs if anyone"), other
+// than the user ("it's what I can afford").
+func namesOne(clause string) bool {
+	return slices.ContainsFunc(strings.Fields(clause)[1:], func(w string) bool {
+		r, _ := utf8.DecodeRuneInString(w)
+		return unicode.IsUpper(r) && w != "I" && !strings.HasPrefix(strings.ReplaceAll(w, "’", "'"), "I'")
+	})
 }
 
 var (

@@ -1063,6 +1063,20 @@ func TestExtractionSkillListCorrectionKeepsTheOthers(t *testing.T) {
 	}
 }
 
+// A clause after an answer that names something ("No, it's Xero") gives
+// no reason for what comes before it: the integration the user names
+// was dropped with it, leaving "No".
+func TestExtractionSkillClauseNamingAnItemIsNoReason(t *testing.T) {
+	def := discovery(t)
+	_, focus := asking(t, "project-discovery", "constraints.integrations")
+	ans := extract(t, def, engine.NewExtraction(), focus, "No, it's Xero.")
+	var got []string
+	_ = json.Unmarshal(ans.Fields["constraints.integrations"].Value, &got)
+	if !slices.ContainsFunc(got, func(it string) bool { return strings.Contains(it, "Xero") }) {
+		t.Errorf("integrations = %q, want Xero among them", got)
+	}
+}
+
 // A list keyword a negation takes back ("It doesn't sync with Xero any
 // more"), applied, takes the item off the stored list and keeps the others.
 func TestExtractionSkillNegatedKeywordTakesTheItemOff(t *testing.T) {
