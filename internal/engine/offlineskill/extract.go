@@ -211,8 +211,9 @@ func claimed(ans Answer, fields []extraction.PromptField) {
 // there"). A negation that says more names an item ("No way to see the
 // jobs" is a pain point, "Not Xero" a take-back), as does one made of the
 // words of a keyword that is a negation itself ("Nothing is connected"
-// beside "not connected"); one the user is unsure of ("I don't know any")
-// or asks says nothing.
+// beside "not connected"), but not a reason after it ("None, it's
+// standalone"); one the user is unsure of ("I don't know any") or asks
+// says nothing.
 func saysNone(msg string, f extraction.PromptField) bool {
 	nouns, fears := map[string]bool{}, false
 	for _, phrase := range append(slices.Clone(f.Cues.Keywords), f.DisplayName) {
@@ -227,6 +228,9 @@ func saysNone(msg string, f extraction.PromptField) bool {
 	}
 	ss := statements(msg)
 	for _, s := range ss {
+		if items := SplitItems(s); len(items) > 1 {
+			s = strings.Join(unreasoned(items), ", ") // "Nothing, it's all fine."
+		}
 		negated := false
 		for _, w := range strings.FieldsFunc(strings.ReplaceAll(strings.ToLower(s), "’", "'"), func(r rune) bool {
 			return !unicode.IsLetter(r) && r != '\''
