@@ -1588,13 +1588,20 @@ func unreasoned(items []string) []string {
 	return out
 }
 
-// namesOne reports whether a clause names something, a word in it past
-// the first capitalised ("it's Xero", "it's Greggs if anyone"), other
-// than the user ("it's what I can afford").
+// namesOne reports whether a clause names something: a word in it past
+// the first is capitalised ("it's Xero", "it's Greggs if anyone"), other
+// than the user ("it's what I can afford"), or it singles a thing out
+// ("it's the weather that worries me").
 func namesOne(clause string) bool {
-	return slices.ContainsFunc(strings.Fields(clause)[1:], func(w string) bool {
+	words := strings.Fields(strings.ReplaceAll(clause, "’", "'"))
+	if lower := strings.ToLower(clause); (strings.HasPrefix(lower, "it's ") || strings.HasPrefix(lower, "it is ")) &&
+		slices.ContainsFunc(words, func(w string) bool { return determiners[strings.ToLower(w)] }) &&
+		slices.ContainsFunc(words, func(w string) bool { return w == "that" || w == "who" }) {
+		return true
+	}
+	return slices.ContainsFunc(words[1:], func(w string) bool {
 		r, _ := utf8.DecodeRuneInString(w)
-		return unicode.IsUpper(r) && w != "I" && !strings.HasPrefix(strings.ReplaceAll(w, "’", "'"), "I'")
+		return unicode.IsUpper(r) && w != "I" && !strings.HasPrefix(w, "I'")
 	})
 }
 
