@@ -730,10 +730,14 @@ func unafraid(t engine.Text) bool {
 // ("Technicians can't see their jobs and it's frustrating"); "why not"
 // and "not only" ask and add, and a negation under an "if" sets a
 // condition the user holds to ("if it doesn't sync with Xero, we won't buy
-// it"). A copula's negation before a determiner
+// it"), unless the sentence accepts it ("It's fine if it doesn't
+// integrate with Shopify"). A copula's negation before a determiner
 // ("Pret isn't a competitor") says what an item is not: classed reads it.
 func asserted(t engine.Text, keyword string) int {
 	lower, n := t.Lowered(), len(strings.ToLower(strings.TrimSpace(keyword)))
+	accepts := slices.ContainsFunc(acceptances, func(p string) bool {
+		return strings.Contains(strings.ReplaceAll(lower, "’", "'"), p)
+	})
 	for from := 0; from < len(lower); {
 		// Past an occurrence, at the word boundary it ends on.
 		i := engine.LowerText(lower[from:]).Index(keyword)
@@ -741,7 +745,7 @@ func asserted(t engine.Text, keyword string) int {
 			return -1
 		}
 		i += from
-		if !negatedBefore(lower[:i]) {
+		if !negatedBefore(lower[:i], accepts) {
 			return i
 		}
 		from = i + n
@@ -749,9 +753,16 @@ func asserted(t engine.Text, keyword string) int {
 	return -1
 }
 
+// acceptances say the user accepts what a condition brings ("It's fine
+// if …", "…, that's ok").
+var acceptances = []string{"that's fine", "it's fine", "is fine", "be fine", "that's ok", "it's ok", "be ok",
+	"that's okay", "it's okay", "happy if", "happy for", "no problem", "not a problem", "doesn't matter",
+	"don't mind", "no big deal", "not a big deal", "can live with"}
+
 // negatedBefore reports whether before, the text up to a keyword, ends
-// with a negation and fillers ("does not", "don't need to", "no").
-func negatedBefore(before string) bool {
+// with a negation and fillers ("does not", "don't need to", "no"); one
+// under an "if" does not, unless the sentence accepts what it brings.
+func negatedBefore(before string, accepts bool) bool {
 	if i := strings.LastIndexAny(before, ".!?;:,"); i >= 0 {
 		before = before[i+1:]
 	}
@@ -775,7 +786,7 @@ func negatedBefore(before string) bool {
 			return false
 		case w == "not" && determined && (copulas[prev] || strings.HasSuffix(prev, "'s") || strings.HasSuffix(prev, "'re")):
 			return false // "Pret is not one of our competitors"
-		case slices.Contains(words[:k], "if"):
+		case !accepts && slices.Contains(words[:k], "if"):
 			return false // "It's useless if it can't sync with Xero" wants Xero
 		case denyingVerbs[w]:
 			return !determined // "Pret isn't a competitor"
