@@ -378,6 +378,30 @@ func TestDeadLetterTooLargeToCarryItsData(t *testing.T) {
 // dlqBus starts a server and returns a bus on it with the dead-letter
 // streams and a stream for a new topic, configured by stream (whose name
 // and subjects are the topic's).
+// idle subscribes a handler that does nothing, stopped when the test ends.
+func idle(t *testing.T, bus *events.Bus, cfg events.ConsumerConfig) {
+	t.Helper()
+	sub, err := bus.Subscribe(t.Context(), cfg, func(context.Context, event.Event) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+}
+
+// consumerOf reads a durable consumer of a stream straight from JetStream.
+func consumerOf(t *testing.T, bus *events.Bus, stream, durable string) (jetstream.JetStream, jetstream.Consumer) {
+	t.Helper()
+	js, err := jetstream.New(bus.Conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(t.Context(), stream, durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, cons
+}
+
 func dlqBus(t *testing.T, stream events.StreamConfig) (*events.Bus, eventstest.Topic) {
 	t.Helper()
 	srv := eventstest.StartServer(t)
@@ -571,12 +595,7 @@ func TestNoBacklogConsumerIsNotReported(t *testing.T) {
 		name string
 		no   bool
 	}{{"timers", true}, {"work", false}} { // the timers' poller, if any, starts first
-		sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: c.name, Subjects: []string{topic.Pattern()},
-			NoBacklog: c.no}, func(context.Context, event.Event) error { return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+		idle(t, bus, events.ConsumerConfig{Stream: topic.Stream, Name: c.name, Subjects: []string{topic.Pattern()}, NoBacklog: c.no})
 	}
 	reported := func() []string {
 		fams, err := reg.Gather()
@@ -727,22 +746,9 @@ func TestUnboundedDeliveriesDeadLetterAPanic(t *testing.T) {
 func TestConsumerSettingsRestored(t *testing.T) {
 	bus, topic := dlqBus(t, events.StreamConfig{})
 	t.Cleanup(func() { _ = bus.Close(context.Background()) })
-	sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: "timers", Subjects: []string{topic.Pattern()},
-		MaxDeliver: -1, MaxAckPending: -1, NoBacklog: true, BacklogInterval: 50 * time.Millisecond},
-		func(context.Context, event.Event) error { return nil })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
-
-	js, err := jetstream.New(bus.Conn())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.Consumer(t.Context(), topic.Stream, "timers")
-	if err != nil {
-		t.Fatal(err)
-	}
+	idle(t, bus, events.ConsumerConfig{Stream: topic.Stream, Name: "timers", Subjects: []string{topic.Pattern()},
+		MaxDeliver: -1, MaxAckPending: -1, NoBacklog: true, BacklogInterval: 50 * time.Millisecond})
+	js, cons := consumerOf(t, bus, topic.Stream, "timers")
 	old := cons.CachedInfo().Config
 	old.MaxDeliver, old.MaxAckPending = 10, 512
 	if _, err := js.UpdateConsumer(t.Context(), topic.Stream, old); err != nil {
@@ -780,20 +786,8 @@ func TestConsumerSettingsLooserKept(t *testing.T) {
 				cfg.Keyed, cfg.MaxAckPending = true, 0
 				durable = events.PartitionConsumer("worker", 0)
 			}
-			sub, err := bus.Subscribe(t.Context(), cfg, func(context.Context, event.Event) error { return nil })
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = sub.Stop(context.Background()) })
-
-			js, err := jetstream.New(bus.Conn())
-			if err != nil {
-				t.Fatal(err)
-			}
-			cons, err := js.Consumer(t.Context(), topic.Stream, durable)
-			if err != nil {
-				t.Fatal(err)
-			}
+			idle(t, bus, cfg)
+			js, cons := consumerOf(t, bus, topic.Stream, durable)
 			// Another replica, run with a longer ack wait, more deliveries
 			// and more pending events, subscribes too. Each replica's watch
 			// reads the settings and writes them back; neither waits for the
@@ -808,11 +802,7 @@ func TestConsumerSettingsLooserKept(t *testing.T) {
 			if !tc.keyed {
 				looser.MaxAckPending = 512
 			}
-			sub2, err := other.Subscribe(t.Context(), looser, func(context.Context, event.Event) error { return nil })
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = sub2.Stop(context.Background()) })
+			idle(t, other, looser)
 			wantPending := 512
 			if tc.keyed {
 				wantPending = 1

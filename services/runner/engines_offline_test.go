@@ -30,6 +30,13 @@ var explorationToDeliberation = []string{
 
 const constraintsQuestion = "What constraints matter here"
 
+// list is a list field of the session's extraction (nil when absent).
+func (s *session) list(path string) []string {
+	var xs []string
+	s.state.Extraction.Decode(path, &xs)
+	return xs
+}
+
 func obligationStatus(t *testing.T, m *engine.WorkingMemory, id string) engine.ObligationStatusValue {
 	t.Helper()
 	o, ok := m.Obligation(id)
@@ -56,8 +63,7 @@ func TestExplorationTeachBackIsNoConstraint(t *testing.T) {
 		t.Errorf("the teach-back was filed as constraints: %s", s.state.Extraction.Fields["decision.constraints"].Value)
 	}
 	s.say("Our budget is about 5000 dollars for the first year.")
-	var got []string
-	s.state.Extraction.Decode("decision.constraints", &got)
+	got := s.list("decision.constraints")
 	if len(got) != 1 || !strings.Contains(got[0], "5000 dollars") {
 		t.Errorf("decision.constraints = %q, want the budget", got)
 	}
@@ -85,8 +91,7 @@ func TestExplorationAsksForConstraintsOnce(t *testing.T) {
 	if strings.Contains(res.Reply, constraintsQuestion) {
 		t.Errorf("the constraints question was asked again after it was answered: %q", res.Reply)
 	}
-	var got []string
-	s.state.Extraction.Decode("decision.constraints", &got)
+	got := s.list("decision.constraints")
 	if !slices.Equal(got, []string{"about 300 dollars a month"}) {
 		t.Errorf("decision.constraints = %q", got)
 	}
@@ -144,8 +149,7 @@ func TestExplorationTradeoffIsWhatIsWeighed(t *testing.T) {
 		s.say(msg)
 	}
 	s.say("Cost versus reliability is the tradeoff for me.")
-	var got []string
-	s.state.Extraction.Decode("decision.tradeoffs", &got)
+	got := s.list("decision.tradeoffs")
 	if !slices.Equal(got, []string{"Cost versus reliability"}) {
 		t.Errorf("decision.tradeoffs = %q, want [Cost versus reliability]", got)
 	}
@@ -252,8 +256,7 @@ func TestIdeationFilesWhatTheUserHasAsConstraints(t *testing.T) {
 		s.say(msg)
 	}
 	res := s.say("I have about 5000 pounds to start and evenings free")
-	var got []string
-	s.state.Extraction.Decode("problem_space.constraints", &got)
+	got := s.list("problem_space.constraints")
 	if !slices.Equal(got, []string{"about 5000 pounds to start", "evenings free"}) {
 		t.Errorf("problem_space.constraints = %q, want the sum and the evenings", got)
 	}
@@ -273,8 +276,7 @@ func TestIdeationKeepsIdeasOfferedWhileFraming(t *testing.T) {
 	}
 	s.say("Maybe a weekend stall selling Caribbean food")
 	s.say("Or a meal prep service for busy parents")
-	var got []string
-	s.state.Extraction.Decode("idea_generation.ideas", &got)
+	got := s.list("idea_generation.ideas")
 	if want := []string{"a weekend stall selling Caribbean food", "a meal prep service for busy parents"}; !slices.Equal(got, want) {
 		t.Errorf("idea_generation.ideas = %q, want %q", got, want)
 	}
@@ -370,8 +372,7 @@ func TestProjectDiscoveryKeepsTheIntegrationKeptAfterATakeBack(t *testing.T) {
 	} {
 		s.say(msg)
 	}
-	var got []string
-	s.state.Extraction.Decode("constraints.integrations", &got)
+	got := s.list("constraints.integrations")
 	if !slices.Equal(got, []string{"Xero"}) {
 		t.Errorf("constraints.integrations = %q, want [Xero]", got)
 	}

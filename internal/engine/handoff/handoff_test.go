@@ -517,11 +517,7 @@ func TestMapChainKeepsTheLatestDecision(t *testing.T) {
 		enginetest.Set(m, "decision.decision_made", chose, 0.85, 4)
 		enginetest.Set(m, "decision.reasoning", "It fits the crews and the budget we have", 0.85, 4)
 		hop(exploration, m, "project-discovery")
-		var got []string
-		for _, d := range h.ActionList.DecisionsReached {
-			got = append(got, d.Decision)
-		}
-		if !slices.Equal(got, []string{chose}) {
+		if got := decisionsOf(h); !slices.Equal(got, []string{chose}) {
 			t.Errorf("handoff %d: decisions = %q, want [%s]", 2*i+1, got, chose)
 		}
 		if n := strings.Count(handoff.Format(h, "Project Discovery"), "✓ Chose"); n != 1 {
@@ -554,13 +550,6 @@ func TestMapChainKeepsTheDecisionsOfOtherQuestions(t *testing.T) {
 	discovery, _ := cat.Get("project-discovery")
 	exploration, _ := cat.Get("exploration")
 	c := newChain(t)
-	decisions := func(h contracts.EngineHandoff) []string {
-		var out []string
-		for _, d := range h.ActionList.DecisionsReached {
-			out = append(out, d.Decision)
-		}
-		return out
-	}
 	hops := []struct {
 		problem string
 		options []string
@@ -583,14 +572,14 @@ func TestMapChainKeepsTheDecisionsOfOtherQuestions(t *testing.T) {
 		enginetest.Set(m, "solution_landscape.options", hp.options, 0.9, 2)
 		enginetest.Set(m, "decision.decision_made", hp.chose, 0.85, 4)
 		enginetest.Set(m, "decision.reasoning", "It fits the way the studio works today", 0.85, 4)
-		if got := decisions(c.hop(exploration, m, "project-discovery")); !slices.Equal(got, hp.want) {
+		if got := decisionsOf(c.hop(exploration, m, "project-discovery")); !slices.Equal(got, hp.want) {
 			t.Errorf("handoff %d: decisions = %q, want %q", 2*i+1, got, hp.want)
 		}
 
 		m = enginetest.Memory(discovery)
 		m.SessionID = fmt.Sprintf("discovery-%d", i)
 		enginetest.Set(m, "constraints.budget", "$90k", 0.9, 5)
-		if got := decisions(c.hop(discovery, m, "exploration")); !slices.Equal(got, hp.want) {
+		if got := decisionsOf(c.hop(discovery, m, "exploration")); !slices.Equal(got, hp.want) {
 			t.Errorf("handoff %d: decisions = %q, want the carried %q", 2*i+2, got, hp.want)
 		}
 	}
@@ -665,10 +654,7 @@ func TestMapChainDoesNotEliminateTheChosenOption(t *testing.T) {
 	enginetest.Set(third, "decision.reasoning", "It gives us full control over offline sync", 0.85, 4)
 	h = hop(exploration, third, "project-discovery")
 
-	var eliminated []string
-	for _, o := range h.ActionList.OptionsEliminated {
-		eliminated = append(eliminated, o.Option)
-	}
+	eliminated := eliminatedOf(h)
 	if !slices.Equal(eliminated, []string{"Connecteam"}) {
 		t.Errorf("options eliminated = %q, want [Connecteam]", eliminated)
 	}
@@ -792,13 +778,7 @@ func TestMapChainKeepsAnOptionRuledOutForAnotherQuestion(t *testing.T) {
 	enginetest.Set(third, "decision.reasoning", "It gives us full control over the payment flow", 0.85, 4)
 	h = hop(exploration, third, "project-discovery")
 
-	var eliminated, decisions []string
-	for _, o := range h.ActionList.OptionsEliminated {
-		eliminated = append(eliminated, o.Option)
-	}
-	for _, d := range h.ActionList.DecisionsReached {
-		decisions = append(decisions, d.Decision)
-	}
+	eliminated, decisions := eliminatedOf(h), decisionsOf(h)
 	if !slices.Equal(eliminated, []string{"A custom build"}) || !slices.Equal(decisions, []string{"custom build", "Mindbody"}) {
 		t.Errorf("options eliminated = %q, decisions = %q; want [A custom build] and [custom build Mindbody]", eliminated, decisions)
 	}
@@ -814,10 +794,7 @@ func TestCarryForwardTellsOptionsApartByTheirSymbols(t *testing.T) {
 	inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{OptionsEliminated: []contracts.EliminatedOption{
 		{Option: "C++"}, {Option: "a C#"}}}}
 	handoff.CarryForward(&h, inbound)
-	var eliminated []string
-	for _, o := range h.ActionList.OptionsEliminated {
-		eliminated = append(eliminated, o.Option)
-	}
+	eliminated := eliminatedOf(h)
 	if !slices.Equal(eliminated, []string{"C++"}) {
 		t.Errorf("options eliminated = %q, want [C++]", eliminated)
 	}
@@ -832,10 +809,7 @@ func TestCarryForwardListsAnEliminatedOptionOnce(t *testing.T) {
 	inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{OptionsEliminated: []contracts.EliminatedOption{
 		{Option: "A custom build"}, {Option: "Connecteam"}}}}
 	handoff.CarryForward(&h, inbound)
-	var eliminated []string
-	for _, o := range h.ActionList.OptionsEliminated {
-		eliminated = append(eliminated, o.Option)
-	}
+	eliminated := eliminatedOf(h)
 	if !slices.Equal(eliminated, []string{"custom build", "Connecteam"}) {
 		t.Errorf("options eliminated = %q, want [custom build Connecteam]", eliminated)
 	}
@@ -1082,4 +1056,22 @@ func replaces(own, carried contracts.Decision) bool {
 	inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{carried}}}
 	handoff.CarryForward(&h, inbound)
 	return len(h.ActionList.DecisionsReached) == 1
+}
+
+// decisionsOf names the decisions a handoff carries, in order.
+func decisionsOf(h contracts.EngineHandoff) []string {
+	var out []string
+	for _, d := range h.ActionList.DecisionsReached {
+		out = append(out, d.Decision)
+	}
+	return out
+}
+
+// eliminatedOf names the options a handoff carries as ruled out, in order.
+func eliminatedOf(h contracts.EngineHandoff) []string {
+	var out []string
+	for _, o := range h.ActionList.OptionsEliminated {
+		out = append(out, o.Option)
+	}
+	return out
 }
