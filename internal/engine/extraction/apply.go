@@ -235,6 +235,12 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 			continue
 		}
 		prev, had := next.Fields[fd.Path]
+		// The stored items of a list the message takes back by name (a
+		// version-2 answer, which holds the whole list).
+		var taken []string
+		if had && fd.ValueType == engine.TypeArray && version != PromptV1 {
+			taken = takenBack(text, prev.Value, val)
+		}
 		f := engine.ExtractedField{
 			Value: val, Confidence: fa.Confidence, ExtractedFromTurns: []int{meta.TurnNumber},
 			LastUpdatedAtTurn: meta.TurnNumber, LastMessageID: meta.MessageID, Reasoning: fa.Reasoning,
@@ -247,16 +253,12 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 			}
 		case sameValue(fd.ValueType, prev.Value, val):
 			f = reinforce(prev, fa, meta)
-		case fd.ValueType == engine.TypeArray && grows(version, marker, text, prev.Value, val):
+		case fd.ValueType == engine.TypeArray && len(taken) == 0 && grows(version, marker, text, prev.Value, val):
 			merged, added := union(prev.Value, val)
 			f = reinforce(prev, fa, meta)
 			f.Value = merged
 			res.NewConceptCount += added
 		default:
-			var taken []string
-			if fd.ValueType == engine.TypeArray && version != PromptV1 {
-				taken = takenBack(text, prev.Value, val)
-			}
 			if prev.Confidence > fa.Confidence+conflictMargin && marker == "" && len(taken) == 0 {
 				res.Rejected = append(res.Rejected, Rejection{FieldPath: fd.Path, Confidence: fa.Confidence,
 					Reason: fmt.Sprintf("conflicts with the current value, which is more confident (%.2f); no correction was marked", prev.Confidence)})
@@ -313,10 +315,10 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 // out stored items the message names ("Pret isn't a competitor, it's
 // Costa") is the whole list without what the user took back, and so is an
 // empty list or null, which names no new item ("we need none of those"):
-// they replace the list. Nor does one grow that leaves out a stored item the
-// message takes back by name (takenBack), whatever else it adds
-// ("Deadlines can go, we also want notifications"): Apply takes the item
-// off and adds the answer's.
+// they replace the list. Apply does not ask it of an answer that leaves out
+// a stored item the message takes back by name (takenBack), whatever else
+// the message adds ("Deadlines can go, we also want notifications"): it
+// takes the item off and adds the answer's.
 func grows(v PromptVersion, marker string, message engine.Text, prev, val json.RawMessage) bool {
 	if v == PromptV1 {
 		return marker == ""
@@ -328,9 +330,6 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 		if slices.Contains(have, x) {
 			kept++
 		}
-	}
-	if len(takenBack(message, prev, val)) > 0 {
-		return false
 	}
 	// A clause that keeps what it names ("We can't lose deadlines") is no
 	// negation of the rest, nor does it name an item taken back.
