@@ -26,16 +26,6 @@ type FieldAnswer struct {
 	Reasoning  string          `json:"reasoning,omitempty"`
 }
 
-// Paths returns the answered paths, sorted.
-func (a Answer) Paths() []string {
-	out := make([]string, 0, len(a.Fields))
-	for p := range a.Fields {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // ErrBadAnswer is wrapped by every reason an answer cannot be used; the
 // message says what to fix, so it can be sent back to the model.
 var ErrBadAnswer = errors.New("extraction answer is not valid")

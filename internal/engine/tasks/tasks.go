@@ -19,7 +19,6 @@ package tasks
 import (
 	"cmp"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -220,28 +219,6 @@ func (f Failure) Unwrap() error {
 }
 
 var _ error = Failure{}
-
-// Describe says in a line what a task record's state means, for the
-// context and the page.
-func Describe(def *engine.Definition, r engine.TaskRecord) string {
-	name := r.TaskID
-	if t, ok := Lookup(def, r.TaskID); ok {
-		name = cmp.Or(t.DisplayName, t.TaskID)
-	}
-	switch r.Status {
-	case engine.TaskCompleted:
-		return name + ": completed"
-	case engine.TaskDegraded:
-		return fmt.Sprintf("%s: failed; proceed without it — %s", name, r.Note)
-	case engine.TaskGap:
-		return fmt.Sprintf("%s: failed; a gap to fill later — %s", name, r.Note)
-	case engine.TaskStalled:
-		return fmt.Sprintf("%s: progress waits for it (attempt %d)", name, r.Attempt)
-	case engine.TaskRetrying:
-		return fmt.Sprintf("%s: retrying (attempt %d)", name, r.Attempt)
-	}
-	return name + ": running"
-}
 
 // Lookup returns the engine's definition of a background task.
 func Lookup(def *engine.Definition, taskID string) (engine.BackgroundTask, bool) {
