@@ -225,9 +225,12 @@ func status(s string) func(engine.TaskRecord) bool {
 	return func(r engine.TaskRecord) bool { return r.Status == s }
 }
 
-// merged returns the statuses of the probe's task.merged events, in order.
+// merged returns the statuses of the probe's task.merged events, in order,
+// once the outbox has relayed them: a session's state is saved before its
+// events reach the stream.
 func (b *bench) merged(t *testing.T) []string {
 	t.Helper()
+	b.drained(t)
 	var out []string
 	for _, ev := range b.Events(t, contracts.StreamTurns, contracts.TaskMergedSpec.Type) {
 		m, err := contracts.DecodeAs[contracts.TaskMerged](ev)
@@ -239,6 +242,15 @@ func (b *bench) merged(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// drained waits until the outbox has relayed every event written.
+func (b *bench) drained(t *testing.T) {
+	t.Helper()
+	runnertest.WaitFor(t, 10*time.Second, "the outbox to drain", func() bool {
+		rows, err := store.Unsent(context.Background(), b.DB, 10)
+		return err == nil && len(rows) == 0
+	})
 }
 
 // attempts records when each attempt of the handler started and fails the
@@ -507,10 +519,7 @@ func TestKilledWorkerCompletesOnce(t *testing.T) {
 		n, _ := testutil.GatherAndCount(doomedMetrics, "praetor_background_task_attempts_total")
 		return n == 1
 	})
-	runnertest.WaitFor(t, 10*time.Second, "the outbox to drain", func() bool {
-		rows, err := store.Unsent(context.Background(), rig.DB, 10)
-		return err == nil && len(rows) == 0
-	})
+	b.drained(t)
 	completed := rig.Events(t, contracts.StreamTasks, contracts.TaskCompletedSpec.Type)
 	if len(completed) != 1 || calls.Load() != 2 {
 		t.Fatalf("%d task.completed events after %d runs; want 1 after 2", len(completed), calls.Load())
