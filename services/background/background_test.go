@@ -193,13 +193,20 @@ func (b *bench) worker(t *testing.T, bus background.Subscriber, fn background.Ha
 // and waits until the runner answered it.
 func (b *bench) say(t *testing.T, msg string, goal bool) *engine.WorkingMemory {
 	t.Helper()
+	return b.sayAt(t, msg, goal, time.Now())
+}
+
+// sayAt is say with a turn the extractor published at at: in the past, a
+// turn the runner takes late (a backlog).
+func (b *bench) sayAt(t *testing.T, msg string, goal bool, at time.Time) *engine.WorkingMemory {
+	t.Helper()
 	b.turns++
 	fields := map[string]any{}
 	if goal {
 		fields["basics.goal"] = "sell coffee online"
 	}
 	n := b.turns
-	b.Publish(t, runnertest.TurnID(b.session, n), time.Now(), runnertest.Turn(b.session, n, msg, fields))
+	b.Publish(t, runnertest.TurnID(b.session, n), at, runnertest.Turn(b.session, n, msg, fields))
 	var m *engine.WorkingMemory
 	runnertest.WaitFor(t, 30*time.Second, fmt.Sprintf("turn %d", n), func() bool {
 		_, m = b.Session(t, b.session)
@@ -297,6 +304,25 @@ func TestRetryWithExponentialBackoff(t *testing.T) {
 	b.say(t, "What did you find?", false)
 	if p := b.chat.last(); !strings.Contains(p, "Market probe: two competitors | Roastery A (online shop)") {
 		t.Errorf("the context lacks the result:\n%s", p)
+	}
+	b.replay(t)
+}
+
+// A turn the runner takes late (here ten minutes after the extractor
+// published it, a backlog longer than twice the task's timeout) dispatches
+// an attempt the workers still have the whole timeout for: its deadline
+// counts from when it is dispatched, not from when the user spoke.
+func TestLateTurnDispatchesATaskInTime(t *testing.T) {
+	a := &attempts{}
+	b := newBench(t, "{type: degrade, degraded_behavior: skip}", false, "30s", a.handler)
+	b.sayAt(t, "Hello", false, time.Now().Add(-10*time.Minute))
+	r := b.task(t, "the task to settle", func(r engine.TaskRecord) bool {
+		return r.Status == engine.TaskCompleted || r.Status == engine.TaskDegraded
+	})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r.Status != engine.TaskCompleted || !slices.Equal(a.nums, []int{1}) {
+		t.Fatalf("record %+v after attempts %v; want it completed by its one attempt", r, a.nums)
 	}
 	b.replay(t)
 }

@@ -612,14 +612,18 @@ func DispatchEventID(sessionID, taskID string, attempt int) string {
 }
 
 func (s *Service) dispatchEvent(sess conversation.Session, d TaskDispatch, at time.Time) (event.Event, error) {
-	// The session gives up on the attempt twice its timeout after it could
-	// start (tasks.Overdue, whenOverdue): a worker that takes it later
-	// leaves it, its answer being of no use.
+	// The workers and runner-deadlines give up on the attempt twice its
+	// timeout after it could start (whenOverdue): a worker that takes it
+	// later leaves it, its answer being of no use. It cannot start before
+	// it is dispatched, now, which is later than at when the runner takes
+	// a turn late (a backlog): the attempt still gets its whole time.
 	var deadline time.Time
 	if d.Timeout > 0 {
 		from := at
-		if d.NotBefore.After(from) {
-			from = d.NotBefore
+		for _, t := range []time.Time{s.cfg.Now(), d.NotBefore} {
+			if t.After(from) {
+				from = t
+			}
 		}
 		deadline = from.Add(2 * d.Timeout)
 	}
