@@ -243,15 +243,6 @@ func producedElsewhere(wf *Workflow, t Task, file string) string {
 	return ""
 }
 
-// LoadWorkflow reads and checks a workflow file on its own.
-func LoadWorkflow(path string) (*Workflow, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, join([]*Error{{File: path, Rule: ErrMissingFile, Detail: readDetail(err)}})
-	}
-	return ParseWorkflow(path, data)
-}
-
 // LoadRegistry reads and checks an agent registry file.
 func LoadRegistry(path string) (*Registry, error) {
 	data, err := os.ReadFile(path)

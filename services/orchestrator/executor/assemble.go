@@ -18,16 +18,12 @@ type Artifacts interface {
 	Get(ctx context.Context, ref engine.OutputRef) ([]byte, error)
 }
 
-// Assemble builds the context of a task from the run state: the task's
+// assemble builds the context of a task from the run state: the task's
 // merged constitution, the handover of every completed upstream task (in
 // dependency order), the content of each input (project files as they are
 // now, upstream outputs as they were stored, checked against their hashes),
-// and the task's definition. maxBytes bounds each input file.
-func Assemble(ctx context.Context, b *definition.Bundle, arts Artifacts, s engine.State, taskID string, maxBytes int64) (agent.Context, error) {
-	return assemble(ctx, b, arts, s, engine.NewPlanIndex(s.Plan), taskID, maxBytes)
-}
-
-// assemble is Assemble with the index of s's plan, which a run builds once.
+// and the task's definition. plan is the index of s's plan, which a run
+// builds once; maxBytes bounds each input file.
 func assemble(ctx context.Context, b *definition.Bundle, arts Artifacts, s engine.State, plan *engine.PlanIndex, taskID string, maxBytes int64) (agent.Context, error) {
 	rt, ok := b.Task(taskID)
 	if !ok {

@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go"
-
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
@@ -50,18 +47,6 @@ func Tenant(t testing.TB, db store.DB, id string) {
 	if err := store.CreateTenant(context.Background(), db, store.Tenant{ID: id, Name: id}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// Encoder routes and encodes catalog events without a connection.
-type Encoder struct{}
-
-// Encode implements delivery.Encoder.
-func (Encoder) Encode(_ context.Context, ev event.Event) (*nats.Msg, error) {
-	subject, err := contracts.Subject(ev)
-	if err != nil {
-		return nil, err
-	}
-	return events.Encode(subject, ev)
 }
 
 // NATS starts an embedded JetStream server with the catalog streams
