@@ -664,13 +664,15 @@ func TestMapChainDoesNotEliminateTheChosenOption(t *testing.T) {
 // same key only when they answer the same question, and when both say what
 // they were asked their questions tell, whatever the options: more than
 // half of the shorter question's words (but for function words and those
-// of any exploration, plurals aside) are the other's. Options do not tell
-// questions apart, every exploration weighing the same kinds of option.
-// (A payments decision for a custom build used to replace the booking
-// decision for an off-the-shelf tool, "custom build" being among the
-// booking options; Square Appointments replaced Square; a decision without
-// options gave way to any other; and the same question asked again among
-// new tools kept both answers.)
+// of any exploration, plurals aside) are the other's, and each asks about a
+// thing the other names (its subject: "which database", "needs hosting").
+// Options do not tell questions apart, every exploration weighing the same
+// kinds of option. (A payments decision for a custom build used to replace
+// the booking decision for an off-the-shelf tool, "custom build" being
+// among the booking options; Square Appointments replaced Square; a
+// decision without options gave way to any other; the same question asked
+// again among new tools kept both answers; and hosting for the mobile app
+// replaced a database for it, the project's own words being in both.)
 func TestCarryForwardTellsQuestionsApartByWhatWasAsked(t *testing.T) {
 	const key = "exploration/decision.decision_made"
 	const booking = "I want to figure out the best way to build a booking system for my yoga studio"
@@ -715,10 +717,66 @@ func TestCarryForwardTellsQuestionsApartByWhatWasAsked(t *testing.T) {
 		{"a question of exploration words alone says nothing: the options tell",
 			contracts.Decision{Decision: "QuickBooks", Key: key, Question: "What are the best options?"},
 			contracts.Decision{Decision: "Xero", Key: key, Question: booking, Options: []string{"Xero", "QuickBooks"}}, true},
+		{"the project's words, another thing asked",
+			contracts.Decision{Decision: "Fly.io", Key: key, Question: "Which hosting should we use for the mobile app?"},
+			contracts.Decision{Decision: "PostgreSQL", Key: key, Question: "Which database should we use for the mobile app?"}, false},
+		{"the project's words first, another thing asked",
+			contracts.Decision{Decision: "Fly.io", Key: key, Question: "For the mobile app, which hosting should we use?"},
+			contracts.Decision{Decision: "PostgreSQL", Key: key, Question: "Which database should we use for the mobile app?"}, false},
+		{"the project's words first in a statement, another thing asked",
+			contracts.Decision{Decision: "Fly.io", Key: key, Question: "Our mobile app needs hosting"},
+			contracts.Decision{Decision: "PostgreSQL", Key: key, Question: "Our mobile app needs a database"}, false},
+		{"the same thing asked about the project in other words",
+			contracts.Decision{Decision: "SQLite", Key: key, Question: "Which database should the mobile app use?"},
+			contracts.Decision{Decision: "PostgreSQL", Key: key, Question: "What database should we pick for the app?"}, true},
+		{"the same thing asked in another form of its word",
+			contracts.Decision{Decision: "Render", Key: key, Question: "Where should we host the mobile app?"},
+			contracts.Decision{Decision: "Fly.io", Key: key, Question: "Which hosting should we use for the mobile app?"}, true},
+		{"the same thing asked, the project's words first",
+			contracts.Decision{Decision: "SQLite", Key: key, Question: "For the mobile app, which database should we use?"},
+			contracts.Decision{Decision: "PostgreSQL", Key: key, Question: "Which database should we use for the mobile app?"}, true},
 	} {
 		if got := replaces(tt.own, tt.carried); got != tt.wantReplaced {
 			t.Errorf("%s: %q carried beside %q: replaced = %v, want %v", tt.name, tt.carried.Decision, tt.own.Decision,
 				got, tt.wantReplaced)
+		}
+	}
+}
+
+// Along exploration → project-discovery → exploration, the two exploration
+// sessions of one mobile app ask which database and which hosting to use
+// for it: the second handoff carries both decisions, each with its
+// question. (The questions sharing "mobile app", the hosting decision used
+// to replace the database one.)
+func TestMapChainKeepsTheDecisionsOfOneProjectsQuestions(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	hop := newChain(t).hop
+
+	first := enginetest.Memory(exploration)
+	enginetest.Set(first, "initial_state.problem_statement", "Which database should we use for the mobile app?", 0.9, 1)
+	enginetest.Set(first, "decision.decision_made", "PostgreSQL", 0.85, 4)
+	enginetest.Set(first, "decision.reasoning", "The team knows it and it scales with the app", 0.85, 4)
+	hop(exploration, first, "project-discovery")
+
+	second := enginetest.Memory(discovery)
+	enginetest.Set(second, "constraints.budget", "$9k", 0.9, 5)
+	hop(discovery, second, "exploration")
+
+	third := enginetest.Memory(exploration)
+	enginetest.Set(third, "initial_state.problem_statement", "Which hosting should we use for the mobile app?", 0.9, 1)
+	enginetest.Set(third, "decision.decision_made", "Fly.io", 0.85, 4)
+	enginetest.Set(third, "decision.reasoning", "It runs close to the users and costs little", 0.85, 4)
+	h := hop(exploration, third, "project-discovery")
+
+	if got, want := decisionsOf(h), []string{"Fly.io", "PostgreSQL"}; !slices.Equal(got, want) {
+		t.Errorf("decisions = %q, want %q", got, want)
+	}
+	summary := handoff.Format(h, "Project Discovery")
+	for _, q := range []string{"Which database should we use for the mobile app?", "Which hosting should we use for the mobile app?"} {
+		if !strings.Contains(summary, "  Question: "+q) {
+			t.Errorf("the summary does not say the decision on %q:\n%s", q, summary)
 		}
 	}
 }

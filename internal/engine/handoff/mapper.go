@@ -1,6 +1,7 @@
 package handoff
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -197,15 +198,16 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 
 // sameQuestion reports whether d, a decision of the source session,
 // answers the question the carried decision c answered, and so replaces
-// it (Decision.Question): they have the same key, and their questions
-// share most of their words (asked). When either has no question to tell,
-// one's choice is among the other's options (QuickBooks, after a choice of
-// Xero among Xero and QuickBooks), or c has no options to tell.
+// it (Decision.Question): they have the same key, and their questions ask
+// about the same thing and share most of their words (asked). When either
+// has no question to tell, one's choice is among the other's options
+// (QuickBooks, after a choice of Xero among Xero and QuickBooks), or c has
+// no options to tell.
 func sameQuestion(d, c contracts.Decision) bool {
 	if d.Key == "" || d.Key != c.Key {
 		return false
 	}
-	if dq, cq := questionWords(d.Question), questionWords(c.Question); len(dq) > 0 && len(cq) > 0 {
+	if dq, cq := askedIn(d.Question), askedIn(c.Question); len(dq.words) > 0 && len(cq.words) > 0 {
 		return asked(dq, cq)
 	}
 	return len(c.Options) == 0 || among(d.Decision, c) || among(c.Decision, d)
@@ -214,39 +216,85 @@ func sameQuestion(d, c contracts.Decision) bool {
 // otherQuestion reports whether questions a and b both say what was asked
 // and are not the same question.
 func otherQuestion(a, b string) bool {
-	aw, bw := questionWords(a), questionWords(b)
-	return len(aw) > 0 && len(bw) > 0 && !asked(aw, bw)
+	aq, bq := askedIn(a), askedIn(b)
+	return len(aq.words) > 0 && len(bq.words) > 0 && !asked(aq, bq)
 }
 
-// asked reports whether the questions of words a and b are the same
-// question: more than half of the shorter's words are the other's. Only
-// most: a project's own words (the yoga studio) are in all its questions.
-func asked(a, b map[string]bool) bool {
-	if len(a) > len(b) {
+// question is what a question asks: its words but for function words and
+// those of any exploration ("figure out the best way"), and its subject,
+// the first of them after "which" or "what" ("For the mobile app, which
+// database should we use?": database), else after "need" or "want" ("My
+// mobile app needs a database"), else its first ("Our accounting tool
+// again: payroll matters now": accounting).
+type question struct {
+	words   map[string]bool
+	subject string
+}
+
+// asked reports whether questions a and b are the same question: each
+// asks about a thing the other names (the project's words, "the mobile
+// app", are in all its questions: a database and hosting for it are two
+// questions), and more than half of the shorter's words are the other's
+// (a database for the app and one for analytics are two questions).
+func asked(a, b question) bool {
+	if !a.names(b.subject) || !b.names(a.subject) {
+		return false
+	}
+	if len(a.words) > len(b.words) {
 		a, b = b, a
 	}
 	shared := 0
-	for w := range a {
-		if b[w] {
+	for w := range a.words {
+		if b.words[w] {
 			shared++
 		}
 	}
-	return 2*shared > len(a)
+	return 2*shared > len(a.words)
 }
 
-// questionWords are the words of a question that say what it asks: its
-// words but for function words and those of any exploration ("figure out
-// the best way"), without the plural's s ("classes", "class").
-func questionWords(q string) map[string]bool {
-	out := map[string]bool{}
+// names reports whether q has word w, or another form of it, one being
+// the other and an ending ("host", "hosting").
+func (q question) names(w string) bool {
+	if q.words[w] {
+		return true
+	}
+	for x := range q.words {
+		short, long := x, w
+		if len(short) > len(long) {
+			short, long = long, short
+		}
+		if len(short) >= 4 && strings.HasPrefix(long, short) {
+			return true
+		}
+	}
+	return false
+}
+
+// askedIn reads what question q asks, without the plural's s ("classes",
+// "class").
+func askedIn(q string) question {
+	out := question{words: map[string]bool{}}
+	var first, afterWh, afterNeed string
+	wh, need := false, false
 	for _, w := range words(q) {
+		wh = wh || w == "which" || w == "what"
+		need = need || needWords[w]
 		if len(w) < 3 || stopwords[w] {
 			continue
 		}
-		if w = singular(w); !shortWords[w] && !askingWords[w] {
-			out[w] = true
+		if w = singular(w); shortWords[w] || askingWords[w] {
+			continue
+		}
+		out.words[w] = true
+		first = cmp.Or(first, w)
+		if wh {
+			afterWh = cmp.Or(afterWh, w)
+		}
+		if need {
+			afterNeed = cmp.Or(afterNeed, w)
 		}
 	}
+	out.subject = cmp.Or(afterWh, afterNeed, first)
 	return out
 }
 
@@ -259,6 +307,9 @@ var (
 	// "figure out the best way to build", "help us choose an option".
 	askingWords = engine.WordSet("approach best build choice choose decide explore figure find help idea option pick " +
 		"problem select solution sure take way")
+	// needWords come before what a statement of a problem asks about: "we
+	// need an accounting tool".
+	needWords = engine.WordSet("need needs want wants")
 )
 
 // singular is w without a plural's ending: "classes" is "class",
