@@ -781,6 +781,45 @@ func TestMapChainKeepsTheDecisionsOfOneProjectsQuestions(t *testing.T) {
 	}
 }
 
+// One choice made for two questions is two decisions: PostgreSQL chosen for
+// the app's database, then for analytics, is carried beside the earlier
+// one, and the summary says both questions. The same choice for the same
+// question, or where either says no question, is listed once. (The second
+// used to drop the first, their text being the same: the summary said
+// PostgreSQL was chosen for analytics alone.)
+func TestCarryForwardKeepsOneChoiceForTwoQuestions(t *testing.T) {
+	const key = "exploration/decision.decision_made"
+	const app = "Which database should we use for the app?"
+	for _, tt := range []struct {
+		name                 string
+		ownKey, own, carried string
+		wantDecisions        int
+	}{
+		{"another question", key, "Which database should we use for analytics?", app, 2},
+		{"another question, another key", "ideation/selection.selected_idea", "Which database should we use for analytics?", app, 2},
+		{"the same question, another key", "ideation/selection.selected_idea", "What database should the app use?", app, 1},
+		{"the carried decision says no question", "ideation/selection.selected_idea", "Which database should we use for analytics?", "", 1},
+		{"the own decision says no question", "ideation/selection.selected_idea", "", app, 1},
+	} {
+		h := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+			{Decision: "PostgreSQL", Key: tt.ownKey, Question: tt.own, Confidence: 0.9, Reasoning: "It runs the reports we need"}}}}
+		inbound := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+			{Decision: "postgreSQL", Key: key, Question: tt.carried, Confidence: 0.8, Reasoning: "The team knows it well"}}}}
+		handoff.CarryForward(&h, inbound)
+		if got := len(h.ActionList.DecisionsReached); got != tt.wantDecisions {
+			t.Errorf("%s: decisions = %+v, want %d", tt.name, h.ActionList.DecisionsReached, tt.wantDecisions)
+			continue
+		}
+		if tt.wantDecisions == 2 {
+			summary := handoff.Format(h, "Project Discovery")
+			if n := strings.Count(summary, "✓ Chose"); n != 2 || !strings.Contains(summary, "  Question: "+tt.own) ||
+				!strings.Contains(summary, "  Question: "+tt.carried) {
+				t.Errorf("%s: the summary does not say both decisions with their questions:\n%s", tt.name, summary)
+			}
+		}
+	}
+}
+
 // An option ruled out for one question stays ruled out when a later
 // session chooses it for another: a custom build ruled out for the booking
 // system, chosen to take payments. Chosen for the same question, or when

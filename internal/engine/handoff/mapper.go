@@ -145,7 +145,7 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // options, constraints, assumptions, goals, pain points, concepts taught,
 // prior experience, open questions and sensitivities are carried, after
 // h's own and without repeats (an option ruled out twice is listed once,
-// case and articles aside). What the source session settled again replaces
+// case and articles aside; one chosen for two questions, twice). What the source session settled again replaces
 // what was carried: a decision on the question one of h's own
 // answers (a later exploration session's choice of QuickBooks replaces an
 // earlier one's of Xero for invoicing; its choice of Stripe, to take
@@ -168,13 +168,19 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	al, in := &h.ActionList, inbound.ActionList
 	eliminated := slices.DeleteFunc(slices.Clone(in.OptionsEliminated), func(o contracts.EliminatedOption) bool {
 		return slices.ContainsFunc(al.DecisionsReached, func(d contracts.Decision) bool {
-			return option(d.Decision) == option(o.Option) && !otherQuestion(d.Question, o.Question)
+			return sameOption(d.Decision, d.Question, o.Option, o.Question)
 		})
 	})
-	decisions := slices.DeleteFunc(slices.Clone(in.DecisionsReached), func(c contracts.Decision) bool {
-		return slices.ContainsFunc(al.DecisionsReached, func(d contracts.Decision) bool { return sameQuestion(d, c) })
-	})
-	al.DecisionsReached = union(al.DecisionsReached, decisions, func(d contracts.Decision) string { return d.Decision })
+	own := al.DecisionsReached
+	for _, c := range in.DecisionsReached {
+		if option(c.Decision) == "" || slices.ContainsFunc(own, func(d contracts.Decision) bool { return sameQuestion(d, c) }) ||
+			slices.ContainsFunc(al.DecisionsReached, func(d contracts.Decision) bool {
+				return sameOption(d.Decision, d.Question, c.Decision, c.Question)
+			}) {
+			continue
+		}
+		al.DecisionsReached = append(al.DecisionsReached, c)
+	}
 	al.OptionsEliminated = union(al.OptionsEliminated, eliminated, func(o contracts.EliminatedOption) string { return option(o.Option) })
 	constraintTopic := func(c contracts.IdentifiedConstraint) string { return topic(c.Constraint) }
 	constraints := replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintTopic)
@@ -212,6 +218,12 @@ func sameQuestion(d, c contracts.Decision) bool {
 	}
 	return len(c.Options) == 0 || among(d.Decision, c) || among(c.Decision, d)
 }
+
+// sameOption reports whether options a and b, of questions aq and bq, are
+// one option for one question: the same name (case and articles aside),
+// and the same question or one whose question is not told. PostgreSQL
+// chosen for the app and for analytics is two decisions.
+func sameOption(a, aq, b, bq string) bool { return option(a) == option(b) && !otherQuestion(aq, bq) }
 
 // otherQuestion reports whether questions a and b both say what was asked
 // and are not the same question.
