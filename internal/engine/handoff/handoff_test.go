@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -909,6 +910,52 @@ func TestCarryForwardListsAnEliminatedOptionOnce(t *testing.T) {
 	eliminated := eliminatedOf(h)
 	if !slices.Equal(eliminated, []string{"custom build", "Connecteam"}) {
 		t.Errorf("options eliminated = %q, want [custom build Connecteam]", eliminated)
+	}
+}
+
+// Along exploration → project-discovery → exploration → project-discovery
+// → exploration, a custom build is ruled out for the booking system, then
+// to take payments, then chosen to take payments: each handoff says it was
+// ruled out for the booking system, and the second for payments too.
+// (The second handoff used to list it once, ruled out to take payments, the
+// two having the same name; the third then had it ruled out for nothing.)
+func TestMapChainKeepsAnOptionRuledOutForTwoQuestions(t *testing.T) {
+	cat := enginetest.Shipped(t)
+	discovery, _ := cat.Get("project-discovery")
+	exploration, _ := cat.Get("exploration")
+	c := newChain(t)
+	const booking, payments = "Which booking system should we use for our classes", "How should we take card payments online"
+	hops := []struct {
+		problem, chose string
+		ruledOut       []string
+		want           []contracts.EliminatedOption
+	}{
+		{booking, "Mindbody", []string{"A custom build"},
+			[]contracts.EliminatedOption{{Option: "A custom build", Reasons: []string{}, Question: booking}}},
+		{payments, "Stripe", []string{"custom build"}, []contracts.EliminatedOption{
+			{Option: "custom build", Reasons: []string{}, Question: payments},
+			{Option: "A custom build", Reasons: []string{}, Question: booking}}},
+		{payments, "a custom build", nil,
+			[]contracts.EliminatedOption{{Option: "A custom build", Reasons: []string{}, Question: booking}}},
+	}
+	for i, hp := range hops {
+		m := enginetest.Memory(exploration)
+		m.SessionID = fmt.Sprintf("exploration-%d", i)
+		enginetest.Set(m, "initial_state.problem_statement", hp.problem, 0.9, 1)
+		enginetest.Set(m, "decision.decision_made", hp.chose, 0.85, 4)
+		enginetest.Set(m, "decision.reasoning", "It fits the way the studio works today", 0.85, 4)
+		if hp.ruledOut != nil {
+			enginetest.Set(m, "solution_landscape.eliminated_options", hp.ruledOut, 0.85, 3)
+		}
+		h := c.hop(exploration, m, "project-discovery")
+		if got := h.ActionList.OptionsEliminated; !reflect.DeepEqual(got, hp.want) {
+			t.Errorf("handoff %d: options eliminated = %+v, want %+v", 2*i+1, got, hp.want)
+		}
+
+		m = enginetest.Memory(discovery)
+		m.SessionID = fmt.Sprintf("discovery-%d", i)
+		enginetest.Set(m, "constraints.budget", "$9k", 0.9, 5)
+		c.hop(discovery, m, "exploration")
 	}
 }
 

@@ -145,7 +145,8 @@ func answered(m *engine.WorkingMemory, prefix string) func(string) bool {
 // options, constraints, assumptions, goals, pain points, concepts taught,
 // prior experience, open questions and sensitivities are carried, after
 // h's own and without repeats (an option ruled out twice is listed once,
-// case and articles aside; one chosen for two questions, twice). What the source session settled again replaces
+// case and articles aside; one chosen or ruled out for two questions,
+// twice). What the source session settled again replaces
 // what was carried: a decision on the question one of h's own
 // answers (a later exploration session's choice of QuickBooks replaces an
 // earlier one's of Xero for invoicing; its choice of Stripe, to take
@@ -171,17 +172,15 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 			return sameOption(d.Decision, d.Question, o.Option, o.Question)
 		})
 	})
-	own := al.DecisionsReached
-	for _, c := range in.DecisionsReached {
-		if option(c.Decision) == "" || slices.ContainsFunc(own, func(d contracts.Decision) bool { return sameQuestion(d, c) }) ||
-			slices.ContainsFunc(al.DecisionsReached, func(d contracts.Decision) bool {
-				return sameOption(d.Decision, d.Question, c.Decision, c.Question)
-			}) {
-			continue
-		}
-		al.DecisionsReached = append(al.DecisionsReached, c)
-	}
-	al.OptionsEliminated = union(al.OptionsEliminated, eliminated, func(o contracts.EliminatedOption) string { return option(o.Option) })
+	decisions := slices.DeleteFunc(slices.Clone(in.DecisionsReached), func(c contracts.Decision) bool {
+		return slices.ContainsFunc(al.DecisionsReached, func(d contracts.Decision) bool { return sameQuestion(d, c) })
+	})
+	al.DecisionsReached = carry(al.DecisionsReached, decisions, func(a, b contracts.Decision) bool {
+		return sameOption(a.Decision, a.Question, b.Decision, b.Question)
+	})
+	al.OptionsEliminated = carry(al.OptionsEliminated, eliminated, func(a, b contracts.EliminatedOption) bool {
+		return sameOption(a.Option, a.Question, b.Option, b.Question)
+	})
 	constraintTopic := func(c contracts.IdentifiedConstraint) string { return topic(c.Constraint) }
 	constraints := replaced(in.ConstraintsIdentified, al.ConstraintsIdentified, constraintTopic)
 	for i := range constraints {
@@ -222,7 +221,9 @@ func sameQuestion(d, c contracts.Decision) bool {
 // sameOption reports whether options a and b, of questions aq and bq, are
 // one option for one question: the same name (case and articles aside),
 // and the same question or one whose question is not told. PostgreSQL
-// chosen for the app and for analytics is two decisions.
+// chosen for the app and for analytics is two decisions; a custom build
+// ruled out for the booking system and to take payments, two options
+// eliminated.
 func sameOption(a, aq, b, bq string) bool { return option(a) == option(b) && !otherQuestion(aq, bq) }
 
 // otherQuestion reports whether questions a and b both say what was asked
@@ -469,6 +470,17 @@ func label(c string) string {
 		return ""
 	}
 	return l
+}
+
+// carry is own followed by the items of more that are not the same as one
+// already there.
+func carry[T any](own, more []T, same func(a, b T) bool) []T {
+	for _, x := range more {
+		if !slices.ContainsFunc(own, func(y T) bool { return same(y, x) }) {
+			own = append(own, x)
+		}
+	}
+	return own
 }
 
 // union is own followed by the items of more whose key (spaces and case
