@@ -84,10 +84,12 @@ type Decision struct {
 	// as the source session captured them ("Which accounting tool should
 	// we use for invoicing?"). Along a chain of engines a later decision
 	// with the same key replaces this one when it answers the same
-	// question: their questions share most of their words (QuickBooks,
-	// then Wave, for invoicing), whatever their options; one on another
-	// question (how customers pay) is carried beside it, though it weighed
-	// the same kinds of option. When either has no question (written
+	// question: their questions ask about the same thing and share most of
+	// their words (QuickBooks, then Wave, for invoicing), whatever their
+	// options; one on another question (how customers pay; hosting, not a
+	// database, for the same app) is carried beside it, though it weighed
+	// the same kinds of option, and so is the same choice made for another
+	// question (PostgreSQL for the app and for analytics). When either has no question (written
 	// before questions were recorded), the options tell: one's choice among
 	// the other's options (QuickBooks after Xero) is the same question, and
 	// a decision without options is replaced by any later one with its key.
