@@ -299,7 +299,8 @@ func NewInput(def *engine.Definition, m *engine.WorkingMemory, t engine.Backgrou
 }
 
 // carried lists what the session's inbound handoff brought that a task
-// works on, at most 20 items, each labelled as from an earlier session.
+// works on, at most 20 items, each labelled as from an earlier session; a
+// decision says the question it answers, when the handoff recorded it.
 func carried(m *engine.WorkingMemory) []string {
 	h, ok := contracts.DecodeHandoff(m.InboundHandoff)
 	if !ok {
@@ -315,6 +316,10 @@ func carried(m *engine.WorkingMemory) []string {
 		add("Pain point", p)
 	}
 	for _, d := range h.ActionList.DecisionsReached {
+		if q := strings.TrimSpace(d.Question); q != "" && strings.TrimSpace(d.Decision) != "" {
+			add("Decision", d.Decision+", for: "+q)
+			continue
+		}
 		add("Decision", d.Decision)
 	}
 	for _, g := range h.SituationAwareness.UserGoals {

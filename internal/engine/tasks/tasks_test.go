@@ -240,15 +240,19 @@ func TestNewInputWithoutAHandoffIsUnchanged(t *testing.T) {
 
 // A session started by a handoff knows what the handoff carried before the
 // user says anything here: its tasks work on the problem (the pain points),
-// the decision reached, the goals and the constraints, each labelled as
-// from an earlier session, then on what this session extracted.
+// the decisions reached (with the question each answers, when it was
+// recorded: one choice for two questions is two facts), the goals and the
+// constraints, each labelled as from an earlier session, then on what this
+// session extracted.
 func TestNewInputCarriesTheInboundHandoff(t *testing.T) {
 	def := enginetest.Definition()
 	m := enginetest.Memory(def)
 	h := contracts.EngineHandoff{
 		ActionList: contracts.ActionList{
 			DecisionsReached: []contracts.Decision{{Decision: "off-the-shelf tool", Confidence: 0.85,
-				Reasoning: "It is cheap and fast to start with"}},
+				Reasoning: "It is cheap and fast to start with"},
+				{Decision: "PostgreSQL", Question: "Which database should we use for the app?"},
+				{Decision: "PostgreSQL", Question: "Which database should we use for analytics?"}},
 			ConstraintsIdentified: []contracts.IdentifiedConstraint{{Constraint: "Integration: QuickBooks"}},
 		},
 		SituationAwareness: contracts.SituationAwareness{
@@ -264,6 +268,8 @@ func TestNewInputCarriesTheInboundHandoff(t *testing.T) {
 	want := []string{
 		"Pain point (from an earlier session): Jobs get lost on paper",
 		"Decision (from an earlier session): off-the-shelf tool",
+		"Decision (from an earlier session): PostgreSQL, for: Which database should we use for the app?",
+		"Decision (from an earlier session): PostgreSQL, for: Which database should we use for analytics?",
 		"Goal (from an earlier session): No job is forgotten",
 		"Constraint (from an earlier session): Integration: QuickBooks",
 		"Name: Sounds good.",
