@@ -416,26 +416,33 @@ func keeps(clause engine.Text) bool {
 // namesItem reports whether a text names a list item as whole words, in
 // the singular or the plural, whichever the item is: "the deadline stuff"
 // names "deadlines", "inboxes" names "inbox", "push notification" names
-// "push notifications". Only a trailing s or es is added or taken off, and
-// only as whole words: "ai" is not in "email", "ads" is not "ad", "notes"
-// is not "not".
+// "push notifications", "the category" names "categories". Only a trailing
+// s, es or ies (for a y) is added or taken off, and only as whole words:
+// "ai" is not in "email", "ads" is not "ad", "notes" is not "not".
 func namesItem(text engine.Text, item string) bool {
 	return slices.ContainsFunc(itemForms(item), text.Contains)
 }
 
 // itemForms returns a lowered item with its plural, and its singular when
 // it ends like a plural: a trailing s not after s, u or i (so "status",
-// "analysis" and "access" are no plurals), or es after s, x, z, ch or sh.
-// A singular of fewer than three letters is no form ("ads", "ios").
+// "analysis" and "access" are no plurals), es after s, x, z, ch or sh, or
+// ies, whose singular ends in y ("deliveries", "delivery"). A singular of
+// fewer than three letters is no form ("ads", "ios").
 func itemForms(item string) []string {
 	x := strings.ToLower(strings.TrimSpace(item))
 	forms := []string{x, x + "s"}
 	if endsIn(x, sibilants...) {
 		forms = append(forms, x+"es")
 	}
+	if s, ok := strings.CutSuffix(x, "y"); ok {
+		forms = append(forms, s+"ies")
+	}
 	var singulars []string
 	if s, ok := strings.CutSuffix(x, "es"); ok && endsIn(s, sibilants...) {
 		singulars = append(singulars, s)
+	}
+	if s, ok := strings.CutSuffix(x, "ies"); ok {
+		singulars = append(singulars, s+"y")
 	}
 	if s, ok := strings.CutSuffix(x, "s"); ok && !endsIn(s, "s", "u", "i") {
 		singulars = append(singulars, s)
