@@ -351,18 +351,27 @@ func unkept(message engine.Text) engine.Text {
 
 // takenBack returns the stored items of the list prev that the message
 // takes back by name and the list answer val leaves out: a clause names the
-// item, in the singular or the plural (namesItem), or refers back to the
+// item, in the singular or the plural (itemForms), or refers back to the
 // stored items as a whole ("Forget those", "none of these"), beside a
 // negation, a removal or a take-back ("Deadlines can go, we also want
 // notifications", "The deadline stuff can go", "We don't need deadlines",
 // "no deadlines"). A stored item named in a clause that takes nothing back
 // ("Besides tasks, we also need notifications") is no take-back, whatever
 // another clause drops, nor is one that says not to take it back ("Don't
-// forget those", keeps).
+// forget those", keeps), nor one whose negation is of something else ("We
+// can't let the deadline slip", negates).
 func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 	var stored []string
 	if json.Unmarshal(prev, &stored) != nil {
 		return nil // not a list of strings
+	}
+	itemWords := map[string]bool{}
+	for _, x := range stored {
+		for _, f := range itemForms(x) {
+			for _, w := range words(f) {
+				itemWords[w] = true
+			}
+		}
 	}
 	have := items(val)
 	var taken []string
@@ -371,20 +380,71 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 		if keeps(clause) {
 			continue
 		}
-		drops := clause.Negative() || slices.ContainsFunc(removals, clause.Contains) ||
-			slices.ContainsFunc(takeBacks, clause.Contains)
-		if !drops && !limited(clause) {
+		negative := clause.Negative()
+		drops := slices.ContainsFunc(removals, clause.Contains) || slices.ContainsFunc(takeBacks, clause.Contains)
+		limits := limited(clause)
+		if !negative && !drops && !limits {
 			continue
 		}
-		all := drops && slices.ContainsFunc(backReferences, clause.Contains)
+		all := slices.ContainsFunc(backReferences, func(r string) bool {
+			return clause.Contains(r) && (drops || negative && negates(clause, r, itemWords))
+		})
 		for _, x := range stored {
+			named := slices.ContainsFunc(itemForms(x), func(f string) bool {
+				return clause.Contains(f) && (drops || limits || negative && negates(clause, f, itemWords))
+			})
 			key, _ := json.Marshal(x)
-			if (all || namesItem(clause, x)) && !slices.Contains(have, itemKey(key)) && !slices.Contains(taken, x) {
+			if (all || named) && !slices.Contains(have, itemKey(key)) && !slices.Contains(taken, x) {
 				taken = append(taken, x)
 			}
 		}
 	}
 	return taken
+}
+
+// negates reports whether a negation in a lowered clause bears on a phrase
+// in it: it stands before the phrase or after it with nothing between but
+// words that lead to what is negated (leadWords) or name stored items
+// (itemWords): "We don't need the deadlines", "no deadlines", "Pret isn't
+// a competitor", "tasks or deadlines aren't needed". A negation of another
+// verb says nothing of the phrase: "We can't let the deadline slip", "we
+// don't want to miss a deadline".
+func negates(clause engine.Text, phrase string, itemWords map[string]bool) bool {
+	i := clause.Index(phrase)
+	if i < 0 {
+		return false
+	}
+	leads := func(w string) bool { return leadWords[w] || itemWords[w] }
+	before := words(clause.Lowered()[:i])
+	k := len(before)
+	for k > 0 && leads(before[k-1]) {
+		k--
+	}
+	if k > 0 && engine.LowerText(strings.Join(slices.Concat(before[k-1:], []string{phrase}), " ")).Negative() {
+		return true
+	}
+	after := words(clause.Lowered()[i+len(phrase):])
+	k = 0
+	for k < len(after) && leads(after[k]) {
+		k++
+	}
+	return k < len(after) && engine.LowerText(phrase+" "+strings.Join(after[:k+1], " ")).Negative()
+}
+
+// leadWords may stand between a negation and what it negates: verbs of
+// needing and having, auxiliaries, articles, pronouns, conjunctions.
+var leadWords = engine.WordSet("need needs needed needing want wants wanted use uses used using have has had " +
+	"require requires required care about bother bothering track tracking support supporting build building " +
+	"include including add adding do does did be being is are was were 's really actually even any more much " +
+	"at all the a an our my your their this that these those them it its we i you they and or nor either " +
+	"neither of to for with stuff")
+
+// words splits a lowered text into its words, apostrophes and hyphens kept
+// ("don't", "no-code").
+func words(s string) []string {
+	return strings.FieldsFunc(strings.ReplaceAll(s, "’", "'"), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '-'
+	})
 }
 
 // limited reports whether a text holds one of the limits, but "just" in a
@@ -413,21 +473,15 @@ func keeps(clause engine.Text) bool {
 	return false
 }
 
-// namesItem reports whether a text names a list item as whole words, in
-// the singular or the plural, whichever the item is: "the deadline stuff"
-// names "deadlines", "inboxes" names "inbox", "push notification" names
-// "push notifications", "the category" names "categories". Only a trailing
-// s, es or ies (for a y) is added or taken off, and only as whole words:
-// "ai" is not in "email", "ads" is not "ad", "notes" is not "not".
-func namesItem(text engine.Text, item string) bool {
-	return slices.ContainsFunc(itemForms(item), text.Contains)
-}
-
 // itemForms returns a lowered item with its plural, and its singular when
 // it ends like a plural: a trailing s not after s, u or i (so "status",
 // "analysis" and "access" are no plurals), es after s, x, z, ch or sh, or
 // ies, whose singular ends in y ("deliveries", "delivery"). A singular of
-// fewer than three letters is no form ("ads", "ios").
+// fewer than three letters is no form ("ads", "ios"). A message names an
+// item when it holds one of its forms as whole words: "the deadline stuff"
+// names "deadlines", "inboxes" names "inbox", "push notification" names
+// "push notifications", "the category" names "categories"; "ai" is not in
+// "email", "ads" is not "ad", "notes" is not "not".
 func itemForms(item string) []string {
 	x := strings.ToLower(strings.TrimSpace(item))
 	forms := []string{x, x + "s"}

@@ -368,6 +368,44 @@ func TestApplyRules(t *testing.T) {
 			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
+			// A negation of another verb says nothing of the item: the
+			// deadline must not slip, and the deadlines stay.
+			name:        "new items only: a deadline the user can't let slip grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "We can't let the deadline slip, so we need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
+			name:        "new items only: a deadline the user does not want to miss grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "We don't want to miss a deadline, we need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
+			name:           "new items only: items not needed, one after the other, are taken off",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "We don't really need the tasks or the deadlines, we need notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"notifications"},
+		},
+		{
+			name:           "new items only: an item said after its negation is taken off",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "Deadlines aren't needed, we need notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			features:       []string{"tasks", "notifications"},
+		},
+		{
 			// A take-back counts only in the clause that names the item:
 			// here it is about something not on the list.
 			name:        "new items only: a stored item named beside an addition, a take-back elsewhere, grows the list",
