@@ -460,8 +460,12 @@ func limited(t engine.Text) bool {
 
 // keeps reports whether a clause says not to take something back ("Don't
 // forget those", "we can't lose deadlines", "never drop them"): its
-// negation and its removal cancel out, and what it names stays.
+// negation and its removal cancel out, and what it names stays; so does
+// what it puts off ("The deadlines can wait", defers).
 func keeps(clause engine.Text) bool {
+	if slices.ContainsFunc(defers, clause.Contains) {
+		return true
+	}
 	c := engine.LowerText(strings.ReplaceAll(clause.Lowered(), "’", "'"))
 	for _, n := range keepNegations {
 		for _, v := range keepVerbs {
@@ -588,6 +592,8 @@ var (
 		"shouldn't", "should not", "mustn't", "must not", "not"}
 	keepVerbs = []string{"forget", "drop", "remove", "lose", "skip", "delete", "scrap", "ditch", "cancel",
 		"leave out", "get rid of", "change", "touch", "go"}
+	// defers put off what they name, which is no take-back (keeps).
+	defers = []string{"can wait", "could wait", "can come later", "for later"}
 	// backReferences name the stored items of a list as a whole.
 	backReferences = []string{"those", "these", "both", "all of them", "all that", "all of that", "everything",
 		"the lot", "the rest", "them all"}

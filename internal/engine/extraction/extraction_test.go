@@ -388,6 +388,16 @@ func TestApplyRules(t *testing.T) {
 			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
+			// Put off is not taken back: the stored items stay.
+			name:        "new items only: items that can wait grow the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "The deadlines can wait; we need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
 			name:           "new items only: items not needed, one after the other, are taken off",
 			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:        "We don't really need the tasks or the deadlines, we need notifications.",
