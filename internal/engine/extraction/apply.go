@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode"
@@ -196,17 +197,17 @@ const conflictMargin = 0.15
 //     its new items when it holds every stored one, or new items but none
 //     of the stored ones while the user marked no correction and named
 //     none of them (an update); when the message takes back by name stored
-//     items the answer leaves out (takenBack), the stored list loses them
-//     and gains the answer's items, which suits a model that answers the
-//     whole list and one that answers only the new items alike (a
-//     supersession); and else (an empty list, null) replaces the list like
-//     any different value;
+//     items the answer leaves out, or restricts the list to what it names
+//     (takenBack), the stored list loses them and gains the answer's
+//     items, which suits a model that answers the whole list and one that
+//     answers only the new items alike (a supersession); and else (an
+//     empty list, null) replaces the list like any different value;
 //   - a different value supersedes the old one, which is kept in
 //     superseded_previous with the reason; but when the old value is more
 //     confident by more than 0.15 and the user did not mark a correction
-//     ("actually", "instead", ...) nor, for a PromptV2 list, take back by
-//     name an item the answer leaves out, the old value stays
-//     and the new one is rejected as a conflict.
+//     ("actually", "instead", ...) nor, for a PromptV2 list, take back
+//     an item the answer leaves out (by name or by a restriction), the
+//     old value stays and the new one is rejected as a conflict.
 //
 // Deferred obligations are recorded with the turn. Sensitive information in
 // the message is detected and reported.
@@ -359,7 +360,9 @@ func unkept(message engine.Text) engine.Text {
 // ("Besides tasks, we also need notifications") is no take-back, whatever
 // another clause drops, nor is one that says not to take it back ("Don't
 // forget those", keeps), nor one whose negation is of something else ("We
-// can't let the deadline slip", negates).
+// can't let the deadline slip", negates). A clause that restricts the list
+// to what it names ("Deadlines can go and we only need notifications",
+// restricts) takes back every stored item the message does not name.
 func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 	var stored []string
 	if json.Unmarshal(prev, &stored) != nil {
@@ -374,6 +377,8 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 		}
 	}
 	have := items(val)
+	var answered []string
+	_ = json.Unmarshal(val, &answered)
 	var taken []string
 	for _, c := range clauses(message.Lowered()) {
 		clause := engine.LowerText(c)
@@ -382,19 +387,21 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 		}
 		negative := clause.Negative()
 		drops := slices.ContainsFunc(removals, clause.Contains) || slices.ContainsFunc(takeBacks, clause.Contains)
-		limits := limited(clause)
-		if !negative && !drops && !limits {
+		replaces := slices.ContainsFunc(replacements, clause.Contains)
+		restricted := restricts(clause, answered, itemWords)
+		if !negative && !drops && !replaces && !restricted {
 			continue
 		}
 		all := slices.ContainsFunc(backReferences, func(r string) bool {
 			return clause.Contains(r) && (drops || negative && negates(clause, r, itemWords))
 		})
 		for _, x := range stored {
-			named := slices.ContainsFunc(itemForms(x), func(f string) bool {
-				return clause.Contains(f) && (drops || limits || negative && negates(clause, f, itemWords))
-			})
+			forms := itemForms(x)
+			named := slices.ContainsFunc(forms, clause.Contains)
+			takes := all || restricted && !slices.ContainsFunc(forms, message.Contains) || named && (drops || replaces ||
+				negative && slices.ContainsFunc(forms, func(f string) bool { return negates(clause, f, itemWords) }))
 			key, _ := json.Marshal(x)
-			if (all || named) && !slices.Contains(have, itemKey(key)) && !slices.Contains(taken, x) {
+			if takes && !slices.Contains(have, itemKey(key)) && !slices.Contains(taken, x) {
 				taken = append(taken, x)
 			}
 		}
@@ -430,6 +437,50 @@ func negates(clause engine.Text, phrase string, itemWords map[string]bool) bool 
 	}
 	return k < len(after) && engine.LowerText(phrase+" "+strings.Join(after[:k+1], " ")).Negative()
 }
+
+// restricts reports whether a lowered clause limits a list to what it
+// names, the answer's items among them: "we only need notifications",
+// "just tasks and notifications", "nothing but notifications"; a
+// restriction stands before an answered item with nothing between but
+// words that lead to it (restrictLeads) or name items, answered or stored
+// (itemWords). A restriction of something else ("we only need it to sync
+// with Xero"), one negated ("not only notifications") and one that adds
+// ("only notifications as well") limit no list.
+func restricts(clause engine.Text, answered []string, itemWords map[string]bool) bool {
+	if clause.Contains("not only") || clause.Contains("not just") || slices.ContainsFunc(additions, clause.Contains) ||
+		addsToo(clause.Lowered()) {
+		return false
+	}
+	leads := maps.Clone(itemWords)
+	maps.Copy(leads, restrictLeads)
+	var forms []string
+	for _, x := range answered {
+		for _, f := range itemForms(x) {
+			forms = append(forms, f)
+			for _, w := range words(f) {
+				leads[w] = true
+			}
+		}
+	}
+	lower := clause.Lowered()
+	for _, f := range forms {
+		i := clause.Index(f)
+		if i < 0 {
+			continue
+		}
+		for _, r := range restrictions {
+			j := engine.LowerText(lower[:i]).Index(r)
+			if j >= 0 && !slices.ContainsFunc(words(lower[j+len(r):i]), func(w string) bool { return !leads[w] }) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// restrictLeads may stand between a limit and what it limits the list to.
+var restrictLeads = engine.WordSet("need needs want wants use really actually care about is are 's the a an our " +
+	"and or")
 
 // leadWords may stand between a negation and what it negates: verbs of
 // needing and having, auxiliaries, articles, pronouns, conjunctions.
@@ -528,11 +579,19 @@ func without(prev json.RawMessage, drop []string) json.RawMessage {
 	return out
 }
 
-// clauses splits a lowered message at punctuation, dashes and "but".
+// clauses splits a lowered message at punctuation, dashes and "but", but
+// the "but" of "nothing but", a limit.
 func clauses(lower string) []string {
 	var out []string
 	for _, c := range strings.FieldsFunc(lower, func(r rune) bool { return strings.ContainsRune(".,;:!?—–()", r) }) {
-		out = append(out, strings.Split(c, " but ")...)
+		parts := strings.Split(c, " but ")
+		for i := 0; i < len(parts); i++ {
+			p := parts[i]
+			for ; i+1 < len(parts) && strings.HasSuffix(p, "nothing"); i++ {
+				p += " but " + parts[i+1]
+			}
+			out = append(out, p)
+		}
 	}
 	return out
 }
@@ -578,10 +637,15 @@ var (
 	removals    = []string{"drop", "dropped", "dropping", "remove", "removed", "removing", "no longer", "forget",
 		"scrap", "scrapped", "replace", "replaced", "replacing", "switch", "switched", "switching", "swap", "swapped",
 		"stop", "stopped", "ditch", "ditched", "rid of", "anymore", "any more", "cancel", "cancelled", "canceled"}
-	// limits keep a list to some of what it holds: a stored item named
-	// beside one may be taken back ("notifications instead of deadlines"),
-	// but they refer back to no item ("only these two: …" adds).
-	limits = []string{"instead", "without", "only", "just", "rather than"}
+	// replacements take back a stored item named beside them
+	// ("notifications instead of deadlines"), restrictions every stored
+	// item the message does not name ("we only need tasks and
+	// notifications", restricts); neither refers back to an item ("only
+	// these two: …" adds). Both are limits: a message with one does not
+	// only add.
+	replacements = []string{"instead", "without", "rather than"}
+	restrictions = []string{"only", "just", "nothing but"}
+	limits       = slices.Concat(replacements, restrictions)
 	// takeBacks say of an item named beside them that it goes, in words
 	// that need the item to take anything back ("deadlines can go").
 	takeBacks = []string{"can go", "could go", "should go", "must go", "has to go", "have to go", "is out",
