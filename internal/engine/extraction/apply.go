@@ -92,7 +92,10 @@ type Result struct {
 	Extraction engine.Extraction `json:"extraction"`
 	// FieldsUpdated lists the paths set this turn, in schema order.
 	FieldsUpdated []string `json:"fields_updated"`
-	// NewConceptCount counts new fields plus new items added to lists.
+	// NewConceptCount counts new fields plus the items a list gains, whether
+	// it grows or is replaced ("Deadlines can go, we also want
+	// notifications" brings notifications): saturation counts the turns
+	// that bring nothing new.
 	NewConceptCount     int              `json:"new_concept_count"`
 	SensitiveInfoShared bool             `json:"sensitive_info_shared"`
 	SensitiveKinds      []sensitive.Kind `json:"sensitive_kinds,omitempty"`
@@ -272,6 +275,10 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 					val, _ = union(kept, val)
 					f.Value = val
 				}
+			}
+			if fd.ValueType == engine.TypeArray {
+				_, added := union(prev.Value, val)
+				res.NewConceptCount += added
 			}
 			if marker != "" {
 				reason = fmt.Sprintf("user correction (%q) at turn %d", marker, meta.TurnNumber)

@@ -169,6 +169,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"notifications"},
 		},
 		{
@@ -196,8 +197,8 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
-
-			features: []string{"tasks", "notifications"},
+			wantNew:        1,
+			features:       []string{"tasks", "notifications"},
 		},
 		{
 			name:           "a list answer beside a too that says too much replaces the list",
@@ -206,6 +207,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 		},
 		{
@@ -215,6 +217,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        2,
 			features:       []string{"tasks", "reminders", "notifications"},
 		},
 		{
@@ -224,6 +227,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 		},
 		{
@@ -233,6 +237,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 		},
 		{
@@ -245,6 +250,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 		},
 		{
@@ -254,6 +260,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 		},
 		{
@@ -266,6 +273,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 			check: func(t *testing.T, e engine.Extraction) {
 				f := e.Fields["details.features"]
@@ -289,6 +297,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 		},
 		{
@@ -300,6 +309,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"notifications"},
 		},
 		{
@@ -309,6 +319,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"notifications"},
 		},
 		{
@@ -318,6 +329,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        2,
 			features:       []string{"notifications", "reports"},
 		},
 		{
@@ -328,6 +340,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 		},
 		{
@@ -339,6 +352,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 		},
 		{
@@ -348,6 +362,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"notifications"},
 		},
 		{
@@ -385,6 +400,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 		},
 		{
@@ -491,6 +507,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"notifications"},
 		},
 		{
@@ -500,6 +517,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"tasks", "notifications"},
 		},
 		{
@@ -522,6 +540,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"notifications"},
 		},
 		{
@@ -531,6 +550,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"notifications"},
 		},
 		{
@@ -565,6 +585,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"notifications"},
 		},
 		{
@@ -583,6 +604,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 		},
 		{
 			// A correction word before a bare value corrects the list, as
@@ -596,6 +618,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"notifications"},
 		},
 		{
@@ -619,6 +642,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 			features:       []string{"notifications"},
 		},
 		{
@@ -671,6 +695,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 		},
 		{
 			name:           "a corrected list is replaced",
@@ -679,6 +704,7 @@ func TestApplyRules(t *testing.T) {
 			wantUpdated:    []string{"details.features"},
 			wantSuperseded: []string{"details.features"},
 			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
 		},
 		{
 			name:         "a less confident conflicting value without correction is rejected",
