@@ -395,7 +395,7 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 		negative := clause.Negative()
 		drops := slices.ContainsFunc(removals, clause.Contains) || slices.ContainsFunc(takeBacks, clause.Contains)
 		replaces := slices.ContainsFunc(replacements, clause.Contains)
-		restricted := restricts(clause, answered, itemWords)
+		restricted := restricts(clause, slices.Concat(stored, answered))
 		if !negative && !drops && !replaces && !restricted {
 			continue
 		}
@@ -445,23 +445,22 @@ func negates(clause engine.Text, phrase string, itemWords map[string]bool) bool 
 	return k < len(after) && engine.LowerText(phrase+" "+strings.Join(after[:k+1], " ")).Negative()
 }
 
-// restricts reports whether a lowered clause limits a list to what it
-// names, the answer's items among them: "we only need notifications",
-// "just tasks and notifications", "nothing but notifications"; a
-// restriction stands before an answered item with nothing between but
-// words that lead to it (restrictLeads) or name items, answered or stored
-// (itemWords). A restriction of something else ("we only need it to sync
-// with Xero"), one negated ("not only notifications") and one that adds
-// ("only notifications as well") limit no list.
-func restricts(clause engine.Text, answered []string, itemWords map[string]bool) bool {
+// restricts reports whether a lowered clause limits a list to the items,
+// stored or answered, it names: "we only need notifications", "just tasks
+// and notifications", "nothing but notifications", "only the deadlines
+// matter"; a restriction stands before an item with nothing between but
+// words that lead to it (restrictLeads) or name items. A restriction of
+// something else ("we only need it to sync with Xero"), one negated ("not
+// only notifications") and one that adds ("only notifications as well")
+// limit no list.
+func restricts(clause engine.Text, items []string) bool {
 	if clause.Contains("not only") || clause.Contains("not just") || slices.ContainsFunc(additions, clause.Contains) ||
 		addsToo(clause.Lowered()) {
 		return false
 	}
-	leads := maps.Clone(itemWords)
-	maps.Copy(leads, restrictLeads)
+	leads := maps.Clone(restrictLeads)
 	var forms []string
-	for _, x := range answered {
+	for _, x := range items {
 		for _, f := range itemForms(x) {
 			forms = append(forms, f)
 			for _, w := range words(f) {

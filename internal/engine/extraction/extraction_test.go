@@ -356,6 +356,16 @@ func TestApplyRules(t *testing.T) {
 			features:       []string{"tasks", "notifications"},
 		},
 		{
+			name:           "new items only: a list limited to a stored item keeps it and the answer",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "Only the deadlines matter, we need notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
+			features:       []string{"deadlines", "notifications"},
+		},
+		{
 			name:           "new items only: a list limited with nothing but is what it names",
 			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:        "Nothing but notifications, please.",
