@@ -1,0 +1,258 @@
+package offlineskill_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
+	"github.com/praetorhq/praetor/internal/engine/offlineskill"
+	"github.com/praetorhq/praetor/internal/llm/offline"
+	"github.com/praetorhq/praetor/services/runner"
+)
+
+// The conversation corpus (testdata/conversations/*.yaml): conversations a
+// user of each shipped engine would hold, offline, run turn by turn through
+// the extraction pipeline and the runner, as the services run them. After
+// each turn the fields that matter must hold what a careful reader of the
+// conversation would file: a value, or unset. An expectation the skill
+// does not meet yet is written as {want: …, known_miss: "why"}: it must
+// still fail, so that a fix that meets it promotes it to a plain one.
+//
+// Values compare loosely, as a reader reads them: strings without case or
+// final punctuation, lists as sets of such strings, numbers as numbers. A
+// string "~ text" wants a value that contains text. "unset" wants no value,
+// and [] a list the user said is empty (null).
+
+// corpusFile is one file of the corpus: conversations with one engine.
+type corpusFile struct {
+	Engine        string               `yaml:"engine"`
+	Conversations []corpusConversation `yaml:"conversations"`
+}
+
+type corpusConversation struct {
+	Name  string       `yaml:"name"`
+	Turns []corpusTurn `yaml:"turns"`
+}
+
+type corpusTurn struct {
+	Say    string               `yaml:"say"`
+	Expect map[string]yaml.Node `yaml:"expect"`
+}
+
+// corpusExpectation is what a turn wants of a field.
+type corpusExpectation struct {
+	want      any    // decoded YAML: "unset", a string, a number, a bool or a list
+	knownMiss string // why the skill does not meet it yet; "" when it does
+}
+
+func (t corpusTurn) expectations(tb testing.TB) map[string]corpusExpectation {
+	tb.Helper()
+	out := make(map[string]corpusExpectation, len(t.Expect))
+	for path, n := range t.Expect {
+		var e corpusExpectation
+		if n.Kind == yaml.MappingNode {
+			var m struct {
+				Want      yaml.Node `yaml:"want"`
+				KnownMiss string    `yaml:"known_miss"`
+			}
+			if err := n.Decode(&m); err != nil || m.KnownMiss == "" {
+				tb.Fatalf("%q: %s: an expectation that is a mapping is {want, known_miss} (%v)", t.Say, path, err)
+			}
+			n, e.knownMiss = m.Want, m.KnownMiss
+		}
+		if err := n.Decode(&e.want); err != nil {
+			tb.Fatalf("%q: %s: %v", t.Say, path, err)
+		}
+		out[path] = e
+	}
+	return out
+}
+
+// corpusSession drives a conversation as the services do: the extraction
+// pipeline on the session's state, then the runner, both on the offline
+// provider with the engine skills.
+type corpusSession struct {
+	tb    testing.TB
+	def   *engine.Definition
+	pipe  *extraction.Pipeline
+	run   *runner.Runner
+	state *engine.WorkingMemory
+}
+
+func newCorpusSession(tb testing.TB, engineID string) *corpusSession {
+	tb.Helper()
+	reg, cat := enginetest.ShippedWithRegistry(tb)
+	def, ok := cat.Get(engineID)
+	if !ok {
+		tb.Fatalf("engine %s not shipped", engineID)
+	}
+	o, err := offline.New(offline.Config{Seed: 7})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for purpose, skill := range offlineskill.Skills() {
+		o.Handle(purpose, skill)
+	}
+	pipe, err := extraction.New(extraction.Config{LLM: o})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := 0
+	run, err := runner.New(runner.Config{LLM: o, Registry: reg, Logger: slog.New(slog.DiscardHandler),
+		Clock: func() time.Time { n++; return time.Date(2026, 1, 1, 0, n, 0, 0, time.UTC) }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &corpusSession{tb: tb, def: def, pipe: pipe, run: run}
+}
+
+func (s *corpusSession) say(msg string) *runner.Result {
+	s.tb.Helper()
+	ctx := context.Background()
+	turn, cur, focus := 1, engine.NewExtraction(), ""
+	var hist []engine.Message
+	if s.state != nil {
+		turn, cur, focus, hist = s.state.TurnNumber+1, s.state.Extraction, s.state.Obligations.Focus, s.state.History
+	}
+	id := fmt.Sprintf("msg-%02d", turn)
+	ext, err := s.pipe.Extract(ctx, extraction.Request{Def: s.def, Current: cur, Message: msg, History: hist, Focus: focus,
+		Meta: extraction.Meta{SessionID: "sess-1", ProjectID: "proj-1", MessageID: id, EngineID: s.def.EngineID, TurnNumber: turn}})
+	if err != nil {
+		s.tb.Fatalf("turn %d: extract: %v", turn, err)
+	}
+	in := runner.FromExtraction(id, turn, msg, ext)
+	in.SessionID, in.ProjectID = "sess-1", "proj-1"
+	res, err := s.run.Process(ctx, s.def, s.state, in)
+	if err != nil {
+		s.tb.Fatalf("turn %d: process: %v", turn, err)
+	}
+	s.state = res.State
+	s.tb.Logf("turn %d [%s, asked %s] user: %s\n  extracted: %v\n  assistant: %s", turn, res.Phase, focus, msg,
+		ext.FieldsUpdated, res.Reply)
+	return res
+}
+
+// got is a field's value, decoded, and whether the field holds one;
+// present reports a field recorded as null (a list the user said is
+// empty).
+func (s *corpusSession) got(path string) (v any, ok, present bool) {
+	f, present := s.state.Extraction.Get(path)
+	if !present || f.IsNull() {
+		return nil, false, present
+	}
+	if err := json.Unmarshal(f.Value, &v); err != nil {
+		s.tb.Fatalf("%s: %v", path, err)
+	}
+	return v, true, true
+}
+
+// corpusMatches reports whether a field's value is what a reader wants.
+func corpusMatches(want, got any, ok, present bool) bool {
+	switch w := want.(type) {
+	case string:
+		if w == "unset" {
+			return !present
+		}
+		g, isString := got.(string)
+		return isString && corpusSays(g, w)
+	case int:
+		g, isNumber := got.(float64)
+		return isNumber && g == float64(w)
+	case float64:
+		g, isNumber := got.(float64)
+		return isNumber && g == w
+	case bool:
+		g, isBool := got.(bool)
+		return isBool && g == w
+	case []any:
+		g, _ := got.([]any)
+		if len(w) == 0 {
+			return present && len(g) == 0
+		}
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		// Each item wanted is a distinct item got, in any order.
+		used := make([]bool, len(g))
+	wanted:
+		for _, wi := range w {
+			for i, gi := range g {
+				if !used[i] && corpusSays(fmt.Sprint(gi), fmt.Sprint(wi)) {
+					used[i] = true
+					continue wanted
+				}
+			}
+			return false
+		}
+		return true
+	}
+	return reflect.DeepEqual(want, got)
+}
+
+// corpusSays reports whether a string value is the one wanted: the same
+// but for case and final punctuation, or, for "~ text", one that holds
+// text.
+func corpusSays(got, want string) bool {
+	norm := func(s string) string { return strings.TrimRight(strings.ToLower(strings.TrimSpace(s)), ".!?,;: ") }
+	if rest, contains := strings.CutPrefix(want, "~ "); contains {
+		return strings.Contains(norm(got), norm(rest))
+	}
+	return norm(got) == norm(want)
+}
+
+func TestConversationCorpus(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("testdata", "conversations", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no conversations in testdata/conversations (%v)", err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cf corpusFile
+		if err := yaml.Unmarshal(b, &cf); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, c := range cf.Conversations {
+			t.Run(cf.Engine+"/"+c.Name, func(t *testing.T) {
+				t.Parallel()
+				s := newCorpusSession(t, cf.Engine)
+				for i, turn := range c.Turns {
+					s.say(turn.Say)
+					exps := turn.expectations(t)
+					for _, path := range slices.Sorted(maps.Keys(exps)) {
+						e := exps[path]
+						got, ok, present := s.got(path)
+						shown := any("unset")
+						if present {
+							shown = got
+						}
+						switch met := corpusMatches(e.want, got, ok, present); {
+						case !met && e.knownMiss == "":
+							t.Errorf("turn %d %q: %s = %#v, want %#v", i+1, turn.Say, path, shown, e.want)
+						case met && e.knownMiss != "":
+							t.Errorf("turn %d %q: %s = %#v as wanted, but it is marked a known miss (%s): promote it",
+								i+1, turn.Say, path, shown, e.knownMiss)
+						}
+					}
+				}
+			})
+		}
+	}
+}
