@@ -443,6 +443,9 @@ type sentence struct {
 	lower      engine.Text
 	correction bool // it holds a correction marker
 	ascii      bool // text is all ASCII: lower is what prefilters read
+	// figures is text with the numbers it spells out in figures ("about
+	// 40 technicians"): what the patterns of a number field read.
+	figures string
 }
 
 func prepare(ss []string) []sentence {
@@ -451,6 +454,7 @@ func prepare(ss []string) []sentence {
 		out[i] = sentence{text: s, lower: engine.LowerText(s)}
 		out[i].correction = extraction.CorrectionMarkerIn(out[i].lower) != ""
 		out[i].ascii = isASCII(s)
+		out[i].figures = figures(s)
 	}
 	return out
 }
@@ -529,20 +533,30 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 		re := c.re
 		for i, s := range sentences {
-			if c.pf != nil && s.ascii && !c.pf.mayMatch(s.lower.Lowered()) {
+			// The number field asked about reads a number written in
+			// words as the one in figures ("About forty technicians");
+			// ("Two people in Lisbon will do it" answers who builds it,
+			// not how many use it). Any other field reads it as a number
+			// all the same: a pattern that needs it to be a word ("About
+			// forty technicians" as a role) does not match.
+			text := s.text
+			if f.ValueType == engine.TypeNumber && inFocus {
+				text = s.figures
+			}
+			if c.pf != nil && s.ascii && text == s.text && !c.pf.mayMatch(s.lower.Lowered()) {
 				continue
 			}
-			loc := re.FindStringSubmatchIndex(s.text)
-			if loc == nil {
+			loc := re.FindStringSubmatchIndex(text)
+			if loc == nil || text != s.figures && re.FindStringIndex(s.figures) == nil {
 				continue
 			}
-			if before := s.text[:loc[0]]; f.Cues.Firm && (engine.IsQuestion(s.text) ||
+			if before := text[:loc[0]]; f.Cues.Firm && (engine.IsQuestion(s.text) ||
 				tentative(before[strings.LastIndexAny(before, ",;:")+1:])) {
 				// "Should we go with the hosted one?" and "If we go with
 				// the hosted one, …" choose nothing.
 				continue
 			}
-			m := submatches(s.text, loc)
+			m := submatches(text, loc)
 			free := allowed(s)
 			if !free && !list {
 				blocked = true
@@ -558,7 +572,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				}
 				continue
 			}
-			if g := re.SubexpIndex("value"); list && g > 0 && objectsAfter(s.text[:loc[2*g]]) {
+			if g := re.SubexpIndex("value"); list && g > 0 && objectsAfter(text[:loc[2*g]]) {
 				v = objects(v.([]string)) // "We sell to local cafes and deliver every morning"
 			}
 			if list {
@@ -1776,10 +1790,11 @@ var remarkVerbs = map[string]bool{"checked": true, "asked": true, "think": true,
 
 var numberRe = regexp.MustCompile(`(?i)(\d[\d,]*(?:\.\d+)?)\s*(k|m|thousand|million)?\b`)
 
-// ParseNumber finds the first number in text: "about 25 people" → 25,
-// "$50k" → 50000, "1,200" → 1200.
+// ParseNumber finds the first number in text, in figures or in words:
+// "about 25 people" → 25, "$50k" → 50000, "1,200" → 1200, "about forty
+// technicians" → 40.
 func ParseNumber(text string) (any, bool) {
-	m := numberRe.FindStringSubmatch(text)
+	m := numberRe.FindStringSubmatch(figures(text))
 	if m == nil {
 		return nil, false
 	}

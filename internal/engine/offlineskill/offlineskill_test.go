@@ -126,6 +126,13 @@ func TestExtractionSkill(t *testing.T) {
 			want: map[string]any{"validation.scope_confirmed": true}},
 		{name: "a plain no is a no", focus: "confirm_project_scope", msg: "Nope, the users are different.",
 			want: map[string]any{"validation.scope_confirmed": false}},
+		{name: "a count in words answers the count asked", focus: "user_count_estimated", msg: "About forty technicians.",
+			want:   map[string]any{"users_and_personas.user_count": 40.0},
+			absent: []string{"users_and_personas.primary_user", "users_and_personas.secondary_users"}},
+		{name: "a count in words said unasked is no role", current: map[string]any{"users_and_personas.primary_user": "office staff"},
+			focus: "user_count_estimated", msg: "Two hundred technicians.",
+			want:   map[string]any{"users_and_personas.user_count": 200.0},
+			absent: []string{"users_and_personas.secondary_users"}},
 		{name: "an answer without cues goes to the focus", focus: "team_resources_known", msg: "Two people in Lisbon will do it.",
 			want: map[string]any{"constraints.team": "Two people in Lisbon will do it"}},
 		{name: "a declined focus is deferred", focus: "team_resources_known", msg: "No idea yet, let's skip that.",
@@ -1465,9 +1472,12 @@ func TestHelpers(t *testing.T) {
 		[]string{"a job list", "offline sync", "photo uploads", "customer signatures"}) {
 		t.Errorf("SplitItems = %q", got)
 	}
-	for in, want := range map[string]float64{"about 25 people": 25, "$50k": 50000, "1,200": 1200, "2.5 million": 2.5e6} {
+	for in, want := range map[string]float64{"about 25 people": 25, "$50k": 50000, "1,200": 1200, "2.5 million": 2.5e6,
+		"about forty technicians": 40, "Two hundred customers": 200, "two hundred and fifty": 250, "a hundred staff": 100,
+		"forty-five people": 45, "Eight of us, counting me.": 8, "three thousand members": 3000,
+		"the one we use has 12 seats": 12, "one of the managers, 3 people": 3, "a one-off fee of 200": 200} {
 		if got, ok := offlineskill.ParseNumber(in); !ok || got != want {
-			t.Errorf("ParseNumber(%q) = %v, %t", in, got, ok)
+			t.Errorf("ParseNumber(%q) = %v, %t, want %v", in, got, ok, want)
 		}
 	}
 	for in, want := range map[string]bool{"It is a no-code tool": false, "No, not really": true, "I don't think so": true,

@@ -1,0 +1,92 @@
+package offlineskill
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// spelled finds a number written in words, from its first word to its
+// last: "forty", "forty-five", "two hundred and fifty", "a hundred",
+// "three thousand".
+var spelled = regexp.MustCompile(`(?i)\b(?:an?\s+)?(?:` + spelledWords + `)(?:(?:\s+|-)(?:` + spelledWords + `))*\b`)
+
+const spelledWords = `one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|` +
+	`seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred(?:\s+and)?|thousand(?:\s+and)?`
+
+var spelledValues = map[string]int{"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+	"eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+	"sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30, "forty": 40,
+	"fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+
+// pronounOnes stand before a "one" that is a pronoun, not a number ("the
+// one", "no one", "which one").
+var pronounOnes = map[string]bool{"the": true, "no": true, "any": true, "every": true, "each": true, "that": true,
+	"this": true, "which": true, "some": true, "another": true, "other": true, "only": true}
+
+// figures writes the numbers s spells out in figures ("about forty
+// technicians" → "about 40 technicians", "two hundred customers" → "200
+// customers"), so that a number the user writes in words is read as the
+// one written in figures. A lone "one" that is a pronoun ("the one we
+// use", "one of the managers") stays a word, as does an "a" before no
+// hundred or thousand.
+func figures(s string) string {
+	locs := spelled.FindAllStringIndex(s, -1)
+	if locs == nil {
+		return s
+	}
+	var b strings.Builder
+	last := 0
+	for _, loc := range locs {
+		start, end := loc[0], loc[1]
+		words := strings.FieldsFunc(strings.ToLower(s[start:end]), func(r rune) bool { return r == ' ' || r == '-' })
+		if words[len(words)-1] == "and" { // "two hundred and some"
+			end = start + strings.LastIndex(strings.ToLower(s[start:end]), "and")
+			for end > start && s[end-1] == ' ' {
+				end--
+			}
+			words = words[:len(words)-1]
+		}
+		if words[0] == "a" || words[0] == "an" {
+			if words[1] != "hundred" && words[1] != "thousand" {
+				start += len(words[0]) + 1
+				words = words[1:]
+			}
+		}
+		if strings.HasPrefix(s[end:], "-") || strings.HasPrefix(s[end:], "'") || strings.HasPrefix(s[end:], "’") {
+			continue // "one-off", "one's"
+		}
+		if len(words) == 1 && words[0] == "one" && (pronounOnes[lastWord(s[:start])] ||
+			strings.HasPrefix(strings.ToLower(strings.TrimLeft(s[end:], " ")), "of ")) {
+			continue
+		}
+		total, current := 0, 0
+		for _, w := range words {
+			switch w {
+			case "a", "an":
+				current = 1
+			case "and":
+			case "hundred":
+				current = max(current, 1) * 100
+			case "thousand":
+				total, current = total+max(current, 1)*1000, 0
+			default:
+				current += spelledValues[w]
+			}
+		}
+		b.WriteString(s[last:start])
+		b.WriteString(strconv.Itoa(total + current))
+		last = end
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// lastWord is the last word of s, lowered.
+func lastWord(s string) string {
+	w := strings.Fields(strings.ToLower(s))
+	if len(w) == 0 {
+		return ""
+	}
+	return w[len(w)-1]
+}
