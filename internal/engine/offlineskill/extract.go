@@ -888,8 +888,9 @@ func takesBack(current json.RawMessage, items []string) bool {
 	if json.Unmarshal(current, &list) != nil {
 		return false
 	}
-	took := false
+	took, keeping := false, false // keeping: an item after the take-back says what the user keeps ("just Xero")
 	for _, it := range items {
+		keeping = keeping || took && trimLeads(it, keepLeads) != it
 		x, _, ok := notItem(trimLeads(trimLeads(it, correctionLeads), []string{"but"}))
 		named := contentWords(x)
 		if !ok {
@@ -899,10 +900,11 @@ func takesBack(current json.RawMessage, items []string) bool {
 			words := contentWords(item)
 			switch {
 			case len(words) == 0 || !all(words, named):
-			case !ok && took && remarks(it):
+			case !ok && took && (remarks(it) || keeping):
 				// "Not Xero, and Shopify is optional" says something of
-				// Shopify after the take-back, and keeps it; "The job
-				// list is enough, not offline mode" chooses.
+				// Shopify after the take-back, and keeps it, as "Not
+				// Shopify, just Xero and Square" keeps Xero and Square;
+				// "The job list is enough, not offline mode" chooses.
 			case !ok:
 				return false // the sentence names the item: a choice
 			case all(named, words):
@@ -992,12 +994,16 @@ func deny(items []string) []string {
 // correct the list: the "not X" (with its "but Y"), those a correction or
 // a "but" leads into ("it's QuickBooks", "not Xero, but QuickBooks"), and
 // the names after those or after the "not X" ("it is QuickBooks and
-// Shopify", "Not Pret, sorry, Costa"); a remark beside
+// Shopify", "Not Pret, sorry, Costa", "Not Shopify, just Xero and
+// Square"); a remark beside
 // them ("Not double entry, we fixed that") is no item.
 func corrections(items []string) []string {
 	var out []string
 	meaning, taken := false, false // the item before gave what the user meant, or took one back
 	for _, it := range items {
+		if kept := trimLeads(it, keepLeads); taken && kept != it {
+			it = kept // "Not Shopify, just Xero and Square"
+		}
 		_, _, not := notItem(trimLeads(trimLeads(it, correctionLeads), []string{"but"}))
 		led := trimLeads(it, correctionLeads) != it || trimLeads(it, []string{"but"}) != it
 		first, _, _ := strings.Cut(strings.ToLower(it), " ")

@@ -501,12 +501,20 @@ func TestExtractionSkill(t *testing.T) {
 			msg:     "Actually not Xero, it's QuickBooks.",
 			want:    map[string]any{"constraints.integrations": []any{"Google Calendar", "QuickBooks"}}},
 		// What the user keeps after a take-back ("just Xero", "only Xero")
-		// is no item taken back: beside one, a take-back of an item of the
-		// list names both, a choice that leaves the list as it is (see
-		// takesBack), and does not empty it.
+		// is no item taken back, and the take-back takes its item off;
+		// what they keep that the list lacks is added.
 		{name: "an item kept after a take-back is not taken back", focus: "integrations_identified",
 			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
-			msg:     "Not Shopify, just Xero.", absent: []string{"constraints.integrations"}},
+			msg:     "Not Shopify, just Xero.", want: map[string]any{"constraints.integrations": []any{"Xero"}}},
+		{name: "the items kept after a take-back are the list while another question is asked", focus: "team_resources_known",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify", "Square"}},
+			msg:     "Not Shopify, just Xero and Square.", want: map[string]any{"constraints.integrations": []any{"Xero", "Square"}},
+			absent: []string{"constraints.team"}},
+		{name: "an item kept after a take-back that the list lacks is added", engine: "business-profile", focus: "core_offering_described",
+			current: map[string]any{"target_market.competitors": []string{"Greggs", "Pret"}},
+			msg:     "Not Pret, just Greggs and the supermarket bakeries.",
+			want:    map[string]any{"target_market.competitors": []any{"Greggs", "the supermarket bakeries"}},
+			absent:  []string{"product_offering.core_products"}},
 		{name: "an item kept after a negated keyword stays", focus: "integrations_identified",
 			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
 			msg:     "It doesn't need to sync with Shopify any more, just Xero.",
