@@ -135,6 +135,7 @@ func Extract(p extraction.Prompt) Answer {
 		return ans
 	}
 	answer, hedged, continues := answerPart(msg, engine.LowerText(p.Focus.Question).Contains("feel"))
+	answer = unprompted(answer)
 	// Nothing matched the question's fields: the message is the answer to
 	// the first of them that is still open.
 	for _, path := range p.Focus.Fields {
@@ -336,6 +337,19 @@ func answerPart(msg string, feelings bool) (answer string, hedged, continues boo
 	}
 	return strings.Join(kept, " "), hedged, continues
 }
+
+// unprompted is an answer without the yes or no it opens with before a
+// comma ("No, we do all of it by hand" says how, "Yes, mostly the
+// dispatchers" who): a yes-or-no question reads the message itself.
+func unprompted(answer string) string {
+	first, rest, ok := strings.Cut(answer, ",")
+	if rest = strings.TrimSpace(rest); !ok || rest == "" || !yesNoWords[strings.ToLower(strings.TrimSpace(first))] {
+		return answer
+	}
+	return rest
+}
+
+var yesNoWords = map[string]bool{"no": true, "nope": true, "nah": true, "yes": true, "yeah": true, "yep": true}
 
 // statements are the sentences of a message but its questions and doubts.
 func statements(msg string) []string {
