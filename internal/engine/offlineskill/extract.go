@@ -167,7 +167,9 @@ func Extract(p extraction.Prompt) Answer {
 			v, ok = valueFromText(f.ValueType, answer, "")
 		}
 		if ok && f.ValueType == engine.TypeArray {
-			if items := v.([]string); !remarks(items[0]) {
+			items := v.([]string)
+			items[0] = trimLeads(items[0], keepLeads) // "Just Xero." names Xero
+			if !remarks(items[0]) {
 				// "The stall, it's cheapest to start." gives why; after a
 				// clause ("Nobody knows where the techs are and they call me
 				// all day") a clause may be an item of its own.
