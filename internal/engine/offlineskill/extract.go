@@ -1557,6 +1557,9 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 			// does ("worried about pricing and about lock-in", "My concern
 			// is with the dispatchers"): the item is what follows.
 			prepositions := objectsAfter(keyword)
+			if len(items) > 0 {
+				items[0] = subjectOf(items[0]) // "What worries me is the monthly fee"
+			}
 			for i, it := range items {
 				if engine.PhraseIndex(it, keyword) == 0 && len(it) > len(keyword) {
 					it = strings.TrimSpace(it[len(keyword):])
@@ -1573,6 +1576,24 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 	}
 	return nil, false
 }
+
+// subjectOf is what follows a keyword that is the verb of a clause about
+// the user ("What worries me is the monthly fee", "What concerns us most
+// is lock-in"): what the clause is, past the user and its copula.
+func subjectOf(item string) string {
+	w := strings.Fields(item)
+	if len(w) < 3 || !userObjects[strings.ToLower(w[0])] {
+		return item
+	}
+	for i := 1; i < len(w)-1 && i <= 2; i++ {
+		if copulas[strings.ToLower(w[i])] {
+			return strings.Join(w[i+1:], " ")
+		}
+	}
+	return item
+}
+
+var userObjects = map[string]bool{"me": true, "us": true}
 
 // objectsAfter reports whether the items after text are the objects of
 // the preposition it ends with ("sync with", "sell bread to", "worried
