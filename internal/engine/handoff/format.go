@@ -15,6 +15,10 @@ const (
 	Title = "HANDOFF CONTEXT — READ THIS FIRST"
 )
 
+// QuestionLine opens the line under a decision or an option ruled out
+// that says the question it answers.
+const QuestionLine = "  Question: "
+
 // Section titles of the executive summary.
 const (
 	SectionDecisions   = "DECISIONS REACHED"
@@ -76,7 +80,7 @@ func Format(h contracts.EngineHandoff, targetName string) string {
 		items = append(items, fmt.Sprintf("✓ Chose %q (confidence: %.2f)", oneLine(d.Decision), d.Confidence))
 		if strings.TrimSpace(d.Question) != "" {
 			// Several decisions of one engine answer different questions.
-			items = append(items, "  Question: "+clip(d.Question))
+			items = append(items, QuestionLine+clip(d.Question))
 		}
 		items = append(items, "  Reasoning: "+clip(d.Reasoning))
 	}
@@ -90,7 +94,7 @@ func Format(h contracts.EngineHandoff, targetName string) string {
 		items = append(items, it)
 		if strings.TrimSpace(o.Question) != "" {
 			// Ruled out for one question, it may be chosen for another.
-			items = append(items, "  Question: "+clip(o.Question))
+			items = append(items, QuestionLine+clip(o.Question))
 		}
 	}
 	section(SectionEliminated, items)

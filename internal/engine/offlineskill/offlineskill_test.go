@@ -1558,6 +1558,35 @@ func TestReplyAcknowledgesAHandoff(t *testing.T) {
 	}
 }
 
+// One choice made for two questions along a chain (PostgreSQL for the app
+// and for analytics) is acknowledged with the question of each, not as a
+// repeat; a choice made once is named alone.
+func TestReplyAcknowledgesOneChoiceForTwoQuestions(t *testing.T) {
+	h := contracts.EngineHandoff{
+		Metadata: contracts.HandoffMetadata{SourceEngineID: "exploration", SourceEngineName: "Exploration", TargetEngineID: "project-discovery",
+			HandoffDate: time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC), SessionID: "s1", ProjectID: "p1", TurnCount: 10,
+			CompletenessScore: 0.7, TransitionReason: "decided"},
+		ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+			{Decision: "PostgreSQL", Question: "Which database should we use for the app?", Confidence: 0.8, Reasoning: "we know it"},
+			{Decision: "PostgreSQL", Question: "Which database should we use for analytics?", Confidence: 0.7, Reasoning: "one tool"},
+			{Decision: "Stripe", Question: "How do we take card payments?", Confidence: 0.9, Reasoning: "fees"},
+		}},
+	}
+	sys := handoff.Format(h, "Project Discovery") + "\n\n" + contextasm.HeaderPhase + "\nPhase: OPENING | Opening | 1 of 5 | turn 1 in phase\nMode blend: extract 70% \n\n" +
+		contextasm.HeaderObligations + "\n" + contextasm.NextPrefix + "core_problem_defined | The core problem is defined | ask: What problem do you want to solve?\n\n" +
+		contextasm.HeaderHistory + "\n(this is the first turn)"
+	first, err := offlineskill.Reply(context.Background(), llm.Request{Purpose: offlineskill.PurposeResponse,
+		Messages: []llm.Message{{Role: llm.System, Content: sys}, {Role: llm.User, Content: "Yes, let's go."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "You decided on PostgreSQL (for: Which database should we use for the app?); " +
+		"PostgreSQL (for: Which database should we use for analytics?); Stripe."
+	if !strings.Contains(first, want) {
+		t.Errorf("first reply = %q\nwant it to say %q", first, want)
+	}
+}
+
 func TestResearchIsDeterministic(t *testing.T) {
 	ask := func(handler string) (tasks.Findings, string) {
 		t.Helper()

@@ -135,6 +135,7 @@ func parseHandoff(text string) *HandoffSummary {
 	}
 	h := &HandoffSummary{}
 	cur := ""
+	var questions []string // of each decision, "" when it gives none
 	for _, l := range strings.Split(text, "\n") {
 		if m := sourceLineRe.FindStringSubmatch(l); m != nil {
 			h.Source = m[1]
@@ -148,7 +149,9 @@ func parseHandoff(text string) *HandoffSummary {
 		switch {
 		case cur == handoff.SectionDecisions:
 			if m := decisionLineRe.FindStringSubmatch(l); m != nil {
-				h.Decisions = append(h.Decisions, m[1])
+				h.Decisions, questions = append(h.Decisions, m[1]), append(questions, "")
+			} else if q, ok := strings.CutPrefix(l, handoff.QuestionLine); ok && len(questions) > 0 {
+				questions[len(questions)-1] = strings.TrimSpace(q)
 			}
 		case !bullet:
 		case cur == handoff.SectionConstraints:
@@ -165,7 +168,28 @@ func parseHandoff(text string) *HandoffSummary {
 	if h.Source == "" {
 		return nil
 	}
+	h.Decisions = telling(h.Decisions, questions)
 	return h
+}
+
+// telling is decisions, each of a choice made for several questions
+// followed by the question it answers ("PostgreSQL (for: Which database
+// for the app?)"), so that the acknowledgement does not read as a repeat.
+func telling(decisions, questions []string) []string {
+	count := map[string]int{}
+	for _, d := range decisions {
+		count[strings.ToLower(d)]++
+	}
+	out := make([]string, 0, len(decisions))
+	for i, d := range decisions {
+		if q := questions[i]; q != "" && count[strings.ToLower(d)] > 1 {
+			d += " (for: " + q + ")"
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // acknowledge restates an inbound handoff at the start of the session's
