@@ -11,4 +11,12 @@
 // in the URL (…?search_path=praetor) puts a deployment, or a test, in a
 // schema of its own. Migrations are locked per schema, so replicas that all
 // migrate at start take turns.
+//
+// A server that stops answering without closing its connections (a
+// partition, a frozen host: packets dropped, no reset) would hold a
+// statement for the kernel's TCP retransmissions, some 15 minutes. The
+// connections send keepalive probes and set TCP_USER_TIMEOUT
+// (Config.TCPUserTimeout, or the URL's tcp_user_timeout; 30s): the kernel
+// drops one whose data or probes go unacknowledged that long, its statement
+// fails, and the pool dials a new connection for the next.
 package postgres

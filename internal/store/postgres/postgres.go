@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,6 +35,19 @@ type Config struct {
 	// MaxTxAttempts is how many times Tx runs fn when PostgreSQL reports a
 	// serialization failure or a deadlock. Default 10.
 	MaxTxAttempts int
+	// TCPUserTimeout is how long the server may leave unacknowledged what a
+	// connection sent it, a statement or a keepalive probe, before the
+	// connection is dropped as dead (TCP_USER_TIMEOUT on Linux; elsewhere
+	// keepalive probes alone, for idle connections). A database that stops
+	// answering without closing its connections (a partition, a frozen
+	// host) then fails the statements waiting on it after about this long,
+	// instead of the kernel's 15 minutes; a statement that runs long on a
+	// server that is there is not cut short. The URL's tcp_user_timeout
+	// (milliseconds, as libpq's; 0 leaves it to the kernel) wins. Default 30s.
+	TCPUserTimeout time.Duration
+
+	// dial, set by tests, dials for the pool with the dialer Open made.
+	dial func(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error)
 }
 
 // WithDefaults returns c with its zero fields set to their defaults.
@@ -39,6 +55,7 @@ func (c Config) WithDefaults() Config {
 	c.MaxConns = cmp.Or(c.MaxConns, 10)
 	c.ConnectTimeout = cmp.Or(c.ConnectTimeout, 10*time.Second)
 	c.MaxTxAttempts = cmp.Or(c.MaxTxAttempts, 10)
+	c.TCPUserTimeout = cmp.Or(c.TCPUserTimeout, 30*time.Second)
 	return c
 }
 
@@ -55,6 +72,9 @@ func (c Config) validate() error {
 	}
 	if c.MaxTxAttempts < 1 {
 		errs = append(errs, fmt.Errorf("MaxTxAttempts is %d: want at least 1", c.MaxTxAttempts))
+	}
+	if c.TCPUserTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("TCPUserTimeout is %s: want more than 0", c.TCPUserTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("postgres config: %w", err)
@@ -126,6 +146,23 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	if pc.ConnConfig.ConnectTimeout == 0 { // the URL's connect_timeout wins
 		pc.ConnConfig.ConnectTimeout = cfg.ConnectTimeout
 	}
+	userTimeout := cfg.TCPUserTimeout
+	if v, ok := pc.ConnConfig.RuntimeParams["tcp_user_timeout"]; ok { // the URL's wins
+		// libpq's parameter, not the server's setting of the same name
+		delete(pc.ConnConfig.RuntimeParams, "tcp_user_timeout")
+		ms, err := strconv.ParseUint(v, 10, 31)
+		if err != nil {
+			return nil, fmt.Errorf("postgres: parse URL: tcp_user_timeout is %q: want milliseconds", v)
+		}
+		userTimeout = time.Duration(ms) * time.Millisecond
+	}
+	d := dialer(userTimeout)
+	pc.ConnConfig.DialFunc = d.DialContext
+	if cfg.dial != nil {
+		pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return cfg.dial(ctx, d, network, addr)
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -138,6 +175,24 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 			pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database, err)
 	}
 	return &DB{pool: pool, sqldb: stdlib.OpenDBFromPool(pool), cfg: cfg}, nil
+}
+
+// dialer returns the dialer of the pool's connections. With userTimeout (0
+// leaves the kernel's defaults), they send keepalive probes once idle for
+// half of it, and the kernel drops one whose data or probes go
+// unacknowledged that long.
+func dialer(userTimeout time.Duration) *net.Dialer {
+	if userTimeout == 0 {
+		return &net.Dialer{}
+	}
+	return &net.Dialer{
+		// Probes for the other half: the count is what ends a connection
+		// where TCP_USER_TIMEOUT is not (Linux ignores it once that is set).
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: userTimeout / 2, Interval: userTimeout / 10, Count: 5},
+		Control: func(_, _ string, c syscall.RawConn) error {
+			return setUserTimeout(c, userTimeout)
+		},
+	}
 }
 
 // Pool returns the underlying pool, for what the port does not cover (COPY,

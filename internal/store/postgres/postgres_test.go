@@ -105,6 +105,8 @@ func TestOpenErrors(t *testing.T) {
 		{"no URL", postgres.Config{}, "URL is empty"},
 		{"bad URL", postgres.Config{URL: "postgres://u:secret@host:notaport/db"}, "parse URL"},
 		{"bad pool size", postgres.Config{URL: "postgres://localhost/db", MaxConns: -1}, "MaxConns is -1"},
+		{"bad TCP user timeout", postgres.Config{URL: "postgres://localhost/db", TCPUserTimeout: -time.Second}, "TCPUserTimeout is -1s"},
+		{"bad tcp_user_timeout", postgres.Config{URL: "postgres://u:secret@localhost/db?tcp_user_timeout=30s"}, "tcp_user_timeout"},
 		{"nobody listening", postgres.Config{URL: "postgres://u:secret@127.0.0.1:1/db?sslmode=disable", ConnectTimeout: 5 * time.Second}, "connect to 127.0.0.1:1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
