@@ -1,0 +1,186 @@
+package runner
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/praetorhq/praetor/internal/engine/builtin"
+	"github.com/praetorhq/praetor/internal/llm/record"
+	"github.com/praetorhq/praetor/pkg/contracts"
+)
+
+// Golden replays: sessions recorded by earlier builds, which this build must
+// rebuild exactly, as `praetor replay --session` does for an auditor. Each
+// testdata/golden/NAME.jsonl.gz is one session as `praetor replay --stream`
+// prints it (its PRAETOR_TURNS events, then its PRAETOR_LLM model calls),
+// recorded through the real path by testdata/golden/record.sh: praetor dev
+// with the offline provider, praetor chat with testdata/golden/chats/NAME.txt,
+// the session's events exported. They cover each shipped engine with its
+// background task merged between turns, and a project-discovery session
+// started by exploration's handoff (handoff-*).
+//
+// A failure names the file and the first turn whose rebuilt state differs
+// from the one the live run recorded, or the model call the replay asked
+// that the live run did not: a change of this build alters what sessions
+// already in JetStream replay to. Such a change must be gated, so that a
+// session keeps the rules it started with, live and in a replay:
+//
+//   - a change of an engine's YAML takes a new engine version (the session
+//     goes on with the new one only from the turn it was loaded; a replay
+//     needs the old definition: praetor replay --engines-dir, and this
+//     test a copy of the old YAML kept under testdata/golden, loaded here);
+//   - a change of the runner's or an engine package's rules takes a new
+//     engine.MemorySchemaVersion, the old path kept for older versions
+//     (as obligation.Ask's resting is).
+//
+// Never re-record or edit a golden file to make this test pass: it stands
+// for every stored session recorded like it, and those cannot be
+// re-recorded. Once a change is gated, the old files pass unchanged (their
+// versions take the old path); add a recording made with the new build
+// (record.sh with a new name, or PREFIX=v2- ...) so that the new path is
+// held too. A file may be removed only when its versions are deliberately
+// no longer replayable (this build refuses them, by design), in the commit
+// that makes it so, saying which sessions that leaves behind.
+func TestGoldenReplays(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "golden", "*.jsonl.gz"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden sessions in testdata/golden (%v)", err)
+	}
+	for _, file := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(file), ".jsonl.gz"), func(t *testing.T) {
+			t.Parallel()
+			if err := replayGolden(t, file); err != nil {
+				t.Errorf("%s: %v", file, err)
+			}
+		})
+	}
+}
+
+// replayGolden replays a golden file with this build's shipped engines, its
+// model answers served from its recorded calls. It fails at the first step
+// whose state is not the live run's, and when a step the live run recorded
+// a state for is not replayed at all.
+func replayGolden(t *testing.T, file string) error {
+	t.Helper()
+	evs, calls := readGolden(t, file)
+	reg, err := builtin.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _, err := builtin.Load(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := record.NewReplayerFromEvents(calls)
+	if err != nil {
+		return err
+	}
+	// The offline provider summarizes without the model, so the replay has
+	// no Summarizer (praetor replay sets one for a live run that called it).
+	// A replay's steps take their time from the events: one that read the
+	// clock instead would diverge here, not only years later.
+	r, err := New(Config{LLM: rp, Registry: reg, Logger: slog.New(slog.DiscardHandler),
+		Clock: func() time.Time { return time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := Replay(context.Background(), r, cat, evs)
+	if err != nil {
+		return err
+	}
+	replayed := map[string]bool{}
+	for _, step := range res.Turns {
+		name := fmt.Sprintf("turn %d (%s)", step.TurnNumber, step.TurnID)
+		key := step.TurnID
+		if step.TaskID != "" {
+			name = fmt.Sprintf("the merge of %s after turn %d (%s)", step.TaskID, step.TurnNumber, step.TurnID)
+			key = mergedEventID(step.TurnID)
+		}
+		if !step.Match {
+			return fmt.Errorf("%s diverges: state %s, the live run's %s", name, step.StateHash, step.RecordedHash)
+		}
+		replayed[key] = true
+	}
+	for _, ev := range evs {
+		var key, hash string
+		switch ev.Type() {
+		case contracts.TurnRespondedSpec.Type:
+			tr, err := contracts.DecodeAs[contracts.TurnResponded](ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, hash = tr.TurnID, tr.StateHash
+		case contracts.TaskMergedSpec.Type:
+			tm, err := contracts.DecodeAs[contracts.TaskMerged](ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key, hash = ev.ID(), tm.StateHash
+		}
+		if hash != "" && !replayed[key] {
+			return fmt.Errorf("the step recorded by %s (%s, state %s) is not replayed", ev.ID(), ev.Type(), hash)
+		}
+	}
+	return nil
+}
+
+// readGolden reads a golden file: the session's events, in stream order,
+// and its recorded model calls.
+func readGolden(t *testing.T, file string) (evs, calls []event.Event) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 16<<20)
+	starts := 0
+	for n := 1; sc.Scan(); n++ {
+		var line struct {
+			Event json.RawMessage `json:"event"`
+			Error string          `json:"error"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("%s:%d: %v", file, n, err)
+		}
+		if line.Error != "" {
+			t.Fatalf("%s:%d: a message that is not an event: %s", file, n, line.Error)
+		}
+		var ev event.Event
+		if err := json.Unmarshal(line.Event, &ev); err != nil {
+			t.Fatalf("%s:%d: %v", file, n, err)
+		}
+		switch ev.Type() {
+		case contracts.LLMCallRecordedSpec.Type:
+			calls = append(calls, ev)
+		case contracts.SessionStartedSpec.Type:
+			starts++
+			fallthrough
+		default:
+			evs = append(evs, ev)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if starts != 1 {
+		t.Fatalf("%s holds %d session.started events, want one session", file, starts)
+	}
+	return evs, calls
+}
