@@ -14,7 +14,9 @@ import (
 // its turns take the same path live and in a replay by a later build:
 //
 //   - 1: the first;
-//   - 2: an obligation asked for in vain rests (ObligationState.Resting).
+//   - 2: an obligation asked for in vain rests (ObligationState.Resting);
+//     the reply that hands off drops the questions it ends with (the
+//     runner's handover).
 const MemorySchemaVersion = 2
 
 // WorkingMemory is a session's whole state: the seed's EngineWorkingMemory.

@@ -30,7 +30,8 @@
 // transition) and validates it. A valid handoff fires the transition once:
 // the reply ends by saying where the conversation goes, in place of the
 // questions it closed with (the user's next message goes to the target, so
-// the source could never hear their answers), and the service
+// the source could never hear their answers; a session of memory version 1
+// keeps them), and the service
 // writes eng_handoffs, marks the session handed_off and publishes
 // handoff.created with the turn. A handoff that fails validation is not
 // written: the reasons are logged, counted and kept in working memory

@@ -28,7 +28,9 @@ import (
 // with the offline provider, praetor chat with testdata/golden/chats/NAME.txt,
 // the session's events exported. They cover each shipped engine with its
 // background task merged between turns, and a project-discovery session
-// started by exploration's handoff (handoff-*).
+// started by exploration's handoff (handoff-*). The v1-* files were recorded
+// by 1a7403c (2026-11-26), before session.started carried memory_version:
+// they replay with the rules of working memory version 1.
 //
 // A failure names the file and the first turn whose rebuilt state differs
 // from the one the live run recorded, or the model call the replay asked
@@ -42,7 +44,7 @@ import (
 //     test a copy of the old YAML kept under testdata/golden, loaded here);
 //   - a change of the runner's or an engine package's rules takes a new
 //     engine.MemorySchemaVersion, the old path kept for older versions
-//     (as obligation.Ask's resting is).
+//     (obligation.Ask's resting, the runner's handover).
 //
 // Never re-record or edit a golden file to make this test pass: it stands
 // for every stored session recorded like it, and those cannot be

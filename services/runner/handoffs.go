@@ -105,19 +105,25 @@ func (r *Runner) exit(ctx context.Context, def *engine.Definition, m *engine.Wor
 		if target != nil {
 			name = cmp.Or(target.Name, name)
 		}
-		return handover(reply, name, x.Reason)
+		return handover(m.SchemaVersion, reply, name, x.Reason)
 	}
 	return reply
 }
 
-// handover is the reply of the turn that hands off: the reply, without the
-// questions it ends with, then where the conversation goes. The reply was
-// written at step 12, before the exit fired, and asks what the source engine
-// needs next; the user's next message goes to the target engine, so no
-// answer to such a question could reach the engine that asked it. (The
-// obligation it asked about stays open in the handoff's phase results.)
-func handover(reply, target, reason string) string {
+// handover is the reply of the turn that hands off, in a session of memory
+// version: the reply, without the questions it ends with, then where the
+// conversation goes. The reply was written at step 12, before the exit
+// fired, and asks what the source engine needs next; the user's next
+// message goes to the target engine, so no answer to such a question could
+// reach the engine that asked it. (The obligation it asked about stays open
+// in the handoff's phase results.) A session of version 1 keeps its
+// questions, as the builds it started on did: the reply is in its history,
+// and its replay must rebuild the state they stored.
+func handover(version int, reply, target, reason string) string {
 	line := "I am handing you over to " + target + " to go on from here (" + reason + "). Your next message goes there."
+	if version < 2 {
+		return reply + "\n\n" + line
+	}
 	if reply = withoutClosingQuestions(reply); reply == "" {
 		return line
 	}
