@@ -16,7 +16,8 @@ import (
 //   - 1: the first;
 //   - 2: an obligation asked for in vain rests (ObligationState.Resting);
 //     the reply that hands off drops the questions it ends with (the
-//     runner's handover).
+//     runner's handover); project-discovery's core problem is met by a
+//     handoff that carries a decision and a pain point (coreProblemCarried).
 const MemorySchemaVersion = 2
 
 // WorkingMemory is a session's whole state: the seed's EngineWorkingMemory.

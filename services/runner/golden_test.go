@@ -44,7 +44,7 @@ import (
 //     test a copy of the old YAML kept under testdata/golden, loaded here);
 //   - a change of the runner's or an engine package's rules takes a new
 //     engine.MemorySchemaVersion, the old path kept for older versions
-//     (obligation.Ask's resting, the runner's handover).
+//     (obligation.Ask's resting, the runner's handover, coreProblemCarried).
 //
 // Never re-record or edit a golden file to make this test pass: it stands
 // for every stored session recorded like it, and those cannot be

@@ -24,7 +24,8 @@ func startFrom(t *testing.T, engineID string, h *contracts.EngineHandoff, msgs .
 	s := newSession(t, engineID)
 	if h != nil {
 		m, err := runner.StartMemory(s.def, contracts.SessionStarted{SessionID: "sess-1", ProjectID: "proj-1",
-			EngineID: engineID, EngineVersion: s.def.Version, InboundHandoff: h, StartedAt: epoch})
+			EngineID: engineID, EngineVersion: s.def.Version, MemoryVersion: engine.MemorySchemaVersion, InboundHandoff: h,
+			StartedAt: epoch})
 		if err != nil {
 			t.Fatal(err)
 		}

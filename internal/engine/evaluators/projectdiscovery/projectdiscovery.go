@@ -26,8 +26,13 @@ func Evaluators() map[string]engine.Evaluator {
 // selected in ideation, the problem a first discovery session captured), so
 // the problem is known and the handoff at the top of the context gives it.
 // Pain points alone, as a business profile hands off, are the business's,
-// not yet a project's: 0.
+// not yet a project's: 0. A session of memory version 1 counts nothing
+// carried (0), as the builds it started on did: their engine named no
+// evaluator here, and its replay must ask what they asked.
 func CoreProblemCarried(m *engine.WorkingMemory) float64 {
+	if m.SchemaVersion < 2 {
+		return 0
+	}
 	h, ok := contracts.DecodeHandoff(m.InboundHandoff)
 	if !ok {
 		return 0

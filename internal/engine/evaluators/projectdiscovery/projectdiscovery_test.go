@@ -1,6 +1,7 @@
 package projectdiscovery
 
 import (
+	"cmp"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -16,10 +17,14 @@ func TestCoreProblemCarried(t *testing.T) {
 		name    string
 		handoff *contracts.EngineHandoff
 		raw     string // the inbound handoff as recorded, when handoff is nil
+		version int    // the memory version, when not engine.MemorySchemaVersion
 		want    float64
 	}{
 		{name: "no handoff", want: 0},
 		{name: "a decision and the pain behind it", want: 1, handoff: &contracts.EngineHandoff{
+			ActionList:         contracts.ActionList{DecisionsReached: decided},
+			SituationAwareness: contracts.SituationAwareness{KeyPainPoints: []string{"Technicians lose track of jobs"}}}},
+		{name: "a decision and the pain behind it, memory version 1", version: 1, want: 0, handoff: &contracts.EngineHandoff{
 			ActionList:         contracts.ActionList{DecisionsReached: decided},
 			SituationAwareness: contracts.SituationAwareness{KeyPainPoints: []string{"Technicians lose track of jobs"}}}},
 		{name: "pain points alone (a business profile)", want: 0, handoff: &contracts.EngineHandoff{
@@ -34,7 +39,8 @@ func TestCoreProblemCarried(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := &engine.WorkingMemory{Extraction: engine.NewExtraction(), InboundHandoff: json.RawMessage(tt.raw)}
+			m := &engine.WorkingMemory{SchemaVersion: cmp.Or(tt.version, engine.MemorySchemaVersion),
+				Extraction: engine.NewExtraction(), InboundHandoff: json.RawMessage(tt.raw)}
 			if tt.handoff != nil {
 				b, err := json.Marshal(tt.handoff)
 				if err != nil {
