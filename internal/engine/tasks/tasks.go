@@ -300,7 +300,8 @@ func NewInput(def *engine.Definition, m *engine.WorkingMemory, t engine.Backgrou
 
 // carried lists what the session's inbound handoff brought that a task
 // works on, at most 20 items, each labelled as from an earlier session; a
-// decision says the question it answers, when the handoff recorded it.
+// choice made for several questions says the question of each, when the
+// handoff recorded it.
 func carried(m *engine.WorkingMemory) []string {
 	h, ok := contracts.DecodeHandoff(m.InboundHandoff)
 	if !ok {
@@ -315,8 +316,12 @@ func carried(m *engine.WorkingMemory) []string {
 	for _, p := range h.SituationAwareness.KeyPainPoints {
 		add("Pain point", p)
 	}
+	chosen := map[string]int{}
 	for _, d := range h.ActionList.DecisionsReached {
-		if q := strings.TrimSpace(d.Question); q != "" && strings.TrimSpace(d.Decision) != "" {
+		chosen[strings.ToLower(strings.TrimSpace(d.Decision))]++
+	}
+	for _, d := range h.ActionList.DecisionsReached {
+		if q := strings.TrimSpace(d.Question); q != "" && chosen[strings.ToLower(strings.TrimSpace(d.Decision))] > 1 {
 			add("Decision", d.Decision+", for: "+q)
 			continue
 		}

@@ -240,8 +240,8 @@ func TestNewInputWithoutAHandoffIsUnchanged(t *testing.T) {
 
 // A session started by a handoff knows what the handoff carried before the
 // user says anything here: its tasks work on the problem (the pain points),
-// the decisions reached (with the question each answers, when it was
-// recorded: one choice for two questions is two facts), the goals and the
+// the decisions reached (one choice made for two questions with the
+// question of each, not as a repeat), the goals and the
 // constraints, each labelled as from an earlier session, then on what this
 // session extracted.
 func TestNewInputCarriesTheInboundHandoff(t *testing.T) {
