@@ -18,5 +18,9 @@
 // connections send keepalive probes and set TCP_USER_TIMEOUT
 // (Config.TCPUserTimeout, or the URL's tcp_user_timeout; 30s): the kernel
 // drops one whose data or probes go unacknowledged that long, its statement
-// fails, and the pool dials a new connection for the next.
+// fails, and the pool dials a new connection for the next. Each connection
+// asks the server for the same bound on its end (tcp_keepalives_idle,
+// _interval, _count and tcp_user_timeout, unless the URL sets them), so
+// that the session of a replica cut off mid-work ends, with its locks,
+// instead of holding the relay's lock for the server's two hours.
 package postgres

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -158,6 +159,14 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	d := dialer(userTimeout)
 	pc.ConnConfig.DialFunc = d.DialContext
+	if set := serverKeepalive(userTimeout, pc.ConnConfig.RuntimeParams); set != "" {
+		pc.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			if _, err := c.Exec(ctx, set); err != nil {
+				return fmt.Errorf("postgres: set the server's keepalive: %w", err)
+			}
+			return nil
+		}
+	}
 	if cfg.dial != nil {
 		pc.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return cfg.dial(ctx, d, network, addr)
@@ -175,6 +184,36 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 			pc.ConnConfig.Host, pc.ConnConfig.Port, pc.ConnConfig.Database, err)
 	}
 	return &DB{pool: pool, sqldb: stdlib.OpenDBFromPool(pool), cfg: cfg}, nil
+}
+
+// serverKeepalive returns the statement that gives the server's end of a
+// connection the bound its client end has (userTimeout; "" for none): a
+// replica cut off from the database mid-work would otherwise leave its
+// session, with its locks (the relay's advisory lock: no relay would lead;
+// a transaction's row locks), to the server's kernel keepalive, some two
+// hours. The server's settings of the same names in the URL (sent at
+// start) win. A server that cannot set one (a Unix socket, a system
+// without the option) ignores it.
+func serverKeepalive(userTimeout time.Duration, params map[string]string) string {
+	if userTimeout <= 0 {
+		return ""
+	}
+	secs := func(d time.Duration) int64 { return max(int64(d/time.Second), 1) }
+	var sets []string
+	for _, kv := range []struct {
+		name  string
+		value int64
+	}{
+		{"tcp_keepalives_idle", secs(userTimeout / 2)},
+		{"tcp_keepalives_interval", secs(userTimeout / 10)},
+		{"tcp_keepalives_count", 5},
+		{"tcp_user_timeout", userTimeout.Milliseconds()},
+	} {
+		if _, given := params[kv.name]; !given {
+			sets = append(sets, fmt.Sprintf("SET %s = %d", kv.name, kv.value))
+		}
+	}
+	return strings.Join(sets, "; ")
 }
 
 // dialer returns the dialer of the pool's connections. With userTimeout (0

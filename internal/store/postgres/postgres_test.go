@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -210,5 +211,49 @@ func TestTransactionsGiveTheirConnectionsBack(t *testing.T) {
 	}
 	if !leaked {
 		_ = db.Close()
+	}
+}
+
+// The server's end of each connection gets the bound of the client's
+// (Config.TCPUserTimeout): a replica cut off mid-work does not leave its
+// session and its locks (the relay's advisory lock) to the server's kernel
+// keepalive, two hours. The URL's own settings win, and a bound of 0 leaves
+// the server's defaults.
+func TestServerEndHasTheBound(t *testing.T) {
+	url := testenv.Postgres(t)
+	with := func(params string) string {
+		if strings.Contains(url, "?") {
+			return url + "&" + params
+		}
+		return url + "?" + params
+	}
+	show := func(db *postgres.DB) []string {
+		t.Helper()
+		var out []string
+		for _, name := range []string{"tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count", "tcp_user_timeout"} {
+			var v string
+			if err := db.Pool().QueryRow(t.Context(), "SHOW "+name).Scan(&v); err != nil {
+				t.Fatalf("SHOW %s: %v", name, err)
+			}
+			out = append(out, v)
+		}
+		return out
+	}
+	defaults := show(open(t, with("tcp_user_timeout=0")))
+	for _, tc := range []struct {
+		name string
+		db   *postgres.DB
+		want []string
+	}{
+		{"the default bound", open(t, url), []string{"15", "3", "5", "30000"}},
+		{"the URL's bound", open(t, with("tcp_user_timeout=20000")), []string{"10", "2", "5", "20000"}},
+		{"the URL's keepalive", open(t, with("tcp_keepalives_idle=7")), []string{"7", "3", "5", "30000"}},
+	} {
+		if got := show(tc.db); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: the server's keepalive idle, interval, count and user timeout are %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if slices.Equal(defaults, []string{"15", "3", "5", "30000"}) {
+		t.Errorf("with tcp_user_timeout=0 the server's settings are %q: ours, not its defaults", defaults)
 	}
 }
