@@ -155,6 +155,7 @@ func TestTaskResultAndTurnOverJetStream(t *testing.T) {
 		r, _ := m.BackgroundTasks.Task("landscape_research")
 		return m.TurnNumber == 2 && r.Status == engine.TaskCompleted
 	})
+	rig.Drained(t)
 	merged := rig.Events(t, contracts.StreamTurns, contracts.TaskMergedSpec.Type)
 	if len(merged) != 1 {
 		t.Fatalf("%d task.merged events, want 1", len(merged))

@@ -267,6 +267,17 @@ func (r *Rig) SessionEvents(t testing.TB, sessionID string) []event.Event {
 	return out
 }
 
+// Drained waits until the outbox has relayed every event committed so far:
+// a handler commits a session's state and its events together, and the
+// events reach the stream a little later.
+func (r *Rig) Drained(t testing.TB) {
+	t.Helper()
+	WaitFor(t, 30*time.Second, "the outbox to drain", func() bool {
+		rows, err := store.Unsent(context.Background(), r.DB, 1)
+		return err == nil && len(rows) == 0
+	})
+}
+
 // Delivered counts the deliveries a keyed consumer of the turns stream
 // made, over the rig's partitions (0 while it cannot be read).
 func (r *Rig) Delivered(consumer string) uint64 {
