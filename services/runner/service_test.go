@@ -521,7 +521,9 @@ func TestIntelligenceJoinsTheBackgroundSection(t *testing.T) {
 	if strings.Contains(first, line) || !strings.Contains(second, line) {
 		t.Errorf("the line should join the context from the turn after it was fetched:\nfirst:\n%s\nsecond:\n%s", first, second)
 	}
-	// Unchanged lines are not merged again.
+	// Unchanged lines are not merged again: turn 2 would have published
+	// their task.returned with its reply.
+	rig.Drained(t)
 	if n := len(rig.Events(t, contracts.StreamTurns, contracts.TaskReturnedSpec.Type)); n != 1 {
 		t.Errorf("%d intelligence merges, want 1", n)
 	}
@@ -853,13 +855,16 @@ exit_transitions:`, 1)
 	if !strings.Contains(last, "booking apps cost $2k-$8k") {
 		t.Errorf("the target's context lacks the research:\n%s", last)
 	}
+	rig.Drained(t) // the merges' task.merged and the target's turn.responded
 	for _, id := range []string{sid, target} {
-		runnertest.WaitFor(t, 10*time.Second, "the task.merged of "+id, func() bool {
-			return slices.ContainsFunc(rig.SessionEvents(t, id), func(e event.Event) bool { return e.Type() == contracts.TaskMergedSpec.Type })
-		})
 		res, err := Replay(context.Background(), s.runner, rig.Engines, rig.SessionEvents(t, id))
 		if err != nil {
 			t.Fatal(err)
+		}
+		for _, rt := range res.Turns {
+			if rt.RecordedHash == "" {
+				t.Errorf("replay of %s: step %s has no recorded state to compare with", id, rt.TurnID)
+			}
 		}
 		live, _ := rig.Session(t, id)
 		if res.Diverged || res.StateHash != live.StateHash {
@@ -987,6 +992,7 @@ exit_transitions:`, 1)
 		r, _ := m.BackgroundTasks.Task("budget_research")
 		return r.Status == engine.TaskCompleted
 	})
+	rig.Drained(t) // the late result's task.merged
 	res, err := Replay(context.Background(), s.runner, rig.Engines, rig.SessionEvents(t, sid))
 	if err != nil {
 		t.Fatal(err)
@@ -996,6 +1002,9 @@ exit_transitions:`, 1)
 	for _, rt := range res.Turns {
 		if rt.TaskID != "" {
 			merges++
+			if rt.RecordedHash == "" {
+				t.Errorf("merge %s has no task.merged to compare with", rt.TurnID)
+			}
 			if !rt.Match {
 				t.Errorf("merge %s: replayed %s, recorded %s", rt.TurnID, rt.StateHash, rt.RecordedHash)
 			}
