@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/internal/store/testdb"
+	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/services/orchestrator"
 	"github.com/praetorhq/praetor/services/orchestrator/engine"
@@ -37,13 +39,18 @@ func TestAFailedResumeLetsTheLeaseRunOut(t *testing.T) {
 	if err := os.Rename(wf, wf+".away"); err != nil {
 		t.Fatal(err)
 	}
-	a := startService(t, orchestrator.ServiceFactory(vars), nodeDeps(t, n, db)).(*orchestrator.Service)
+	logs := &testenv.Buffer{}
+	d := nodeDeps(t, n, db)
+	d.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	a := startService(t, orchestrator.ServiceFactory(vars), d).(*orchestrator.Service)
 	eventually(t, "replica A to claim the orphan", func() bool {
 		var owner string
 		_ = db.QueryRow(context.Background(), `SELECT owner FROM workflow_runs WHERE tenant_id = 'acme' AND id = 'orphan'`).Scan(&owner)
 		return owner == a.Owner()
 	})
-	time.Sleep(200 * time.Millisecond)
+	eventually(t, "replica A to fail to resume the orphan", func() bool {
+		return strings.Contains(logs.String(), "an orphaned run cannot be resumed")
+	})
 	if err := os.Rename(wf+".away", wf); err != nil {
 		t.Fatal(err)
 	}
