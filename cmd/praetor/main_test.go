@@ -46,7 +46,7 @@ func TestDevServesHealthAndStopsOnSIGTERM(t *testing.T) {
 	began := time.Now()
 	testenv.WaitHTTP(t, "http://"+httpAddr+"/healthz", 20*time.Second)
 	t.Logf("healthz answered %s after start", time.Since(began).Round(time.Millisecond))
-	if body := testenv.WaitHTTP(t, "http://"+httpAddr+"/readyz", 5*time.Second); !strings.Contains(body, "ready") {
+	if body := testenv.WaitHTTP(t, "http://"+httpAddr+"/readyz", 30*time.Second); !strings.Contains(body, "ready") {
 		t.Errorf("readyz = %q", body)
 	}
 	metrics := testenv.WaitHTTP(t, "http://"+httpAddr+"/metrics", 5*time.Second)

@@ -395,7 +395,7 @@ func TestEndToEndExactlyOnce(t *testing.T) {
 			}
 			return false
 		})
-		eventstest.Eventually(t, 5*time.Second, "the redelivery", func() bool { return deliveries.Load() >= 2 })
+		eventstest.Eventually(t, 30*time.Second, "the redelivery", func() bool { return deliveries.Load() >= 2 })
 		if n := effects(t, r.db, "e2e"); n != 1 {
 			t.Fatalf("%d effects, want 1", n)
 		}
@@ -534,7 +534,7 @@ func TestCommitPublishesBeforeReturning(t *testing.T) {
 				t.Fatalf("after handling %s the stream holds %v", id, got)
 			}
 		}
-		eventstest.Eventually(t, 5*time.Second, "the outbox marked sent", func() bool { return unsent(t, r.db) == 0 })
+		eventstest.Eventually(t, 30*time.Second, "the outbox marked sent", func() bool { return unsent(t, r.db) == 0 })
 		if n, _, err := rl.Flush(context.Background()); err != nil || n != 0 {
 			t.Fatalf("a pass after the handlers published %d (%v), want 0", n, err)
 		}
@@ -616,7 +616,7 @@ func TestPassKeepsASubjectBehindItsEventInFlight(t *testing.T) {
 		}
 		// Once the first is published and marked, the relay runs a pass for
 		// the second at once, not at its next interval (an hour here).
-		eventstest.Eventually(t, 5*time.Second, "a pass to publish the second", func() bool {
+		eventstest.Eventually(t, 30*time.Second, "a pass to publish the second", func() bool {
 			return slices.Contains(r.streamMsgs(t), "a2")
 		})
 		var got []string

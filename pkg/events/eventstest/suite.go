@@ -295,10 +295,10 @@ func testUnkeyedConcurrency(t *testing.T, h Harness) {
 		f.publish(NewEvent(fmt.Sprintf("u%d", i), "same", i))
 	}
 	for range 4 {
-		Wait(t, started, 5*time.Second, "four handlers running at once")
+		Wait(t, started, 30*time.Second, "four handlers running at once")
 	}
 	close(release)
-	Eventually(t, 5*time.Second, "4 handled", func() bool { return handled.Load() == 4 })
+	Eventually(t, 30*time.Second, "4 handled", func() bool { return handled.Load() == 4 })
 }
 
 // testUnkeyedBehindBusyWorkers: the one worker of a process runs a handler
@@ -334,7 +334,7 @@ func testUnkeyedBehindBusyWorkers(t *testing.T, h Harness) {
 		return nil
 	})
 	f.publish(NewEvent("long", "k", 0))
-	Wait(t, started, 5*time.Second, "the long handler")
+	Wait(t, started, 30*time.Second, "the long handler")
 	f.publish(NewEvent("next-1", "k", 1), NewEvent("next-2", "k", 2))
 
 	// Another replica of the service, with a free worker.
@@ -394,7 +394,7 @@ func testCrashRedelivery(t *testing.T, h Harness) {
 		return nil
 	})
 	f.publish(NewEvent("c1", "k", 0), NewEvent("c2", "k", 1))
-	Wait(t, entered, 5*time.Second, "first process to take the event")
+	Wait(t, entered, 30*time.Second, "first process to take the event")
 	nc1.Close() // the process dies: no ack, no nak, no progress
 
 	got := make(chan int, 2)
@@ -405,7 +405,7 @@ func testCrashRedelivery(t *testing.T, h Harness) {
 	if n := Wait(t, got, 10*time.Second, "redelivery to the second process"); n != 0 {
 		t.Fatalf("second process got event %d first, want 0 (order kept across the crash)", n)
 	}
-	if n := Wait(t, got, 5*time.Second, "the next event"); n != 1 {
+	if n := Wait(t, got, 30*time.Second, "the next event"); n != 1 {
 		t.Fatalf("then got %d, want 1", n)
 	}
 }
@@ -435,7 +435,7 @@ func testPermanentDLQ(t *testing.T, h Harness) {
 		return nil
 	})
 	f.publish(NewEvent("p0", "k", 0), NewEvent("p1", "k", 1))
-	Wait(t, next, 5*time.Second, "the event after the dead letter")
+	Wait(t, next, 30*time.Second, "the event after the dead letter")
 	dls := DeadLetters(t, f.bus, f.topic.Stream, "perm")
 	if len(dls) != 1 {
 		t.Fatalf("%d dead letters, want 1", len(dls))
@@ -465,7 +465,7 @@ func testDecodeDLQ(t *testing.T, h Harness) {
 		t.Fatal(err)
 	}
 	f.publish(NewEvent("good-1", "k", 1))
-	if id := Wait(t, handled, 5*time.Second, "the good event"); id != "good-1" {
+	if id := Wait(t, handled, 30*time.Second, "the good event"); id != "good-1" {
 		t.Fatalf("handled %q, want good-1", id)
 	}
 	dls := DeadLetters(t, f.bus, f.topic.Stream, "dec")
@@ -489,7 +489,7 @@ func testContractDLQ(t *testing.T, h Harness) {
 		return nil
 	})
 	f.publish(NewEvent("neg", "k", -1), NewEvent("pos", "k", 1))
-	if n := Wait(t, handled, 5*time.Second, "the valid event"); n != 1 {
+	if n := Wait(t, handled, 30*time.Second, "the valid event"); n != 1 {
 		t.Fatalf("handler saw %d, want only the valid event 1", n)
 	}
 	dls := DeadLetters(t, f.bus, f.topic.Stream, "contract")
@@ -510,7 +510,7 @@ func testPanic(t *testing.T, h Harness) {
 		return nil
 	})
 	f.publish(NewEvent("pa", "k", 0))
-	Wait(t, ok, 5*time.Second, "redelivery after the panic")
+	Wait(t, ok, 30*time.Second, "redelivery after the panic")
 	if len(DeadLetters(t, f.bus, f.topic.Stream, "panic")) != 0 {
 		t.Fatal("a recovered panic was dead-lettered; it must be retried")
 	}
@@ -557,7 +557,7 @@ func testMaxDeliverAdvisory(t *testing.T, h Harness) {
 	// The surviving process runs the advisory watcher.
 	f.subscribe(f.bus, cfg, func(ctx context.Context, ev event.Event) error { return nil })
 	f.publish(NewEvent("adv-1", "k", 0))
-	Wait(t, entered, 5*time.Second, "the doomed delivery")
+	Wait(t, entered, 30*time.Second, "the doomed delivery")
 	nc1.Close()
 	Eventually(t, 15*time.Second, "the advisory's dead letter", func() bool {
 		return len(DeadLetters(t, f.bus, f.topic.Stream, "maxadv")) == 1
@@ -629,7 +629,7 @@ func testDrain(t *testing.T, h Harness) {
 		return nil
 	})
 	f.publish(NewEvent("d1", "k", 0))
-	Wait(t, entered, 5*time.Second, "handler start")
+	Wait(t, entered, 30*time.Second, "handler start")
 	stopped := make(chan error, 1)
 	go func() { stopped <- sub.Stop(context.Background()) }()
 	select {
@@ -638,7 +638,7 @@ func testDrain(t *testing.T, h Harness) {
 	case <-time.After(50 * time.Millisecond):
 	}
 	close(release)
-	if err := Wait(t, stopped, 5*time.Second, "Stop after the handler"); err != nil {
+	if err := Wait(t, stopped, 30*time.Second, "Stop after the handler"); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
 	if !acked.Load() {
@@ -651,7 +651,7 @@ func testDrain(t *testing.T, h Harness) {
 		return nil
 	})
 	f.publish(NewEvent("d2", "k", 1))
-	Wait(t, again, 5*time.Second, "the next event")
+	Wait(t, again, 30*time.Second, "the next event")
 	select {
 	case <-again:
 		t.Fatal("the drained event was delivered again")
@@ -681,7 +681,7 @@ func testDrainTimeout(t *testing.T, h Harness) {
 		return ctx.Err()
 	})
 	f.publish(NewEvent("out-1", "k", 0), NewEvent("out-2", "k", 1))
-	Wait(t, entered, 5*time.Second, "the first handler")
+	Wait(t, entered, 30*time.Second, "the first handler")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no time left to drain
 	if err := sub.Stop(ctx); !errors.Is(err, context.Canceled) {
@@ -690,7 +690,7 @@ func testDrainTimeout(t *testing.T, h Harness) {
 	if n := calls.Load(); n != 1 {
 		t.Errorf("handler ran %d times, want 1", n)
 	}
-	Eventually(t, 5*time.Second, "a dead letter", func() bool {
+	Eventually(t, 30*time.Second, "a dead letter", func() bool {
 		return len(DeadLetters(t, f.bus, f.topic.Stream, "drainout")) == 1
 	})
 	next := make(chan uint64, 2)
@@ -702,7 +702,7 @@ func testDrainTimeout(t *testing.T, h Harness) {
 		next <- d.NumDelivered
 		return nil
 	})
-	if n := Wait(t, next, 5*time.Second, "the waiting event in the next process"); n != 1 {
+	if n := Wait(t, next, 30*time.Second, "the waiting event in the next process"); n != 1 {
 		t.Errorf("the waiting event came on delivery %d, want 1: it was never the stopped process's", n)
 	}
 	dls := DeadLetters(t, f.bus, f.topic.Stream, "drainout")
@@ -761,10 +761,10 @@ func testHandlerTimeout(t *testing.T, h Harness) {
 		return nil
 	})
 	f.publish(NewEvent("slow-1", "k", 0))
-	if err := Wait(t, done, 5*time.Second, "the timeout"); err == nil {
+	if err := Wait(t, done, 30*time.Second, "the timeout"); err == nil {
 		t.Fatal("the hanging handler's context was not cancelled")
 	}
-	if err := Wait(t, done, 5*time.Second, "the redelivery"); err != nil {
+	if err := Wait(t, done, 30*time.Second, "the redelivery"); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -797,7 +797,7 @@ func testBacklog(t *testing.T, h Harness) {
 	gauge := func() float64 {
 		return testutil.ToFloat64(m.BacklogOf("backlogged"))
 	}
-	Eventually(t, 5*time.Second, "a backlog of 6", func() bool { return gauge() == 6 })
+	Eventually(t, 30*time.Second, "a backlog of 6", func() bool { return gauge() == 6 })
 	free()
-	Eventually(t, 5*time.Second, "the backlog drained", func() bool { return gauge() == 0 })
+	Eventually(t, 30*time.Second, "the backlog drained", func() bool { return gauge() == 0 })
 }
