@@ -449,15 +449,32 @@ func TestKillDuringTurn(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	for id, n := range c.eventsOf(contracts.TurnRespondedSpec.Type) {
+	// A turn is saved answered before its turn.responded is published:
+	// wait for both turns' events to reach the stream.
+	var responded, extracted map[string]int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		responded, extracted = c.eventsOf(contracts.TurnRespondedSpec.Type), c.eventsOf(contracts.TurnExtractedSpec.Type)
+		if len(responded) >= len(messages) && len(extracted) >= len(messages) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("turns with a turn.responded %v, with a turn.extracted %v; want %d of each", responded, extracted, len(messages))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for id, n := range responded {
 		if n != 1 {
 			t.Errorf("turn %s answered %d times", id, n)
 		}
 	}
-	for id, n := range c.eventsOf(contracts.TurnExtractedSpec.Type) {
+	for id, n := range extracted {
 		if n != 1 {
 			t.Errorf("turn %s extracted %d times", id, n)
 		}
+	}
+	if len(responded) != len(messages) || len(extracted) != len(messages) {
+		t.Errorf("turns with a turn.responded %v, with a turn.extracted %v; want %d of each", responded, extracted, len(messages))
 	}
 	var state struct {
 		TurnCount int `json:"turn_count"`
