@@ -237,7 +237,7 @@ func status(s string) func(engine.TaskRecord) bool {
 // events reach the stream.
 func (b *bench) merged(t *testing.T) []string {
 	t.Helper()
-	b.drained(t)
+	b.Drained(t)
 	var out []string
 	for _, ev := range b.Events(t, contracts.StreamTurns, contracts.TaskMergedSpec.Type) {
 		m, err := contracts.DecodeAs[contracts.TaskMerged](ev)
@@ -249,15 +249,6 @@ func (b *bench) merged(t *testing.T) []string {
 		}
 	}
 	return out
-}
-
-// drained waits until the outbox has relayed every event written.
-func (b *bench) drained(t *testing.T) {
-	t.Helper()
-	runnertest.WaitFor(t, 10*time.Second, "the outbox to drain", func() bool {
-		rows, err := store.Unsent(context.Background(), b.DB, 10)
-		return err == nil && len(rows) == 0
-	})
 }
 
 // attempts records when each attempt of the handler started and fails the
@@ -545,7 +536,7 @@ func TestKilledWorkerCompletesOnce(t *testing.T) {
 		n, _ := testutil.GatherAndCount(doomedMetrics, "praetor_background_task_attempts_total")
 		return n == 1
 	})
-	b.drained(t)
+	b.Drained(t)
 	completed := rig.Events(t, contracts.StreamTasks, contracts.TaskCompletedSpec.Type)
 	if len(completed) != 1 || calls.Load() != 2 {
 		t.Fatalf("%d task.completed events after %d runs; want 1 after 2", len(completed), calls.Load())
