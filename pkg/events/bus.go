@@ -63,6 +63,10 @@ type Bus struct {
 	subs     map[*Subscription]struct{}
 	closed   bool
 	closeErr error
+
+	// beforeDeadLetter, set by tests, runs before a consumer publishes a
+	// dead letter (a slow dead-letter stream).
+	beforeDeadLetter func()
 }
 
 // New returns a Bus on an open NATS connection; the caller keeps ownership of

@@ -639,8 +639,11 @@ func (w *worker) process(msg jetstream.Msg) {
 	hctx, cancel := context.WithCancelCause(withDelivery(s.ctx, d))
 	start := time.Now()
 	w.start(msg, cancel, start)
+	// The progress reports go on until the message is settled: a dead
+	// letter's publish may take longer than what is left of the ack wait,
+	// and the server would deliver the event again meanwhile.
+	defer w.stop()
 	err = s.handler(hctx, ev)
-	w.stop()
 	tm := s.metrics.of(ev.Type())
 	tm.seconds.Observe(time.Since(start).Seconds())
 	if err != nil && errors.Is(context.Cause(hctx), errHandlerTimeout) {
@@ -698,6 +701,9 @@ func (s *Subscription) deadLetter(msg jetstream.Msg, d Delivery, ceType, cause s
 		Reason: reason.Error(), Cause: cause, Stream: d.Stream, Consumer: s.cfg.Name,
 		StreamSeq: d.StreamSeq, Deliveries: d.NumDelivered, Subject: d.Subject,
 		Header: msg.Headers(), Data: msg.Data(), EventID: msg.Headers().Get(HeaderMsgID), At: time.Now().UTC(),
+	}
+	if s.bus.beforeDeadLetter != nil {
+		s.bus.beforeDeadLetter()
 	}
 	if err := s.bus.publishDeadLetterOf(ctx, dl); err != nil {
 		s.bus.cfg.Logger.Error("dead-letter publish failed; redelivering", "service", s.cfg.Name,

@@ -742,6 +742,41 @@ func TestUnboundedDeliveriesDeadLetterAPanic(t *testing.T) {
 	}
 }
 
+// A dead letter whose publish takes longer than what is left of the ack
+// wait (a slow dead-letter stream) is still the event's one settlement: the
+// consumer reports progress until the message is settled, so the server
+// does not deliver it again meanwhile and the handler runs once.
+func TestSlowDeadLetterRunsTheHandlerOnce(t *testing.T) {
+	bus, topic := dlqBus(t, events.StreamConfig{})
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	bus.SlowDeadLetters(2500 * time.Millisecond)
+	var calls atomic.Int64
+	sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: "slowdl", Subjects: []string{topic.Pattern()},
+		AckWait: time.Second},
+		func(ctx context.Context, ev event.Event) error {
+			calls.Add(1)
+			return events.Permanent(errors.New("unknown engine x"))
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+	if err := bus.Publish(t.Context(), eventstest.NewEvent("doomed", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	var dls []events.DeadLetter
+	eventstest.Eventually(t, 30*time.Second, "the event dead-lettered", func() bool {
+		dls = eventstest.DeadLetters(t, bus, topic.Stream, "slowdl")
+		return len(dls) > 0
+	})
+	if len(dls) != 1 || dls[0].EventID != "doomed" || dls[0].Cause != events.CausePermanent {
+		t.Errorf("dead letters = %+v, want the doomed event's, permanent", dls)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the handler ran %d times, want once", n)
+	}
+}
+
 // A consumer's settings written over by another process (an older replica
 // starting during a rolling upgrade, whose CreateOrUpdateConsumer is the
 // last) are put back by the running subscription within a backlog

@@ -14,3 +14,7 @@ func (m *Metrics) ObserveHandle(service, ceType string, d time.Duration) {
 // Drained starts the subscription's drain, as Bus.Close does before it stops
 // any subscription, and returns the channel closed once it has drained.
 func (s *Subscription) Drained() <-chan struct{} { return s.drain() }
+
+// SlowDeadLetters makes the bus's consumers wait d before each dead letter
+// they publish, as on a slow dead-letter stream.
+func (b *Bus) SlowDeadLetters(d time.Duration) { b.beforeDeadLetter = func() { time.Sleep(d) } }
