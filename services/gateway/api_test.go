@@ -1224,17 +1224,13 @@ func TestWaitWithoutReply(t *testing.T) {
 	gatewaytest.WaitFor(t, 30*time.Second, "the second turn to be recorded", func() bool {
 		return len(turns(t, n, "", id)) == 2
 	})
-	stopping := time.Now()
 	n.Stop(t)
 	select {
 	case a := <-answered:
 		if a.err != nil || a.status != http.StatusAccepted || !strings.Contains(a.body, `"status":"pending"`) {
 			t.Errorf("the waiting post ended with %d %s (%v), want 202 pending", a.status, a.body, a.err)
 		}
-		if took := time.Since(stopping); took > 10*time.Second {
-			t.Errorf("the waiting post held the stop for %s", took)
-		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(30 * time.Second): // half its wait: the stop answered it, its wait did not end
 		t.Fatal("the waiting post was not answered when the node stopped")
 	}
 }
