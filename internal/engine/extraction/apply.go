@@ -454,8 +454,7 @@ func negates(clause engine.Text, phrase string, itemWords map[string]bool) bool 
 // only notifications") and one that adds ("only notifications as well")
 // limit no list.
 func restricts(clause engine.Text, items []string) bool {
-	if clause.Contains("not only") || clause.Contains("not just") || slices.ContainsFunc(additions, clause.Contains) ||
-		addsToo(clause.Lowered()) {
+	if slices.ContainsFunc(slices.Concat(notOnly, additions), clause.Contains) || addsToo(clause.Lowered()) {
 		return false
 	}
 	leads := maps.Clone(restrictLeads)
@@ -604,10 +603,17 @@ func clauses(lower string) []string {
 
 // adds reports whether a message adds to what it is about and takes
 // nothing back ("Besides tasks, we also need notifications", "Like tasks,
-// notifications matter too"; not "we also switched from deadlines to
-// notifications"): a list answer to it that leaves stored items
-// out is a model answering what the message names, not the whole list.
+// notifications matter too", "not only tasks but notifications"; not "we
+// also switched from deadlines to notifications"): a list answer to it
+// that leaves stored items out is a model answering what the message
+// names, not the whole list.
 func adds(message engine.Text) bool {
+	// "Not only" adds, and says no to nothing.
+	lower := message.Lowered()
+	for _, n := range notOnly {
+		lower = strings.ReplaceAll(lower, n, "also")
+	}
+	message = engine.LowerText(lower)
 	if message.Negative() {
 		return false
 	}
@@ -638,6 +644,8 @@ func addsToo(lower string) bool {
 
 var (
 	additions = []string{"also", "as well", "besides", "in addition", "plus", "another", "just like", "just as"}
+	// notOnly adds what follows to what it names: no limit, no negation.
+	notOnly = []string{"not only", "not just"}
 	// comparisons liken what they name to another item: no limit.
 	comparisons = []string{"just like", "just as"}
 	removals    = []string{"drop", "dropped", "dropping", "remove", "removed", "removing", "no longer", "forget",
