@@ -181,6 +181,10 @@ func CorrectionMarkerIn(text engine.Text) string {
 	return ""
 }
 
+// lapseReach is how many words a negation may stand before a lapse it
+// negates: "we don't want the client deadlines to slip".
+const lapseReach = 5
+
 // conflictMargin is how much more confident an existing value must be to
 // resist a different new value that the user did not mark as a correction.
 const conflictMargin = 0.15
@@ -517,7 +521,9 @@ func limited(t engine.Text) bool {
 // keeps reports whether a clause says not to take something back ("Don't
 // forget those", "we can't lose deadlines", "never drop them"): its
 // negation and its removal cancel out, and what it names stays; so does
-// what it puts off ("The deadlines can wait", defers).
+// what it puts off ("The deadlines can wait", defers), and what it says
+// must not lapse ("We can't let the deadlines slip", "we don't want to
+// miss a deadline"): a negation a few words before a lapse.
 func keeps(clause engine.Text) bool {
 	if slices.ContainsFunc(defers, clause.Contains) {
 		return true
@@ -528,6 +534,14 @@ func keeps(clause engine.Text) bool {
 			if c.Contains(n+" "+v) || c.Contains(n+" want to "+v) {
 				return true
 			}
+		}
+	}
+	ws := words(c.Lowered())
+	for i, w := range ws {
+		if lapses[w] && slices.ContainsFunc(ws[max(i-lapseReach, 0):i], func(n string) bool {
+			return slices.Contains(keepNegations, n)
+		}) {
+			return true
 		}
 	}
 	return false
@@ -670,6 +684,9 @@ var (
 		"shouldn't", "should not", "mustn't", "must not", "not"}
 	keepVerbs = []string{"forget", "drop", "remove", "lose", "skip", "delete", "scrap", "ditch", "cancel",
 		"leave out", "get rid of", "change", "touch", "go"}
+	// lapses, after a negation at most lapseReach words before, say what
+	// the user must keep ("don't want the deadlines to slip", keeps).
+	lapses = engine.WordSet("slip slips slipping miss missing")
 	// defers put off what they name, which is no take-back (keeps).
 	defers = []string{"can wait", "could wait", "can come later", "for later"}
 	// backReferences name the stored items of a list as a whole.

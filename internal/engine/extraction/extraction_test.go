@@ -512,6 +512,26 @@ func TestApplyRules(t *testing.T) {
 			features:    []string{"tasks", "deadlines", "notifications"},
 		},
 		{
+			// Named as stored, the deadlines are no take-back either.
+			name:        "new items only: deadlines the user can't let slip grow the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "We can't let the deadlines slip, so we need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
+			// The negation is of what the item would do, not of the item.
+			name:        "new items only: deadlines the user does not want to slip grow the list",
+			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:     "We don't want the deadlines to slip, so we need notifications.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "notifications"},
+		},
+		{
 			name:        "new items only: a deadline the user does not want to miss grows the list",
 			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:     "We don't want to miss a deadline, we need notifications.",
