@@ -521,14 +521,15 @@ func limited(t engine.Text) bool {
 // keeps reports whether a clause says not to take something back ("Don't
 // forget those", "we can't lose deadlines", "never drop them"): its
 // negation and its removal cancel out, and what it names stays; so does
-// what it puts off ("The deadlines can wait", defers), and what it says
+// what it puts off ("The deadlines can wait", "they aren't urgent",
+// defers), and what it says
 // must not lapse ("We can't let the deadlines slip", "we don't want to
 // miss a deadline"): a negation a few words before a lapse.
 func keeps(clause engine.Text) bool {
-	if slices.ContainsFunc(defers, clause.Contains) {
+	c := engine.LowerText(strings.ReplaceAll(clause.Lowered(), "’", "'"))
+	if slices.ContainsFunc(defers, c.Contains) {
 		return true
 	}
-	c := engine.LowerText(strings.ReplaceAll(clause.Lowered(), "’", "'"))
 	for _, n := range keepNegations {
 		for _, v := range keepVerbs {
 			if c.Contains(n+" "+v) || c.Contains(n+" want to "+v) {
@@ -688,7 +689,8 @@ var (
 	// the user must keep ("don't want the deadlines to slip", keeps).
 	lapses = engine.WordSet("slip slips slipping miss missing")
 	// defers put off what they name, which is no take-back (keeps).
-	defers = []string{"can wait", "could wait", "can come later", "for later"}
+	defers = []string{"can wait", "could wait", "can come later", "for later", "until later", "not yet", "not urgent",
+		"isn't urgent", "aren't urgent", "not a priority", "isn't a priority", "aren't a priority"}
 	// backReferences name the stored items of a list as a whole.
 	backReferences = []string{"those", "these", "both", "all of them", "all that", "all of that", "everything",
 		"the lot", "the rest", "them all"}
