@@ -317,9 +317,10 @@ var (
 	shortWords = engine.WordSet("and any are but can did for get got had has her him his how its let may not now " +
 		"off one our out own per she the too two use via was who why yet you")
 	// askingWords are the words of any exploration, whatever it is about:
-	// "figure out the best way to build", "help us choose an option".
-	askingWords = engine.WordSet("approach best build choice choose decide explore figure find help idea option pick " +
-		"problem select solution sure take way")
+	// "figure out the best way to build", "help us choose an option",
+	// "what's the right database".
+	askingWords = engine.WordSet("approach best better build choice choose decide explore figure find good help ideal " +
+		"idea option pick problem right select solution suitable sure take way")
 	// needWords come before what a statement of a problem asks about: "we
 	// need an accounting tool".
 	needWords = engine.WordSet("need needs want wants")
