@@ -236,7 +236,9 @@ func otherQuestion(a, b string) bool {
 // question is what a question asks: its words but for function words and
 // those of any exploration ("figure out the best way"), and its subject,
 // the first of them after "which" or "what" ("For the mobile app, which
-// database should we use?": database), else after "need" or "want" ("My
+// database should we use?": database), or after "for" when that is a
+// kind of thing any project uses ("Which tool should the studio use for
+// bookings?": booking), else after "need" or "want" ("My
 // mobile app needs a database"), else its first ("Our accounting tool
 // again: payroll matters now": accounting).
 type question struct {
@@ -287,11 +289,12 @@ func (q question) names(w string) bool {
 // "class").
 func askedIn(q string) question {
 	out := question{words: map[string]bool{}}
-	var first, afterWh, afterNeed string
-	wh, need := false, false
+	var first, afterWh, afterNeed, afterFor string
+	wh, need, purpose := false, false, false
 	for _, w := range words(q) {
 		wh = wh || w == "which" || w == "what"
 		need = need || needWords[w]
+		purpose = purpose || w == "for"
 		if len(w) < 3 || stopwords[w] {
 			continue
 		}
@@ -306,6 +309,12 @@ func askedIn(q string) question {
 		if need {
 			afterNeed = cmp.Or(afterNeed, w)
 		}
+		if purpose {
+			afterFor = cmp.Or(afterFor, w)
+		}
+	}
+	if kindWords[afterWh] && afterFor != "" {
+		afterWh = afterFor // "Which tool should the studio use for bookings?"
 	}
 	out.subject = cmp.Or(afterWh, afterNeed, first)
 	return out
@@ -321,6 +330,9 @@ var (
 	// "what's the right database".
 	askingWords = engine.WordSet("approach best better build choice choose decide explore figure find good help ideal " +
 		"idea option pick problem right select solution suitable sure take way")
+	// kindWords name a kind of thing any project may use, for one purpose
+	// or another: they say not what a question asks about.
+	kindWords = engine.WordSet("tool platform software service system product app application provider vendor")
 	// needWords come before what a statement of a problem asks about: "we
 	// need an accounting tool".
 	needWords = engine.WordSet("need needs want wants")
