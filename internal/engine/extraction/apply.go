@@ -245,9 +245,11 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 		prev, had := next.Fields[fd.Path]
 		// The stored items of a list the message takes back by name (a
 		// version-2 answer, which holds the whole list).
-		var taken []string
+		var taken, left []string
 		if had && fd.ValueType == engine.TypeArray && version != PromptV1 {
-			taken = takenBack(text, prev.Value, val)
+			if taken = takenBack(text, prev.Value, val); len(taken) == 0 {
+				left = leftOut(marker, text, prev.Value, val)
+			}
 		}
 		f := engine.ExtractedField{
 			Value: val, Confidence: fa.Confidence, ExtractedFromTurns: []int{meta.TurnNumber},
@@ -261,7 +263,7 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 			}
 		case sameValue(fd.ValueType, prev.Value, val):
 			f = reinforce(prev, fa, meta)
-		case fd.ValueType == engine.TypeArray && len(taken) == 0 && grows(version, marker, text, prev.Value, val):
+		case fd.ValueType == engine.TypeArray && len(taken) == 0 && len(left) == 0 && grows(version, marker, text, prev.Value, val):
 			merged, added := union(prev.Value, val)
 			f = reinforce(prev, fa, meta)
 			f.Value = merged
@@ -275,7 +277,11 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 			reason := fmt.Sprintf("new value at turn %d with confidence %.2f replaces the value of turn %d", meta.TurnNumber, fa.Confidence, prev.LastUpdatedAtTurn)
 			if len(taken) > 0 {
 				reason = fmt.Sprintf("user took back %q at turn %d", taken, meta.TurnNumber)
-				if kept := without(prev.Value, taken); len(items(kept)) > 0 {
+			} else if len(left) > 0 {
+				reason = fmt.Sprintf("the answer leaves out %q, which the message at turn %d names", left, meta.TurnNumber)
+			}
+			if gone := slices.Concat(taken, left); len(gone) > 0 {
+				if kept := without(prev.Value, gone); len(items(kept)) > 0 {
 					val, _ = union(kept, val)
 					f.Value = val
 				}
@@ -323,14 +329,13 @@ func Apply(def *engine.Definition, current engine.Extraction, ans Answer, messag
 // and the user marked no correction: that is a model answering only the new
 // items, not a user taking every item back, and what the user said before
 // is kept; so is it when the message only adds ("we also need …", see
-// adds), whatever stored items the answer holds. But an answer that leaves
-// out stored items the message names ("Pret isn't a competitor, it's
-// Costa") is the whole list without what the user took back, and so is an
-// empty list or null, which names no new item ("we need none of those"):
-// they replace the list. Apply does not ask it of an answer that leaves out
-// a stored item the message takes back by name (takenBack), whatever else
-// the message adds ("Deadlines can go, we also want notifications"): it
-// takes the item off and adds the answer's.
+// adds), whatever stored items the answer holds. An empty list or null,
+// which names no new item ("we need none of those"), replaces the list.
+// Apply does not ask it of an answer that leaves out a stored item the
+// message takes back by name (takenBack), whatever else the message adds
+// ("Deadlines can go, we also want notifications"), nor of one that leaves
+// out the stored items the message names (leftOut): it takes those items
+// off and adds the answer's.
 func grows(v PromptVersion, marker string, message engine.Text, prev, val json.RawMessage) bool {
 	if v == PromptV1 {
 		return marker == ""
@@ -347,7 +352,26 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 	// negation of the rest, nor does it name an item taken back.
 	rest := unkept(message)
 	return kept == len(stored) ||
-		len(have) > 0 && (adds(rest) || kept == 0 && marker == "" && !namesAny(rest, prev))
+		len(have) > 0 && (adds(rest) || kept == 0 && marker == "")
+}
+
+// leftOut returns the stored items of the list prev that the message names
+// and a version-2 answer val holding new items but none of the stored ones
+// leaves out, when the user marked no correction and the message does not
+// only add: "Pret isn't a competitor, it's Costa", answered [Costa], takes
+// Pret off. Only those: a model that answers only the new items gives the
+// same answer to "Tasks are for managers; we need reminders", and the
+// stored items the message does not name stay either way.
+func leftOut(marker string, message engine.Text, prev, val json.RawMessage) []string {
+	have, stored := items(val), items(prev)
+	if marker != "" || len(have) == 0 || slices.ContainsFunc(stored, func(x string) bool { return slices.Contains(have, x) }) {
+		return nil
+	}
+	rest := unkept(message)
+	if adds(rest) {
+		return nil
+	}
+	return named(rest, prev)
 }
 
 // unkept is the message without its clauses that keep what they name
@@ -696,14 +720,14 @@ var (
 		"the lot", "the rest", "them all"}
 )
 
-// namesAny reports whether the message names one of the string items of
-// the list prev, as whole words.
-func namesAny(message engine.Text, prev json.RawMessage) bool {
+// named returns the string items of the list prev that the message names,
+// as whole words.
+func named(message engine.Text, prev json.RawMessage) []string {
 	var xs []string
 	if json.Unmarshal(prev, &xs) != nil {
-		return false // not a list of strings
+		return nil // not a list of strings
 	}
-	return slices.ContainsFunc(xs, message.Contains)
+	return slices.DeleteFunc(xs, func(x string) bool { return !message.Contains(x) })
 }
 
 // reinforce keeps a value that was extracted again: its provenance gains the

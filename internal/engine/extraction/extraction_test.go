@@ -173,6 +173,30 @@ func TestApplyRules(t *testing.T) {
 			features:       []string{"notifications"},
 		},
 		{
+			// A new-items-only model: the message mentions one stored item
+			// in passing, and the answer holds only the new one. Were it
+			// the whole list, only the item named would be left out on
+			// purpose: the others stay.
+			name:           "new items only: an answer that leaves out a stored item the message names keeps the others",
+			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
+			message:        "Deadlines are too fiddly; we need notifications.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
+			features:       []string{"tasks", "notifications"},
+		},
+		{
+			name:           "new items only: a stored item mentioned for another reason keeps the items not mentioned",
+			fields:         map[string]any{"details.features": []any{[]string{"reminders"}, 0.8}},
+			message:        "Tasks are for managers; we need reminders.",
+			wantUpdated:    []string{"details.features"},
+			wantSuperseded: []string{"details.features"},
+			wantType:       map[string]extraction.Type{"details.features": extraction.TypeSupersede},
+			wantNew:        1,
+			features:       []string{"deadlines", "reminders"},
+		},
+		{
 			name:        "a list answer naming a stored item beside an addition grows the list",
 			fields:      map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:     "Besides tasks, we also need notifications.",
