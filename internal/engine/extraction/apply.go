@@ -479,10 +479,10 @@ func negates(clause engine.Text, phrase string, itemWords map[string]bool) bool 
 // matter"; a restriction stands before an item with nothing between but
 // words that lead to it (restrictLeads) or name items. A restriction of
 // something else ("we only need it to sync with Xero"), one negated ("not
-// only notifications") and one that adds ("only notifications as well")
-// limit no list.
+// only notifications"), one that adds ("only notifications as well") and one
+// of what is missing ("only reminders are missing") limit no list.
 func restricts(clause engine.Text, items []string) bool {
-	if slices.ContainsFunc(slices.Concat(notOnly, additions), clause.Contains) || addsToo(clause.Lowered()) {
+	if slices.ContainsFunc(slices.Concat(notOnly, additions, missing), clause.Contains) || addsToo(clause.Lowered()) {
 		return false
 	}
 	leads := maps.Clone(restrictLeads)
@@ -683,6 +683,9 @@ func addsToo(lower string) bool {
 
 var (
 	additions = []string{"also", "as well", "besides", "in addition", "plus", "another", "just like", "just as"}
+	// missing says what the list lacks: "only reminders are missing" adds
+	// them, no limit.
+	missing = []string{"missing", "lacking", "we lack"}
 	// notOnly adds what follows to what it names: no limit, no negation.
 	notOnly = []string{"not only", "not just"}
 	// comparisons liken what they name to another item: no limit.

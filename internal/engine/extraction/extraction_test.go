@@ -337,6 +337,16 @@ func TestApplyRules(t *testing.T) {
 			features:       []string{"notifications"},
 		},
 		{
+			// "Only" of what is missing from the list adds it.
+			name:        "new items only: the only item missing is added",
+			fields:      map[string]any{"details.features": []any{[]string{"reminders"}, 0.8}},
+			message:     "Only reminders are missing.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "reminders"},
+		},
+		{
 			name:           "new items only: a list limited to a new item is that item",
 			fields:         map[string]any{"details.features": []any{[]string{"notifications"}, 0.8}},
 			message:        "We only need notifications.",
