@@ -228,7 +228,10 @@ func dialer(userTimeout time.Duration) *net.Dialer {
 		// Probes for the other half: the count is what ends a connection
 		// where TCP_USER_TIMEOUT is not (Linux ignores it once that is set).
 		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: userTimeout / 2, Interval: userTimeout / 10, Count: 5},
-		Control: func(_, _ string, c syscall.RawConn) error {
+		Control: func(network, _ string, c syscall.RawConn) error {
+			if !strings.HasPrefix(network, "tcp") { // a Unix socket has no TCP options
+				return nil
+			}
 			return setUserTimeout(c, userTimeout)
 		},
 	}

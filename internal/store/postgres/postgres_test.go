@@ -3,13 +3,20 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	neturl "net/url"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/goleak"
 
 	"github.com/praetorhq/praetor/internal/store"
@@ -255,5 +262,84 @@ func TestServerEndHasTheBound(t *testing.T) {
 	}
 	if slices.Equal(defaults, []string{"15", "3", "5", "30000"}) {
 		t.Errorf("with tcp_user_timeout=0 the server's settings are %q: ours, not its defaults", defaults)
+	}
+}
+
+// TestUnixSocket connects through a Unix socket (host=/var/run/postgresql,
+// a server on the same host): the socket has no TCP options to set, and
+// the connection is made without them.
+func TestUnixSocket(t *testing.T) {
+	url := testenv.Postgres(t)
+	pc, err := pgconn.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A directory of its own, short enough for a socket's path.
+	dir, err := os.MkdirTemp("", "pg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	port := strconv.Itoa(int(pc.Port))
+	ln, err := net.Listen("unix", filepath.Join(dir, ".s.PGSQL."+port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Forward each connection to the test's server, both ways.
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u, err := net.Dial("tcp", net.JoinHostPort(pc.Host, port))
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			conns = append(conns, c, u)
+			mu.Unlock()
+			for _, d := range [][2]net.Conn{{c, u}, {u, c}} {
+				wg.Go(func() {
+					_, _ = io.Copy(d[0], d[1])
+					d[0].Close()
+					d[1].Close()
+				})
+			}
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+
+	if strings.Contains(url, "://") {
+		u, err := neturl.Parse(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.Host = ""
+		q := u.Query()
+		q.Set("host", dir)
+		q.Set("port", port)
+		u.RawQuery = q.Encode()
+		url = u.String()
+	} else {
+		url += " host=" + dir + " port=" + port
+	}
+	var one int
+	if err := open(t, url).Pool().QueryRow(t.Context(), `SELECT 1`).Scan(&one); err != nil {
+		t.Fatalf("through the socket in %s: %v", dir, err)
 	}
 }
