@@ -192,12 +192,14 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 // session, with its locks (the relay's advisory lock: no relay would lead;
 // a transaction's row locks), to the server's kernel keepalive, some two
 // hours. The server's settings of the same names in the URL (sent at
-// start) win. A server that cannot set one (a Unix socket, a system
-// without the option) ignores it.
+// start, as parameters or in its options: -c name=value, --name=value)
+// win. A server that cannot set one (a Unix socket, a system without the
+// option) ignores it.
 func serverKeepalive(userTimeout time.Duration, params map[string]string) string {
 	if userTimeout <= 0 {
 		return ""
 	}
+	options := strings.ReplaceAll(params["options"], "-", "_") // --tcp-user-timeout=… names tcp_user_timeout
 	secs := func(d time.Duration) int64 { return max(int64(d/time.Second), 1) }
 	var sets []string
 	for _, kv := range []struct {
@@ -209,7 +211,7 @@ func serverKeepalive(userTimeout time.Duration, params map[string]string) string
 		{"tcp_keepalives_count", 5},
 		{"tcp_user_timeout", userTimeout.Milliseconds()},
 	} {
-		if _, given := params[kv.name]; !given {
+		if _, given := params[kv.name]; !given && !strings.Contains(options, kv.name+"=") {
 			sets = append(sets, fmt.Sprintf("SET %s = %d", kv.name, kv.value))
 		}
 	}

@@ -255,6 +255,7 @@ func TestServerEndHasTheBound(t *testing.T) {
 		{"the default bound", open(t, url), []string{"15", "3", "5", "30000"}},
 		{"the URL's bound", open(t, with("tcp_user_timeout=20000")), []string{"10", "2", "5", "20000"}},
 		{"the URL's keepalive", open(t, with("tcp_keepalives_idle=7")), []string{"7", "3", "5", "30000"}},
+		{"the URL's options", open(t, with("options=-c%20tcp_keepalives_idle%3D7%20--tcp-user-timeout%3D20000")), []string{"7", "3", "5", "20000"}},
 	} {
 		if got := show(tc.db); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: the server's keepalive idle, interval, count and user timeout are %q, want %q", tc.name, got, tc.want)
