@@ -201,21 +201,39 @@ func serverKeepalive(userTimeout time.Duration, params map[string]string) string
 	}
 	options := strings.ReplaceAll(params["options"], "-", "_") // --tcp-user-timeout=… names tcp_user_timeout
 	secs := func(d time.Duration) int64 { return max(int64(d/time.Second), 1) }
-	var sets []string
-	for _, kv := range []struct {
-		name  string
-		value int64
-	}{
+	var sets []setting
+	for _, kv := range []setting{
 		{"tcp_keepalives_idle", secs(userTimeout / 2)},
 		{"tcp_keepalives_interval", secs(userTimeout / 10)},
 		{"tcp_keepalives_count", 5},
 		{"tcp_user_timeout", userTimeout.Milliseconds()},
 	} {
 		if _, given := params[kv.name]; !given && !strings.Contains(options, kv.name+"=") {
-			sets = append(sets, fmt.Sprintf("SET %s = %d", kv.name, kv.value))
+			sets = append(sets, kv)
 		}
 	}
-	return strings.Join(sets, "; ")
+	return setSettings(sets)
+}
+
+// setting is a server setting of a whole number.
+type setting struct {
+	name  string
+	value int64
+}
+
+// setSettings returns the statement that sets each of sets for the session
+// ("" for none). A setting the server does not have (tcp_user_timeout
+// before PostgreSQL 12) is left out rather than failing the connection.
+func setSettings(sets []setting) string {
+	if len(sets) == 0 {
+		return ""
+	}
+	rows := make([]string, len(sets))
+	for i, s := range sets {
+		rows[i] = fmt.Sprintf("('%s', '%d')", s.name, s.value)
+	}
+	return `SELECT set_config(s.name, v.value, false) FROM (VALUES ` + strings.Join(rows, ", ") +
+		`) AS v(name, value) JOIN pg_settings s ON s.name = v.name`
 }
 
 // dialer returns the dialer of the pool's connections. With userTimeout (0
