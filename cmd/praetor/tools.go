@@ -179,7 +179,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs.StringVar(&since, 0, "since", "", "start at this time: RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (1h)")
 	toolNATSFlags(fs, &natsURL, &dataDir)
 	fs.StringVar(&session, 0, "session", "", "rebuild this session from its events and recorded model answers, and check its state hash")
-	fs.StringListVar(&enginesDirs, 0, "engines-dir", "engine directories the session's engine may come from, one per version it ran when it changed mid-way (with --session)")
+	fs.StringListVar(&enginesDirs, 0, "engines-dir", "engine directories besides the shipped engines, whose released versions are built in: your engines' older versions, or the engine files of the build that recorded the session (with --session)")
 	fs.StringVar(&workflowRun, 0, "workflow", "", "rebuild this workflow run from its events on PRAETOR_WORKFLOWS; print its state and hash")
 	fs.StringVar(&tenant, 0, "tenant", "default", "tenant of the --workflow run")
 	return &ff.Command{
@@ -193,7 +193,8 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			"(no model is called): a line per turn on stderr with its state hash, ok or DIVERGED from the\n" +
 			"hash the live run recorded, then the state as JSON on stdout; before, while it reads and\n" +
 			"rebuilds, a line a second says what it is at. It fails naming the turn and the\n" +
-			"model call it cannot serve, or the engine version it lacks (--engines-dir, one per version).\n" +
+			"model call it cannot serve, or the engine version it lacks (--engines-dir; the shipped engines'\n" +
+			"released versions are built in).\n" +
 			"--workflow RUN folds a run's events from PRAETOR_WORKFLOWS and prints its state and hash.",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {

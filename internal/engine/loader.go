@@ -164,16 +164,38 @@ func FileSource(file string) Source {
 type Catalog struct {
 	defs map[string]*Definition
 	// versions holds every valid version of each engine the sources
-	// defined, overridden ones too (a later source's same version wins).
+	// defined, overridden and frozen ones too (a later source's same
+	// version wins, and an engine file's wins over a frozen copy's).
 	versions map[string]map[string]*Definition
+	// revisions holds every valid definition of each version, in load
+	// order: an engine file and a copy that differ at the same version.
+	revisions map[string]map[string][]*Definition
 }
 
-// Version returns an engine at a version: the one Get returns, or one a
-// later source overrode. A replay of a session that went on under a new
-// version of its engine needs each version it ran.
+// Version returns an engine at a version: the one Get returns, one a
+// later source overrode, or a frozen one. A replay of a session that went
+// on under a new version of its engine needs each version it ran.
 func (c *Catalog) Version(id, version string) (*Definition, bool) {
 	d, ok := c.versions[id][version]
 	return d, ok
+}
+
+// Revisions returns every definition of an engine at a version the
+// sources held, one per digest, the one Version returns first: a file
+// edited without a new version and a copy of it from before the edit are
+// two. A replay takes the one of the digest the live run recorded.
+func (c *Catalog) Revisions(id, version string) []*Definition {
+	first, ok := c.versions[id][version]
+	if !ok {
+		return nil
+	}
+	out := []*Definition{first}
+	for _, d := range c.revisions[id][version] {
+		if !slices.ContainsFunc(out, func(o *Definition) bool { return o.Digest() == d.Digest() }) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Versions returns the versions of an engine the catalog holds, sorted.
@@ -205,12 +227,20 @@ func (c *Catalog) Len() int { return len(c.defs) }
 // engines), and returns the engines that have no errors. The report holds
 // every error and warning, sorted; err is non-nil (an *InvalidError wrapping
 // ErrInvalid) when there is any error, or when a source cannot be read.
+//
+// A file named ENGINE_ID@VERSION.yaml is a frozen version (engines/history
+// holds the shipped ones): a copy of an engine as it was released, kept so
+// that sessions recorded on it replay. It is loaded at its version only
+// (Version, Revisions), never as the engine Get returns, nor as a
+// duplicate of the engine's file; where an engine file defines the same
+// version, Version returns the file's.
 func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 	var rep Report
 	type parsed struct {
 		def    *Definition
 		file   string
 		bad    bool
+		frozen bool
 		source int
 		sum    [sha256.Size]byte
 	}
@@ -230,7 +260,9 @@ func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 			def, r := parseFile(display, data, true)
 			rep.Merge(r)
 			if def != nil {
-				all = append(all, parsed{def: def, file: display, bad: !r.Valid(), source: si, sum: sha256.Sum256(data)})
+				_, _, frozen := FrozenName(path.Base(name))
+				all = append(all, parsed{def: def, file: display, bad: !r.Valid(), frozen: frozen, source: si,
+					sum: sha256.Sum256(data)})
 			}
 		}
 	}
@@ -240,7 +272,7 @@ func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 	from := map[string]int{}
 	sums := map[string][sha256.Size]byte{}
 	for _, p := range all {
-		if p.def.EngineID == "" {
+		if p.def.EngineID == "" || p.frozen {
 			continue
 		}
 		if prev, dup := known[p.def.EngineID]; dup {
@@ -256,30 +288,56 @@ func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 		}
 		known[p.def.EngineID], from[p.def.EngineID], sums[p.def.EngineID] = p.file, p.source, p.sum
 	}
-	cat := &Catalog{defs: map[string]*Definition{}, versions: map[string]map[string]*Definition{}}
+	// A frozen version may hand off to an engine that is itself only
+	// frozen now: its sessions did.
+	frozenIDs := map[string]bool{}
+	for _, p := range all {
+		frozenIDs[p.def.EngineID] = frozenIDs[p.def.EngineID] || p.frozen
+	}
+	cat := &Catalog{defs: map[string]*Definition{}, versions: map[string]map[string]*Definition{},
+		revisions: map[string]map[string][]*Definition{}}
+	var frozen []*Definition
 	for _, p := range all {
 		r := p.def.locate(Validate(p.def, ValidateEnv{Registry: reg, Engines: func(id string) bool {
 			_, ok := known[id]
-			return ok
+			return ok || p.frozen && frozenIDs[id]
 		}}))
+		if id, version, ok := FrozenName(path.Base(p.file)); ok && p.def.EngineID != "" &&
+			(id != p.def.EngineID || version != p.def.Version) {
+			r.Add(Issue{Severity: SeverityError, File: p.file, Path: "version", Pos: p.def.PosOf("version"), Rule: "frozen-name",
+				Message: fmt.Sprintf("the file of a frozen version is named ENGINE_ID@VERSION.yaml, and this one defines %s %s",
+					p.def.EngineID, p.def.Version)})
+		}
 		rep.Merge(r)
 		if !r.Valid() || p.bad || p.def.EngineID == "" {
 			continue
 		}
-		if known[p.def.EngineID] == p.file {
-			cat.defs[p.def.EngineID] = p.def
+		id := p.def.EngineID
+		if cat.revisions[id] == nil {
+			cat.versions[id], cat.revisions[id] = map[string]*Definition{}, map[string][]*Definition{}
 		}
-		if from[p.def.EngineID] != p.source || known[p.def.EngineID] == p.file { // not a duplicate within a source
-			if cat.versions[p.def.EngineID] == nil {
-				cat.versions[p.def.EngineID] = map[string]*Definition{}
-			}
-			cat.versions[p.def.EngineID][p.def.Version] = p.def
+		cat.revisions[id][p.def.Version] = append(cat.revisions[id][p.def.Version], p.def)
+		if p.frozen {
+			frozen = append(frozen, p.def)
+			continue
+		}
+		if known[id] == p.file {
+			cat.defs[id] = p.def
+		}
+		if from[id] != p.source || known[id] == p.file { // not a duplicate within a source
+			cat.versions[id][p.def.Version] = p.def
 		}
 	}
 	// The engine Get returns is its version's, whatever a source before
-	// it defined at that version.
+	// it defined at that version; a frozen copy stands for a version no
+	// engine file defines.
 	for id, d := range cat.defs {
 		cat.versions[id][d.Version] = d
+	}
+	for _, d := range frozen {
+		if _, ok := cat.versions[d.EngineID][d.Version]; !ok {
+			cat.versions[d.EngineID][d.Version] = d
+		}
 	}
 	rep.Sort()
 	return cat, rep, rep.Err()
@@ -324,6 +382,24 @@ func readLimited(fsys fs.FS, name string) ([]byte, error) {
 		return nil, err
 	}
 	return data, nil
+}
+
+// FrozenName splits the name of a frozen version's file,
+// ENGINE_ID@VERSION.yaml (or .yml), into its engine id and version; ok is
+// false for any other name.
+func FrozenName(name string) (id, version string, ok bool) {
+	base, found := strings.CutSuffix(name, ".yaml")
+	if !found {
+		base, found = strings.CutSuffix(name, ".yml")
+	}
+	if !found {
+		return "", "", false
+	}
+	id, version, ok = strings.Cut(base, "@")
+	if !ok || id == "" || version == "" {
+		return "", "", false
+	}
+	return id, version, true
 }
 
 // ListEngineFiles returns the engine files a source would load.

@@ -7,6 +7,7 @@ package builtin
 
 import (
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 
@@ -56,9 +57,14 @@ func Registry() (*engine.Registry, error) {
 	return reg, nil
 }
 
-// Source is the engines shipped with Praetor, embedded in the binary.
+// Source is the engines shipped with Praetor, embedded in the binary, with
+// the frozen copies of their released versions (engines/history), which
+// replays of the sessions recorded on them need.
 func Source() engine.Source {
-	return engine.Source{FS: engines.FS, Dir: ".", Label: "praetor:engines"}
+	// The patterns are valid: Glob cannot fail.
+	files, _ := fs.Glob(engines.FS, "*.yaml")
+	frozen, _ := fs.Glob(engines.FS, "history/*.yaml")
+	return engine.Source{FS: engines.FS, Dir: ".", Label: "praetor:engines", Files: append(files, frozen...)}
 }
 
 // Load loads the shipped engines and those of dirs (praetor's
