@@ -104,7 +104,8 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		if !t.Match {
 			mark = "DIVERGED (recorded " + t.RecordedHash + ")"
 			if t.EngineChanged {
-				mark += ": the engine file was edited since, without a new version"
+				mark += ": the live run's definition of " + res.EngineID + " " + t.EngineVersion + " (another digest) is not loaded; " +
+					"give the directory of the engine files it ran with --engines-dir"
 			}
 		}
 		if t.EngineVersion != version {

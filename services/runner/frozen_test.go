@@ -125,3 +125,48 @@ func TestReplayRunsEachTurnOnItsFrozenVersion(t *testing.T) {
 		t.Errorf("replay without the frozen copy: %v, want 1.0.0 named as not loaded", err)
 	}
 }
+
+// A session that went on after its engine's file was edited without a new
+// version ran two definitions of one version. Given both (the earlier
+// build's engines with --engines-dir), a replay takes for each turn the one
+// of the digest it recorded, and matches; given only the edited one, it
+// says that the definition of the first turn's digest is not loaded and
+// where to find it. It used to replay every turn with the definition the
+// last source gave, and diverge at the other's turns.
+func TestReplayTakesTheDefinitionOfEachTurnsDigest(t *testing.T) {
+	first := tinyAt("1.0.0", "Ask about the goal.")
+	edited := tinyAt("1.0.0", "Ask about the goal, briefly.")
+	rig := runnertest.New(t, runnertest.Options{Engines: map[string]string{"tiny.yaml": first}})
+	old := recording(t, rig, rig.Engines)
+	sid := rig.CreateSession(t, "tiny", "digests-1")
+	say(t, rig, sid, 1, "We want to sell pottery online.")
+	stop(t, old)
+	editedBuild := tinyCatalog(t, rig, map[string]string{"tiny.yaml": edited})
+	recording(t, rig, editedBuild)
+	say(t, rig, sid, 2, "Mostly mugs.")
+	sess, _ := rig.Session(t, sid)
+	evs, calls := rig.SessionEvents(t, sid), rig.Events(t, contracts.StreamLLM, contracts.LLMCallRecordedSpec.Type)
+
+	// The edited build, and the first build's engines given after it.
+	both, rep, err := builtin.LoadWith(rig.Registry,
+		engine.Source{FS: fstest.MapFS{"tiny.yaml": {Data: []byte(edited)}}, Dir: ".", Label: "edited"},
+		engine.Source{FS: fstest.MapFS{"tiny.yaml": {Data: []byte(first)}}, Dir: ".", Label: "first"})
+	if err != nil {
+		t.Fatalf("load: %v\n%v", err, rep.Errors)
+	}
+	res, err := replayRecorded(t, rig, both, evs, calls)
+	if err != nil || res.Diverged || res.StateHash != sess.StateHash || len(res.Turns) != 2 ||
+		res.Turns[0].EngineChanged || res.Turns[1].EngineChanged {
+		t.Fatalf("replay with both definitions: %v; result %+v, live hash %s", err, res, sess.StateHash)
+	}
+
+	firstDef, _ := rig.Engines.Get("tiny")
+	_, err = replayRecorded(t, rig, editedBuild, evs, calls)
+	for _, want := range []string{"turn 1 (" + runnertest.TurnID(sid, 1) + ")",
+		"the live run used a definition of tiny 1.0.0 (digest " + firstDef.Digest()[:12] + ") that is not loaded",
+		"--engines-dir"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("replay with the edited definition alone: %v, want %q", err, want)
+		}
+	}
+}

@@ -27,8 +27,9 @@ type ReplayedTurn struct {
 	// EngineVersion is the version of the engine the step ran with.
 	EngineVersion string `json:"engine_version"`
 	// EngineChanged is set when the live run recorded its engine's digest
-	// and the engine this step ran with has another: the engine file was
-	// edited without a new version, and the replay cannot be the live run.
+	// and no loaded definition of its version has it: the live run's
+	// engine file was another at this version (edited without a new
+	// version), and the replay cannot be the live run without it.
 	EngineChanged bool `json:"engine_changed,omitempty"`
 	// StateHash is the hash of the rebuilt state; RecordedHash the one the
 	// live run published in turn.responded ("" when it published none).
@@ -117,11 +118,19 @@ func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, session
 		return nil, ErrNoSessionStart
 	}
 	// A session goes on under a new version of its engine once it is
-	// loaded: each step is replayed with the version it ran with.
-	defAt := func(version string) (*engine.Definition, error) {
-		d, ok := engines.Version(start.EngineID, version)
-		if ok {
-			return d, nil
+	// loaded: each step is replayed with the version it ran with, and of
+	// that version with the definition of the digest it recorded, where
+	// one is loaded (the live run's file, edited without a new version,
+	// given with --engines-dir beside the frozen copy).
+	defAt := func(version, digest string) (*engine.Definition, error) {
+		revs := engines.Revisions(start.EngineID, version)
+		for _, d := range revs {
+			if d.Digest() == digest {
+				return d, nil
+			}
+		}
+		if len(revs) > 0 {
+			return revs[0], nil
 		}
 		loaded := engines.Versions(start.EngineID)
 		if len(loaded) == 0 {
@@ -130,7 +139,20 @@ func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, session
 		return nil, fmt.Errorf("%s %s, which is not loaded (loaded: %s; give each version's engine directory with --engines-dir)",
 			start.EngineID, version, strings.Join(loaded, ", "))
 	}
-	def, err := defAt(start.EngineVersion)
+	// The session started on the definition its first step at the start
+	// version ran with: session.started records no digest.
+	startDigest := ""
+	for _, ev := range steps {
+		key := ev.ID()
+		if ev.Type() == contracts.TaskReturnedSpec.Type {
+			key = mergedEventID(key)
+		}
+		if versions[key] == start.EngineVersion && digests[key] != "" {
+			startDigest = digests[key]
+			break
+		}
+	}
+	def, err := defAt(start.EngineVersion, startDigest)
 	if err != nil {
 		return nil, fmt.Errorf("replay: session %s started on %w", start.SessionID, err)
 	}
@@ -138,8 +160,8 @@ func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, session
 		return digests[key] != "" && d.Digest() != "" && digests[key] != d.Digest()
 	}
 	stepDef := func(key string) (*engine.Definition, error) {
-		if v := versions[key]; v != "" && v != def.Version {
-			return defAt(v)
+		if v := versions[key]; v != "" && (v != def.Version || changed(key, def)) {
+			return defAt(v, digests[key])
 		}
 		return def, nil
 	}
@@ -229,8 +251,7 @@ func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, session
 			err = missedCall(r)
 		}
 		if err != nil && changed(te.TurnID, def) {
-			err = fmt.Errorf("%w; the loaded %s %s is not the definition the live run used (digest %.12s, the live run's %.12s): "+
-				"its file was edited without a new version", err, def.EngineID, def.Version, def.Digest(), digests[te.TurnID])
+			err = fmt.Errorf("%w; %s", err, notLoaded(engines, def, digests[te.TurnID]))
 		}
 		if err != nil {
 			return nil, fmt.Errorf("replay: turn %d (%s): %w", te.TurnNumber, te.TurnID, err)
@@ -248,6 +269,18 @@ func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, session
 	}
 	out.StateHash = hash
 	return out, nil
+}
+
+// notLoaded says that no loaded definition of def's engine and version
+// has the digest the live run recorded, and where to find it.
+func notLoaded(engines *engine.Catalog, def *engine.Definition, digest string) string {
+	var loaded []string
+	for _, d := range engines.Revisions(def.EngineID, def.Version) {
+		loaded = append(loaded, fmt.Sprintf("%.12s", d.Digest()))
+	}
+	return fmt.Sprintf("the live run used a definition of %s %s (digest %.12s) that is not loaded (loaded at %s: %s): "+
+		"its file was edited without a new version; give the directory of the engine files it ran with --engines-dir",
+		def.EngineID, def.Version, digest, def.Version, strings.Join(loaded, ", "))
 }
 
 // missedCalls is a replay's LLM (a record.Replayer) that says which call

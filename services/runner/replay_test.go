@@ -140,9 +140,10 @@ func TestReplayNamesTheCallItCannotServe(t *testing.T) {
 	}
 }
 
-// editedExploration is a catalog whose exploration engine is the shipped
-// one at version, its first phase's instructions edited; the shipped
-// version stays in the catalog, overridden.
+// editedExploration is the catalog of a build whose exploration engine is
+// the shipped one at version, its first phase's instructions edited: the
+// shipped engines, exploration's file edited in place and the frozen copy
+// of that version gone (the other versions stay frozen).
 func editedExploration(t *testing.T, rig *runnertest.Rig, version string) *engine.Catalog {
 	t.Helper()
 	yaml, err := fs.ReadFile(engines.FS, "exploration.yaml")
@@ -151,7 +152,23 @@ func editedExploration(t *testing.T, rig *runnertest.Rig, version string) *engin
 	}
 	edited := strings.Replace(string(yaml), "agent_instructions: >-\n", "agent_instructions: >-\n      Be brief.\n", 1)
 	edited = strings.Replace(edited, "\nversion: 1.0.0\n", "\nversion: "+version+"\n", 1)
-	cat, _, err := builtin.LoadWith(rig.Registry, engine.Source{FS: fstest.MapFS{"exploration.yaml": {Data: []byte(edited)}}, Dir: "."})
+	fsys := fstest.MapFS{}
+	build := engine.Source{FS: fsys, Dir: ".", Label: "build"}
+	for _, name := range builtin.Source().Files {
+		data, err := fs.ReadFile(engines.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "history/exploration@"+version+".yaml" {
+			continue
+		}
+		if name == "exploration.yaml" {
+			data = []byte(edited)
+		}
+		fsys[name] = &fstest.MapFile{Data: data}
+		build.Files = append(build.Files, name)
+	}
+	cat, _, err := engine.Load(rig.Registry, build)
 	if err != nil {
 		t.Fatal(err)
 	}
