@@ -39,6 +39,9 @@ func TestReleasedVersionsAreFrozen(t *testing.T) {
 				if err == nil {
 					err = os.WriteFile(frozen, data, 0o644)
 				}
+				if err == nil {
+					err = appendDigest(filepath.Base(frozen), def.Digest())
+				}
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -59,11 +62,19 @@ func TestReleasedVersionsAreFrozen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pinned := readDigests(t)
 	for _, frozen := range copies {
 		id, version, ok := engine.FrozenName(filepath.Base(frozen))
 		if !ok {
 			t.Errorf("engines/%s is not named ENGINE_ID@VERSION.yaml", frozen)
 			continue
+		}
+		// The sessions recorded on a version recorded its digest: a
+		// replay tells the definition they ran by it.
+		if got, want := parse(t, frozen).Digest(), pinned[filepath.Base(frozen)]; got != want {
+			t.Errorf("engines/%s has digest %s, and %s was recorded when it was frozen (engines/%s): "+
+				"a frozen copy never changes, nor does how a definition hashes (the JSON of internal/engine's types), "+
+				"or every session recorded on it is told it ran another definition", frozen, got, orNone(want), digestsFile)
 		}
 		if v, ok := newest[id]; ok && semverLess(v, version) {
 			t.Errorf("engines/%s is newer than the engine file's version %s: new sessions start on the engine file's; "+
@@ -107,6 +118,44 @@ func TestShippedCatalogHoldsTheFrozenVersions(t *testing.T) {
 			t.Errorf("the catalog has no %s %s of engines/%s's digest (versions %v)", id, version, frozen, cat.Versions(id))
 		}
 	}
+}
+
+// digestsFile pins the digest of each frozen copy, "NAME DIGEST" a line,
+// as it was when the copy was frozen.
+var digestsFile = filepath.Join("history", "digests.txt")
+
+func readDigests(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(digestsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for line := range strings.Lines(string(data)) {
+		if name, digest, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			out[name] = digest
+		}
+	}
+	return out
+}
+
+func appendDigest(name, digest string) error {
+	f, err := os.OpenFile(digestsFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(name + " " + digest + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func parse(t *testing.T, file string) *engine.Definition {
