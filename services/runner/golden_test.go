@@ -38,10 +38,11 @@ import (
 // already in JetStream replay to. Such a change must be gated, so that a
 // session keeps the rules it started with, live and in a replay:
 //
-//   - a change of an engine's YAML takes a new engine version (the session
-//     goes on with the new one only from the turn it was loaded; a replay
-//     needs the old definition: praetor replay --engines-dir, and this
-//     test a copy of the old YAML kept under testdata/golden, loaded here);
+//   - a change of an engine's YAML takes a new engine version, frozen in
+//     engines/history (engines/README.md, "Versions"): the session goes on
+//     with the new one only from the turn it was loaded, and a replay runs
+//     each step on the definition of the digest it recorded, which the
+//     frozen copies keep built in;
 //   - a change of the runner's or an engine package's rules takes a new
 //     engine.MemorySchemaVersion, the old path kept for older versions
 //     (obligation.Ask's resting, the runner's handover, coreProblemCarried).
@@ -111,6 +112,11 @@ func replayGolden(t *testing.T, file string) error {
 		}
 		if !step.Match {
 			return fmt.Errorf("%s diverges: state %s, the live run's %s", name, step.StateHash, step.RecordedHash)
+		}
+		if step.EngineChanged {
+			// Each recorded digest is a frozen version's: a step that ran on
+			// another definition matched by chance.
+			return fmt.Errorf("%s ran on %s, not on the definition the live run recorded", name, step.EngineVersion)
 		}
 		replayed[key] = true
 	}
