@@ -48,3 +48,24 @@ func TestValidateTakesFrozenVersions(t *testing.T) {
 		t.Errorf("validate of a misnamed frozen copy: exit %d, want 1 and a frozen-name error\n%s", cmd.ProcessState.ExitCode(), out)
 	}
 }
+
+// An engine whose only file is a frozen version (mine@1.0.0.yaml) is
+// loaded for replays alone: validate says so, and how to name the file for
+// sessions to start on it, where it listed the loaded engines without it
+// and reported nothing.
+func TestValidateSaysAFrozenVersionAloneStartsNoSession(t *testing.T) {
+	minimal, err := os.ReadFile("../../internal/engine/testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	data := strings.Replace(string(minimal), "engine_id: minimal", "engine_id: mine", 1)
+	if err := os.WriteFile(filepath.Join(dir, "mine@1.0.0.yaml"), []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, "validate", dir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "mine@1.0.0.yaml") || !strings.Contains(string(out), "[frozen-only]") ||
+		!strings.Contains(string(out), "mine.yaml") || !strings.Contains(string(out), "0 errors, 1 warning;") {
+		t.Errorf("validate of a frozen version alone: %v, want a frozen-only warning naming mine.yaml\n%s", err, out)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -52,6 +53,9 @@ error. The JSON Schema of the format is engines/engine.schema.json.`),
 			var invalid *engine.InvalidError
 			if loadErr != nil && !asInvalid(loadErr, &invalid) {
 				return loadErr
+			}
+			if err := warnFrozenOnly(&report, cat, srcs); err != nil {
+				return err
 			}
 			if asJSON {
 				enc := json.NewEncoder(g.stdout)
@@ -120,6 +124,34 @@ func engineSources(args []string) ([]engine.Source, error) {
 		srcs = append(srcs, src)
 	}
 	return srcs, nil
+}
+
+// warnFrozenOnly warns of each frozen version (ENGINE_ID@VERSION.yaml) of
+// srcs whose engine no engine file defines: the loader takes it for
+// replays alone, and an author who named an engine's only file so would
+// see it listed nowhere and served by no one.
+func warnFrozenOnly(report *engine.Report, cat *engine.Catalog, srcs []engine.Source) error {
+	for _, src := range srcs {
+		files, err := engine.ListEngineFiles(src)
+		if err != nil {
+			return err
+		}
+		for _, name := range files {
+			id, version, ok := engine.FrozenName(path.Base(name))
+			if !ok {
+				continue
+			}
+			def, loaded := cat.Version(id, version)
+			if _, served := cat.Get(id); served || !loaded {
+				continue
+			}
+			report.Add(engine.Issue{Severity: engine.SeverityWarning, File: path.Join(src.Label, name), Pos: def.PosOf("engine_id"),
+				Path: "engine_id", Rule: "frozen-only", Message: fmt.Sprintf("a frozen version of %s, loaded for replays only: "+
+					"no engine file defines %s, so no session starts on it (name the file %s.yaml to start sessions on it)", id, id, id)})
+		}
+	}
+	report.Sort()
+	return nil
 }
 
 // plural is one when n is 1, else many.
