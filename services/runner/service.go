@@ -296,6 +296,15 @@ func (s *Service) load(ctx context.Context, ev event.Event, tenantID, sessionID,
 		return sess, nil, nil, events.PassOn(ctx, fmt.Errorf("session %s: working memory version %d is newer than this runner runs (%d)",
 			sess.ID, mem.SchemaVersion, s.memoryVersion), events.PassOnDeliveries)
 	}
+	if _, ok := def.Phase(mem.Phase.Current); !ok {
+		if _, has := s.cfg.Engines.Version(sess.EngineID, mem.EngineVersion); !has {
+			// A newer replica ran the session on a version of its engine
+			// this one has not loaded (an upgrade rolling out), into a
+			// phase this one's does not have: one that has it takes it.
+			return sess, nil, nil, events.PassOn(ctx, fmt.Errorf("session %s is in phase %q of %s %s, which this runner has not loaded (it runs %s)",
+				sess.ID, mem.Phase.Current, sess.EngineID, mem.EngineVersion, def.Version), events.PassOnDeliveries)
+		}
+	}
 	// As the copy a turn used to work on: the turn now works on mem itself
 	// (processOwned).
 	if err := mem.NormalizeDecoded(); err != nil {
