@@ -48,8 +48,8 @@ func TestReleasedVersionsAreFrozen(t *testing.T) {
 				t.Logf("froze %s %s as engines/%s", def.EngineID, def.Version, frozen)
 				continue
 			}
-			t.Errorf("engines/%s is at version %s, which has no frozen copy: freeze it (%s) and commit engines/%s",
-				file, def.Version, freezeCommand, frozen)
+			t.Errorf("engines/%s is at version %s, which has no frozen copy: freeze it (%s) and commit engines/%s "+
+				"and engines/history/digests.txt", file, def.Version, freezeCommand, frozen)
 			continue
 		}
 		if got := parse(t, frozen); got.Digest() != def.Digest() {
@@ -177,6 +177,7 @@ func nextVersions(v string) string {
 	return strings.Join([]string{
 		strconv.Itoa(n[0]) + "." + strconv.Itoa(n[1]) + "." + strconv.Itoa(n[2]+1) + " for a fix",
 		strconv.Itoa(n[0]) + "." + strconv.Itoa(n[1]+1) + ".0 for a change",
+		strconv.Itoa(n[0]+1) + ".0.0 for a change of what it asks",
 	}, ", ")
 }
 
