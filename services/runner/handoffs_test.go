@@ -149,8 +149,12 @@ func TestSessionStartedBeforeDecisionKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newSession(t, "exploration")
-	m, err := runner.StartMemory(s.def, *started)
+	// The session started on the version it recorded, whatever the newest is.
+	def, ok := enginetest.Shipped(t).Version(started.EngineID, started.EngineVersion)
+	if !ok {
+		t.Fatalf("%s %s is not shipped", started.EngineID, started.EngineVersion)
+	}
+	m, err := runner.StartMemory(def, *started)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +166,7 @@ func TestSessionStartedBeforeDecisionKeys(t *testing.T) {
 	m.TurnNumber = 10
 	enginetest.Set(m, "decision.decision_made", "custom build", 0.85, 10)
 	enginetest.Set(m, "decision.reasoning", "It gives us full control over the schedule", 0.85, 10)
-	h, err := handoff.Builtin().Map(handoff.Input{Source: s.def, Memory: m, TargetEngineID: "project-discovery",
+	h, err := handoff.Builtin().Map(handoff.Input{Source: def, Memory: m, TargetEngineID: "project-discovery",
 		Reason: "User reached decision and ready to define requirements", Now: epoch})
 	if err != nil {
 		t.Fatal(err)

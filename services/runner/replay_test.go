@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -126,7 +127,7 @@ func TestReplayNamesTheCallItCannotServe(t *testing.T) {
 
 	// The same version of the engine, its first phase's instructions edited
 	// since: the first turn's prompt is not the live run's.
-	_, err = replayRecorded(t, rig, editedExploration(t, rig, "1.0.0"), evs, calls)
+	_, err = replayRecorded(t, rig, editedExploration(t, rig, shippedExploration(t, rig)), evs, calls)
 	turn1 := runnertest.TurnID("missed-1", 1)
 	var first string
 	for _, ev := range calls {
@@ -140,6 +141,17 @@ func TestReplayNamesTheCallItCannotServe(t *testing.T) {
 	}
 }
 
+// shippedExploration is the version of exploration that new sessions
+// start on: its file's.
+func shippedExploration(t *testing.T, rig *runnertest.Rig) string {
+	t.Helper()
+	def, ok := rig.Engines.Get("exploration")
+	if !ok {
+		t.Fatal("exploration is not shipped")
+	}
+	return def.Version
+}
+
 // editedExploration is the catalog of a build whose exploration engine is
 // the shipped one at version, its first phase's instructions edited: the
 // shipped engines, exploration's file edited in place and the frozen copy
@@ -151,7 +163,7 @@ func editedExploration(t *testing.T, rig *runnertest.Rig, version string) *engin
 		t.Fatal(err)
 	}
 	edited := strings.Replace(string(yaml), "agent_instructions: >-\n", "agent_instructions: >-\n      Be brief.\n", 1)
-	edited = strings.Replace(edited, "\nversion: 1.0.0\n", "\nversion: "+version+"\n", 1)
+	edited = strings.Replace(edited, "\nversion: "+shippedExploration(t, rig)+"\n", "\nversion: "+version+"\n", 1)
 	fsys := fstest.MapFS{}
 	build := engine.Source{FS: fsys, Dir: ".", Label: "build"}
 	for _, name := range builtin.Source().Files {
@@ -189,12 +201,16 @@ func TestReplayFollowsTheEngineVersionOfEachTurn(t *testing.T) {
 	say(t, rig, sid, 1, "Tell me about hosting options.")
 	say(t, rig, sid, 2, "We know AWS a little.")
 	stop(t, old)
-	newer := editedExploration(t, rig, "1.1.0")
+	shipped := shippedExploration(t, rig)
+	major, minor, _ := strings.Cut(shipped, ".")
+	n, _ := strconv.Atoi(strings.Split(minor, ".")[0])
+	version := fmt.Sprintf("%s.%d.0", major, n+1) // the next release, not shipped
+	newer := editedExploration(t, rig, version)
 	recording(t, rig, newer)
 	say(t, rig, sid, 3, "Cost matters most.")
 	sess, m := rig.Session(t, sid)
-	if m.EngineVersion != "1.1.0" {
-		t.Fatalf("the live session is at engine %s after the restart, want 1.1.0", m.EngineVersion)
+	if m.EngineVersion != version {
+		t.Fatalf("the live session is at engine %s after the restart, want %s", m.EngineVersion, version)
 	}
 	evs, calls := rig.SessionEvents(t, sid), rig.Events(t, contracts.StreamLLM, contracts.LLMCallRecordedSpec.Type)
 
@@ -208,12 +224,12 @@ func TestReplayFollowsTheEngineVersionOfEachTurn(t *testing.T) {
 			ran = append(ran, rt.EngineVersion)
 		}
 	}
-	if res.Diverged || res.StateHash != sess.StateHash || !slices.Equal(ran, []string{"1.0.0", "1.0.0", "1.1.0"}) {
+	if res.Diverged || res.StateHash != sess.StateHash || !slices.Equal(ran, []string{shipped, shipped, version}) {
 		t.Errorf("replay with both versions: diverged %t, hash %s (live %s), versions %v", res.Diverged, res.StateHash,
 			sess.StateHash, ran)
 	}
 	_, err = replayRecorded(t, rig, rig.Engines, evs, calls)
-	if want := "turn 3 (" + runnertest.TurnID(sid, 3) + ") ran exploration 1.1.0, which is not loaded (loaded: 1.0.0"; err == nil ||
+	if want := "turn 3 (" + runnertest.TurnID(sid, 3) + ") ran exploration " + version + ", which is not loaded (loaded: "; err == nil ||
 		!strings.Contains(err.Error(), want) {
 		t.Errorf("replay with the old version alone: %v, want %q", err, want)
 	}
@@ -237,7 +253,7 @@ func TestReplayNamesAnEngineEditedWithoutANewVersion(t *testing.T) {
 	sid := rig.CreateSession(t, "exploration", "digest-1")
 	say(t, rig, sid, 1, "Tell me about hosting options.")
 	stop(t, old)
-	edited := editedExploration(t, rig, "1.0.0")
+	edited := editedExploration(t, rig, shippedExploration(t, rig))
 	recording(t, rig, edited)
 	say(t, rig, sid, 2, "We know AWS a little.")
 	evs, calls := rig.SessionEvents(t, sid), rig.Events(t, contracts.StreamLLM, contracts.LLMCallRecordedSpec.Type)
