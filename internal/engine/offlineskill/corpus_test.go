@@ -258,3 +258,28 @@ func TestConversationCorpus(t *testing.T) {
 		}
 	}
 }
+
+// Exploration's question "What are you unsure about …?" files a plain
+// answer as a knowledge gap, which settles it: asked again, it would have
+// come back until the user happened to say "not sure" or "don't know".
+func TestExplorationKnowledgeGapAnsweredPlainly(t *testing.T) {
+	t.Parallel()
+	s := newCorpusSession(t, "exploration")
+	s.say("I want to figure out how to take table bookings online for my cafe.")
+	s.say("I've used OpenTable at other places but never set one up.")
+	if s.state.Obligations.Focus != "knowledge_gaps_identified" {
+		t.Fatalf("asked for %q, want knowledge_gaps_identified", s.state.Obligations.Focus)
+	}
+	s.say("The monthly fees.")
+	if got, _, _ := s.got("initial_state.knowledge_gaps"); !reflect.DeepEqual(got, []any{"The monthly fees"}) {
+		t.Errorf("knowledge gaps = %#v, want [The monthly fees]", got)
+	}
+	for _, o := range s.state.Obligations.Items {
+		if o.ID == "knowledge_gaps_identified" && o.Status != engine.StatusSatisfied {
+			t.Errorf("knowledge_gaps_identified is %s, want satisfied", o.Status)
+		}
+	}
+	if s.state.Obligations.Focus == "knowledge_gaps_identified" {
+		t.Errorf("the reply asks what the user is unsure about again")
+	}
+}
