@@ -1060,10 +1060,18 @@ func removed(current json.RawMessage, s sentence) []string {
 	}
 	words := strings.FieldsFunc(part, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' })
 	gone, negated, wished := false, false, false
+	var dropped map[string]bool // the words after a verb that drops what follows it
 	for i, w := range words {
 		switch {
 		case wishes[w]:
 			wished = true // "We want double entry to be a thing of the past, no longer …"
+		case dropVerbs[w]:
+			// "We stopped the landscaping jobs", "We're dropping Shopify":
+			// not "We didn't drop Shopify", nor what the user wants to
+			// stop, nor "dropped calls", an item named by the verb.
+			if !wished && dropped == nil && !slices.ContainsFunc(words[max(i-3, 0):i], negation) {
+				dropped = contentWords(strings.Join(words[i+1:], " "))
+			}
 		case i > 0 && words[i-1] == "no" && w == "longer":
 			gone = gone || !wished && dropping(words[i+1:])
 		case w == "forget":
@@ -1071,7 +1079,7 @@ func removed(current json.RawMessage, s sentence) []string {
 			// forget to log their jobs", nor "Don't forget Shopify".
 			gone = gone || !slices.ContainsFunc(words[:i], func(w string) bool { return !forgetLeads[w] }) ||
 				words[i-1] == "can"
-		case w == "not" || w == "never" || w == "cannot" || strings.HasSuffix(w, "n't"):
+		case negation(w):
 			negated = negated || dropping(words[i+1:])
 		}
 	}
@@ -1079,13 +1087,13 @@ func removed(current json.RawMessage, s sentence) []string {
 	for _, p := range []string{" after all ", " any more ", " anymore ", " any longer "} {
 		gone = gone || negated && strings.Contains(padded, p)
 	}
-	if !gone {
+	if !gone && dropped == nil {
 		return nil
 	}
 	said := contentWords(part)
 	var out []string
 	for _, item := range list {
-		if w := contentWords(item); len(w) > 0 && all(w, said) {
+		if w := contentWords(item); len(w) > 0 && all(w, said) && (gone || all(w, dropped)) {
 			out = append(out, "not "+item)
 		}
 	}
@@ -1116,6 +1124,16 @@ var (
 		"connecting": true, "a": true, "an": true, "relevant": true, "problem": true, "issue": true, "matter": true,
 		"matters": true, "apply": true, "applies": true, "there": true, "happen": true, "happening": true, "around": true}
 )
+
+// dropVerbs say the user drops what follows them.
+var dropVerbs = map[string]bool{"stopped": true, "stopping": true, "dropped": true, "dropping": true, "drop": true,
+	"ditched": true, "ditching": true, "ditch": true, "scrapped": true, "scrapping": true, "scrap": true,
+	"cancelled": true, "canceled": true, "cancelling": true, "canceling": true}
+
+// negation reports whether a word negates what follows it.
+func negation(w string) bool {
+	return w == "not" || w == "never" || w == "cannot" || strings.HasSuffix(w, "n't")
+}
 
 // forgetLeads may stand before a "forget" that tells to drop an item.
 var forgetLeads = map[string]bool{"actually": true, "oh": true, "ok": true, "okay": true, "so": true, "and": true,

@@ -1101,6 +1101,24 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a plain answer to what the user is unsure about is a gap", engine: "exploration",
 			focus: "knowledge_gaps_identified", msg: "The monthly fees.",
 			want: map[string]any{"initial_state.knowledge_gaps": []any{"The monthly fees"}}},
+		// A stream the user stopped, an integration they drop, goes; the
+		// sentence answers no question asked.
+		{name: "a stopped item goes", engine: "business-profile", focus: "pricing_model_known",
+			current: map[string]any{"business_model.revenue_streams": []string{"Plants", "the cafe", "landscaping jobs"}},
+			msg:     "Scratch that, we stopped the landscaping jobs last year.",
+			want:    map[string]any{"business_model.revenue_streams": []any{"Plants", "the cafe"}},
+			absent:  []string{"business_model.pricing_model"}},
+		{name: "a dropped item goes", focus: "team_resources_known",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Square", "Shopify"}},
+			msg:     "We're dropping Shopify.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero", "Square"}},
+			absent:  []string{"constraints.team"}},
+		{name: "an item not dropped stays",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
+			msg:     "We didn't drop Shopify.", absent: []string{"constraints.integrations"}},
+		{name: "an item the drop verb names stays",
+			current: map[string]any{"users_and_personas.pain_points": []string{"dropped calls"}},
+			msg:     "The dropped calls are the worst of it.", absent: []string{"users_and_personas.pain_points"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
