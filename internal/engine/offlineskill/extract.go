@@ -109,6 +109,17 @@ func Extract(p extraction.Prompt) Answer {
 		aboutKnown = aboutKnown || blocked
 	}
 	claimed(ans, fields)
+	if takesBackLast(msg) && len(ans.Fields) == 0 && !aboutKnown {
+		// "Scratch that.", "Never mind, the kits are a side thing": the
+		// user takes back what they said last, which answers no question
+		// asked; the question stays open.
+		if path, fa, ok := undone(p); ok {
+			ans.Fields[path] = fa
+		} else if p.Focus != nil && Declines(msg) {
+			ans.DeferredObligations = []string{p.Focus.ID}
+		}
+		return ans
+	}
 	if p.Focus == nil || len(p.Focus.Fields) == 0 {
 		return ans
 	}
@@ -136,6 +147,15 @@ func Extract(p extraction.Prompt) Answer {
 	}
 	answer, hedged, continues := answerPart(msg, engine.LowerText(p.Focus.Question).Contains("feel"))
 	answer = unprompted(answer)
+	if continues {
+		if path, fa, found := aside(p, answer); found {
+			// Names said aside ("Oh, and Shopify too", "Don't forget
+			// Shopify") go on the list of names they belong with,
+			// whatever was asked.
+			ans.Fields[path] = fa
+			return ans
+		}
+	}
 	// Nothing matched the question's fields: the message is the answer to
 	// the first of them that is still open.
 	for _, path := range p.Focus.Fields {
@@ -426,7 +446,98 @@ var askBackPhrases = []string{"you mean", "what kind of", "what sort of", "like 
 
 // continuations start a message that goes on with what the user was
 // saying before the question.
-var continuations = []string{"and ", "also ", "plus ", "oh and ", "another thing"}
+var continuations = []string{"and ", "also ", "plus ", "oh and ", "oh, and ", "another thing", "don't forget about ",
+	"don't forget ", "don’t forget ", "do not forget "}
+
+// takeBackPhrases open a message that takes back what the user said last.
+var takeBackPhrases = []string{"scratch that", "never mind", "nevermind", "forget that", "forget it", "ignore that",
+	"strike that", "disregard that", "cancel that", "forget what i said", "ignore what i said"}
+
+// takesBackLast reports whether a message opens, past its leads ("Sorry,
+// …"), with a phrase that takes back what the user said last.
+func takesBackLast(msg string) bool {
+	s := strings.ReplaceAll(trimLeads(strings.TrimSpace(msg), leads), "’", "'")
+	return slices.ContainsFunc(takeBackPhrases, func(p string) bool { return engine.PhraseIndex(s, p) == 0 })
+}
+
+// undone is the answer that takes off a known list the items the user's
+// last message named ("Oh, and Mailchimp." then "Scratch that."), when
+// items are left: a take-back that would empty a list says nothing of it.
+func undone(p extraction.Prompt) (path string, _ fieldAnswer, ok bool) {
+	last := ""
+	for _, m := range slices.Backward(p.Conversation) {
+		if m.Role == engine.RoleUser && m.Content != p.Message {
+			last = m.Content
+			break
+		}
+	}
+	said := contentWords(last)
+	for _, f := range p.Fields {
+		var list []string
+		if f.ValueType != engine.TypeArray || !isKnown(f) || json.Unmarshal(f.Current, &list) != nil {
+			continue
+		}
+		var gone []string
+		for _, item := range list {
+			if w := contentWords(item); len(w) > 0 && all(w, said) {
+				gone = append(gone, "not "+item)
+			}
+		}
+		if len(gone) == 0 || len(gone) == len(list) {
+			continue
+		}
+		v, _ := grow(f.Current, gone, true)
+		return f.Path, fieldAnswer{Value: v, Confidence: max(confCorrection, f.ConfidenceThreshold),
+			Reasoning: "the user takes back what they added to " + f.DisplayName}, true
+	}
+	return "", fieldAnswer{}, false
+}
+
+// properName reports whether an item is a proper name: a few words, each
+// capitalised or a figure ("Xero", "Google Calendar", "B&Q"), not a phrase
+// that opens a sentence ("Typing everything twice").
+func properName(it string) bool {
+	words := strings.Fields(it)
+	return len(words) > 0 && len(words) <= 4 && !slices.ContainsFunc(words, func(w string) bool {
+		r, _ := utf8.DecodeRuneInString(w)
+		return !unicode.IsUpper(r) && !unicode.IsDigit(r)
+	}) && aName(it)
+}
+
+// aside is the answer to the names a message said aside opens with ("Oh,
+// and Shopify too", "Don't forget Shopify"): they go on the one known list
+// made of names, which they belong with; with none, or two, they answer
+// nothing.
+func aside(p extraction.Prompt, said string) (path string, _ fieldAnswer, ok bool) {
+	var names []string
+	for _, it := range SplitItems(said) {
+		if !properName(it) {
+			break
+		}
+		names = append(names, it)
+	}
+	if len(names) == 0 {
+		return "", fieldAnswer{}, false
+	}
+	var into *extraction.PromptField
+	for i, f := range p.Fields {
+		var list []string
+		if f.ValueType != engine.TypeArray || !isKnown(f) || json.Unmarshal(f.Current, &list) != nil || len(list) == 0 ||
+			slices.ContainsFunc(list, func(it string) bool { return !properName(it) }) {
+			continue
+		}
+		if into != nil {
+			return "", fieldAnswer{}, false
+		}
+		into = &p.Fields[i]
+	}
+	if into == nil {
+		return "", fieldAnswer{}, false
+	}
+	v, changed := grow(into.Current, names, false)
+	return into.Path, fieldAnswer{Value: v, Confidence: max(confFocus, into.ConfidenceThreshold),
+		Reasoning: "the user adds to " + into.DisplayName}, changed
+}
 
 // hedges start an answer the user is not sure of; hedgeWords are the same
 // anywhere in it.

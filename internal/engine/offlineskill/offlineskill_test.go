@@ -1119,6 +1119,29 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "an item the drop verb names stays",
 			current: map[string]any{"users_and_personas.pain_points": []string{"dropped calls"}},
 			msg:     "The dropped calls are the worst of it.", absent: []string{"users_and_personas.pain_points"}},
+		// Names said aside go on the known list of names they belong
+		// with, not under the question asked; with no such list, nowhere.
+		{name: "a name added aside goes on the list of names", focus: "team_resources_known",
+			current: map[string]any{"constraints.integrations": []string{"Google Calendar", "Outlook Calendar"}},
+			msg:     "Oh, and Shopify too, we sell cleaning kits online.",
+			want:    map[string]any{"constraints.integrations": []any{"Google Calendar", "Outlook Calendar", "Shopify"}},
+			absent:  []string{"constraints.team"}},
+		{name: "a name not to forget goes on the list of names", focus: "team_resources_known",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Square"}},
+			msg:     "Don't forget Shopify, my partner wants to keep it.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero", "Square", "Shopify"}},
+			absent:  []string{"constraints.team"}},
+		{name: "a name added aside is no answer to a list asked for", focus: "key_features_listed",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Square"}},
+			msg:     "Oh, and Mailchimp.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero", "Square", "Mailchimp"}},
+			absent:  []string{"success_criteria.key_features"}},
+		{name: "a name added aside with no list of names answers nothing", focus: "team_resources_known",
+			current: map[string]any{"users_and_personas.pain_points": []string{"Typing everything twice"}},
+			msg:     "Oh, and Shopify too.",
+			absent:  []string{"constraints.team", "users_and_personas.pain_points", "constraints.integrations"}},
+		{name: "a take-back with nothing to take back answers nothing", focus: "team_resources_known",
+			msg: "Never mind.", absent: []string{"constraints.team"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1151,6 +1174,52 @@ func TestExtractionSkill(t *testing.T) {
 			}
 			if !reflect.DeepEqual(ans.DeferredObligations, tt.deferred) {
 				t.Errorf("deferred = %v, want %v", ans.DeferredObligations, tt.deferred)
+			}
+		})
+	}
+}
+
+// A take-back ("Scratch that.", "Never mind, …") takes off a known list
+// the items the user's last message added, and answers no question asked;
+// one that would empty the list leaves it.
+func TestExtractionSkillTakeBackUndoesTheLastMessage(t *testing.T) {
+	def, focus := asking(t, "project-discovery", "constraints.team")
+	tests := []struct {
+		name, last, msg string
+		current         []string
+		want            []any // nil: the list is left alone
+	}{
+		{name: "scratch that", last: "Oh, and Mailchimp.", msg: "Scratch that.",
+			current: []string{"Xero", "Square", "Mailchimp"}, want: []any{"Xero", "Square"}},
+		{name: "never mind with a reason", last: "Oh, and Shopify too, we sell cleaning kits online.",
+			msg: "Never mind, the kits are a side thing.", current: []string{"Google Calendar", "Shopify"},
+			want: []any{"Google Calendar"}},
+		{name: "the whole list", last: "Xero and Square.", msg: "Scratch that.", current: []string{"Xero", "Square"}},
+		{name: "nothing the last message named", last: "Our budget is $20k.", msg: "Never mind.",
+			current: []string{"Xero", "Square"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := known(t, def, map[string]any{"constraints.integrations": tt.current})
+			req := extraction.BuildRequest(extraction.PromptInput{Def: def, Current: cur, Message: tt.msg, Focus: focus,
+				History: []engine.Message{{Role: engine.RoleUser, Content: tt.last, Turn: 1},
+					{Role: engine.RoleAssistant, Content: "Who will build and run it?", Turn: 1}}})
+			out, err := offlineskill.Extraction(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ans, err := extraction.ParseAnswer(def, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fa, ok := ans.Fields["constraints.team"]; ok {
+				t.Errorf("the take-back answers the team: %s", fa.Value)
+			}
+			fa, ok := ans.Fields["constraints.integrations"]
+			var got []any
+			_ = json.Unmarshal(fa.Value, &got)
+			if ok != (tt.want != nil) || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("integrations = %v (answered %v), want %v", got, ok, tt.want)
 			}
 		})
 	}
