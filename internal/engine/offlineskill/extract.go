@@ -69,6 +69,13 @@ func Extract(p extraction.Prompt) Answer {
 		return ans
 	}
 	sentences := prepare(engine.Sentences(msg))
+	for i := range sentences {
+		for _, f := range p.Fields {
+			if f.ValueType == engine.TypeArray && len(f.Current) > 0 && removed(f.Current, sentences[i]) != nil {
+				sentences[i].takesOff = f.Path
+			}
+		}
+	}
 	focus := map[string]bool{}
 	if p.Focus != nil {
 		for _, f := range p.Focus.Fields {
@@ -573,6 +580,11 @@ type sentence struct {
 	// figures is text with the numbers it spells out in figures ("about
 	// 40 technicians"): what the patterns of a number field read.
 	figures string
+	// takesOff is the path of a known list the sentence takes an item off
+	// ("Double entry is no longer a problem actually, we fixed that last
+	// week"): it is about that list, and the keywords of no other field
+	// read it.
+	takesOff string
 }
 
 func prepare(ss []string) []sentence {
@@ -729,9 +741,10 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	// there is none names none of its items.
 	fears := slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool { return slices.ContainsFunc(strings.Fields(kw), fear) })
 	for _, s := range sentences {
-		if asksBack(s) || list && removed(f.Current, s) != nil {
+		if asksBack(s) || s.takesOff != "" {
 			// "What kind of constraints do you mean?" names none; "Double
-			// entry is no longer a problem" takes an item off (see below).
+			// entry is no longer a problem" takes an item off (see below),
+			// and names no other field's.
 			continue
 		}
 		for _, kw := range f.Cues.Keywords {
@@ -1172,6 +1185,19 @@ func removed(current json.RawMessage, s sentence) []string {
 	words := strings.FieldsFunc(part, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' })
 	gone, negated, wished := false, false, false
 	var dropped map[string]bool // the words after a verb that drops what follows it
+	// subject holds the words of what a copula before the negation says is
+	// gone ("Double entry is no longer a problem", "Double entry isn't an
+	// issue any more"): an item that holds them is gone.
+	var subject map[string]bool
+	subjectBefore := func(at int) {
+		switch {
+		case subject != nil:
+		case at > 0 && copulas[words[at-1]]:
+			subject = contentWords(trimLeads(strings.Join(words[:at-1], " "), leads))
+		case at < len(words) && denyingVerbs[words[at]]:
+			subject = contentWords(trimLeads(strings.Join(words[:at], " "), leads))
+		}
+	}
 	for i, w := range words {
 		switch {
 		case wishes[w]:
@@ -1184,14 +1210,20 @@ func removed(current json.RawMessage, s sentence) []string {
 				dropped = contentWords(strings.Join(words[i+1:], " "))
 			}
 		case i > 0 && words[i-1] == "no" && w == "longer":
-			gone = gone || !wished && dropping(words[i+1:])
+			if !wished && dropping(words[i+1:]) {
+				gone = true
+				subjectBefore(i - 1)
+			}
 		case w == "forget":
 			// "Forget Shopify", "We can forget Shopify": not "The techs
 			// forget to log their jobs", nor "Don't forget Shopify".
 			gone = gone || !slices.ContainsFunc(words[:i], func(w string) bool { return !forgetLeads[w] }) ||
 				words[i-1] == "can"
 		case negation(w):
-			negated = negated || dropping(words[i+1:])
+			if dropping(words[i+1:]) {
+				negated = true
+				subjectBefore(i)
+			}
 		}
 	}
 	padded := " " + strings.Join(words, " ") + " "
@@ -1204,7 +1236,8 @@ func removed(current json.RawMessage, s sentence) []string {
 	said := contentWords(part)
 	var out []string
 	for _, item := range list {
-		if w := contentWords(item); len(w) > 0 && all(w, said) && (gone || all(w, dropped)) {
+		w := contentWords(item)
+		if len(w) > 0 && all(w, said) && (gone || all(w, dropped)) || gone && len(subject) > 0 && all(subject, w) {
 			out = append(out, "not "+item)
 		}
 	}

@@ -1140,6 +1140,23 @@ func TestExtractionSkill(t *testing.T) {
 			current: map[string]any{"users_and_personas.pain_points": []string{"Typing everything twice"}},
 			msg:     "Oh, and Shopify too.",
 			absent:  []string{"constraints.team", "users_and_personas.pain_points", "constraints.integrations"}},
+		// A pain point the user says is gone, named by a part of it,
+		// goes; the sentence names no other field.
+		{name: "a pain point no longer a problem goes", focus: "success_metrics_defined",
+			current: map[string]any{
+				"users_and_personas.pain_points":    []string{"The double entry is really frustrating", "the calls at 7am when someone is lost"},
+				"purpose_and_problem.core_problem":  "scheduling is a nightmare",
+				"purpose_and_problem.trigger_event": "Last month two cleaners went to the same house"},
+			msg:    "Double entry is no longer a problem actually, we fixed that with a form last week.",
+			want:   map[string]any{"users_and_personas.pain_points": []any{"the calls at 7am when someone is lost"}},
+			absent: []string{"purpose_and_problem.core_problem", "purpose_and_problem.trigger_event", "success_criteria.metrics"}},
+		{name: "a pain point that isn't an issue any more goes",
+			current: map[string]any{"users_and_personas.pain_points": []string{"Double entry", "missed calls"}},
+			msg:     "Double entry isn't an issue any more.",
+			want:    map[string]any{"users_and_personas.pain_points": []any{"missed calls"}}},
+		{name: "what the users no longer need is not the users' pain",
+			current: map[string]any{"users_and_personas.pain_points": []string{"The techs forget their paper forms"}},
+			msg:     "The techs will no longer need paper forms.", absent: []string{"users_and_personas.pain_points"}},
 		{name: "a take-back with nothing to take back answers nothing", focus: "team_resources_known",
 			msg: "Never mind.", absent: []string{"constraints.team"}},
 	}
