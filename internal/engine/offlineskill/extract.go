@@ -193,6 +193,12 @@ func Extract(p extraction.Prompt) Answer {
 			// or another question, nor "Nothing else".
 			v, ok = valueFromText(f.ValueType, answer, "")
 		}
+		if g := broader(p, *f); ok && continues && g != nil && !isKnown(*f) {
+			// "Oh, and a monthly social would be lovely too", asked for
+			// ideas from other perspectives while none is said, adds to
+			// the ideas said before.
+			f, path = g, g.Path
+		}
 		if ok && f.ValueType == engine.TypeArray {
 			items := v.([]string)
 			items[0] = trimLeads(items[0], keepLeads) // "Just Xero." names Xero
@@ -211,6 +217,22 @@ func Extract(p extraction.Prompt) Answer {
 		break
 	}
 	return ans
+}
+
+// broader is the known list that the list f is a kind of: its name is
+// part of f's ("Ideas" of "Ideas from other perspectives" and of "Bold
+// ideas"); nil for none.
+func broader(p extraction.Prompt, f extraction.PromptField) *extraction.PromptField {
+	if f.ValueType != engine.TypeArray {
+		return nil
+	}
+	for i, g := range p.Fields {
+		if g.Path != f.Path && g.ValueType == engine.TypeArray && isKnown(g) &&
+			engine.PhraseIndex(f.DisplayName, g.DisplayName) >= 0 {
+			return &p.Fields[i]
+		}
+	}
+	return nil
 }
 
 // claimed leaves a value that the patterns of two fields find to the

@@ -1157,6 +1157,20 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "what the users no longer need is not the users' pain",
 			current: map[string]any{"users_and_personas.pain_points": []string{"The techs forget their paper forms"}},
 			msg:     "The techs will no longer need paper forms.", absent: []string{"users_and_personas.pain_points"}},
+		// An idea added ("Oh, and … too") while a kind of ideas none is
+		// said of yet is asked for adds to the ideas.
+		{name: "an idea added aside goes on the ideas", engine: "ideation", focus: "perspective_ideas_gathered",
+			current: map[string]any{"idea_generation.ideas": []string{"A beginners-only evening", "a buddy system"}},
+			msg:     "Oh, and a monthly social after class would be lovely too.",
+			want: map[string]any{"idea_generation.ideas": []any{"A beginners-only evening", "a buddy system",
+				"a monthly social after class would be lovely"}},
+			absent: []string{"idea_generation.perspective_ideas"}},
+		{name: "an idea added to a kind of ideas said already goes on it", engine: "ideation", focus: "perspective_ideas_gathered",
+			current: map[string]any{"idea_generation.ideas": []string{"A beginners-only evening"},
+				"idea_generation.perspective_ideas": []string{"a quiet corner for beginners"}},
+			msg:    "Also a buddy to practise with.",
+			want:   map[string]any{"idea_generation.perspective_ideas": []any{"a quiet corner for beginners", "a buddy to practise with"}},
+			absent: []string{"idea_generation.ideas"}},
 		{name: "a take-back with nothing to take back answers nothing", focus: "team_resources_known",
 			msg: "Never mind.", absent: []string{"constraints.team"}},
 	}
