@@ -1512,11 +1512,11 @@ func TestReplySkill(t *testing.T) {
 			},
 			want: "It sounds like right now you use paper and Excel. What made this a priority now?"},
 		{name: "reflective listening lowers a common first word that a known value of a few clauses starts with", phase: "CORE_CAPTURE",
-			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "Something with food, maybe.",
+			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "Something with food would suit us.",
 			setup: func(m *engine.WorkingMemory) {
-				m.Extraction = known(t, def, map[string]any{"purpose_and_problem.current_solution": "Something with food, maybe"})
+				m.Extraction = known(t, def, map[string]any{"purpose_and_problem.current_solution": "Something with food would suit us"})
 			},
-			want: "So what matters to you is that something with food, maybe. What made this a priority now?"},
+			want: "So what matters to you is that something with food would suit you. What made this a priority now?"},
 		{name: "active listening keeps the capital of a common word the session knows as a name", phase: "CORE_CAPTURE",
 			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Square keeps logging us out.",
 			setup: func(m *engine.WorkingMemory) {
@@ -1575,6 +1575,37 @@ func TestReplySkill(t *testing.T) {
 			techniques: []string{"reflective_listening", "mirroring"}, next: "trigger_event_identified",
 			msg:  "Or a meal prep service for busy parents",
 			want: "Got it: a meal prep service for busy parents. What made this a priority now?"},
+		// An echo that does not fit its frame is left out: a sentence
+		// without its subject, a thing named for "what matters to you is
+		// that", a preposition's phrase, an instruction, an aside, a
+		// take-back.
+		{name: "active listening leaves out a sentence without its subject", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Lost a big client last month.",
+			want: "What made this a priority now?"},
+		{name: "reflective listening leaves out a thing named", phase: "CORE_CAPTURE",
+			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "Whiteboard and phone calls.",
+			want: "What made this a priority now?"},
+		{name: "active listening leaves out a preposition's phrase", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "On paper, mostly.",
+			want: "What made this a priority now?"},
+		{name: "active listening leaves out an instruction", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified",
+			msg: "Don't forget Shopify, my partner wants to keep it.", want: "What made this a priority now?"},
+		{name: "active listening leaves out an aside", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified",
+			msg: "Oh, and Shopify too, we sell cleaning kits online.", want: "What made this a priority now?"},
+		{name: "active listening leaves out a take-back", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified",
+			msg: "Scratch that, we stopped the landscaping jobs last year.", want: "What made this a priority now?"},
+		{name: "reflective listening echoes the clause after a no", phase: "CORE_CAPTURE",
+			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "No, we do all of it by hand.",
+			want: "So what matters to you is that you do all of it by hand. What made this a priority now?"},
+		{name: "active listening lowers a first word a known value opens with", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Fewer missed jobs.",
+			setup: func(m *engine.WorkingMemory) {
+				m.Extraction = known(t, def, map[string]any{"success_criteria.metrics": []string{"Fewer missed jobs"}})
+			},
+			want: "It sounds like fewer missed jobs. What made this a priority now?"},
 		{name: "reflective listening echoes a clause that opens with an article", phase: "CORE_CAPTURE",
 			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "A big client left us last month.",
 			want: "So what matters to you is that a big client left you last month. What made this a priority now?"},

@@ -373,7 +373,10 @@ const minEchoWords = 3
 // client …", the answer to why), a remark on what the user said before
 // ("As I told you, …"), and a hedge before a
 // fragment ("Maybe a weekend stall …"); fragment reports one, a thing
-// named without a verb. known are the session's facts and names the words
+// named without a verb, which "So what matters to you is that" does not
+// take. Words no frame takes echo nothing: a sentence without its subject
+// ("Lost a big client last month"), a preposition's phrase, an
+// instruction, an aside, a take-back. known are the session's facts and names the words
 // the user wrote capitalised inside a sentence before, whose capital stays
 // (keepsCapital).
 func reflect(msg string, known, names []string) (echo string, fragment bool) {
@@ -384,12 +387,19 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 		// the matter.
 		return "", false
 	}
+	if takesBackLast(msg) {
+		return "", false // "It sounds like scratch that."
+	}
 	words := strings.Fields(cleanSentence(ss[0]))
-	for _, filler := range []string{"well", "so", "actually", "yes", "yeah", "ok", "okay", "hi", "hello", "and", "or", "but",
-		"also", "plus", "because"} {
-		if len(words) > 0 && strings.EqualFold(strings.Trim(words[0], ",!"), filler) &&
+	for _, filler := range []string{"well", "so", "oh", "actually", "yes", "yeah", "no,", "ok", "okay", "hi", "hello", "and",
+		"or", "but", "also", "plus", "because"} {
+		if len(words) > 0 && (strings.EqualFold(strings.Trim(words[0], ",!"), filler) || strings.EqualFold(words[0], filler)) &&
 			(filler != "because" || len(words) > 1 && !strings.EqualFold(words[1], "of")) {
-			words = words[1:] // not the because of "Because of the rain, …", which says why
+			// Not the because of "Because of the rain, …", which says
+			// why, nor the no of "No problem at all"; the no of "No, we
+			// do it by hand" answers the question, which the reply does
+			// not repeat.
+			words = words[1:]
 		}
 	}
 	for i, w := range words[:max(len(words)-1, 0)] {
@@ -409,7 +419,15 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 	if len(words) < minEchoWords {
 		return "", false // "So what matters to you is that that's right."
 	}
-	fragment = articles[strings.ToLower(words[0])] && !slices.ContainsFunc(words, clauseWord)
+	first := strings.ToLower(strings.Trim(strings.ReplaceAll(words[0], "’", "'"), ",:;"))
+	fragment = !slices.ContainsFunc(words, clauseWord)
+	if fragment && (bareVerb(first) || prepositions[first]) || first == "don't" || first == "please" || adding(words) {
+		// "Lost a big client last month" leaves out who did it, "On
+		// paper, mostly" names no thing, "Don't forget Shopify" tells
+		// the assistant what to do, and "Shopify too, …" adds to what was
+		// said before: none is what "It sounds like" takes.
+		return "", false
+	}
 	if len(words) > 18 {
 		words = words[:18]
 		// Do not end on a dangling word: "... take photos and".
@@ -438,6 +456,35 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 }
 
 var articles = map[string]bool{"a": true, "an": true}
+
+// adding reports whether the first clause of an echo is a thing named
+// and said to add to others ("Shopify too, we sell kits online").
+func adding(words []string) bool {
+	for i, w := range words {
+		if !strings.HasSuffix(w, ",") && i < len(words)-1 {
+			continue
+		}
+		clause := words[:i+1]
+		last := strings.ToLower(strings.TrimRight(w, ",;:"))
+		return !slices.ContainsFunc(clause, clauseWord) && (last == "too" || last == "also" ||
+			last == "well" && i > 0 && strings.EqualFold(clause[i-1], "as"))
+	}
+	return false
+}
+
+// bareVerb reports whether a sentence's first word is a verb in the past,
+// its subject left out ("Lost a big client last month", "Hired two
+// techs").
+func bareVerb(w string) bool {
+	return pastVerbs[w] || len(w) > 4 && strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed")
+}
+
+var (
+	pastVerbs = engine.WordSet(`lost had got went left took made sent kept bought sold ran came gave told said found
+		broke paid spent built began fell grew hit`)
+	prepositions = engine.WordSet(`on in at by within with without from for about under over before after around
+		through into during until via`)
+)
 
 // clauseWord reports whether a word shows a clause, not a thing named: a
 // pronoun, a form of be, have or do, a modal, a negation or a past
@@ -494,7 +541,7 @@ func keepsCapital(words, known, names []string) bool {
 		_, value, _ := strings.Cut(k, ": ")
 		ws := strings.FieldsFunc(value, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 		for i, w := range ws {
-			if w == first && (i > 0 || len(ws) <= 3) {
+			if w == first && (i > 0 || len(ws) <= 3 && properName(value)) {
 				return true
 			}
 		}
