@@ -53,6 +53,7 @@ type fieldAnswer struct {
 	Confidence float64 `json:"confidence"`
 	Reasoning  string  `json:"reasoning"`
 	byPattern  bool    // a cue pattern gave the value
+	byKeyword  bool    // a cue keyword gave the value
 }
 
 // Answer is the skill's answer.
@@ -116,6 +117,16 @@ func Extract(p extraction.Prompt) Answer {
 		aboutKnown = aboutKnown || blocked
 	}
 	claimed(ans, fields)
+	if f := focusList(p); f != nil && len(sentences) == 1 && bareList(msg) {
+		// "Support, backups and security reviews." names the products
+		// asked for, not how satisfied the customers are: a keyword in
+		// an item of a bare list answers no other question.
+		for path, fa := range ans.Fields {
+			if fa.byKeyword && path != f.Path {
+				delete(ans.Fields, path)
+			}
+		}
+	}
 	if takesBackLast(msg) && len(ans.Fields) == 0 && !aboutKnown {
 		// "Scratch that.", "Never mind, the kits are a side thing": the
 		// user takes back what they said last, which answers no question
@@ -233,6 +244,27 @@ func broader(p extraction.Prompt, f extraction.PromptField) *extraction.PromptFi
 		}
 	}
 	return nil
+}
+
+// focusList is the list the question just asked is for, if its first
+// field is one.
+func focusList(p extraction.Prompt) *extraction.PromptField {
+	if p.Focus == nil || len(p.Focus.Fields) == 0 {
+		return nil
+	}
+	if f := promptField(p, p.Focus.Fields[0]); f != nil && f.ValueType == engine.TypeArray {
+		return f
+	}
+	return nil
+}
+
+// bareList reports whether a message is a list of two or more things
+// named, and no clause ("Support, backups and security reviews.").
+func bareList(msg string) bool {
+	items := SplitItems(msg)
+	return len(items) > 1 && !slices.ContainsFunc(items, func(it string) bool {
+		return slices.ContainsFunc(strings.Fields(it), clauseWord)
+	})
 }
 
 // claimed leaves a value that the patterns of two fields find to the
@@ -831,7 +863,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 					c = max(c, confCorrection)
 				}
 				return fieldAnswer{Value: v, Confidence: c,
-					Reasoning: fmt.Sprintf("the sentence mentions %q", kw)}, true, false
+					Reasoning: fmt.Sprintf("the sentence mentions %q", kw), byKeyword: true}, true, false
 			}
 		}
 	}

@@ -1171,6 +1171,16 @@ func TestExtractionSkill(t *testing.T) {
 			msg:    "Also a buddy to practise with.",
 			want:   map[string]any{"idea_generation.perspective_ideas": []any{"a quiet corner for beginners", "a buddy to practise with"}},
 			absent: []string{"idea_generation.ideas"}},
+		// A bare list answers the list asked for, whatever keyword of
+		// another field one of its items holds; a clause is read by it.
+		{name: "a keyword in an item of a bare list answers no other question", engine: "business-profile",
+			focus: "core_offering_described", msg: "Support, backups and security reviews.",
+			want:   map[string]any{"product_offering.core_products": []any{"Support", "backups", "security reviews"}},
+			absent: []string{"customer_experience.satisfaction"}},
+		{name: "a keyword in a clause answers its field", engine: "business-profile",
+			focus: "core_offering_described", msg: "Customers leave us great reviews.",
+			want:   map[string]any{"customer_experience.satisfaction": "Customers leave us great reviews"},
+			absent: []string{"product_offering.core_products"}},
 		{name: "a take-back with nothing to take back answers nothing", focus: "team_resources_known",
 			msg: "Never mind.", absent: []string{"constraints.team"}},
 	}
