@@ -53,7 +53,7 @@ type fieldAnswer struct {
 	Confidence float64 `json:"confidence"`
 	Reasoning  string  `json:"reasoning"`
 	byPattern  bool    // a cue pattern gave the value
-	byKeyword  bool    // a cue keyword gave the value
+	keyword    string  // the cue keyword that gave the value, if one did
 }
 
 // Answer is the skill's answer.
@@ -122,7 +122,7 @@ func Extract(p extraction.Prompt) Answer {
 		// asked for, not how satisfied the customers are: a keyword in
 		// an item of a bare list answers no other question.
 		for path, fa := range ans.Fields {
-			if fa.byKeyword && path != f.Path {
+			if fa.keyword != "" && path != f.Path {
 				delete(ans.Fields, path)
 			}
 		}
@@ -272,13 +272,27 @@ func bareList(msg string) bool {
 // asked claims it, and with none asked the one the schema puts first.
 // "Dispatchers." answers "Who will use it most?", not who else uses it,
 // whose cues take a bare role as well, and the other way round; said
-// unasked, a role is not both.
+// unasked, a role is not both. So too the words a keyword of two fields
+// finds, as their text: "The reason is the new Greggs across the road" is
+// the root cause asked for, not why an idea was chosen; a yes or a no
+// read from them ("In my own words, …" passes the teach-back it gives)
+// is no such value.
 func claimed(ans Answer, fields []extraction.PromptField) {
 	taken := map[string]bool{} // the values, lowered, a pattern gave a field before
+	said := map[string]bool{}  // the keywords that gave a field its text before
 	for _, f := range fields {
 		fa, ok := ans.Fields[f.Path]
+		if !ok {
+			continue
+		}
+		if _, isBool := fa.Value.(bool); fa.keyword != "" && !isBool {
+			if said[fa.keyword] {
+				delete(ans.Fields, f.Path)
+			}
+			said[fa.keyword] = true
+		}
 		v, isString := fa.Value.(string)
-		if !ok || !fa.byPattern || !isString {
+		if !fa.byPattern || !isString {
 			continue
 		}
 		if v = strings.ToLower(v); taken[v] {
@@ -863,7 +877,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 					c = max(c, confCorrection)
 				}
 				return fieldAnswer{Value: v, Confidence: c,
-					Reasoning: fmt.Sprintf("the sentence mentions %q", kw), byKeyword: true}, true, false
+					Reasoning: fmt.Sprintf("the sentence mentions %q", kw), keyword: kw}, true, false
 			}
 		}
 	}

@@ -1181,6 +1181,16 @@ func TestExtractionSkill(t *testing.T) {
 			focus: "core_offering_described", msg: "Customers leave us great reviews.",
 			want:   map[string]any{"customer_experience.satisfaction": "Customers leave us great reviews"},
 			absent: []string{"product_offering.core_products"}},
+		// The words a keyword of two fields finds are the text of the one
+		// asked about; a yes read from them is no such text.
+		{name: "a keyword of two fields gives its words to the one asked", engine: "ideation",
+			focus: "root_causes_explored", msg: "The reason is the new Greggs across the road.",
+			want:   map[string]any{"problem_space.root_causes": []any{"the new Greggs across the road"}},
+			absent: []string{"selection.selection_rationale"}},
+		{name: "a keyword of two fields gives a yes beside its words", engine: "exploration",
+			focus: "teach_back_passed", msg: "In my own words, Resy is cheaper and OpenTable brings customers.",
+			want: map[string]any{"understanding.teach_back": "In my own words, Resy is cheaper and OpenTable brings customers",
+				"understanding.teach_back_passed": true}},
 		{name: "a take-back with nothing to take back answers nothing", focus: "team_resources_known",
 			msg: "Never mind.", absent: []string{"constraints.team"}},
 	}
