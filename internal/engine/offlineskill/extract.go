@@ -159,6 +159,20 @@ func Extract(p extraction.Prompt) Answer {
 		// when the count is known answers no other question).
 		return ans
 	}
+	if both := bothOf(p.Focus.Question, msg); both != "" {
+		// "Both really, …" to "Who pays you — other businesses,
+		// consumers, or both?" says "other businesses and consumers",
+		// which the field's values read.
+		for _, path := range p.Focus.Fields {
+			if f := promptField(p, path); f != nil {
+				if fa, ok := matchValues(*f, prepare([]string{both}), func(sentence) bool { return true },
+					func(c float64, _ sentence) float64 { return max(c, f.ConfidenceThreshold) }); ok {
+					ans.Fields[path] = fa
+					return ans
+				}
+			}
+		}
+	}
 	if Declines(msg) {
 		ans.DeferredObligations = []string{p.Focus.ID}
 		return ans
@@ -244,6 +258,31 @@ func broader(p extraction.Prompt, f extraction.PromptField) *extraction.PromptFi
 		}
 	}
 	return nil
+}
+
+// bothOf is what a message that opens with "both" says, when the question
+// offers two things and both ("Who pays you — other businesses, consumers,
+// or both?"): the two, joined by "and"; else "".
+func bothOf(question, msg string) string {
+	first, _, _ := strings.Cut(strings.ToLower(trimLeads(strings.TrimSpace(msg), leads)), " ")
+	if strings.TrimRight(first, ",.!;:") != "both" {
+		return ""
+	}
+	q := strings.TrimRight(strings.TrimSpace(question), "?")
+	if i := strings.LastIndexAny(q, "—:"); i >= 0 {
+		_, size := utf8.DecodeRuneInString(q[i:])
+		q = q[i+size:]
+	}
+	var options []string
+	for _, o := range strings.Split(strings.ReplaceAll(q, " or ", ","), ",") {
+		if o = strings.TrimSpace(o); o != "" && !strings.EqualFold(o, "both") {
+			options = append(options, o)
+		}
+	}
+	if len(options) != 2 {
+		return ""
+	}
+	return options[0] + " and " + options[1]
 }
 
 // focusList is the list the question just asked is for, if its first

@@ -1191,6 +1191,10 @@ func TestExtractionSkill(t *testing.T) {
 			focus: "teach_back_passed", msg: "In my own words, Resy is cheaper and OpenTable brings customers.",
 			want: map[string]any{"understanding.teach_back": "In my own words, Resy is cheaper and OpenTable brings customers",
 				"understanding.teach_back_passed": true}},
+		// "Both" to a question that offers two things and both is the two.
+		{name: "both is the two things the question offers", engine: "business-profile",
+			focus: "business_model_type_known", msg: "Both really, cafes order wholesale and the public buys in the shop.",
+			want: map[string]any{"business_model.model_type": "B2B and B2C"}},
 		{name: "a take-back with nothing to take back answers nothing", focus: "team_resources_known",
 			msg: "Never mind.", absent: []string{"constraints.team"}},
 	}
