@@ -1820,6 +1820,11 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 			}
 		}
 		items := splitItems(part, clauses)
+		if len(items) > 1 {
+			// "Pret does a coffee subscription, we could copy that": the
+			// remark on the item is none.
+			items = slices.DeleteFunc(items, pointsBack)
+		}
 		if introduced {
 			// The keyword again introduces the next item ("we could run a
 			// buddy system, maybe we could do a series"), or a preposition
@@ -1924,6 +1929,20 @@ func unreasoned(items []string) []string {
 	}
 	return out
 }
+
+// pointsBack reports whether an item is the user's remark on what they
+// just named, a clause of theirs that ends pointing back at it ("we could
+// copy that", "I like it").
+func pointsBack(item string) bool {
+	w := strings.Fields(strings.ToLower(strings.ReplaceAll(item, "’", "'")))
+	return len(w) > 1 && userSubjects[w[0]] && endPointers[w[len(w)-1]]
+}
+
+var (
+	userSubjects = map[string]bool{"i": true, "we": true, "i'd": true, "we'd": true, "i'll": true, "we'll": true,
+		"i'm": true, "we're": true}
+	endPointers = map[string]bool{"that": true, "it": true, "this": true, "them": true, "those": true}
+)
 
 // namesOne reports whether a clause names something: a word in it past
 // the first is capitalised ("it's Xero", "it's Greggs if anyone"), other

@@ -1195,6 +1195,13 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "both is the two things the question offers", engine: "business-profile",
 			focus: "business_model_type_known", msg: "Both really, cafes order wholesale and the public buys in the shop.",
 			want: map[string]any{"business_model.model_type": "B2B and B2C"}},
+		// The user's remark that points back at an item is none.
+		{name: "a remark pointing back at an item is none", engine: "ideation",
+			msg:  "Pret does a coffee subscription, we could copy that.",
+			want: map[string]any{"idea_generation.inspirations": []any{"Pret does a coffee subscription"}}},
+		{name: "a remark pointing back at an integration is none",
+			msg:  "It has to sync with Xero and Shopify, we need that.",
+			want: map[string]any{"constraints.integrations": []any{"Xero", "Shopify"}}},
 		{name: "a take-back with nothing to take back answers nothing", focus: "team_resources_known",
 			msg: "Never mind.", absent: []string{"constraints.team"}},
 	}
