@@ -2086,7 +2086,8 @@ func splitItems(s string, clauses bool) []string {
 var pluralAnd = regexp.MustCompile(`(?i)\b(?:a|an)\s+([a-z'’-]+)\s+and\s+([a-z'’-]+)\s+[a-z]`)
 
 // joinNames marks with \x01 the "and"s that join words of one name, not
-// items: after an article and a plural ("a parents and toddlers session",
+// items, and the "and" of a group the user is part of (userAnd). Those of
+// a name stand after an article and a plural ("a parents and toddlers session",
 // "a mums and babies class"), which name nothing alone, before words that
 // go on to the name's head. Before an article or a pronoun ("a bus and a
 // minibus", "a sessions and we could …") the "and" parts items.
@@ -2102,8 +2103,18 @@ func joinNames(s string) string {
 		and := loc[3] + strings.Index(s[loc[3]:loc[4]], "and")
 		s = strings.TrimRight(s[:and], " ") + "\x01" + strings.TrimLeft(s[and+len("and"):], " ")
 	}
+	locs = userAnd.FindAllStringSubmatchIndex(s, -1)
+	for i := len(locs) - 1; i >= 0; i-- {
+		if next := strings.ToLower(s[locs[i][4]:locs[i][5]]); !predicateWords[next] && !pointers[next] {
+			s = s[:locs[i][2]] + "\x01" + s[locs[i][3]:] // not "… to me and I chase them"
+		}
+	}
 	return s
 }
+
+// userAnd finds the "and" after the user in a group they are part of
+// ("just me and one assistant"), and the word after it.
+var userAnd = regexp.MustCompile(`(?i)(?:\bme|\bmyself)(\s+and\s+)([a-z'’]+)`)
 
 // remark reports whether an item is the user saying how they know
 // ("I checked with my partner", "I think", "as I mentioned").

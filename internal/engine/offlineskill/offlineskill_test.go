@@ -1726,6 +1726,16 @@ func TestHelpers(t *testing.T) {
 		[]string{"a job list", "offline sync", "photo uploads", "customer signatures"}) {
 		t.Errorf("SplitItems = %q", got)
 	}
+	// The user and the people with them are one item, the people there are.
+	for in, want := range map[string][]string{
+		"£500 to spend and just me and one assistant": {"£500 to spend", "just me and one assistant"},
+		"Me and my partner, and a part-timer":         {"Me and my partner", "a part-timer"},
+		"Invoices go to me and I chase them":          {"Invoices go to me", "I chase them"},
+	} {
+		if got := offlineskill.SplitItems(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("SplitItems(%q) = %q, want %q", in, got, want)
+		}
+	}
 	for in, want := range map[string]float64{"about 25 people": 25, "$50k": 50000, "1,200": 1200, "2.5 million": 2.5e6,
 		"about forty technicians": 40, "Two hundred customers": 200, "two hundred and fifty": 250, "a hundred staff": 100,
 		"forty-five people": 45, "Eight of us, counting me.": 8, "three thousand members": 3000,
