@@ -823,6 +823,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			}
 			if list {
 				v = unreasoned(v.([]string)) // "I have 3 hours a week and it's costing me sleep"
+				v = append(keywordItems(f, text[:loc[0]]), v.([]string)...)
 			}
 			if v, ok = whole(v, s, s.correction); !ok {
 				blocked = blocked || known
@@ -941,6 +942,28 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 	}
 	return fieldAnswer{}, false, blocked
+}
+
+// keywordItems are the items a keyword of the list f introduces in the
+// clauses before a pattern's match ("Success would be no more missed
+// cleans, and I want to cut …"): the pattern's item is not the only one.
+func keywordItems(f extraction.PromptField, before string) []string {
+	i := strings.LastIndexAny(before, ",;")
+	if i < 0 {
+		return nil
+	}
+	before = before[:i]
+	t := engine.LowerText(before)
+	for _, kw := range f.Cues.Keywords {
+		if asserted(t, kw) < 0 {
+			continue
+		}
+		if v, ok := valueFromText(engine.TypeArray, before, kw); ok {
+			return unreasoned(v.([]string))
+		}
+		return nil
+	}
+	return nil
 }
 
 // fear reports whether a word names a fear ("worried", "concerns",

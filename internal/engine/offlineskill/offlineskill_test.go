@@ -1202,6 +1202,13 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a remark pointing back at an integration is none",
 			msg:  "It has to sync with Xero and Shopify, we need that.",
 			want: map[string]any{"constraints.integrations": []any{"Xero", "Shopify"}}},
+		// A keyword's item before a pattern's is an item as well.
+		{name: "a keyword's item before a pattern's is kept", focus: "success_metrics_defined",
+			msg:  "Success would be no more missed cleans, and I want to cut the morning phone calls in half.",
+			want: map[string]any{"success_criteria.metrics": []any{"no more missed cleans", "cut the morning phone calls in half"}}},
+		{name: "a pattern's item alone is the item", focus: "success_metrics_defined",
+			msg:  "We want to cut the morning phone calls in half.",
+			want: map[string]any{"success_criteria.metrics": []any{"cut the morning phone calls in half"}}},
 		{name: "a take-back with nothing to take back answers nothing", focus: "team_resources_known",
 			msg: "Never mind.", absent: []string{"constraints.team"}},
 	}
