@@ -117,6 +117,18 @@ func Extract(p extraction.Prompt) Answer {
 		aboutKnown = aboutKnown || blocked
 	}
 	claimed(ans, fields)
+	for _, path := range focusFields(p) {
+		// "Twelve years, long-standing": the stage a cue finds is not all
+		// the question asked; the years are the years trading.
+		if f := promptField(p, path); f != nil && f.ValueType == engine.TypeNumber && !isKnown(*f) {
+			if _, answered := ans.Fields[path]; !answered {
+				if n, ok := unitNumber(*f, sentences); ok {
+					ans.Fields[path] = fieldAnswer{Value: n, Confidence: max(confFocus, f.ConfidenceThreshold),
+						Reasoning: "a number in the unit the question just asked counts (" + p.Focus.ID + ")"}
+				}
+			}
+		}
+	}
 	if f := focusList(p); f != nil && len(sentences) == 1 && bareList(msg) {
 		// "Support, backups and security reviews." names the products
 		// asked for, not how satisfied the customers are: a keyword in
@@ -284,6 +296,32 @@ func bothOf(question, msg string) string {
 	}
 	return options[0] + " and " + options[1]
 }
+
+// focusFields are the fields of the question just asked.
+func focusFields(p extraction.Prompt) []string {
+	if p.Focus == nil {
+		return nil
+	}
+	return p.Focus.Fields
+}
+
+// unitNumber is a number a sentence gives in a unit the number field f
+// names ("Twelve years" for the years trading): the number, in figures,
+// and the word after it, one of the words of f's name or description.
+func unitNumber(f extraction.PromptField, sentences []sentence) (any, bool) {
+	units := contentWords(f.DisplayName + " " + f.Description)
+	for _, s := range sentences {
+		for _, m := range unitRe.FindAllStringSubmatch(s.figures, -1) {
+			w := strings.ToLower(m[2])
+			if units[w] || units[w+"s"] || units[strings.TrimSuffix(w, "s")] {
+				return ParseNumber(m[1])
+			}
+		}
+	}
+	return nil, false
+}
+
+var unitRe = regexp.MustCompile(`(\d[\d,]*(?:\.\d+)?)\s+([A-Za-z]+)`)
 
 // focusList is the list the question just asked is for, if its first
 // field is one.

@@ -1209,6 +1209,14 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a pattern's item alone is the item", focus: "success_metrics_defined",
 			msg:  "We want to cut the morning phone calls in half.",
 			want: map[string]any{"success_criteria.metrics": []any{"cut the morning phone calls in half"}}},
+		// A question of two fields, one a number: a number in the unit
+		// it names answers it beside the other.
+		{name: "a number in the unit asked answers beside a cue", engine: "business-profile",
+			focus: "business_stage_known", msg: "Twelve years, long-standing.",
+			want: map[string]any{"industry.business_stage": "established", "industry.years_operating": 12.0}},
+		{name: "a number in another unit answers no number asked", engine: "business-profile",
+			focus: "business_stage_known", msg: "Long-standing, there are 8 of us.",
+			want: map[string]any{"industry.business_stage": "established"}, absent: []string{"industry.years_operating"}},
 		{name: "a take-back with nothing to take back answers nothing", focus: "team_resources_known",
 			msg: "Never mind.", absent: []string{"constraints.team"}},
 	}
