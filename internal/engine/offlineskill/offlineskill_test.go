@@ -1778,6 +1778,34 @@ func TestHelpers(t *testing.T) {
 	}
 }
 
+// A reply does not say again what the last one said before its question:
+// a technique's fixed opener used last turn gives way to the next
+// technique's, and the signpost of inform mode is said once, not at every
+// turn (a chat with exploration read "For example, many teams start with an
+// off-the-shelf tool …" and "Next, let's look at this." four times in five
+// replies).
+func TestReplyDoesNotRepeatItsOpener(t *testing.T) {
+	p := offlineskill.ReplyPrompt{Phase: "EDUCATION", DominantMode: "inform",
+		Techniques: []string{"examples_and_analogies", "chunking_with_checkin"},
+		NextID:     "pros_explored", NextQuestion: "What do you like about these options?",
+		Message: "Mindbody is too expensive for me."}
+	first := offlineskill.Compose(p)
+	if !strings.Contains(first, "For example, many teams") || !strings.Contains(first, "Next, let's look at this.") {
+		t.Fatalf("first reply = %q, want the example opener and the signpost", first)
+	}
+	p.LastReply, p.NextID, p.NextQuestion = first, "cons_explored", "What worries you about these options?"
+	second := offlineskill.Compose(p)
+	if strings.Contains(second, "For example, many teams") || strings.Contains(second, "Next, let's look at this.") ||
+		!strings.Contains(second, "Let's take this one step at a time.") || !strings.HasSuffix(second, "What worries you about these options?") {
+		t.Errorf("second reply = %q, want the next technique's opener, no signpost, and the question", second)
+	}
+	// With no other technique the opener is left out rather than repeated.
+	p.Techniques, p.LastReply = []string{"examples_and_analogies"}, first
+	if third := offlineskill.Compose(p); strings.Contains(third, "For example, many teams") {
+		t.Errorf("third reply = %q, repeats the last reply's opener", third)
+	}
+}
+
 // The first reply after a handoff restates it, so the I-PASS check passes
 // offline; later replies do not repeat it.
 func TestReplyAcknowledgesAHandoff(t *testing.T) {

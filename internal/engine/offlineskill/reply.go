@@ -265,10 +265,11 @@ func Compose(p ReplyPrompt) string {
 	if has(p.Techniques, "open_ended_questions") && startsClosed(q) {
 		q = "In your own words: " + lowerFirst(q)
 	}
-	if p.DominantMode == "inform" {
+	if p.DominantMode == "inform" && !strings.Contains(p.LastReply, signpost) {
 		// The obligation's description speaks of the user in the third
 		// person ("the user explained the options back"): not to them.
-		parts = append(parts, "Next, let's look at this.")
+		// Once: at every turn it reads as a script.
+		parts = append(parts, signpost)
 	}
 	reply := joinParts(append(parts, q))
 	if p.LastReply != "" && strings.HasSuffix(strings.TrimSpace(p.LastReply), q) {
@@ -279,55 +280,68 @@ func Compose(p ReplyPrompt) string {
 	return reply
 }
 
-// opener is the technique-driven start of the reply.
+// signpost leads from the opener to the question in inform mode.
+const signpost = "Next, let's look at this."
+
+// opener is the technique-driven start of the reply: the first active
+// technique's that has one. An opener the last reply said gives way to the
+// next technique's, or to none: said at every turn, it reads as a script.
 func opener(p ReplyPrompt) string {
 	echo, fragment := reflect(p.Message, p.Known, p.Names)
 	for _, t := range p.Techniques {
-		switch t {
-		case "summary_reflection":
-			if len(p.Known) == 0 {
-				continue
-			}
-			return summary(p.Known)
-		case "active_listening":
-			if echo != "" {
-				return "It sounds like " + echo + "."
-			}
-		case "reflective_listening":
-			// "What matters to you is that a meal prep service for busy
-			// parents" makes no sentence of a fragment.
-			if echo != "" && !fragment {
-				return "So what matters to you is that " + echo + "."
-			}
-		case "mirroring":
-			if echo != "" {
-				return "Got it: " + echo + "."
-			}
-		case "context_reinstatement":
-			return "Think back to the last time this came up: where were you, and who was involved?"
-		case "report_everything":
-			return "Any detail helps, even one that seems small."
-		case "change_perspective":
-			return "Picture it from the point of view of the people who will use it every day."
-		case "elicit_change_talk":
-			return "Think about what will be different for you once this is solved."
-		case "sketch_or_visualize":
-			return "Walk me through it step by step, as if drawing the flow."
-		case "chunking_with_checkin":
-			return "Let's take this one step at a time."
-		case "examples_and_analogies":
-			return "For example, many teams start with an off-the-shelf tool and switch to a custom build once they outgrow it."
-		case "incremental_teach":
-			return "Building on what we covered:"
-		case "pros_cons_listing":
-			return "Let's weigh the pros and cons side by side."
-		case "social_proof":
-			return "Teams in a similar situation often start small and grow from there."
-		case "roll_with_resistance":
-			return "That's fair, and we can come back to anything later."
-		case "confidence_scaling", "teach_back", "multiple_retrieval_attempts", "open_ended_questions", "avoid_interruptions", "elicit":
-			continue
+		if o := techniqueOpener(t, p, echo, fragment); o != "" && !strings.Contains(p.LastReply, o) {
+			return o
 		}
+	}
+	return ""
+}
+
+// techniqueOpener is technique t's start of the reply ("" for none), echo
+// the user's words as the reply may reflect them (a fragment when they make
+// no clause).
+func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string {
+	switch t {
+	case "summary_reflection":
+		if len(p.Known) == 0 {
+			return ""
+		}
+		return summary(p.Known)
+	case "active_listening":
+		if echo != "" {
+			return "It sounds like " + echo + "."
+		}
+	case "reflective_listening":
+		// "What matters to you is that a meal prep service for busy
+		// parents" makes no sentence of a fragment.
+		if echo != "" && !fragment {
+			return "So what matters to you is that " + echo + "."
+		}
+	case "mirroring":
+		if echo != "" {
+			return "Got it: " + echo + "."
+		}
+	case "context_reinstatement":
+		return "Think back to the last time this came up: where were you, and who was involved?"
+	case "report_everything":
+		return "Any detail helps, even one that seems small."
+	case "change_perspective":
+		return "Picture it from the point of view of the people who will use it every day."
+	case "elicit_change_talk":
+		return "Think about what will be different for you once this is solved."
+	case "sketch_or_visualize":
+		return "Walk me through it step by step, as if drawing the flow."
+	case "chunking_with_checkin":
+		return "Let's take this one step at a time."
+	case "examples_and_analogies":
+		return "For example, many teams start with an off-the-shelf tool and switch to a custom build once they outgrow it."
+	case "incremental_teach":
+		return "Building on what we covered:"
+	case "pros_cons_listing":
+		return "Let's weigh the pros and cons side by side."
+	case "social_proof":
+		return "Teams in a similar situation often start small and grow from there."
+	case "roll_with_resistance":
+		return "That's fair, and we can come back to anything later."
 	}
 	return ""
 }
