@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -551,6 +552,9 @@ type FieldDefinition struct {
 	// ConfidenceThreshold: values extracted below it are not applied
 	// (default 0.70).
 	ConfidenceThreshold float64 `yaml:"confidence_threshold,omitempty" json:"confidence_threshold,omitempty" jsonschema:"minimum=0,maximum=1"`
+	// MinItems, for an array field, is how many items it needs to count as
+	// met ("at least three options"); fewer leave its obligation partial.
+	MinItems int `yaml:"min_items,omitempty" json:"min_items,omitempty" jsonschema:"minimum=0"`
 	// Cues map a user's words to the field for the offline provider, and hint
 	// real models too.
 	Cues Cues `yaml:"cues,omitempty" json:"cues,omitempty"`
@@ -567,13 +571,19 @@ func (f *FieldDefinition) Threshold() float64 {
 // Met reports whether an extracted value counts for obligations and
 // completeness: extracted at or above the threshold and, for a boolean
 // field, true — a boolean field is a confirmation, and false means not
-// (yet) confirmed. A null value ("there is none") counts as an answer.
+// (yet) confirmed — and for an array field with MinItems, holding that
+// many. A null value ("there is none") counts as an answer.
 func (f *FieldDefinition) Met(x ExtractedField) bool {
 	if x.Confidence+1e-9 < f.Threshold() {
 		return false
 	}
-	if f.ValueType == TypeBoolean && !x.IsNull() {
+	switch {
+	case x.IsNull():
+	case f.ValueType == TypeBoolean:
 		return string(bytes.TrimSpace(x.Value)) == "true"
+	case f.ValueType == TypeArray && f.MinItems > 0:
+		var items []json.RawMessage
+		return json.Unmarshal(x.Value, &items) == nil && len(items) >= f.MinItems
 	}
 	return true
 }

@@ -769,6 +769,12 @@ func (v *validator) extractionSchema() {
 		if f.ConfidenceThreshold < 0 || f.ConfidenceThreshold > 1 {
 			v.errorf(join(fp, "confidence_threshold"), "extraction-schema", "confidence_threshold must be in [0, 1], got %g", f.ConfidenceThreshold)
 		}
+		switch {
+		case f.MinItems < 0:
+			v.errorf(join(fp, "min_items"), "extraction-schema", "min_items must be 0 or more, got %d", f.MinItems)
+		case f.MinItems > 0 && f.ValueType != TypeArray:
+			v.errorf(join(fp, "min_items"), "extraction-schema", "min_items counts the items of an array; this field's value_type is %s", f.ValueType)
+		}
 		v.cues(join(fp, "cues"), f)
 	}
 	// A field must not be both a leaf and the parent of another field.

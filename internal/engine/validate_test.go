@@ -295,6 +295,11 @@ func TestValidateRules(t *testing.T) {
 			wantPath: "extraction_schema.fields[1].path", wantRule: "extraction-schema", wantMsg: "already defined",
 		},
 		{
+			name:     "min items of a field that is no list",
+			mutate:   func(d *Definition) { d.ExtractionSchema.Fields[0].MinItems = 3 },
+			wantPath: "extraction_schema.fields[0].min_items", wantRule: "extraction-schema", wantMsg: "counts the items of an array",
+		},
+		{
 			name:     "sidebar category unknown",
 			mutate:   func(d *Definition) { d.SidebarConfig.StaticSections[0].ObligationCategories = []string{"x"} },
 			wantPath: "sidebar_config.static_sections[0].obligation_categories[0]", wantRule: "obligation-ref", wantMsg: `"x"`,

@@ -66,6 +66,31 @@ func TestItemStatus(t *testing.T) {
 	}
 }
 
+// A list field with min_items ("at least three options") leaves its
+// obligation partial until it holds that many; "there are none" (null)
+// still answers it.
+func TestMinItemsObligation(t *testing.T) {
+	def := enginetest.Definition()
+	fd, _ := def.Field("details.features")
+	fd.MinItems = 3
+	o, _ := def.Obligation("features_known")
+	for _, tc := range []struct {
+		value any
+		want  engine.ObligationStatusValue
+	}{
+		{[]string{"tasks"}, engine.StatusPartial},
+		{[]string{"tasks", "deadlines"}, engine.StatusPartial},
+		{[]string{"tasks", "deadlines", "notifications"}, engine.StatusSatisfied},
+		{nil, engine.StatusSatisfied},
+	} {
+		m := enginetest.Memory(def)
+		enginetest.Set(m, "details.features", tc.value, 0.9, 1)
+		if got := obligation.Item(def, o, m, enginetest.Registry()); got.Status != tc.want {
+			t.Errorf("features %v: %s, want %s", tc.value, got.Status, tc.want)
+		}
+	}
+}
+
 func TestEvaluatorObligation(t *testing.T) {
 	def := enginetest.Definition()
 	reg := enginetest.Registry()
