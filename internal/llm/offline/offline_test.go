@@ -25,8 +25,6 @@ func newOffline(t *testing.T, seed int64) *Offline {
 	return o
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func TestConformance(t *testing.T) {
 	llmtest.Run(t, func(t *testing.T) llm.Client { return newOffline(t, 1) })
 }

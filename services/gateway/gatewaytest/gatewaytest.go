@@ -155,12 +155,6 @@ func (n *Node) Stop(t testing.TB) {
 	}
 }
 
-// useOfflineSkills lets the offline provider drive the engines, as
-// praetor dev does.
-
-// Logs returns what the node has logged so far.
-func (n *Node) Logs() string { return n.logs.String() }
-
 // Tenant creates a tenant and returns a bearer token for it that never
 // expires.
 func (n *Node) Tenant(t testing.TB, id string) string {

@@ -138,19 +138,3 @@ func (s *Stream) Next(t testing.TB, timeout time.Duration) Event {
 		return Event{}
 	}
 }
-
-// Pending returns the events already received, without waiting.
-func (s *Stream) Pending() []Event {
-	var out []Event
-	for {
-		select {
-		case ev, ok := <-s.events:
-			if !ok {
-				return out
-			}
-			out = append(out, ev)
-		default:
-			return out
-		}
-	}
-}
