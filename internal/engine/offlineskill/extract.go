@@ -1371,10 +1371,12 @@ func removed(current json.RawMessage, s sentence) []string {
 		case wishes[w]:
 			wished = true // "We want double entry to be a thing of the past, no longer …"
 		case dropVerbs[w]:
-			// "We stopped the landscaping jobs", "We're dropping Shopify":
-			// not "We didn't drop Shopify", nor what the user wants to
-			// stop, nor "dropped calls", an item named by the verb.
-			if !wished && dropped == nil && !slices.ContainsFunc(words[max(i-3, 0):i], negation) {
+			// "We stopped the landscaping jobs", "We're dropping Shopify",
+			// "Let's drop Shopify": not "We didn't drop Shopify", nor what
+			// the user wants to stop, nor "dropped calls", an item named by
+			// the verb, nor what dropped of itself ("Our revenue dropped
+			// when BrightView opened").
+			if !wished && dropped == nil && userDrops(words[:i]) {
 				dropped = contentWords(strings.Join(words[i+1:], " "))
 			}
 		case i > 0 && words[i-1] == "no" && w == "longer":
@@ -1441,6 +1443,23 @@ var (
 var dropVerbs = map[string]bool{"stopped": true, "stopping": true, "dropped": true, "dropping": true, "drop": true,
 	"ditched": true, "ditching": true, "ditch": true, "scrapped": true, "scrapping": true, "scrap": true,
 	"cancelled": true, "canceled": true, "cancelling": true, "canceling": true}
+
+// userDrops reports whether the words before a drop verb make the user
+// its subject: a pronoun of theirs shortly before it, unnegated ("we
+// stopped", "we've finally scrapped"), or none but leads ("Actually, let's
+// drop …", "Drop Shopify").
+func userDrops(before []string) bool {
+	near := before[max(len(before)-3, 0):]
+	if slices.ContainsFunc(near, negation) {
+		return false
+	}
+	return slices.ContainsFunc(near, func(w string) bool { return dropSubjects[w] }) ||
+		!slices.ContainsFunc(before, func(w string) bool { return !forgetLeads[w] })
+}
+
+// dropSubjects are the user as the subject of a drop verb.
+var dropSubjects = map[string]bool{"i": true, "we": true, "i've": true, "we've": true, "i'm": true, "we're": true,
+	"i'll": true, "we'll": true, "i'd": true, "we'd": true, "let's": true}
 
 // negation reports whether a word negates what follows it.
 func negation(w string) bool {

@@ -1126,6 +1126,21 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "an item the drop verb names stays",
 			current: map[string]any{"users_and_personas.pain_points": []string{"dropped calls"}},
 			msg:     "The dropped calls are the worst of it.", absent: []string{"users_and_personas.pain_points"}},
+		// What dropped or stopped of itself, not by the user's doing, takes
+		// nothing the sentence names off a list.
+		{name: "a competitor named after a figure that dropped stays", engine: "business-profile",
+			focus:   "key_roles_identified",
+			current: map[string]any{"target_market.competitors": []string{"BrightView", "local guys with a mower"}},
+			msg:     "Our revenue dropped a little when BrightView opened a branch in Round Rock.",
+			absent:  []string{"target_market.competitors"}},
+		{name: "an idea named after a figure that dropped stays", engine: "ideation",
+			current: map[string]any{"idea_generation.ideas": []string{"Text reminders", "a waitlist"}},
+			msg:     "No-shows dropped at my last salon once they started text reminders.",
+			absent:  []string{"idea_generation.ideas"}},
+		{name: "an item the user drops by telling to goes",
+			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
+			msg:     "Actually, let's drop Shopify.",
+			want:    map[string]any{"constraints.integrations": []any{"Xero"}}},
 		// Names said aside go on the known list of names they belong
 		// with, not under the question asked; with no such list, nowhere.
 		{name: "a name added aside goes on the list of names", focus: "team_resources_known",
