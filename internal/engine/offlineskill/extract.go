@@ -606,11 +606,26 @@ var takeBackPhrases = []string{"scratch that", "never mind", "nevermind", "forge
 	"strike that", "disregard that", "cancel that", "forget what i said", "ignore what i said"}
 
 // takesBackLast reports whether a message opens, past its leads ("Sorry,
-// …"), with a phrase that takes back what the user said last.
+// …"), with a phrase that takes back what the user said last: not "Never
+// mind the cost, we need it by October", which sets a topic aside and goes
+// on to answer.
 func takesBackLast(msg string) bool {
 	s := strings.ReplaceAll(trimLeads(strings.TrimSpace(msg), leads), "’", "'")
-	return slices.ContainsFunc(takeBackPhrases, func(p string) bool { return engine.PhraseIndex(s, p) == 0 })
+	return slices.ContainsFunc(takeBackPhrases, func(p string) bool {
+		if engine.PhraseIndex(s, p) != 0 {
+			return false
+		}
+		if p != "never mind" && p != "nevermind" {
+			return true
+		}
+		next, _, _ := strings.Cut(strings.TrimSpace(s[len(p):]), " ")
+		return !strings.HasPrefix(s[len(p):], " ") || mindPointers[strings.ToLower(strings.TrimRight(next, ",.!;:"))]
+	})
 }
+
+// mindPointers after "never mind" point back at what the user said ("Never
+// mind that"), not at a topic set aside.
+var mindPointers = map[string]bool{"that": true, "this": true, "it": true, "what": true, "me": true, "then": true}
 
 // undone is the answer that takes off a known list the items the user's
 // last message named ("Oh, and Mailchimp." then "Scratch that."), when
