@@ -1392,7 +1392,13 @@ func removed(current json.RawMessage, s sentence) []string {
 			// the verb, nor what dropped of itself ("Our revenue dropped
 			// when BrightView opened").
 			if !wished && dropped == nil && userDrops(words[:i]) {
-				dropped = contentWords(strings.Join(words[i+1:], " "))
+				// What is dropped ends where a clause of why or when
+				// begins ("… because Glofox is cheaper" keeps Glofox).
+				obj := words[i+1:]
+				if j := slices.IndexFunc(obj, func(w string) bool { return clauseOpeners[w] }); j >= 0 {
+					obj = obj[:j]
+				}
+				dropped = contentWords(strings.Join(obj, " "))
 			}
 		case i > 0 && words[i-1] == "no" && w == "longer":
 			if !wished && dropping(words[i+1:]) {
@@ -1471,6 +1477,12 @@ func userDrops(before []string) bool {
 	return slices.ContainsFunc(near, func(w string) bool { return dropSubjects[w] }) ||
 		!slices.ContainsFunc(before, func(w string) bool { return !forgetLeads[w] })
 }
+
+// clauseOpeners open a clause that says why, when or how far, after what
+// a drop verb drops.
+var clauseOpeners = map[string]bool{"because": true, "since": true, "as": true, "so": true, "but": true, "when": true,
+	"while": true, "after": true, "once": true, "until": true, "though": true, "although": true, "cause": true,
+	"cos": true, "which": true}
 
 // dropSubjects are the user as the subject of a drop verb.
 var dropSubjects = map[string]bool{"i": true, "we": true, "i've": true, "we've": true, "i'm": true, "we're": true,

@@ -1142,6 +1142,18 @@ func TestExtractionSkill(t *testing.T) {
 			current: map[string]any{"idea_generation.ideas": []string{"Text reminders", "a waitlist"}},
 			msg:     "No-shows dropped at my last salon once they started text reminders.",
 			absent:  []string{"idea_generation.ideas"}},
+		// The reason the user gives for dropping something names what they
+		// keep.
+		{name: "a competitor named in the reason for a stopped product stays", engine: "business-profile",
+			focus:   "core_offering_described",
+			current: map[string]any{"target_market.competitors": []string{"Greggs", "Pret"}},
+			msg:     "Bread and cakes, we stopped doing sandwiches because Pret does them better.",
+			absent:  []string{"target_market.competitors"}},
+		{name: "an option named in the reason for dropping another stays", engine: "exploration",
+			focus:   "pros_explored",
+			current: map[string]any{"solution_landscape.options": []string{"Glofox", "Mindbody"}},
+			msg:     "We stopped looking at Mindbody because Glofox is cheaper.",
+			want:    map[string]any{"solution_landscape.options": []any{"Glofox"}}},
 		{name: "an item the user drops by telling to goes",
 			current: map[string]any{"constraints.integrations": []string{"Xero", "Shopify"}},
 			msg:     "Actually, let's drop Shopify.",
