@@ -321,6 +321,15 @@ func unitNumber(f extraction.PromptField, sentences []sentence) (any, bool) {
 	return nil, false
 }
 
+// countsBeside reports whether a sentence counts a group beside the user
+// ("me and two part-timers", "the two of us and a guide"): a number in it
+// counts a part of the group only, and a count field takes none.
+func countsBeside(lower engine.Text) bool {
+	return besideRe.MatchString(lower.Lowered())
+}
+
+var besideRe = regexp.MustCompile(`\b(?:me|myself|us)\b.*\b(?:and|plus)\b|\b(?:and|plus)\b.*\b(?:me|myself)\b`)
+
 var unitRe = regexp.MustCompile(`(\d[\d,]*(?:\.\d+)?)\s+([A-Za-z]+)`)
 
 // focusList is the list the question just asked is for, if its first
@@ -840,6 +849,10 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			// forty technicians" as a role) does not match.
 			text := s.text
 			if f.ValueType == engine.TypeNumber && inFocus {
+				if countsBeside(s.lower) {
+					// "Me and two part-timers": the word counts a part.
+					continue
+				}
 				text = s.figures
 			}
 			if c.pf != nil && s.ascii && text == s.text && !c.pf.mayMatch(s.lower.Lowered()) {
@@ -1884,6 +1897,9 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 		v := cleanSentence(firstSentences(s, 2))
 		return v, v != ""
 	case engine.TypeNumber:
+		if countsBeside(engine.LowerText(s)) {
+			return nil, false // "Me and two part-timers": a part of the group
+		}
 		return ParseNumber(s)
 	case engine.TypeBoolean:
 		return !Negated(s), true

@@ -133,6 +133,14 @@ func TestExtractionSkill(t *testing.T) {
 			focus: "user_count_estimated", msg: "Two hundred technicians.",
 			want:   map[string]any{"users_and_personas.user_count": 200.0},
 			absent: []string{"users_and_personas.secondary_users"}},
+		// A count in words that leaves the user or another out of a group
+		// is no count: stored, its number would be wrong, and silently.
+		{name: "me and a count in words is no headcount", engine: "business-profile", focus: "team_size_known",
+			msg: "Me and two part-timers.", absent: []string{"team_composition.headcount"}},
+		{name: "the two of us and another is no headcount", engine: "business-profile", focus: "team_size_known",
+			msg: "Just the two of us and a part-time tour guide.", absent: []string{"team_composition.headcount"}},
+		{name: "the two of us is two", engine: "business-profile", focus: "team_size_known",
+			msg: "Just the two of us.", want: map[string]any{"team_composition.headcount": 2.0}},
 		{name: "what worries the user is the con", engine: "exploration", focus: "cons_explored",
 			msg: "What worries me is the monthly fee.", want: map[string]any{"solution_landscape.option_cons": []any{"the monthly fee"}}},
 		{name: "what concerns the user most is the con", engine: "exploration", focus: "cons_explored",
