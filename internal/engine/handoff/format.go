@@ -19,6 +19,18 @@ const (
 // that says the question it answers.
 const QuestionLine = "  Question: "
 
+// ChosenTwice reports, of a choice among choices, whether it is there more
+// than once (case and spaces aside): one choice made for two questions,
+// which is told apart by its question where it is listed.
+func ChosenTwice(choices []string) func(choice string) bool {
+	key := func(c string) string { return strings.ToLower(strings.TrimSpace(c)) }
+	n := make(map[string]int, len(choices))
+	for _, c := range choices {
+		n[key(c)]++
+	}
+	return func(c string) bool { return n[key(c)] > 1 }
+}
+
 // Section titles of the executive summary.
 const (
 	SectionDecisions   = "DECISIONS REACHED"

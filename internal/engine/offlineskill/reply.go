@@ -176,13 +176,10 @@ func parseHandoff(text string) *HandoffSummary {
 // followed by the question it answers ("PostgreSQL (for: Which database
 // for the app?)"), so that the acknowledgement does not read as a repeat.
 func telling(decisions, questions []string) []string {
-	count := map[string]int{}
-	for _, d := range decisions {
-		count[strings.ToLower(d)]++
-	}
+	twice := handoff.ChosenTwice(decisions)
 	out := make([]string, 0, len(decisions))
 	for i, d := range decisions {
-		if q := questions[i]; q != "" && count[strings.ToLower(d)] > 1 {
+		if q := questions[i]; q != "" && twice(d) {
 			d += " (for: " + q + ")"
 		}
 		if !slices.Contains(out, d) {

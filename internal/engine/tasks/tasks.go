@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/internal/engine/strategy"
 	"github.com/praetorhq/praetor/pkg/contracts"
 )
@@ -316,12 +317,13 @@ func carried(m *engine.WorkingMemory) []string {
 	for _, p := range h.SituationAwareness.KeyPainPoints {
 		add("Pain point", p)
 	}
-	chosen := map[string]int{}
+	var choices []string
 	for _, d := range h.ActionList.DecisionsReached {
-		chosen[strings.ToLower(strings.TrimSpace(d.Decision))]++
+		choices = append(choices, d.Decision)
 	}
+	twice := handoff.ChosenTwice(choices)
 	for _, d := range h.ActionList.DecisionsReached {
-		if q := strings.TrimSpace(d.Question); q != "" && chosen[strings.ToLower(strings.TrimSpace(d.Decision))] > 1 {
+		if q := strings.TrimSpace(d.Question); q != "" && twice(d.Decision) {
 			add("Decision", d.Decision+", for: "+q)
 			continue
 		}
