@@ -166,23 +166,27 @@ func TestExplorationTradeoffIsWhatIsWeighed(t *testing.T) {
 	}
 }
 
+// bakeryOpening is how a bakery's owner answers business profile's first
+// seven questions, up to where the business sells.
+var bakeryOpening = []string{
+	"Hi! We run a small bakery in Leeds called Crumb & Co, we've been going for about 6 years.",
+	"Both, cafes buy wholesale and people buy in the shop.",
+	"Wholesale bread to cafes is the biggest, then shop sales and celebration cakes.",
+	"Per loaf for wholesale, and cakes are priced by size.",
+	"Everything is baked fresh every morning with local flour, that's why people come to us.",
+	"Local cafes, office workers, and families ordering birthday cakes.",
+	"Mostly local, within about ten miles of the shop.",
+}
+
 // An owner who corrects the team size ("Actually it's 11 people now") while
 // asked about the team's roles corrects the head count; the correction is
 // not filed as the roles.
 func TestBusinessProfileHeadcountCorrection(t *testing.T) {
 	s := newSession(t, "business-profile")
-	for _, msg := range []string{
-		"Hi! We run a small bakery in Leeds called Crumb & Co, we've been going for about 6 years.",
-		"Both, cafes buy wholesale and people buy in the shop.",
-		"Wholesale bread to cafes is the biggest, then shop sales and celebration cakes.",
-		"Per loaf for wholesale, and cakes are priced by size.",
-		"Everything is baked fresh every morning with local flour, that's why people come to us.",
-		"Local cafes, office workers, and families ordering birthday cakes.",
-		"Mostly local, within about ten miles of the shop.",
+	for _, msg := range append(bakeryOpening[:len(bakeryOpening):len(bakeryOpening)],
 		"Greggs and the supermarket bakeries.",
 		"Sourdough, pastries and custom cakes.",
-		"We are a team of 9 people.",
-	} {
+		"We are a team of 9 people.") {
 		s.say(msg)
 	}
 	var n float64
@@ -333,15 +337,7 @@ func TestBusinessProfileWhoPaysAnsweredByWhomItSellsTo(t *testing.T) {
 func TestBusinessProfileNoCompetitorsIsAnAnswer(t *testing.T) {
 	for _, answer := range []string{"None.", "We have no competitors", "Not really, no."} {
 		s := newSession(t, "business-profile")
-		for _, msg := range []string{
-			"Hi! We run a small bakery in Leeds called Crumb & Co, we've been going for about 6 years.",
-			"Both, cafes buy wholesale and people buy in the shop.",
-			"Wholesale bread to cafes is the biggest, then shop sales and celebration cakes.",
-			"Per loaf for wholesale, and cakes are priced by size.",
-			"Everything is baked fresh every morning with local flour, that's why people come to us.",
-			"Local cafes, office workers, and families ordering birthday cakes.",
-			"Mostly local, within about ten miles of the shop.",
-		} {
+		for _, msg := range bakeryOpening {
 			s.say(msg)
 		}
 		if s.state.Obligations.Focus != "competitors_named" {
