@@ -546,12 +546,12 @@ func limited(t engine.Text) bool {
 // forget those", "we can't lose deadlines", "never drop them"): its
 // negation and its removal cancel out, and what it names stays; so does
 // what it puts off ("The deadlines can wait", "they aren't urgent",
-// defers), and what it says
-// must not lapse ("We can't let the deadlines slip", "we don't want to
-// miss a deadline"): a negation a few words before a lapse.
+// defers), what it approves ("Tasks work great", approves), and what it
+// says must not lapse ("We can't let the deadlines slip", "we don't want
+// to miss a deadline"): a negation a few words before a lapse.
 func keeps(clause engine.Text) bool {
 	c := engine.LowerText(strings.ReplaceAll(clause.Lowered(), "’", "'"))
-	if slices.ContainsFunc(defers, c.Contains) {
+	if slices.ContainsFunc(defers, c.Contains) || approves(c) {
 		return true
 	}
 	for _, n := range keepNegations {
@@ -570,6 +570,21 @@ func keeps(clause engine.Text) bool {
 		}
 	}
 	return false
+}
+
+// approves reports whether a clause says that what it names works for the
+// user ("Tasks work great", "the deadlines are fine", "we love the tasks",
+// "happy with deadlines"): named to be praised, an item is named to be
+// kept, and a model answering only the new items leaves it out because it
+// is not new. A clause with a negation ("Tasks don't work well", "not happy
+// with deadlines"), a removal or take-back ("tasks are fine to drop") or a
+// limit ("only tasks are good") approves nothing: what it says of the item
+// is left to the other rules.
+func approves(clause engine.Text) bool {
+	if !slices.ContainsFunc(approvals, clause.Contains) || clause.Negative() || limited(clause) {
+		return false
+	}
+	return !slices.ContainsFunc(removals, clause.Contains) && !slices.ContainsFunc(takeBacks, clause.Contains)
 }
 
 // itemForms returns a lowered item with its plural, and its singular when
@@ -718,6 +733,12 @@ var (
 	// defers put off what they name, which is no take-back (keeps).
 	defers = []string{"can wait", "could wait", "can come later", "for later", "until later", "not yet", "not urgent",
 		"isn't urgent", "aren't urgent", "not a priority", "isn't a priority", "aren't a priority"}
+	// approvals say that what a clause names works for the user (approves).
+	approvals = []string{"work great", "works great", "worked great", "working great", "work well", "works well",
+		"worked well", "working well", "work fine", "works fine", "is fine", "are fine", "is good", "are good",
+		"is great", "are great", "is ok", "are ok", "is okay", "are okay", "is perfect", "are perfect", "look good",
+		"looks good", "look great", "looks great", "look fine", "looks fine", "love", "loves", "happy with",
+		"pleased with", "can stay", "should stay"}
 	// backReferences name the stored items of a list as a whole.
 	backReferences = []string{"those", "these", "both", "all of them", "all that", "all of that", "everything",
 		"the lot", "the rest", "them all"}
