@@ -397,7 +397,9 @@ func unkept(message engine.Text) engine.Text {
 // forget those", keeps), nor one whose negation is of something else ("We
 // can't let the deadline slip", negates). A clause that restricts the list
 // to what it names ("Deadlines can go and we only need notifications",
-// restricts) takes back every stored item the message does not name.
+// restricts) takes back every stored item the message does not name, but
+// in a message that approves the stored items as a whole ("The rest looks
+// good, we only need notifications", approvesTheRest).
 func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 	var stored []string
 	if json.Unmarshal(prev, &stored) != nil {
@@ -414,6 +416,7 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 	have := items(val)
 	var answered []string
 	_ = json.Unmarshal(val, &answered)
+	limits := !approvesTheRest(message)
 	var taken []string
 	for _, c := range clauses(message.Lowered()) {
 		clause := engine.LowerText(c)
@@ -423,7 +426,7 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 		negative := clause.Negative()
 		drops := slices.ContainsFunc(removals, clause.Contains) || slices.ContainsFunc(takeBacks, clause.Contains)
 		replaces := slices.ContainsFunc(replacements, clause.Contains)
-		restricted := restricts(clause, slices.Concat(stored, answered))
+		restricted := limits && restricts(clause, slices.Concat(stored, answered))
 		if !negative && !drops && !replaces && !restricted {
 			continue
 		}
@@ -442,6 +445,18 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 		}
 	}
 	return taken
+}
+
+// approvesTheRest reports whether a clause of a message approves the
+// stored items as a whole ("The rest looks good", "everything else is
+// fine", "the others are ok"): a limit beside it ("we only need
+// notifications") is of what the user still needs, not of the list, and
+// takes nothing back.
+func approvesTheRest(message engine.Text) bool {
+	return slices.ContainsFunc(clauses(message.Lowered()), func(c string) bool {
+		clause := engine.LowerText(c)
+		return approves(clause) && slices.ContainsFunc(slices.Concat(backReferences, restReferences), clause.Contains)
+	})
 }
 
 // negates reports whether a negation in a lowered clause bears on a phrase
@@ -742,6 +757,11 @@ var (
 	// backReferences name the stored items of a list as a whole.
 	backReferences = []string{"those", "these", "both", "all of them", "all that", "all of that", "everything",
 		"the lot", "the rest", "them all"}
+	// restReferences name the stored items beside another one, which a
+	// clause may approve ("the others are ok", approvesTheRest) but which
+	// are no take-back of every item ("forget the others" is not
+	// "forget those").
+	restReferences = []string{"the others", "the other ones", "all else", "everything else"}
 )
 
 // named returns the string items of the list prev that the message names,
