@@ -361,7 +361,9 @@ func grows(v PromptVersion, marker string, message engine.Text, prev, val json.R
 // only add: "Pret isn't a competitor, it's Costa", answered [Costa], takes
 // Pret off. Only those: a model that answers only the new items gives the
 // same answer to "Tasks are for managers; we need reminders", and the
-// stored items the message does not name stay either way.
+// stored items the message does not name stay either way; so do those it
+// names as what a new item is for ("We need reminders on the deadlines",
+// served).
 func leftOut(marker string, message engine.Text, prev, val json.RawMessage) []string {
 	have, stored := items(val), items(prev)
 	if marker != "" || len(have) == 0 || slices.ContainsFunc(stored, func(x string) bool { return slices.Contains(have, x) }) {
@@ -371,7 +373,8 @@ func leftOut(marker string, message engine.Text, prev, val json.RawMessage) []st
 	if adds(rest) {
 		return nil
 	}
-	return named(rest, prev)
+	purposes := served(message, prev)
+	return slices.DeleteFunc(named(rest, prev), func(x string) bool { return slices.Contains(purposes, x) })
 }
 
 // unkept is the message without its clauses that keep what they name
@@ -399,7 +402,8 @@ func unkept(message engine.Text) engine.Text {
 // to what it names ("Deadlines can go and we only need notifications",
 // restricts) takes back every stored item the message does not name, but
 // in a message that approves the stored items as a whole ("The rest looks
-// good, we only need notifications", approvesTheRest).
+// good, we only need notifications", approvesTheRest) or names one as what
+// a new item is for ("We just need reminders for the deadlines", served).
 func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 	var stored []string
 	if json.Unmarshal(prev, &stored) != nil {
@@ -416,7 +420,7 @@ func takenBack(message engine.Text, prev, val json.RawMessage) []string {
 	have := items(val)
 	var answered []string
 	_ = json.Unmarshal(val, &answered)
-	limits := !approvesTheRest(message)
+	limits := !approvesTheRest(message) && len(served(message, prev)) == 0
 	var taken []string
 	for _, c := range clauses(message.Lowered()) {
 		clause := engine.LowerText(c)
@@ -458,6 +462,59 @@ func approvesTheRest(message engine.Text) bool {
 		return approves(clause) && slices.ContainsFunc(slices.Concat(backReferences, restReferences), clause.Contains)
 	})
 }
+
+// served returns the string items of the list prev that a message names as
+// what another item is for: after a purpose word (purposeLeads) with
+// nothing between but determiners (purposeSkips): "reminders for the
+// deadlines", "a calendar to track tasks", "notes on the tasks". Such an
+// item is no item the message takes back or leaves out, nor one that a
+// limit beside it keeps while it takes the others back: "We just need
+// reminders for the deadlines" says what the user still needs, not what
+// alone should remain. A reader who took "just" as a restriction would
+// drop tasks, which the user did not mention, and keep deadlines only
+// because reminders hang on them; but a user who builds a new item on a
+// stored one is adding to the list, and what the user said before goes only
+// when the user clearly takes it back.
+func served(message engine.Text, prev json.RawMessage) []string {
+	var stored []string
+	if json.Unmarshal(prev, &stored) != nil {
+		return nil // not a list of strings
+	}
+	var out []string
+	for _, c := range clauses(message.Lowered()) {
+		clause := engine.LowerText(c)
+		for _, x := range stored {
+			if !slices.Contains(out, x) && slices.ContainsFunc(itemForms(x), func(f string) bool { return purpose(clause, f) }) {
+				out = append(out, x)
+			}
+		}
+	}
+	return out
+}
+
+// purpose reports whether a lowered clause names a phrase after a purpose
+// word, with nothing between but determiners.
+func purpose(clause engine.Text, phrase string) bool {
+	i := clause.Index(phrase)
+	if i < 0 {
+		return false
+	}
+	before := words(clause.Lowered()[:i])
+	for len(before) > 0 && purposeSkips[before[len(before)-1]] {
+		before = before[:len(before)-1]
+	}
+	return slices.ContainsFunc(purposeLeads, func(lead string) bool {
+		lw := words(lead)
+		return len(before) >= len(lw) && slices.Equal(before[len(before)-len(lw):], lw)
+	})
+}
+
+// purposeLeads say that what follows them is what another item is for
+// (served); purposeSkips may stand between one and the item.
+var (
+	purposeLeads = []string{"for", "on", "to track", "to keep track of", "to manage"}
+	purposeSkips = engine.WordSet("the a an our my your their its all any each every those these")
+)
 
 // negates reports whether a negation in a lowered clause bears on a phrase
 // in it: it stands before the phrase or after it with nothing between but

@@ -455,6 +455,39 @@ func TestApplyRules(t *testing.T) {
 			features:       []string{"tasks", "notifications"},
 		},
 		{
+			// "Just need reminders for the deadlines" is all the user still
+			// needs, not all that should remain: the reminders serve the
+			// deadlines, which the user builds on, and nothing the user said
+			// before is taken back, tasks no more than deadlines.
+			name:        "new items only: a limit to what a stored item needs grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"reminders"}, 0.8}},
+			message:     "We just need reminders for the deadlines.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "reminders"},
+		},
+		{
+			name:        "new items only: a limit to what tracks a stored item grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"calendar"}, 0.8}},
+			message:     "We only need a calendar to track tasks.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "calendar"},
+		},
+		{
+			// Named as what the new item is for, a stored item is not named
+			// to be left out.
+			name:        "new items only: a stored item a new one is for grows the list",
+			fields:      map[string]any{"details.features": []any{[]string{"reminders"}, 0.8}},
+			message:     "We need reminders on the deadlines.",
+			wantUpdated: []string{"details.features"},
+			wantType:    map[string]extraction.Type{"details.features": extraction.TypeUpdate},
+			wantNew:     1,
+			features:    []string{"tasks", "deadlines", "reminders"},
+		},
+		{
 			name:           "new items only: a list limited with just is what it names",
 			fields:         map[string]any{"details.features": []any{[]string{"notifications", "reports"}, 0.8}},
 			message:        "Honestly we just really need notifications and reports.",
