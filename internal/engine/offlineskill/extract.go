@@ -69,6 +69,12 @@ func Extract(p extraction.Prompt) Answer {
 	if msg == "" {
 		return ans
 	}
+	if closingRemark(msg) && !asksYesOrNo(p) {
+		// "I think that covers it" tells no value of any field, whatever
+		// was asked, and puts nothing off; a yes-or-no question reads its
+		// yes or no ("Sure, that's all.").
+		return ans
+	}
 	sentences := prepare(engine.Sentences(msg))
 	for i := range sentences {
 		for _, f := range p.Fields {
@@ -724,7 +730,52 @@ var (
 
 // nothingMorePhrases say there is nothing more to tell.
 var nothingMorePhrases = []string{"nothing else", "nothing more", "nothing to add", "that's all", "that is all", "that's everything",
-	"that's it", "that is it", "that's about it", "that is about it", "no others", "no other ones"}
+	"that's it", "that is it", "that's about it", "that is about it", "no others", "no other ones", "covers it",
+	"covers everything", "we're done", "we are done", "i'm done", "i am done"}
+
+// closingRemark reports whether a message only says that the user has
+// nothing more to tell ("I think that covers it.", "That's everything for
+// now.", "Nothing else."): each of its sentences says so, and its other
+// words are fillers, thanks or a bare yes or no. It answers no question
+// that asks for a value, and is nothing to reflect back.
+func closingRemark(msg string) bool {
+	ss := engine.Sentences(msg)
+	for _, s := range ss {
+		if engine.IsQuestion(s) {
+			return false
+		}
+		rest, said := strings.ReplaceAll(strings.ToLower(s), "’", "'"), false
+		for _, p := range nothingMorePhrases {
+			if i := engine.PhraseIndex(rest, p); i >= 0 {
+				rest, said = rest[:i]+" "+rest[i+len(p):], true
+				break
+			}
+		}
+		if !said {
+			return false
+		}
+		for _, w := range strings.FieldsFunc(rest, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }) {
+			if !noContent[w] && !acknowledgements[w] && !closingFillers[w] {
+				return false
+			}
+		}
+	}
+	return len(ss) > 0
+}
+
+// closingFillers are the words a closing remark says beside its phrase
+// ("That's everything for now", "I think that's pretty much it").
+var closingFillers = engine.WordSet(`for now really pretty much all then just everything guys`)
+
+// asksYesOrNo reports whether the question just asked wants a yes or a no.
+func asksYesOrNo(p extraction.Prompt) bool {
+	fields := focusFields(p)
+	if len(fields) == 0 {
+		return false
+	}
+	f := promptField(p, fields[0])
+	return f != nil && f.ValueType == engine.TypeBoolean
+}
 
 // nothingMore reports whether a short sentence says there is nothing more.
 func nothingMore(t engine.Text) bool {

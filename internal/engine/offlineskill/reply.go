@@ -401,6 +401,9 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 	if takesBackLast(msg) {
 		return "", false // "It sounds like scratch that."
 	}
+	if closingRemark(msg) {
+		return "", false // "So what matters to you is that you think that covers it."
+	}
 	words := strings.Fields(cleanSentence(ss[0]))
 	for _, filler := range []string{"well", "so", "oh", "actually", "yes", "yeah", "no,", "ok", "okay", "hi", "hello", "and",
 		"or", "but", "also", "plus", "because"} {
