@@ -1,0 +1,107 @@
+package offlineskill_test
+
+import (
+	"cmp"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
+)
+
+// extractionCase is a message, the state and the question it answers,
+// and the fields it must and must not answer.
+type extractionCase struct {
+	name    string
+	engine  string // "" for project-discovery
+	current map[string]any
+	focus   string
+	msg     string
+	want    map[string]any // path -> decoded value
+	absent  []string
+}
+
+func runExtractionCases(t *testing.T, tests []extractionCase) {
+	t.Helper()
+	cat := enginetest.Shipped(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			def, _ := cat.Get(cmp.Or(tt.engine, "project-discovery"))
+			cur := engine.NewExtraction()
+			if tt.current != nil {
+				cur = known(t, def, tt.current)
+			}
+			ans := extract(t, def, cur, tt.focus, tt.msg)
+			for p, want := range tt.want {
+				fa, ok := ans.Fields[p]
+				if !ok {
+					t.Errorf("%s not extracted; answer %s", p, answered(ans.Fields))
+					continue
+				}
+				var got any
+				_ = json.Unmarshal(fa.Value, &got)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s = %#v, want %#v", p, got, want)
+				}
+			}
+			for _, p := range tt.absent {
+				if fa, ok := ans.Fields[p]; ok {
+					t.Errorf("%s extracted: %s", p, fa.Value)
+				}
+			}
+		})
+	}
+}
+
+// answered shows the values of an answer's fields.
+func answered(fields map[string]extraction.FieldAnswer) map[string]string {
+	out := map[string]string{}
+	for p, fa := range fields {
+		out[p] = string(fa.Value)
+	}
+	return out
+}
+
+// An answer of a kind fills the field of its kind, whatever was asked: a
+// platform the product must run on is the kind of product, a feature that
+// can wait is the first version's scope, and a feature the user also
+// wants is a key feature; none of them is the answer to the question
+// asked.
+func TestExtractionSkillAnswerFillsItsKind(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "phones and the iPhone are a mobile app", focus: "desired_outcome_stated",
+			msg:    "It has to work on phones, most clients are on iPhone.",
+			want:   map[string]any{"purpose_and_problem.project_type": "mobile app"},
+			absent: []string{"purpose_and_problem.desired_outcome"}},
+		{name: "the iPhone alone is a mobile app", focus: "project_type_identified",
+			msg:  "Most of our clients are on iPhone.",
+			want: map[string]any{"purpose_and_problem.project_type": "mobile app"}},
+		{name: "mobiles are a mobile app", focus: "project_type_identified",
+			msg:  "It needs to work on mobiles, that's what the customers use.",
+			want: map[string]any{"purpose_and_problem.project_type": "mobile app"}},
+		{name: "a feature that would be nice can wait", focus: "project_type_identified",
+			msg:    "Payments would be nice but not required at first.",
+			want:   map[string]any{"success_criteria.mvp_scope": "Payments would be nice but not required at first"},
+			absent: []string{"purpose_and_problem.project_type", "success_criteria.key_features"}},
+		{name: "a nice to have can wait", focus: "project_type_identified",
+			msg:    "Online payments are a nice to have.",
+			want:   map[string]any{"success_criteria.mvp_scope": "Online payments are a nice to have"},
+			absent: []string{"purpose_and_problem.project_type"}},
+		{name: "a feature the user also wants is a key feature", focus: "user_count_estimated",
+			msg:    "We also want reminders the evening before a walk.",
+			want:   map[string]any{"success_criteria.key_features": []any{"reminders the evening before a walk"}},
+			absent: []string{"users_and_personas.user_count"}},
+		{name: "a feature the user would also like is a key feature", focus: "trigger_event_identified",
+			msg:    "We'd also like a map of each walk and a photo at the end.",
+			want:   map[string]any{"success_criteria.key_features": []any{"a map of each walk", "a photo at the end"}},
+			absent: []string{"purpose_and_problem.trigger_event"}},
+		{name: "what the user also needs to do is no feature", focus: "trigger_event_identified",
+			msg: "We also need to hire another walker.", absent: []string{"success_criteria.key_features"}},
+		{name: "who also wants it is no feature", focus: "secondary_users_identified",
+			msg: "The dispatchers also want it.", absent: []string{"success_criteria.key_features"}},
+	})
+}
