@@ -105,3 +105,43 @@ func TestExtractionSkillAnswerFillsItsKind(t *testing.T) {
 			msg: "The dispatchers also want it.", absent: []string{"success_criteria.key_features"}},
 	})
 }
+
+// A value said with its reason ("10000, my partner agreed", "An agency,
+// since we have no developers") is the value alone; a statement keeps
+// its reason, which is part of what it says. A bare amount that corrects
+// an amount in a currency is in that currency, and one said in none is in
+// none.
+func TestExtractionSkillValueWithoutItsReason(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "a budget corrected with who agreed keeps its currency", focus: "user_pain_points_captured",
+			current: map[string]any{"constraints.budget": "8000 dollars"},
+			msg:     "Actually the budget is 10000, my partner agreed.",
+			want:    map[string]any{"constraints.budget": "10000 dollars"}},
+		{name: "a budget corrected keeps its currency sign", focus: "user_pain_points_captured",
+			current: map[string]any{"constraints.budget": "$8k"},
+			msg:     "Actually the budget is 10k, because my partner agreed.",
+			want:    map[string]any{"constraints.budget": "$10k"}},
+		{name: "a budget in no currency gets none", focus: "budget_range_known",
+			msg: "10000, my partner agreed.", want: map[string]any{"constraints.budget": "10000"}},
+		{name: "a budget with a reason is the budget", focus: "budget_range_known",
+			msg: "Around £5,000, since that's what the grant covers.", want: map[string]any{"constraints.budget": "Around £5,000"}},
+		{name: "a timeline with a reason is the timeline", focus: "timeline_known",
+			msg: "Early March, because that's when the season starts.", want: map[string]any{"constraints.timeline": "Early March"}},
+		{name: "a month with a reason is the month", focus: "timeline_known",
+			msg: "By May, because of the busy season.", want: map[string]any{"constraints.timeline": "By May"}},
+		{name: "a team with a reason is the team", focus: "team_resources_known",
+			msg: "An agency, since we have no developers.", want: map[string]any{"constraints.team": "An agency"}},
+		{name: "a team with who insisted is the team", focus: "team_resources_known",
+			msg: "My nephew, my wife insisted.", want: map[string]any{"constraints.team": "My nephew"}},
+		{name: "a reason asked for is kept", engine: "exploration", focus: "decision_reasoning_captured",
+			msg:  "Square, because my till already uses it.",
+			want: map[string]any{"decision.reasoning": "Square, because my till already uses it"}},
+		{name: "a statement keeps its reason", focus: "core_problem_defined",
+			msg:  "We lose bookings because everything comes by text.",
+			want: map[string]any{"purpose_and_problem.core_problem": "We lose bookings because everything comes by text"}},
+		{name: "a time since is no reason", focus: "current_solution_understood",
+			msg:  "On paper, since last year.",
+			want: map[string]any{"purpose_and_problem.current_solution": "On paper, since last year"}},
+	})
+}

@@ -62,8 +62,17 @@ type Answer struct {
 	DeferredObligations []string               `json:"deferred_obligations,omitempty"`
 }
 
-// Extract maps the prompt's user message to fields through their cues.
+// Extract maps the prompt's user message to fields through their cues,
+// each value without the reason said after it.
 func Extract(p extraction.Prompt) Answer {
+	ans := cueAnswer(p)
+	withoutReasons(p, ans)
+	return ans
+}
+
+// cueAnswer is the answer the cues of the fields find in the prompt's
+// user message.
+func cueAnswer(p extraction.Prompt) Answer {
 	ans := Answer{Fields: map[string]fieldAnswer{}}
 	msg := strings.TrimSpace(p.Message)
 	if msg == "" {

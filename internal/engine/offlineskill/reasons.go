@@ -1,0 +1,107 @@
+package offlineskill
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
+)
+
+// withoutReasons puts each string value of an answer without the reason
+// said after it, and a bare amount that corrects an amount in a currency
+// in that currency ("Actually the budget is 10000, my partner agreed",
+// when the budget was 8000 dollars, is 10000 dollars).
+func withoutReasons(p extraction.Prompt, ans Answer) {
+	for path, fa := range ans.Fields {
+		f := promptField(p, path)
+		v, isString := fa.Value.(string)
+		if f == nil || f.ValueType != engine.TypeString || !isString || asksWhy(*f) {
+			continue
+		}
+		v = valueAlone(v)
+		var was string
+		if json.Unmarshal(f.Current, &was) == nil {
+			v = inCurrencyOf(v, was)
+		}
+		fa.Value = v
+		ans.Fields[path] = fa
+	}
+}
+
+// asksWhy reports whether a field's value is a reason ("Why the user
+// chose that option"), which a reason said in it is part of.
+func asksWhy(f extraction.PromptField) bool {
+	t := engine.LowerText(f.DisplayName + " " + f.Description)
+	return slices.ContainsFunc([]string{"why", "reason", "reasons", "reasoning", "rationale"}, t.Contains)
+}
+
+// valueAlone is a value without the reason said after it: what stands
+// before ", because …", ", since we …", ", as we …" or ", my partner
+// agreed" when it names a value, a few words that make no clause ("10000",
+// "Early March", "An agency"). A statement keeps its reason ("We lose
+// bookings because everything comes by text"), and "since" a time is none
+// ("On paper, since last year").
+func valueAlone(v string) string {
+	loc := reasonRe.FindStringIndex(v)
+	if loc == nil {
+		return v
+	}
+	head := strings.TrimRight(strings.TrimSpace(v[:loc[0]]), ",;:")
+	words := strings.Fields(head)
+	if len(words) == 0 || len(words) > maxValueWords || slices.ContainsFunc(words, statesClause) {
+		return v
+	}
+	return head
+}
+
+// maxValueWords is the most words a value said with a reason is made of.
+const maxValueWords = 5
+
+// reasonRe finds where the reason after a value begins.
+var reasonRe = regexp.MustCompile(`(?i)(?:,\s*|\s+)(?:because|'cause|cause)\b|,\s*(?:since|as)\s+(?:i|we|they|he|she|it|you|` +
+	`that's|there's|it's|we're|i'm|they're|we've|i've|my|our)\b|,\s*(?:(?:my|our|the)\s+(?:[a-z]+\s+){0,2}?[a-z]+|i|we|` +
+	`they|he|she)\s+(?:has\s+|have\s+|just\s+|already\s+|finally\s+)?(?:agreed|agrees|said|says|approved|approves|` +
+	`insisted|insists|confirmed|decided|okayed|signed\s+off)\b`)
+
+// statesClause reports whether a word makes a clause of the words it
+// stands in: a subject pronoun, a verb of being, having or doing, a modal
+// or a negation.
+func statesClause(w string) bool {
+	if strings.Trim(w, ",:;") == "May" {
+		return false // the month: "By May, because …"
+	}
+	w = strings.ToLower(strings.Trim(strings.ReplaceAll(w, "’", "'"), ",:;"))
+	return subjectPronouns[w] || verbWords[w] && !objectPronouns[w] || strings.HasSuffix(w, "n't")
+}
+
+var (
+	subjectPronouns = engine.WordSet(`i we they he she it you i'm we're they're it's i've we've i'll we'll they'll
+		i'd we'd they'd`)
+	objectPronouns = engine.WordSet(`them him her`)
+)
+
+// inCurrencyOf is a bare amount v ("10000", "10k") in the currency of the
+// amount was it corrects ("8000 dollars", "$8k"): its sign or its word;
+// any other v, or a was in no currency, is v.
+func inCurrencyOf(v, was string) string {
+	if !bareAmountRe.MatchString(v) {
+		return v
+	}
+	if m := currencySignRe.FindStringSubmatch(was); m != nil {
+		return m[1] + strings.TrimSpace(v)
+	}
+	if m := currencyWordRe.FindStringSubmatch(was); m != nil {
+		return strings.TrimSpace(v) + " " + m[1]
+	}
+	return v
+}
+
+var (
+	bareAmountRe   = regexp.MustCompile(`(?i)^\s*\d[\d,.]*\s*(?:k|m|thousand|million)?\s*$`)
+	currencySignRe = regexp.MustCompile(`([$£€¥])\s?\d`)
+	currencyWordRe = regexp.MustCompile(`(?i)\d[\d,.]*\s*(?:k|m|thousand|million|grand)?\s+(dollars|pounds|euros|bucks|quid|` +
+		`usd|gbp|eur|aud|cad)\b`)
+)
