@@ -145,3 +145,55 @@ func TestExtractionSkillValueWithoutItsReason(t *testing.T) {
 			want: map[string]any{"purpose_and_problem.current_solution": "On paper, since last year"}},
 	})
 }
+
+// A timeline said beside a budget is the timeline, and the budget is the
+// amount alone.
+func TestExtractionSkillTimelineBesideABudget(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "before a season", focus: "trigger_event_identified",
+			msg:    "Budget is around 8000 dollars and I'd like it before spring.",
+			want:   map[string]any{"constraints.budget": "8000 dollars", "constraints.timeline": "before spring"},
+			absent: []string{"purpose_and_problem.trigger_event"}},
+		{name: "by a month", focus: "budget_range_known",
+			msg:  "The budget is 20k and we need it by March.",
+			want: map[string]any{"constraints.budget": "20k", "constraints.timeline": "by March"}},
+		{name: "within months", focus: "user_count_estimated",
+			msg:  "Our budget is about 15,000 pounds, and we'd want it within three months.",
+			want: map[string]any{"constraints.budget": "15,000 pounds", "constraints.timeline": "within three months"}},
+		{name: "a range of amounts", focus: "budget_range_known",
+			msg:  "The budget is 10k to 15k, ideally before Christmas.",
+			want: map[string]any{"constraints.budget": "10k to 15k", "constraints.timeline": "before Christmas"}},
+		{name: "before the end of the year", focus: "budget_range_known",
+			msg:  "Budget is tight and it has to be live before the end of the year.",
+			want: map[string]any{"constraints.timeline": "before the end of the year"}},
+	})
+}
+
+// "The main users are dog owners, and my three walkers who …" names the
+// primary users, and the walkers as the secondary ones.
+func TestExtractionSkillMainUsersAndTheOthers(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "the main users and the walkers", focus: "project_type_identified",
+			msg: "The main users are dog owners, and my three walkers who need to see their schedule.",
+			want: map[string]any{"users_and_personas.primary_user": "dog owners", "users_and_personas.secondary_users": "walkers",
+				"users_and_personas.jobs_to_be_done": []any{"see their schedule"}},
+			absent: []string{"purpose_and_problem.project_type"}},
+		{name: "the main users alone", focus: "primary_user_identified",
+			msg:    "The main users are pet owners.",
+			want:   map[string]any{"users_and_personas.primary_user": "pet owners"},
+			absent: []string{"users_and_personas.secondary_users"}},
+		{name: "two groups of main users", focus: "primary_user_identified",
+			msg:    "The main users are parents and coaches.",
+			want:   map[string]any{"users_and_personas.primary_user": "parents and coaches"},
+			absent: []string{"users_and_personas.secondary_users"}},
+		{name: "the main users and the office staff", focus: "primary_user_identified",
+			msg: "The primary users are tenants, and the office staff who handle repairs.",
+			want: map[string]any{"users_and_personas.primary_user": "tenants",
+				"users_and_personas.secondary_users": "office staff"}},
+		{name: "a role the main users are keeps its pattern", focus: "primary_user_identified",
+			msg:  "The main users are the technicians, and the dispatchers also use it.",
+			want: map[string]any{"users_and_personas.primary_user": "technicians", "users_and_personas.secondary_users": "dispatchers"}},
+	})
+}

@@ -1158,10 +1158,11 @@ func TestExtractionSkill(t *testing.T) {
 			current: map[string]any{"users_and_personas.pain_points": []string{"dropped calls"}},
 			msg:     "The dropped calls are the worst of it.", absent: []string{"users_and_personas.pain_points"}},
 		// "Never mind" with what the user sets aside after it takes nothing
-		// back: the rest of the message answers the question asked.
+		// back: the rest of the message answers the question asked (the
+		// timeline's pattern reads the deadline in it).
 		{name: "never mind a topic, then the answer", focus: "timeline_known",
 			msg:  "Never mind the cost, we need it before winter, so October at the latest.",
-			want: map[string]any{"constraints.timeline": "Never mind the cost, we need it before winter, so October at the latest"}},
+			want: map[string]any{"constraints.timeline": "before winter, so October at the latest"}},
 		// What dropped or stopped of itself, not by the user's doing, takes
 		// nothing the sentence names off a list.
 		{name: "a competitor named after a figure that dropped stays", engine: "business-profile",
