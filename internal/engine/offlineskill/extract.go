@@ -166,6 +166,14 @@ func cueAnswer(p extraction.Prompt) Answer {
 		return ans
 	}
 	if p.Focus == nil || len(p.Focus.Fields) == 0 {
+		if len(ans.Fields) == 0 && !aboutKnown {
+			// "Mainly to spend less time on month-end", to a question that
+			// files nothing ("Which tradeoff matters most to you?"), says
+			// what the user wants: a goal.
+			if path, fa, ok := purpose(p, msg); ok {
+				ans.Fields[path] = fa
+			}
+		}
 		return ans
 	}
 	if f := promptField(p, p.Focus.Fields[0]); len(ans.Fields) == 0 && f != nil && f.ValueType == engine.TypeArray &&
@@ -269,6 +277,56 @@ func cueAnswer(p extraction.Prompt) Answer {
 		break
 	}
 	return ans
+}
+
+// purpose is the answer that puts on the goals the purpose a message
+// states, an infinitive it opens with past its leads ("Mainly to spend
+// less time on month-end for each client"): the list of goals is the one
+// list field a keyword of which names goals. Not a place or a person
+// after "to" ("To the bank"), nor an idiom ("To be honest, …").
+func purpose(p extraction.Prompt, msg string) (path string, _ fieldAnswer, ok bool) {
+	answer, _, _ := answerPart(msg, false)
+	rest, found := strings.CutPrefix(strings.ToLower(trimLeads(answer, leads)), "to ")
+	if !found || slices.ContainsFunc(purposeIdioms, func(i string) bool { return engine.PhraseIndex(rest, i) == 0 }) {
+		return "", fieldAnswer{}, false
+	}
+	verb, _, _ := strings.Cut(rest, " ")
+	if verb = strings.Trim(verb, ".,;:!?"); verb == "" || notVerbs[verb] || determiners[verb] || pointers[verb] || isNumber(verb) {
+		return "", fieldAnswer{}, false
+	}
+	goal := trimLeads(answer, leads)
+	goal = goal[len(goal)-len(rest):]
+	if r, _ := utf8.DecodeRuneInString(goal); unicode.IsUpper(r) {
+		return "", fieldAnswer{}, false // "To Xero"
+	}
+	for _, f := range p.Fields {
+		if f.ValueType != engine.TypeArray || !slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool {
+			return contentWords(kw)["goal"] || contentWords(kw)["goals"]
+		}) {
+			continue
+		}
+		v, changed := grow(f.Current, unreasoned(SplitItems(goal)), false)
+		return f.Path, fieldAnswer{Value: v, Confidence: max(confFocus, f.ConfidenceThreshold),
+			Reasoning: "the user says what they want it for"}, changed
+	}
+	return "", fieldAnswer{}, false
+}
+
+// purposeIdioms open with "to" and state no purpose; notVerbs follow a
+// "to" that is a preposition ("To me, …", "To the bank").
+var (
+	purposeIdioms = []string{"be honest", "be fair", "be clear", "be frank", "be sure", "tell the truth",
+		"start with", "begin with", "sum up", "some extent", "a degree"}
+	notVerbs = map[string]bool{"me": true, "us": true, "you": true, "him": true, "them": true, "your": true,
+		"their": true, "his": true, "her": true, "its": true, "some": true, "all": true, "every": true, "each": true,
+		"any": true, "no": true, "most": true, "home": true}
+)
+
+// isNumber reports whether a word is a number, in figures ("2", "3pm") or
+// in words ("two").
+func isNumber(w string) bool {
+	r, _ := utf8.DecodeRuneInString(w)
+	return unicode.IsDigit(r) || spelledValues[w] > 0
 }
 
 // broader is the known list that the list f is a kind of: its name is

@@ -501,6 +501,19 @@ func TestExtractionSkill(t *testing.T) {
 			msg:     "Cost versus control, given the budget.",
 			want:    map[string]any{"decision.tradeoffs": []any{"Cost versus control"}},
 			absent:  []string{"decision.constraints"}},
+		// What the user wants it for, said to a question that files
+		// nothing, is a goal; to a question that files something, or with
+		// a place or a person after "to", it is none.
+		{name: "a purpose said to a question without fields is a goal", engine: "exploration", focus: "tradeoffs_weighed",
+			msg:  "Mainly to spend less time on month-end for each client.",
+			want: map[string]any{"initial_state.goals": []any{"spend less time on month-end for each client"}}},
+		{name: "a purpose said unasked is a goal", engine: "exploration", msg: "To stop missing orders while I bake.",
+			want: map[string]any{"initial_state.goals": []any{"stop missing orders while I bake"}}},
+		{name: "a place after to is no goal", engine: "exploration", focus: "tradeoffs_weighed",
+			msg: "To the bank, mostly.", absent: []string{"initial_state.goals"}},
+		{name: "a purpose said to a question with fields answers it", engine: "exploration", focus: "prior_knowledge_assessed",
+			msg:  "To be honest, not much.",
+			want: map[string]any{"initial_state.prior_knowledge": "To be honest, not much"}, absent: []string{"initial_state.goals"}},
 		// A correction of one item of a list replaces that item and keeps the
 		// others.
 		{name: "a correction replaces the item it corrects", engine: "exploration",
