@@ -2303,12 +2303,18 @@ var thousands = regexp.MustCompile(`(\d),(\d)`)
 // Y don't talk to each other, so …" at the comma, not at the "and").
 func splitItems(s string, clauses bool) []string {
 	s = joinNames(thousands.ReplaceAllString(cleanSentence(s), "$1\x00$2"))
+	if !clauses {
+		s = partOr(s)
+	}
 	repl := strings.NewReplacer(" and also ", ",", ", and ", ",", " and ", ",", " as well as ", ",", " plus ", ",", "; ", ",")
 	if clauses {
 		repl = strings.NewReplacer("; ", ",")
 	}
 	var out []string
 	for _, it := range strings.Split(repl.Replace(s), ",") {
+		if len(out) > 0 && orHedge(strings.TrimSpace(it)) {
+			continue
+		}
 		it = trimLeads(strings.NewReplacer("\x00", ",", "\x01", " and ").Replace(strings.TrimSpace(it)), leads)
 		for _, suffix := range []string{" etc", " too", " as well", " mostly", " mainly", " any more", " anymore", " any longer"} {
 			it = strings.TrimSuffix(it, suffix)
@@ -2322,6 +2328,80 @@ func splitItems(s string, clauses bool) []string {
 	}
 	return out
 }
+
+// partOr puts a comma before each "or" that parts items as "and" does
+// ("Xero or QuickBooks", "Square, Shopify or a custom website"): not one
+// that rounds a number ("a day or two", "twelve or so", "give or take"),
+// nor "more or less", "whether or not", nor one in a clause that a
+// negation, an "if" or a "whether" opens ("not Xero or Shopify" takes both
+// back, "whether parents would pay online or by phone" is one doubt), nor
+// one after an "either" within a clause ("we'd either hire someone or do it
+// ourselves"). An "either" that opens a list goes ("Either Xero or
+// QuickBooks").
+func partOr(s string) string {
+	var b strings.Builder
+	clause := 0 // where the clause the next "or" stands in starts
+	for {
+		i := engine.PhraseIndex(s[clause:], "or")
+		if i < 0 {
+			break
+		}
+		i += clause
+		if j := strings.LastIndexAny(s[:i], ",;"); j >= clause {
+			b.WriteString(s[clause : j+1])
+			clause = j + 1
+		}
+		before := strings.Fields(strings.ToLower(s[clause:i]))
+		after := strings.Fields(strings.ToLower(s[i+len("or"):]))
+		next := ""
+		if len(after) > 0 {
+			next = strings.Trim(after[0], ".,;:!?")
+		}
+		prev := ""
+		if len(before) > 0 {
+			prev = before[len(before)-1]
+		}
+		opener := slices.IndexFunc(before, func(w string) bool { return w == "either" })
+		items := len(before) > 0 && !orKeepers[prev] && !orRounds[next] && !isNumber(next) &&
+			!slices.ContainsFunc(before, func(w string) bool {
+				return negation(w) || w == "no" || w == "if" || w == "whether"
+			}) && (opener < 0 || !slices.ContainsFunc(before[:opener], func(w string) bool { return !isLead(w) }))
+		if !items {
+			b.WriteString(s[clause : i+len("or")])
+			clause = i + len("or")
+			continue
+		}
+		first := s[clause:i]
+		if opener >= 0 {
+			// "Either Xero or QuickBooks": the "either" is no part of Xero.
+			at := engine.PhraseIndex(first, "either")
+			first = first[:at] + strings.TrimLeft(first[at+len("either"):], " ")
+		}
+		b.WriteString(strings.TrimRight(first, " ") + ", or")
+		clause = i + len("or")
+	}
+	b.WriteString(s[clause:])
+	return b.String()
+}
+
+// orKeepers before an "or", and orRounds after it, make a phrase of it
+// ("more or less", "give or take", "whether or not", "twelve or so").
+var (
+	orKeepers = map[string]bool{"more": true, "give": true, "whether": true, "either": true}
+	orRounds  = map[string]bool{"so": true, "not": true, "less": true, "more": true, "fewer": true, "take": true,
+		"other": true, "else": true, "rather": true}
+)
+
+// orHedge reports whether an item that an "or" leads into says the user
+// would take anything like the items before it ("or whatever texting
+// service is cheapest", "or something like that"): it names no item.
+func orHedge(item string) bool {
+	w := strings.Fields(strings.ToLower(item))
+	return len(w) > 1 && w[0] == "or" && orHedges[w[1]]
+}
+
+var orHedges = map[string]bool{"whatever": true, "whichever": true, "something": true, "anything": true,
+	"similar": true, "whoever": true}
 
 // pluralAnd finds an "and" after an article and one word, before two more.
 var pluralAnd = regexp.MustCompile(`(?i)\b(?:a|an)\s+([a-z'’-]+)\s+and\s+([a-z'’-]+)\s+[a-z]`)

@@ -501,6 +501,14 @@ func TestExtractionSkill(t *testing.T) {
 			msg:     "Cost versus control, given the budget.",
 			want:    map[string]any{"decision.tradeoffs": []any{"Cost versus control"}},
 			absent:  []string{"decision.constraints"}},
+		// Options named with a bare "or" are as many options; the hedge
+		// after an "or" names no integration.
+		{name: "a bare or parts the options", engine: "exploration", focus: "options_identified",
+			msg:  "Xero or QuickBooks, maybe FreeAgent.",
+			want: map[string]any{"solution_landscape.options": []any{"Xero", "QuickBooks", "FreeAgent"}}},
+		{name: "a hedge after or is no integration", focus: "integrations_identified",
+			msg:  "Avimark and Twilio, or whatever texting service is cheapest.",
+			want: map[string]any{"constraints.integrations": []any{"Avimark", "Twilio"}}},
 		// What the user wants it for, said to a question that files
 		// nothing, is a goal; to a question that files something, or with
 		// a place or a person after "to", it is none.
@@ -1830,6 +1838,29 @@ func TestHelpers(t *testing.T) {
 		"£500 to spend and just me and one assistant": {"£500 to spend", "just me and one assistant"},
 		"Me and my partner, and a part-timer":         {"Me and my partner", "a part-timer"},
 		"Invoices go to me and I chase them":          {"Invoices go to me", "I chase them"},
+		// A bare "or" parts items as "and" does, but not one that rounds
+		// a number or makes a phrase, nor one in a clause a negation, an
+		// "if", a "whether" or an "either" opens; a hedge after it ("or
+		// whatever is cheapest") is no item.
+		"Xero or QuickBooks, maybe FreeAgent":               {"Xero", "QuickBooks", "FreeAgent"},
+		"Square, Shopify or a custom website":               {"Square", "Shopify", "a custom website"},
+		"Hendrick's, Caorunn or any of the other gins":      {"Hendrick's", "Caorunn", "any of the other gins"},
+		"Either Xero or QuickBooks":                         {"Xero", "QuickBooks"},
+		"Avimark and Twilio, or whatever texting service":   {"Avimark", "Twilio"},
+		"Avimark or something like that":                    {"Avimark"},
+		"Cutting no-shows to one or two a week":             {"Cutting no-shows to one or two a week"},
+		"a day or two, and twelve or so":                    {"a day or two", "twelve or so"},
+		"2 or 3 people, more or less":                       {"2 or 3 people", "more or less"},
+		"Two hundred customers, give or take":               {"Two hundred customers", "give or take"},
+		"whether parents pay online or by phone":            {"whether parents pay online or by phone"},
+		"Not Xero or Shopify":                               {"Not Xero or Shopify"},
+		"We don't use Xero or Sage, just paper":             {"We don't use Xero or Sage", "just paper"},
+		"if it breaks or goes down":                         {"if it breaks or goes down"},
+		"we'd either hire someone or do it ourselves":       {"we'd either hire someone or do it ourselves"},
+		"Whether or not they come back":                     {"Whether or not they come back"},
+		"A flat monthly fee for contracts, or hourly rates": {"A flat monthly fee for contracts", "hourly rates"},
+		"OpenTable, Resy, or a booking page on our website": {"OpenTable", "Resy", "a booking page on our website"},
+		"Oregon or Orlando":                                 {"Oregon", "Orlando"},
 	} {
 		if got := offlineskill.SplitItems(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("SplitItems(%q) = %q, want %q", in, got, want)
