@@ -2430,8 +2430,57 @@ func joinNames(s string) string {
 			s = s[:locs[i][2]] + "\x01" + s[locs[i][3]:] // not "… to me and I chase them"
 		}
 	}
-	return s
+	return joinWithin(s)
 }
+
+// joinWithin marks with \x01 the "and"s inside one item ("a lot of guys
+// with a truck and a mower", "registration and payments together",
+// "somewhere to sit and charge their phone"): one that joins the objects of
+// a "with" in a phrase a determiner opens, for a head they share; every
+// "and" of a clause that ends with "together" or opens with "both", which
+// says the things are one; and one that joins two verbs of an infinitive
+// after a place or a thing ("a place to sit and charge"). Not one a clause
+// of its own follows ("a van with a ladder and we drive it").
+func joinWithin(s string) string {
+	var b strings.Builder
+	for clause := range strings.SplitAfterSeq(s, ",") {
+		words := strings.Fields(strings.ToLower(trimLeads(strings.TrimSpace(strings.TrimRight(clause, ",")), leads)))
+		if len(words) > 2 && (strings.Trim(words[len(words)-1], ".!?;:") == "together" || words[0] == "both") {
+			clause = andWord.ReplaceAllString(clause, "\x01")
+		}
+		for _, re := range []*regexp.Regexp{withAnd, toAnd} {
+			locs := re.FindAllStringSubmatchIndex(clause, -1)
+			for i := len(locs) - 1; i >= 0; i-- {
+				loc := locs[i]
+				next := strings.ToLower(clause[loc[4]:loc[5]])
+				if re == withAnd && !determiners[strings.ToLower(words[0])] && !quantities[strings.ToLower(words[0])] ||
+					predicateWords[next] || pointers[next] || userSubjects[next] {
+					continue
+				}
+				clause = clause[:loc[2]] + "\x01" + clause[loc[3]:]
+			}
+		}
+		b.WriteString(clause)
+	}
+	return b.String()
+}
+
+var (
+	andWord = regexp.MustCompile(`(?i)\s+and\s+`)
+	// withAnd finds the "and" between two objects of a "with" that a
+	// determiner opens each ("with a truck and a mower"), and the word
+	// after it.
+	withAnd = regexp.MustCompile(`(?i)\bwith(?:out)?\s+(?:an?|the|some|their|our|his|her|its|my)\s+[a-z'’-]+(\s+and\s+)` +
+		`(?:an?|the|some|their|our|his|her|its|my)\s+([a-z'’-]+)`)
+	// toAnd finds the "and" between two verbs of an infinitive after a
+	// place or a thing ("somewhere to sit and charge their phone"), and the
+	// word after it.
+	toAnd = regexp.MustCompile(`(?i)\b(?:somewhere|anywhere|something|place|space|room|spot)\s+to\s+[a-z'’-]+(?:\s+(?:down|up|in|out))?` +
+		`(\s+and\s+)([a-z'’-]+)`)
+	// quantities open a noun phrase as a determiner does ("lots of vans").
+	quantities = map[string]bool{"some": true, "lots": true, "loads": true, "plenty": true, "any": true, "all": true,
+		"most": true, "many": true, "few": true}
+)
 
 // userAnd finds the "and" after the user in a group they are part of
 // ("just me and one assistant"), and the word after it.

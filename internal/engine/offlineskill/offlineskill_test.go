@@ -509,6 +509,10 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a hedge after or is no integration", focus: "integrations_identified",
 			msg:  "Avimark and Twilio, or whatever texting service is cheapest.",
 			want: map[string]any{"constraints.integrations": []any{"Avimark", "Twilio"}}},
+		// What an option does together is one pro.
+		{name: "what an option does together is one pro", engine: "exploration", focus: "pros_explored",
+			msg:  "CampMinder does registration and payments together.",
+			want: map[string]any{"solution_landscape.option_pros": []any{"registration and payments together"}}},
 		// What the user wants it for, said to a question that files
 		// nothing, is a goal; to a question that files something, or with
 		// a place or a person after "to", it is none.
@@ -1838,6 +1842,18 @@ func TestHelpers(t *testing.T) {
 		"£500 to spend and just me and one assistant": {"£500 to spend", "just me and one assistant"},
 		"Me and my partner, and a part-timer":         {"Me and my partner", "a part-timer"},
 		"Invoices go to me and I chase them":          {"Invoices go to me", "I chase them"},
+		// An "and" inside an item stays: between the objects of one "with"
+		// in a noun phrase, in what is done together, in one infinitive
+		// after a place or a thing; not before a clause of its own.
+		"BrightView, and a lot of guys with a truck and a mower": {"BrightView", "a lot of guys with a truck and a mower"},
+		"a van with a ladder and we drive it":                    {"a van with a ladder", "we drive it"},
+		"It needs to sync with Xero and Shopify":                 {"It needs to sync with Xero", "Shopify"},
+		"registration and payments together":                     {"registration and payments together"},
+		"Invoicing and payroll, and reports together":            {"Invoicing", "payroll", "reports together"},
+		"A teenager would want somewhere to sit and charge their phone": {
+			"A teenager would want somewhere to sit and charge their phone"},
+		"a place to sit and we could sell coffee":         {"a place to sit", "we could sell coffee"},
+		"They need to see jobs, record work and sign off": {"They need to see jobs", "record work", "sign off"},
 		// A bare "or" parts items as "and" does, but not one that rounds
 		// a number or makes a phrase, nor one in a clause a negation, an
 		// "if", a "whether" or an "either" opens; a hedge after it ("or
