@@ -1497,7 +1497,7 @@ func removed(current json.RawMessage, s sentence) []string {
 		part, _, _ = strings.Cut(part, keep)
 	}
 	words := strings.FieldsFunc(part, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' })
-	gone, negated, wished := false, false, false
+	gone, negated, wished, pointed := false, false, false, false
 	var dropped map[string]bool // the words after a verb that drops what follows it
 	// subject holds the words of what a copula before the negation says is
 	// gone ("Double entry is no longer a problem", "Double entry isn't an
@@ -1514,7 +1514,8 @@ func removed(current json.RawMessage, s sentence) []string {
 	}
 	for i, w := range words {
 		switch {
-		case wishes[w]:
+		case wishes[w] && (w != "so" || i+1 < len(words) && words[i+1] == "that"):
+			// "so that …" wishes; "…, so we're shutting it down" goes on.
 			wished = true // "We want double entry to be a thing of the past, no longer …"
 		case dropVerbs[w]:
 			// "We stopped the landscaping jobs", "We're dropping Shopify",
@@ -1529,7 +1530,15 @@ func removed(current json.RawMessage, s sentence) []string {
 				if j := slices.IndexFunc(obj, func(w string) bool { return clauseOpeners[w] }); j >= 0 {
 					obj = obj[:j]
 				}
+				if closeVerbs[w] && slices.ContainsFunc(obj, func(w string) bool { return closedFor[w] }) {
+					// "We close the tours on Mondays" closes them for a while.
+					continue
+				}
+				obj = slices.DeleteFunc(obj, func(w string) bool { return dropParticles[w] })
 				dropped = contentWords(strings.Join(obj, " "))
+				// "…, so we're closing it": what "it" points back at, an
+				// item the sentence names, goes.
+				pointed = len(dropped) == 0 && slices.ContainsFunc(obj, func(w string) bool { return pointers[w] || w == "them" })
 			}
 		case i > 0 && words[i-1] == "no" && w == "longer":
 			if !wished && dropping(words[i+1:]) {
@@ -1559,7 +1568,7 @@ func removed(current json.RawMessage, s sentence) []string {
 	var out []string
 	for _, item := range list {
 		w := contentWords(item)
-		if len(w) > 0 && all(w, said) && (gone || all(w, dropped)) || gone && len(subject) > 0 && all(subject, w) {
+		if len(w) > 0 && all(w, said) && (gone || pointed || all(w, dropped)) || gone && len(subject) > 0 && all(subject, w) {
 			out = append(out, "not "+item)
 		}
 	}
@@ -1588,13 +1597,24 @@ var (
 		"necessary": true, "sell": true, "selling": true, "sold": true, "work": true, "working": true, "compete": true,
 		"competing": true, "sync": true, "syncing": true, "integrate": true, "integrating": true, "connect": true,
 		"connecting": true, "a": true, "an": true, "relevant": true, "problem": true, "issue": true, "matter": true,
-		"matters": true, "apply": true, "applies": true, "there": true, "happen": true, "happening": true, "around": true}
+		"matters": true, "apply": true, "applies": true, "there": true, "happen": true, "happening": true, "around": true,
+		"worth": true}
 )
 
-// dropVerbs say the user drops what follows them.
-var dropVerbs = map[string]bool{"stopped": true, "stopping": true, "dropped": true, "dropping": true, "drop": true,
-	"ditched": true, "ditching": true, "ditch": true, "scrapped": true, "scrapping": true, "scrap": true,
-	"cancelled": true, "canceled": true, "cancelling": true, "canceling": true}
+// dropVerbs say the user drops what follows them; closeVerbs are those
+// that close it, which a time they close it for or on makes a pause
+// (closedFor: "We close the tours on Mondays"). dropParticles end a
+// phrasal drop verb ("shutting it down").
+var (
+	dropVerbs = map[string]bool{"stopped": true, "stopping": true, "dropped": true, "dropping": true, "drop": true,
+		"ditched": true, "ditching": true, "ditch": true, "scrapped": true, "scrapping": true, "scrap": true,
+		"cancelled": true, "canceled": true, "cancelling": true, "canceling": true, "closing": true, "close": true,
+		"closed": true, "shutting": true, "shut": true}
+	closeVerbs = map[string]bool{"closing": true, "close": true, "closed": true, "shutting": true, "shut": true}
+	closedFor  = map[string]bool{"on": true, "at": true, "for": true, "early": true, "every": true, "over": true,
+		"during": true, "until": true, "till": true, "temporarily": true, "briefly": true, "weekends": true}
+	dropParticles = map[string]bool{"down": true, "off": true}
+)
 
 // userDrops reports whether the words before a drop verb make the user
 // its subject: a pronoun of theirs shortly before it, unnegated ("we
@@ -1629,7 +1649,8 @@ var forgetLeads = map[string]bool{"actually": true, "oh": true, "ok": true, "oka
 	"just": true, "please": true, "yeah": true, "yes": true, "no": true, "well": true, "then": true, "let's": true,
 	"sorry": true}
 
-// wishes say the user wants what follows: what they wish gone is there.
+// wishes say the user wants what follows ("so" only in "so that"): what
+// they wish gone is there.
 var wishes = map[string]bool{"want": true, "wants": true, "wish": true, "hope": true, "ideally": true, "so": true,
 	"goal": true, "would": true, "love": true}
 
