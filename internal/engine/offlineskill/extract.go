@@ -247,6 +247,9 @@ func cueAnswer(p extraction.Prompt) Answer {
 			// "And maybe the dispatchers want it too" goes on with what
 			// the user said before; to a list question ("Also Costa")
 			// it adds an item.
+		case f.ValueType == engine.TypeArray && doubts(*f) && statesCount(answer):
+			// "About 120 members, mostly locals", said late to "What are
+			// you unsure about?", is a size, which the user knows.
 		case answer != "":
 			// A question back ("What do you mean by that?") answers
 			// nothing, nor does saying what one does not know, about this
@@ -328,6 +331,34 @@ func isNumber(w string) bool {
 	r, _ := utf8.DecodeRuneInString(w)
 	return unicode.IsDigit(r) || spelledValues[w] > 0
 }
+
+// doubts reports whether a list is of what the user does not know: a
+// keyword of it says so ("not sure", "don't know").
+func doubts(f extraction.PromptField) bool {
+	return slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool { return unsure(engine.LowerText(kw)) })
+}
+
+// statesCount reports whether an answer states how many of something
+// there are, and nothing else: it opens, past its leads and a rough
+// "about", with a number and what it counts, and no clause follows ("About
+// 120 members, mostly locals"); a count that introduces items ("Two
+// things: …") states none.
+func statesCount(answer string) bool {
+	words := strings.Fields(strings.ToLower(trimLeads(answer, leads)))
+	for len(words) > 0 && roughly[words[0]] {
+		words = words[1:]
+	}
+	if len(words) < 2 || strings.Contains(answer, ":") || !isNumber(strings.TrimRight(words[0], ",.")) ||
+		!unicode.IsLetter([]rune(words[1])[0]) || functionWords[words[1]] || words[1] == "of" {
+		return false
+	}
+	return !slices.ContainsFunc(words, func(w string) bool { return clauseWord(strings.Trim(w, ".!?")) })
+}
+
+// roughly are the words that make a number a rough one ("about 120").
+var roughly = map[string]bool{"about": true, "around": true, "roughly": true, "some": true, "over": true,
+	"under": true, "nearly": true, "almost": true, "approximately": true, "maybe": true, "probably": true,
+	"just": true, "only": true, "like": true, "more": true, "than": true, "less": true, "fewer": true}
 
 // broader is the known list that the list f is a kind of: its name is
 // part of f's ("Ideas" of "Ideas from other perspectives" and of "Bold

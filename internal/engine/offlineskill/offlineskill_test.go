@@ -1164,6 +1164,17 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a plain answer to what the user is unsure about is a gap", engine: "exploration",
 			focus: "knowledge_gaps_identified", msg: "The monthly fees.",
 			want: map[string]any{"initial_state.knowledge_gaps": []any{"The monthly fees"}}},
+		// A count said to what the user is unsure about states a size, not
+		// a doubt; a count that introduces the doubts does not.
+		{name: "a count answers no question for doubts", engine: "exploration",
+			focus: "knowledge_gaps_identified", msg: "About 120 members, mostly locals.",
+			absent: []string{"initial_state.knowledge_gaps"}},
+		{name: "a count of the doubts named is no size", engine: "exploration",
+			focus: "knowledge_gaps_identified", msg: "Two things: the fees and the setup.",
+			want: map[string]any{"initial_state.knowledge_gaps": []any{"the fees", "the setup"}}},
+		{name: "a doubt about a number is a doubt", engine: "exploration",
+			focus: "knowledge_gaps_identified", msg: "Whether 50 pounds a month is enough.",
+			want: map[string]any{"initial_state.knowledge_gaps": []any{"Whether 50 pounds a month is enough"}}},
 		// A stream the user stopped, an integration they drop, goes; the
 		// sentence answers no question asked.
 		{name: "a stopped item goes", engine: "business-profile", focus: "pricing_model_known",
