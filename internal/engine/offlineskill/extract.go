@@ -427,9 +427,93 @@ func unitNumber(f extraction.PromptField, sentences []sentence) (any, bool) {
 
 // countsBeside reports whether a sentence counts a group beside the user
 // ("me and two part-timers", "the two of us and a guide"): a number in it
-// counts a part of the group only, and a count field takes none.
+// counts a part of the group only, and a count field takes the group's
+// (groupCount), not the number.
 func countsBeside(lower engine.Text) bool {
 	return besideRe.MatchString(lower.Lowered())
+}
+
+// groupCount is how many people a group beside the user makes ("Me and
+// two part-timers" 3, "Just the two of us and a part-time tour guide" 3,
+// "Me, my wife and 2 staff" 4): the sum of its parts, the user, the people
+// "of us" counts, "a" or "my" one person and a number as many. A total
+// that "of us" gives beside the user named again ("There are 6 of us, me,
+// two bakers and three in the shop") is the count. A part that says no
+// number ("some part-timers", "my kids") makes it no count.
+func groupCount(s string) (any, bool) {
+	text := strings.ToLower(cleanSentence(figures(s)))
+	parts := strings.FieldsFunc(groupSeparators.Replace(text), func(r rune) bool { return r == ',' })
+	if len(parts) < 2 {
+		return nil, false
+	}
+	sum, total, user := 0, 0, false
+	for _, part := range parts {
+		w := strings.Fields(trimLeads(strings.TrimSpace(part), groupLeads))
+		for len(w) > 0 && (w[0] == "the" || w[0] == "just" || w[0] == "only") {
+			w = w[1:]
+		}
+		if i := slices.IndexFunc(w, func(w string) bool { return groupQualifiers[w] }); i > 1 {
+			w = w[:i] // "my mum on Saturdays" is my mum
+		}
+		n, ok := 0, false
+		switch {
+		case len(w) == 0:
+			continue
+		case len(w) == 1 && (w[0] == "me" || w[0] == "myself" || w[0] == "i"):
+			n, ok, user = 1, true, true
+		case len(w) >= 3 && w[1] == "of" && w[2] == "us" || len(w) == 2 && w[1] == "us" && w[0] == "both":
+			if w[0] == "both" {
+				w[0] = "2"
+			}
+			if total > 0 {
+				return nil, false
+			}
+			total, _ = strconv.Atoi(w[0])
+			n, ok = total, total > 0
+		case isFigure(w[0]):
+			n, _ = strconv.Atoi(w[0])
+			ok = n > 0
+		case len(w) >= 2 && (w[0] == "a" || w[0] == "an" || w[0] == "my" || w[0] == "our" || w[0] == "his" ||
+			w[0] == "her" || w[0] == "their") && !uncounted[w[1]] && !isFigure(w[1]) && !plural(w[len(w)-1]):
+			n, ok = 1, true
+		case len(w) >= 3 && (w[0] == "my" || w[0] == "our") && isFigure(w[1]):
+			n, _ = strconv.Atoi(w[1])
+			ok = n > 0
+		}
+		if !ok {
+			return nil, false
+		}
+		sum += n
+	}
+	if total > 0 && user {
+		return float64(total), true // the total, then who it is
+	}
+	return float64(sum), sum > 0
+}
+
+var (
+	groupSeparators = strings.NewReplacer(" and ", ",", " plus ", ",", " & ", ",", ";", ",")
+	groupLeads      = []string{"just", "only", "it's", "it is", "there's", "there is", "there are", "we're", "we are",
+		"basically", "currently", "right now", "at the moment", "so", "well", "um"}
+	// groupQualifiers say when or where a part of a group works ("my mum
+	// on Saturdays"), after it.
+	groupQualifiers = map[string]bool{"on": true, "at": true, "in": true, "for": true, "who": true, "from": true,
+		"with": true, "during": true}
+	// uncounted after "a" or "my" count no one person ("a few", "a couple").
+	uncounted = map[string]bool{"few": true, "couple": true, "lot": true, "bunch": true, "handful": true,
+		"team": true, "number": true, "family": true, "crew": true, "staff": true}
+)
+
+// isFigure reports whether a word is a number in figures ("12").
+func isFigure(w string) bool {
+	r, _ := utf8.DecodeRuneInString(w)
+	return unicode.IsDigit(r)
+}
+
+// plural reports whether a noun looks plural ("kids", "part-timers"), not
+// one that ends in "ss" ("boss").
+func plural(w string) bool {
+	return strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "'s")
 }
 
 var besideRe = regexp.MustCompile(`\b(?:me|myself|us)\b.*\b(?:and|plus)\b|\b(?:and|plus)\b.*\b(?:me|myself)\b`)
@@ -2068,7 +2152,10 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 		return v, v != ""
 	case engine.TypeNumber:
 		if countsBeside(engine.LowerText(s)) {
-			return nil, false // "Me and two part-timers": a part of the group
+			// "Me and two part-timers": the number counts a part of the
+			// group; the group is the sum of its parts, when each says how
+			// many.
+			return groupCount(s)
 		}
 		return ParseNumber(s)
 	case engine.TypeBoolean:

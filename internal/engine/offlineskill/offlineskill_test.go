@@ -133,12 +133,24 @@ func TestExtractionSkill(t *testing.T) {
 			focus: "user_count_estimated", msg: "Two hundred technicians.",
 			want:   map[string]any{"users_and_personas.user_count": 200.0},
 			absent: []string{"users_and_personas.secondary_users"}},
-		// A count in words that leaves the user or another out of a group
-		// is no count: stored, its number would be wrong, and silently.
-		{name: "me and a count in words is no headcount", engine: "business-profile", focus: "team_size_known",
-			msg: "Me and two part-timers.", absent: []string{"team_composition.headcount"}},
-		{name: "the two of us and another is no headcount", engine: "business-profile", focus: "team_size_known",
-			msg: "Just the two of us and a part-time tour guide.", absent: []string{"team_composition.headcount"}},
+		// A group beside the user counts every part of it: the user, the
+		// people each part names; a part that says no number ("some
+		// part-timers", "my kids") makes it no count, which stored would
+		// be wrong, and silently. A total before the parts is the count.
+		{name: "me and a count in words is a headcount of them all", engine: "business-profile", focus: "team_size_known",
+			msg: "Me and two part-timers.", want: map[string]any{"team_composition.headcount": 3.0}},
+		{name: "the two of us and another is three", engine: "business-profile", focus: "team_size_known",
+			msg: "Just the two of us and a part-time tour guide.", want: map[string]any{"team_composition.headcount": 3.0}},
+		{name: "me, my wife and two staff are four", engine: "business-profile", focus: "team_size_known",
+			msg: "Me, my wife and 2 staff.", want: map[string]any{"team_composition.headcount": 4.0}},
+		{name: "a total before the parts is the headcount", engine: "business-profile", focus: "team_size_known",
+			msg: "There are 6 of us, me, two bakers and three in the shop.", want: map[string]any{"team_composition.headcount": 6.0}},
+		{name: "when a part works is no part of it", engine: "business-profile", focus: "team_size_known",
+			msg: "Me, two chefs and my mum on Saturdays.", want: map[string]any{"team_composition.headcount": 4.0}},
+		{name: "me and some part-timers is no headcount", engine: "business-profile", focus: "team_size_known",
+			msg: "Me and some part-timers.", absent: []string{"team_composition.headcount"}},
+		{name: "me and my kids is no headcount", engine: "business-profile", focus: "team_size_known",
+			msg: "Me and my kids on weekends.", absent: []string{"team_composition.headcount"}},
 		{name: "the two of us is two", engine: "business-profile", focus: "team_size_known",
 			msg: "Just the two of us.", want: map[string]any{"team_composition.headcount": 2.0}},
 		{name: "what worries the user is the con", engine: "exploration", focus: "cons_explored",
