@@ -144,6 +144,22 @@ func cueAnswer(p extraction.Prompt) Answer {
 			}
 		}
 	}
+	for _, path := range focusFields(p) {
+		// "Not long at all, we only opened in 2023" to how long the
+		// business has traded, "Mostly businesses, bars and hotels" to who
+		// pays: the words are not the value's, but say it.
+		f := promptField(p, path)
+		if _, answered := ans.Fields[path]; answered || f == nil || len(f.Cues.Values) == 0 || isKnown(*f) {
+			continue
+		}
+		if said := plainly(msg, sentences); said != "" {
+			if fa, ok := matchValues(*f, prepare([]string{said}), func(sentence) bool { return true },
+				func(float64, sentence) float64 { return max(confFocus, f.ConfidenceThreshold) }); ok {
+				fa.Reasoning = "the answer to the question just asked says " + said + " (" + p.Focus.ID + ")"
+				ans.Fields[path] = fa
+			}
+		}
+	}
 	if f := focusList(p); f != nil && len(sentences) == 1 && bareList(msg) {
 		// "Support, backups and security reviews." names the products
 		// asked for, not how satisfied the customers are: a keyword in
@@ -359,6 +375,62 @@ func statesCount(answer string) bool {
 var roughly = map[string]bool{"about": true, "around": true, "roughly": true, "some": true, "over": true,
 	"under": true, "nearly": true, "almost": true, "approximately": true, "maybe": true, "probably": true,
 	"just": true, "only": true, "like": true, "more": true, "than": true, "less": true, "fewer": true}
+
+// plainly is what a message says in the words value cues use, when it
+// says it in others: a short time trading ("Not long at all", "We've only
+// been open since March") is "just started"; who pays, named by kind in a
+// bare list ("Mostly businesses, bars and hotels"), is "other businesses",
+// "direct to consumer" or, of both kinds, "businesses and consumers". ""
+// when it says none of them.
+func plainly(msg string, sentences []sentence) string {
+	for _, s := range sentences {
+		if !engine.IsQuestion(s.text) && slices.ContainsFunc(recently, s.lower.Asks) {
+			return "just started"
+		}
+	}
+	if len(sentences) != 1 || !bareList(msg) && len(SplitItems(msg)) != 1 {
+		return ""
+	}
+	trade, people := false, false
+	for _, it := range SplitItems(msg) {
+		w := strings.Fields(strings.ToLower(it))
+		if len(w) > 3 || slices.ContainsFunc(w, clauseWord) {
+			return ""
+		}
+		switch head := w[len(w)-1]; {
+		case tradeKinds[head]:
+			trade = true
+		case peopleKinds[head]:
+			people = true
+		default:
+			return ""
+		}
+	}
+	switch {
+	case trade && people:
+		return "businesses and consumers"
+	case trade:
+		return "other businesses"
+	case people:
+		return "direct to consumer"
+	}
+	return ""
+}
+
+var (
+	// recently says the business has not traded long.
+	recently = []string{"not long", "only opened", "just opened", "recently opened", "opened recently",
+		"only been open", "only been trading", "only been going", "only been running", "only started",
+		"started recently", "recently started", "only launched", "launched recently", "recently launched",
+		"brand new", "a few months", "less than a year", "under a year"}
+	// tradeKinds and peopleKinds are who pays, by kind: businesses or
+	// people.
+	tradeKinds = engine.WordSet(`businesses companies firms bars pubs hotels restaurants cafes cafés shops retailers
+		stores offices caterers supermarkets schools councils wholesalers distributors venues clinics practices
+		agencies landlords contractors trade`)
+	peopleKinds = engine.WordSet(`locals people public families consumers households individuals shoppers residents
+		tourists students parents walk-ins visitors homeowners couples`)
+)
 
 // broader is the known list that the list f is a kind of: its name is
 // part of f's ("Ideas" of "Ideas from other perspectives" and of "Bold
