@@ -1192,6 +1192,11 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			if g := re.SubexpIndex("value"); list && g > 0 && objectsAfter(text[:loc[2*g]]) {
 				v = objects(v.([]string)) // "We sell to local cafes and deliver every morning"
 			}
+			if items := namedItems(text); list && inFocus && len(items) > 1 && within(v.([]string), items) {
+				// "Just me and my husband, and a tiny budget": the list
+				// asked for is the things named, the budget with its words.
+				v = items
+			}
 			if list {
 				v = unreasoned(v.([]string)) // "I have 3 hours a week and it's costing me sleep"
 				v = append(keywordItems(f, text[:loc[0]]), v.([]string)...)
@@ -1313,6 +1318,30 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 	}
 	return fieldAnswer{}, false, blocked
+}
+
+// namedItems are the items of a sentence that names things and says
+// nothing of them ("Just me and my husband, and a tiny budget"), without
+// the "just" that keeps them to those; nil for a sentence with a verb or a
+// negation in it.
+func namedItems(text string) []string {
+	items := SplitItems(text)
+	for i, it := range items {
+		for _, w := range strings.Fields(strings.ToLower(strings.ReplaceAll(it, "’", "'"))) {
+			if verbWords[w] || predicateWords[w] || strings.HasSuffix(w, "n't") || nothingWords[w] {
+				return nil
+			}
+		}
+		items[i] = trimLeads(it, keepLeads)
+	}
+	return items
+}
+
+// within reports whether each of values is part of one of items.
+func within(values, items []string) bool {
+	return !slices.ContainsFunc(values, func(v string) bool {
+		return !slices.ContainsFunc(items, func(it string) bool { return engine.PhraseIndex(it, v) >= 0 })
+	})
 }
 
 // keywordItems are the items a keyword of the list f introduces in the

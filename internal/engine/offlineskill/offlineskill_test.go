@@ -403,6 +403,12 @@ func TestExtractionSkill(t *testing.T) {
 			want: map[string]any{"solution_landscape.eliminated_options": []any{"a custom build"}}},
 		{name: "why a risk is one is no risk", engine: "ideation", focus: "risks_identified",
 			msg: "My biggest worry is the rent, which could double.", want: map[string]any{"refinement.risks": []any{"the rent"}}},
+		// A pattern's match in one item of a list of things named, to the
+		// list asked for, is that whole item, beside the others; in a
+		// sentence with a verb it stays its own words (below).
+		{name: "a budget among the things named keeps them and its words", engine: "ideation", focus: "constraints_known",
+			msg:  "Just me and my husband, and a tiny budget.",
+			want: map[string]any{"problem_space.constraints": []any{"me and my husband", "a tiny budget"}}},
 		{name: "a budget keeps its word and its thousands", engine: "exploration", focus: "constraints_identified",
 			msg:  "Our budget is limited to $5,000 and we must be live within two months.",
 			want: map[string]any{"decision.constraints": []any{"budget is limited to $5,000", "we must be live within two months"}}},
