@@ -1174,6 +1174,11 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			m := submatches(text, loc)
+			if g := re.SubexpIndex("value"); g > 0 && loc[2*g] >= 0 {
+				// "Convenience for parents versus the fees": a value cut
+				// at its preposition takes its head back.
+				m[g] = text[headed(text, loc[2*g]):loc[2*g+1]]
+			}
 			free := allowed(s)
 			if !free && !list {
 				blocked = true
@@ -1319,6 +1324,34 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	}
 	return fieldAnswer{}, false, blocked
 }
+
+// headed is where a pattern's value that opens at start in text begins,
+// when it opens with a preposition, and no amount follows it ("in 3
+// years"): at the head the preposition qualifies,
+// the word before it in its clause ("Convenience for parents versus the
+// fees"), or past the preposition when that word is none ("It comes down
+// to price versus control", "It's about price versus control").
+func headed(text string, start int) int {
+	first, rest, _ := strings.Cut(text[start:], " ")
+	if !headPrepositions[strings.ToLower(first)] || amount(rest) {
+		return start // "about 5000 pounds", "in 3 years": a sum, a time
+	}
+	before := strings.TrimRight(text[:start], " ")
+	i := strings.LastIndexAny(before, " ,;:()") + 1
+	if w := strings.ToLower(strings.ReplaceAll(before[i:], "’", "'")); w != "" && unicode.IsLetter([]rune(w)[0]) &&
+		!clauseWord(w) && !predicateWords[w] && !verbsBefore[w] && !functionWords[w] && !particles[w] &&
+		!determiners[w] && !headPrepositions[w] && !isLead(w) && !roughly[w] {
+		return i
+	}
+	return start + len(first) + len(text[start+len(first):]) - len(strings.TrimLeft(text[start+len(first):], " "))
+}
+
+var (
+	// headPrepositions open a phrase that qualifies the word before it.
+	headPrepositions = engine.WordSet(`for of to with about from in on at into over against`)
+	// particles end a phrasal verb before a preposition ("comes down to").
+	particles = engine.WordSet(`down up out off back comes come boils boil matters matter depends depend`)
+)
 
 // namedItems are the items of a sentence that names things and says
 // nothing of them ("Just me and my husband, and a tiny budget"), without

@@ -1046,6 +1046,17 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a tradeoff said after it's", engine: "exploration", focus: "tradeoffs_weighed",
 			msg:  "It's price versus control.",
 			want: map[string]any{"decision.tradeoffs": []any{"price versus control"}}},
+		// A side that a preposition qualifies keeps its head; what a verb
+		// or a determiner stands before is no head.
+		{name: "a tradeoff keeps the head a preposition qualifies", engine: "exploration", focus: "tradeoffs_weighed",
+			msg:  "Convenience for parents versus the fees.",
+			want: map[string]any{"decision.tradeoffs": []any{"Convenience for parents versus the fees"}}},
+		{name: "a time after a preposition keeps its preposition", engine: "business-profile", focus: "growth_timeline_known",
+			msg:  "We want to double revenue in 3 years.",
+			want: map[string]any{"growth_and_scaling.growth_timeline": "in 3 years"}},
+		{name: "a tradeoff keeps no verb before a preposition", engine: "exploration", focus: "tradeoffs_weighed",
+			msg:  "It comes down to price versus control.",
+			want: map[string]any{"decision.tradeoffs": []any{"price versus control"}}},
 		{name: "a tradeoff said after always", engine: "exploration", focus: "tradeoffs_weighed",
 			msg:  "It was always cost vs speed.",
 			want: map[string]any{"decision.tradeoffs": []any{"cost vs speed"}}},
