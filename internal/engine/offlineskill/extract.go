@@ -122,7 +122,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 		if f.Cues.FocusOnly && !inFocus {
 			continue
 		}
-		fa, ok, blocked := matchField(f, sentences, isKnown(f), inFocus, grows)
+		fa, ok, blocked := matchField(f, sentences, isKnown(f) && !guessed(f), inFocus, grows)
 		if ok {
 			ans.Fields[f.Path] = fa
 			if inFocus && grows == growOnOpening {
@@ -132,6 +132,9 @@ func cueAnswer(p extraction.Prompt) Answer {
 		aboutKnown = aboutKnown || blocked
 	}
 	claimed(ans, fields)
+	if path, fa, ok := optionsFor(p, ans, sentences); ok {
+		ans.Fields[path] = fa
+	}
 	for _, path := range focusFields(p) {
 		// "Twelve years, long-standing": the stage a cue finds is not all
 		// the question asked; the years are the years trading.
@@ -431,6 +434,57 @@ var (
 	peopleKinds = engine.WordSet(`locals people public families consumers households individuals shoppers residents
 		tourists students parents walk-ins visitors homeowners couples`)
 )
+
+// optionsFor is the answer that files what the options a pattern just
+// named are for ("We're thinking about Square, Shopify or a custom website
+// for online orders at my bakery") as the problem to explore: the string
+// field a keyword of which is "options for", when it is open and nothing
+// else answered it. The user did not say it is the problem, so it is a
+// guess, filed at the least confidence that counts (see guessed); what the
+// options are for a person ("a custom app for me") is none.
+func optionsFor(p extraction.Prompt, ans Answer, sentences []sentence) (path string, _ fieldAnswer, ok bool) {
+	for _, fa := range ans.Fields {
+		items, isList := fa.Value.([]any)
+		if !fa.byPattern || !isList || len(items) == 0 {
+			continue
+		}
+		last, _ := items[len(items)-1].(string)
+		at := engine.PhraseIndex(last, "for")
+		if at <= 0 {
+			continue
+		}
+		next, _, _ := strings.Cut(strings.TrimSpace(last[at+len("for"):]), " ")
+		if next = strings.ToLower(next); next == "" || person(next) {
+			continue
+		}
+		for _, f := range p.Fields {
+			if _, answered := ans.Fields[f.Path]; answered || f.ValueType != engine.TypeString || isKnown(f) ||
+				!slices.Contains(f.Cues.Keywords, "options for") {
+				continue
+			}
+			for _, s := range sentences {
+				if engine.PhraseIndex(s.text, last) >= 0 {
+					return f.Path, fieldAnswer{Value: cleanSentence(s.text), Confidence: f.ConfidenceThreshold,
+						Reasoning: "what the options are for is the problem, a guess"}, true
+				}
+			}
+		}
+	}
+	return "", fieldAnswer{}, false
+}
+
+// person reports whether a word is a personal pronoun ("me", "us").
+func person(w string) bool {
+	_, ok := pronouns[w]
+	return ok || w == "them" || w == "him" || w == "her" || w == "you"
+}
+
+// guessed reports whether a known field's value is a guess (optionsFor):
+// below the least confidence an answer the user gives has, which a cue
+// that names the field replaces as if the field were open.
+func guessed(f extraction.PromptField) bool {
+	return f.CurrentConfidence < confFocus
+}
 
 // broader is the known list that the list f is a kind of: its name is
 // part of f's ("Ideas" of "Ideas from other perspectives" and of "Bold

@@ -2149,3 +2149,39 @@ func TestExtractionSkillExplorationWithinIsAConstraint(t *testing.T) {
 		}
 	}
 }
+
+// What the options a user names are for ("… or a custom website for online
+// orders at my bakery") is the problem they explore, as "options for"
+// would say, but a guess: filed at the least confidence that counts, it
+// gives way to the problem the user names outright later, where a problem
+// the user named stays.
+func TestExtractionSkillWhatTheOptionsAreForIsTheProblem(t *testing.T) {
+	def, _ := enginetest.Shipped(t).Get("exploration")
+	const path = "initial_state.problem_statement"
+	fd, _ := def.Field(path)
+	ans := extract(t, def, engine.NewExtraction(), "",
+		"We're thinking about Square, Shopify or a custom website for online orders at my bakery.")
+	fa, ok := ans.Fields[path]
+	var got string
+	if !ok || json.Unmarshal(fa.Value, &got) != nil || !strings.Contains(got, "online orders at my bakery") {
+		t.Fatalf("problem = %s, want what the options are for", fa.Value)
+	}
+	if fa.Confidence != fd.Threshold() {
+		t.Errorf("confidence = %v, want %v, the least that counts", fa.Confidence, fd.Threshold())
+	}
+	cur := extraction.Apply(def, engine.NewExtraction(), ans, "", extraction.Meta{MessageID: "m1", TurnNumber: 1}).Extraction
+	named := "The problem is customers ring up and I miss orders while I'm baking."
+	fa, ok = extract(t, def, cur, "", named).Fields[path]
+	if !ok || json.Unmarshal(fa.Value, &got) != nil || got != strings.TrimSuffix(named, ".") {
+		t.Errorf("problem named later = %s, want %q", fa.Value, named)
+	}
+	firm := known(t, def, map[string]any{path: "Customers ring up and I miss orders"})
+	if fa, ok := extract(t, def, firm, "", named).Fields[path]; ok {
+		t.Errorf("a problem the user named is replaced: %s", fa.Value)
+	}
+	for _, msg := range []string{"We're thinking about Square and Shopify.", "I've heard of Glofox, it's good for classes."} {
+		if fa, ok := extract(t, def, engine.NewExtraction(), "", msg).Fields[path]; ok {
+			t.Errorf("%q: problem = %s, want none", msg, fa.Value)
+		}
+	}
+}
