@@ -215,7 +215,7 @@ func TestProjectDiscoveryDoesNotAskInVainTurnAfterTurn(t *testing.T) {
 	for _, msg := range []string{
 		"Hi",
 		"We want to build an app for our plumbing company to schedule jobs",
-		"Our office staff use it most, and the technicians in the field see their jobs on their phones",
+		"Our office staff use it most, and the technicians see their jobs out in the field",
 		"Right now we use paper and Excel, double bookings happen every week and we lose jobs",
 		"Success would be no double bookings and 20% more jobs a week",
 		"Budget is about 30k and we need it in 3 months",
