@@ -83,9 +83,9 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	if err != nil {
 		return err
 	}
-	res, err := runner.ReplayEach(ctx, r, cat, sessionEvents, func(step runner.ReplayedTurn, turns int) {
+	res, err := runner.ReplayWith(ctx, r, cat, sessionEvents, runner.ReplayOptions{Each: func(step runner.ReplayedTurn, turns int) {
 		progress.say("rebuilding session %s: turn %d of %d", sessionID, step.TurnNumber, turns)
-	})
+	}})
 	if errors.Is(err, runner.ErrNoSessionStart) {
 		return fmt.Errorf("session %s: %w%s", sessionID, err, lost(ctx, bus, contracts.StreamTurns))
 	}

@@ -77,28 +77,7 @@ func TestGoldenReplays(t *testing.T) {
 func replayGolden(t *testing.T, file string) error {
 	t.Helper()
 	evs, calls := readGolden(t, file)
-	reg, err := builtin.Registry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, _, err := builtin.Load(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rp, err := record.NewReplayerFromEvents(calls)
-	if err != nil {
-		return err
-	}
-	// The offline provider summarizes without the model, so the replay has
-	// no Summarizer (praetor replay sets one for a live run that called it).
-	// A replay's steps take their time from the events: one that read the
-	// clock instead would diverge here, not only years later.
-	r, err := New(Config{LLM: rp, Registry: reg, Logger: slog.New(slog.DiscardHandler),
-		Clock: func() time.Time { return time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := Replay(context.Background(), r, cat, evs)
+	res, err := replayGoldenEvents(t, evs, calls, ReplayOptions{})
 	if err != nil {
 		return err
 	}
@@ -141,6 +120,34 @@ func replayGolden(t *testing.T, file string) error {
 		}
 	}
 	return nil
+}
+
+// replayGoldenEvents replays a golden session's events with this build's
+// shipped engines, its model answers served from its recorded calls.
+func replayGoldenEvents(t *testing.T, evs, calls []event.Event, opts ReplayOptions) (*ReplayResult, error) {
+	t.Helper()
+	reg, err := builtin.Registry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _, err := builtin.Load(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := record.NewReplayerFromEvents(calls)
+	if err != nil {
+		return nil, err
+	}
+	// The offline provider summarizes without the model, so the replay has
+	// no Summarizer (praetor replay sets one for a live run that called it).
+	// A replay's steps take their time from the events: one that read the
+	// clock instead would diverge here, not only years later.
+	r, err := New(Config{LLM: rp, Registry: reg, Logger: slog.New(slog.DiscardHandler),
+		Clock: func() time.Time { return time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ReplayWith(context.Background(), r, cat, evs, opts)
 }
 
 // readGolden reads a golden file: the session's events, in stream order,

@@ -1,10 +1,14 @@
 package runner
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -37,6 +41,97 @@ type ReplayedTurn struct {
 	RecordedHash string `json:"recorded_hash,omitempty"`
 	Match        bool   `json:"match"`
 	Reply        string `json:"reply"`
+	// Handoff is the handoff the turn made when its exit transition fired
+	// (nil for any other step).
+	Handoff *ReplayedHandoff `json:"handoff,omitempty"`
+}
+
+// ReplayedHandoff is the handoff a replayed turn made: the payload the
+// runner built for it, which is what the live run published in
+// handoff.created and what the target session started with, and whether
+// it is the one the live run published. The state hash does not hold the
+// payload (the state keeps only where it went), so a change of what an
+// engine is told at a handoff shows here, not in the turn's state.
+type ReplayedHandoff struct {
+	HandoffID       string `json:"handoff_id"`
+	TargetEngineID  string `json:"target_engine_id"`
+	TargetSessionID string `json:"target_session_id"`
+	// Payload is the rebuilt handoff (an EngineHandoff) in canonical JSON,
+	// and PayloadHash its hash.
+	Payload     json.RawMessage `json:"payload"`
+	PayloadHash string          `json:"payload_hash"`
+	// RecordedHash is the hash of the canonical JSON of the payload the
+	// live run published, "" when the replay has no record of it
+	// (ReplayOptions.Handoffs).
+	RecordedHash string `json:"recorded_hash,omitempty"`
+	// Match is true when the replay has no record of the handoff or the
+	// rebuilt payload is the recorded one; Differences then says what
+	// differs, a line per JSON path with both values.
+	Match       bool     `json:"match"`
+	Differences []string `json:"differences,omitempty"`
+}
+
+// ReplayOptions are a replay's optional parts; the zero value has none.
+type ReplayOptions struct {
+	// Each, when set, is called with every step as soon as it is rebuilt
+	// and the number of the session's turns, so that a long replay can say
+	// what it is at.
+	Each func(step ReplayedTurn, turns int)
+	// Handoffs, when set, gives the payload the live run published for
+	// each handoff the replay rebuilds, which it is compared with. A
+	// handoff it has no record of is reported unchecked (RecordedHash "").
+	Handoffs HandoffRecords
+}
+
+// HandoffRecords gives the payloads of the handoffs a live run published.
+// They are not among the session's events: handoff.created is on
+// PRAETOR_HANDOFFS, on the subject of the target session, which also
+// starts with a copy of it (its session.started's inbound handoff).
+type HandoffRecords interface {
+	// RecordedHandoff is the payload the live run published for the
+	// handoff of that id, which started that target session; ok is false
+	// when there is no record of it.
+	RecordedHandoff(ctx context.Context, handoffID, targetSessionID string) (payload json.RawMessage, ok bool, err error)
+}
+
+// HandoffPayloads are recorded handoff payloads by handoff id, gathered
+// from events (Add).
+type HandoffPayloads map[string]json.RawMessage
+
+// Add keeps the handoff payload an event records: a handoff.created's, or
+// the inbound handoff of a session.started (the target session's copy,
+// decoded and encoded again by the runner that started it), which does not
+// replace a handoff.created's. Other events, and a session.started without
+// a handoff, add nothing.
+func (p HandoffPayloads) Add(ev event.Event) error {
+	switch ev.Type() {
+	case contracts.HandoffCreatedSpec.Type:
+		hc, err := contracts.DecodeAs[contracts.HandoffCreated](ev)
+		if err != nil {
+			return err
+		}
+		p[hc.HandoffID] = hc.Payload
+	case contracts.SessionStartedSpec.Type:
+		s, err := contracts.DecodeAs[contracts.SessionStarted](ev)
+		if err != nil {
+			return err
+		}
+		if _, kept := p[s.InboundHandoffID]; s.InboundHandoff == nil || kept {
+			return nil
+		}
+		b, err := json.Marshal(s.InboundHandoff)
+		if err != nil {
+			return fmt.Errorf("session %s: inbound handoff: %w", s.SessionID, err)
+		}
+		p[s.InboundHandoffID] = b
+	}
+	return nil
+}
+
+// RecordedHandoff is the payload kept for the handoff id.
+func (p HandoffPayloads) RecordedHandoff(_ context.Context, handoffID, _ string) (json.RawMessage, bool, error) {
+	b, ok := p[handoffID]
+	return b, ok, nil
 }
 
 // ReplayResult is a session rebuilt from the event log.
@@ -46,7 +141,9 @@ type ReplayResult struct {
 	Turns     []ReplayedTurn        `json:"turns"`
 	State     *engine.WorkingMemory `json:"state"`
 	StateHash string                `json:"state_hash"`
-	// Diverged is true when a rebuilt turn's hash differs from the recorded one.
+	// Diverged is true when a rebuilt turn's hash differs from the recorded
+	// one, or a rebuilt handoff's payload from the one the live run
+	// published.
 	Diverged bool `json:"diverged"`
 }
 
@@ -66,15 +163,16 @@ var ErrNoSessionStart = errors.New("replay: no session.started event for the ses
 // each merge's with its task.merged. A turn whose model call the records
 // cannot serve (a record.Replayer's Missed) ends the replay with an error
 // naming the turn and the call: past it, the state is not the live run's.
+// A turn that hands off reports the handoff it built (ReplayedTurn.Handoff).
 func Replay(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEvents []event.Event) (*ReplayResult, error) {
-	return ReplayEach(ctx, r, engines, sessionEvents, nil)
+	return ReplayWith(ctx, r, engines, sessionEvents, ReplayOptions{})
 }
 
-// ReplayEach is Replay that calls each, when it is not nil, with every
-// step as soon as it is rebuilt and the number of the session's turns, so
-// that a long replay can say what it is at.
-func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEvents []event.Event,
-	each func(step ReplayedTurn, turns int)) (*ReplayResult, error) {
+// ReplayWith is Replay with options: each step told as soon as it is
+// rebuilt, and each handoff compared with the one the live run published.
+func ReplayWith(ctx context.Context, r *Runner, engines *engine.Catalog, sessionEvents []event.Event,
+	opts ReplayOptions) (*ReplayResult, error) {
+	each := opts.Each
 	var (
 		start    *contracts.SessionStarted
 		steps    []event.Event
@@ -259,6 +357,11 @@ func ReplayEach(ctx context.Context, r *Runner, engines *engine.Catalog, session
 		rt := ReplayedTurn{TurnNumber: res.State.TurnNumber, TurnID: te.TurnID, Phase: res.Phase, EngineVersion: def.Version,
 			EngineChanged: changed(te.TurnID, def),
 			StateHash:     res.StateHash, RecordedHash: recorded[te.TurnID], Reply: res.Reply}
+		if x := res.Effects.Exit; x != nil {
+			if rt.Handoff, err = replayedHandoff(ctx, x, opts.Handoffs); err != nil {
+				return nil, fmt.Errorf("replay: turn %d (%s): %w", te.TurnNumber, te.TurnID, err)
+			}
+		}
 		out.add(rt, each, turns)
 		mem, memJSON = res.State, res.stateJSON
 	}
@@ -335,9 +438,151 @@ func StartMemory(def *engine.Definition, s contracts.SessionStarted) (*engine.Wo
 // for it or the same one. each, when set, hears of it.
 func (out *ReplayResult) add(rt ReplayedTurn, each func(ReplayedTurn, int), turns int) {
 	rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
-	out.Diverged = out.Diverged || !rt.Match
+	out.Diverged = out.Diverged || !rt.Match || rt.Handoff != nil && !rt.Handoff.Match
 	out.Turns = append(out.Turns, rt)
 	if each != nil {
 		each(rt, turns)
 	}
+}
+
+// replayedHandoff is the handoff of a replayed turn's fired exit
+// transition: its payload as the live run encoded it (ExitTransition.
+// Payload), compared with the one records hold for it, if any. The
+// payload depends on the target engine by its id only (handoff.Input):
+// which version of the target ran does not change it.
+func replayedHandoff(ctx context.Context, x *ExitTransition, records HandoffRecords) (*ReplayedHandoff, error) {
+	raw, err := x.Payload()
+	if err != nil {
+		return nil, err
+	}
+	payload, err := engine.Canonicalize(raw)
+	if err != nil {
+		return nil, fmt.Errorf("handoff %s: payload: %w", x.HandoffID, err)
+	}
+	h := &ReplayedHandoff{HandoffID: x.HandoffID, TargetEngineID: x.TargetEngine, TargetSessionID: x.TargetSessionID,
+		Payload: payload, PayloadHash: engine.HashCanonical(payload), Match: true}
+	if records == nil {
+		return h, nil
+	}
+	rec, ok, err := records.RecordedHandoff(ctx, x.HandoffID, x.TargetSessionID)
+	if err != nil {
+		return nil, fmt.Errorf("handoff %s: the recorded payload: %w", x.HandoffID, err)
+	}
+	if !ok {
+		return h, nil
+	}
+	recorded, err := engine.Canonicalize(rec)
+	if err != nil {
+		return nil, fmt.Errorf("handoff %s: the recorded payload is not JSON: %w", x.HandoffID, err)
+	}
+	h.RecordedHash = engine.HashCanonical(recorded)
+	if h.Match = h.RecordedHash == h.PayloadHash; !h.Match {
+		h.Differences = jsonDifferences(payload, recorded, maxDifferences)
+	}
+	return h, nil
+}
+
+// maxDifferences is how many of a handoff's differences a replay names.
+const maxDifferences = 8
+
+// jsonDifferences says where the JSON document got differs from want, a
+// line per path (at most limit, then how many more): the value got has
+// there, then want's ("absent" for a member or item only one has).
+func jsonDifferences(got, want []byte, limit int) []string {
+	decode := func(b []byte) (any, error) {
+		d := json.NewDecoder(bytes.NewReader(b))
+		d.UseNumber()
+		var v any
+		return v, d.Decode(&v)
+	}
+	g, err1 := decode(got)
+	w, err2 := decode(want)
+	if err := errors.Join(err1, err2); err != nil {
+		return []string{fmt.Sprintf("(the payloads do not decode: %v)", err)}
+	}
+	var out []string
+	walkDifferences("", g, w, &out)
+	if len(out) == 0 && !bytes.Equal(got, want) { // the same values, spelt otherwise
+		out = []string{fmt.Sprintf("%s (recorded %s)", brief(got), brief(want))}
+	}
+	if len(out) > limit {
+		out = append(out[:limit], fmt.Sprintf("and %d more", len(out)-limit))
+	}
+	return out
+}
+
+// walkDifferences appends to out a line for each path under path where
+// got and want differ.
+func walkDifferences(path string, got, want any, out *[]string) {
+	at := func(p string) string { return cmp.Or(p, "(the payload)") }
+	switch g := got.(type) {
+	case map[string]any:
+		w, ok := want.(map[string]any)
+		if !ok {
+			break
+		}
+		keys := slices.Collect(maps.Keys(g))
+		for k := range w {
+			if _, ok := g[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			p := k
+			if path != "" {
+				p = path + "." + k
+			}
+			gv, gok := g[k]
+			wv, wok := w[k]
+			switch {
+			case !wok:
+				*out = append(*out, fmt.Sprintf("%s: %s (recorded: absent)", p, brief(gv)))
+			case !gok:
+				*out = append(*out, fmt.Sprintf("%s: absent (recorded %s)", p, brief(wv)))
+			default:
+				walkDifferences(p, gv, wv, out)
+			}
+		}
+		return
+	case []any:
+		w, ok := want.([]any)
+		if !ok {
+			break
+		}
+		for i := range max(len(g), len(w)) {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			switch {
+			case i >= len(w):
+				*out = append(*out, fmt.Sprintf("%s: %s (recorded: absent, %d items)", p, brief(g[i]), len(w)))
+			case i >= len(g):
+				*out = append(*out, fmt.Sprintf("%s: absent, %d items (recorded %s)", p, len(g), brief(w[i])))
+			default:
+				walkDifferences(p, g[i], w[i], out)
+			}
+		}
+		return
+	}
+	if brief(got) != brief(want) {
+		*out = append(*out, fmt.Sprintf("%s: %s (recorded %s)", at(path), brief(got), brief(want)))
+	}
+}
+
+// brief is v as JSON, cut to a line's worth.
+func brief(v any) string {
+	var b []byte
+	switch v := v.(type) {
+	case []byte:
+		b = v
+	default:
+		var err error
+		if b, err = engine.CanonicalJSON(v); err != nil {
+			return fmt.Sprint(v)
+		}
+	}
+	const most = 120
+	if s := string(b); len([]rune(s)) > most {
+		return string([]rune(s)[:most]) + "…"
+	}
+	return string(b)
 }

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -156,6 +157,17 @@ type ExitTransition struct {
 	HandoffID       string                  `json:"handoff_id"`
 	TargetSessionID string                  `json:"target_session_id"`
 	Handoff         contracts.EngineHandoff `json:"handoff"`
+}
+
+// Payload is the handoff as handoff.created carries it and eng_handoffs
+// stores it: the target session starts with it, and a replay compares the
+// one it rebuilds with it.
+func (x *ExitTransition) Payload() (json.RawMessage, error) {
+	b, err := json.Marshal(x.Handoff)
+	if err != nil {
+		return nil, fmt.Errorf("handoff %s: payload: %w", x.HandoffID, err)
+	}
+	return b, nil
 }
 
 // Telemetry is step 15's summary of a turn, for metrics.

@@ -598,7 +598,7 @@ func (s *Service) count(sess conversation.Session, res *Result) {
 // handoff is the eng_handoffs row and the handoff.created event of a fired
 // exit transition, appended to emitted.
 func (s *Service) handoff(sess conversation.Session, x *ExitTransition, at time.Time, emitted []event.Event) (*conversation.Handoff, []event.Event, error) {
-	payload, err := json.Marshal(x.Handoff)
+	payload, err := x.Payload()
 	if err != nil {
 		return nil, nil, events.Permanent(err)
 	}
