@@ -17,7 +17,9 @@ import (
 //   - 2: an obligation asked for in vain rests (ObligationState.Resting);
 //     the reply that hands off drops the questions it ends with (the
 //     runner's handover); project-discovery's core problem is met by a
-//     handoff that carries a decision and a pain point (coreProblemCarried).
+//     handoff that carries a decision and a pain point (coreProblemCarried);
+//     a handoff's decisions record their key, options and question, and
+//     its eliminated options their question (the runner's exit).
 const MemorySchemaVersion = 2
 
 // WorkingMemory is a session's whole state: the seed's EngineWorkingMemory.

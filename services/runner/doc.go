@@ -31,7 +31,8 @@
 // the reply ends by saying where the conversation goes, in place of the
 // questions it closed with (the user's next message goes to the target, so
 // the source could never hear their answers; a session of memory version 1
-// keeps them), and the service
+// keeps them, and its handoff's decisions record no key, options or
+// question, as the builds it started on wrote them), and the service
 // writes eng_handoffs, marks the session handed_off and publishes
 // handoff.created with the turn. A handoff that fails validation is not
 // written: the reasons are logged, counted and kept in working memory

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -93,6 +94,9 @@ func (r *Runner) exit(ctx context.Context, def *engine.Definition, m *engine.Wor
 		if err != nil {
 			return reject([]string{err.Error()})
 		}
+		if m.SchemaVersion < 2 {
+			withoutQuestions(&h)
+		}
 		if v := handoff.Validate(h); !v.Valid {
 			return reject(v.Errors)
 		}
@@ -108,6 +112,24 @@ func (r *Runner) exit(ctx context.Context, def *engine.Definition, m *engine.Wor
 		return handover(m.SchemaVersion, reply, name, x.Reason)
 	}
 	return reply
+}
+
+// withoutQuestions makes h the handoff of a session of memory version 1
+// as the builds it started on wrote it: their decisions recorded no key,
+// options or question, nor their eliminated options a question. The
+// target session starts with the payload, and a replay of the session must
+// rebuild the one its live run published.
+func withoutQuestions(h *contracts.EngineHandoff) {
+	al := &h.ActionList
+	al.DecisionsReached = slices.Clone(al.DecisionsReached)
+	for i := range al.DecisionsReached {
+		d := &al.DecisionsReached[i]
+		d.Key, d.Options, d.Question = "", nil, ""
+	}
+	al.OptionsEliminated = slices.Clone(al.OptionsEliminated)
+	for i := range al.OptionsEliminated {
+		al.OptionsEliminated[i].Question = ""
+	}
 }
 
 // handover is the reply of the turn that hands off, in a session of memory

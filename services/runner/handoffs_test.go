@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -177,5 +178,43 @@ func TestSessionStartedBeforeDecisionKeys(t *testing.T) {
 	}
 	if !slices.Equal(decisions, []string{"custom build", "Jobber"}) {
 		t.Errorf("decisions = %q, want [custom build Jobber]", decisions)
+	}
+}
+
+// A session of memory version 1 hands off its decisions as the builds it
+// started on wrote them, without the key, options and question later
+// builds record (and its eliminated options without their question): the
+// target session starts with the payload, and a replay of the source must
+// rebuild the one the live run published (testdata/golden/v1-handoff-*,
+// recorded by 1a7403c). A session of version 2 records them.
+func TestSessionOfMemoryVersion1HandsOffDecisionsWithoutQuestions(t *testing.T) {
+	for _, version := range []int{1, engine.MemorySchemaVersion} {
+		t.Run(strconv.Itoa(version), func(t *testing.T) {
+			s := newSession(t, "exploration")
+			m, err := runner.StartMemory(s.def, contracts.SessionStarted{SessionID: "sess-1", ProjectID: "proj-1",
+				EngineID: "exploration", EngineVersion: s.def.Version, MemoryVersion: version, StartedAt: epoch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.state = m
+			var res *runner.Result
+			for _, msg := range explorationMessages {
+				res = s.say(msg)
+			}
+			if res.Effects.Exit == nil {
+				t.Fatalf("no handoff; last reply %q", res.Reply)
+			}
+			h := res.Effects.Exit.Handoff
+			if len(h.ActionList.DecisionsReached) == 0 {
+				t.Fatal("the handoff carries no decision")
+			}
+			for _, d := range h.ActionList.DecisionsReached {
+				recorded := d.Key != "" || len(d.Options) > 0 || d.Question != ""
+				if want := version > 1; recorded != want || version > 1 && (d.Key == "" || len(d.Options) == 0 || d.Question == "") {
+					t.Errorf("decision %q: key %q, options %q, question %q; want them recorded: %t", d.Decision, d.Key,
+						d.Options, d.Question, want)
+				}
+			}
+		})
 	}
 }
