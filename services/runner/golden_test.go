@@ -34,8 +34,11 @@ import (
 //
 // A failure names the file and the first turn whose rebuilt state differs
 // from the one the live run recorded, or the model call the replay asked
-// that the live run did not: a change of this build alters what sessions
-// already in JetStream replay to. Such a change must be gated, so that a
+// that the live run did not, or the handoff whose rebuilt payload is not
+// the one its target session started with (each handoff-* and v1-handoff-*
+// pair: the target file's session.started holds the source's handoff): a
+// change of this build alters what sessions already in JetStream replay
+// to, or what a session hands the next engine. Such a change must be gated, so that a
 // session keeps the rules it started with, live and in a replay:
 //
 //   - a change of an engine's YAML takes a new engine version, frozen in
@@ -60,10 +63,21 @@ func TestGoldenReplays(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden sessions in testdata/golden (%v)", err)
 	}
+	// The handoffs the golden sessions started with, which the sessions
+	// that made them must rebuild.
+	handoffs := HandoffPayloads{}
+	for _, file := range files {
+		evs, _ := readGolden(t, file)
+		for _, ev := range evs {
+			if err := handoffs.Add(ev); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+		}
+	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".jsonl.gz"), func(t *testing.T) {
 			t.Parallel()
-			if err := replayGolden(t, file); err != nil {
+			if err := replayGolden(t, file, handoffs); err != nil {
 				t.Errorf("%s: %v", file, err)
 			}
 		})
@@ -72,16 +86,18 @@ func TestGoldenReplays(t *testing.T) {
 
 // replayGolden replays a golden file with this build's shipped engines, its
 // model answers served from its recorded calls. It fails at the first step
-// whose state is not the live run's, and when a step the live run recorded
-// a state for is not replayed at all.
-func replayGolden(t *testing.T, file string) error {
+// whose state is not the live run's, when a step the live run recorded a
+// state for is not replayed at all, when a handoff the session makes is
+// not the one of handoffs its target started with (or none did), and when
+// one of handoffs the session made is not rebuilt.
+func replayGolden(t *testing.T, file string, handoffs HandoffPayloads) error {
 	t.Helper()
 	evs, calls := readGolden(t, file)
-	res, err := replayGoldenEvents(t, evs, calls, ReplayOptions{})
+	res, err := replayGoldenEvents(t, evs, calls, ReplayOptions{Handoffs: handoffs})
 	if err != nil {
 		return err
 	}
-	replayed := map[string]bool{}
+	replayed, handedOff := map[string]bool{}, map[string]bool{}
 	for _, step := range res.Turns {
 		name := fmt.Sprintf("turn %d (%s)", step.TurnNumber, step.TurnID)
 		key := step.TurnID
@@ -98,6 +114,22 @@ func replayGolden(t *testing.T, file string) error {
 			return fmt.Errorf("%s ran on %s, not on the definition the live run recorded", name, step.EngineVersion)
 		}
 		replayed[key] = true
+		if h := step.Handoff; h != nil {
+			if h.RecordedHash == "" {
+				return fmt.Errorf("%s hands off to %s (session %s), which no golden session started with: "+
+					"record.sh records a handoff's target beside its source", name, h.TargetEngineID, h.TargetSessionID)
+			}
+			if !h.Match {
+				return fmt.Errorf("%s hands %s another handoff than its target session %s started with:\n\t%s",
+					name, h.TargetEngineID, h.TargetSessionID, strings.Join(h.Differences, "\n\t"))
+			}
+			handedOff[h.HandoffID] = true
+		}
+	}
+	for id, payload := range handoffs {
+		if h, ok := contracts.DecodeHandoff(payload); ok && h.Metadata.SessionID == res.SessionID && !handedOff[id] {
+			return fmt.Errorf("the handoff %s to %s, which the live run made, is not rebuilt", id, h.Metadata.TargetEngineID)
+		}
 	}
 	for _, ev := range evs {
 		var key, hash string
