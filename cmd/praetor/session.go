@@ -22,10 +22,12 @@ import (
 )
 
 // replaySession rebuilds a session from the event log, serving the runner's
-// model answers from their records, and prints a line per turn, then the
-// final state and its hash. It returns an error when a rebuilt turn's state
-// hash differs from the one recorded live. While it reads and rebuilds, it
-// says on stderr what it is at, once a second by now.
+// model answers from their records, and prints a line per turn, one per
+// handoff, then the final state, its hash and the handoffs. It returns an
+// error when a rebuilt turn's state hash differs from the one recorded
+// live, or a rebuilt handoff's payload from the handoff.created the live
+// run published. While it reads and rebuilds, it says on stderr what it is
+// at, once a second by now.
 func replaySession(ctx context.Context, bus *events.Bus, sessionID string, enginesDirs []string, stdout, stderr io.Writer,
 	now func() time.Time) error {
 	if !contracts.ValidToken(sessionID) {
@@ -85,7 +87,7 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	}
 	res, err := runner.ReplayWith(ctx, r, cat, sessionEvents, runner.ReplayOptions{Each: func(step runner.ReplayedTurn, turns int) {
 		progress.say("rebuilding session %s: turn %d of %d", sessionID, step.TurnNumber, turns)
-	}})
+	}, Handoffs: publishedHandoffs{bus}})
 	if errors.Is(err, runner.ErrNoSessionStart) {
 		return fmt.Errorf("session %s: %w%s", sessionID, err, lost(ctx, bus, contracts.StreamTurns))
 	}
@@ -99,7 +101,10 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		}
 	}
 	version := ""
+	handoffs := []*runner.ReplayedHandoff{}
+	stateDiverged, handoffDiverged := false, false
 	for _, t := range res.Turns {
+		stateDiverged = stateDiverged || !t.Match
 		mark := "ok"
 		if !t.Match {
 			mark = "DIVERGED (recorded " + t.RecordedHash + ")"
@@ -117,19 +122,69 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 			continue
 		}
 		fmt.Fprintf(stderr, "turn %d  %-16s %s  %s\n", t.TurnNumber, t.Phase, t.StateHash, mark)
+		if h := t.Handoff; h != nil {
+			handoffs = append(handoffs, h)
+			handoffDiverged = handoffDiverged || !h.Match
+			printHandoff(stderr, h)
+		}
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(map[string]any{"session_id": res.SessionID, "engine_id": res.EngineID,
-		"turns": len(res.Turns) - merges, "merges": merges, "state_hash": res.StateHash, "state": res.State}); err != nil {
+		"turns": len(res.Turns) - merges, "merges": merges, "state_hash": res.StateHash, "state": res.State,
+		"handoffs": handoffs}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "session %s rebuilt from %d events and %d recorded model calls: state hash %s\n",
 		sessionID, len(sessionEvents), recorded-replayer.Remaining(), res.StateHash)
-	if res.Diverged {
-		return fmt.Errorf("the rebuilt state differs from the live run's")
+	switch {
+	case stateDiverged && handoffDiverged:
+		return errors.New("the rebuilt state differs from the live run's, and so does a handoff it published")
+	case stateDiverged:
+		return errors.New("the rebuilt state differs from the live run's")
+	case handoffDiverged:
+		return errors.New("a rebuilt handoff differs from the one the live run published")
 	}
 	return nil
+}
+
+// printHandoff says on w what the replay found of a handoff: its payload's
+// hash, and whether it is the one the live run published, with what
+// differs.
+func printHandoff(w io.Writer, h *runner.ReplayedHandoff) {
+	mark := "ok"
+	switch {
+	case h.RecordedHash == "":
+		mark = "not checked: " + contracts.StreamHandoffs + " holds no handoff.created of it"
+	case !h.Match:
+		mark = "DIVERGED from the handoff.created the live run published (" + h.RecordedHash + "):"
+	}
+	fmt.Fprintf(w, "  handoff %s to %s (session %s): payload %s  %s\n", h.HandoffID, h.TargetEngineID, h.TargetSessionID,
+		h.PayloadHash, mark)
+	for _, d := range h.Differences {
+		fmt.Fprintf(w, "    %s\n", d)
+	}
+}
+
+// publishedHandoffs reads the payloads the live run published from
+// PRAETOR_HANDOFFS: each handoff.created is on the subject of the session
+// it started (partitioned, as the turns stream: its subjects end in a
+// partition token).
+type publishedHandoffs struct{ bus *events.Bus }
+
+func (p publishedHandoffs) RecordedHandoff(ctx context.Context, handoffID, targetSessionID string) (json.RawMessage, bool, error) {
+	found := runner.HandoffPayloads{}
+	err := p.bus.Replay(ctx, events.ReplayConfig{Stream: contracts.StreamHandoffs,
+		Subjects: []string{contracts.HandoffCreatedSpec.SubjectPrefix() + ".*." + targetSessionID + ".*"}}, func(r events.Record) error {
+		if r.Err != nil {
+			return nil
+		}
+		return found.Add(r.Event)
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return found.RecordedHandoff(ctx, handoffID, targetSessionID)
 }
 
 // recordedSummaries reports whether the live run summarized with the model.

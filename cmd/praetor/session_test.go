@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/praetorhq/praetor/internal/engine/extraction"
@@ -20,6 +26,7 @@ import (
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/pkg/events/eventstest"
+	"github.com/praetorhq/praetor/services/runner"
 )
 
 // praetor replay --session on a stream that lost a session's first events
@@ -229,5 +236,147 @@ func postJSON(t *testing.T, url string, body, out any) {
 	defer resp.Body.Close()
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
 		t.Fatalf("%s: %v", url, err)
+	}
+}
+
+// goldenEvents reads a golden session of the runner's replays
+// (services/runner/testdata/golden/NAME.jsonl.gz): its events, then its
+// recorded model calls, as praetor replay --stream printed them.
+func goldenEvents(t *testing.T, name string) []event.Event {
+	t.Helper()
+	f, err := os.Open(filepath.Join("..", "..", "services", "runner", "testdata", "golden", name+".jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []event.Event
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 16<<20)
+	for sc.Scan() {
+		var line struct {
+			Event event.Event `json:"event"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		evs = append(evs, line.Event)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return evs
+}
+
+// praetor replay --session checks the handoff a session made against the
+// handoff.created its live run published on PRAETOR_HANDOFFS. The golden
+// exploration session, which hands off to project discovery at its last
+// turn, is published on a NATS of its own, with the handoff its
+// project-discovery session started with as the handoff.created: the
+// replay says the handoff is ok; with a payload that differs there it
+// says what differs and exits non-zero, though every state hash matches;
+// with no handoff.created it says the handoff was not checked.
+func TestReplaySessionChecksTheHandoff(t *testing.T) {
+	source := goldenEvents(t, "handoff-exploration")
+	var sid string
+	var target *contracts.SessionStarted
+	for _, ev := range goldenEvents(t, "handoff-project-discovery") {
+		if ev.Type() == contracts.SessionStartedSpec.Type {
+			s, err := contracts.DecodeAs[contracts.SessionStarted](ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target, sid = s, s.InboundHandoff.Metadata.SessionID
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		// published edits the handoff the live run published; nil: none
+		// was published.
+		published func(h *contracts.EngineHandoff)
+		wantErr   bool
+		want      []string
+	}{
+		{name: "the one published", published: func(*contracts.EngineHandoff) {},
+			want: []string{"to project-discovery (session " + target.SessionID + "): payload ", "  ok\n"}},
+		{name: "another published", published: func(h *contracts.EngineHandoff) {
+			h.ActionList.DecisionsReached = slices.Clone(h.ActionList.DecisionsReached)
+			h.ActionList.DecisionsReached[0].Decision = "a custom build"
+		}, wantErr: true, want: []string{"DIVERGED from the handoff.created the live run published (",
+			`    action_list.decisions_reached[0].decision: "off-the-shelf tool" (recorded "a custom build")` + "\n",
+			"a rebuilt handoff differs from the one the live run published"}},
+		{name: "none published", want: []string{"not checked: PRAETOR_HANDOFFS holds no handoff.created of it"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(srv.Shutdown)
+			bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: contracts.Subject})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			if err := node.Provision(ctx, bus, node.StreamSettings{Partitions: node.DevPartitions, Replicas: 1}); err != nil {
+				t.Fatal(err)
+			}
+			evs := slices.Clone(source)
+			if tc.published != nil {
+				h := *target.InboundHandoff
+				tc.published(&h)
+				payload, err := json.Marshal(h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				evs = append(evs, contracts.MustEvent(contracts.Meta{ID: "handoff-created", Source: "/runner", Time: target.StartedAt},
+					contracts.HandoffCreated{TenantID: target.TenantID, HandoffID: target.InboundHandoffID, ProjectID: target.ProjectID,
+						SourceEngineID: "exploration", SourceSessionID: sid, TargetEngineID: target.EngineID,
+						TargetSessionID: target.SessionID, Payload: payload}))
+			}
+			for _, ev := range evs {
+				if err := bus.Publish(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			var stdout, stderr bytes.Buffer
+			cmd := exec.Command(binary, "replay", "--session", sid, "--nats-url", srv.ClientURL())
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err = cmd.Run()
+			if failed := err != nil; failed != tc.wantErr {
+				t.Fatalf("replay: %v, want failing %t:\n%s", err, tc.wantErr, stderr.String())
+			}
+			log := stderr.String()
+			if !strings.Contains(log, "  handoff "+target.InboundHandoffID+" to ") {
+				t.Errorf("stderr does not name the handoff %s:\n%s", target.InboundHandoffID, log)
+			}
+			if strings.Contains(log, "DIVERGED (recorded") {
+				t.Errorf("a state diverged:\n%s", log)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(log, want) {
+					t.Errorf("stderr does not say %q:\n%s", want, log)
+				}
+			}
+			var report struct {
+				Handoffs []runner.ReplayedHandoff `json:"handoffs"`
+			}
+			if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+				t.Fatalf("stdout: %v\n%s", err, stdout.String())
+			}
+			if len(report.Handoffs) != 1 {
+				t.Fatalf("stdout has %d handoffs, want the one of turn 10", len(report.Handoffs))
+			}
+			h := report.Handoffs[0]
+			if h.HandoffID != target.InboundHandoffID || h.Match == tc.wantErr || (h.RecordedHash != "") != (tc.published != nil) ||
+				len(h.Payload) == 0 {
+				t.Errorf("stdout's handoff %s: match %t, recorded %q, payload of %d bytes", h.HandoffID, h.Match, h.RecordedHash,
+					len(h.Payload))
+			}
+		})
 	}
 }

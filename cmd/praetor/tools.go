@@ -191,7 +191,9 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			"CloudEvent is printed with \"error\", its headers and its base64 data. No consumer is touched.\n\n" +
 			"--session ID rebuilds a session from PRAETOR_TURNS, its model answers served from PRAETOR_LLM\n" +
 			"(no model is called): a line per turn on stderr with its state hash, ok or DIVERGED from the\n" +
-			"hash the live run recorded, then the state as JSON on stdout; before, while it reads and\n" +
+			"hash the live run recorded, and for a turn that hands off a line with its handoff's payload hash,\n" +
+			"ok or DIVERGED (with what differs) from the handoff.created on PRAETOR_HANDOFFS, then the state\n" +
+			"and the handoffs as JSON on stdout; it fails on either divergence. Before, while it reads and\n" +
 			"rebuilds, a line a second says what it is at. It fails naming the turn and the\n" +
 			"model call it cannot serve, or the engine version it lacks (--engines-dir; the shipped engines'\n" +
 			"released versions are built in).\n" +
