@@ -213,6 +213,12 @@ func cueAnswer(p extraction.Prompt) Answer {
 		// when the count is known answers no other question).
 		return ans
 	}
+	if path, fa, ok := offered(p, msg); ok {
+		// "Or custom engraved boards for weddings", right after an idea,
+		// is one more idea, whatever was asked.
+		ans.Fields[path] = fa
+		return ans
+	}
 	if both := bothOf(p.Focus.Question, msg); both != "" {
 		// "Both really, …" to "Who pays you — other businesses,
 		// consumers, or both?" says "other businesses and consumers",

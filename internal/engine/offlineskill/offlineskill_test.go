@@ -1486,6 +1486,58 @@ func TestExtractionSkillTakeBackUndoesTheLastMessage(t *testing.T) {
 	}
 }
 
+// A thing offered as an alternative right after an idea ("Or custom
+// engraved boards for weddings") is one more idea, whatever was asked;
+// after something else, or when it gives a reason, an amount, a time or a
+// cause, it answers the question asked.
+func TestExtractionSkillAlternativeAfterAnIdeaIsAnIdea(t *testing.T) {
+	def, focus := asking(t, "ideation", "problem_space.root_causes")
+	ideas := []string{"selling cutting boards on Etsy", "woodworking classes in my garage for beginners"}
+	const idea = "Another idea: woodworking classes in my garage for beginners."
+	tests := []struct {
+		name, last, msg string
+		want            []any // the ideas, nil for none answered
+	}{
+		{name: "or and a thing", last: idea, msg: "Or custom engraved boards for weddings.",
+			want: []any{ideas[0], ideas[1], "custom engraved boards for weddings"}},
+		{name: "what about and a thing, asked", last: idea, msg: "What about engraved coasters?",
+			want: []any{ideas[0], ideas[1], "engraved coasters"}},
+		{name: "maybe and a thing with a remark", last: idea, msg: "Maybe headshots for realtors, they always need them.",
+			want: []any{ideas[0], ideas[1], "headshots for realtors"}},
+		{name: "a reason", last: idea, msg: "Or maybe they're just too busy."},
+		{name: "a cause", last: idea, msg: "Maybe lack of time."},
+		{name: "a time", last: idea, msg: "Maybe weekends only."},
+		{name: "an amount", last: idea, msg: "Or 200 dollars."},
+		{name: "a placeholder", last: idea, msg: "Or something like that."},
+		{name: "after a constraint", last: "Kiln hire is pricey.", msg: "Maybe commissions for cafes."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cur := known(t, def, map[string]any{"idea_generation.ideas": ideas})
+			req := extraction.BuildRequest(extraction.PromptInput{Def: def, Current: cur, Message: tt.msg, Focus: focus,
+				History: []engine.Message{{Role: engine.RoleUser, Content: tt.last, Turn: 1},
+					{Role: engine.RoleAssistant, Content: "Why do you think it happens — what are the root causes?", Turn: 1}}})
+			out, err := offlineskill.Extraction(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ans, err := extraction.ParseAnswer(def, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fa, ok := ans.Fields["idea_generation.ideas"]
+			var got []any
+			_ = json.Unmarshal(fa.Value, &got)
+			if ok != (tt.want != nil) || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ideas = %v (answered %v), want %v", got, ok, tt.want)
+			}
+			if _, asked := ans.Fields["problem_space.root_causes"]; ok && asked {
+				t.Errorf("the idea answers the root causes too")
+			}
+		})
+	}
+}
+
 // A correction of one item of a list, applied, keeps the other items: the
 // list is superseded by the list with that item corrected, not by the
 // correction alone.
