@@ -1833,14 +1833,39 @@ func TestReplySkill(t *testing.T) {
 			want: "It sounds like the van breaks down every week. What made this a priority now?"},
 		// A message that goes on with an "or" or a "but" is echoed without
 		// it, and a fragment without a verb ("Or a meal prep service …") is
-		// no "that" clause: reflective listening leaves it to the next
-		// technique.
+		// no "that" clause, nor what "It sounds like" takes: reflective and
+		// active listening leave it to the next technique.
 		{name: "active listening drops the or a message opens with", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
-			next: "trigger_event_identified", msg: "Or a meal prep service for busy parents",
-			want: "It sounds like a meal prep service for busy parents. What made this a priority now?"},
-		{name: "active listening drops the hedge before a fragment", phase: "CORE_CAPTURE", techniques: []string{"active_listening"},
+			next: "trigger_event_identified", msg: "Or we could run a meal prep service for busy parents",
+			want: "It sounds like you could run a meal prep service for busy parents. What made this a priority now?"},
+		{name: "mirroring drops the hedge before a fragment", phase: "CORE_CAPTURE", techniques: []string{"mirroring"},
 			next: "trigger_event_identified", msg: "Maybe a weekend stall selling Caribbean food",
-			want: "It sounds like a weekend stall selling Caribbean food. What made this a priority now?"},
+			want: "Got it: a weekend stall selling Caribbean food. What made this a priority now?"},
+		{name: "active listening leaves out a thing named", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening", "elicit_change_talk"}, next: "trigger_event_identified",
+			msg:  "Or custom engraved boards for weddings.",
+			want: "Think about what will be different for you once this is solved. What made this a priority now?"},
+		{name: "active listening leaves out a thing named with a participle", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Fewer missed jobs.",
+			want: "What made this a priority now?"},
+		{name: "reflective listening echoes a clause whose verb is in the present", phase: "CORE_CAPTURE",
+			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "The van breaks down every week.",
+			want: "So what matters to you is that the van breaks down every week. What made this a priority now?"},
+		{name: "reflective listening echoes a clause whose verb is a regular past", phase: "CORE_CAPTURE",
+			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "Revenue dropped last year.",
+			want: "So what matters to you is that revenue dropped last year. What made this a priority now?"},
+		// What the user labels ("Another idea: …", "One idea is …") is said
+		// back as a clause, whichever technique says it back.
+		{name: "reflective listening says a label as a clause", phase: "CORE_CAPTURE",
+			techniques: []string{"reflective_listening"}, next: "trigger_event_identified",
+			msg:  "Another idea: woodworking classes in my garage for beginners.",
+			want: "So another idea is woodworking classes in your garage for beginners. What made this a priority now?"},
+		{name: "active listening says a label as a clause", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "One idea is selling cutting boards on Etsy.",
+			want: "So one idea is selling cutting boards on Etsy. What made this a priority now?"},
+		{name: "mirroring says a label of a thing named as a clause", phase: "CORE_CAPTURE",
+			techniques: []string{"mirroring"}, next: "trigger_event_identified", msg: "My idea: a pottery class.",
+			want: "So your idea is a pottery class. What made this a priority now?"},
 		{name: "reflective listening drops the but a message opens with", phase: "CORE_CAPTURE",
 			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "But we can't afford a new van this year.",
 			want: "So what matters to you is that you can't afford a new van this year. What made this a priority now?"},
@@ -1882,12 +1907,12 @@ func TestReplySkill(t *testing.T) {
 		{name: "reflective listening echoes the clause after a no", phase: "CORE_CAPTURE",
 			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "No, we do all of it by hand.",
 			want: "So what matters to you is that you do all of it by hand. What made this a priority now?"},
-		{name: "active listening lowers a first word a known value opens with", phase: "CORE_CAPTURE",
-			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Fewer missed jobs.",
+		{name: "mirroring lowers a first word a known value opens with", phase: "CORE_CAPTURE",
+			techniques: []string{"mirroring"}, next: "trigger_event_identified", msg: "Fewer missed jobs.",
 			setup: func(m *engine.WorkingMemory) {
 				m.Extraction = known(t, def, map[string]any{"success_criteria.metrics": []string{"Fewer missed jobs"}})
 			},
-			want: "It sounds like fewer missed jobs. What made this a priority now?"},
+			want: "Got it: fewer missed jobs. What made this a priority now?"},
 		{name: "reflective listening echoes a clause that opens with an article", phase: "CORE_CAPTURE",
 			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "A big client left us last month.",
 			want: "So what matters to you is that a big client left you last month. What made this a priority now?"},

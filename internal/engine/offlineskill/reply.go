@@ -297,6 +297,11 @@ func opener(p ReplyPrompt) string {
 // the user's words as the reply may reflect them (a fragment when they make
 // no clause).
 func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string {
+	if said, ok := labelled(echo); ok && echoing[t] {
+		// "So what matters to you is that another idea: woodworking
+		// classes in your garage" frames a label as a thought.
+		return "So " + said + "."
+	}
 	switch t {
 	case "summary_reflection":
 		if len(p.Known) == 0 {
@@ -304,12 +309,13 @@ func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string
 		}
 		return summary(p.Known)
 	case "active_listening":
-		if echo != "" {
+		// "It sounds like custom engraved boards for weddings" and "What
+		// matters to you is that a meal prep service for busy parents"
+		// make no sentence of a fragment.
+		if echo != "" && !fragment {
 			return "It sounds like " + echo + "."
 		}
 	case "reflective_listening":
-		// "What matters to you is that a meal prep service for busy
-		// parents" makes no sentence of a fragment.
 		if echo != "" && !fragment {
 			return "So what matters to you is that " + echo + "."
 		}
@@ -342,6 +348,23 @@ func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string
 	}
 	return ""
 }
+
+// echoing are the techniques whose opener says the user's words back.
+var echoing = map[string]bool{"active_listening": true, "reflective_listening": true, "mirroring": true}
+
+// labelled is an echo that opens with the label the user put before what
+// they offer ("another idea: woodworking classes in your garage", "one
+// idea is selling boards on Etsy"), said as a clause ("another idea is
+// woodworking classes in your garage"); ok is false for any other echo.
+func labelled(echo string) (said string, ok bool) {
+	m := labelRe.FindStringSubmatch(echo)
+	if m == nil {
+		return "", false
+	}
+	return m[1] + " is " + m[2], true
+}
+
+var labelRe = regexp.MustCompile(`(?i)^((?:(?:one|another|your|an?|the|first|second|third|last|final|other)\s+){1,2}(?:idea|thought|option|suggestion))(?:\s*:\s*|\s+(?:is|would\s+be)\s+)(\S.*)$`)
 
 // maxSummaryChars bounds the list summary_reflection reads back: the
 // runner cuts a reply past 4,000 characters, and the question after the
@@ -434,7 +457,7 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 		return "", false // "So what matters to you is that that's right."
 	}
 	first := strings.ToLower(strings.Trim(strings.ReplaceAll(words[0], "’", "'"), ",:;"))
-	fragment = !slices.ContainsFunc(words, clauseWord)
+	fragment = thingNamed(words)
 	if fragment && (bareVerb(first) || prepositions[first]) || first == "don't" || first == "please" || adding(words) {
 		// "Lost a big client last month" leaves out who did it, "On
 		// paper, mostly" names no thing, "Don't forget Shopify" tells
@@ -470,6 +493,51 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 }
 
 var articles = map[string]bool{"a": true, "an": true}
+
+// thingNamed reports whether the words of an echo name a thing, without a
+// verb ("custom engraved boards for weddings", "fewer missed jobs"), not a
+// clause: a word of clauseWord's, but a past participle inside a name
+// ("engraved", before a word of the name), and a verb in the present after
+// its subject ("QuickBooks takes an hour", "The van breaks down").
+func thingNamed(words []string) bool {
+	for i, w := range words {
+		lower := strings.ToLower(strings.Trim(strings.ReplaceAll(w, "’", "'"), ",:;"))
+		next := ""
+		if i+1 < len(words) && !strings.HasSuffix(w, ",") {
+			next = strings.ToLower(strings.Trim(words[i+1], ",:;"))
+		}
+		switch {
+		case i > 0 && next != "" && !verbFollowers[next] && !danglers[next] && participle(lower):
+			// "custom engraved boards", not "revenue dropped last year"
+		case clauseWord(w):
+			return false
+		case i > 0 && next != "" && presentVerb(lower) && (verbFollowers[next] || strings.HasSuffix(next, "ing")):
+			return false
+		}
+	}
+	return true
+}
+
+// participle reports whether a word is a regular past ("dropped",
+// "engraved"), a verb or a participle.
+func participle(w string) bool {
+	return len(w) > 4 && strings.HasSuffix(w, "ed") && !strings.HasSuffix(w, "eed")
+}
+
+// presentVerb reports whether a word may be a verb in the third person
+// ("takes", "keeps"), as a plural noun may be ("boards"): what follows it
+// tells them apart.
+func presentVerb(w string) bool {
+	return len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") &&
+		!strings.HasSuffix(w, "is") && !strings.HasSuffix(w, "'s")
+}
+
+// verbFollowers follow a verb, not a noun of a name: a determiner, a
+// particle, a pronoun or an adverb ("takes an hour", "breaks down",
+// "costs us", "dropped last year").
+var verbFollowers = engine.WordSet(`a an the my our your their his her its this that these those up down out off
+	away back over every all some any it me us them him her too so very more less much last again when while
+	because since until after before once`)
 
 // adding reports whether the first clause of an echo is a thing named
 // and said to add to others ("Shopify too, we sell kits online").
