@@ -1866,6 +1866,12 @@ func TestReplySkill(t *testing.T) {
 		{name: "mirroring says a label of a thing named as a clause", phase: "CORE_CAPTURE",
 			techniques: []string{"mirroring"}, next: "trigger_event_identified", msg: "My idea: a pottery class.",
 			want: "So your idea is a pottery class. What made this a priority now?"},
+		// An example's opener fits any engine: it names no tool or build
+		// the user's case may have nothing to do with.
+		{name: "examples and analogies invent no example", phase: "CORE_CAPTURE",
+			techniques: []string{"examples_and_analogies"}, next: "trigger_event_identified", msg: "We sell cakes.",
+			want: "An example can help: think of someone who faced something similar, in your field or another, and what they did. " +
+				"What made this a priority now?"},
 		{name: "reflective listening drops the but a message opens with", phase: "CORE_CAPTURE",
 			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "But we can't afford a new van this year.",
 			want: "So what matters to you is that you can't afford a new van this year. What made this a priority now?"},
@@ -2079,12 +2085,12 @@ func TestReplyDoesNotRepeatItsOpener(t *testing.T) {
 		NextID:     "pros_explored", NextQuestion: "What do you like about these options?",
 		Message: "Mindbody is too expensive for me."}
 	first := offlineskill.Compose(p)
-	if !strings.Contains(first, "For example, many teams") || !strings.Contains(first, "Next, let's look at this.") {
+	if !strings.Contains(first, "An example can help") || !strings.Contains(first, "Next, let's look at this.") {
 		t.Fatalf("first reply = %q, want the example opener and the signpost", first)
 	}
 	p.LastReply, p.NextID, p.NextQuestion = first, "cons_explored", "What worries you about these options?"
 	second := offlineskill.Compose(p)
-	if strings.Contains(second, "For example, many teams") || strings.Contains(second, "Next, let's look at this.") ||
+	if strings.Contains(second, "An example can help") || strings.Contains(second, "Next, let's look at this.") ||
 		!strings.Contains(second, "Let's take this one step at a time.") || !strings.HasSuffix(second, "What worries you about these options?") {
 		t.Errorf("second reply = %q, want the next technique's opener, no signpost, and the question", second)
 	}

@@ -336,7 +336,9 @@ func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string
 	case "chunking_with_checkin":
 		return "Let's take this one step at a time."
 	case "examples_and_analogies":
-		return "For example, many teams start with an off-the-shelf tool and switch to a custom build once they outgrow it."
+		// Any engine's, about anything: the skill knows no example that
+		// holds for the user's case, so it asks them for one.
+		return "An example can help: think of someone who faced something similar, in your field or another, and what they did."
 	case "incremental_teach":
 		return "Building on what we covered:"
 	case "pros_cons_listing":
