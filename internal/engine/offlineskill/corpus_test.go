@@ -283,3 +283,34 @@ func TestExplorationKnowledgeGapAnsweredPlainly(t *testing.T) {
 		t.Errorf("the reply asks what the user is unsure about again")
 	}
 }
+
+// The replies of the side-business chat with ideation that a user
+// reported: each said back what it should not, or passed over the user's
+// question.
+func TestIdeationSideBusinessReplies(t *testing.T) {
+	t.Parallel()
+	s := newCorpusSession(t, "ideation")
+	for _, tt := range []struct {
+		say, notWant, want string
+	}{
+		{say: "I want to come up with ideas for a side business around my woodworking hobby."},
+		{say: "I make cutting boards and small furniture, mostly walnut and oak."},
+		{say: "My goal is to make maybe 500 dollars a month extra, I can spend weekends on it."},
+		{say: "People at the farmers market love the end-grain boards."},
+		{say: "One idea is selling cutting boards on Etsy."},
+		{say: "Another idea: woodworking classes in my garage for beginners.", notWant: "another idea:"},
+		{say: "Or custom engraved boards for weddings.", notWant: "It sounds like custom"},
+		{say: "The classes need insurance, which I'm not sure about."},
+		{say: "Etsy fees are about 10 percent, and shipping heavy boards is expensive.", notWant: "off-the-shelf"},
+		{say: "I think the wedding boards are the most promising, margins are high.", notWant: "off-the-shelf"},
+		{say: "What would you do next?", want: "Good question. First, let's settle this: "},
+	} {
+		reply := s.say(tt.say).Reply
+		if tt.notWant != "" && strings.Contains(reply, tt.notWant) {
+			t.Errorf("%q: reply %q says %q", tt.say, reply, tt.notWant)
+		}
+		if tt.want != "" && !strings.HasPrefix(reply, tt.want) {
+			t.Errorf("%q: reply %q, want it to open with %q", tt.say, reply, tt.want)
+		}
+	}
+}

@@ -1872,6 +1872,23 @@ func TestReplySkill(t *testing.T) {
 			techniques: []string{"examples_and_analogies"}, next: "trigger_event_identified", msg: "We sell cakes.",
 			want: "An example can help: think of someone who faced something similar, in your field or another, and what they did. " +
 				"What made this a priority now?"},
+		// A question for the assistant is taken up before the question the
+		// reply asks, in place of the technique's opener and of a repeat's
+		// excuse; an offer put as a question, or one about what the reply
+		// meant, is not.
+		{name: "a question for the assistant is taken up", phase: "CORE_CAPTURE",
+			techniques: []string{"context_reinstatement"}, next: "trigger_event_identified", msg: "What would you do next?",
+			want: "Good question. First, let's settle this: what made this a priority now?"},
+		{name: "a question for the assistant after a statement is taken up", phase: "CONSTRAINTS", techniques: nil,
+			next: "timeline_known", msg: "I like the wedding boards. Which one would you pick?",
+			setup: func(m *engine.WorkingMemory) {
+				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "hi"},
+					{Role: engine.RoleAssistant, Turn: 1, Content: "When do you need it, and is there a hard deadline?"}}
+			},
+			want: "Good question. First, let's settle this: when do you need it, and is there a hard deadline?"},
+		{name: "an offer put as a question is no question for the assistant", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "What about mugs on Etsy?",
+			want: "What made this a priority now?"},
 		{name: "reflective listening drops the but a message opens with", phase: "CORE_CAPTURE",
 			techniques: []string{"reflective_listening"}, next: "trigger_event_identified", msg: "But we can't afford a new van this year.",
 			want: "So what matters to you is that you can't afford a new van this year. What made this a priority now?"},

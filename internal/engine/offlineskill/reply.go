@@ -248,7 +248,8 @@ func Compose(p ReplyPrompt) string {
 	if p.Handoff != nil && p.LastReply == "" {
 		parts = append(parts, acknowledge(p.Handoff))
 	}
-	if o := opener(p); o != "" {
+	asked := asksUs(p.Message) && p.NextID != ""
+	if o := opener(p); o != "" && !asked {
 		parts = append(parts, o)
 	}
 	if p.NextID == "" {
@@ -261,6 +262,12 @@ func Compose(p ReplyPrompt) string {
 	}
 	if has(p.Techniques, "open_ended_questions") && startsClosed(q) {
 		q = "In your own words: " + lowerFirst(q)
+	}
+	if asked {
+		// "What would you do next?": the question is taken up, and what
+		// comes first is what is asked next; the technique's opener, the
+		// signpost and a repeat's excuse would pass over it.
+		return joinParts(append(parts, "Good question. First, let's settle this: "+lowerFirst(q)))
 	}
 	if p.DominantMode == "inform" && !strings.Contains(p.LastReply, signpost) {
 		// The obligation's description speaks of the user in the third
@@ -279,6 +286,30 @@ func Compose(p ReplyPrompt) string {
 
 // signpost leads from the opener to the question in inform mode.
 const signpost = "Next, let's look at this."
+
+// asksUs reports whether a message ends with a question for the assistant
+// ("What would you do next?", "Which one would you pick?"), which the
+// reply takes up: not an offer put as a question ("What about mugs on
+// Etsy?"), which it files, nor a question about what the reply meant
+// ("What do you mean by alternatives?"), which asking again answers.
+func asksUs(msg string) bool {
+	ss := engine.Sentences(msg)
+	if len(ss) == 0 || !engine.IsQuestion(ss[len(ss)-1]) {
+		return false
+	}
+	t := engine.LowerText(ss[len(ss)-1])
+	for _, p := range notForUs {
+		if t.Contains(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// notForUs are the phrases of a question that offers something, or asks
+// what the reply meant.
+var notForUs = []string{"what about", "how about", "what if", "mean", "what kind of", "what sort of", "like what",
+	"such as what", "what counts as", "what is a", "what's a", "which ones", "explain", "repeat", "rephrase"}
 
 // opener is the technique-driven start of the reply: the first active
 // technique's that has one. An opener the last reply said gives way to the
