@@ -431,6 +431,36 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "a sum lost is no constraint", engine: "ideation", focus: "impact_understood",
 			msg:    "We have lost about 5000 pounds this year.",
 			absent: []string{"problem_space.constraints"}},
+		// A goal, the time the user can give, a fee and what an idea needs
+		// first are what any idea must respect, said whatever was asked; a
+		// cost said with more, or that may come, weighs an idea or is a
+		// risk when the question asks for one.
+		{name: "a goal is a success criterion", engine: "ideation", focus: "impact_understood",
+			msg: "My goal is to make maybe 500 dollars a month extra, I can spend weekends on it.",
+			want: map[string]any{"problem_space.success_criteria": []any{"make maybe 500 dollars a month extra"},
+				"problem_space.constraints": []any{"weekends on it"}},
+			absent: []string{"problem_space.impact"}},
+		{name: "what an idea needs first is a constraint", engine: "ideation", focus: "current_approach_known",
+			msg:    "The classes need insurance, which I'm not sure about.",
+			want:   map[string]any{"problem_space.constraints": []any{"The classes need insurance"}},
+			absent: []string{"problem_space.current_workarounds"}},
+		{name: "a fee is a constraint, whatever was asked", engine: "ideation", focus: "wild_ideas_explored",
+			msg: "Etsy fees are about 10 percent, and shipping heavy boards is expensive.",
+			want: map[string]any{"problem_space.constraints": []any{"Etsy fees are about 10 percent",
+				"shipping heavy boards is expensive"}},
+			absent: []string{"idea_generation.wild_ideas"}},
+		{name: "a cost said alone is a constraint", engine: "ideation", focus: "root_causes_explored",
+			msg: "Kiln hire is pricey.", want: map[string]any{"problem_space.constraints": []any{"Kiln hire is pricey"}},
+			absent: []string{"problem_space.root_causes"}},
+		{name: "a cost said with more weighs the idea asked about", engine: "ideation", focus: "feasibility_assessed",
+			msg: "The Etsy shop would be quick, but shipping is expensive.",
+			want: map[string]any{"evaluation.feasibility_notes": []any{"The Etsy shop would be quick",
+				"shipping is expensive"}},
+			absent: []string{"problem_space.constraints"}},
+		{name: "a cost that may come is a risk", engine: "ideation", focus: "risks_identified",
+			msg:    "Shipping could get expensive and boards might crack.",
+			want:   map[string]any{"refinement.risks": []any{"Shipping could get expensive", "boards might crack"}},
+			absent: []string{"problem_space.constraints"}},
 		// An idea offered as an option while the problem is being framed is
 		// an idea, not the answer to the question asked; an amount offered
 		// so is none.
