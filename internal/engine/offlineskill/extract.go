@@ -255,6 +255,13 @@ func cueAnswer(p extraction.Prompt) Answer {
 		if f == nil || (isKnown(*f) && len(p.Focus.Fields) > 1) {
 			continue
 		}
+		if closed(*f) {
+			// "There are six of us: me, my sister, and four bakers" is no
+			// stage: an enumeration takes only a value its cues map, which
+			// they found above if the message says one; the question's
+			// next field may take the message.
+			continue
+		}
 		var v any
 		ok := false
 		switch {
@@ -492,6 +499,13 @@ func guessed(f extraction.PromptField) bool {
 	return f.CurrentConfidence < confFocus
 }
 
+// closed reports whether f is an enumeration: a text field whose only cues
+// map words to its values ("early-stage", "B2B").
+func closed(f extraction.PromptField) bool {
+	return f.ValueType == engine.TypeString && len(f.Cues.Values) > 0 && len(f.Cues.Patterns) == 0 &&
+		len(f.Cues.Keywords) == 0
+}
+
 // broader is the known list that the list f is a kind of: its name is
 // part of f's ("Ideas" of "Ideas from other perspectives" and of "Bold
 // ideas"); nil for none.
@@ -560,9 +574,15 @@ func unitNumber(f extraction.PromptField, sentences []sentence) (any, bool) {
 // countsBeside reports whether a sentence counts a group beside the user
 // ("me and two part-timers", "the two of us and a guide"): a number in it
 // counts a part of the group only, and a count field takes the group's
-// (groupCount), not the number.
+// (groupCount), not the number. A count before a colon is the whole
+// group, whose members the colon leads into ("six of us: me, my sister,
+// and four bakers").
 func countsBeside(lower engine.Text) bool {
-	return besideRe.MatchString(lower.Lowered())
+	s := lower.Lowered()
+	if head, _, ok := strings.Cut(s, ":"); ok && (spelled.MatchString(head) || strings.ContainsAny(head, "0123456789")) {
+		s = head
+	}
+	return besideRe.MatchString(s)
 }
 
 // groupCount is how many people a group beside the user makes ("Me and

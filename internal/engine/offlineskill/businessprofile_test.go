@@ -1,0 +1,90 @@
+package offlineskill_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
+)
+
+// A business owner's answer that plainly fits a field (a year of opening,
+// a head count, a revenue figure, a problem, the tools used) is filed
+// there, and not under the question just asked, whose type it does not
+// fit: an enumeration asked takes only a value its cues map.
+func TestExtractionSkillFilesWhatFitsAnotherField(t *testing.T) {
+	t.Parallel()
+	def, ok := enginetest.Shipped(t).Get("business-profile")
+	if !ok {
+		t.Fatal("business-profile is not shipped")
+	}
+	tests := []struct {
+		name   string
+		focus  string
+		msg    string
+		want   map[string]any // path -> decoded value
+		absent []string
+	}{
+		// A head count, a problem.
+		{name: "a head count said to the stage asked is the head count", focus: "business_stage_known",
+			msg:    "There are six of us: me, my sister, and four bakers.",
+			want:   map[string]any{"team_composition.headcount": 6.0, "team_composition.key_roles": []any{"my sister", "four bakers"}},
+			absent: []string{"industry.business_stage", "industry.years_operating"}},
+		{name: "a head count before a colon answers the head count asked", focus: "team_size_known",
+			msg:  "There are six of us: me, my sister, and four bakers.",
+			want: map[string]any{"team_composition.headcount": 6.0}},
+		{name: "a part of the group beside the user is no head count",
+			msg: "There are two of us and a part-timer.", absent: []string{"team_composition.headcount"}},
+		{name: "a problem said to the value proposition asked is a bottleneck", focus: "value_proposition_stated",
+			msg:    "Our biggest problem is staff leaving after a few months.",
+			want:   map[string]any{"operations.bottlenecks": []any{"staff leaving after a few months"}},
+			absent: []string{"business_model.value_proposition"}},
+		// The enumeration asked takes its values only; a number the
+		// question also asks for takes a number.
+		{name: "an enumeration asked takes no answer that names none of its values", focus: "business_stage_known",
+			msg: "Hard to say, we've had ups and downs.", absent: []string{"industry.business_stage", "industry.years_operating"}},
+		{name: "a number to a question of an enumeration and a number is the number", focus: "business_stage_known",
+			msg: "About five.", want: map[string]any{"industry.years_operating": 5.0}, absent: []string{"industry.business_stage"}},
+		// The year the business opened, as said: the prompt carries no
+		// date to count years from.
+		{name: "the year the business has been open since",
+			msg: "We run a small bakery in Leeds, open since 2019.",
+			want: map[string]any{"industry.year_opened": 2019.0, "industry.sector": "small bakery",
+				"industry.location": "Leeds"},
+			absent: []string{"industry.years_operating"}},
+		{name: "the year the business started answers how long it has traded", focus: "business_stage_known",
+			msg: "We started in 2019.", want: map[string]any{"industry.year_opened": 2019.0},
+			absent: []string{"industry.business_stage", "industry.years_operating"}},
+		{name: "a year alone answers how long the business has traded with the year", focus: "business_stage_known",
+			msg: "Since 2019.", want: map[string]any{"industry.year_opened": 2019.0},
+			absent: []string{"industry.business_stage", "industry.years_operating"}},
+		{name: "a year something else started is no year opened",
+			msg: "We started using Square in 2021.", absent: []string{"industry.year_opened"}},
+		{name: "the years trading are the years", msg: "We've been trading for 5 years.",
+			want: map[string]any{"industry.years_operating": 5.0}, absent: []string{"industry.year_opened"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ans := extract(t, def, engine.NewExtraction(), tt.focus, tt.msg)
+			for p, want := range tt.want {
+				fa, ok := ans.Fields[p]
+				if !ok {
+					t.Errorf("%s not extracted; answer %+v", p, ans.Fields)
+					continue
+				}
+				var got any
+				_ = json.Unmarshal(fa.Value, &got)
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s = %#v, want %#v", p, got, want)
+				}
+			}
+			for _, p := range tt.absent {
+				if fa, ok := ans.Fields[p]; ok {
+					t.Errorf("%s extracted: %s", p, fa.Value)
+				}
+			}
+		})
+	}
+}
