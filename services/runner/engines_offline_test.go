@@ -307,9 +307,11 @@ func TestIdeationKeepsIdeasOfferedWhileFraming(t *testing.T) {
 	t.Fatalf("the session never reached DIVERGE: phase %s", s.state.Phase.Current)
 }
 
-// Selling to locals and to cafes answers who pays (both): the answer was
-// filed as the customers alone, and the question asked again.
-func TestBusinessProfileWhoPaysAnsweredByWhomItSellsTo(t *testing.T) {
+// Selling to locals and to cafes names the customers, and is no model
+// type, which the user says in its words: the question stays open until
+// "Both" answers it (business-profile 1.0.0 filed "locals and a few cafes"
+// as the model type).
+func TestBusinessProfileWhoPaysAnsweredInItsWords(t *testing.T) {
 	s := newSession(t, "business-profile")
 	for _, msg := range []string{
 		"Hi, we run a bakery in Hull.",
@@ -321,12 +323,20 @@ func TestBusinessProfileWhoPaysAnsweredByWhomItSellsTo(t *testing.T) {
 	if s.state.Obligations.Focus != "business_model_type_known" {
 		t.Fatalf("focus = %s, want business_model_type_known", s.state.Obligations.Focus)
 	}
-	res := s.say("We sell bread and cakes to locals and a few cafes")
-	if got := s.state.Extraction.String("business_model.model_type"); got != "locals and a few cafes" {
-		t.Errorf("business_model.model_type = %q, want whom the bakery sells to", got)
+	s.say("We sell bread and cakes to locals and a few cafes")
+	if got := s.state.Extraction.String("business_model.model_type"); got != "" {
+		t.Errorf("business_model.model_type = %q, want none: whom the bakery sells to is its customers", got)
 	}
-	if strings.Contains(res.Reply, "Who pays you") || strings.Contains(res.Reply, "who pays you") {
-		t.Errorf("who pays was asked again: %q", res.Reply)
+	var got []string
+	if s.state.Extraction.Decode("target_market.customer_segments", &got); !slices.Equal(got, []string{"locals", "a few cafes"}) {
+		t.Errorf("target_market.customer_segments = %q, want [locals, a few cafes]", got)
+	}
+	if s.state.Obligations.Focus != "business_model_type_known" {
+		t.Fatalf("focus = %s, want business_model_type_known still", s.state.Obligations.Focus)
+	}
+	s.say("Both.")
+	if got := s.state.Extraction.String("business_model.model_type"); got != "B2B and B2C" {
+		t.Errorf("business_model.model_type = %q, want B2B and B2C", got)
 	}
 }
 

@@ -46,6 +46,8 @@ func TestExtractionSkillFilesWhatFitsAnotherField(t *testing.T) {
 			msg: "Hard to say, we've had ups and downs.", absent: []string{"industry.business_stage", "industry.years_operating"}},
 		{name: "a number to a question of an enumeration and a number is the number", focus: "business_stage_known",
 			msg: "About five.", want: map[string]any{"industry.years_operating": 5.0}, absent: []string{"industry.business_stage"}},
+		{name: "a value of the enumeration asked is its value", focus: "business_model_type_known",
+			msg: "Mostly businesses, bars and hotels.", want: map[string]any{"business_model.model_type": "B2B"}},
 		// The year the business opened, as said: the prompt carries no
 		// date to count years from.
 		{name: "the year the business has been open since",
@@ -63,6 +65,22 @@ func TestExtractionSkillFilesWhatFitsAnotherField(t *testing.T) {
 			msg: "We started using Square in 2021.", absent: []string{"industry.year_opened"}},
 		{name: "the years trading are the years", msg: "We've been trading for 5 years.",
 			want: map[string]any{"industry.years_operating": 5.0}, absent: []string{"industry.year_opened"}},
+		// What is sold, and to whom; who pays is said in its own words.
+		{name: "what the business sells, then whom to", focus: "business_model_type_known",
+			msg: "We sell bread, pastries and custom cakes, mostly to locals and a couple of cafes.",
+			want: map[string]any{"product_offering.core_products": []any{"bread", "pastries", "custom cakes"},
+				"target_market.customer_segments": []any{"locals", "a couple of cafes"}},
+			absent: []string{"business_model.model_type"}},
+		{name: "what the business sells, alone", msg: "We sell sourdough, bagels and coffee.",
+			want:   map[string]any{"product_offering.core_products": []any{"sourdough", "bagels", "coffee"}},
+			absent: []string{"target_market.customer_segments"}},
+		{name: "how much the business sells names no products", msg: "We sell up to 300 loaves a day.",
+			absent: []string{"product_offering.core_products", "target_market.customer_segments"}},
+		{name: "selling more than it makes names neither products nor customers",
+			msg:    "We sell more than we can bake, so we want to grow.",
+			absent: []string{"product_offering.core_products", "target_market.customer_segments"}},
+		{name: "where the business sells names no products", msg: "We sell online and at two markets.",
+			absent: []string{"product_offering.core_products"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -339,11 +339,12 @@ func TestExtractionSkill(t *testing.T) {
 		{name: "whom the business sells to", engine: "business-profile",
 			msg:  "We sell to local cafes and offices.",
 			want: map[string]any{"target_market.customer_segments": []any{"local cafes", "offices"}}},
-		// Selling to people and to businesses says who pays: both.
-		{name: "whom the business sells to answers who pays", engine: "business-profile", focus: "business_model_type_known",
-			msg: "We sell bread and cakes to locals and a few cafes",
-			want: map[string]any{"business_model.model_type": "locals and a few cafes",
-				"target_market.customer_segments": []any{"locals", "a few cafes"}}},
+		// Whom the business sells to names its customers; who pays is
+		// said in the words of the model type.
+		{name: "whom the business sells to is no model type", engine: "business-profile", focus: "business_model_type_known",
+			msg:    "We sell bread and cakes to locals and a few cafes",
+			want:   map[string]any{"target_market.customer_segments": []any{"locals", "a few cafes"}},
+			absent: []string{"business_model.model_type"}},
 		{name: "selling to businesses alone says nothing of both", engine: "business-profile",
 			msg: "We sell to local cafes and offices.", absent: []string{"business_model.model_type"}},
 		{name: "where a business is, after what it is", engine: "business-profile",
