@@ -81,6 +81,15 @@ func TestExtractionSkillFilesWhatFitsAnotherField(t *testing.T) {
 			absent: []string{"product_offering.core_products", "target_market.customer_segments"}},
 		{name: "where the business sells names no products", msg: "We sell online and at two markets.",
 			absent: []string{"product_offering.core_products"}},
+		// Revenue: the amount a year, and a share of it from a source.
+		{name: "revenue without a currency sign, and a share of it", focus: "revenue_streams_identified",
+			msg: "Revenue is about 300k a year, roughly 60 percent from the shop.",
+			want: map[string]any{"financial_model.annual_revenue": "about 300k a year",
+				"business_model.revenue_streams": []any{"60 percent from the shop"}}},
+		{name: "what the business turns over a year", msg: "We turn over about 450k a year.",
+			want: map[string]any{"financial_model.annual_revenue": "about 450k a year"}},
+		{name: "a count a day is no revenue", msg: "We make about 300 loaves a day.",
+			absent: []string{"financial_model.annual_revenue"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
