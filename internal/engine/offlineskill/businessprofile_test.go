@@ -90,6 +90,16 @@ func TestExtractionSkillFilesWhatFitsAnotherField(t *testing.T) {
 			want: map[string]any{"financial_model.annual_revenue": "about 450k a year"}},
 		{name: "a count a day is no revenue", msg: "We make about 300 loaves a day.",
 			absent: []string{"financial_model.annual_revenue"}},
+		// The tools used, without what each is for.
+		{name: "the tools used for things are the systems", focus: "customer_segments_identified",
+			msg: "We use Square for the till and spreadsheets for orders.",
+			want: map[string]any{"technology_stack.current_systems": []any{"Square", "spreadsheets"},
+				"technology_stack.digital_maturity": "low"},
+			absent: []string{"target_market.customer_segments"}},
+		{name: "the names used are the systems", msg: "We use Xero and Shopify.",
+			want: map[string]any{"technology_stack.current_systems": []any{"Xero", "Shopify"}}},
+		{name: "an ingredient used is no system", msg: "We use local flour for the bread.",
+			absent: []string{"technology_stack.current_systems"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

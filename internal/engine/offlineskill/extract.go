@@ -1276,6 +1276,8 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			}
 			if g := re.SubexpIndex("value"); list && g > 0 && objectsAfter(text[:loc[2*g]]) {
 				v = objects(v.([]string)) // "We sell to local cafes and deliver every morning"
+			} else if list && g > 0 && usedBefore(text[:loc[2*g]]) {
+				v = tools(v.([]string)) // "We use Square for the till and spreadsheets for orders"
 			}
 			if items := namedItems(text); list && inFocus && len(items) > 1 && within(v.([]string), items) {
 				// "Just me and my husband, and a tiny budget": the list
@@ -1455,6 +1457,26 @@ func within(values, items []string) bool {
 	return !slices.ContainsFunc(values, func(v string) bool {
 		return !slices.ContainsFunc(items, func(it string) bool { return engine.PhraseIndex(it, v) >= 0 })
 	})
+}
+
+// usedBefore reports whether the items after text are what the user uses:
+// it ends with "use".
+func usedBefore(text string) bool {
+	words := strings.Fields(strings.ToLower(text))
+	return len(words) > 0 && (words[len(words)-1] == "use" || words[len(words)-1] == "uses")
+}
+
+// tools are the things items say are used for something, without what
+// for ("Square for the till" is Square).
+func tools(items []string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		if thing, _, ok := strings.Cut(it, " for "); ok && strings.TrimSpace(thing) != "" {
+			it = strings.TrimSpace(thing)
+		}
+		out = append(out, it)
+	}
+	return out
 }
 
 // keywordItems are the items a keyword of the list f introduces in the
