@@ -26,6 +26,11 @@ func TestExtractionSkillFilesWhatFitsAnotherField(t *testing.T) {
 		want   map[string]any // path -> decoded value
 		absent []string
 	}{
+		// The trade, by a noun alone; a company names none.
+		{name: "a trade named by a noun alone is the industry", msg: "We're a bakery in York, trading since 2016.",
+			want: map[string]any{"industry.sector": "bakery", "industry.location": "York", "industry.year_opened": 2016.0}},
+		{name: "a company alone is no industry", msg: "We're a company that sells furniture.",
+			absent: []string{"industry.sector"}},
 		// A head count, a problem.
 		{name: "a head count said to the stage asked is the head count", focus: "business_stage_known",
 			msg:    "There are six of us: me, my sister, and four bakers.",
