@@ -1253,11 +1253,12 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				// the hosted one, …" choose nothing.
 				continue
 			}
-			m := submatches(text, loc)
+			m, start := submatches(text, loc), -1
 			if g := re.SubexpIndex("value"); g > 0 && loc[2*g] >= 0 {
 				// "Convenience for parents versus the fees": a value cut
 				// at its preposition takes its head back.
-				m[g] = text[headed(text, loc[2*g]):loc[2*g+1]]
+				start = headed(text, loc[2*g])
+				m[g] = text[start:loc[2*g+1]]
 			}
 			free := allowed(s)
 			if !free && !list {
@@ -1273,6 +1274,9 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 					none[i] = true
 				}
 				continue
+			}
+			if start > 0 {
+				v = subjectNamed(v, text[:start]) // "Mindbody looks powerful but it's too expensive"
 			}
 			if g := re.SubexpIndex("value"); list && g > 0 && objectsAfter(text[:loc[2*g]]) {
 				v = objects(v.([]string)) // "We sell to local cafes and deliver every morning"

@@ -1,0 +1,110 @@
+package offlineskill
+
+import (
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// subjectNamed puts into a pattern's value that opens with "it", the
+// subject of its clause, the name the clause before it has for its subject:
+// "Mindbody looks powerful but it's too expensive" says "Mindbody is too
+// expensive", an item that says on its own what it is said of. before is
+// the sentence up to the value. A value that does not open with "it", or
+// one after a clause whose subject is no name ("The app looks nice but it's
+// too slow"), stays as it is.
+func subjectNamed(v any, before string) any {
+	switch v := v.(type) {
+	case string:
+		return itNamed(v, before)
+	case []string:
+		if len(v) > 0 {
+			v[0] = itNamed(v[0], before)
+		}
+	}
+	return v
+}
+
+// itNamed is subjectNamed for one item.
+func itNamed(item, before string) string {
+	loc := itSubject.FindStringSubmatchIndex(item)
+	if loc == nil {
+		return item
+	}
+	name := subjectName(lastClause(before))
+	if name == "" {
+		return item
+	}
+	if loc[2] < 0 {
+		return name + item[len("it"):] // "it looks good", "it doesn't do payments"
+	}
+	rest := item[loc[1]:]
+	if strings.HasPrefix(rest, " got ") || strings.HasPrefix(rest, " been ") {
+		return name + " has" + rest // "it's got great reviews"
+	}
+	return name + " is" + rest // "it's too expensive"
+}
+
+// itSubject is "it" opening an item as the subject of a verb; group 1 is
+// the "'s" it is contracted with.
+var itSubject = regexp.MustCompile(`^(?i:it)(?:(['’]s)|\s+(?:is|was|looks|seems|sounds|feels|has|does|handles|offers|includes|covers|supports|comes|gets|can|doesn['’]t|does\s+not|can['’]t|cannot|won['’]t))\b`)
+
+// lastClause is the last clause of before that says something: the text
+// after its last clause break, past the leads that open it ("I think").
+func lastClause(before string) string {
+	for before != "" {
+		at, next := -1, 0
+		lower := strings.ToLower(before)
+		for _, br := range clauseBreaks {
+			if i := strings.LastIndex(lower, br); i > at {
+				at, next = i, i+len(br)
+			}
+		}
+		if clause := strings.TrimSpace(trimLeads(strings.TrimSpace(before[next:]), leads)); clause != "" && !isLead(clause) {
+			return clause
+		}
+		if at < 0 {
+			return ""
+		}
+		before = before[:at]
+	}
+	return ""
+}
+
+// clauseBreaks part the clauses of a sentence.
+var clauseBreaks = []string{",", ";", ":", " but ", " and ", " because ", " since ", " though ", " although ", " while ",
+	" so ", " yet "}
+
+// subjectName is the name a clause opens with as its subject: up to three
+// capitalised words before a word that is not ("Mindbody looks powerful",
+// "Google Forms is free"), none of them a pronoun, a determiner, a lead or
+// a word that makes a clause ("It looks good", "The app is nice",
+// "Honestly"); else "".
+func subjectName(clause string) string {
+	words := strings.Fields(clause)
+	n := 0
+	for n < len(words) && n < 3 && upper(words[n]) {
+		w := strings.ToLower(strings.ReplaceAll(words[n], "’", "'"))
+		if clauseWord(w) || determiners[w] || functionWords[w] || isLead(w) || notNames[w] {
+			return ""
+		}
+		n++
+	}
+	if n == 0 || n == len(words) {
+		return ""
+	}
+	return strings.Join(words[:n], " ")
+}
+
+// notNames are capitalised words that open a clause and name nothing.
+var notNames = map[string]bool{"this": true, "that": true, "these": true, "those": true, "there": true, "here": true,
+	"their": true, "its": true, "his": true, "her": true, "what": true, "which": true, "who": true, "everyone": true,
+	"everybody": true, "nobody": true, "someone": true, "people": true, "members": true, "clients": true,
+	"customers": true, "honestly": true, "personally": true, "frankly": true, "overall": true}
+
+// upper reports whether a word opens with a capital letter.
+func upper(w string) bool {
+	r, _ := utf8.DecodeRuneInString(w)
+	return unicode.IsUpper(r)
+}
