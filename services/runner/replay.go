@@ -101,8 +101,10 @@ type HandoffPayloads map[string]json.RawMessage
 // Add keeps the handoff payload an event records: a handoff.created's, or
 // the inbound handoff of a session.started (the target session's copy,
 // decoded and encoded again by the runner that started it), which does not
-// replace a handoff.created's. Other events, and a session.started without
-// a handoff, add nothing.
+// replace a handoff.created's. Each is kept as the event holds it: this
+// build's encoding of it would drop a member the live build wrote and this
+// one no longer has, which the comparison must see. Other events, and a
+// session.started without a handoff, add nothing.
 func (p HandoffPayloads) Add(ev event.Event) error {
 	switch ev.Type() {
 	case contracts.HandoffCreatedSpec.Type:
@@ -119,11 +121,13 @@ func (p HandoffPayloads) Add(ev event.Event) error {
 		if _, kept := p[s.InboundHandoffID]; s.InboundHandoff == nil || kept {
 			return nil
 		}
-		b, err := json.Marshal(s.InboundHandoff)
-		if err != nil {
+		var recorded struct {
+			InboundHandoff json.RawMessage `json:"inbound_handoff"`
+		}
+		if err := json.Unmarshal(ev.Data(), &recorded); err != nil {
 			return fmt.Errorf("session %s: inbound handoff: %w", s.SessionID, err)
 		}
-		p[s.InboundHandoffID] = b
+		p[s.InboundHandoffID] = recorded.InboundHandoff
 	}
 	return nil
 }

@@ -79,6 +79,18 @@ func TestReplayComparesTheHandoffWithTheRecordedOne(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The target's session.started with a member in its inbound handoff
+	// that this build's EngineHandoff does not have: one the live build
+	// wrote and this one no longer does.
+	startedWithMore := HandoffPayloads{}
+	for _, ev := range targetEvs {
+		if ev.Type() == contracts.SessionStartedSpec.Type {
+			ev = withInboundMember(t, ev, "retired_field", `"carried"`)
+		}
+		if err := startedWithMore.Add(ev); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n := len(target.InboundHandoff.ActionList.ConstraintsIdentified)
 	for _, tc := range []struct {
 		name    string
@@ -99,6 +111,8 @@ func TestReplayComparesTheHandoffWithTheRecordedOne(t *testing.T) {
 				contracts.IdentifiedConstraint{Constraint: "HIPAA applies"})
 		})), want: []string{fmt.Sprintf(`action_list.constraints_identified[%d]: absent, %d items `+
 			`(recorded {"constraint":"HIPAA applies","implication":""})`, n, n)}},
+		{name: "a member this build does not write", checked: true, records: startedWithMore,
+			want: []string{`retired_field: absent (recorded "carried")`}},
 		{name: "no record", records: HandoffPayloads{}},
 		{name: "no records"},
 	} {
@@ -187,4 +201,32 @@ func TestJSONDifferences(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withInboundMember is the session.started ev with the member name: value
+// (JSON) added to its inbound handoff, as its data holds it.
+func withInboundMember(t *testing.T, ev event.Event, name, value string) event.Event {
+	t.Helper()
+	var data map[string]json.RawMessage
+	if err := json.Unmarshal(ev.Data(), &data); err != nil {
+		t.Fatal(err)
+	}
+	var h map[string]json.RawMessage
+	if err := json.Unmarshal(data["inbound_handoff"], &h); err != nil {
+		t.Fatal(err)
+	}
+	h[name] = json.RawMessage(value)
+	var err error
+	if data["inbound_handoff"], err = json.Marshal(h); err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev = ev.Clone()
+	if err := ev.SetData(event.ApplicationJSON, b); err != nil {
+		t.Fatal(err)
+	}
+	return ev
 }
