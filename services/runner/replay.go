@@ -507,7 +507,8 @@ func jsonDifferences(got, want []byte, limit int) []string {
 	var out []string
 	walkDifferences("", g, w, &out)
 	if len(out) == 0 && !bytes.Equal(got, want) { // the same values, spelt otherwise
-		out = []string{fmt.Sprintf("%s (recorded %s)", brief(got), brief(want))}
+		g, w := briefPair(string(got), string(want))
+		out = []string{fmt.Sprintf("%s (recorded %s)", g, w)}
 	}
 	if len(out) > limit {
 		out = append(out[:limit], fmt.Sprintf("and %d more", len(out)-limit))
@@ -567,26 +568,62 @@ func walkDifferences(path string, got, want any, out *[]string) {
 		}
 		return
 	}
-	if brief(got) != brief(want) {
-		*out = append(*out, fmt.Sprintf("%s: %s (recorded %s)", at(path), brief(got), brief(want)))
+	if g, w := asJSON(got), asJSON(want); g != w {
+		g, w = briefPair(g, w)
+		*out = append(*out, fmt.Sprintf("%s: %s (recorded %s)", at(path), g, w))
 	}
 }
 
+// briefLine is how many characters of a value a difference shows, and
+// briefContext how many of them come before where two long values start
+// to differ.
+const (
+	briefLine    = 120
+	briefContext = 30
+)
+
 // brief is v as JSON, cut to a line's worth.
 func brief(v any) string {
-	var b []byte
-	switch v := v.(type) {
-	case []byte:
-		b = v
-	default:
-		var err error
-		if b, err = engine.CanonicalJSON(v); err != nil {
-			return fmt.Sprint(v)
+	s, _ := briefPair(asJSON(v), "")
+	return s
+}
+
+// briefPair is got and want cut to a line's worth each: from their start,
+// or, when they differ past where a line would cut them, from a little
+// before where they start to differ, so that the line shows the
+// difference.
+func briefPair(got, want string) (string, string) {
+	g, w := []rune(got), []rune(want)
+	from := 0
+	if max(len(g), len(w)) > briefLine {
+		i := 0
+		for i < len(g) && i < len(w) && g[i] == w[i] {
+			i++
 		}
+		from = max(i-briefContext, 0)
 	}
-	const most = 120
-	if s := string(b); len([]rune(s)) > most {
-		return string([]rune(s)[:most]) + "…"
+	cut := func(r []rune) string {
+		s, lead := "", ""
+		if from > 0 {
+			lead = "…"
+		}
+		r = r[min(from, len(r)):]
+		if len(r) > briefLine {
+			r, s = r[:briefLine], "…"
+		}
+		return lead + string(r) + s
+	}
+	return cut(g), cut(w)
+}
+
+// asJSON is v as canonical JSON (v itself when it is JSON already).
+func asJSON(v any) string {
+	if b, ok := v.([]byte); ok {
+		return string(b)
+	}
+	b, err := engine.CanonicalJSON(v)
+	if err != nil {
+		return fmt.Sprint(v)
 	}
 	return string(b)
 }

@@ -192,6 +192,10 @@ func TestJSONDifferences(t *testing.T) {
 		{"another type", `{"a":[]}`, `{"a":{}}`, 8, []string{`a: [] (recorded {})`}},
 		{"null for a list", `{"a":null}`, `{"a":[]}`, 8, []string{`a: null (recorded [])`}},
 		{"the whole", `1`, `"1"`, 8, []string{`(the payload): 1 (recorded "1")`}},
+		{"a long value differing past a line's worth", `{"r":"` + strings.Repeat("x", 130) + `y"}`, `{"r":"` + strings.Repeat("x", 130) + `z"}`, 8,
+			[]string{`r: …` + strings.Repeat("x", 30) + `y" (recorded …` + strings.Repeat("x", 30) + `z")`}},
+		{"a long value differing early", `{"r":"y` + strings.Repeat("x", 130) + `"}`, `{"r":"z` + strings.Repeat("x", 130) + `"}`, 8,
+			[]string{`r: "y` + strings.Repeat("x", 118) + `… (recorded "z` + strings.Repeat("x", 118) + `…)`}},
 		{"past the limit", `{"a":1,"b":2,"c":3}`, `{"a":0,"b":0,"c":0}`, 2, []string{`a: 1 (recorded 0)`, `b: 2 (recorded 0)`, `and 1 more`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
