@@ -124,7 +124,7 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		fmt.Fprintf(stderr, "turn %d  %-16s %s  %s\n", t.TurnNumber, t.Phase, t.StateHash, mark)
 		if h := t.Handoff; h != nil {
 			handoffs = append(handoffs, h)
-			handoffDiverged = handoffDiverged || !h.Match
+			handoffDiverged = handoffDiverged || h.Checked && !h.Match
 			printHandoff(stderr, h)
 		}
 	}
@@ -154,7 +154,7 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 func printHandoff(w io.Writer, h *runner.ReplayedHandoff) {
 	mark := "ok"
 	switch {
-	case h.RecordedHash == "":
+	case !h.Checked:
 		mark = "not checked: " + contracts.StreamHandoffs + " holds no handoff.created of it"
 	case !h.Match:
 		mark = "DIVERGED from the handoff.created the live run published (" + h.RecordedHash + "):"

@@ -372,10 +372,11 @@ func TestReplaySessionChecksTheHandoff(t *testing.T) {
 				t.Fatalf("stdout has %d handoffs, want the one of turn 10", len(report.Handoffs))
 			}
 			h := report.Handoffs[0]
-			if h.HandoffID != target.InboundHandoffID || h.Match == tc.wantErr || (h.RecordedHash != "") != (tc.published != nil) ||
-				len(h.Payload) == 0 {
-				t.Errorf("stdout's handoff %s: match %t, recorded %q, payload of %d bytes", h.HandoffID, h.Match, h.RecordedHash,
-					len(h.Payload))
+			checked := tc.published != nil
+			if h.HandoffID != target.InboundHandoffID || h.Checked != checked || h.Match != (checked && !tc.wantErr) ||
+				(h.RecordedHash != "") != checked || len(h.Payload) == 0 {
+				t.Errorf("stdout's handoff %s: checked %t, match %t, recorded %q, payload of %d bytes", h.HandoffID, h.Checked, h.Match,
+					h.RecordedHash, len(h.Payload))
 			}
 		})
 	}

@@ -115,7 +115,7 @@ func replayGolden(t *testing.T, file string, handoffs HandoffPayloads) error {
 		}
 		replayed[key] = true
 		if h := step.Handoff; h != nil {
-			if h.RecordedHash == "" {
+			if !h.Checked {
 				return fmt.Errorf("%s hands off to %s (session %s), which no golden session started with: "+
 					"record.sh records a handoff's target beside its source", name, h.TargetEngineID, h.TargetSessionID)
 			}

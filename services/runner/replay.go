@@ -60,13 +60,16 @@ type ReplayedHandoff struct {
 	// and PayloadHash its hash.
 	Payload     json.RawMessage `json:"payload"`
 	PayloadHash string          `json:"payload_hash"`
-	// RecordedHash is the hash of the canonical JSON of the payload the
-	// live run published, "" when the replay has no record of it
-	// (ReplayOptions.Handoffs).
+	// Checked is true when the replay has the payload the live run
+	// published (ReplayOptions.Handoffs), and RecordedHash is then the
+	// hash of its canonical JSON.
+	Checked      bool   `json:"checked"`
 	RecordedHash string `json:"recorded_hash,omitempty"`
-	// Match is true when the replay has no record of the handoff or the
-	// rebuilt payload is the recorded one; Differences then says what
-	// differs, a line per JSON path with both values.
+	// Match is true when the rebuilt payload is the recorded one. A
+	// handoff not checked does not match, and does not make the replay
+	// diverge either: nothing says whether it is the live run's. When a
+	// checked one does not match, Differences says what differs, a line
+	// per JSON path with both values.
 	Match       bool     `json:"match"`
 	Differences []string `json:"differences,omitempty"`
 }
@@ -79,7 +82,8 @@ type ReplayOptions struct {
 	Each func(step ReplayedTurn, turns int)
 	// Handoffs, when set, gives the payload the live run published for
 	// each handoff the replay rebuilds, which it is compared with. A
-	// handoff it has no record of is reported unchecked (RecordedHash "").
+	// handoff it has no record of is reported unchecked
+	// (ReplayedHandoff.Checked).
 	Handoffs HandoffRecords
 }
 
@@ -442,7 +446,7 @@ func StartMemory(def *engine.Definition, s contracts.SessionStarted) (*engine.Wo
 // for it or the same one. each, when set, hears of it.
 func (out *ReplayResult) add(rt ReplayedTurn, each func(ReplayedTurn, int), turns int) {
 	rt.Match = rt.RecordedHash == "" || rt.RecordedHash == rt.StateHash
-	out.Diverged = out.Diverged || !rt.Match || rt.Handoff != nil && !rt.Handoff.Match
+	out.Diverged = out.Diverged || !rt.Match || rt.Handoff != nil && rt.Handoff.Checked && !rt.Handoff.Match
 	out.Turns = append(out.Turns, rt)
 	if each != nil {
 		each(rt, turns)
@@ -464,7 +468,7 @@ func replayedHandoff(ctx context.Context, x *ExitTransition, records HandoffReco
 		return nil, fmt.Errorf("handoff %s: payload: %w", x.HandoffID, err)
 	}
 	h := &ReplayedHandoff{HandoffID: x.HandoffID, TargetEngineID: x.TargetEngine, TargetSessionID: x.TargetSessionID,
-		Payload: payload, PayloadHash: engine.HashCanonical(payload), Match: true}
+		Payload: payload, PayloadHash: engine.HashCanonical(payload)}
 	if records == nil {
 		return h, nil
 	}
@@ -479,7 +483,7 @@ func replayedHandoff(ctx context.Context, x *ExitTransition, records HandoffReco
 	if err != nil {
 		return nil, fmt.Errorf("handoff %s: the recorded payload is not JSON: %w", x.HandoffID, err)
 	}
-	h.RecordedHash = engine.HashCanonical(recorded)
+	h.Checked, h.RecordedHash = true, engine.HashCanonical(recorded)
 	if h.Match = h.RecordedHash == h.PayloadHash; !h.Match {
 		h.Differences = jsonDifferences(payload, recorded, maxDifferences)
 	}

@@ -142,12 +142,14 @@ func TestReplayComparesTheHandoffWithTheRecordedOne(t *testing.T) {
 			if want, _ := engine.Canonicalize(recorded(nil)); string(h.Payload) != string(want) || h.PayloadHash != engine.HashCanonical(want) {
 				t.Errorf("payload %s (hash %s), want the live run's %s", h.Payload, h.PayloadHash, want)
 			}
-			if got := h.RecordedHash != ""; got != tc.checked {
-				t.Errorf("checked against a record: %t, want %t", got, tc.checked)
+			if h.Checked != tc.checked || (h.RecordedHash != "") != tc.checked {
+				t.Errorf("checked %t against a record of hash %q, want checked %t", h.Checked, h.RecordedHash, tc.checked)
 			}
-			wantMatch := len(tc.want) == 0
-			if h.Match != wantMatch || res.Diverged == wantMatch {
-				t.Errorf("handoff match %t, replay diverged %t; want the match %t", h.Match, res.Diverged, wantMatch)
+			// A handoff without a record is neither a match nor a
+			// divergence: nothing says whether it is the live run's.
+			wantMatch, wantDiverged := tc.checked && len(tc.want) == 0, tc.checked && len(tc.want) > 0
+			if h.Match != wantMatch || res.Diverged != wantDiverged {
+				t.Errorf("handoff match %t, replay diverged %t; want %t and %t", h.Match, res.Diverged, wantMatch, wantDiverged)
 			}
 			if len(h.Differences) != len(tc.want) {
 				t.Fatalf("differences %q, want %q", h.Differences, tc.want)
