@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -85,9 +86,10 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	if err != nil {
 		return err
 	}
+	published := &publishedHandoffs{bus: bus, in: map[string]string{}}
 	res, err := runner.ReplayWith(ctx, r, cat, sessionEvents, runner.ReplayOptions{Each: func(step runner.ReplayedTurn, turns int) {
 		progress.say("rebuilding session %s: turn %d of %d", sessionID, step.TurnNumber, turns)
-	}, Handoffs: publishedHandoffs{bus}})
+	}, Handoffs: published})
 	if errors.Is(err, runner.ErrNoSessionStart) {
 		return fmt.Errorf("session %s: %w%s", sessionID, err, lost(ctx, bus, contracts.StreamTurns))
 	}
@@ -101,8 +103,8 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		}
 	}
 	version := ""
-	handoffs := []*runner.ReplayedHandoff{}
-	stateDiverged, handoffDiverged := false, false
+	handoffs := []replayedHandoff{}
+	stateDiverged, handoffDiverged, handoffUnchecked := false, false, false
 	for _, t := range res.Turns {
 		stateDiverged = stateDiverged || !t.Match
 		mark := "ok"
@@ -123,9 +125,11 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		}
 		fmt.Fprintf(stderr, "turn %d  %-16s %s  %s\n", t.TurnNumber, t.Phase, t.StateHash, mark)
 		if h := t.Handoff; h != nil {
-			handoffs = append(handoffs, h)
+			rh := replayedHandoff{ReplayedHandoff: h, RecordedIn: published.in[h.HandoffID]}
+			handoffs = append(handoffs, rh)
 			handoffDiverged = handoffDiverged || h.Checked && !h.Match
-			printHandoff(stderr, h)
+			handoffUnchecked = handoffUnchecked || !h.Checked
+			printHandoff(ctx, stderr, bus, rh)
 		}
 	}
 	enc := json.NewEncoder(stdout)
@@ -137,27 +141,52 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 	}
 	fmt.Fprintf(stderr, "session %s rebuilt from %d events and %d recorded model calls: state hash %s\n",
 		sessionID, len(sessionEvents), recorded-replayer.Remaining(), res.StateHash)
-	switch {
-	case stateDiverged && handoffDiverged:
-		return errors.New("the rebuilt state differs from the live run's, and so does a handoff it published")
-	case stateDiverged:
-		return errors.New("the rebuilt state differs from the live run's")
-	case handoffDiverged:
-		return errors.New("a rebuilt handoff differs from the one the live run published")
+	var failed []string
+	if stateDiverged {
+		failed = append(failed, "the rebuilt state differs from the live run's")
+	}
+	if handoffDiverged {
+		failed = append(failed, "a rebuilt handoff differs from the one the live run published")
+	}
+	if handoffUnchecked {
+		// The state is proven, but not what the next engine was told.
+		failed = append(failed, "a rebuilt handoff could not be checked: neither "+contracts.StreamHandoffs+" nor "+
+			contracts.StreamTurns+" holds the payload the live run published (its line says why)")
+	}
+	if len(failed) > 0 {
+		return errors.New(strings.Join(failed, "; "))
 	}
 	return nil
 }
 
+// replayedHandoff is a handoff as stdout's JSON reports it: what the
+// replay found of it, and the record it was checked against
+// (handoffRecord), "" when none.
+type replayedHandoff struct {
+	*runner.ReplayedHandoff
+	RecordedIn string `json:"recorded_in,omitempty"`
+}
+
 // printHandoff says on w what the replay found of a handoff: its payload's
 // hash, and whether it is the one the live run published, with what
-// differs.
-func printHandoff(w io.Writer, h *runner.ReplayedHandoff) {
-	mark := "ok"
+// differs and the record it was checked against, or why it could not be
+// checked.
+func printHandoff(ctx context.Context, w io.Writer, bus *events.Bus, h replayedHandoff) {
+	var mark string
 	switch {
 	case !h.Checked:
-		mark = "not checked: " + contracts.StreamHandoffs + " holds no handoff.created of it"
-	case !h.Match:
+		mark = "NOT CHECKED: " + contracts.StreamHandoffs + " holds no handoff.created of it" +
+			inParens(lost(ctx, bus, contracts.StreamHandoffs)) + ", nor " + contracts.StreamTurns +
+			" a session.started of session " + h.TargetSessionID + inParens(lost(ctx, bus, contracts.StreamTurns))
+	case h.RecordedIn == recordedCreated && h.Match:
+		mark = "ok (the handoff.created on " + contracts.StreamHandoffs + ")"
+	case h.RecordedIn == recordedCreated:
 		mark = "DIVERGED from the handoff.created the live run published (" + h.RecordedHash + "):"
+	case h.Match:
+		mark = "ok (the inbound handoff of session " + h.TargetSessionID + "'s session.started on " + contracts.StreamTurns +
+			"; " + contracts.StreamHandoffs + " holds no handoff.created of it)"
+	default:
+		mark = "DIVERGED from the inbound handoff session " + h.TargetSessionID + " started with (" + h.RecordedHash + "):"
 	}
 	fmt.Fprintf(w, "  handoff %s to %s (session %s): payload %s  %s\n", h.HandoffID, h.TargetEngineID, h.TargetSessionID,
 		h.PayloadHash, mark)
@@ -166,25 +195,52 @@ func printHandoff(w io.Writer, h *runner.ReplayedHandoff) {
 	}
 }
 
-// publishedHandoffs reads the payloads the live run published from
-// PRAETOR_HANDOFFS: each handoff.created is on the subject of the session
-// it started (partitioned, as the turns stream: its subjects end in a
-// partition token).
-type publishedHandoffs struct{ bus *events.Bus }
-
-func (p publishedHandoffs) RecordedHandoff(ctx context.Context, handoffID, targetSessionID string) (json.RawMessage, bool, error) {
-	found := runner.HandoffPayloads{}
-	err := p.bus.Replay(ctx, events.ReplayConfig{Stream: contracts.StreamHandoffs,
-		Subjects: []string{contracts.HandoffCreatedSpec.SubjectPrefix() + ".*." + targetSessionID + ".*"}}, func(r events.Record) error {
-		if r.Err != nil {
-			return nil
-		}
-		return found.Add(r.Event)
-	})
-	if err != nil {
-		return nil, false, err
+// inParens is lost's reason in parentheses, "" without one.
+func inParens(reason string) string {
+	if reason = strings.TrimPrefix(reason, "; "); reason == "" {
+		return ""
 	}
-	return found.RecordedHandoff(ctx, handoffID, targetSessionID)
+	return " (" + reason + ")"
+}
+
+// The records a handoff is checked against (replayedHandoff.RecordedIn).
+const (
+	recordedCreated = "handoff.created"
+	recordedStarted = "session.started"
+)
+
+// publishedHandoffs reads the payload the live run published for a
+// handoff: its handoff.created on PRAETOR_HANDOFFS, on the subject of the
+// session it started (partitioned, as the turns stream: its subjects end
+// in a partition token), or, when that stream does not hold it (expired
+// sooner than the turns), the inbound handoff of that session's
+// session.started on PRAETOR_TURNS. in keeps which, by handoff id.
+type publishedHandoffs struct {
+	bus *events.Bus
+	in  map[string]string
+}
+
+func (p *publishedHandoffs) RecordedHandoff(ctx context.Context, handoffID, targetSessionID string) (json.RawMessage, bool, error) {
+	for _, rec := range []struct{ stream, subject, name string }{
+		{contracts.StreamHandoffs, contracts.HandoffCreatedSpec.SubjectPrefix() + ".*." + targetSessionID + ".*", recordedCreated},
+		{contracts.StreamTurns, contracts.SessionStartedSpec.SubjectPrefix() + ".*." + targetSessionID + ".*", recordedStarted},
+	} {
+		found := runner.HandoffPayloads{}
+		err := p.bus.Replay(ctx, events.ReplayConfig{Stream: rec.stream, Subjects: []string{rec.subject}}, func(r events.Record) error {
+			if r.Err != nil {
+				return nil
+			}
+			return found.Add(r.Event)
+		})
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", rec.stream, err)
+		}
+		if payload, ok, _ := found.RecordedHandoff(ctx, handoffID, targetSessionID); ok {
+			p.in[handoffID] = rec.name
+			return payload, true, nil
+		}
+	}
+	return nil, false, nil
 }
 
 // recordedSummaries reports whether the live run summarized with the model.

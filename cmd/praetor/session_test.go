@@ -272,24 +272,29 @@ func goldenEvents(t *testing.T, name string) []event.Event {
 }
 
 // praetor replay --session checks the handoff a session made against the
-// handoff.created its live run published on PRAETOR_HANDOFFS. The golden
-// exploration session, which hands off to project discovery at its last
-// turn, is published on a NATS of its own, with the handoff its
-// project-discovery session started with as the handoff.created: the
-// replay says the handoff is ok; with a payload that differs there it
-// says what differs and exits non-zero, though every state hash matches;
-// with no handoff.created it says the handoff was not checked.
+// payload its live run published: the handoff.created on PRAETOR_HANDOFFS,
+// or, when that stream no longer holds it, the inbound handoff its target
+// session's session.started holds on PRAETOR_TURNS. The golden exploration
+// session, which hands off to project discovery at its last turn, is
+// published on a NATS of its own with the handoff its project-discovery
+// session started with as the handoff.created: the replay says the handoff
+// is ok; with a payload that differs there it says what differs and exits
+// non-zero, though every state hash matches. Without the handoff.created,
+// the target's session.started is the record. With neither, or with the
+// handoff.created expired, the handoff is not checked: the replay says why
+// and exits non-zero, for it cannot vouch for what the next engine was told.
 func TestReplaySessionChecksTheHandoff(t *testing.T) {
 	source := goldenEvents(t, "handoff-exploration")
 	var sid string
 	var target *contracts.SessionStarted
+	var targetStarted event.Event
 	for _, ev := range goldenEvents(t, "handoff-project-discovery") {
 		if ev.Type() == contracts.SessionStartedSpec.Type {
 			s, err := contracts.DecodeAs[contracts.SessionStarted](ev)
 			if err != nil {
 				t.Fatal(err)
 			}
-			target, sid = s, s.InboundHandoff.Metadata.SessionID
+			target, sid, targetStarted = s, s.InboundHandoff.Metadata.SessionID, ev
 		}
 	}
 	for _, tc := range []struct {
@@ -297,18 +302,44 @@ func TestReplaySessionChecksTheHandoff(t *testing.T) {
 		// published edits the handoff the live run published; nil: none
 		// was published.
 		published func(h *contracts.EngineHandoff)
-		wantErr   bool
-		want      []string
+		// started: the target session's session.started is on
+		// PRAETOR_TURNS, with its inbound handoff edited by startedWith
+		// when set; purged: PRAETOR_HANDOFFS lost its events.
+		started, purged bool
+		startedWith     func(h *contracts.EngineHandoff)
+		wantErr         bool
+		// checked: the handoff was compared with a record, recordedIn.
+		checked    bool
+		recordedIn string
+		want       []string
 	}{
-		{name: "the one published", published: func(*contracts.EngineHandoff) {},
-			want: []string{"to project-discovery (session " + target.SessionID + "): payload ", "  ok\n"}},
+		{name: "the one published", published: func(*contracts.EngineHandoff) {}, checked: true, recordedIn: "handoff.created",
+			want: []string{"to project-discovery (session " + target.SessionID + "): payload ",
+				"  ok (the handoff.created on PRAETOR_HANDOFFS)\n"}},
 		{name: "another published", published: func(h *contracts.EngineHandoff) {
 			h.ActionList.DecisionsReached = slices.Clone(h.ActionList.DecisionsReached)
 			h.ActionList.DecisionsReached[0].Decision = "a custom build"
-		}, wantErr: true, want: []string{"DIVERGED from the handoff.created the live run published (",
-			`    action_list.decisions_reached[0].decision: "off-the-shelf tool" (recorded "a custom build")` + "\n",
-			"a rebuilt handoff differs from the one the live run published"}},
-		{name: "none published", want: []string{"not checked: PRAETOR_HANDOFFS holds no handoff.created of it"}},
+		}, started: true, wantErr: true, checked: true, recordedIn: "handoff.created",
+			want: []string{"DIVERGED from the handoff.created the live run published (",
+				`    action_list.decisions_reached[0].decision: "off-the-shelf tool" (recorded "a custom build")` + "\n",
+				"a rebuilt handoff differs from the one the live run published"}},
+		{name: "none published, the target started", started: true, checked: true, recordedIn: "session.started",
+			want: []string{"  ok (the inbound handoff of session " + target.SessionID + "'s session.started on PRAETOR_TURNS; " +
+				"PRAETOR_HANDOFFS holds no handoff.created of it)\n"}},
+		{name: "none published, the target started with another", started: true, startedWith: func(h *contracts.EngineHandoff) {
+			h.ActionList.DecisionsReached = slices.Clone(h.ActionList.DecisionsReached)
+			h.ActionList.DecisionsReached[0].Confidence = 0.5
+		}, wantErr: true, checked: true, recordedIn: "session.started",
+			want: []string{"DIVERGED from the inbound handoff session " + target.SessionID + " started with (",
+				"    action_list.decisions_reached[0].confidence: ",
+				"a rebuilt handoff differs from the one the live run published"}},
+		{name: "none published, the target never started", wantErr: true,
+			want: []string{"NOT CHECKED: PRAETOR_HANDOFFS holds no handoff.created of it, nor PRAETOR_TURNS a session.started of session " +
+				target.SessionID + "\n",
+				"a rebuilt handoff could not be checked: neither PRAETOR_HANDOFFS nor PRAETOR_TURNS holds the payload the live run published"}},
+		{name: "published, then expired", published: func(*contracts.EngineHandoff) {}, purged: true, wantErr: true,
+			want: []string{"NOT CHECKED: PRAETOR_HANDOFFS holds no handoff.created of it (PRAETOR_HANDOFFS holds none of its 1 events: " +
+				"they expired or removed), nor PRAETOR_TURNS a session.started of session " + target.SessionID + "\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
@@ -337,8 +368,27 @@ func TestReplaySessionChecksTheHandoff(t *testing.T) {
 						SourceEngineID: "exploration", SourceSessionID: sid, TargetEngineID: target.EngineID,
 						TargetSessionID: target.SessionID, Payload: payload}))
 			}
+			if started := targetStarted; tc.started {
+				if tc.startedWith != nil {
+					s, h := *target, *target.InboundHandoff
+					tc.startedWith(&h)
+					s.InboundHandoff = &h
+					started = contracts.MustEvent(contracts.Meta{ID: targetStarted.ID(), Source: targetStarted.Source(),
+						Time: targetStarted.Time()}, s)
+				}
+				evs = append(evs, started)
+			}
 			for _, ev := range evs {
 				if err := bus.Publish(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.purged {
+				st, err := bus.JetStream().Stream(ctx, contracts.StreamHandoffs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := st.Purge(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -363,7 +413,10 @@ func TestReplaySessionChecksTheHandoff(t *testing.T) {
 				}
 			}
 			var report struct {
-				Handoffs []runner.ReplayedHandoff `json:"handoffs"`
+				Handoffs []struct {
+					runner.ReplayedHandoff
+					RecordedIn string `json:"recorded_in"`
+				} `json:"handoffs"`
 			}
 			if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
 				t.Fatalf("stdout: %v\n%s", err, stdout.String())
@@ -372,11 +425,10 @@ func TestReplaySessionChecksTheHandoff(t *testing.T) {
 				t.Fatalf("stdout has %d handoffs, want the one of turn 10", len(report.Handoffs))
 			}
 			h := report.Handoffs[0]
-			checked := tc.published != nil
-			if h.HandoffID != target.InboundHandoffID || h.Checked != checked || h.Match != (checked && !tc.wantErr) ||
-				(h.RecordedHash != "") != checked || len(h.Payload) == 0 {
-				t.Errorf("stdout's handoff %s: checked %t, match %t, recorded %q, payload of %d bytes", h.HandoffID, h.Checked, h.Match,
-					h.RecordedHash, len(h.Payload))
+			if h.HandoffID != target.InboundHandoffID || h.Checked != tc.checked || h.Match != (tc.checked && !tc.wantErr) ||
+				(h.RecordedHash != "") != tc.checked || h.RecordedIn != tc.recordedIn || len(h.Payload) == 0 {
+				t.Errorf("stdout's handoff %s: checked %t, match %t, recorded %q in %q, payload of %d bytes; want checked %t in %q",
+					h.HandoffID, h.Checked, h.Match, h.RecordedHash, h.RecordedIn, len(h.Payload), tc.checked, tc.recordedIn)
 			}
 		})
 	}

@@ -178,25 +178,27 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs.Uint64Var(&fromSeq, 0, "from-seq", 0, "start at this stream sequence")
 	fs.StringVar(&since, 0, "since", "", "start at this time: RFC 3339 (2026-11-22T10:00:00Z) or a duration ago (1h)")
 	toolNATSFlags(fs, &natsURL, &dataDir)
-	fs.StringVar(&session, 0, "session", "", "rebuild this session from its events and recorded model answers, and check its state hash")
+	fs.StringVar(&session, 0, "session", "", "rebuild this session from its events and recorded model answers, and check its state hashes and its handoff")
 	fs.StringListVar(&enginesDirs, 0, "engines-dir", "engine directories besides the shipped engines, whose released versions are built in: your engines' older versions, or the engine files of the build that recorded the session (with --session)")
 	fs.StringVar(&workflowRun, 0, "workflow", "", "rebuild this workflow run from its events on PRAETOR_WORKFLOWS; print its state and hash")
 	fs.StringVar(&tenant, 0, "tenant", "default", "tenant of the --workflow run")
 	return &ff.Command{
 		Name:      "replay",
 		Usage:     "praetor replay --stream S [--from-seq N | --since T] [--subject F ...] | --session ID | --workflow RUN [--tenant T]",
-		ShortHelp: "print a stream's events as JSON lines, or rebuild a session or workflow run and check its state hash",
+		ShortHelp: "print a stream's events as JSON lines, or rebuild a session or workflow run and check it against the live run",
 		LongHelp: "Streams: " + streamNames() + ".\n" +
 			"Each line is {\"stream_seq\",\"subject\",\"stored_at\",\"event\"}; a message that is not a valid\n" +
 			"CloudEvent is printed with \"error\", its headers and its base64 data. No consumer is touched.\n\n" +
 			"--session ID rebuilds a session from PRAETOR_TURNS, its model answers served from PRAETOR_LLM\n" +
 			"(no model is called): a line per turn on stderr with its state hash, ok or DIVERGED from the\n" +
 			"hash the live run recorded, and for a turn that hands off a line with its handoff's payload hash,\n" +
-			"ok or DIVERGED (with what differs) from the handoff.created on PRAETOR_HANDOFFS, then the state\n" +
-			"and the handoffs as JSON on stdout; it fails on either divergence. Before, while it reads and\n" +
-			"rebuilds, a line a second says what it is at. It fails naming the turn and the\n" +
-			"model call it cannot serve, or the engine version it lacks (--engines-dir; the shipped engines'\n" +
-			"released versions are built in).\n" +
+			"ok or DIVERGED (with what differs) from the payload the live run published: the handoff.created\n" +
+			"on PRAETOR_HANDOFFS, or else the inbound handoff of the target session's session.started on\n" +
+			"PRAETOR_TURNS; NOT CHECKED, with why, when neither stream holds it. Then the state and the\n" +
+			"handoffs as JSON on stdout. It exits 1 on either divergence and on a handoff not checked.\n" +
+			"Before, while it reads and rebuilds, a line a second says what it is at. It fails naming the\n" +
+			"turn and the model call it cannot serve, or the engine version it lacks (--engines-dir; the\n" +
+			"shipped engines' released versions are built in).\n" +
 			"--workflow RUN folds a run's events from PRAETOR_WORKFLOWS and prints its state and hash.",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
