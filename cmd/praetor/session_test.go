@@ -433,3 +433,51 @@ func TestReplaySessionChecksTheHandoff(t *testing.T) {
 		})
 	}
 }
+
+// praetor replay --session of a session that hands off nothing says
+// nothing of handoffs on stderr, though it started with one (the golden
+// project-discovery session exploration handed off to), and reports an
+// empty list of them on stdout.
+func TestReplaySessionWithoutHandoffSaysNothingOfHandoffs(t *testing.T) {
+	evs := goldenEvents(t, "handoff-project-discovery")
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: contracts.Subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := node.Provision(ctx, bus, node.StreamSettings{Partitions: node.DevPartitions, Replicas: 1}); err != nil {
+		t.Fatal(err)
+	}
+	sid := ""
+	for _, ev := range evs {
+		if ev.Type() == contracts.SessionStartedSpec.Type {
+			sid = events.ExtensionString(ev, contracts.ExtPartitionKey)
+		}
+		if err := bus.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(binary, "replay", "--session", sid, "--nats-url", srv.ClientURL())
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("replay: %v\n%s", err, stderr.String())
+	}
+	if log := stderr.String(); strings.Contains(strings.ToLower(log), "handoff") || !strings.Contains(log, "session "+sid+" rebuilt") {
+		t.Errorf("stderr, of a session that hands off nothing:\n%s", log)
+	}
+	var report struct {
+		Handoffs json.RawMessage `json:"handoffs"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+		t.Fatalf("stdout: %v\n%s", err, stdout.String())
+	}
+	if string(report.Handoffs) != "[]" {
+		t.Errorf("stdout's handoffs %s, want []", report.Handoffs)
+	}
+}
