@@ -236,3 +236,30 @@ func withInboundMember(t *testing.T, ev event.Event, name, value string) event.E
 	}
 	return ev
 }
+
+// A handoff of memory version 1 is written as builds before decision keys
+// wrote it: no decision keeps a key, options or question, and no
+// eliminated option a question (TestSessionOfMemoryVersion1HandsOffDecisionsWithoutQuestions
+// plays a conversation that eliminates none). The handoff's lists are its
+// own copies: the slices it was built from (the carried inbound handoff's)
+// keep their fields.
+func TestWithoutQuestionsWritesAVersion1Handoff(t *testing.T) {
+	t.Parallel()
+	decisions := []contracts.Decision{{Decision: "Xero", Confidence: 0.8, Reasoning: "cheapest for invoicing",
+		Key: "exploration/decision.decision_made", Options: []string{"Xero", "QuickBooks"}, Question: "Which tool for invoicing?"}}
+	eliminated := []contracts.EliminatedOption{{Option: "QuickBooks", Reasons: []string{"too dear"}, Question: "Which tool for invoicing?"}}
+	h := contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: decisions, OptionsEliminated: eliminated}}
+	withoutQuestions(&h)
+	want := contracts.ActionList{
+		DecisionsReached:  []contracts.Decision{{Decision: "Xero", Confidence: 0.8, Reasoning: "cheapest for invoicing"}},
+		OptionsEliminated: []contracts.EliminatedOption{{Option: "QuickBooks", Reasons: []string{"too dear"}}},
+	}
+	got, _ := json.Marshal(h.ActionList)
+	wantJSON, _ := json.Marshal(want)
+	if string(got) != string(wantJSON) {
+		t.Errorf("action list %s, want %s", got, wantJSON)
+	}
+	if decisions[0].Key == "" || decisions[0].Question == "" || len(decisions[0].Options) == 0 || eliminated[0].Question == "" {
+		t.Errorf("the lists the handoff was built from lost their fields: %+v, %+v", decisions, eliminated)
+	}
+}
