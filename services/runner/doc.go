@@ -32,7 +32,7 @@
 // questions it closed with (the user's next message goes to the target, so
 // the source could never hear their answers; a session of memory version 1
 // keeps them, and its handoff's decisions record no key, options or
-// question, as the builds it started on wrote them), and the service
+// question, as the builds before decision keys wrote them), and the service
 // writes eng_handoffs, marks the session handed_off and publishes
 // handoff.created with the turn. A handoff that fails validation is not
 // written: the reasons are logged, counted and kept in working memory

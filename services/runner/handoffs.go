@@ -115,10 +115,15 @@ func (r *Runner) exit(ctx context.Context, def *engine.Definition, m *engine.Wor
 }
 
 // withoutQuestions makes h the handoff of a session of memory version 1
-// as the builds it started on wrote it: their decisions recorded no key,
-// options or question, nor their eliminated options a question. The
-// target session starts with the payload, and a replay of the session must
-// rebuild the one its live run published.
+// as the builds before decision keys (e1267ff) wrote it: their decisions
+// recorded no key, options or question, nor their eliminated options a
+// question. The target session starts with the payload, and a replay of
+// the session must rebuild the one its live run published. The version
+// does not tell the build that handed off: a version-1 session handed off
+// between e1267ff and this gate (2026-11-27 18:34 to 2026-11-28 02:53 UTC)
+// published keys, by then options and questions too, and a replay of it
+// now differs at them; nor does it hold what carrying forward an inbound
+// handoff has changed since (internal/engine/handoff's CarryForward).
 func withoutQuestions(h *contracts.EngineHandoff) {
 	al := &h.ActionList
 	al.DecisionsReached = slices.Clone(al.DecisionsReached)
