@@ -21,6 +21,7 @@ import (
 	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/internal/engine/offlineskill"
 	"github.com/praetorhq/praetor/internal/engine/tasks"
+	"github.com/praetorhq/praetor/internal/engine/technique"
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/pkg/contracts"
 )
@@ -2079,7 +2080,7 @@ func TestReplySkill(t *testing.T) {
 			want: "What made this a priority now?"},
 		{name: "context reinstatement then the question", phase: "CORE_CAPTURE", techniques: []string{"context_reinstatement", "active_listening"},
 			next: "trigger_event_identified", msg: "ok",
-			want: "Think back to the last time this came up: where were you, and who was involved? What made this a priority now?"},
+			want: "Picture the last time this came up: where you were and who was involved. What made this a priority now?"},
 		{name: "summary reflection lists what is known", phase: "VALIDATION", techniques: []string{"summary_reflection"},
 			next: "confirm_project_scope", msg: "ok",
 			want: "Here is what I have so far:\n- Core problem: jobs get lost\n- Key features: job list and signatures\nDoes this summary capture your project correctly?"},
@@ -2238,6 +2239,27 @@ func TestReplyDoesNotRepeatItsOpener(t *testing.T) {
 	p.Techniques, p.LastReply = []string{"examples_and_analogies"}, first
 	if third := offlineskill.Compose(p); strings.Contains(third, "For example, many teams") {
 		t.Errorf("third reply = %q, repeats the last reply's opener", third)
+	}
+}
+
+// A reply asks one question, the obligation's: no technique's opener is a
+// question of its own ("Think back to the last time this came up: where
+// were you, and who was involved? What made this a priority now?").
+func TestReplyAsksOneQuestion(t *testing.T) {
+	for _, id := range technique.IDs() {
+		p := offlineskill.ReplyPrompt{Phase: "CORE_CAPTURE", DominantMode: "extract", Techniques: []string{id},
+			NextID: "trigger_event_identified", NextQuestion: "What made this a priority now?",
+			Known: []string{"Core problem: jobs get lost"}, Message: "We lose our jobs every week."}
+		got := offlineskill.Compose(p)
+		var questions []string
+		for _, sn := range engine.Sentences(got) {
+			if engine.IsQuestion(sn) {
+				questions = append(questions, sn)
+			}
+		}
+		if len(questions) != 1 {
+			t.Errorf("%s: reply %q asks %d questions, want 1", id, got, len(questions))
+		}
 	}
 }
 

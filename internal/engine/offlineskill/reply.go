@@ -355,7 +355,8 @@ func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string
 			return "Got it: " + echo + "."
 		}
 	case "context_reinstatement":
-		return "Think back to the last time this came up: where were you, and who was involved?"
+		// A statement: the reply asks one question, the obligation's.
+		return "Picture the last time this came up: where you were and who was involved."
 	case "report_everything":
 		return "Any detail helps, even one that seems small."
 	case "change_perspective":
