@@ -2136,6 +2136,24 @@ func TestParseReplyPrompt(t *testing.T) {
 	}
 }
 
+// The prompt tells the last replies, the latest first.
+func TestParseReplyPromptRecentReplies(t *testing.T) {
+	def := discovery(t)
+	m := engine.NewWorkingMemory(def, "s", "p")
+	for turn, reply := range []string{"One?", "Two?", "Three?", "Four?"} {
+		m.History = append(m.History, engine.Message{Role: engine.RoleUser, Turn: turn + 1, Content: "ok"},
+			engine.Message{Role: engine.RoleAssistant, Turn: turn + 1, Content: reply})
+	}
+	m.TurnNumber = 5
+	p, err := offlineskill.ParseReplyPrompt(replyPrompt(t, def, "CORE_CAPTURE", nil, "trigger_event_identified", m, "On phones."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.LastReply != "Four?" || !slices.Equal(p.EarlierReplies, []string{"Three?", "Two?"}) {
+		t.Errorf("last reply %q, earlier replies %q; want \"Four?\" and [Three? Two?]", p.LastReply, p.EarlierReplies)
+	}
+}
+
 func TestSummarizeSkill(t *testing.T) {
 	got, err := offlineskill.Summarize(context.Background(), llm.Request{Messages: []llm.Message{{Role: llm.User,
 		Content: "Summarize.\nConversation:\n[turn 1] user: We lose jobs. It hurts.\n[turn 1] assistant: Why?\n[turn 2] user: Paper!\n"}}})
@@ -2214,31 +2232,64 @@ func TestHelpers(t *testing.T) {
 	}
 }
 
-// A reply does not say again what the last one said before its question:
-// a technique's fixed opener used last turn gives way to the next
-// technique's, and the signpost of inform mode is said once, not at every
-// turn (a chat with exploration read "For example, many teams start with an
-// off-the-shelf tool …" and "Next, let's look at this." four times in five
-// replies).
+// A reply does not say again what one of the last replies said before its
+// question: a technique's fixed opener said in the last three gives way to
+// the next technique's, or to none, and the signpost of inform mode is
+// said alone and as seldom (a chat with exploration read "An example can
+// help: …" every other reply, and "Next, let's look at this." after
+// another opener, or in one reply out of two).
 func TestReplyDoesNotRepeatItsOpener(t *testing.T) {
-	p := offlineskill.ReplyPrompt{Phase: "EDUCATION", DominantMode: "inform",
-		Techniques: []string{"examples_and_analogies", "chunking_with_checkin"},
-		NextID:     "pros_explored", NextQuestion: "What do you like about these options?",
-		Message: "Mindbody is too expensive for me."}
-	first := offlineskill.Compose(p)
-	if !strings.Contains(first, "An example can help") || !strings.Contains(first, "Next, let's look at this.") {
-		t.Fatalf("first reply = %q, want the example opener and the signpost", first)
+	cat := enginetest.Shipped(t)
+	def, _ := cat.Get("exploration")
+	const (
+		example = "An example can help: think of someone who faced something similar, in your field or another, and what they did."
+		chunk   = "Let's take this one step at a time."
+	)
+	steps := []struct {
+		next string
+		want string // what the reply says before its question
+	}{
+		{"pros_explored", example},
+		{"cons_explored", chunk},
+		{"goals_clarified", signpostText}, // both openers said lately
+		{"options_identified", ""},        // and the signpost too
+		{"user_reactions_captured", example},
+		{"precedents_reviewed", chunk},
 	}
-	p.LastReply, p.NextID, p.NextQuestion = first, "cons_explored", "What worries you about these options?"
-	second := offlineskill.Compose(p)
-	if strings.Contains(second, "An example can help") || strings.Contains(second, "Next, let's look at this.") ||
-		!strings.Contains(second, "Let's take this one step at a time.") || !strings.HasSuffix(second, "What worries you about these options?") {
-		t.Errorf("second reply = %q, want the next technique's opener, no signpost, and the question", second)
+	m := engine.NewWorkingMemory(def, "s", "p")
+	for i, st := range steps {
+		turn := i + 1
+		m.TurnNumber = turn
+		msg := "Hmm."
+		got, err := offlineskill.Reply(context.Background(),
+			replyPrompt(t, def, "EDUCATION", []string{"examples_and_analogies", "chunking_with_checkin"}, st.next, m, msg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := def.Obligation(st.next)
+		if want := strings.TrimSpace(st.want + " " + o.Question); got != want {
+			t.Errorf("reply %d = %q, want %q", turn, got, want)
+		}
+		m.History = append(m.History, engine.Message{Role: engine.RoleUser, Turn: turn, Content: msg},
+			engine.Message{Role: engine.RoleAssistant, Turn: turn, Content: got})
 	}
-	// With no other technique the opener is left out rather than repeated.
-	p.Techniques, p.LastReply = []string{"examples_and_analogies"}, first
-	if third := offlineskill.Compose(p); strings.Contains(third, "For example, many teams") {
-		t.Errorf("third reply = %q, repeats the last reply's opener", third)
+}
+
+// signpostText is the signpost of inform mode.
+const signpostText = "Next, let's look at this."
+
+// The signpost leads to the question where no opener does: after one, as
+// in "Building on what we covered: Next, let's look at this.", it piles
+// up.
+func TestReplySignpostsAlone(t *testing.T) {
+	p := offlineskill.ReplyPrompt{Phase: "EDUCATION", DominantMode: "inform", Techniques: []string{"incremental_teach"},
+		NextID: "goals_clarified", NextQuestion: "What do you hope to achieve with it?", Message: "A custom app is out."}
+	if got, want := offlineskill.Compose(p), "Building on what we covered: What do you hope to achieve with it?"; got != want {
+		t.Errorf("reply = %q, want %q", got, want)
+	}
+	p.Techniques = nil
+	if got, want := offlineskill.Compose(p), signpostText+" What do you hope to achieve with it?"; got != want {
+		t.Errorf("reply without an opener = %q, want %q", got, want)
 	}
 }
 

@@ -33,6 +33,9 @@ type ReplyPrompt struct {
 	Known []string
 	// LastReply is the assistant's previous reply, if the history shows it.
 	LastReply string
+	// EarlierReplies are the assistant's replies before LastReply, the
+	// latest first: with it, the last rememberedReplies the history shows.
+	EarlierReplies []string
 	// Names are the capitalised words the user wrote inside a sentence in
 	// the history ("We take payments with Square"): names, whatever else
 	// the word means.
@@ -98,7 +101,13 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 		}
 	}
 	hist := section(sys, contextasm.HeaderHistory)
-	p.LastReply = lastReply(hist)
+	replies := recentReplies(hist)
+	if len(replies) > 0 {
+		p.LastReply = replies[0]
+	}
+	if len(replies) > 1 {
+		p.EarlierReplies = replies[1:]
+	}
 	for l := range strings.SplitSeq(hist, "\n") {
 		if text, ok := userLine(l); ok {
 			p.Names = append(p.Names, capitalised(text)...)
@@ -108,18 +117,24 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 	return p, nil
 }
 
-// lastReply returns the text of the history's last assistant line. It reads
-// the lines from the end: the history grows with the conversation, and only
-// its last reply is wanted.
-func lastReply(hist string) string {
-	for hist != "" {
+// rememberedReplies is how many of the assistant's last replies the reply
+// skill reads: an opener or the signpost one of them said is not said
+// again.
+const rememberedReplies = 3
+
+// recentReplies returns the text of the history's last rememberedReplies
+// assistant lines, the latest first. It reads the lines from the end: the
+// history grows with the conversation, and only its last replies are
+// wanted.
+func recentReplies(hist string) (replies []string) {
+	for hist != "" && len(replies) < rememberedReplies {
 		i := strings.LastIndexByte(hist, '\n')
 		if text, ok := assistantLine(hist[i+1:]); ok {
-			return text
+			replies = append(replies, text)
 		}
 		hist = hist[:max(i, 0)]
 	}
-	return ""
+	return replies
 }
 
 var (
@@ -249,10 +264,11 @@ func Compose(p ReplyPrompt) string {
 		parts = append(parts, acknowledge(p.Handoff))
 	}
 	asked := asksUs(p.Message) && p.NextID != ""
-	if o := opener(p); o != "" && !asked {
-		parts = append(parts, o)
-	}
+	o := opener(p)
 	if p.NextID == "" {
+		if o != "" {
+			parts = append(parts, o)
+		}
 		parts = append(parts, "I think we have covered everything we need. Is there anything you would like to add or change?")
 		return joinParts(parts)
 	}
@@ -269,22 +285,33 @@ func Compose(p ReplyPrompt) string {
 		// signpost and a repeat's excuse would pass over it.
 		return joinParts(append(parts, "Good question. First, let's settle this: "+lowerFirst(q)))
 	}
-	if p.DominantMode == "inform" && !strings.Contains(p.LastReply, signpost) {
+	again := p.LastReply != "" && strings.HasSuffix(strings.TrimSpace(p.LastReply), q)
+	if o != "" {
+		parts = append(parts, o)
+	} else if !again && p.DominantMode == "inform" && !p.saidLately(signpost) {
 		// The obligation's description speaks of the user in the third
 		// person ("the user explained the options back"): not to them.
-		// Once: at every turn it reads as a script.
+		// Alone, and not again soon: after an opener, or at every turn, it
+		// reads as a script; before the same question again, it leads
+		// nowhere new.
 		parts = append(parts, signpost)
 	}
-	reply := joinParts(append(parts, q))
-	if p.LastReply != "" && strings.HasSuffix(strings.TrimSpace(p.LastReply), q) {
+	if again {
 		// The same question again (multiple retrieval attempts): say a rough
 		// answer will do, and that it can be put off.
-		reply = joinParts(append(parts, "Even a rough answer helps, or say if you would rather skip it for now: "+lowerFirst(q)))
+		q = "Even a rough answer helps, or say if you would rather skip it for now: " + lowerFirst(q)
 	}
-	return reply
+	return joinParts(append(parts, q))
 }
 
-// signpost leads from the opener to the question in inform mode.
+// saidLately reports whether one of the assistant's last replies says s.
+func (p ReplyPrompt) saidLately(s string) bool {
+	return strings.Contains(p.LastReply, s) || slices.ContainsFunc(p.EarlierReplies, func(r string) bool {
+		return strings.Contains(r, s)
+	})
+}
+
+// signpost leads to the question in inform mode, where nothing else does.
 const signpost = "Next, let's look at this."
 
 // asksUs reports whether a message ends with a question for the assistant
@@ -312,12 +339,13 @@ var notForUs = []string{"what about", "how about", "what if", "mean", "what kind
 	"such as what", "what counts as", "what is a", "what's a", "which ones", "explain", "repeat", "rephrase"}
 
 // opener is the technique-driven start of the reply: the first active
-// technique's that has one. An opener the last reply said gives way to the
-// next technique's, or to none: said at every turn, it reads as a script.
+// technique's that has one. An opener one of the last replies said gives
+// way to the next technique's, or to none: said at every turn, or every
+// other, it reads as a script.
 func opener(p ReplyPrompt) string {
 	echo, fragment := reflect(p.Message, p.Known, p.Names)
 	for _, t := range p.Techniques {
-		if o := techniqueOpener(t, p, echo, fragment); o != "" && !strings.Contains(p.LastReply, o) {
+		if o := techniqueOpener(t, p, echo, fragment); o != "" && !p.saidLately(o) {
 			return o
 		}
 	}
