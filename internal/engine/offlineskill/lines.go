@@ -75,64 +75,64 @@ func techLines(text string) []string {
 }
 
 // knownLine reads a line of the extraction summary, a match of
-// `^- [a-z0-9_.]+ \(([^)]+)\): (.+) \[confidence [0-9.]+, turns [0-9,]+\]$`.
-func knownLine(l string) (name, value string, ok bool) {
+// `^- [a-z0-9_.]+ \(([^)]+)\): (.+) \[confidence [0-9.]+, turns ([0-9,]+)\]$`.
+func knownLine(l string) (name, value, turns string, ok bool) {
 	rest, found := strings.CutPrefix(l, "- ")
 	if !found {
-		return "", "", false
+		return "", "", "", false
 	}
 	n := span(rest, func(c byte) bool { return isLowerLetter(c) || isDigit(c) || c == '_' || c == '.' })
 	if n == 0 || !strings.HasPrefix(rest[n:], " (") {
-		return "", "", false
+		return "", "", "", false
 	}
 	rest = rest[n+2:]
 	n = strings.IndexByte(rest, ')')
 	if n < 1 || !strings.HasPrefix(rest[n:], "): ") {
-		return "", "", false
+		return "", "", "", false
 	}
 	name, rest = rest[:n], rest[n+3:]
 	// The value is as long as it can be: the suffix is the last one.
 	n = strings.LastIndex(rest, " [confidence ")
 	if n < 1 {
-		return "", "", false
+		return "", "", "", false
 	}
 	value, rest = rest[:n], rest[n+len(" [confidence "):]
 	if strings.IndexByte(value, '\n') >= 0 {
-		return "", "", false
+		return "", "", "", false
 	}
 	k := span(rest, func(c byte) bool { return isDigit(c) || c == '.' })
 	if k == 0 || !strings.HasPrefix(rest[k:], ", turns ") {
-		return "", "", false
+		return "", "", "", false
 	}
 	rest = rest[k+len(", turns "):]
 	k = span(rest, func(c byte) bool { return isDigit(c) || c == ',' })
 	if k == 0 || rest[k:] != "]" {
-		return "", "", false
+		return "", "", "", false
 	}
-	return name, value, true
+	return name, value, rest[:k], true
 }
 
 // assistantLine reads a history line, a match of
-// `^\[turn \d+\] assistant: (.+)$`.
-func assistantLine(l string) (text string, ok bool) { return historyLine(l, "assistant") }
+// `^\[turn (\d+)\] assistant: (.+)$`.
+func assistantLine(l string) (turn, text string, ok bool) { return historyLine(l, "assistant") }
 
-// userLine reads a history line, a match of `^\[turn \d+\] user: (.+)$`.
-func userLine(l string) (text string, ok bool) { return historyLine(l, "user") }
+// userLine reads a history line, a match of `^\[turn (\d+)\] user: (.+)$`.
+func userLine(l string) (turn, text string, ok bool) { return historyLine(l, "user") }
 
-func historyLine(l, role string) (text string, ok bool) {
+func historyLine(l, role string) (turn, text string, ok bool) {
 	rest, found := strings.CutPrefix(l, "[turn ")
 	if !found {
-		return "", false
+		return "", "", false
 	}
 	n := span(rest, isDigit)
 	if n == 0 {
-		return "", false
+		return "", "", false
 	}
 	text, found = strings.CutPrefix(rest[n:], "] "+role+": ")
 	if !found || text == "" || strings.IndexByte(text, '\n') >= 0 {
-		return "", false
+		return "", "", false
 	}
-	return text, true
+	return rest[:n], text, true
 }
 
 // lineStarts yields the offset of every line of text, as (?m)^ matches.

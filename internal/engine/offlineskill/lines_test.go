@@ -12,9 +12,9 @@ var (
 	phaseLineRe = regexp.MustCompile(`(?m)^Phase: ([^|]+?) \| ([^|]+?) \|`)
 	blendLineRe = regexp.MustCompile(`(?m)^Mode blend: ([a-z]+) `)
 	techLineRe  = regexp.MustCompile(`(?m)^- [^\[\n]+ \[([a-z_]+)\]: `)
-	knownLineRe = regexp.MustCompile(`^- [a-z0-9_.]+ \(([^)]+)\): (.+) \[confidence [0-9.]+, turns [0-9,]+\]$`)
-	lastReplyRe = regexp.MustCompile(`^\[turn \d+\] assistant: (.+)$`)
-	userLineRe  = regexp.MustCompile(`^\[turn \d+\] user: (.+)$`)
+	knownLineRe = regexp.MustCompile(`^- [a-z0-9_.]+ \(([^)]+)\): (.+) \[confidence [0-9.]+, turns ([0-9,]+)\]$`)
+	lastReplyRe = regexp.MustCompile(`^\[turn (\d+)\] assistant: (.+)$`)
+	userLineRe  = regexp.MustCompile(`^\[turn (\d+)\] user: (.+)$`)
 )
 
 // checkLineReaders compares every reader with its regular expression on
@@ -37,12 +37,12 @@ func checkLineReaders(t *testing.T, text string) {
 	check("phaseLine", []string{id, name}, ok, phaseLineRe)
 	mode, ok := blendLine(text)
 	check("blendLine", []string{mode}, ok, blendLineRe)
-	name, value, ok := knownLine(text)
-	check("knownLine", []string{name, value}, ok, knownLineRe)
-	reply, ok := assistantLine(text)
-	check("assistantLine", []string{reply}, ok, lastReplyRe)
-	said, ok := userLine(text)
-	check("userLine", []string{said}, ok, userLineRe)
+	name, value, turns, ok := knownLine(text)
+	check("knownLine", []string{name, value, turns}, ok, knownLineRe)
+	turn, reply, ok := assistantLine(text)
+	check("assistantLine", []string{turn, reply}, ok, lastReplyRe)
+	turn, said, ok := userLine(text)
+	check("userLine", []string{turn, said}, ok, userLineRe)
 	var wids []string
 	for _, m := range techLineRe.FindAllStringSubmatch(text, -1) {
 		wids = append(wids, m[1])

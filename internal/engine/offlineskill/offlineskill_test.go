@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -73,6 +74,18 @@ func known(t testing.TB, def *engine.Definition, fields map[string]any) engine.E
 		ans.Fields[p] = extraction.FieldAnswer{Value: b, Confidence: 0.85}
 	}
 	return extraction.Apply(def, engine.NewExtraction(), ans, "", extraction.Meta{MessageID: "m0", TurnNumber: 1}).Extraction
+}
+
+// filedAt is cur with fields filed by the message of turn, as the runner
+// holds them after the extraction of that turn.
+func filedAt(t testing.TB, def *engine.Definition, cur engine.Extraction, turn int, fields map[string]any) engine.Extraction {
+	t.Helper()
+	ans := extraction.Answer{Fields: map[string]extraction.FieldAnswer{}}
+	for p, v := range fields {
+		b, _ := json.Marshal(v)
+		ans.Fields[p] = extraction.FieldAnswer{Value: b, Confidence: 0.85}
+	}
+	return extraction.Apply(def, cur, ans, "", extraction.Meta{MessageID: fmt.Sprintf("m%d", turn), TurnNumber: turn}).Extraction
 }
 
 func TestExtractionSkill(t *testing.T) {
@@ -1843,8 +1856,12 @@ func TestReplySkill(t *testing.T) {
 	fresh := func() *engine.WorkingMemory {
 		m := engine.NewWorkingMemory(def, "s", "p")
 		m.TurnNumber = 2
+		// What is known was filed at turn 1, which the history shows: the
+		// message of turn 2 filed nothing yet.
 		m.Extraction = known(t, def, map[string]any{"purpose_and_problem.core_problem": "jobs get lost",
 			"success_criteria.key_features": []string{"job list", "signatures"}})
+		m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "hi"},
+			{Role: engine.RoleAssistant, Turn: 1, Content: "Hello! What would you like to build?"}}
 		return m
 	}
 	tests := []struct {
@@ -2091,6 +2108,63 @@ func TestReplySkill(t *testing.T) {
 					{Role: engine.RoleAssistant, Turn: 1, Content: "When do you need it, and is there a hard deadline?"}}
 			},
 			want: "Even a rough answer helps, or say if you would rather skip it for now: when do you need it, and is there a hard deadline?"},
+		// A message that files something, if not what was asked, is an
+		// answer: the question comes back after a word that takes it, in
+		// the user's words turned around, without the excuse of a question
+		// passed over (the dog-walking chat read "Even a rough answer
+		// helps, or say if you would rather skip it for now: …" after the
+		// success metrics, a project type and a budget).
+		{name: "a question asked again after an answer filed elsewhere takes the answer", phase: "CORE_CAPTURE",
+			techniques: nil, next: "trigger_event_identified", msg: "It has to work on phones, most clients are on iPhone.",
+			setup: func(m *engine.WorkingMemory) {
+				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "We need an app for dog walks."},
+					{Role: engine.RoleAssistant, Turn: 1, Content: "What made this a priority now?"}}
+				m.Extraction = filedAt(t, def, m.Extraction, 2, map[string]any{"purpose_and_problem.project_type": "mobile app"})
+			},
+			want: "Noted, the project type: mobile app. What made this a priority now?"},
+		{name: "an acknowledgement does not take the last reply's words", phase: "CORE_CAPTURE",
+			techniques: nil, next: "trigger_event_identified", msg: "It has to work on phones, most clients are on iPhone.",
+			setup: func(m *engine.WorkingMemory) {
+				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "Budget is $8k."},
+					{Role: engine.RoleAssistant, Turn: 1, Content: "Noted, the budget: $8k. What made this a priority now?"}}
+				m.Extraction = filedAt(t, def, m.Extraction, 2, map[string]any{"purpose_and_problem.project_type": "mobile app"})
+			},
+			want: "Thanks, I have the project type down as mobile app. What made this a priority now?"},
+		{name: "an answer filed to a list is said back by the items the message names", phase: "CORE_CAPTURE",
+			techniques: nil, next: "trigger_event_identified", msg: "We also want reminders the evening before a walk.",
+			setup: func(m *engine.WorkingMemory) {
+				m.Extraction = filedAt(t, def, m.Extraction, 2, map[string]any{
+					"success_criteria.key_features": []string{"job list", "signatures", "reminders the evening before a walk"}})
+			},
+			want: "I've put that with the key features: reminders the evening before a walk. What made this a priority now?"},
+		{name: "an answer is said back with the user's words turned around", phase: "CORE_CAPTURE",
+			techniques: nil, next: "trigger_event_identified", msg: "And my three walkers.",
+			setup: func(m *engine.WorkingMemory) {
+				m.Extraction = filedAt(t, def, m.Extraction, 2, map[string]any{"users_and_personas.secondary_users": "my three walkers"})
+			},
+			want: "Noted, the secondary users: your three walkers. What made this a priority now?"},
+		{name: "an answer filed to two fields names them", phase: "CORE_CAPTURE",
+			techniques: nil, next: "trigger_event_identified", msg: "Budget is $8k, need it by March.",
+			setup: func(m *engine.WorkingMemory) {
+				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "We need an app for dog walks."},
+					{Role: engine.RoleAssistant, Turn: 1, Content: "What made this a priority now?"}}
+				m.Extraction = filedAt(t, def, m.Extraction, 2, map[string]any{"constraints.budget": "$8k", "constraints.timeline": "by March"})
+			},
+			want: "Thanks, I've noted the budget and the timeline. What made this a priority now?"},
+		{name: "an answer that there is none is taken without naming what", phase: "CORE_CAPTURE",
+			techniques: nil, next: "trigger_event_identified", msg: "Nothing to integrate with.",
+			setup: func(m *engine.WorkingMemory) {
+				m.Extraction = filedAt(t, def, m.Extraction, 2, map[string]any{"constraints.integrations": nil})
+			},
+			want: "Noted: none. What made this a priority now?"},
+		{name: "an answer an echo says back is not acknowledged again", phase: "CORE_CAPTURE",
+			techniques: []string{"active_listening"}, next: "trigger_event_identified", msg: "Actually the budget is 10000, my partner agreed.",
+			setup: func(m *engine.WorkingMemory) {
+				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "We need an app for dog walks."},
+					{Role: engine.RoleAssistant, Turn: 1, Content: "What made this a priority now?"}}
+				m.Extraction = filedAt(t, def, m.Extraction, 2, map[string]any{"constraints.budget": "10000 dollars"})
+			},
+			want: "It sounds like the budget is 10000, your partner agreed. What made this a priority now?"},
 		{name: "only the last reply counts as asked", phase: "CONSTRAINTS", techniques: nil,
 			next: "timeline_known", msg: "hmm",
 			setup: func(m *engine.WorkingMemory) {
@@ -2136,14 +2210,18 @@ func TestParseReplyPrompt(t *testing.T) {
 	}
 }
 
-// The prompt tells the last replies, the latest first.
-func TestParseReplyPromptRecentReplies(t *testing.T) {
+// The prompt tells the last replies, the latest first, and what the message
+// filed: the fields of a turn later than the history's last.
+func TestParseReplyPromptRecentRepliesAndFiled(t *testing.T) {
 	def := discovery(t)
 	m := engine.NewWorkingMemory(def, "s", "p")
 	for turn, reply := range []string{"One?", "Two?", "Three?", "Four?"} {
 		m.History = append(m.History, engine.Message{Role: engine.RoleUser, Turn: turn + 1, Content: "ok"},
 			engine.Message{Role: engine.RoleAssistant, Turn: turn + 1, Content: reply})
 	}
+	m.Extraction = filedAt(t, def, m.Extraction, 2, map[string]any{"constraints.budget": "$8k"})
+	m.Extraction = filedAt(t, def, m.Extraction, 5, map[string]any{"purpose_and_problem.project_type": "mobile app",
+		"success_criteria.key_features": []string{"reminders"}})
 	m.TurnNumber = 5
 	p, err := offlineskill.ParseReplyPrompt(replyPrompt(t, def, "CORE_CAPTURE", nil, "trigger_event_identified", m, "On phones."))
 	if err != nil {
@@ -2151,6 +2229,10 @@ func TestParseReplyPromptRecentReplies(t *testing.T) {
 	}
 	if p.LastReply != "Four?" || !slices.Equal(p.EarlierReplies, []string{"Three?", "Two?"}) {
 		t.Errorf("last reply %q, earlier replies %q; want \"Four?\" and [Three? Two?]", p.LastReply, p.EarlierReplies)
+	}
+	want := []offlineskill.Filed{{Name: "Project type", Value: `"mobile app"`}, {Name: "Key features", Value: `["reminders"]`}}
+	if !reflect.DeepEqual(p.Filed, want) {
+		t.Errorf("filed = %+v, want %+v", p.Filed, want)
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -36,6 +38,9 @@ type ReplyPrompt struct {
 	// EarlierReplies are the assistant's replies before LastReply, the
 	// latest first: with it, the last rememberedReplies the history shows.
 	EarlierReplies []string
+	// Filed are the fields the user's message filed: those the extraction
+	// summary gives a turn later than the history's last.
+	Filed []Filed
 	// Names are the capitalised words the user wrote inside a sentence in
 	// the history ("We take payments with Square"): names, whatever else
 	// the word means.
@@ -44,6 +49,15 @@ type ReplyPrompt struct {
 	Message string
 	// Handoff is the inbound handoff the context opens with, if any.
 	Handoff *HandoffSummary
+}
+
+// Filed is a field the user's message filed, as the extraction summary
+// shows it.
+type Filed struct {
+	// Name is the field's display name ("Project type").
+	Name string
+	// Value is the field's value: JSON, unless the summary clipped it.
+	Value string
 }
 
 // HandoffSummary is what the reply skill reads of an inbound handoff's
@@ -81,6 +95,14 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 		p.DominantMode = mode
 	}
 	p.Techniques = techLines(phase)
+	hist := section(sys, contextasm.HeaderHistory)
+	replies, lastTurn := recentReplies(hist)
+	if len(replies) > 0 {
+		p.LastReply = replies[0]
+	}
+	if len(replies) > 1 {
+		p.EarlierReplies = replies[1:]
+	}
 	for _, l := range strings.Split(section(sys, contextasm.HeaderObligations), "\n") {
 		rest, ok := strings.CutPrefix(l, contextasm.NextPrefix)
 		if !ok || strings.HasPrefix(l, contextasm.NothingNext) {
@@ -96,20 +118,15 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 		}
 	}
 	for l := range strings.SplitSeq(section(sys, contextasm.HeaderExtraction), "\n") {
-		if name, value, ok := knownLine(l); ok {
+		if name, value, turns, ok := knownLine(l); ok {
 			p.Known = append(p.Known, name+": "+plainValue(value))
+			if turnAfter(turns, lastTurn) {
+				p.Filed = append(p.Filed, Filed{Name: name, Value: value})
+			}
 		}
 	}
-	hist := section(sys, contextasm.HeaderHistory)
-	replies := recentReplies(hist)
-	if len(replies) > 0 {
-		p.LastReply = replies[0]
-	}
-	if len(replies) > 1 {
-		p.EarlierReplies = replies[1:]
-	}
 	for l := range strings.SplitSeq(hist, "\n") {
-		if text, ok := userLine(l); ok {
+		if _, text, ok := userLine(l); ok {
 			p.Names = append(p.Names, capitalised(text)...)
 		}
 	}
@@ -123,18 +140,37 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 const rememberedReplies = 3
 
 // recentReplies returns the text of the history's last rememberedReplies
-// assistant lines, the latest first. It reads the lines from the end: the
-// history grows with the conversation, and only its last replies are
-// wanted.
-func recentReplies(hist string) (replies []string) {
+// assistant lines, the latest first, and the turn of its last line (0 for
+// none): a field the extraction summary gives a later turn was filed by the
+// message being answered, which the history does not show. It reads the
+// lines from the end: the history grows with the conversation, and only its
+// last replies are wanted.
+func recentReplies(hist string) (replies []string, lastTurn int) {
+	lastTurn = -1
 	for hist != "" && len(replies) < rememberedReplies {
 		i := strings.LastIndexByte(hist, '\n')
-		if text, ok := assistantLine(hist[i+1:]); ok {
+		turn, text, ok := assistantLine(hist[i+1:])
+		if ok {
 			replies = append(replies, text)
+		} else {
+			turn, _, ok = userLine(hist[i+1:])
+		}
+		if ok && lastTurn < 0 {
+			lastTurn, _ = strconv.Atoi(turn)
 		}
 		hist = hist[:max(i, 0)]
 	}
-	return replies
+	return replies, max(lastTurn, 0)
+}
+
+// turnAfter reports whether a field's turns ("3,5") hold one after turn.
+func turnAfter(turns string, turn int) bool {
+	for t := range strings.SplitSeq(turns, ",") {
+		if n, err := strconv.Atoi(t); err == nil && n > turn {
+			return true
+		}
+	}
+	return false
 }
 
 var (
@@ -245,10 +281,11 @@ func section(text, header string) string {
 
 // Reply answers a response request (purpose "response"): it asks for the
 // most important unmet obligation of the phase (the prompt's NEXT
-// OBLIGATION) in the manner of the active techniques — an opener chosen by
-// the first technique that has one (reflecting the user's words, a summary
-// of what is known, a prompt to recall the situation, ...) and the
-// obligation's question, rephrased when it was just asked.
+// OBLIGATION) in the manner of the active techniques — a word on what the
+// message filed, an opener chosen by the first technique that has one
+// (reflecting the user's words, a summary of what is known, a prompt to
+// recall the situation, ...) and the obligation's question, rephrased when
+// it was just asked and passed over.
 func Reply(_ context.Context, req llm.Request) (string, error) {
 	p, err := ParseReplyPrompt(req)
 	if err != nil {
@@ -264,11 +301,15 @@ func Compose(p ReplyPrompt) string {
 		parts = append(parts, acknowledge(p.Handoff))
 	}
 	asked := asksUs(p.Message) && p.NextID != ""
-	o := opener(p)
+	o, saysBack := opener(p)
+	var ack string
+	if !saysBack {
+		// What the message filed, said briefly: the user's answer is taken,
+		// whatever it answered.
+		ack = acknowledgement(p)
+	}
 	if p.NextID == "" {
-		if o != "" {
-			parts = append(parts, o)
-		}
+		parts = appendSome(parts, ack, o)
 		parts = append(parts, "I think we have covered everything we need. Is there anything you would like to add or change?")
 		return joinParts(parts)
 	}
@@ -286,9 +327,8 @@ func Compose(p ReplyPrompt) string {
 		return joinParts(append(parts, "Good question. First, let's settle this: "+lowerFirst(q)))
 	}
 	again := p.LastReply != "" && strings.HasSuffix(strings.TrimSpace(p.LastReply), q)
-	if o != "" {
-		parts = append(parts, o)
-	} else if !again && p.DominantMode == "inform" && !p.saidLately(signpost) {
+	parts = appendSome(parts, ack, o)
+	if o == "" && ack == "" && !again && p.DominantMode == "inform" && !p.saidLately(signpost) {
 		// The obligation's description speaks of the user in the third
 		// person ("the user explained the options back"): not to them.
 		// Alone, and not again soon: after an opener, or at every turn, it
@@ -296,12 +336,24 @@ func Compose(p ReplyPrompt) string {
 		// nowhere new.
 		parts = append(parts, signpost)
 	}
-	if again {
-		// The same question again (multiple retrieval attempts): say a rough
-		// answer will do, and that it can be put off.
+	if again && len(p.Filed) == 0 {
+		// The same question again, passed over (multiple retrieval
+		// attempts): say a rough answer will do, and that it can be put
+		// off. Not after a message that filed something, if not this: the
+		// user answered.
 		q = "Even a rough answer helps, or say if you would rather skip it for now: " + lowerFirst(q)
 	}
 	return joinParts(append(parts, q))
+}
+
+// appendSome appends the parts that are not empty.
+func appendSome(parts []string, more ...string) []string {
+	for _, m := range more {
+		if m != "" {
+			parts = append(parts, m)
+		}
+	}
+	return parts
 }
 
 // saidLately reports whether one of the assistant's last replies says s.
@@ -309,6 +361,160 @@ func (p ReplyPrompt) saidLately(s string) bool {
 	return strings.Contains(p.LastReply, s) || slices.ContainsFunc(p.EarlierReplies, func(r string) bool {
 		return strings.Contains(r, s)
 	})
+}
+
+// acknowledgement says briefly what the user's message filed ("Noted, the
+// project type: mobile app.", "Thanks, I've noted the budget and the
+// timeline."), "" when it filed nothing. The words vary with what is said
+// back, and are not those of the last replies where others are left.
+func acknowledgement(p ReplyPrompt) string {
+	// A yes or a no ("Scope confirmed: true") is a check the conversation
+	// passed, which the reply's next question moves on from: not a thing
+	// the user told.
+	filed := slices.DeleteFunc(slices.Clone(p.Filed), func(f Filed) bool { return f.Value == "true" || f.Value == "false" })
+	switch len(filed) {
+	case 0:
+		return ""
+	case 1:
+		if none(filed[0].Value) {
+			// "We have no competitors": the field is settled, and naming it
+			// would read as asking for it again.
+			return pick(noneAcks, filed[0].Name, "", p)
+		}
+		if said, list, ok := sayable(filed[0].Value, p); ok {
+			name := lowerFirst(filed[0].Name)
+			if list {
+				return pick(listAcks, name, said, p)
+			}
+			return pick(valueAcks, name, said, p)
+		}
+	}
+	if len(filed) > maxAckNames {
+		return "Thanks, I've noted all of that."
+	}
+	names := make([]string, len(filed))
+	for i, f := range filed {
+		names[i] = "the " + lowerFirst(f.Name)
+	}
+	return pick(nameAcks, andList(names), "", p)
+}
+
+// The acknowledgements of what a message filed: of a field's value said
+// back, of items of a list said back (each with the field's name, which
+// tells what the value is: "Noted, the eliminated options: a custom app."),
+// and of the fields named.
+var (
+	valueAcks = []string{"Noted, the %[1]s: %[2]s.", "Thanks, I have the %[1]s down as %[2]s.", "Good to know, the %[1]s: %[2]s."}
+	listAcks  = []string{"Thanks, added to the %[1]s: %[2]s.", "Noted, the %[1]s: %[2]s.", "I've put that with the %[1]s: %[2]s."}
+	nameAcks  = []string{"Thanks, I've noted %[1]s.", "Good, that gives me %[1]s."}
+	noneAcks  = []string{"Noted: none.", "Understood, none at all."}
+)
+
+// none reports whether a filed value says there is none: null, or an
+// empty list.
+func none(value string) bool {
+	v := strings.TrimSpace(value)
+	return v == "null" || v == "[]"
+}
+
+const (
+	// maxAckWords is the most words an acknowledgement says back: past
+	// them, it names the field.
+	maxAckWords = 10
+	// maxAckNames is the most fields an acknowledgement names.
+	maxAckNames = 3
+)
+
+// pick fills one of templates with name and value, chosen by them, so that
+// the same prompt gets the same words: the first from there whose words
+// before the name the last replies did not say, or failing that the last
+// reply.
+func pick(templates []string, name, value string, p ReplyPrompt) string {
+	h := fnv.New32a()
+	h.Write([]byte(name + ": " + value))
+	start := int(h.Sum32() % uint32(len(templates)))
+	for _, fresh := range []func(string) bool{
+		func(lead string) bool { return !p.saidLately(lead) },
+		func(lead string) bool { return !strings.Contains(p.LastReply, lead) },
+	} {
+		for i := range templates {
+			t := templates[(start+i)%len(templates)]
+			if lead, _, _ := strings.Cut(t, "%"); fresh(lead) {
+				return fill(t, name, value)
+			}
+		}
+	}
+	return fill(templates[start], name, value)
+}
+
+// fill is a template of pick's filled with name and value: a template of
+// the fields named takes no value, and one of none neither.
+func fill(template, name, value string) string {
+	switch {
+	case !strings.Contains(template, "%"):
+		return template
+	case value == "":
+		return fmt.Sprintf(template, name)
+	}
+	return fmt.Sprintf(template, name, value)
+}
+
+// sayable is a filed value as an acknowledgement says it back, in the
+// user's words turned around ("my three walkers" is "your three
+// walkers"): a string, a number, or the items of a list the message names
+// (the last one when it names none, as a list grows at its end); list
+// tells the latter. ok is false for any other value, and for one too long
+// to say in passing.
+func sayable(raw string, p ReplyPrompt) (said string, list, ok bool) {
+	var v any
+	if json.Unmarshal([]byte(raw), &v) != nil {
+		return "", false, false // clipped, or no JSON
+	}
+	var items []string
+	switch v := v.(type) {
+	case string:
+		items = []string{v}
+	case float64:
+		items = []string{strconv.FormatFloat(v, 'f', -1, 64)}
+	case []any:
+		list = true
+		msg := strings.ToLower(p.Message)
+		for i, x := range v {
+			s, isString := x.(string)
+			if !isString {
+				return "", false, false
+			}
+			if strings.Contains(msg, strings.ToLower(s)) || i == len(v)-1 && len(items) == 0 {
+				items = append(items, s)
+			}
+		}
+	}
+	names := slices.Concat(p.Names, capitalised(p.Message))
+	n := 0
+	for i, it := range items {
+		words := strings.Fields(strings.TrimRight(it, ".!,;: "))
+		if len(words) == 0 || strings.ContainsRune(it, '?') {
+			return "", false, false
+		}
+		n += len(words)
+		turnAround(words)
+		items[i] = strings.Join(words, " ")
+		if !keepsCapital(words, p.Known, names) {
+			items[i] = lowerFirst(items[i])
+		}
+	}
+	if len(items) == 0 || n > maxAckWords {
+		return "", false, false
+	}
+	return andList(items), list, true
+}
+
+// andList joins items as a sentence lists them: "a, b and c".
+func andList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
 }
 
 // signpost leads to the question in inform mode, where nothing else does.
@@ -339,17 +545,18 @@ var notForUs = []string{"what about", "how about", "what if", "mean", "what kind
 	"such as what", "what counts as", "what is a", "what's a", "which ones", "explain", "repeat", "rephrase"}
 
 // opener is the technique-driven start of the reply: the first active
-// technique's that has one. An opener one of the last replies said gives
-// way to the next technique's, or to none: said at every turn, or every
-// other, it reads as a script.
-func opener(p ReplyPrompt) string {
+// technique's that has one; saysBack reports one that says what the user
+// said (their words, or the summary of what is known). An opener one of the
+// last replies said gives way to the next technique's, or to none: said at
+// every turn, or every other, it reads as a script.
+func opener(p ReplyPrompt) (o string, saysBack bool) {
 	echo, fragment := reflect(p.Message, p.Known, p.Names)
 	for _, t := range p.Techniques {
 		if o := techniqueOpener(t, p, echo, fragment); o != "" && !p.saidLately(o) {
-			return o
+			return o, echoing[t] || t == "summary_reflection"
 		}
 	}
-	return ""
+	return "", false
 }
 
 // techniqueOpener is technique t's start of the reply ("" for none), echo
@@ -535,6 +742,19 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 		}
 		words[len(words)-1] = strings.TrimRight(words[len(words)-1], ",")
 	}
+	turnAround(words)
+	echo = strings.Join(words, " ")
+	if keepsCapital(words, known, slices.Concat(names, capitalised(msg))) {
+		return echo, fragment
+	}
+	return lowerFirst(echo), fragment
+}
+
+var articles = map[string]bool{"a": true, "an": true}
+
+// turnAround puts the user's words as the reply says them back: "we" is
+// "you", "my" is "your", and a "me" after a "you" is "yourself".
+func turnAround(words []string) {
 	for i, w := range words {
 		core := strings.Trim(w, ",:;")
 		lower := strings.ToLower(strings.ReplaceAll(core, "’", "'"))
@@ -547,14 +767,7 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 		}
 		words[i] = strings.Replace(w, core, r, 1)
 	}
-	echo = strings.Join(words, " ")
-	if keepsCapital(words, known, slices.Concat(names, capitalised(msg))) {
-		return echo, fragment
-	}
-	return lowerFirst(echo), fragment
 }
-
-var articles = map[string]bool{"a": true, "an": true}
 
 // thingNamed reports whether the words of an echo name a thing, without a
 // verb ("custom engraved boards for weddings", "fewer missed jobs"), not a
@@ -827,13 +1040,10 @@ func decodedValue(raw string) string {
 		for i, x := range xs {
 			items[i] = fmt.Sprint(x)
 		}
-		switch len(items) {
-		case 0:
+		if len(items) == 0 {
 			return "none"
-		case 1:
-			return items[0]
 		}
-		return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+		return andList(items)
 	}
 	return raw
 }
