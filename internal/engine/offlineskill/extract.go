@@ -2744,7 +2744,8 @@ func partOr(s string) string {
 		items := len(before) > 0 && !orKeepers[prev] && !orRounds[next] && !isNumber(next) &&
 			!slices.ContainsFunc(before, func(w string) bool {
 				return negation(w) || w == "no" || w == "if" || w == "whether"
-			}) && (opener < 0 || !slices.ContainsFunc(before[:opener], func(w string) bool { return !isLead(w) }))
+			}) && (opener < 0 || !slices.ContainsFunc(before[:opener], func(w string) bool { return !isLead(w) })) &&
+			!orIdiom(s, i) && !orSubject(before, after)
 		if !items {
 			b.WriteString(s[clause : i+len("or")])
 			clause = i + len("or")
@@ -2764,12 +2765,49 @@ func partOr(s string) string {
 }
 
 // orKeepers before an "or", and orRounds after it, make a phrase of it
-// ("more or less", "give or take", "whether or not", "twelve or so").
+// ("more or less", "give or take", "whether or not", "twelve or so"), as
+// do the idioms orIdioms ("rain or shine").
 var (
 	orKeepers = map[string]bool{"more": true, "give": true, "whether": true, "either": true}
 	orRounds  = map[string]bool{"so": true, "not": true, "less": true, "more": true, "fewer": true, "take": true,
 		"other": true, "else": true, "rather": true}
+	orIdioms = []string{"rain or shine", "one way or another", "one way or the other", "all or nothing",
+		"sooner or later", "now or never", "hit or miss", "make or break", "sink or swim", "win or lose",
+		"like it or not", "do or die", "right or wrong", "day or night", "night or day", "black or white",
+		"dead or alive", "take it or leave it", "trick or treat"}
 )
+
+// orIdiom reports whether the "or" at i of s stands in an idiom that
+// names one thing ("rain or shine alerts", "one way or another").
+func orIdiom(s string, i int) bool {
+	return slices.ContainsFunc(orIdioms, func(idiom string) bool {
+		at := i - strings.Index(idiom, " or ") - 1
+		return at >= 0 && engine.PhraseIndex(s[at:], idiom) == 0
+	})
+}
+
+// orSubject reports whether an "or" joins the subject of a verb that
+// follows the second noun ("Tea or coffee is fine", "Mindbody or Glofox
+// would both work"): the words before it in its clause make no clause, and
+// the first word after it that makes one is a verb, before any pronoun or
+// any word that opens a clause of its own ("Xero or QuickBooks if it's
+// cheaper" parts them). after runs to the end of the text.
+func orSubject(before, after []string) bool {
+	if slices.ContainsFunc(before, clauseWord) {
+		return false
+	}
+	for i, w := range after {
+		w = strings.Trim(w, ".!?")
+		if strings.HasSuffix(w, ",") || strings.HasSuffix(w, ";") || clauseOpeners[w] || w == "if" {
+			return false
+		}
+		if clauseWord(w) {
+			_, pronoun := pronouns[w]
+			return i > 0 && !pronoun
+		}
+	}
+	return false
+}
 
 // orHedge reports whether an item that an "or" leads into says the user
 // would take anything like the items before it ("or whatever texting
