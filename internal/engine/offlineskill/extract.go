@@ -1853,6 +1853,7 @@ func removed(current json.RawMessage, s sentence) []string {
 	}
 	words := strings.FieldsFunc(part, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' })
 	gone, negated, wished, pointed := false, false, false, false
+	said := contentWords(part)
 	var dropped map[string]bool // the words after a verb that drops what follows it
 	// subject holds the words of what a copula before the negation says is
 	// gone ("Double entry is no longer a problem", "Double entry isn't an
@@ -1885,15 +1886,19 @@ func removed(current json.RawMessage, s sentence) []string {
 				if j := slices.IndexFunc(obj, func(w string) bool { return clauseOpeners[w] }); j >= 0 {
 					obj = obj[:j]
 				}
-				if closeVerbs[w] && slices.ContainsFunc(obj, func(w string) bool { return closedFor[w] }) {
-					// "We close the tours on Mondays" closes them for a while.
-					continue
+				if closeVerbs[w] {
+					if obj = closedObject(obj); obj == nil {
+						continue
+					}
 				}
 				obj = slices.DeleteFunc(obj, func(w string) bool { return dropParticles[w] })
 				dropped = contentWords(strings.Join(obj, " "))
 				// "…, so we're closing it": what "it" points back at, an
-				// item the sentence names, goes.
-				pointed = len(dropped) == 0 && slices.ContainsFunc(obj, func(w string) bool { return pointers[w] || w == "them" })
+				// item the clause before names, goes.
+				if len(dropped) == 0 && slices.ContainsFunc(obj, func(w string) bool { return pointers[w] || w == "them" }) {
+					pointed = true
+					said = contentWords(pointedAt(part[:max(engine.PhraseIndex(part, w), 0)], list))
+				}
 			}
 		case i > 0 && words[i-1] == "no" && w == "longer":
 			if !wished && dropping(words[i+1:]) {
@@ -1919,15 +1924,61 @@ func removed(current json.RawMessage, s sentence) []string {
 	if !gone && dropped == nil {
 		return nil
 	}
-	said := contentWords(part)
 	var out []string
 	for _, item := range list {
+		// What the sentence says is gone, when it names it ("Paper flyers
+		// are no longer worth it, we put everything on Instagram"), is the
+		// only item that goes.
 		w := contentWords(item)
-		if len(w) > 0 && all(w, said) && (gone || pointed || all(w, dropped)) || gone && len(subject) > 0 && all(subject, w) {
+		if len(w) > 0 && all(w, said) && (gone && (len(subject) == 0 || all(w, subject)) || pointed || all(w, dropped)) ||
+			gone && len(subject) > 0 && all(subject, w) {
 			out = append(out, "not "+item)
 		}
 	}
 	return out
+}
+
+// closedObject is what a close verb closes, of the words after it: the
+// thing it names, up to an "and" or a preposition ("Shut the door and the
+// bread stays warm" shuts the door); nil for a close that drops nothing: a
+// pause ("We close the tours on Mondays"), a time ("Closing time, the bread
+// is half price") or a deal made ("We just closed a deal to sell our
+// bread").
+func closedObject(obj []string) []string {
+	if slices.ContainsFunc(obj, func(w string) bool { return closedFor[w] }) {
+		return nil
+	}
+	if j := slices.IndexFunc(obj, func(w string) bool { return w == "and" || headPrepositions[w] }); j >= 0 {
+		obj = obj[:j]
+	}
+	if i := slices.IndexFunc(obj, func(w string) bool { return !determiners[w] && !quantities[w] }); i >= 0 && notClosed[obj[i]] {
+		return nil
+	}
+	return obj
+}
+
+// pointedAt is the clause of before, the words up to a drop verb, that
+// names an item of list, the nearest to the verb: what an "it" after the
+// verb points back at ("The bread sells well, the coffee never paid, so
+// we're closing it" closes the coffee).
+func pointedAt(before string, list []string) string {
+	for before != "" {
+		at, next := -1, 0
+		for _, br := range clauseBreaks {
+			if i := strings.LastIndex(before, br); i > at {
+				at, next = i, i+len(br)
+			}
+		}
+		clause := contentWords(before[next:])
+		if slices.ContainsFunc(list, func(it string) bool { w := contentWords(it); return len(w) > 0 && all(w, clause) }) {
+			return before[next:]
+		}
+		if at < 0 {
+			break
+		}
+		before = before[:at]
+	}
+	return ""
 }
 
 // dropping reports whether the words after a negation deny that the user
@@ -1969,6 +2020,10 @@ var (
 	closedFor  = map[string]bool{"on": true, "at": true, "for": true, "early": true, "every": true, "over": true,
 		"during": true, "until": true, "till": true, "temporarily": true, "briefly": true, "weekends": true}
 	dropParticles = map[string]bool{"down": true, "off": true}
+	// notClosed are what a close verb closes that is no drop: a deal made,
+	// a time ("closing time").
+	notClosed = engine.WordSet(`deal deals sale sales order orders contract contracts gap loop round time times hours
+		day`)
 )
 
 // userDrops reports whether the words before a drop verb make the user

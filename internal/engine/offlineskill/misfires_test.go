@@ -1,9 +1,13 @@
 package offlineskill_test
 
 import (
+	"encoding/json"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
 	"github.com/praetorhq/praetor/internal/engine/offlineskill"
 )
 
@@ -29,5 +33,75 @@ func TestSplitItemsOrOfOnePhrase(t *testing.T) {
 		if got := offlineskill.SplitItems(in); !reflect.DeepEqual(got, want) {
 			t.Errorf("SplitItems(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A sentence that drops or closes something takes off the list only the
+// item it names: not every item the sentence says ("Paper flyers are no
+// longer worth it, we put everything on Instagram" keeps Instagram), nor
+// one beside a close that is no drop ("Closing time", "closed a deal",
+// "Shut the door and the bread stays warm"); an "it" it closes is the item
+// of the clause just before.
+func TestExtractionSkillDropTakesOffOnlyWhatItNames(t *testing.T) {
+	t.Parallel()
+	cat := enginetest.Shipped(t)
+	channels := []string{"Instagram", "paper flyers"}
+	products := []string{"bread", "cakes", "coffee"}
+	tests := []struct {
+		engine, focus, path string
+		current             []string
+		msg                 string
+		gone, kept          []string
+	}{
+		{"business-profile", "acquisition_channels_known", "brand_and_marketing.acquisition_channels", channels,
+			"Paper flyers are no longer worth it, we put everything on Instagram.", []string{"paper flyers"}, []string{"Instagram"}},
+		{"business-profile", "acquisition_channels_known", "brand_and_marketing.acquisition_channels", channels,
+			"The market stall is no longer worth it, Instagram brings the orders.", nil, channels},
+		{"business-profile", "acquisition_channels_known", "brand_and_marketing.acquisition_channels", channels,
+			"Driving to Leeds is no longer worth it for Instagram orders.", nil, channels},
+		{"project-discovery", "integrations_identified", "constraints.integrations", []string{"Xero", "Shopify"},
+			"Xero is no longer worth the money, but Shopify is fine.", []string{"Xero"}, []string{"Shopify"}},
+		{"business-profile", "core_offering_described", "product_offering.core_products", products,
+			"We just closed a deal to sell our bread to Tesco.", nil, products},
+		{"business-profile", "core_offering_described", "product_offering.core_products", products,
+			"Closing time, the bread is half price.", nil, products},
+		{"business-profile", "core_offering_described", "product_offering.core_products", products,
+			"Shut the door and the bread stays warm.", nil, products},
+		{"business-profile", "core_offering_described", "product_offering.core_products", products,
+			"We closed the old shop and moved the bread ovens to the new one.", nil, products},
+		{"business-profile", "core_offering_described", "product_offering.core_products", products,
+			"We're closing the coffee bar, it never paid.", []string{"coffee"}, []string{"bread", "cakes"}},
+		{"business-profile", "core_offering_described", "product_offering.core_products", products,
+			"The coffee never paid, so we're closing it.", []string{"coffee"}, []string{"bread", "cakes"}},
+		{"business-profile", "core_offering_described", "product_offering.core_products", products,
+			"The bread sells well, the coffee never paid, so we're closing it.", []string{"coffee"}, []string{"bread", "cakes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.msg, func(t *testing.T) {
+			t.Parallel()
+			def, _ := cat.Get(tt.engine)
+			ans := extract(t, def, known(t, def, map[string]any{tt.path: tt.current}), tt.focus, tt.msg)
+			fa, ok := ans.Fields[tt.path]
+			if !ok {
+				if len(tt.gone) > 0 {
+					t.Fatalf("%s not answered, want %q taken off; answer %s", tt.path, tt.gone, answered(ans.Fields))
+				}
+				return
+			}
+			var got []string
+			_ = json.Unmarshal(fa.Value, &got)
+			for _, it := range tt.gone {
+				if slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, it) }) {
+					t.Errorf("%s = %q, want %q taken off", tt.path, got, it)
+				}
+			}
+			for _, it := range tt.kept {
+				// An item restated with more words ("Instagram brings the
+				// orders") is kept as well.
+				if !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, it) }) {
+					t.Errorf("%s = %q, want %q kept", tt.path, got, it)
+				}
+			}
+		})
 	}
 }
