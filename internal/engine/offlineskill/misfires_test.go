@@ -105,3 +105,21 @@ func TestExtractionSkillDropTakesOffOnlyWhatItNames(t *testing.T) {
 		})
 	}
 }
+
+// "cause" is a reason only after a comma ("An agency, cause we have no
+// developers"): as a verb or a noun it is part of the value ("Late
+// payments cause cash flow gaps", "Root cause is the paper forms").
+func TestExtractionSkillCauseIsNoReason(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "cause as a verb", focus: "core_problem_defined", msg: "Late payments cause cash flow gaps.",
+			want: map[string]any{"purpose_and_problem.core_problem": "Late payments cause cash flow gaps"}},
+		{name: "cause as a noun", focus: "core_problem_defined", msg: "Root cause is the paper forms.",
+			want: map[string]any{"purpose_and_problem.core_problem": "Root cause is the paper forms"}},
+		{name: "cause in a name", engine: "business-profile", focus: "pricing_model_known",
+			msg:  "Good cause pricing for charities.",
+			want: map[string]any{"business_model.pricing_model": "Good cause pricing for charities"}},
+		{name: "cause after a comma is a reason", focus: "team_resources_known",
+			msg: "An agency, cause we have no developers.", want: map[string]any{"constraints.team": "An agency"}},
+	})
+}

@@ -60,8 +60,10 @@ func valueAlone(v string) string {
 // maxValueWords is the most words a value said with a reason is made of.
 const maxValueWords = 5
 
-// reasonRe finds where the reason after a value begins.
-var reasonRe = regexp.MustCompile(`(?i)(?:,\s*|\s+)(?:because|'cause|cause)\b|,\s*(?:since|as)\s+(?:i|we|they|he|she|it|you|` +
+// reasonRe finds where the reason after a value begins: a bare "cause"
+// only after a comma, which as a verb or a noun is part of the value
+// ("Late payments cause cash flow gaps", "Root cause is the paper forms").
+var reasonRe = regexp.MustCompile(`(?i)(?:,\s*|\s+)(?:because|['’]cause)\b|,\s*cause\b|,\s*(?:since|as)\s+(?:i|we|they|he|she|it|you|` +
 	`that's|there's|it's|we're|i'm|they're|we've|i've|my|our)\b|,\s*(?:(?:my|our|the)\s+(?:[a-z]+\s+){0,2}?[a-z]+|i|we|` +
 	`they|he|she)\s+(?:has\s+|have\s+|just\s+|already\s+|finally\s+)?(?:agreed|agrees|said|says|approved|approves|` +
 	`insisted|insists|confirmed|decided|okayed|signed\s+off)\b`)
