@@ -123,3 +123,30 @@ func TestExtractionSkillCauseIsNoReason(t *testing.T) {
 			msg: "An agency, cause we have no developers.", want: map[string]any{"constraints.team": "An agency"}},
 	})
 }
+
+// The "it" an item opens with is the option the clause before names as
+// its subject, said of with a verb ("Mindbody looks powerful"): not a
+// capitalised word that opens a sentence and names nothing ("Most
+// studios", "Yoga teachers", "Last year"), a person who does something
+// to the option ("Sarah recommended Glofox"), nor a day or a month.
+func TestExtractionSkillItIsTheOptionNamed(t *testing.T) {
+	t.Parallel()
+	const cons = "solution_landscape.option_cons"
+	cases := []extractionCase{
+		{msg: "Most studios use Mindbody but it's too expensive.", want: map[string]any{cons: []any{"it's too expensive"}}},
+		{msg: "Lots of studios in Leeds use Mindbody but it's too expensive.",
+			want: map[string]any{cons: []any{"it's too expensive"}}},
+		{msg: "Yoga teachers love Glofox but it's too basic.", want: map[string]any{cons: []any{"it's too basic"}}},
+		{msg: "Sarah recommended Glofox but it's too basic.", want: map[string]any{cons: []any{"it's too basic"}}},
+		{msg: "Last year Mindbody was cheap but it's too expensive now.",
+			want: map[string]any{cons: []any{"it's too expensive"}}},
+		{msg: "January is busy but it's too hard to switch then.", want: map[string]any{cons: []any{"it's too hard"}}},
+		{msg: "Mindbody's great but it's too expensive.", want: map[string]any{cons: []any{"Mindbody is too expensive"}}},
+		{msg: "Google Forms is free but it's too basic.", want: map[string]any{cons: []any{"Google Forms is too basic"}}},
+		{msg: "Glofox has a nice app, but it is too basic for us.", want: map[string]any{cons: []any{"Glofox is too basic"}}},
+	}
+	for i := range cases {
+		cases[i].name, cases[i].engine, cases[i].focus = cases[i].msg, "exploration", "cons_explored"
+	}
+	runExtractionCases(t, cases)
+}

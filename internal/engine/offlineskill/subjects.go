@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/praetorhq/praetor/internal/engine"
 )
 
 // subjectNamed puts into a pattern's value that opens with "it", the
@@ -77,25 +79,38 @@ var clauseBreaks = []string{",", ";", ":", " but ", " and ", " because ", " sinc
 	" so ", " yet "}
 
 // subjectName is the name a clause opens with as its subject: up to three
-// capitalised words before a word that is not ("Mindbody looks powerful",
-// "Google Forms is free"), none of them a pronoun, a determiner, a lead or
-// a word that makes a clause ("It looks good", "The app is nice",
-// "Honestly"); else "".
+// capitalised words that a verb saying what the thing is, has or does
+// follows ("Mindbody looks powerful", "Google Forms is free", "Mindbody's
+// great"), none of them a pronoun, a determiner, a lead, a day or a month
+// or a word that makes a clause ("It looks good", "The app is nice",
+// "Honestly", "January is busy"); else "". A capitalised word another word
+// follows opens the sentence and names nothing ("Most studios use
+// Mindbody", "Yoga teachers love it"), and one a verb of what someone did
+// follows is no option ("Sarah recommended Glofox").
 func subjectName(clause string) string {
-	words := strings.Fields(clause)
-	n := 0
-	for n < len(words) && n < 3 && upper(words[n]) {
-		w := strings.ToLower(strings.ReplaceAll(words[n], "’", "'"))
-		if clauseWord(w) || determiners[w] || functionWords[w] || isLead(w) || notNames[w] {
+	words := strings.Fields(strings.ReplaceAll(clause, "’", "'"))
+	for n := range min(len(words), 3) {
+		if !upper(words[n]) {
+			break
+		}
+		word, contracted := strings.CutSuffix(words[n], "'s")
+		if w := strings.ToLower(word); clauseWord(w) || determiners[w] || functionWords[w] || isLead(w) || notNames[w] ||
+			calendar[w] {
 			return ""
 		}
-		n++
+		if contracted {
+			return strings.Join(append(words[:n:n], word), " ") // "Mindbody's great"
+		}
+		if n+1 < len(words) && saidOf[strings.ToLower(words[n+1])] {
+			return strings.Join(words[:n+1], " ")
+		}
 	}
-	if n == 0 || n == len(words) {
-		return ""
-	}
-	return strings.Join(words[:n], " ")
+	return ""
 }
+
+// saidOf are the verbs after a name that say what it is, has or does.
+var saidOf = engine.WordSet(`is was looks looked seems seemed sounds sounded feels felt has had does did handles
+	offers includes covers supports comes gets can could doesn't isn't wasn't can't won't would will costs`)
 
 // notNames are capitalised words that open a clause and name nothing.
 var notNames = map[string]bool{"this": true, "that": true, "these": true, "those": true, "there": true, "here": true,
