@@ -140,7 +140,12 @@ func cueAnswer(p extraction.Prompt) Answer {
 		// the question asked; the years are the years trading.
 		if f := promptField(p, path); f != nil && f.ValueType == engine.TypeNumber && !isKnown(*f) {
 			if _, answered := ans.Fields[path]; !answered {
-				if n, ok := unitNumber(*f, sentences); ok {
+				// A number counts one thing: "Twelve years" are the years
+				// trading, and not the year opened as well.
+				if n, ok := unitNumber(*f, sentences); ok && !slices.ContainsFunc(focusFields(p), func(other string) bool {
+					fa, answered := ans.Fields[other]
+					return answered && fa.Value == n
+				}) {
 					ans.Fields[path] = fieldAnswer{Value: n, Confidence: max(confFocus, f.ConfidenceThreshold),
 						Reasoning: "a number in the unit the question just asked counts (" + p.Focus.ID + ")"}
 				}
@@ -399,8 +404,18 @@ var roughly = map[string]bool{"about": true, "around": true, "roughly": true, "s
 // "direct to consumer" or, of both kinds, "businesses and consumers". ""
 // when it says none of them.
 func plainly(msg string, sentences []sentence) string {
+	// A short time trading is none beside the years said ("Twelve years,
+	// though the second shop only opened last spring"), nor "not long
+	// after" a time.
+	lasted := slices.ContainsFunc(sentences, func(s sentence) bool {
+		return slices.ContainsFunc(unitRe.FindAllStringSubmatch(s.figures, -1), func(m []string) bool {
+			return durations[strings.ToLower(m[2])]
+		})
+	})
 	for _, s := range sentences {
-		if !engine.IsQuestion(s.text) && slices.ContainsFunc(recently, s.lower.Asks) {
+		if !lasted && !engine.IsQuestion(s.text) && slices.ContainsFunc(recently, func(r string) bool {
+			return s.lower.Asks(r) && (r != "not long" || !s.lower.Contains("not long after") && !s.lower.Contains("not long before"))
+		}) {
 			return "just started"
 		}
 	}
@@ -434,6 +449,9 @@ func plainly(msg string, sentences []sentence) string {
 }
 
 var (
+	// durations are the units of a time said trading that is not short
+	// ("12 years"): "6 months" may be.
+	durations = engine.WordSet(`years decade decades`)
 	// recently says the business has not traded long.
 	recently = []string{"not long", "only opened", "just opened", "recently opened", "opened recently",
 		"only been open", "only been trading", "only been going", "only been running", "only started",

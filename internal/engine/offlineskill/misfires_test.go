@@ -150,3 +150,24 @@ func TestExtractionSkillItIsTheOptionNamed(t *testing.T) {
 	}
 	runExtractionCases(t, cases)
 }
+
+// A number said in the unit the question asks for counts one thing ("Twelve
+// years" are the years trading, not the year opened), and a short time
+// said beside the years trading, or "not long after" a time, says no early
+// stage.
+func TestExtractionSkillYearsTradingAreOneAnswer(t *testing.T) {
+	t.Parallel()
+	const stage, years, opened = "industry.business_stage", "industry.years_operating", "industry.year_opened"
+	runExtractionCases(t, []extractionCase{
+		{name: "years and a recent opening of a part", engine: "business-profile", focus: "business_stage_known",
+			msg:  "Twelve years, though the second shop only opened last spring.",
+			want: map[string]any{years: 12.0}, absent: []string{stage, opened}},
+		{name: "years and a refit a few months ago", engine: "business-profile", focus: "business_stage_known",
+			msg:  "About ten years, we did a refit a few months ago.",
+			want: map[string]any{years: 10.0}, absent: []string{stage, opened}},
+		{name: "not long after a time", engine: "business-profile", focus: "business_stage_known",
+			msg: "Not long after the war, my grandad opened it.", absent: []string{stage}},
+		{name: "not long alone", engine: "business-profile", focus: "business_stage_known",
+			msg: "Not long at all, we only opened in 2023.", want: map[string]any{stage: "early-stage", opened: 2023.0}},
+	})
+}
