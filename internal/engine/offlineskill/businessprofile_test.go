@@ -1,13 +1,6 @@
 package offlineskill_test
 
-import (
-	"encoding/json"
-	"reflect"
-	"testing"
-
-	"github.com/praetorhq/praetor/internal/engine"
-	"github.com/praetorhq/praetor/internal/engine/enginetest"
-)
+import "testing"
 
 // A business owner's answer that plainly fits a field (a year of opening,
 // a head count, a revenue figure, a problem, the tools used) is filed
@@ -15,17 +8,7 @@ import (
 // fit: an enumeration asked takes only a value its cues map.
 func TestExtractionSkillFilesWhatFitsAnotherField(t *testing.T) {
 	t.Parallel()
-	def, ok := enginetest.Shipped(t).Get("business-profile")
-	if !ok {
-		t.Fatal("business-profile is not shipped")
-	}
-	tests := []struct {
-		name   string
-		focus  string
-		msg    string
-		want   map[string]any // path -> decoded value
-		absent []string
-	}{
+	tests := []extractionCase{
 		// The trade, by a noun alone; a company names none.
 		{name: "a trade named by a noun alone is the industry", msg: "We're a bakery in York, trading since 2016.",
 			want: map[string]any{"industry.sector": "bakery", "industry.location": "York", "industry.year_opened": 2016.0}},
@@ -106,27 +89,8 @@ func TestExtractionSkillFilesWhatFitsAnotherField(t *testing.T) {
 		{name: "an ingredient used is no system", msg: "We use local flour for the bread.",
 			absent: []string{"technology_stack.current_systems"}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			ans := extract(t, def, engine.NewExtraction(), tt.focus, tt.msg)
-			for p, want := range tt.want {
-				fa, ok := ans.Fields[p]
-				if !ok {
-					t.Errorf("%s not extracted; answer %+v", p, ans.Fields)
-					continue
-				}
-				var got any
-				_ = json.Unmarshal(fa.Value, &got)
-				if !reflect.DeepEqual(got, want) {
-					t.Errorf("%s = %#v, want %#v", p, got, want)
-				}
-			}
-			for _, p := range tt.absent {
-				if fa, ok := ans.Fields[p]; ok {
-					t.Errorf("%s extracted: %s", p, fa.Value)
-				}
-			}
-		})
+	for i := range tests {
+		tests[i].engine = "business-profile"
 	}
+	runExtractionCases(t, tests)
 }

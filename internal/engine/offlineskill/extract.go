@@ -507,7 +507,7 @@ func optionsFor(p extraction.Prompt, ans Answer, sentences []sentence) (path str
 // person reports whether a word is a personal pronoun ("me", "us").
 func person(w string) bool {
 	_, ok := pronouns[w]
-	return ok || w == "them" || w == "him" || w == "her" || w == "you"
+	return ok || objectPronouns[w] || w == "you"
 }
 
 // guessed reports whether a known field's value is a guess (optionsFor):
@@ -990,6 +990,17 @@ func takesBackLast(msg string) bool {
 	})
 }
 
+// lastUserMessage is the message the user sent before the prompt's, ""
+// for none.
+func lastUserMessage(p extraction.Prompt) string {
+	for _, m := range slices.Backward(p.Conversation) {
+		if m.Role == engine.RoleUser && m.Content != p.Message {
+			return m.Content
+		}
+	}
+	return ""
+}
+
 // mindPointers after "never mind" point back at what the user said ("Never
 // mind that"), not at a topic set aside.
 var mindPointers = map[string]bool{"that": true, "this": true, "it": true, "what": true, "me": true, "then": true}
@@ -998,14 +1009,7 @@ var mindPointers = map[string]bool{"that": true, "this": true, "it": true, "what
 // last message named ("Oh, and Mailchimp." then "Scratch that."), when
 // items are left: a take-back that would empty a list says nothing of it.
 func undone(p extraction.Prompt) (path string, _ fieldAnswer, ok bool) {
-	last := ""
-	for _, m := range slices.Backward(p.Conversation) {
-		if m.Role == engine.RoleUser && m.Content != p.Message {
-			last = m.Content
-			break
-		}
-	}
-	said := contentWords(last)
+	said := contentWords(lastUserMessage(p))
 	for _, f := range p.Fields {
 		var list []string
 		if f.ValueType != engine.TypeArray || !isKnown(f) || json.Unmarshal(f.Current, &list) != nil {
@@ -1053,11 +1057,20 @@ func aside(p extraction.Prompt, said string) (path string, _ fieldAnswer, ok boo
 	if len(names) == 0 {
 		return "", fieldAnswer{}, false
 	}
+	return growOneList(p, names, "the user adds to ", func(_ extraction.PromptField, list []string) bool {
+		return len(list) > 0 && !slices.ContainsFunc(list, func(it string) bool { return !properName(it) })
+	})
+}
+
+// growOneList is the answer that puts items on the one known list of p
+// that fits them (fits reports it of a list field and its items), with a
+// reasoning that opens with why; none that fits, or two, answer nothing.
+func growOneList(p extraction.Prompt, items []string, why string,
+	fits func(f extraction.PromptField, list []string) bool) (path string, _ fieldAnswer, ok bool) {
 	var into *extraction.PromptField
 	for i, f := range p.Fields {
 		var list []string
-		if f.ValueType != engine.TypeArray || !isKnown(f) || json.Unmarshal(f.Current, &list) != nil || len(list) == 0 ||
-			slices.ContainsFunc(list, func(it string) bool { return !properName(it) }) {
+		if f.ValueType != engine.TypeArray || !isKnown(f) || json.Unmarshal(f.Current, &list) != nil || !fits(f, list) {
 			continue
 		}
 		if into != nil {
@@ -1068,9 +1081,9 @@ func aside(p extraction.Prompt, said string) (path string, _ fieldAnswer, ok boo
 	if into == nil {
 		return "", fieldAnswer{}, false
 	}
-	v, changed := grow(into.Current, names, false)
+	v, changed := grow(into.Current, items, false)
 	return into.Path, fieldAnswer{Value: v, Confidence: max(confFocus, into.ConfidenceThreshold),
-		Reasoning: "the user adds to " + into.DisplayName}, changed
+		Reasoning: why + into.DisplayName}, changed
 }
 
 // hedges start an answer the user is not sure of; hedgeWords are the same

@@ -1,7 +1,6 @@
 package offlineskill
 
 import (
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -43,33 +42,11 @@ func offered(p extraction.Prompt, msg string) (path string, _ fieldAnswer, ok bo
 	if len(items) == 0 || slices.ContainsFunc(items, func(it string) bool { return !aThing(it) }) {
 		return "", fieldAnswer{}, false
 	}
-	last := ""
-	for _, m := range slices.Backward(p.Conversation) {
-		if m.Role == engine.RoleUser && m.Content != p.Message {
-			last = m.Content
-			break
-		}
-	}
-	said := contentWords(last)
-	var into *extraction.PromptField
-	for i, f := range p.Fields {
-		var list []string
-		if f.ValueType != engine.TypeArray || !isKnown(f) || !slices.ContainsFunc(f.Cues.Keywords, suggests) ||
-			json.Unmarshal(f.Current, &list) != nil ||
-			!slices.ContainsFunc(list, func(it string) bool { w := contentWords(it); return len(w) > 0 && all(w, said) }) {
-			continue
-		}
-		if into != nil {
-			return "", fieldAnswer{}, false
-		}
-		into = &p.Fields[i]
-	}
-	if into == nil {
-		return "", fieldAnswer{}, false
-	}
-	v, changed := grow(into.Current, items, false)
-	return into.Path, fieldAnswer{Value: v, Confidence: max(confFocus, into.ConfidenceThreshold),
-		Reasoning: "the user offers one more of " + into.DisplayName}, changed
+	said := contentWords(lastUserMessage(p))
+	return growOneList(p, items, "the user offers one more of ", func(f extraction.PromptField, list []string) bool {
+		return slices.ContainsFunc(f.Cues.Keywords, suggests) &&
+			slices.ContainsFunc(list, func(it string) bool { w := contentWords(it); return len(w) > 0 && all(w, said) })
+	})
 }
 
 // offerLeads open a message that offers an alternative, the longest
@@ -84,7 +61,7 @@ func aThing(item string) bool {
 	return len(words) > 0 && !notOffered[words[0]] && !pointers[words[0]] &&
 		!strings.ContainsAny(item, "0123456789$£€%") && !slices.ContainsFunc(words, func(w string) bool {
 		w = strings.Trim(w, ",;:")
-		return verbWords[w] || offerSubjects[w] || measures[w] || strings.HasSuffix(w, "n't")
+		return verbWords[w] || subjectPronouns[w] || measures[w] || strings.HasSuffix(w, "n't")
 	})
 }
 
@@ -101,9 +78,6 @@ var (
 	// pointer or a placeholder ("Or not", "Or something like that").
 	notOffered = engine.WordSet(`because since as due cause cos lack not no too so both either neither something
 		anything whatever else other others`)
-	// offerSubjects make what follows them a clause ("Or I could teach").
-	offerSubjects = engine.WordSet(`i we i'm we're i'd we'd i'll we'll i've we've you you're they they're he she
-		it it's there there's`)
 	// measures are the time and money an answer to a question of its own
 	// gives ("Maybe weekends only", "Or a few hundred pounds").
 	measures = engine.WordSet(`hours days weeks weekends evenings mornings nights months years minutes percent

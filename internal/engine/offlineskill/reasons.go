@@ -80,8 +80,10 @@ func statesClause(w string) bool {
 }
 
 var (
-	subjectPronouns = engine.WordSet(`i we they he she it you i'm we're they're it's i've we've i'll we'll they'll
-		i'd we'd they'd`)
+	// subjectPronouns make what follows them a clause ("Or I could
+	// teach", "10000, we agreed").
+	subjectPronouns = engine.WordSet(`i we they he she it you there i'm we're they're you're it's there's i've
+		we've you've i'll we'll they'll i'd we'd they'd`)
 	objectPronouns = engine.WordSet(`them him her`)
 )
 

@@ -94,8 +94,8 @@ func subjectName(clause string) string {
 			break
 		}
 		word, contracted := strings.CutSuffix(words[n], "'s")
-		if w := strings.ToLower(word); clauseWord(w) || determiners[w] || functionWords[w] || isLead(w) || notNames[w] ||
-			calendar[w] {
+		if w := strings.ToLower(word); clauseWord(w) || determiners[w] || functionWords[w] || isLead(w) || openers[w] ||
+			notNames[w] || calendar[w] {
 			return ""
 		}
 		if contracted {
@@ -112,11 +112,10 @@ func subjectName(clause string) string {
 var saidOf = engine.WordSet(`is was looks looked seems seemed sounds sounded feels felt has had does did handles
 	offers includes covers supports comes gets can could doesn't isn't wasn't can't won't would will costs`)
 
-// notNames are capitalised words that open a clause and name nothing.
-var notNames = map[string]bool{"this": true, "that": true, "these": true, "those": true, "there": true, "here": true,
-	"their": true, "its": true, "his": true, "her": true, "what": true, "which": true, "who": true, "everyone": true,
-	"everybody": true, "nobody": true, "someone": true, "people": true, "members": true, "clients": true,
-	"customers": true, "honestly": true, "personally": true, "frankly": true, "overall": true}
+// notNames are capitalised words that open a clause and name nothing,
+// besides the openers of any sentence ("This", "Honestly").
+var notNames = engine.WordSet(`everyone everybody nobody someone people members clients customers personally frankly
+	overall`)
 
 // upper reports whether a word opens with a capital letter.
 func upper(w string) bool {
