@@ -474,9 +474,13 @@ var (
 // guess, filed at the least confidence that counts (see guessed); what the
 // options are for a person ("a custom app for me") is none.
 func optionsFor(p extraction.Prompt, ans Answer, sentences []sentence) (path string, _ fieldAnswer, ok bool) {
-	for _, fa := range ans.Fields {
+	for _, o := range p.Fields {
+		// The list of options, in the order of the fields: not another
+		// list a pattern found ("I'm leaning towards the back wall for the
+		// mats" is a reaction).
+		fa, answered := ans.Fields[o.Path]
 		items, isList := fa.Value.([]any)
-		if !fa.byPattern || !isList || len(items) == 0 {
+		if !answered || !fa.byPattern || !isList || len(items) == 0 || !contentWords(o.DisplayName)["options"] {
 			continue
 		}
 		last, _ := items[len(items)-1].(string)

@@ -171,3 +171,19 @@ func TestExtractionSkillYearsTradingAreOneAnswer(t *testing.T) {
 			msg: "Not long at all, we only opened in 2023.", want: map[string]any{stage: "early-stage", opened: 2023.0}},
 	})
 }
+
+// What the options are for is guessed from the list of options alone, not
+// from another list a pattern found ("I'm leaning towards the back wall
+// for the mats" is a reaction, and says no problem to explore).
+func TestExtractionSkillOnlyTheOptionsSayWhatTheyAreFor(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "a reaction with a purpose", engine: "exploration", msg: "I'm leaning towards the back wall for the mats.",
+			absent: []string{"initial_state.problem_statement"}},
+		{name: "a pro with a purpose", engine: "exploration", msg: "Glofox has a nice app for members.",
+			absent: []string{"initial_state.problem_statement"}},
+		{name: "the options with a purpose", engine: "exploration",
+			msg:  "We're thinking about Square, Shopify or a custom website for online orders.",
+			want: map[string]any{"initial_state.problem_statement": "We're thinking about Square, Shopify or a custom website for online orders"}},
+	})
+}
