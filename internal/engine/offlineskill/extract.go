@@ -334,6 +334,9 @@ func purpose(p extraction.Prompt, msg string) (path string, _ fieldAnswer, ok bo
 	if verb = strings.Trim(verb, ".,;:!?"); verb == "" || notVerbs[verb] || determiners[verb] || pointers[verb] || isNumber(verb) {
 		return "", fieldAnswer{}, false
 	}
+	if openingVerbs[verb] && strings.Contains(rest, ",") {
+		return "", fieldAnswer{}, false // "To start, the price", "To answer your question, …"
+	}
 	goal := trimLeads(answer, leads)
 	goal = goal[len(goal)-len(rest):]
 	if r, _ := utf8.DecodeRuneInString(goal); unicode.IsUpper(r) {
@@ -352,9 +355,11 @@ func purpose(p extraction.Prompt, msg string) (path string, _ fieldAnswer, ok bo
 	return "", fieldAnswer{}, false
 }
 
-// purposeIdioms open with "to" and state no purpose; notVerbs follow a
+// purposeIdioms open with "to" and state no purpose, as do openingVerbs
+// when a comma ends their clause ("To start, the price"); notVerbs follow a
 // "to" that is a preposition ("To me, …", "To the bank").
 var (
+	openingVerbs  = engine.WordSet(`start begin answer put summarise summarize recap clarify be`)
 	purposeIdioms = []string{"be honest", "be fair", "be clear", "be frank", "be sure", "tell the truth",
 		"start with", "begin with", "sum up", "some extent", "a degree"}
 	notVerbs = map[string]bool{"me": true, "us": true, "you": true, "him": true, "them": true, "your": true,

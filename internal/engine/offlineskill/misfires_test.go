@@ -187,3 +187,18 @@ func TestExtractionSkillOnlyTheOptionsSayWhatTheyAreFor(t *testing.T) {
 			want: map[string]any{"initial_state.problem_statement": "We're thinking about Square, Shopify or a custom website for online orders"}},
 	})
 }
+
+// An infinitive that opens a remark on the answer ("To start, …", "To
+// answer your question, …") states no purpose.
+func TestExtractionSkillOpeningInfinitiveIsNoGoal(t *testing.T) {
+	t.Parallel()
+	var cases []extractionCase
+	for _, msg := range []string{"To answer your question, the price.", "To start, the price.",
+		"To put it simply, the price.", "To be blunt, the price.", "To summarise, price matters most."} {
+		cases = append(cases, extractionCase{name: msg, engine: "exploration", focus: "tradeoffs_weighed", msg: msg,
+			absent: []string{"initial_state.goals"}})
+	}
+	runExtractionCases(t, append(cases, extractionCase{name: "a purpose", engine: "exploration",
+		focus: "tradeoffs_weighed", msg: "To start taking bookings online.",
+		want: map[string]any{"initial_state.goals": []any{"start taking bookings online"}}}))
+}
