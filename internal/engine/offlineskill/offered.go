@@ -55,13 +55,15 @@ var offerLeads = []string{"or maybe", "or perhaps", "or even", "or else", "what 
 	"perhaps"}
 
 // aThing reports whether an item names a thing offered: no clause, cause,
-// pointer, amount or time.
+// pointer, amount, time or place ("next month", "in the spring"), nor one
+// of the things offered before ("the Etsy one").
 func aThing(item string) bool {
 	words := strings.Fields(strings.ToLower(item))
-	return len(words) > 0 && !notOffered[words[0]] && !pointers[words[0]] &&
+	return len(words) > 0 && !notOffered[words[0]] && !pointers[words[0]] && !headPrepositions[words[0]] &&
+		!times[words[0]] && words[len(words)-1] != "one" && words[len(words)-1] != "ones" &&
 		!strings.ContainsAny(item, "0123456789$£€%") && !slices.ContainsFunc(words, func(w string) bool {
 		w = strings.Trim(w, ",;:")
-		return verbWords[w] || subjectPronouns[w] || measures[w] || strings.HasSuffix(w, "n't")
+		return verbWords[w] || subjectPronouns[w] || measures[w] || calendar[w] || strings.HasSuffix(w, "n't")
 	})
 }
 
@@ -81,5 +83,8 @@ var (
 	// measures are the time and money an answer to a question of its own
 	// gives ("Maybe weekends only", "Or a few hundred pounds").
 	measures = engine.WordSet(`hours days weeks weekends evenings mornings nights months years minutes percent
-		dollars pounds euros quid bucks grand hundred thousand budget time money`)
+		dollars pounds euros quid bucks grand hundred thousand budget time money hour day week weekend evening
+		morning night month year spring summer autumn winter`)
+	// times open a time ("next month", "this summer").
+	times = engine.WordSet(`next last this every tomorrow today tonight soon later`)
 )

@@ -1647,6 +1647,12 @@ func TestExtractionSkillAlternativeAfterAnIdeaIsAnIdea(t *testing.T) {
 		{name: "an amount", last: idea, msg: "Or 200 dollars."},
 		{name: "a placeholder", last: idea, msg: "Or something like that."},
 		{name: "after a constraint", last: "Kiln hire is pricey.", msg: "Maybe commissions for cafes."},
+		// A time, a place, or an idea said already ("the Etsy one", "the
+		// classes") is no idea more.
+		{name: "a time to come", last: idea, msg: "Maybe next month."},
+		{name: "a season", last: idea, msg: "Or maybe in the spring."},
+		{name: "one of the ideas", last: idea, msg: "Or the Etsy one."},
+		{name: "an idea said already", last: idea, msg: "Maybe the classes."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
