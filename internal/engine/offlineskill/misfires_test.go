@@ -202,3 +202,19 @@ func TestExtractionSkillOpeningInfinitiveIsNoGoal(t *testing.T) {
 		focus: "tradeoffs_weighed", msg: "To start taking bookings online.",
 		want: map[string]any{"initial_state.goals": []any{"start taking bookings online"}}}))
 }
+
+// A head count that opens the answer before a colon ("Six of us: me, my
+// sister and four bakers") answers how many work in the business, beside
+// the roles the colon leads into, as "There are six of us: …" does.
+func TestExtractionSkillHeadCountBeforeAColon(t *testing.T) {
+	t.Parallel()
+	const headcount = "team_composition.headcount"
+	runExtractionCases(t, []extractionCase{
+		{name: "six of us", engine: "business-profile", focus: "team_size_known",
+			msg: "Six of us: me, my sister and four bakers.", want: map[string]any{headcount: 6.0}},
+		{name: "two of us", engine: "business-profile", focus: "team_size_known",
+			msg: "Two of us: me and my sister.", want: map[string]any{headcount: 2.0}},
+		{name: "two of us doing something", engine: "business-profile", focus: "team_size_known",
+			msg: "Two of us run the shop and my sister bakes.", absent: []string{headcount}},
+	})
+}
