@@ -1323,10 +1323,13 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			} else if list && g > 0 && usedBefore(text[:loc[2*g]]) {
 				v = tools(v.([]string)) // "We use Square for the till and spreadsheets for orders"
 			}
-			if items := namedItems(text); list && inFocus && len(items) > 1 && within(v.([]string), items) {
-				// "Just me and my husband, and a tiny budget": the list
-				// asked for is the things named, the budget with its words.
-				v = items
+			if list && inFocus {
+				if items := namedItems(text); len(items) > 1 && within(v.([]string), items) {
+					// "Just me and my husband, and a tiny budget": the list
+					// asked for is the things named, the budget with its
+					// words.
+					v = items
+				}
 			}
 			if list {
 				v = unreasoned(v.([]string)) // "I have 3 hours a week and it's costing me sleep"
@@ -1354,7 +1357,14 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	}
 	// fears says the field's keywords name fears: a sentence that says
 	// there is none names none of its items.
-	fears := slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool { return slices.ContainsFunc(strings.Fields(kw), fear) })
+	fears := slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool {
+		for w := range strings.FieldsSeq(kw) {
+			if fear(w) {
+				return true
+			}
+		}
+		return false
+	})
 	for _, s := range sentences {
 		if asksBack(s) || s.takesOff != "" {
 			// "What kind of constraints do you mean?" names none; "Double
@@ -2780,16 +2790,16 @@ func splitItems(s string, clauses bool) []string {
 	if !clauses {
 		s = partOr(s)
 	}
-	repl := strings.NewReplacer(" and also ", ",", ", and ", ",", " and ", ",", " as well as ", ",", " plus ", ",", "; ", ",")
+	repl := itemBreaks
 	if clauses {
-		repl = strings.NewReplacer("; ", ",")
+		repl = clauseItemBreaks
 	}
 	var out []string
 	for _, it := range strings.Split(repl.Replace(s), ",") {
 		if len(out) > 0 && orHedge(strings.TrimSpace(it)) {
 			continue
 		}
-		it = trimLeads(strings.NewReplacer("\x00", ",", "\x01", " and ").Replace(strings.TrimSpace(it)), leads)
+		it = trimLeads(itemMarks.Replace(strings.TrimSpace(it)), leads)
 		for _, suffix := range []string{" etc", " too", " as well", " mostly", " mainly", " any more", " anymore", " any longer"} {
 			it = strings.TrimSuffix(it, suffix)
 		}
@@ -2802,6 +2812,16 @@ func splitItems(s string, clauses bool) []string {
 	}
 	return out
 }
+
+var (
+	// itemBreaks part items at the words that join them, clauseItemBreaks
+	// at a semicolon alone; itemMarks put back the commas and the "and"s
+	// marked as no break.
+	itemBreaks = strings.NewReplacer(" and also ", ",", ", and ", ",", " and ", ",", " as well as ", ",", " plus ", ",",
+		"; ", ",")
+	clauseItemBreaks = strings.NewReplacer("; ", ",")
+	itemMarks        = strings.NewReplacer("\x00", ",", "\x01", " and ")
+)
 
 // partOr puts a comma before each "or" that parts items as "and" does
 // ("Xero or QuickBooks", "Square, Shopify or a custom website"): not one
@@ -2956,6 +2976,10 @@ func joinNames(s string) string {
 func joinWithin(s string) string {
 	var b strings.Builder
 	for clause := range strings.SplitAfterSeq(s, ",") {
+		if !strings.Contains(clause, "and") && !strings.Contains(clause, "And") && !strings.Contains(clause, "AND") {
+			b.WriteString(clause) // no "and" to keep
+			continue
+		}
 		words := strings.Fields(strings.ToLower(trimLeads(strings.TrimSpace(strings.TrimRight(clause, ",")), leads)))
 		if len(words) > 2 && (strings.Trim(words[len(words)-1], ".!?;:") == "together" || words[0] == "both") {
 			clause = andWord.ReplaceAllString(clause, "\x01")
