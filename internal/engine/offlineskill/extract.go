@@ -1102,10 +1102,35 @@ var (
 	hedgeWords = map[string]bool{"maybe": true, "perhaps": true, "probably": true, "possibly": true, "might": true, "guess": true}
 )
 
-// nothingMorePhrases say there is nothing more to tell.
-var nothingMorePhrases = []string{"nothing else", "nothing more", "nothing to add", "that's all", "that is all", "that's everything",
-	"that's it", "that is it", "that's about it", "that is about it", "no others", "no other ones", "covers it",
-	"covers everything", "we're done", "we are done", "i'm done", "i am done"}
+// nothingMorePhrases say there is nothing more to tell; endPhrases do
+// when nothing but fillers follow them ("I think we're done", not "We're
+// done with paper").
+var (
+	nothingMorePhrases = []string{"nothing else", "nothing more", "nothing to add", "that's all", "that is all",
+		"that's everything", "that's it", "that is it", "that's about it", "that is about it", "no others",
+		"no other ones"}
+	endPhrases = []string{"that covers it", "that covers everything", "that should cover it", "we're done",
+		"we are done", "i'm done", "i am done"}
+)
+
+// nothingMoreAt is where a phrase in the lowered text says there is
+// nothing more to tell, and its length; -1 for none.
+func nothingMoreAt(lower string) (at, n int) {
+	for _, p := range nothingMorePhrases {
+		if i := engine.PhraseIndex(lower, p); i >= 0 {
+			return i, len(p)
+		}
+	}
+	for _, p := range endPhrases {
+		if i := engine.PhraseIndex(lower, p); i >= 0 && !slices.ContainsFunc(strings.FieldsFunc(lower[i+len(p):],
+			func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }), func(w string) bool {
+			return !noContent[w] && !acknowledgements[w] && !closingFillers[w]
+		}) {
+			return i, len(p)
+		}
+	}
+	return -1, 0
+}
 
 // closingRemark reports whether a message only says that the user has
 // nothing more to tell ("I think that covers it.", "That's everything for
@@ -1118,16 +1143,12 @@ func closingRemark(msg string) bool {
 		if engine.IsQuestion(s) {
 			return false
 		}
-		rest, said := strings.ReplaceAll(strings.ToLower(s), "’", "'"), false
-		for _, p := range nothingMorePhrases {
-			if i := engine.PhraseIndex(rest, p); i >= 0 {
-				rest, said = rest[:i]+" "+rest[i+len(p):], true
-				break
-			}
-		}
-		if !said {
+		rest := strings.ReplaceAll(strings.ToLower(s), "’", "'")
+		i, n := nothingMoreAt(rest)
+		if i < 0 {
 			return false
 		}
+		rest = rest[:i] + " " + rest[i+n:]
 		for _, w := range strings.FieldsFunc(rest, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }) {
 			if !noContent[w] && !acknowledgements[w] && !closingFillers[w] {
 				return false
@@ -1156,12 +1177,8 @@ func nothingMore(t engine.Text) bool {
 	if len(strings.Fields(t.Lowered())) > 6 {
 		return false
 	}
-	for _, p := range nothingMorePhrases {
-		if t.Contains(p) {
-			return true
-		}
-	}
-	return false
+	at, _ := nothingMoreAt(t.Lowered())
+	return at >= 0
 }
 
 // sentence is a sentence of the message, prepared once for the cues of

@@ -218,3 +218,22 @@ func TestExtractionSkillHeadCountBeforeAColon(t *testing.T) {
 			msg: "Two of us run the shop and my sister bakes.", absent: []string{headcount}},
 	})
 }
+
+// "Covers it" and "done" end what the user has to say only as a closing
+// remark ("That covers it", "I think we're done"): "The grant covers it"
+// is a budget, "I'm done texting everyone" what the user does now.
+func TestExtractionSkillCoversItOrDoneIsNotAlwaysAClose(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "what covers the cost", focus: "budget_range_known", msg: "The grant covers it.",
+			want: map[string]any{"constraints.budget": "The grant covers it"}},
+		{name: "what covers a risk", engine: "ideation", focus: "constraints_known", msg: "Insurance covers it, mostly.",
+			want: map[string]any{"problem_space.constraints": []any{"Insurance covers it"}}},
+		{name: "done doing something", focus: "current_solution_understood", msg: "I'm done texting everyone.",
+			want: map[string]any{"purpose_and_problem.current_solution": "I'm done texting everyone"}},
+		{name: "done with something", engine: "business-profile", focus: "tech_pain_points_identified",
+			msg: "We're done with paper.", want: map[string]any{"technology_stack.tech_pain_points": []any{"We're done with paper"}}},
+		{name: "a closing remark", focus: "current_solution_understood", msg: "I think we're done for now.",
+			absent: []string{"purpose_and_problem.current_solution"}},
+	})
+}
