@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,18 +29,27 @@ import (
 // recorded through the real path by testdata/golden/record.sh: praetor dev
 // with the offline provider, praetor chat with testdata/golden/chats/NAME.txt,
 // the session's events exported. They cover each shipped engine with its
-// background task merged between turns, and a project-discovery session
-// started by exploration's handoff (handoff-*). The v1-* files were recorded
-// by 1a7403c (2026-11-26), before session.started carried memory_version:
-// they replay with the rules of working memory version 1.
+// background task merged between turns, a project-discovery session
+// started by exploration's handoff (handoff-*), and a chain (chain-*): an
+// ideation session hands off to exploration, which carries that handoff
+// forward into its own to project-discovery (handoff.CarryForward: the
+// constraints, budget and deadline replaced by exploration's, the
+// assumption, goals, pains and open question carried). The v1-* files were
+// recorded by 1a7403c (2026-11-26), before session.started carried
+// memory_version: they replay with the rules of working memory version 1.
 //
 // A failure names the file and the first turn whose rebuilt state differs
 // from the one the live run recorded, or the model call the replay asked
 // that the live run did not, or the handoff whose rebuilt payload is not
-// the one its target session started with (each handoff-* and v1-handoff-*
-// pair: the target file's session.started holds the source's handoff): a
-// change of this build alters what sessions already in JetStream replay
-// to, or what a session hands the next engine. Such a change must be gated, so that a
+// the one its target session started with: a change of this build alters
+// what sessions already in JetStream replay to, or what a session hands
+// the next engine. A handoff's target is the golden session of the target
+// session id the replay rebuilds, whose session.started holds the handoff
+// (goldenSessions): handoff-exploration's is handoff-project-discovery (and
+// v1-handoff-exploration's v1-handoff-project-discovery),
+// chain-ideation's chain-exploration, chain-exploration's
+// chain-project-discovery; a file that started with a handoff no golden
+// session made fails too. Such a change must be gated, so that a
 // session keeps the rules it started with, live and in a replay:
 //
 //   - a change of an engine's YAML takes a new engine version, frozen in
@@ -63,21 +74,31 @@ func TestGoldenReplays(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden sessions in testdata/golden (%v)", err)
 	}
-	// The handoffs the golden sessions started with, which the sessions
-	// that made them must rebuild.
-	handoffs := HandoffPayloads{}
-	for _, file := range files {
-		evs, _ := readGolden(t, file)
-		for _, ev := range evs {
-			if err := handoffs.Add(ev); err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
+	// The sessions that made the handoffs the golden sessions started with
+	// must rebuild them; each golden chain holds how a session carries its
+	// own inbound handoff forward into the next.
+	sessions := readGoldenSessions(t, files)
+	chains := 0
+	for _, id := range slices.Sorted(maps.Keys(sessions)) {
+		s := sessions[id]
+		src, ok := sessions[s.Source]
+		switch {
+		case s.HandoffID == "":
+		case !ok:
+			t.Errorf("%s started with the handoff %s of session %s, which no golden file holds: "+
+				"record.sh records a handoff's source beside its target", s.File, s.HandoffID, s.Source)
+		case src.HandoffID != "":
+			chains++
 		}
+	}
+	if chains == 0 {
+		t.Errorf("no golden session starts with a handoff and hands off again: " +
+			"nothing holds how an inbound handoff is carried into the next")
 	}
 	for _, file := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(file), ".jsonl.gz"), func(t *testing.T) {
 			t.Parallel()
-			if err := replayGolden(t, file, handoffs); err != nil {
+			if err := replayGolden(t, file, sessions); err != nil {
 				t.Errorf("%s: %v", file, err)
 			}
 		})
@@ -88,12 +109,13 @@ func TestGoldenReplays(t *testing.T) {
 // model answers served from its recorded calls. It fails at the first step
 // whose state is not the live run's, when a step the live run recorded a
 // state for is not replayed at all, when a handoff the session makes is
-// not the one of handoffs its target started with (or none did), and when
-// one of handoffs the session made is not rebuilt.
-func replayGolden(t *testing.T, file string, handoffs HandoffPayloads) error {
+// not the one its target among sessions started with (or its target is
+// none of them), and when a handoff one of sessions started with, which
+// the session made, is not rebuilt.
+func replayGolden(t *testing.T, file string, sessions goldenSessions) error {
 	t.Helper()
 	evs, calls := readGolden(t, file)
-	res, err := replayGoldenEvents(t, evs, calls, ReplayOptions{Handoffs: handoffs})
+	res, err := replayGoldenEvents(t, evs, calls, ReplayOptions{Handoffs: sessions})
 	if err != nil {
 		return err
 	}
@@ -126,9 +148,10 @@ func replayGolden(t *testing.T, file string, handoffs HandoffPayloads) error {
 			handedOff[h.HandoffID] = true
 		}
 	}
-	for id, payload := range handoffs {
-		if h, ok := contracts.DecodeHandoff(payload); ok && h.Metadata.SessionID == res.SessionID && !handedOff[id] {
-			return fmt.Errorf("the handoff %s to %s, which the live run made, is not rebuilt", id, h.Metadata.TargetEngineID)
+	for id, s := range sessions {
+		if s.Source == res.SessionID && !handedOff[s.HandoffID] {
+			return fmt.Errorf("the handoff %s to session %s (%s), which the live run made, is not rebuilt",
+				s.HandoffID, id, s.File)
 		}
 	}
 	for _, ev := range evs {
@@ -152,6 +175,78 @@ func replayGolden(t *testing.T, file string, handoffs HandoffPayloads) error {
 		}
 	}
 	return nil
+}
+
+// goldenSession is the session of a golden file, and the handoff it
+// started with, if any: HandoffID, the payload as its session.started
+// holds it (Handoff), and the session that made it (Source).
+type goldenSession struct {
+	File      string
+	HandoffID string
+	Handoff   json.RawMessage
+	Source    string
+}
+
+// goldenSessions are the golden sessions by session id. A handoff is paired
+// with its target by the ids the live run recorded, not by file names: the
+// target session id a replayed handoff carries is the session.started of
+// one golden file, whose inbound handoff must be that handoff. So a chain
+// (ideation → exploration → project-discovery) pairs up in order: each
+// session's handoff with the next one's inbound handoff.
+type goldenSessions map[string]goldenSession
+
+// RecordedHandoff is the handoff the target session started with; none
+// when no golden file holds that session. A target that started with
+// another handoff, or with none, is an error: the replay's handoff went to
+// a session the live one did not start.
+func (g goldenSessions) RecordedHandoff(_ context.Context, handoffID, targetSessionID string) (json.RawMessage, bool, error) {
+	s, ok := g[targetSessionID]
+	switch {
+	case !ok:
+		return nil, false, nil
+	case s.HandoffID == "":
+		return nil, false, fmt.Errorf("its target session %s (%s) started with no handoff", targetSessionID, s.File)
+	case s.HandoffID != handoffID:
+		return nil, false, fmt.Errorf("its target session %s (%s) started with the handoff %s",
+			targetSessionID, s.File, s.HandoffID)
+	}
+	return s.Handoff, true, nil
+}
+
+// readGoldenSessions reads the session each golden file holds.
+func readGoldenSessions(t *testing.T, files []string) goldenSessions {
+	t.Helper()
+	sessions := goldenSessions{}
+	for _, file := range files {
+		evs, _ := readGolden(t, file)
+		for _, ev := range evs {
+			if ev.Type() != contracts.SessionStartedSpec.Type {
+				continue
+			}
+			st, err := contracts.DecodeAs[contracts.SessionStarted](ev)
+			if err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if other, ok := sessions[st.SessionID]; ok {
+				t.Fatalf("%s and %s both hold session %s", other.File, file, st.SessionID)
+			}
+			s := goldenSession{File: file, HandoffID: st.InboundHandoffID}
+			if s.HandoffID != "" {
+				recorded := HandoffPayloads{}
+				if err := recorded.Add(ev); err != nil {
+					t.Fatalf("%s: %v", file, err)
+				}
+				s.Handoff = recorded[s.HandoffID]
+				h, ok := contracts.DecodeHandoff(s.Handoff)
+				if !ok || h.Metadata.SessionID == "" {
+					t.Fatalf("%s: the inbound handoff %s names no source session", file, s.HandoffID)
+				}
+				s.Source = h.Metadata.SessionID
+			}
+			sessions[st.SessionID] = s
+		}
+	}
+	return sessions
 }
 
 // replayGoldenEvents replays a golden session's events with this build's
