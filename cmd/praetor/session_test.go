@@ -342,19 +342,8 @@ func TestReplaySessionChecksTheHandoff(t *testing.T) {
 				"they expired or removed), nor PRAETOR_TURNS a session.started of session " + target.SessionID + "\n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Shutdown)
-			bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: contracts.Subject})
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv, bus := devStreams(t)
 			ctx := t.Context()
-			if err := node.Provision(ctx, bus, node.StreamSettings{Partitions: node.DevPartitions, Replicas: 1}); err != nil {
-				t.Fatal(err)
-			}
 			evs := slices.Clone(source)
 			if tc.published != nil {
 				h := *target.InboundHandoff
@@ -396,7 +385,7 @@ func TestReplaySessionChecksTheHandoff(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			cmd := exec.Command(binary, "replay", "--session", sid, "--nats-url", srv.ClientURL())
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err = cmd.Run()
+			err := cmd.Run()
 			if failed := err != nil; failed != tc.wantErr {
 				t.Fatalf("replay: %v, want failing %t:\n%s", err, tc.wantErr, stderr.String())
 			}
@@ -440,19 +429,8 @@ func TestReplaySessionChecksTheHandoff(t *testing.T) {
 // empty list of them on stdout.
 func TestReplaySessionWithoutHandoffSaysNothingOfHandoffs(t *testing.T) {
 	evs := goldenEvents(t, "handoff-project-discovery")
-	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: contracts.Subject})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, bus := devStreams(t)
 	ctx := t.Context()
-	if err := node.Provision(ctx, bus, node.StreamSettings{Partitions: node.DevPartitions, Replicas: 1}); err != nil {
-		t.Fatal(err)
-	}
 	sid := ""
 	for _, ev := range evs {
 		if ev.Type() == contracts.SessionStartedSpec.Type {
@@ -480,4 +458,23 @@ func TestReplaySessionWithoutHandoffSaysNothingOfHandoffs(t *testing.T) {
 	if string(report.Handoffs) != "[]" {
 		t.Errorf("stdout's handoffs %s, want []", report.Handoffs)
 	}
+}
+
+// devStreams starts a NATS server that listens (for the praetor binary a
+// test runs) and provisions praetor dev's streams on it.
+func devStreams(t *testing.T) (*events.Server, *events.Bus) {
+	t.Helper()
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: contracts.Subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.Provision(t.Context(), bus, node.StreamSettings{Partitions: node.DevPartitions, Replicas: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return srv, bus
 }
