@@ -19,8 +19,11 @@ import (
 //     runner's handover); project-discovery's core problem is met by a
 //     handoff that carries a decision and a pain point (coreProblemCarried);
 //     a handoff's decisions record their key, options and question, and
-//     its eliminated options their question (the runner's exit).
-const MemorySchemaVersion = 2
+//     its eliminated options their question (the runner's exit);
+//   - 3: ideation hands exploration the problem as such, its root causes
+//     as pain points, not knowledge gaps, and the ideas shortlisted as the
+//     gaps to explore (handoff.Builtin).
+const MemorySchemaVersion = 3
 
 // WorkingMemory is a session's whole state: the seed's EngineWorkingMemory.
 // It is plain data, encoded as JSON into elicitation_sessions.state_json and

@@ -63,9 +63,29 @@ func businessProfile(implication string) Fields {
 	}
 }
 
-// Ideation → Exploration: the framed problem, its constraints and
-// assumptions, to explore solution options for.
+// Ideation → Exploration: the framed problem, what it costs and why it
+// happens, its constraints and assumptions, and the ideas the user
+// shortlisted, whose solution options exploration is there to find out
+// about.
 var ideationToExploration = Fields{
+	Question:      "problem_space.problem_statement",
+	Eliminated:    []string{"evaluation.eliminated_ideas"},
+	Constraints:   []Constraint{{Path: "problem_space.constraints", Implication: "Options must respect it"}},
+	Assumptions:   []string{"problem_space.assumptions"},
+	Shortlist:     []string{"evaluation.shortlist"},
+	Goals:         []string{"problem_space.success_criteria"},
+	Problem:       "problem_space.problem_statement",
+	PainPoints:    []string{"problem_space.impact"},
+	Causes:        []string{"problem_space.root_causes"},
+	OpenQuestions: []string{"problem_space.how_might_we"},
+}
+
+// ideationToExplorationBefore3 is how sessions of memory versions 1 and 2
+// hand off from ideation to exploration: the root causes as knowledge
+// gaps, which the target read as open ("Still open: they get bored of the
+// same coffee"), the problem as a pain point like the others, and no
+// shortlist.
+var ideationToExplorationBefore3 = Fields{
 	Question:      "problem_space.problem_statement",
 	Eliminated:    []string{"evaluation.eliminated_ideas"},
 	Constraints:   []Constraint{{Path: "problem_space.constraints", Implication: "Options must respect it"}},
@@ -106,4 +126,13 @@ func builtinFields() map[string]Fields {
 		Name("ideation", "exploration"):               ideationToExploration,
 		Name("ideation", "project-discovery"):         ideationToProjectDiscovery,
 	}
+}
+
+// builtinFieldsBefore3 are the fields of the mappers that sessions of
+// memory versions 1 and 2 hand off with, where they are not
+// builtinFields': a session hands off by the rules it started with, so
+// that a replay by a later build rebuilds the handoff its target started
+// with.
+func builtinFieldsBefore3() map[string]Fields {
+	return map[string]Fields{Name("ideation", "exploration"): ideationToExplorationBefore3}
 }

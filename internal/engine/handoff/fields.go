@@ -48,6 +48,17 @@ type Fields struct {
 	Gaps       []string
 	Goals      []string
 	PainPoints []string
+	// Problem is the field of the problem the source session worked on,
+	// the first pain point (ProblemPrefix): the target takes it up without
+	// asking for it again. Causes are the fields of why it happens, pain
+	// points after PainPoints' (CausePrefix).
+	Problem string
+	Causes  []string
+	// Shortlist are the fields of the ideas the user shortlisted and goes
+	// to the target to find out about, knowledge gaps after Gaps'
+	// (ShortlistPrefix): what the target session is there to close, which
+	// a later handoff does not carry on (CarryForward).
+	Shortlist []string
 
 	Concepts []string
 	// Understood is a boolean field: true means the concepts are solidly
@@ -117,7 +128,7 @@ func FromFields(f Fields) Mapper {
 
 		sa := &h.SituationAwareness
 		sa.UserConfidenceLevel = confidenceLevel(len(al.DecisionsReached) > 0, confidence, m.SocioEmotional)
-		sa.KnowledgeGapsRevealed = valuesOf(m, f.Gaps)
+		sa.KnowledgeGapsRevealed = append(valuesOf(m, f.Gaps), prefixed(ShortlistPrefix, valuesOf(m, f.Shortlist))...)
 		for _, id := range m.BackgroundTasks.Gaps {
 			sa.KnowledgeGapsRevealed = append(sa.KnowledgeGapsRevealed, "Background research did not complete: "+taskName(def, id))
 		}
@@ -126,7 +137,9 @@ func FromFields(f Fields) Mapper {
 			// engine could not settle is the gap the target inherits.
 			sa.KnowledgeGapsRevealed = openRequired(m)
 		}
-		sa.UserGoals, sa.KeyPainPoints = valuesOf(m, f.Goals), valuesOf(m, f.PainPoints)
+		sa.UserGoals = valuesOf(m, f.Goals)
+		sa.KeyPainPoints = slices.Concat(prefixed(ProblemPrefix, values(m, f.Problem)), valuesOf(m, f.PainPoints),
+			prefixed(CausePrefix, valuesOf(m, f.Causes)))
 
 		ac := &h.AccumulatedContext
 		level := contracts.UnderstandingBasic
@@ -210,11 +223,27 @@ func phaseResults(def *engine.Definition, m *engine.WorkingMemory) []contracts.P
 // OpenPrefix starts each of a handoff's knowledge gaps that is a required
 // obligation of the source left open; PutOffPrefix each open question, and
 // NotYetPrefix each sensitivity, that is an obligation the user put off.
+// ProblemPrefix starts the pain point that is the problem the source
+// session worked on, CausePrefix each that says why it happens, and
+// ShortlistPrefix each knowledge gap that is an idea the user shortlisted
+// to explore (Fields' Problem, Causes and Shortlist).
 const (
-	OpenPrefix   = "Still open: "
-	PutOffPrefix = "Put off by the user: "
-	NotYetPrefix = "The user preferred not to answer yet: "
+	OpenPrefix      = "Still open: "
+	PutOffPrefix    = "Put off by the user: "
+	NotYetPrefix    = "The user preferred not to answer yet: "
+	ProblemPrefix   = "Problem: "
+	CausePrefix     = "Root cause: "
+	ShortlistPrefix = "Shortlisted idea to explore: "
 )
+
+// prefixed is items, each after prefix; empty, not nil, for none.
+func prefixed(prefix string, items []string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		out = append(out, prefix+it)
+	}
+	return out
+}
 
 // openRequired lists the required obligations not yet satisfied.
 func openRequired(m *engine.WorkingMemory) []string {

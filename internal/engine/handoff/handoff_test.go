@@ -1234,3 +1234,93 @@ func eliminatedOf(h contracts.EngineHandoff) []string {
 	}
 	return out
 }
+
+// ideationSession is the coffee roaster's ideation session of the golden
+// chain (testdata/golden/chats/chain.txt in services/runner) at its
+// handoff to exploration, under memory version version: the problem
+// framed, its impact and root cause, the constraints, and two ideas
+// shortlisted, neither chosen.
+func ideationSession(t *testing.T, version int) (*engine.Definition, *engine.WorkingMemory) {
+	t.Helper()
+	def, ok := enginetest.Shipped(t).Get("ideation")
+	if !ok {
+		t.Fatal("ideation is not shipped")
+	}
+	m := enginetest.Memory(def)
+	m.SchemaVersion, m.TurnNumber = version, 14
+	enginetest.Set(m, "problem_space.problem_statement",
+		"coffee subscribers cancel after about three months, and I need ideas to keep them longer", 0.85, 1)
+	enginetest.Set(m, "problem_space.root_causes", []string{"they get bored of the same coffee"}, 0.75, 2)
+	enginetest.Set(m, "problem_space.impact", "$4,000 a month in lost revenue", 0.85, 3)
+	enginetest.Set(m, "problem_space.constraints", []string{"budget of $5k", "two people to work on it"}, 0.85, 4)
+	enginetest.Set(m, "idea_generation.ideas", []string{"a pause button in place of cancelling",
+		"a rotating origin of the month", "brewing guides with every bag"}, 0.75, 7)
+	enginetest.Set(m, "evaluation.shortlist", []string{"the pause button", "the origin of the month"}, 0.75, 13)
+	return def, m
+}
+
+// Ideation hands exploration the problem it framed and the ideas the user
+// shortlisted to explore. Under memory version 3 the shortlist is what the
+// exploration session is there to find out about (knowledge gaps, which a
+// later handoff does not carry on), and the root causes are the problem's
+// pain points: they used to be mapped as knowledge gaps, so that a known
+// cause read as an open question ("Still open: they get bored of the same
+// coffee"), and the shortlist was not handed over at all. A session of an
+// earlier version hands off as it did, for its replay to rebuild the
+// handoff its target started with.
+func TestIdeationHandsExplorationTheShortlist(t *testing.T) {
+	const problem = "coffee subscribers cancel after about three months, and I need ideas to keep them longer"
+	tests := []struct {
+		version           int
+		gaps, pains       []string
+		inFormat, notInIt []string
+	}{
+		{version: 2,
+			gaps:     []string{"they get bored of the same coffee"},
+			pains:    []string{problem, "$4,000 a month in lost revenue"},
+			inFormat: []string{"─── KNOWLEDGE GAPS ───\n• they get bored of the same coffee\n"},
+			notInIt:  []string{"• " + handoff.ShortlistPrefix, "• " + handoff.ProblemPrefix, "• " + handoff.CausePrefix}},
+		{version: 3,
+			gaps: []string{handoff.ShortlistPrefix + "the pause button", handoff.ShortlistPrefix + "the origin of the month"},
+			pains: []string{handoff.ProblemPrefix + problem, "$4,000 a month in lost revenue",
+				handoff.CausePrefix + "they get bored of the same coffee"},
+			inFormat: []string{
+				"─── KNOWLEDGE GAPS ───\n• Shortlisted idea to explore: the pause button\n• Shortlisted idea to explore: the origin of the month\n",
+				"─── PAIN POINTS ───\n• Problem: " + problem + "\n• $4,000 a month in lost revenue\n• Root cause: they get bored of the same coffee\n"},
+			notInIt: []string{"• they get bored"}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint("version ", tt.version), func(t *testing.T) {
+			def, m := ideationSession(t, tt.version)
+			h, err := handoff.Builtin().Map(handoff.Input{Source: def, Memory: m, TargetEngineID: "exploration",
+				Reason: "The user wants to learn about the solution options for the framed problem before committing to an idea", Now: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := handoff.Validate(h); !r.Valid {
+				t.Fatalf("invalid: %v", r.Errors)
+			}
+			sa := h.SituationAwareness
+			if !slices.Equal(sa.KnowledgeGapsRevealed, tt.gaps) {
+				t.Errorf("knowledge gaps = %q, want %q", sa.KnowledgeGapsRevealed, tt.gaps)
+			}
+			if !slices.Equal(sa.KeyPainPoints, tt.pains) {
+				t.Errorf("pain points = %q, want %q", sa.KeyPainPoints, tt.pains)
+			}
+			if got := h.ActionList.DecisionsReached; len(got) != 0 {
+				t.Errorf("decisions = %+v, want none: no idea was chosen", got)
+			}
+			text := handoff.Format(h, "Solution Exploration")
+			for _, want := range tt.inFormat {
+				if !strings.Contains(text, want) {
+					t.Errorf("the summary has no\n%s\nin\n%s", want, text)
+				}
+			}
+			for _, not := range tt.notInIt {
+				if strings.Contains(text, not) {
+					t.Errorf("the summary says %q:\n%s", not, text)
+				}
+			}
+		})
+	}
+}

@@ -534,15 +534,31 @@ func (r *Mappers) Unmapped(engines []*engine.Definition) []string {
 
 // Builtin returns the context mappers of the shipped engines' exit
 // transitions, with Generic as the fallback for engines loaded from
-// directories.
+// directories. Each maps a session by the rules of its memory version.
 func Builtin() *Mappers {
 	r := NewMappers()
+	before3 := builtinFieldsBefore3()
 	for name, f := range builtinFields() {
 		source, target, _ := strings.Cut(name, "->")
-		if err := r.Register(source, target, FromFields(f)); err != nil {
+		fn := FromFields(f)
+		if old, ok := before3[name]; ok {
+			fn = since(3, FromFields(old), fn)
+		}
+		if err := r.Register(source, target, fn); err != nil {
 			panic(err) // a duplicate in builtinFields, which only a change here causes
 		}
 	}
 	r.SetFallback(Generic)
 	return r
+}
+
+// since is the mapper that maps a session of memory version version or
+// later with mapper, and one of an earlier version with before.
+func since(version int, before, mapper Mapper) Mapper {
+	return func(in Input) contracts.EngineHandoff {
+		if in.Memory.SchemaVersion < version {
+			return before(in)
+		}
+		return mapper(in)
+	}
 }
