@@ -22,7 +22,8 @@ import (
 //     its eliminated options their question (the runner's exit);
 //   - 3: ideation hands exploration the problem as such, its root causes
 //     as pain points, not knowledge gaps, and the ideas shortlisted as the
-//     gaps to explore (handoff.Builtin).
+//     gaps to explore (handoff.Builtin); exploration's problem is met by a
+//     handoff that carries it (problemCarried).
 const MemorySchemaVersion = 3
 
 // WorkingMemory is a session's whole state: the seed's EngineWorkingMemory.

@@ -218,3 +218,48 @@ func TestSessionOfMemoryVersion1HandsOffDecisionsWithoutQuestions(t *testing.T) 
 		})
 	}
 }
+
+// chainIdeation are the messages of the golden chain's ideation session
+// (testdata/golden/chats/chain.txt), up to the one that hands off to
+// exploration: the coffee roaster frames the churn of its subscribers,
+// shortlists the pause button and the origin of the month, and wants to
+// explore the options before choosing.
+func chainIdeation(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile("testdata/golden/chats/chain.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for l := range strings.Lines(string(b)) {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			msgs = append(msgs, l)
+		}
+		if strings.Contains(l, "explore the options first") {
+			return msgs
+		}
+	}
+	t.Fatal("chain.txt has no message that hands ideation off to exploration")
+	return nil
+}
+
+// A user who framed a problem in ideation and went to exploration to find
+// out about the ideas shortlisted there, and says no more than "Sounds
+// good.", is not asked for the problem again: the handoff carries it
+// (problemCarried). Exploration's first reply used to ask "What would you
+// like to explore, and what problem is behind it?".
+func TestExplorationTakesUpIdeationsProblem(t *testing.T) {
+	h := handOff(t, "ideation", nil, chainIdeation(t)...)
+	res := startFrom(t, "exploration", &h, "Sounds good.")
+	def := newSession(t, "exploration").def
+	asked, _ := def.Obligation("problem_explored")
+	if strings.Contains(res.Reply, asked.Question) {
+		t.Errorf("the first reply %q asks %q, which the handoff answered", res.Reply, asked.Question)
+	}
+	if st, _ := res.State.Obligation(asked.ID); st.Status != engine.StatusSatisfied {
+		t.Errorf("%s is %s, want %s", asked.ID, st.Status, engine.StatusSatisfied)
+	}
+	if next, _ := def.Obligation("prior_knowledge_assessed"); !strings.HasSuffix(res.Reply, next.Question) {
+		t.Errorf("the first reply %q does not go on to %q", res.Reply, next.Question)
+	}
+}

@@ -51,7 +51,7 @@ func TestShippedEngineShapes(t *testing.T) {
 	}
 	ex, _ := cat.Get("exploration")
 	if len(ex.Phases) != 3 || len(ex.Obligations) != 18 || ex.CompletenessModel.Type != "decision-readiness" ||
-		len(ex.CompletenessModel.Heuristics) != 5 || len(ex.CustomEvaluators) != 13 {
+		len(ex.CompletenessModel.Heuristics) != 5 || len(ex.CustomEvaluators) != 14 {
 		t.Errorf("exploration: %d phases, %d obligations, model %s with %d heuristics, %d evaluators",
 			len(ex.Phases), len(ex.Obligations), ex.CompletenessModel.Type, len(ex.CompletenessModel.Heuristics), len(ex.CustomEvaluators))
 	}

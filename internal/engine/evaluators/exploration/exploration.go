@@ -1,6 +1,7 @@
-// Package exploration holds the 13 custom evaluators of the exploration
-// engine (engines/exploration.yaml), registered by name. They read the
-// engine's extraction fields by path; each returns a score in [0,1].
+// Package exploration holds the custom evaluators of the exploration
+// engine (engines/exploration.yaml), registered by name: the seed's 13,
+// and problemCarried. They read the engine's extraction fields by path,
+// and the session's inbound handoff; each returns a score in [0,1].
 //
 // Unlike the framework, these functions know one engine's schema: that is
 // what custom evaluators are for.
@@ -9,6 +10,7 @@ package exploration
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -36,9 +38,10 @@ const (
 	FieldReasoning        = "decision.reasoning"
 )
 
-// Evaluators returns the 13 evaluators by name.
+// Evaluators returns the evaluators by name.
 func Evaluators() map[string]engine.Evaluator {
 	return map[string]engine.Evaluator{
+		"problemCarried":                 ProblemCarried,
 		"knowledgeGapsIdentified":        KnowledgeGapsIdentified,
 		"backgroundResearchAvailable":    BackgroundResearchAvailable,
 		"userDemonstratesUnderstanding":  UserDemonstratesUnderstanding,
@@ -79,6 +82,31 @@ func ratio(n, want int) float64 { return math.Min(float64(n)/float64(want), 1) }
 func KnowledgeGapsIdentified(m *engine.WorkingMemory) float64 {
 	return ratio(count(m, FieldKnowledgeGaps), 2)
 }
+
+// ProblemCarried is 1.0 when the inbound handoff carries the problem to
+// explore: a pain point (the problem ideation framed, the core problem
+// project discovery captured), or the question a decision carried along a
+// chain of engines answered. The handoff at the top of the context gives
+// it, so the user is not asked for it again. A session of memory version 2
+// or earlier counts nothing carried (0), as the builds it started on did:
+// its engine named no evaluator there, and its turns on a later version
+// must ask what they asked.
+func ProblemCarried(m *engine.WorkingMemory) float64 {
+	if m.SchemaVersion < 3 {
+		return 0
+	}
+	h, ok := contracts.DecodeHandoff(m.InboundHandoff)
+	if !ok {
+		return 0
+	}
+	if slices.ContainsFunc(h.SituationAwareness.KeyPainPoints, nonBlank) ||
+		slices.ContainsFunc(h.ActionList.DecisionsReached, func(d contracts.Decision) bool { return nonBlank(d.Question) }) {
+		return 1
+	}
+	return 0
+}
+
+func nonBlank(s string) bool { return strings.TrimSpace(s) != "" }
 
 // BackgroundResearchAvailable: 1.0 when research notes were captured or a
 // background task completed with a result.

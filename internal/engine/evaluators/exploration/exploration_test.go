@@ -1,6 +1,7 @@
 package exploration
 
 import (
+	"cmp"
 	"encoding/json"
 	"testing"
 
@@ -60,9 +61,63 @@ func TestEvaluators(t *testing.T) {
 	}
 }
 
-func TestAllThirteen(t *testing.T) {
-	if n := len(Evaluators()); n != 13 {
-		t.Errorf("%d evaluators, want 13", n)
+// The seed's 13, and problemCarried.
+func TestAllFourteen(t *testing.T) {
+	if n := len(Evaluators()); n != 14 {
+		t.Errorf("%d evaluators, want 14", n)
+	}
+}
+
+// A session that starts from a handoff carrying the problem (the one
+// ideation framed, the core problem project discovery captured, the
+// question a decision carried along a chain answered) does not ask what
+// the user wants to explore and why: its first reply asked for the
+// problem ideation had just framed.
+func TestProblemCarried(t *testing.T) {
+	pains := contracts.SituationAwareness{KeyPainPoints: []string{"Problem: coffee subscribers cancel after about three months"}}
+	tests := []struct {
+		name    string
+		handoff *contracts.EngineHandoff
+		raw     string // the inbound handoff as recorded, when handoff is nil
+		version int    // the memory version, when not engine.MemorySchemaVersion
+		want    float64
+	}{
+		{name: "no handoff", want: 0},
+		{name: "the problem ideation framed", handoff: &contracts.EngineHandoff{SituationAwareness: pains}, want: 1},
+		{name: "the core problem project discovery captured", want: 1, handoff: &contracts.EngineHandoff{
+			SituationAwareness: contracts.SituationAwareness{KeyPainPoints: []string{"Jobs get lost on paper"}}}},
+		{name: "the question of a decision carried along", want: 1, handoff: &contracts.EngineHandoff{
+			ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{{Decision: "off-the-shelf tool",
+				Confidence: 0.85, Question: "How should we schedule our cleaning crews?"}}}}},
+		{name: "a decision without its question", want: 0, handoff: &contracts.EngineHandoff{
+			ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{{Decision: "off-the-shelf tool", Confidence: 0.85}}}}},
+		{name: "constraints alone", want: 0, handoff: &contracts.EngineHandoff{ActionList: contracts.ActionList{
+			ConstraintsIdentified: []contracts.IdentifiedConstraint{{Constraint: "budget of $5k"}}}}},
+		{name: "blank pain points and question", want: 0, handoff: &contracts.EngineHandoff{
+			SituationAwareness: contracts.SituationAwareness{KeyPainPoints: []string{" "}},
+			ActionList:         contracts.ActionList{DecisionsReached: []contracts.Decision{{Decision: "x", Question: " "}}}}},
+		{name: "the problem, memory version 2", version: 2, want: 0, handoff: &contracts.EngineHandoff{SituationAwareness: pains}},
+		{name: "null", raw: "null", want: 0},
+		{name: "not a handoff", raw: `"garbled"`, want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := mem(nil)
+			m.SchemaVersion, m.InboundHandoff = cmp.Or(tt.version, engine.MemorySchemaVersion), json.RawMessage(tt.raw)
+			if tt.handoff != nil {
+				b, err := json.Marshal(tt.handoff)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.InboundHandoff = b
+			}
+			if got := ProblemCarried(m); got != tt.want {
+				t.Errorf("ProblemCarried = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if Evaluators()["problemCarried"] == nil {
+		t.Error("problemCarried is not registered")
 	}
 }
 
