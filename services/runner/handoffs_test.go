@@ -246,9 +246,12 @@ func chainIdeation(t *testing.T) []string {
 // A user who framed a problem in ideation and went to exploration to find
 // out about the ideas shortlisted there, and says no more than "Sounds
 // good.", is not asked for the problem again: the handoff carries it
-// (problemCarried). Exploration's first reply used to ask "What would you
-// like to explore, and what problem is behind it?".
-func TestExplorationTakesUpIdeationsProblem(t *testing.T) {
+// (problemCarried), and the first reply says what it took up, the problem
+// and the ideas shortlisted. It used to ask "What would you like to
+// explore, and what problem is behind it?", after "Still open: they get
+// bored of the same coffee", the cause the user gave, and not a word of
+// the shortlist.
+func TestExplorationTakesUpIdeationsProblemAndShortlist(t *testing.T) {
 	h := handOff(t, "ideation", nil, chainIdeation(t)...)
 	res := startFrom(t, "exploration", &h, "Sounds good.")
 	def := newSession(t, "exploration").def
@@ -261,5 +264,18 @@ func TestExplorationTakesUpIdeationsProblem(t *testing.T) {
 	}
 	if next, _ := def.Obligation("prior_knowledge_assessed"); !strings.HasSuffix(res.Reply, next.Question) {
 		t.Errorf("the first reply %q does not go on to %q", res.Reply, next.Question)
+	}
+	for _, want := range []string{"The problem: coffee subscribers cancel after about three months, and you need ideas",
+		"You shortlisted the pause button and the origin of the month to explore."} {
+		if !strings.Contains(res.Reply, want) {
+			t.Errorf("the first reply %q does not say %q", res.Reply, want)
+		}
+	}
+	if strings.Contains(res.Reply, "Still open:") {
+		t.Errorf("the first reply %q says something is still open: the cause is known, the shortlist taken up", res.Reply)
+	}
+	v := handoff.Verify(h, res.Reply, handoff.Receiver{EngineID: "exploration", ProjectID: "proj-1"})
+	if gaps := v.Details.Components[handoff.KindGap]; !v.Verified || gaps.Total != 2 || gaps.Acknowledged != 2 {
+		t.Errorf("verification %+v; want the two shortlisted ideas acknowledged", v.Details)
 	}
 }

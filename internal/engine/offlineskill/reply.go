@@ -63,8 +63,13 @@ type Filed struct {
 // HandoffSummary is what the reply skill reads of an inbound handoff's
 // executive summary (package handoff's Format).
 type HandoffSummary struct {
-	Source                                      string
+	Source string
+	// Problem is the problem the source session worked on, as the user put
+	// it ("" when the handoff does not say which pain point it is).
+	Problem                                     string
 	Decisions, Constraints, Gaps, Sensitivities []string
+	// Shortlist are the ideas the user shortlisted, to explore here.
+	Shortlist []string
 }
 
 // ErrNotReplyPrompt is returned for a request the runner did not build.
@@ -209,9 +214,17 @@ func parseHandoff(text string) *HandoffSummary {
 			c, _, _ := strings.Cut(item, " → ")
 			h.Constraints = append(h.Constraints, c)
 		case cur == handoff.SectionGaps:
+			if idea, ok := strings.CutPrefix(item, handoff.ShortlistPrefix); ok {
+				h.Shortlist = append(h.Shortlist, idea)
+				continue
+			}
 			// An open obligation of the source comes as "Still open: …",
 			// and the acknowledgement says "Still open:" once.
 			h.Gaps = append(h.Gaps, strings.TrimPrefix(item, handoff.OpenPrefix))
+		case cur == handoff.SectionPainPoints:
+			if p, ok := strings.CutPrefix(item, handoff.ProblemPrefix); ok && h.Problem == "" {
+				h.Problem = p
+			}
 		case cur == handoff.SectionSensitive:
 			h.Sensitivities = append(h.Sensitivities, item)
 		}
@@ -241,8 +254,9 @@ func telling(decisions, questions []string) []string {
 }
 
 // acknowledge restates an inbound handoff at the start of the session's
-// first reply: where the conversation comes from, what was decided, the
-// constraints, what is still open and what to be careful about.
+// first reply: where the conversation comes from, the problem taken up,
+// what was decided, the ideas shortlisted to explore, the constraints,
+// what is still open and what to be careful about.
 func acknowledge(h *HandoffSummary) string {
 	list := func(xs []string) string {
 		if len(xs) > 6 {
@@ -251,8 +265,21 @@ func acknowledge(h *HandoffSummary) string {
 		return strings.Join(xs, "; ")
 	}
 	parts := []string{"Picking up from " + h.Source + "."}
+	if p := problemSaid(h.Problem); p != "" {
+		if !strings.HasSuffix(p, "…") && !strings.HasSuffix(p, "?") {
+			p += "."
+		}
+		parts = append(parts, "The problem: "+p)
+	}
 	if len(h.Decisions) > 0 {
 		parts = append(parts, "You decided on "+list(h.Decisions)+".")
+	}
+	if len(h.Shortlist) > 0 {
+		ideas := h.Shortlist
+		if len(ideas) > 6 {
+			ideas = append(ideas[:6:6], fmt.Sprintf("%d more", len(ideas)-6))
+		}
+		parts = append(parts, "You shortlisted "+andList(ideas)+" to explore.")
 	}
 	if len(h.Constraints) > 0 {
 		parts = append(parts, "I have noted your constraints: "+list(h.Constraints)+".")
@@ -264,6 +291,38 @@ func acknowledge(h *HandoffSummary) string {
 		parts = append(parts, "I will keep in mind: "+list(h.Sensitivities)+".")
 	}
 	return strings.Join(parts, " ")
+}
+
+// maxProblemWords is the most words of the problem the acknowledgement
+// says back: it recalls the problem, which the summary gives in full.
+const maxProblemWords = 25
+
+// problemSaid is a handoff's problem as the acknowledgement says it back:
+// in the user's words turned around ("I need ideas" is "you need ideas"),
+// without a final stop, cut after maxProblemWords (and then, or when the
+// summary clipped it, ending with "…"); "" for none.
+func problemSaid(problem string) string {
+	words := strings.Fields(strings.TrimRight(strings.TrimSuffix(problem, "…"), ".!;: "))
+	if len(words) == 0 {
+		return ""
+	}
+	cut := len(words) > maxProblemWords
+	if cut {
+		words = words[:maxProblemWords]
+		for len(words) > 3 && danglers[strings.ToLower(strings.Trim(words[len(words)-1], ","))] {
+			words = words[:len(words)-1] // not "… take photos and…"
+		}
+		words[len(words)-1] = strings.TrimRight(words[len(words)-1], ",;:")
+	}
+	turnAround(words)
+	said := strings.Join(words, " ")
+	if !keepsCapital(words, nil, nil) {
+		said = lowerFirst(said)
+	}
+	if cut || strings.HasSuffix(problem, "…") {
+		said += "…"
+	}
+	return said
 }
 
 // section returns the text under a header, up to the next blank line.
