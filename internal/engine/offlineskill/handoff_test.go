@@ -2,6 +2,7 @@ package offlineskill_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
 	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/internal/engine/offlineskill"
+	"github.com/praetorhq/praetor/internal/engine/tasks"
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/pkg/contracts"
 )
@@ -87,5 +89,29 @@ func TestReplyNamesTheProblemAndTheShortlistTakenUp(t *testing.T) {
 				t.Errorf("the first reply %q does not end with the next question", got)
 			}
 		})
+	}
+}
+
+// Research on the problem a handoff marked as such is about the problem,
+// not about "Problem: …": the task's first fact is the handoff's first
+// pain point (tasks.NewInput), and the offline findings say it.
+func TestResearchOnTheProblemAHandoffCarried(t *testing.T) {
+	body, err := json.Marshal(tasks.ResearchRequest{Handler: "research.solution_landscape", Task: tasks.Input{
+		TaskID: "landscape_research", DisplayName: "Solution landscape research", Facts: []string{
+			"Pain point (from an earlier session): " + handoff.ProblemPrefix + "coffee subscribers cancel after three months"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := offlineskill.Research(context.Background(), llm.Request{Purpose: tasks.PurposeResearch,
+		Messages: []llm.Message{{Role: llm.System, Content: "research"}, {Role: llm.User, Content: string(body)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f tasks.Findings
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("answer is not findings: %v: %s", err, out)
+	}
+	if want := `fit "coffee subscribers cancel after three months"`; !strings.Contains(f.Summary, want) {
+		t.Errorf("summary %q, want it to say %q", f.Summary, want)
 	}
 }

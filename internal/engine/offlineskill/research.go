@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/internal/engine/tasks"
 	"github.com/praetorhq/praetor/internal/llm"
 )
@@ -57,11 +58,12 @@ func Research(_ context.Context, req llm.Request) (string, error) {
 }
 
 // subject is what the research is about: the first fact the session has
-// (its core problem, in every shipped engine), else the task's name.
+// (its core problem, in every shipped engine, or the problem its inbound
+// handoff carried, without the handoff's mark), else the task's name.
 func subject(in tasks.Input) string {
 	if len(in.Facts) > 0 {
 		if _, v, ok := strings.Cut(in.Facts[0], ": "); ok && v != "" {
-			return "\"" + strings.TrimSuffix(v, ".") + "\""
+			return "\"" + strings.TrimSuffix(strings.TrimPrefix(v, handoff.ProblemPrefix), ".") + "\""
 		}
 	}
 	return strings.ToLower(in.DisplayName)
