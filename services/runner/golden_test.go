@@ -37,6 +37,10 @@ import (
 // assumption, goals, pains and open question carried). The v1-* files were
 // recorded by 1a7403c (2026-11-26), before session.started carried
 // memory_version: they replay with the rules of working memory version 1.
+// The v3-chain-* files are the chain again, recorded under memory version
+// 3: ideation hands exploration the problem, its root cause and the
+// shortlist (handoff.Builtin), and exploration 1.3.0 takes up the problem
+// (problemCarried); the chain-* files hold the version 2 path.
 //
 // A failure names the file and the first turn whose rebuilt state differs
 // from the one the live run recorded, or the model call the replay asked
