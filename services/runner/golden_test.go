@@ -40,7 +40,11 @@ import (
 // The v3-chain-* files are the chain again, recorded under memory version
 // 3: ideation hands exploration the problem, its root cause and the
 // shortlist (handoff.Builtin), and exploration 1.3.0 takes up the problem
-// (problemCarried); the chain-* files hold the version 2 path.
+// (problemCarried); the chain-* files hold the version 2 path. The
+// v3-profile-chain-* files are the only golden sessions of the two other
+// shipped handoffs: a business profile confirmed and handed to ideation
+// (its constraints, goals, pains and sensitivities), whose selected idea
+// goes on to project-discovery.
 //
 // A failure names the file and the first turn whose rebuilt state differs
 // from the one the live run recorded, or the model call the replay asked
@@ -52,7 +56,9 @@ import (
 // (goldenSessions): handoff-exploration's is handoff-project-discovery (and
 // v1-handoff-exploration's v1-handoff-project-discovery),
 // chain-ideation's chain-exploration, chain-exploration's
-// chain-project-discovery; a file that started with a handoff no golden
+// chain-project-discovery, v3-profile-chain-business-profile's
+// v3-profile-chain-ideation and its v3-profile-chain-project-discovery; a
+// file that started with a handoff no golden
 // session made fails too. Such a change must be gated, so that a
 // session keeps the rules it started with, live and in a replay:
 //
