@@ -204,3 +204,27 @@ func TestExtractionSkillMainUsersAndTheOthers(t *testing.T) {
 			want: map[string]any{"users_and_personas.primary_user": "technicians", "users_and_personas.secondary_users": "dispatchers"}},
 	})
 }
+
+// What the product has to be or do, said to how success will be measured,
+// is a constraint on it and measures nothing; a measure said with "has
+// to" is still one.
+func TestExtractionSkillRequirementMeasuresNothing(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "what it has to work with", focus: "success_metrics_defined",
+			msg:    "It has to work with our Shopify store and take card payments.",
+			absent: []string{"success_criteria.metrics"}},
+		{name: "what it must do", focus: "success_metrics_defined",
+			msg:    "It must take card payments.",
+			absent: []string{"success_criteria.metrics"}},
+		{name: "what the idea must do, to how it will be measured", engine: "ideation", focus: "success_metrics_defined",
+			msg:    "It must be ready before Christmas.",
+			absent: []string{"selection.success_metrics"}},
+		{name: "a measure is one", focus: "success_metrics_defined",
+			msg:  "Fewer missed jobs.",
+			want: map[string]any{"success_criteria.metrics": []any{"Fewer missed jobs"}}},
+		{name: "what the users have to do less is a measure", focus: "success_metrics_defined",
+			msg:  "Nobody has to call the office any more.",
+			want: map[string]any{"success_criteria.metrics": []any{"Nobody has to call the office"}}},
+	})
+}

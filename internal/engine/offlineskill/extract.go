@@ -287,6 +287,10 @@ func cueAnswer(p extraction.Prompt) Answer {
 		case f.ValueType == engine.TypeArray && doubts(*f) && statesCount(answer):
 			// "About 120 members, mostly locals", said late to "What are
 			// you unsure about?", is a size, which the user knows.
+		case measured(*f) && requires(answer):
+			// "It has to work with our Shopify store and take card
+			// payments", to how success will be measured, says what the
+			// product must do: a constraint, which measures nothing.
 		case answer != "":
 			// A question back ("What do you mean by that?") answers
 			// nothing, nor does saying what one does not know, about this
