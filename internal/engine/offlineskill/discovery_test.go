@@ -228,3 +228,18 @@ func TestExtractionSkillRequirementMeasuresNothing(t *testing.T) {
 			want: map[string]any{"success_criteria.metrics": []any{"Nobody has to call the office"}}},
 	})
 }
+
+// A doubt said twice in one sentence is two knowledge gaps, each without
+// the words that say the user is unsure.
+func TestExtractionSkillGapsEachWithoutTheirDoubt(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "not sure, then don't understand", engine: "exploration", focus: "knowledge_gaps_identified",
+			msg: "I'm not sure how the apps plug into our Shopify store and I don't understand what a custom build would cost.",
+			want: map[string]any{"initial_state.knowledge_gaps": []any{"how the apps plug into our Shopify store",
+				"what a custom build would cost"}}},
+		{name: "don't know, then not sure, unasked", engine: "exploration", focus: "options_identified",
+			msg:  "I don't know whether Glofox takes payments, and we're not sure how the fees work.",
+			want: map[string]any{"initial_state.knowledge_gaps": []any{"whether Glofox takes payments", "how the fees work"}}},
+	})
+}

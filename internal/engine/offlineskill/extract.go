@@ -1353,7 +1353,8 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				}
 			}
 			if list {
-				v = unreasoned(v.([]string)) // "I have 3 hours a week and it's costing me sleep"
+				v = reopened(re, v.([]string)) // "I'm not sure how …, and I don't understand what …"
+				v = unreasoned(v.([]string))   // "I have 3 hours a week and it's costing me sleep"
 				v = append(keywordItems(f, text[:loc[0]]), v.([]string)...)
 			}
 			if v, ok = whole(v, s, s.correction); !ok {
@@ -1480,6 +1481,40 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 	}
 	return fieldAnswer{}, false, blocked
+}
+
+// reopened are a pattern's items, each past the words of the pattern that
+// open it again after the user: "I'm not sure how the apps plug into our
+// Shopify store and I don't understand what a custom build would cost" is
+// unsure of how the apps plug in and of what a custom build would cost,
+// not of "I don't understand what …". The first item is the pattern's
+// value already.
+func reopened(re *regexp.Regexp, items []string) []string {
+	g := re.SubexpIndex("value")
+	if g <= 0 {
+		return items
+	}
+	for i := 1; i < len(items); i++ {
+		loc := re.FindStringSubmatchIndex(items[i])
+		if loc == nil || loc[2*g] < 0 || loc[2*g] == 0 || !userOnly(items[i][:loc[0]]) {
+			continue
+		}
+		if v := cleanSentence(items[i][loc[2*g]:loc[2*g+1]]); v != "" {
+			items[i] = v
+		}
+	}
+	return items
+}
+
+// userOnly reports whether the words before a cue's match say only who
+// speaks ("I", "we", "I'm", "we've really"): nothing of their own.
+func userOnly(before string) bool {
+	for _, w := range strings.Fields(strings.ToLower(strings.ReplaceAll(before, "’", "'"))) {
+		if w != "i" && w != "we" && !userSubjects[w] && !negationFillers[w] && !copulas[w] {
+			return false
+		}
+	}
+	return true
 }
 
 // headed is where a pattern's value that opens at start in text begins,
