@@ -243,3 +243,18 @@ func TestExtractionSkillGapsEachWithoutTheirDoubt(t *testing.T) {
 			want: map[string]any{"initial_state.knowledge_gaps": []any{"whether Glofox takes payments", "how the fees work"}}},
 	})
 }
+
+// Whose point of view an idea is seen from frames it, and is no idea
+// itself.
+func TestExtractionSkillFramingIsNoIdea(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "from someone's point of view", engine: "ideation", focus: "perspective_ideas_gathered",
+			msg: "From a subscriber's point of view, they would want to choose their next coffee and skip a month when they are away.",
+			want: map[string]any{"idea_generation.perspective_ideas": []any{"they would want to choose their next coffee",
+				"skip a month when they are away"}}},
+		{name: "from the point of view of someone", engine: "ideation", focus: "perspective_ideas_gathered",
+			msg:  "From the point of view of a parent, a crèche would help.",
+			want: map[string]any{"idea_generation.perspective_ideas": []any{"a crèche would help"}}},
+	})
+}

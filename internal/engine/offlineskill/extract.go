@@ -2579,6 +2579,15 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 				}
 				if strings.HasPrefix(after, ",") && opensWith(text, keyword) {
 					after = strings.TrimSpace(after[1:]) // "If money were no object, we could …"
+				} else if framing(lower[:i]) {
+					// "From a subscriber's point of view, they would want
+					// …", "From the point of view of a parent, …": the
+					// phrase the keyword is part of frames the items after
+					// it.
+					if j := strings.IndexByte(after, ','); j >= 0 && (j == 0 || strings.HasPrefix(after, "of ")) &&
+						!strings.ContainsAny(after[:j], ";:") {
+						after = strings.TrimSpace(after[j+1:])
+					}
 				}
 				switch {
 				case endsItem(after):
@@ -2631,6 +2640,16 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 	}
 	return nil, false
 }
+
+// framing reports whether the words before a keyword open a phrase that
+// says from where what follows is seen ("From a subscriber's", "In the
+// customer's"): a preposition, and no break of clause.
+func framing(before string) bool {
+	first, _, _ := strings.Cut(trimLeads(strings.TrimSpace(before), leads), " ")
+	return framingPrepositions[first] && !strings.ContainsAny(before, ",;:")
+}
+
+var framingPrepositions = engine.WordSet(`from in through`)
 
 // subjectOf is what follows a keyword that is the verb of a clause about
 // the user ("What worries me is the monthly fee", "What concerns us most
