@@ -258,3 +258,20 @@ func TestExtractionSkillFramingIsNoIdea(t *testing.T) {
 			want: map[string]any{"idea_generation.perspective_ideas": []any{"a crèche would help"}}},
 	})
 }
+
+// What the user likes "that" an option is or does is the clause, one item
+// for each "that"; "that" before a noun points at a thing.
+func TestExtractionSkillLikedThatIsOneClause(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "one clause", engine: "exploration", focus: "pros_explored",
+			msg:  "I like that a subscription app is cheap and quick to start.",
+			want: map[string]any{"solution_landscape.option_pros": []any{"a subscription app is cheap and quick to start"}}},
+		{name: "a clause for each that", engine: "exploration", focus: "pros_explored",
+			msg:  "I like that it's cheap and that Glofox has an app for members.",
+			want: map[string]any{"solution_landscape.option_pros": []any{"it's cheap", "Glofox has an app for members"}}},
+		{name: "that before a noun", engine: "exploration", focus: "pros_explored",
+			msg:  "I like that app and the price.",
+			want: map[string]any{"solution_landscape.option_pros": []any{"that app", "the price"}}},
+	})
+}

@@ -2610,6 +2610,13 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 			}
 		}
 		items := splitItems(part, clauses)
+		if introduced {
+			if said := thatClauses(part); said != nil {
+				// "I like that a subscription app is cheap and quick to
+				// start": what the user likes is the clause, one item.
+				items = said
+			}
+		}
 		if len(items) > 1 {
 			// "Pret does a coffee subscription, we could copy that": the
 			// remark on the item is none.
@@ -2640,6 +2647,35 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 	}
 	return nil, false
 }
+
+// thatClauses are the clauses "that" opens after a keyword ("I like that
+// a subscription app is cheap and quick to start", "… that it's cheap and
+// that Glofox has an app"), each without its "that": what they say is
+// one item each, whatever "and" joins within them. nil when part opens
+// with no such clause ("that app", "that one").
+func thatClauses(part string) []string {
+	w := strings.Fields(strings.ReplaceAll(part, "’", "'"))
+	if len(w) < 3 || !strings.EqualFold(w[0], "that") {
+		return nil
+	}
+	if next := strings.ToLower(w[1]); !determiners[next] && !subjectPronouns[next] && !thatSubjects[next] && !upper(w[1]) {
+		return nil
+	}
+	var out []string
+	for _, c := range thatAnd.Split(strings.TrimSpace(part[len(w[0]):]), -1) {
+		if c = cleanSentence(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+var (
+	// thatSubjects open the subject of a clause after "that", besides the
+	// determiners and subject pronouns.
+	thatSubjects = engine.WordSet(`its their his her this these those you're`)
+	thatAnd      = regexp.MustCompile(`(?i)(?:,\s*|\s+)(?:and|but|plus)\s+that\s+`)
+)
 
 // framing reports whether the words before a keyword open a phrase that
 // says from where what follows is seen ("From a subscriber's", "In the
