@@ -18,7 +18,12 @@ func withoutReasons(p extraction.Prompt, ans Answer) {
 	for path, fa := range ans.Fields {
 		f := promptField(p, path)
 		v, isString := fa.Value.(string)
-		if f == nil || f.ValueType != engine.TypeString || !isString || asksWhy(*f) {
+		if f == nil || f.ValueType != engine.TypeString || !isString {
+			continue
+		}
+		if asksWhy(*f) {
+			fa.Value = reasonAfter(v, fa.keyword)
+			ans.Fields[path] = fa
 			continue
 		}
 		v = valueAlone(v)
@@ -37,6 +42,32 @@ func asksWhy(f extraction.PromptField) bool {
 	t := engine.LowerText(f.DisplayName + " " + f.Description)
 	return slices.ContainsFunc([]string{"why", "reason", "reasons", "reasoning", "rationale"}, t.Contains)
 }
+
+// reasonAfter is the reason a sentence gives after the conjunction that
+// found it, the keyword of a field that asks why: "I'll go with the
+// subscription app because it is cheap and fast to start" chose the app
+// for the reason "it is cheap and fast to start". A "since" that opens a
+// time ("since 2019", "since last year") gives none, and a sentence whose
+// conjunction opens no clause of a few words stays as it is.
+func reasonAfter(v, keyword string) string {
+	if !reasonConjunctions[strings.ToLower(keyword)] {
+		return v
+	}
+	at := engine.PhraseIndex(v, keyword)
+	if at < 0 {
+		return v
+	}
+	rest := strings.TrimSpace(v[at+len(keyword):])
+	rest = strings.TrimSpace(strings.TrimPrefix(rest, "of ")) // "because of the price"
+	words := strings.Fields(rest)
+	if len(words) < 2 || isNumber(strings.ToLower(words[0])) || times[strings.ToLower(words[0])] {
+		return v
+	}
+	return cleanSentence(rest)
+}
+
+// reasonConjunctions open the reason a clause before them has.
+var reasonConjunctions = engine.WordSet(`because since`)
 
 // valueAlone is a value without the reason said after it: what stands
 // before ", because …", ", since we …", ", as we …" or ", my partner
