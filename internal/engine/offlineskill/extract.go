@@ -270,9 +270,9 @@ func cueAnswer(p extraction.Prompt) Answer {
 		var v any
 		ok := false
 		switch {
-		case f.Cues.Firm && (hedged || tentative(answer)):
-			// "Maybe the cheaper one" decides nothing, nor does "Whatever
-			// I pick, it has to be cheap".
+		case f.Cues.Firm && (hedged || tentative(answer) || engine.PhraseIndex(answer, "i think") >= 0):
+			// "Maybe the cheaper one" decides nothing, nor do "Whatever
+			// I pick, it has to be cheap" and "Glofox, I think".
 		case f.ValueType == engine.TypeBoolean:
 			// A yes-or-no question is answered by a yes or a no, not by
 			// whatever the user says next ("Our team is me and Ana" does
@@ -1309,9 +1309,10 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			if before := text[:loc[0]]; f.Cues.Firm && (engine.IsQuestion(s.text) ||
-				tentative(before[strings.LastIndexAny(before, ",;:")+1:])) {
-				// "Should we go with the hosted one?" and "If we go with
-				// the hosted one, …" choose nothing.
+				tentative(before[strings.LastIndexAny(before, ",;:")+1:]) || hedgedChoice(text, loc)) {
+				// "Should we go with the hosted one?", "If we go with the
+				// hosted one, …" and "We'll go with Glofox, probably"
+				// choose nothing.
 				continue
 			}
 			m, start := submatches(text, loc), -1
@@ -2470,6 +2471,32 @@ func submatches(s string, loc []int) []string {
 		}
 	}
 	return m
+}
+
+// hedgedChoice reports whether what a pattern found at loc in text is
+// said with a hedge: in its clause before it ("I guess we'll go with
+// Glofox", "I think I'll pick Mindbody"), or after it with nothing else
+// ("We'll go with Glofox, probably.", "…, I think."). A choice is a
+// leaning then, not the decision; a hedge in a reason after it ("…
+// because it's probably cheaper") hedges the reason.
+func hedgedChoice(text string, loc []int) bool {
+	before := strings.ToLower(text[:loc[0]])
+	before = before[strings.LastIndexAny(before, ",;:")+1:]
+	if engine.PhraseIndex(before, "i think") >= 0 || slices.ContainsFunc(strings.Fields(before), func(w string) bool {
+		return hedgeWords[w]
+	}) {
+		return true
+	}
+	hedged := false
+	for _, w := range strings.FieldsFunc(strings.ToLower(text[loc[1]:]), func(r rune) bool {
+		return !unicode.IsLetter(r) && r != '\''
+	}) {
+		if !noContent[w] {
+			return false
+		}
+		hedged = hedged || hedgeWords[w] || w == "think"
+	}
+	return hedged
 }
 
 // tentative reports whether a clause opens with a condition ("If we go

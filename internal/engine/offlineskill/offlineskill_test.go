@@ -1751,6 +1751,11 @@ func TestExtractionSkillFirmDecision(t *testing.T) {
 		"So if I pick the hosted one, will it scale?":          nil,
 		"Should we go with the hosted one?":                    nil,
 		"Even if it costs more, we'll go with the hosted one.": "hosted one",
+		"We'll go with Glofox, probably.":                      nil,
+		"I'll go with Glofox, I think.":                        nil,
+		"I guess we'll go with Glofox.":                        nil,
+		"We'll go with Glofox because it's probably cheaper.":  "Glofox",
+		"We'll go with Glofox, definitely.":                    "Glofox",
 	} {
 		ans := extract(t, def, engine.NewExtraction(), focus, msg)
 		var got any
