@@ -281,3 +281,17 @@ func TestExtractionSkillLikedThatIsOneClause(t *testing.T) {
 			want: map[string]any{"solution_landscape.option_pros": []any{"that app", "the price"}}},
 	})
 }
+
+// What the user says of themselves after a "but" is none of the options
+// they named before it.
+func TestExtractionSkillOptionsEndAtTheUsersBut(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "but I have never", engine: "exploration", focus: "prior_knowledge_assessed",
+			msg:  "I've heard of Recharge, but I have never built software myself.",
+			want: map[string]any{"solution_landscape.options": []any{"Recharge"}}},
+		{name: "but we've never", engine: "exploration", focus: "prior_knowledge_assessed",
+			msg:  "I've heard of Recharge and Bold but we've never used them.",
+			want: map[string]any{"solution_landscape.options": []any{"Recharge", "Bold"}}},
+	})
+}

@@ -1321,6 +1321,9 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				// at its preposition takes its head back.
 				start = headed(text, loc[2*g])
 				m[g] = text[start:loc[2*g+1]]
+				if list {
+					m[g] = beforeContrast(m[g]) // "Recharge, but I have never built software myself"
+				}
 			}
 			free := allowed(s)
 			if !free && !list {
@@ -1483,6 +1486,18 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 	}
 	return fieldAnswer{}, false, blocked
 }
+
+// beforeContrast is a list's value up to a "but" that opens a clause of
+// the user's ("I've heard of Recharge, but I have never built software
+// myself"): what the user says of themselves after it is no item.
+func beforeContrast(v string) string {
+	if loc := userContrast.FindStringIndex(v); loc != nil && loc[0] > 0 {
+		return v[:loc[0]]
+	}
+	return v
+}
+
+var userContrast = regexp.MustCompile(`(?i)(?:,\s*|\s+)but\s+(?:i|we)(?:['’](?:ve|m|re|d|ll))?\b`)
 
 // reopened are a pattern's items, each past the words of the pattern that
 // open it again after the user: "I'm not sure how the apps plug into our
