@@ -295,3 +295,22 @@ func TestExtractionSkillOptionsEndAtTheUsersBut(t *testing.T) {
 			want: map[string]any{"solution_landscape.options": []any{"Recharge", "Bold"}}},
 	})
 }
+
+// Groups of people counted in one sentence are as many people as they
+// add up to, not the last group's count; a count of things beside them,
+// or one before a colon that counts them all, is no such sum.
+func TestExtractionSkillGroupsCountedAddUp(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "subscribers and staff", focus: "user_count_estimated", msg: "About 900 subscribers and two staff.",
+			want: map[string]any{"users_and_personas.user_count": 902.0}},
+		{name: "what we have", focus: "user_count_estimated", msg: "We have about 40 technicians and 5 office staff.",
+			want: map[string]any{"users_and_personas.user_count": 45.0}},
+		{name: "a head count and who it is", focus: "user_count_estimated",
+			msg: "About 900 users: our subscribers and the two of us.", want: map[string]any{"users_and_personas.user_count": 900.0}},
+		{name: "people and things", focus: "user_count_estimated", msg: "40 technicians and 3 vans.",
+			want: map[string]any{"users_and_personas.user_count": 40.0}},
+		{name: "the team asked", engine: "business-profile", focus: "team_size_known", msg: "Four bakers and two drivers.",
+			want: map[string]any{"team_composition.headcount": 6.0}},
+	})
+}

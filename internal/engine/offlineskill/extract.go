@@ -1331,6 +1331,11 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			v, ok := patternValue(f.ValueType, re, m)
+			if ok && f.ValueType == engine.TypeNumber {
+				if n, counted := groupsCounted(s.figures); counted {
+					v = n // "About 900 subscribers and two staff" are 902 people
+				}
+			}
 			if !ok {
 				if g := re.SubexpIndex("value"); g > 0 && loc[2*g] < 0 {
 					if none == nil {
@@ -2599,6 +2604,9 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 			// group; the group is the sum of its parts, when each says how
 			// many.
 			return groupCount(s)
+		}
+		if n, ok := groupsCounted(figures(s)); ok {
+			return n, true // "Four bakers and two drivers"
 		}
 		return ParseNumber(s)
 	case engine.TypeBoolean:

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/praetorhq/praetor/internal/engine"
 )
 
 // spelled finds a number written in words, from its first word to its
@@ -90,3 +92,58 @@ func lastWord(s string) string {
 	}
 	return w[len(w)-1]
 }
+
+// groupsCounted is how many people a sentence that counts groups of them
+// says there are ("About 900 subscribers and two staff" 902, "40
+// technicians and 5 office staff" 45): the sum of its items, each a
+// number and the people it counts. A sentence with any other item ("40
+// technicians and 3 vans"), or a colon, whose head counts them all
+// ("About 900 users: our subscribers and the two of us"), counts no
+// groups.
+func groupsCounted(figures string) (float64, bool) {
+	if strings.Contains(figures, ":") {
+		return 0, false
+	}
+	items := SplitItems(cleanSentence(figures))
+	if len(items) < 2 {
+		return 0, false
+	}
+	sum := 0.0
+	for _, it := range items {
+		w := strings.Fields(strings.ToLower(trimLeads(it, countLeads)))
+		for len(w) > 0 && (roughly[w[0]] || w[0] == "and") {
+			w = w[1:]
+		}
+		if len(w) < 2 || !isFigure(w[0]) || !countsPeople(w[len(w)-1]) {
+			return 0, false
+		}
+		n, ok := ParseNumber(w[0])
+		f, isFloat := n.(float64)
+		if !ok || !isFloat {
+			return 0, false
+		}
+		sum += f
+	}
+	return sum, true
+}
+
+// countsPeople reports whether a plural noun names people ("subscribers",
+// "staff", "technicians"), not things ("vans").
+func countsPeople(w string) bool {
+	if peopleNouns[w] {
+		return true
+	}
+	for _, suffix := range []string{"ers", "ors", "ians", "ists", "ees"} {
+		if strings.HasSuffix(w, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// countLeads say who has the people counted ("We have 40 technicians").
+var countLeads = []string{"we have", "we've got", "we've", "i have", "i've got", "there are", "there's", "it's",
+	"it is", "just", "only", "so", "well"}
+
+var peopleNouns = engine.WordSet(`staff people users members employees clients customers students patients parents
+	residents agents tenants volunteers nurses guests kids children adults families locals`)
