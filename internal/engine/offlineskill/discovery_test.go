@@ -314,3 +314,19 @@ func TestExtractionSkillGroupsCountedAddUp(t *testing.T) {
 			want: map[string]any{"team_composition.headcount": 6.0}},
 	})
 }
+
+// A keyword said only within what another field's pattern found names
+// that value: "decide by January" is a date to decide by, not the
+// problem to explore, which "decide" is a keyword of.
+func TestExtractionSkillKeywordWithinAPatternsValue(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "a date to decide by", engine: "exploration", msg: "I'd like to decide by January.",
+			want:   map[string]any{"decision.constraints": []any{"decide by January"}},
+			absent: []string{"initial_state.problem_statement"}},
+		{name: "the keyword said outside it too", engine: "exploration",
+			msg: "I need to decide which booking tool to use, and decide by January.",
+			want: map[string]any{"decision.constraints": []any{"decide by January"},
+				"initial_state.problem_statement": "I need to decide which booking tool to use, and decide by January"}},
+	})
+}

@@ -132,6 +132,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 		aboutKnown = aboutKnown || blocked
 	}
 	claimed(ans, fields)
+	patternsClaim(ans)
 	if path, fa, ok := optionsFor(p, ans, sentences); ok {
 		ans.Fields[path] = fa
 	}
@@ -757,6 +758,59 @@ func claimed(ans Answer, fields []extraction.PromptField) {
 		}
 		taken[v] = true
 	}
+}
+
+// patternsClaim leaves to a field a pattern answered the keyword said
+// only within the value the pattern found: "I'd like to decide by
+// January" is a date the decision is due by, whose pattern takes "decide
+// by January", and not the problem to explore, though "decide" is a
+// keyword of it. A keyword said outside it ("I need to decide which
+// booking tool to use, and decide by January") still gives its field the
+// sentence.
+func patternsClaim(ans Answer) {
+	for path, fa := range ans.Fields {
+		v, isString := fa.Value.(string)
+		if fa.keyword == "" || !isString {
+			continue
+		}
+		for other, oa := range ans.Fields {
+			if other != path && oa.byPattern && slices.ContainsFunc(texts(oa.Value), func(found string) bool {
+				return onlyWithin(v, found, fa.keyword)
+			}) {
+				delete(ans.Fields, path)
+				break
+			}
+		}
+	}
+}
+
+// texts are the strings a value holds: itself, or its items.
+func texts(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []string:
+		return v
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, it := range v {
+			if s, ok := it.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// onlyWithin reports whether keyword is said in text only within found,
+// a part of it.
+func onlyWithin(text, found, keyword string) bool {
+	i := engine.PhraseIndex(text, found)
+	if i < 0 || engine.PhraseIndex(found, keyword) < 0 {
+		return false
+	}
+	return engine.PhraseIndex(text[:i]+" "+text[i+len(found):], keyword) < 0
 }
 
 // saysNone reports whether a message says the list f asks for has no
