@@ -330,3 +330,20 @@ func TestExtractionSkillKeywordWithinAPatternsValue(t *testing.T) {
 				"initial_state.problem_statement": "I need to decide which booking tool to use, and decide by January"}},
 	})
 }
+
+// What a name has that is good is a pro of an option only when the name
+// is one of the options known: "Leeds has a great yoga scene" is not.
+func TestExtractionSkillProOfANameThatIsNoOption(t *testing.T) {
+	t.Parallel()
+	options := map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}}
+	runExtractionCases(t, []extractionCase{
+		{name: "a place", engine: "exploration", focus: "pros_explored", current: options,
+			msg: "Leeds has a great yoga scene.", absent: []string{"solution_landscape.option_pros"}},
+		{name: "a place beside an option", engine: "exploration", focus: "pros_explored", current: options,
+			msg:  "Leeds has a great yoga scene, and Glofox is cheap.",
+			want: map[string]any{"solution_landscape.option_pros": []any{"Glofox is cheap"}}},
+		{name: "an option", engine: "exploration", focus: "pros_explored", current: options,
+			msg:  "Glofox has a nice app for members.",
+			want: map[string]any{"solution_landscape.option_pros": []any{"Glofox has a nice app for members"}}},
+	})
+}

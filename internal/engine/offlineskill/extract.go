@@ -133,6 +133,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 	}
 	claimed(ans, fields)
 	patternsClaim(ans)
+	aboutKnown = ofOptions(p, ans) || aboutKnown
 	if path, fa, ok := optionsFor(p, ans, sentences); ok {
 		ans.Fields[path] = fa
 	}

@@ -1,12 +1,15 @@
 package offlineskill
 
 import (
+	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
 )
 
 // subjectNamed puts into a pattern's value that opens with "it", the
@@ -121,4 +124,64 @@ var notNames = engine.WordSet(`everyone everybody nobody someone people members 
 func upper(w string) bool {
 	r, _ := utf8.DecodeRuneInString(w)
 	return unicode.IsUpper(r)
+}
+
+// ofOptions takes off the lists said of the options ("Advantages of the
+// options") the items a pattern found of a name that is none of them,
+// when the options are known: "Leeds has a great yoga scene" says nothing
+// of Mindbody or Glofox, though a name that has something great opens it
+// as one of them would. With no option known, any name may be one.
+// taken reports an item taken off: the message is about no option, and
+// answers no question asked.
+func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
+	var options []string
+	for _, f := range p.Fields {
+		if w := contentWords(f.DisplayName); f.ValueType != engine.TypeArray || len(w) != 1 || !w["options"] {
+			continue
+		}
+		var known []string
+		_ = json.Unmarshal(f.Current, &known)
+		options = append(known, texts(ans.Fields[f.Path].Value)...)
+		break
+	}
+	if len(options) == 0 {
+		return false
+	}
+	for _, f := range p.Fields {
+		fa, ok := ans.Fields[f.Path]
+		if !ok || !fa.byPattern || f.ValueType != engine.TypeArray || !saidOfOptions(f) {
+			continue
+		}
+		var was []string
+		_ = json.Unmarshal(f.Current, &was)
+		items := texts(fa.Value)
+		kept := slices.DeleteFunc(slices.Clone(items), func(it string) bool {
+			if slices.Contains(was, it) {
+				return false
+			}
+			name := subjectName(it)
+			return name != "" && !slices.ContainsFunc(options, func(o string) bool {
+				n, w := contentWords(name), contentWords(o)
+				return len(n) > 0 && len(w) > 0 && (all(n, w) || all(w, n))
+			})
+		})
+		if len(kept) == len(items) {
+			continue
+		}
+		taken = true
+		if v, changed := grow(f.Current, kept, false); len(kept) > 0 && changed {
+			fa.Value = v
+			ans.Fields[f.Path] = fa
+		} else {
+			delete(ans.Fields, f.Path)
+		}
+	}
+	return taken
+}
+
+// saidOfOptions reports whether a list's items are said of the options
+// ("Advantages of the options", "The user's reactions to the options").
+func saidOfOptions(f extraction.PromptField) bool {
+	d := strings.ToLower(f.Description)
+	return strings.Contains(d, "of the options") || strings.Contains(d, "to the options")
 }
