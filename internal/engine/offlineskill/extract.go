@@ -2759,6 +2759,9 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 // one item each, whatever "and" joins within them. nil when part opens
 // with no such clause ("that app", "that one").
 func thatClauses(part string) []string {
+	if len(part) < 5 || !strings.EqualFold(part[:5], "that ") {
+		return nil
+	}
 	w := strings.Fields(strings.ReplaceAll(part, "’", "'"))
 	if len(w) < 3 || !strings.EqualFold(w[0], "that") {
 		return nil

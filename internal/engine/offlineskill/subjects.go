@@ -135,22 +135,17 @@ func upper(w string) bool {
 // answers no question asked.
 func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
 	var options []string
-	for _, f := range p.Fields {
-		if w := contentWords(f.DisplayName); f.ValueType != engine.TypeArray || len(w) != 1 || !w["options"] {
-			continue
-		}
-		var known []string
-		_ = json.Unmarshal(f.Current, &known)
-		options = append(known, texts(ans.Fields[f.Path].Value)...)
-		break
-	}
-	if len(options) == 0 {
-		return false
-	}
+	looked := false
 	for _, f := range p.Fields {
 		fa, ok := ans.Fields[f.Path]
 		if !ok || !fa.byPattern || f.ValueType != engine.TypeArray || !saidOfOptions(f) {
 			continue
+		}
+		if !looked {
+			options, looked = knownOptions(p, ans), true
+		}
+		if len(options) == 0 {
+			return false
 		}
 		var was []string
 		_ = json.Unmarshal(f.Current, &was)
@@ -177,6 +172,20 @@ func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
 		}
 	}
 	return taken
+}
+
+// knownOptions are the options known and those the answer names: the
+// items of the list named "Options".
+func knownOptions(p extraction.Prompt, ans Answer) []string {
+	for _, f := range p.Fields {
+		if f.ValueType != engine.TypeArray || !strings.EqualFold(strings.TrimSpace(f.DisplayName), "options") {
+			continue
+		}
+		var known []string
+		_ = json.Unmarshal(f.Current, &known)
+		return append(known, texts(ans.Fields[f.Path].Value)...)
+	}
+	return nil
 }
 
 // saidOfOptions reports whether a list's items are said of the options
