@@ -130,7 +130,7 @@ func FromFields(f Fields) Mapper {
 		sa.UserConfidenceLevel = confidenceLevel(len(al.DecisionsReached) > 0, confidence, m.SocioEmotional)
 		sa.KnowledgeGapsRevealed = append(valuesOf(m, f.Gaps), prefixed(ShortlistPrefix, valuesOf(m, f.Shortlist))...)
 		for _, id := range m.BackgroundTasks.Gaps {
-			sa.KnowledgeGapsRevealed = append(sa.KnowledgeGapsRevealed, "Background research did not complete: "+taskName(def, id))
+			sa.KnowledgeGapsRevealed = append(sa.KnowledgeGapsRevealed, ResearchGapPrefix+taskName(def, id))
 		}
 		if len(sa.KnowledgeGapsRevealed) == 0 {
 			// No gap in the user's knowledge was recorded: what the source
@@ -226,7 +226,9 @@ func phaseResults(def *engine.Definition, m *engine.WorkingMemory) []contracts.P
 // ProblemPrefix starts the pain point that is the problem the source
 // session worked on, CausePrefix each that says why it happens, and
 // ShortlistPrefix each knowledge gap that is an idea the user shortlisted
-// to explore (Fields' Problem, Causes and Shortlist).
+// to explore (Fields' Problem, Causes and Shortlist). ResearchGapPrefix
+// starts each knowledge gap that is a background task of the source that
+// did not complete.
 const (
 	OpenPrefix      = "Still open: "
 	PutOffPrefix    = "Put off by the user: "
@@ -234,7 +236,24 @@ const (
 	ProblemPrefix   = "Problem: "
 	CausePrefix     = "Root cause: "
 	ShortlistPrefix = "Shortlisted idea to explore: "
+
+	ResearchGapPrefix = "Background research did not complete: "
 )
+
+// framings are the prefixes the mappers frame an element with.
+var framings = []string{OpenPrefix, PutOffPrefix, NotYetPrefix, ProblemPrefix, CausePrefix, ShortlistPrefix, ResearchGapPrefix}
+
+// unframed is text without the prefix a mapper framed it with, if any:
+// what the element says ("the pause button", not "Shortlisted idea to
+// explore: the pause button").
+func unframed(text string) string {
+	for _, p := range framings {
+		if rest, ok := strings.CutPrefix(text, p); ok {
+			return rest
+		}
+	}
+	return text
+}
 
 // prefixed is items, each after prefix; empty, not nil, for none.
 func prefixed(prefix string, items []string) []string {

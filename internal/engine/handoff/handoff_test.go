@@ -1324,3 +1324,41 @@ func TestIdeationHandsExplorationTheShortlist(t *testing.T) {
 		})
 	}
 }
+
+// The words the mapper frames an element with ("Shortlisted idea to
+// explore: ", "Still open: ", "Background research did not complete: ")
+// are no part of what the receiver must acknowledge: a reply that says
+// them back names none of the elements.
+func TestVerifyLooksPastAnElementsFraming(t *testing.T) {
+	receiver := handoff.Receiver{EngineID: "exploration", ProjectID: "proj_xyz789"}
+	h := makeHandoff(func(h *contracts.EngineHandoff) {
+		h.Metadata.SourceEngineID, h.Metadata.TargetEngineID = "ideation", "exploration"
+		h.ActionList.DecisionsReached, h.ActionList.ConstraintsIdentified = nil, nil
+		h.SituationAwareness.KnowledgeGapsRevealed = []string{
+			handoff.ShortlistPrefix + "the pause button", handoff.ShortlistPrefix + "the origin of the month",
+			handoff.OpenPrefix + "Budget range", "Background research did not complete: market sizing"}
+		h.RelationalState.Sensitivities = []string{handoff.NotYetPrefix + "Revenue figures"}
+	})
+	for _, tt := range []struct {
+		reply    string
+		verified bool
+	}{
+		{"You shortlisted some ideas to explore. Some things are still open, the background research did not " +
+			"complete, and you preferred not to answer yet.", false},
+		{"You shortlisted the pause button and the origin of the month. We still need a budget range and " +
+			"market sizing; I won't press on revenue figures.", true},
+	} {
+		v := handoff.Verify(h, tt.reply, receiver)
+		if v.Verified != tt.verified {
+			t.Errorf("verified = %t, want %t for %q: %+v", v.Verified, tt.verified, tt.reply, v.Details.Elements)
+		}
+		for _, e := range v.Details.Elements {
+			for _, k := range e.Keywords {
+				if slices.Contains([]string{"shortlisted", "idea", "explore", "still", "open", "background",
+					"research", "complete", "preferred", "answer"}, k) {
+					t.Errorf("keyword %q of %q is the mapper's framing", k, e.Text)
+				}
+			}
+		}
+	}
+}

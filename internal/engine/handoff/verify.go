@@ -181,8 +181,13 @@ func Verify(h contracts.EngineHandoff, reply string, r Receiver) Verification {
 	}
 }
 
+// check is the element text of kind against the reply's keywords. Its own
+// keywords are those of what it says, without the mapper's framing
+// (unframed): "Shortlisted idea to explore: the pause button" is
+// acknowledged by a reply that names the pause button, not by one that
+// says "you shortlisted some ideas to explore".
 func check(kind, text string, reply []string) ElementCheck {
-	e := ElementCheck{Kind: kind, Text: text, Keywords: Keywords(text), Matched: []string{}}
+	e := ElementCheck{Kind: kind, Text: text, Keywords: Keywords(unframed(text)), Matched: []string{}}
 	for _, k := range e.Keywords {
 		for _, w := range reply {
 			if k == w || Jaccard(bigrams(k), bigrams(w)) >= KeywordMatch {
