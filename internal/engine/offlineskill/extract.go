@@ -213,6 +213,19 @@ func cueAnswer(p extraction.Prompt) Answer {
 		}
 		return ans
 	}
+	if f := focusList(p); f != nil && takesSteps(*f) && actions(msg) {
+		// "Test the recipes, buy a freezer and ask two cafes to pilot it",
+		// to the next steps asked, is a list of steps: a keyword of
+		// another field inside one of them ("pilot") is part of the step,
+		// unless it opens a sentence or is its subject.
+		for path, fa := range ans.Fields {
+			if fa.keyword != "" && !fa.byPattern && path != f.Path && !slices.ContainsFunc(sentences, func(s sentence) bool {
+				return leading(s.lower, fa.keyword)
+			}) {
+				delete(ans.Fields, path)
+			}
+		}
+	}
 	if len(ans.Fields) > 0 || aboutKnown {
 		// The cues found what the message is about: the question was
 		// answered through them, or the user talked about something else —
@@ -289,6 +302,10 @@ func cueAnswer(p extraction.Prompt) Answer {
 		case f.ValueType == engine.TypeArray && doubts(*f) && statesCount(answer):
 			// "About 120 members, mostly locals", said late to "What are
 			// you unsure about?", is a size, which the user knows.
+		case f.ValueType == engine.TypeArray && takesSteps(*f) && engine.PhraseIndex(answer, "and because") >= 0:
+			// "They come back for fresh bread and because we know them by
+			// name" gives reasons, the first one as much as the one "and
+			// because" joins to it: no steps.
 		case measured(*f) && requires(answer):
 			// "It has to work with our Shopify store and take card
 			// payments", to how success will be measured, says what the
@@ -1320,12 +1337,14 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 		return grow(f.Current, v.([]string), correct && !adds(s.lower))
 	}
-	// strong reports whether a keyword lets a sentence grow a known list.
+	// strong reports whether a keyword lets a sentence grow a known list:
+	// the keyword as the sentence's subject ("The biggest bottleneck is
+	// …") does, whatever was asked.
 	strong := func(s sentence, kw string) bool {
 		switch {
 		case !list:
 			return false
-		case grows == growOnAny || adds(s.lower):
+		case grows == growOnAny || adds(s.lower) || keywordSubject(s.lower, kw):
 			return true
 		}
 		return grows == growOnOpening && opensWith(s.lower, kw)
@@ -1506,8 +1525,10 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				// message is about the known field to keep it from
 				// answering the question asked; with the field's value
 				// ("it's for our field technicians", when that is known)
-				// it is a restatement.
-				blocked = blocked || restates(s, f.Current)
+				// it is a restatement. A keyword that opens the sentence or is
+				// its subject ("Per unit mostly, …" when the pricing is known)
+				// says the sentence is about the field, and answers no other.
+				blocked = blocked || restates(s, f.Current) || leading(s.lower, kw)
 				continue
 			}
 			if ok {
