@@ -1,6 +1,8 @@
 package offlineskill
 
 import (
+	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -103,3 +105,72 @@ func action(item string) bool {
 
 // possessives open an object someone has ("their bike").
 var possessives = engine.WordSet(`my our your their his her its`)
+
+// eachNamed are the sentences of a message that answers a list asked of
+// each item of another known list ("How hard each shortlisted idea would
+// be to do", when the shortlist is known), each naming one of its items:
+// one item each ("Storage needs racks and insurance, about 2,000 pounds",
+// "classes need only our time"). nil when the list is asked of no known
+// list's items, or a sentence names none of them.
+func eachNamed(p extraction.Prompt, f extraction.PromptField, msg string) []string {
+	of := eachOf(p, f)
+	if of == nil {
+		return nil
+	}
+	var items []string
+	for _, s := range statements(msg) {
+		said := contentWords(s)
+		if !slices.ContainsFunc(of, func(it string) bool { return sharesWord(contentWords(it), said) }) {
+			return nil
+		}
+		if s = cleanSentence(trimLeads(s, leads)); s != "" {
+			items = append(items, s)
+		}
+	}
+	return items
+}
+
+// eachOf are the items of the known list whose one-word name a word of
+// f's description that says "each" opens ("each shortlisted idea", of the
+// Shortlist); nil for none.
+func eachOf(p extraction.Prompt, f extraction.PromptField) []string {
+	described := contentWords(f.Description)
+	if !described["each"] {
+		return nil
+	}
+	for _, g := range p.Fields {
+		name := strings.ToLower(strings.TrimSpace(g.DisplayName))
+		if g.Path == f.Path || g.ValueType != engine.TypeArray || !isKnown(g) || name == "" || strings.Contains(name, " ") {
+			continue
+		}
+		var items []string
+		for w := range described {
+			if strings.HasPrefix(w, name) && json.Unmarshal(g.Current, &items) == nil {
+				return items
+			}
+		}
+	}
+	return nil
+}
+
+// sharesWord reports whether two sets of words share one, or two words
+// of six letters or more the same stem ("par-baked", "par-baking").
+func sharesWord(a, b map[string]bool) bool {
+	for w := range a {
+		for v := range b {
+			if w == v || strings.TrimSuffix(w, "s") == strings.TrimSuffix(v, "s") || commonPrefix(w, v) >= 6 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// commonPrefix is the length of the prefix two words share.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}

@@ -213,6 +213,21 @@ func cueAnswer(p extraction.Prompt) Answer {
 		}
 		return ans
 	}
+	if f := focusList(p); f != nil {
+		if items := eachNamed(p, *f, msg); items != nil {
+			// "Storage needs racks and insurance, about 2,000 pounds;
+			// classes need only our time", asked how hard each shortlisted
+			// idea would be, says it of each, one sentence each: what a
+			// cue of another field finds in them ("needs … insurance") is
+			// part of it.
+			if v, changed := grow(f.Current, items, false); changed {
+				clear(ans.Fields)
+				ans.Fields[f.Path] = fieldAnswer{Value: v, Confidence: max(confFocus, f.ConfidenceThreshold),
+					Reasoning: "the answer says it of each item, as the question just asked (" + p.Focus.ID + ")"}
+				return ans
+			}
+		}
+	}
 	if f := focusList(p); f != nil && takesSteps(*f) && actions(msg) {
 		// "Test the recipes, buy a freezer and ask two cafes to pilot it",
 		// to the next steps asked, is a list of steps: a keyword of
@@ -3050,8 +3065,90 @@ func splitItems(s string, clauses bool) []string {
 			out = append(out, it)
 		}
 	}
-	return out
+	return withinClause(out)
 }
+
+// withinClause joins to a clause item the single words after it that go
+// on with its last word: participles after a participle ("A commuter
+// would want their bike picked up, serviced and returned") and adjectives
+// after a copula's ("People stop cycling when it is cold and dark"). The
+// clause is one item; a noun, a name or a clause after it is another.
+func withinClause(items []string) []string {
+	for i := 0; i < len(items)-1; i++ {
+		kind := complement(items[i])
+		if kind == noComplement {
+			continue
+		}
+		j := i + 1
+		for j < len(items) && goesOn(items[j], kind) {
+			j++
+		}
+		if j == i+1 {
+			continue
+		}
+		joined := items[i]
+		for k := i + 1; k < j; k++ {
+			sep := ", "
+			if k == j-1 {
+				sep = " and "
+			}
+			joined += sep + items[k]
+		}
+		items = slices.Replace(items, i, j, joined)
+	}
+	return items
+}
+
+// complementKind is what a clause ends with that more of its kind may
+// follow in a list.
+type complementKind int
+
+const (
+	noComplement   complementKind = iota
+	pastComplement                // "picked up"
+	adjComplement                 // "is cold"
+)
+
+// complement is what a clause item ends with: a participle, past its
+// particle, in a clause with a verb ("would want their bike picked up"),
+// or an adjective after a copula ("it is cold"); else noComplement.
+func complement(item string) complementKind {
+	w := strings.Fields(strings.ToLower(strings.ReplaceAll(item, "’", "'")))
+	if len(w) < 3 {
+		return noComplement
+	}
+	last := w[len(w)-1]
+	if len(w) > 3 && dropParticles[last] || last == "up" || last == "out" || last == "back" {
+		w, last = w[:len(w)-1], w[len(w)-2]
+	}
+	switch {
+	case linking[w[len(w)-2]] && !plural(last) && !functionWords[last] && !determiners[last]:
+		return adjComplement
+	case participle(last) && slices.ContainsFunc(w[:len(w)-1], clauseWord):
+		return pastComplement
+	}
+	return noComplement
+}
+
+// goesOn reports whether an item is one lower-case word of the kind a
+// clause ended with.
+func goesOn(item string, kind complementKind) bool {
+	if strings.ContainsAny(item, " ,;:") || !unicode.IsLower([]rune(item)[0]) {
+		return false
+	}
+	switch kind {
+	case pastComplement:
+		return participle(item)
+	case adjComplement:
+		return !plural(item) && !strings.HasSuffix(item, "ing") && !functionWords[item] && !clauseWord(item)
+	}
+	return false
+}
+
+// linking are the verbs whose complement an adjective is ("is cold", "gets
+// busy").
+var linking = engine.WordSet(`is are was were be been get gets got feel feels felt seem seems seemed look looks
+	stay stays it's they're that's`)
 
 var (
 	// itemBreaks part items at the words that join them, clauseItemBreaks
