@@ -174,3 +174,34 @@ func commonPrefix(a, b string) int {
 	}
 	return n
 }
+
+// semicolonWhole is the answer to the text field asked that its keyword
+// found in a clause of a sentence that semicolons part ("Booking and
+// payments first; GPS tracking can wait", to what the first version
+// includes and what can wait): the whole sentence, when nothing else
+// answered; its clauses answer the question together.
+func semicolonWhole(p extraction.Prompt, ans Answer, msg string) (path string, _ fieldAnswer, ok bool) {
+	if len(ans.Fields) != 1 || !strings.Contains(msg, ";") {
+		return "", fieldAnswer{}, false
+	}
+	for _, path := range focusFields(p) {
+		fa, answered := ans.Fields[path]
+		v, isString := fa.Value.(string)
+		if !answered || !isString || fa.keyword == "" {
+			continue
+		}
+		var whole string
+		for _, s := range engine.Sentences(msg) {
+			whole = strings.TrimSpace(whole + " " + s)
+			if strings.HasSuffix(s, ";") {
+				continue
+			}
+			if whole != s && engine.PhraseIndex(whole, v) >= 0 {
+				fa.Value = cleanSentence(whole)
+				return path, fa, true
+			}
+			whole = ""
+		}
+	}
+	return "", fieldAnswer{}, false
+}

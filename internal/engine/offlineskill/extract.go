@@ -133,6 +133,9 @@ func cueAnswer(p extraction.Prompt) Answer {
 	}
 	claimed(ans, fields)
 	patternsClaim(ans)
+	if path, fa, ok := semicolonWhole(p, ans, msg); ok {
+		ans.Fields[path] = fa
+	}
 	aboutKnown = ofOptions(p, ans) || aboutKnown
 	if path, fa, ok := optionsFor(p, ans, sentences); ok {
 		ans.Fields[path] = fa
@@ -2387,13 +2390,23 @@ var (
 )
 
 // lack reports whether what follows a "not" is an amount ("enough demand",
-// "many people would pay"): "not" then names a lack, an item, and takes
-// none off.
+// "many people would pay") or a gerund with what it does ("knowing if the
+// walk happened"): "not" then names a lack, an item, and takes none off.
+// A gerund alone ("Not invoicing, it's quoting") may be an item taken
+// back.
 func lack(s string) bool {
 	s = strings.ToLower(s)
-	w, _, _ := strings.Cut(s, " ")
-	return w == "enough" || w == "many" || w == "much" || strings.HasPrefix(s, "a lot")
+	w, rest, _ := strings.Cut(s, " ")
+	next, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
+	return w == "enough" || w == "many" || w == "much" || strings.HasPrefix(s, "a lot") ||
+		len(w) > 4 && strings.HasSuffix(w, "ing") && gerundObjects[next]
 }
+
+// gerundObjects open what a gerund does, its object or clause ("knowing
+// if", "having a driver"), which a noun an "-ing" word qualifies
+// ("landscaping jobs") is not.
+var gerundObjects = engine.WordSet(`if whether what when where who how that the a an our their my your to about for
+	enough any it them us anything`)
 
 // closest is the index of the item of list, but those skipped, that
 // shares the most words with item (-1 for none); holds says whether it
