@@ -205,3 +205,21 @@ func semicolonWhole(p extraction.Prompt, ans Answer, msg string) (path string, _
 	}
 	return "", fieldAnswer{}, false
 }
+
+// asksWhich reports whether a question asks which things a keyword says
+// there are: an interrogative stands right before it ("Which options are
+// there for a booking app like ours?", "What alternatives are there?").
+// "What about mugs on Etsy?" offers one.
+func asksWhich(s sentence, keyword string) bool {
+	if !engine.IsQuestion(s.text) {
+		return false
+	}
+	at := s.lower.Index(keyword)
+	if at <= 0 {
+		return false
+	}
+	return interrogatives[lastWord(s.lower.Lowered()[:at])]
+}
+
+// interrogatives ask which things there are.
+var interrogatives = engine.WordSet(`which what any many other`)

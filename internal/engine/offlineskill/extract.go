@@ -1440,6 +1440,9 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			if start > 0 {
 				v = subjectNamed(v, text[:start]) // "Mindbody looks powerful but it's too expensive"
 			}
+			if list {
+				v = reopened(re, v.([]string)) // "I'm not sure how …, and I don't understand what …"
+			}
 			if g := re.SubexpIndex("value"); list && g > 0 && objectsAfter(text[:loc[2*g]]) {
 				v = objects(v.([]string)) // "We sell to local cafes and deliver every morning"
 			} else if list && g > 0 && usedBefore(text[:loc[2*g]]) {
@@ -1454,8 +1457,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				}
 			}
 			if list {
-				v = reopened(re, v.([]string)) // "I'm not sure how …, and I don't understand what …"
-				v = unreasoned(v.([]string))   // "I have 3 hours a week and it's costing me sleep"
+				v = unreasoned(v.([]string)) // "I have 3 hours a week and it's costing me sleep"
 				v = append(keywordItems(f, text[:loc[0]]), v.([]string)...)
 			}
 			if v, ok = whole(v, s, s.correction); !ok {
@@ -1489,14 +1491,17 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		return false
 	})
 	for _, s := range sentences {
-		if asksBack(s) || s.takesOff != "" {
-			// "What kind of constraints do you mean?" names none; "Double
+		if asksBack(s) || s.takesOff != "" || list && saysNothing(s.lower, false) {
+			// "What kind of constraints do you mean?" names none, nor does
+			// an acknowledgement ("Sounds good.") a reaction; "Double
 			// entry is no longer a problem" takes an item off (see below),
 			// and names no other field's.
 			continue
 		}
 		for _, kw := range f.Cues.Keywords {
-			if !s.lower.Contains(kw) {
+			if !s.lower.Contains(kw) || list && asksWhich(s, kw) {
+				// "Which options are there for …?" asks for the items, and
+				// names none.
 				continue
 			}
 			if fears && unafraid(s.lower) {

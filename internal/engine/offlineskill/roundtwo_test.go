@@ -17,3 +17,22 @@ func TestExtractionSkillDiscoveryScopeAndLacks(t *testing.T) {
 			want: map[string]any{"success_criteria.mvp_scope": "Booking and payments first; GPS tracking can wait"}},
 	})
 }
+
+// Exploration: a question names no option, an acknowledgement is no
+// reaction, and an option the user goes on to bring up after another
+// ("… and we're considering Glofox") is one.
+func TestExtractionSkillExplorationOptionsSaidAndAsked(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "a question names no option", engine: "exploration", focus: "problem_explored",
+			msg: "Which options are there for a booking app like ours?", absent: []string{"solution_landscape.options"}},
+		{name: "an acknowledgement is no reaction", engine: "exploration", focus: "problem_explored",
+			msg: "Sounds good.", absent: []string{"solution_landscape.reactions"}},
+		{name: "an acknowledgement to the options known is no reaction", engine: "exploration", focus: "prior_knowledge_assessed",
+			current: map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}},
+			msg:     "Sounds good.", absent: []string{"solution_landscape.reactions"}},
+		{name: "an option brought up after another", engine: "exploration", focus: "options_identified",
+			msg:  "I've heard of Mindbody and we're considering Glofox.",
+			want: map[string]any{"solution_landscape.options": []any{"Mindbody", "Glofox"}}},
+	})
+}
