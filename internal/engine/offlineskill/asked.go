@@ -223,3 +223,23 @@ func asksWhich(s sentence, keyword string) bool {
 
 // interrogatives ask which things there are.
 var interrogatives = engine.WordSet(`which what any many other`)
+
+// readBeside reports whether the values of an answer are only those cue
+// values read in a bare list given to the list asked ("Square for the
+// till and spreadsheets for orders" says the digital maturity is low):
+// the list answers the question as well.
+func readBeside(p extraction.Prompt, ans Answer, msg string) bool {
+	f := focusList(p)
+	if f == nil || isKnown(*f) || !bareList(msg) {
+		return false
+	}
+	if _, answered := ans.Fields[f.Path]; answered {
+		return false
+	}
+	for _, fa := range ans.Fields {
+		if !fa.byValue {
+			return false
+		}
+	}
+	return true
+}

@@ -53,6 +53,7 @@ type fieldAnswer struct {
 	Confidence float64 `json:"confidence"`
 	Reasoning  string  `json:"reasoning"`
 	byPattern  bool    // a cue pattern gave the value
+	byValue    bool    // a cue value gave it: the words of an enumeration's value
 	keyword    string  // the cue keyword that gave the value, if one did
 }
 
@@ -244,7 +245,11 @@ func cueAnswer(p extraction.Prompt) Answer {
 			}
 		}
 	}
-	if len(ans.Fields) > 0 || aboutKnown {
+	// "Square for the till and spreadsheets for orders", to the systems
+	// asked: the digital maturity a value cue reads in it ("spreadsheets")
+	// is no answer to the question, which the bare list answers as well.
+	beside := !aboutKnown && readBeside(p, ans, msg)
+	if (len(ans.Fields) > 0 || aboutKnown) && !beside {
 		// The cues found what the message is about: the question was
 		// answered through them, or the user talked about something else —
 		// perhaps about what is known already ("We have 40 technicians"
@@ -2576,7 +2581,8 @@ func matchValues(f extraction.PromptField, sentences []sentence, allowed func(se
 					no = true
 				}
 				if found == nil {
-					found = &fieldAnswer{Value: cv.Value, Confidence: conf(confValue, s), Reasoning: fmt.Sprintf("%q means %v", w, cv.Value)}
+					found = &fieldAnswer{Value: cv.Value, Confidence: conf(confValue, s), Reasoning: fmt.Sprintf("%q means %v", w, cv.Value),
+						byValue: true}
 				}
 			}
 		}

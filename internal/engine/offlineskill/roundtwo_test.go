@@ -36,3 +36,23 @@ func TestExtractionSkillExplorationOptionsSaidAndAsked(t *testing.T) {
 			want: map[string]any{"solution_landscape.options": []any{"Mindbody", "Glofox"}}},
 	})
 }
+
+// Business profile: a bare list of the tools asked for is the systems,
+// besides the digital maturity a value cue reads in it.
+func TestExtractionSkillBareToolsAsked(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "tools named bare to the systems asked", engine: "business-profile", focus: "current_systems_listed",
+			msg: "Square for the till and spreadsheets for orders.",
+			want: map[string]any{"technology_stack.current_systems": []any{"Square for the till", "spreadsheets for orders"},
+				"technology_stack.digital_maturity": "low"}},
+		{name: "tools the user uses, to the systems asked", engine: "business-profile", focus: "current_systems_listed",
+			msg: "We use Square for the till and spreadsheets for orders.",
+			want: map[string]any{"technology_stack.current_systems": []any{"Square", "spreadsheets"},
+				"technology_stack.digital_maturity": "low"}},
+		{name: "how the business runs, said to the competitors asked, is none", engine: "business-profile",
+			focus: "competitors_named", msg: "On paper mostly.",
+			want:   map[string]any{"technology_stack.digital_maturity": "low"},
+			absent: []string{"target_market.competitors"}},
+	})
+}
