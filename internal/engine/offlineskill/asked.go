@@ -243,3 +243,19 @@ func readBeside(p extraction.Prompt, ans Answer, msg string) bool {
 	}
 	return true
 }
+
+// withReasons joins to each item the reason after it, an item a reason
+// conjunction opens ("Storage with a spring service, because it pays
+// upfront in autumn"): asked why, the reason is part of the answer.
+func withReasons(items []string) []string {
+	out := make([]string, 0, len(items))
+	for _, it := range items {
+		first, _, _ := strings.Cut(strings.ToLower(it), " ")
+		if len(out) > 0 && reasonConjunctions[first] {
+			out[len(out)-1] += ", " + it
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}

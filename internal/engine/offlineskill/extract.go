@@ -348,6 +348,12 @@ func cueAnswer(p extraction.Prompt) Answer {
 		if ok && f.ValueType == engine.TypeArray {
 			items := v.([]string)
 			items[0] = trimLeads(items[0], keepLeads) // "Just Xero." names Xero
+			if engine.LowerText(p.Focus.Question).Contains("why") {
+				// "Which idea would do most, and why?": "Storage, because it
+				// pays upfront" is the answer, reason and all.
+				items = withReasons(items)
+				v = items
+			}
 			if !remarks(items[0]) {
 				// "The stall, it's cheapest to start." gives why; after a
 				// clause ("Nobody knows where the techs are and they call me

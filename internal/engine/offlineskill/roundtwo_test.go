@@ -56,3 +56,19 @@ func TestExtractionSkillBareToolsAsked(t *testing.T) {
 			absent: []string{"target_market.competitors"}},
 	})
 }
+
+// Ideation: asked which idea would do most "and why", the reason said
+// after the idea is part of the answer.
+func TestExtractionSkillReasonAskedForStays(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "the idea and why", engine: "ideation", focus: "impact_assessed",
+			current: map[string]any{"evaluation.shortlist": []string{"Storage with a spring service", "maintenance classes"}},
+			msg:     "Storage with a spring service, because it pays upfront in autumn.",
+			want: map[string]any{"evaluation.impact_notes": []any{
+				"Storage with a spring service, because it pays upfront in autumn"}}},
+		{name: "a reason not asked for goes", engine: "ideation", focus: "shortlist_made",
+			msg:  "Storage with a spring service, because it pays upfront in autumn.",
+			want: map[string]any{"evaluation.shortlist": []any{"Storage with a spring service"}}},
+	})
+}
