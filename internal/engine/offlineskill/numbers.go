@@ -96,10 +96,11 @@ func lastWord(s string) string {
 // groupsCounted is how many people a sentence that counts groups of them
 // says there are ("About 900 subscribers and two staff" 902, "40
 // technicians and 5 office staff" 45): the sum of its items, each a
-// number and the people it counts. A sentence with any other item ("40
-// technicians and 3 vans"), or a colon, whose head counts them all
-// ("About 900 users: our subscribers and the two of us"), counts no
-// groups.
+// number and what it counts, that count people; the things counted
+// beside them ("40 technicians and 3 vans", "40 orders and 3 customers")
+// are none. A sentence with an item that counts nothing, or a colon,
+// whose head counts them all ("About 900 users: our subscribers and the
+// two of us"), counts no groups, nor does one that counts no people.
 func groupsCounted(figures string) (float64, bool) {
 	if strings.Contains(figures, ":") {
 		return 0, false
@@ -108,13 +109,13 @@ func groupsCounted(figures string) (float64, bool) {
 	if len(items) < 2 {
 		return 0, false
 	}
-	sum := 0.0
+	sum, people := 0.0, false
 	for _, it := range items {
 		w := strings.Fields(strings.ToLower(trimLeads(it, countLeads)))
-		for len(w) > 0 && (roughly[w[0]] || w[0] == "and") {
+		for len(w) > 0 && (roughly[w[0]] || w[0] == "and" || determiners[w[0]]) { // "and our 5 walkers"
 			w = w[1:]
 		}
-		if len(w) < 2 || !isFigure(w[0]) || !countsPeople(w[len(w)-1]) {
+		if len(w) < 2 || !isFigure(w[0]) {
 			return 0, false
 		}
 		n, ok := ParseNumber(w[0])
@@ -122,28 +123,37 @@ func groupsCounted(figures string) (float64, bool) {
 		if !ok || !isFloat {
 			return 0, false
 		}
-		sum += f
+		if countsPeople(w[len(w)-1]) {
+			sum, people = sum+f, true
+		}
 	}
-	return sum, true
+	return sum, people
 }
 
 // countsPeople reports whether a plural noun names people ("subscribers",
-// "staff", "technicians"), not things ("vans").
+// "staff", "technicians"), not things ("vans", "orders"): one of the
+// nouns people are counted by.
 func countsPeople(w string) bool {
-	if peopleNouns[w] {
-		return true
-	}
-	for _, suffix := range []string{"ers", "ors", "ians", "ists", "ees"} {
-		if strings.HasSuffix(w, suffix) {
-			return true
-		}
-	}
-	return false
+	return peopleNouns[w]
 }
 
 // countLeads say who has the people counted ("We have 40 technicians").
 var countLeads = []string{"we have", "we've got", "we've", "i have", "i've got", "there are", "there's", "it's",
 	"it is", "just", "only", "so", "well"}
 
+// peopleNouns are the nouns people are counted by: roles, trades and the
+// kinds of customer.
 var peopleNouns = engine.WordSet(`staff people users members employees clients customers students patients parents
-	residents agents tenants volunteers nurses guests kids children adults families locals`)
+	residents agents tenants volunteers nurses guests kids children adults families locals subscribers workers
+	bakers drivers walkers cleaners teachers trainers managers owners partners mechanics technicians engineers
+	designers developers contractors freelancers instructors tutors doctors visitors donors investors trainees
+	interns apprentices assistants consultants therapists dentists florists stylists electricians plumbers builders
+	gardeners caterers cooks chefs waiters baristas dispatchers admins supervisors coaches carers riders couriers
+	cyclists players pupils shoppers buyers sellers readers viewers followers fans vendors suppliers wholesalers
+	farmers growers makers artists photographers writers dancers musicians learners beginners attendees
+	participants delegates officers operators receptionists cashiers accountants bookkeepers lawyers agents
+	recruiters salespeople reps representatives inspectors surveyors installers fitters painters decorators
+	carpenters joiners roofers landscapers labourers laborers porters guards nannies babysitters grooms
+	groomers vets veterinarians pharmacists physios physiotherapists midwives paramedics carers colleagues
+	friends volunteers members patrons diners travellers travelers tourists commuters passengers tenants
+	landlords homeowners households couples mums dads teens seniors pensioners retirees`)

@@ -72,3 +72,15 @@ func TestExtractionSkillReasonAskedForStays(t *testing.T) {
 			want: map[string]any{"evaluation.shortlist": []any{"Storage with a spring service"}}},
 	})
 }
+
+// Only nouns that name people count people: "40 orders and 3 customers"
+// are 3 people, not 43.
+func TestExtractionSkillGroupsCountOnlyPeople(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "orders are no people", focus: "user_count_estimated", msg: "40 orders and 3 customers.",
+			want: map[string]any{"users_and_personas.user_count": 3.0}},
+		{name: "walkers and customers are", focus: "user_count_estimated", msg: "About 150 clients and our five walkers.",
+			want: map[string]any{"users_and_personas.user_count": 155.0}},
+	})
+}
