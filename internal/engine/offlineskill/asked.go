@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
@@ -258,4 +259,19 @@ func withReasons(items []string) []string {
 		out = append(out, it)
 	}
 	return out
+}
+
+// othersDrop reports whether a keyword that opens with a verb of dropping
+// ("drop the") has someone other than the user for its subject
+// ("Customers drop the bike in November"): it drops nothing of the
+// user's. "Drop the indoor studio" and "we'd drop the classes" do.
+func othersDrop(t engine.Text, keyword string) bool {
+	verb, _, _ := strings.Cut(strings.ToLower(keyword), " ")
+	if !dropVerbs[verb] {
+		return false
+	}
+	at := t.Index(keyword)
+	return at >= 0 && !userDrops(strings.FieldsFunc(strings.ReplaceAll(t.Lowered()[:at], "’", "'"), func(r rune) bool {
+		return !unicode.IsLetter(r) && r != '\''
+	}))
 }

@@ -42,3 +42,20 @@ func TestExtractionSkillAskedFieldAgainstAnotherCue(t *testing.T) {
 			absent: []string{"selection.next_steps"}},
 	})
 }
+
+// A keyword that is a verb of dropping ("drop the") drops ideas only when
+// the user drops them: "Customers drop the bike in November, …", asked
+// how the concept works, is the concept.
+func TestExtractionSkillOthersDropNoIdeas(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "customers who drop their bike", engine: "ideation", focus: "concept_described",
+			msg: "Customers drop the bike in November, pay upfront, and collect it serviced in March.",
+			want: map[string]any{"refinement.refined_concept": "Customers drop the bike in November, pay upfront, " +
+				"and collect it serviced in March"},
+			absent: []string{"evaluation.eliminated_ideas"}},
+		{name: "the user who drops an idea", engine: "ideation", focus: "concept_described",
+			msg:  "Drop the indoor studio, it costs too much.",
+			want: map[string]any{"evaluation.eliminated_ideas": []any{"indoor studio"}}},
+	})
+}

@@ -1510,9 +1510,10 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 			continue
 		}
 		for _, kw := range f.Cues.Keywords {
-			if !s.lower.Contains(kw) || list && asksWhich(s, kw) {
+			if !s.lower.Contains(kw) || list && (asksWhich(s, kw) || othersDrop(s.lower, kw)) {
 				// "Which options are there for …?" asks for the items, and
-				// names none.
+				// names none; "Customers drop the bike in November" drops
+				// no idea.
 				continue
 			}
 			if fears && unafraid(s.lower) {
