@@ -213,7 +213,8 @@ func TestExtractionSkillMainUsersAndTheOthers(t *testing.T) {
 
 // What the product has to be or do, said to how success will be measured,
 // is a constraint on it and measures nothing; a measure said with "has
-// to" is still one.
+// to", "should" or "must" (a number, a rate, a target bound in time) is
+// still one, and a number that is part of a name is none.
 func TestExtractionSkillRequirementMeasuresNothing(t *testing.T) {
 	t.Parallel()
 	runExtractionCases(t, []extractionCase{
@@ -226,6 +227,21 @@ func TestExtractionSkillRequirementMeasuresNothing(t *testing.T) {
 		{name: "what the idea must do, to how it will be measured", engine: "ideation", focus: "success_metrics_defined",
 			msg:    "It must be ready before Christmas.",
 			absent: []string{"selection.success_metrics"}},
+		{name: "a number of sign-ups it should get", focus: "success_metrics_defined",
+			msg:  "It should get 200 sign-ups in the first month.",
+			want: map[string]any{"success_criteria.metrics": []any{"It should get 200 sign-ups in the first month"}}},
+		{name: "a time it must pay for itself in", focus: "success_metrics_defined",
+			msg:  "It must pay for itself within a year.",
+			want: map[string]any{"success_criteria.metrics": []any{"It must pay for itself within a year"}}},
+		{name: "a rate it needs to bring down", engine: "ideation", focus: "success_metrics_defined",
+			msg:  "It needs to bring churn down to 3 percent.",
+			want: map[string]any{"selection.success_metrics": []any{"It needs to bring churn down to 3 percent"}}},
+		{name: "a number spelled out", focus: "success_metrics_defined",
+			msg:  "It should get forty sign-ups a week.",
+			want: map[string]any{"success_criteria.metrics": []any{"It should get forty sign-ups a week"}}},
+		{name: "a number in a name", focus: "success_metrics_defined",
+			msg:    "It must run on Windows 10.",
+			absent: []string{"success_criteria.metrics"}},
 		{name: "a measure is one", focus: "success_metrics_defined",
 			msg:  "Fewer missed jobs.",
 			want: map[string]any{"success_criteria.metrics": []any{"Fewer missed jobs"}}},
