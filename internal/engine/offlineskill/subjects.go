@@ -134,7 +134,7 @@ func upper(w string) bool {
 // taken reports an item taken off: the message is about no option, and
 // answers no question asked.
 func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
-	var options []string
+	var options []map[string]bool // the words of each option, read once a call
 	looked := false
 	for _, f := range p.Fields {
 		fa, ok := ans.Fields[f.Path]
@@ -142,7 +142,10 @@ func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
 			continue
 		}
 		if !looked {
-			options, looked = knownOptions(p, ans), true
+			looked = true
+			for _, o := range knownOptions(p, ans) {
+				options = append(options, contentWords(o))
+			}
 		}
 		if len(options) == 0 {
 			return false
@@ -155,8 +158,11 @@ func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
 				return false
 			}
 			name := subjectName(it)
-			return name != "" && !slices.ContainsFunc(options, func(o string) bool {
-				n, w := contentWords(name), contentWords(o)
+			if name == "" {
+				return false
+			}
+			n := contentWords(name)
+			return !slices.ContainsFunc(options, func(w map[string]bool) bool {
 				return len(n) > 0 && len(w) > 0 && (all(n, w) || all(w, n))
 			})
 		})
