@@ -348,18 +348,49 @@ func TestExtractionSkillKeywordWithinAPatternsValue(t *testing.T) {
 }
 
 // What a name has that is good is a pro of an option only when the name
-// is one of the options known: "Leeds has a great yoga scene" is not.
+// is one of the options known, however it is spaced ("Mind Body"), or
+// reads as a product, said with what is said of one (an app, a price, too
+// expensive, a favourite, looks great): that name is an option more. A
+// name said with a place or a scene ("Leeds has a great yoga scene"), or
+// with nothing that tells a product ("Leeds is great"), is none.
 func TestExtractionSkillProOfANameThatIsNoOption(t *testing.T) {
 	t.Parallel()
-	options := map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}}
+	const (
+		opts                  = "solution_landscape.options"
+		pros, cons, reactions = "solution_landscape.option_pros", "solution_landscape.option_cons", "solution_landscape.reactions"
+	)
+	known := []string{"Mindbody", "Glofox", "a custom app"}
+	options := map[string]any{opts: known}
+	grown := func(name string) []any { return []any{"Mindbody", "Glofox", "a custom app", name} }
 	runExtractionCases(t, []extractionCase{
 		{name: "a place", engine: "exploration", focus: "pros_explored", current: options,
-			msg: "Leeds has a great yoga scene.", absent: []string{"solution_landscape.option_pros"}},
+			msg: "Leeds has a great yoga scene.", absent: []string{pros, opts}},
+		{name: "a place said great", engine: "exploration", focus: "pros_explored", current: options,
+			msg: "Leeds is great.", absent: []string{pros, opts}},
+		{name: "a place, no option known", engine: "exploration", focus: "pros_explored",
+			msg: "Leeds has a great yoga scene.", absent: []string{pros, opts}},
+		{name: "a product, no option known", engine: "exploration", focus: "pros_explored",
+			msg: "PushPress looks great.", want: map[string]any{pros: []any{"PushPress looks great"}, opts: []any{"PushPress"}}},
 		{name: "a place beside an option", engine: "exploration", focus: "pros_explored", current: options,
 			msg:  "Leeds has a great yoga scene, and Glofox is cheap.",
-			want: map[string]any{"solution_landscape.option_pros": []any{"Glofox is cheap"}}},
+			want: map[string]any{pros: []any{"Glofox is cheap"}}, absent: []string{opts}},
 		{name: "an option", engine: "exploration", focus: "pros_explored", current: options,
 			msg:  "Glofox has a nice app for members.",
-			want: map[string]any{"solution_landscape.option_pros": []any{"Glofox has a nice app for members"}}},
+			want: map[string]any{pros: []any{"Glofox has a nice app for members"}}, absent: []string{opts}},
+		{name: "an option spaced otherwise", engine: "exploration", focus: "pros_explored", current: options,
+			msg:  "Mind Body is great.",
+			want: map[string]any{pros: []any{"Mind Body is great"}}, absent: []string{opts}},
+		{name: "a new product that looks great", engine: "exploration", focus: "pros_explored", current: options,
+			msg:  "PushPress looks great too.",
+			want: map[string]any{pros: []any{"PushPress looks great"}, opts: grown("PushPress")}},
+		{name: "a new product too expensive", engine: "exploration", focus: "cons_explored", current: options,
+			msg:  "Wodify is too expensive.",
+			want: map[string]any{cons: []any{"Wodify is too expensive"}, opts: grown("Wodify")}},
+		{name: "a new product that is a favourite", engine: "exploration", focus: "user_reactions_captured",
+			current: options, msg: "PushPress is my favourite.",
+			want: map[string]any{reactions: []any{"PushPress is my favourite"}, opts: grown("PushPress")}},
+		{name: "a new product with a nice app", engine: "exploration", focus: "pros_explored", current: options,
+			msg:  "Wodify has a nice app.",
+			want: map[string]any{pros: []any{"Wodify has a nice app"}, opts: grown("Wodify")}},
 	})
 }

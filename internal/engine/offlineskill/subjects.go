@@ -130,12 +130,19 @@ func upper(w string) bool {
 // options") the items a pattern found of a name that is none of them,
 // when the options are known: "Leeds has a great yoga scene" says nothing
 // of Mindbody or Glofox, though a name that has something great opens it
-// as one of them would. With no option known, any name may be one.
-// taken reports an item taken off: the message is about no option, and
-// answers no question asked.
+// as one of them would. With no option known, any name may be one. A name
+// that reads as a product, said with what is said of one ("PushPress
+// looks great too", "Wodify is too expensive"), is an option more: its
+// item stays, and the name goes on the options (productSaid); one said
+// with a place or a scene goes, whether or not options are known. taken
+// reports an item taken off: the message is about no option, and answers
+// no question asked.
 func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
-	var options []map[string]bool // the words of each option, read once a call
-	looked := false
+	var (
+		options []optionName // the options, read once a call
+		named   []string     // the names said as products that none of them is
+		looked  bool
+	)
 	for _, f := range p.Fields {
 		fa, ok := ans.Fields[f.Path]
 		if !ok || !fa.byPattern || f.ValueType != engine.TypeArray || !saidOfOptions(f) {
@@ -144,11 +151,8 @@ func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
 		if !looked {
 			looked = true
 			for _, o := range knownOptions(p, ans) {
-				options = append(options, contentWords(o))
+				options = append(options, optionName{words: contentWords(o), name: o})
 			}
-		}
-		if len(options) == 0 {
-			return false
 		}
 		var was []string
 		_ = json.Unmarshal(f.Current, &was)
@@ -162,9 +166,21 @@ func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
 				return false
 			}
 			n := contentWords(name)
-			return !slices.ContainsFunc(options, func(w map[string]bool) bool {
-				return len(n) > 0 && len(w) > 0 && (all(n, w) || all(w, n))
-			})
+			if slices.ContainsFunc(options, func(o optionName) bool {
+				return len(n) > 0 && len(o.words) > 0 && (all(n, o.words) || all(o.words, n)) || sameLetters(name, o.name)
+			}) {
+				return false
+			}
+			switch productSaid(it, name) {
+			case namesPlace:
+				return true
+			case namesProduct:
+				if !slices.Contains(named, name) {
+					named = append(named, name)
+				}
+				return false
+			}
+			return len(options) > 0
 		})
 		if len(kept) == len(items) {
 			continue
@@ -177,7 +193,127 @@ func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
 			delete(ans.Fields, f.Path)
 		}
 	}
+	if len(named) > 0 {
+		moreOptions(p, ans, named)
+	}
 	return taken
+}
+
+// optionName is an option as a name said is matched against it: its
+// words, and the name itself, whose letters it may be said with spaced
+// otherwise ("Mind Body" is Mindbody).
+type optionName struct {
+	words map[string]bool
+	name  string
+}
+
+// sameLetters reports whether two names are the same letters and digits,
+// whatever their case and the spaces, hyphens and marks between them
+// ("Mind Body", "Mindbody"); names with none are not.
+func sameLetters(a, b string) bool {
+	next := func(s string) (rune, string) {
+		for s != "" {
+			r, n := utf8.DecodeRuneInString(s)
+			if s = s[n:]; unicode.IsLetter(r) || unicode.IsDigit(r) {
+				return unicode.ToLower(r), s
+			}
+		}
+		return -1, ""
+	}
+	some := false
+	for {
+		var ra, rb rune
+		ra, a = next(a)
+		rb, b = next(b)
+		if ra != rb {
+			return false
+		}
+		if ra < 0 {
+			return some
+		}
+		some = true
+	}
+}
+
+// productSaid tells what an item says of the name it opens with: of a
+// product, when what it says is what is said of one (its app, its price,
+// too expensive, a favourite, how it looks) or the name is written as
+// products are ("PushPress", "Go2"); of a place, when it speaks of a place
+// or a scene ("Leeds has a great yoga scene", "York has cheap rents"),
+// whatever else it says; else of neither.
+func productSaid(item, name string) nameKind {
+	words := strings.FieldsFunc(strings.ToLower(item), func(r rune) bool {
+		return !unicode.IsLetter(r) && r != '-' && r != '\''
+	})
+	words = words[min(len(strings.Fields(name)), len(words)):] // what is said of it
+	switch {
+	case slices.ContainsFunc(words, func(w string) bool { return placeWords[w] }):
+		return namesPlace
+	case productName(name) || slices.ContainsFunc(words, func(w string) bool { return productWords[w] }):
+		return namesProduct
+	}
+	return namesNeither
+}
+
+// nameKind is what an item says a name is (productSaid).
+type nameKind int
+
+const (
+	namesNeither nameKind = iota
+	namesProduct
+	namesPlace
+)
+
+// productName reports whether a name is written as products are and no
+// place or person is: a capital after a small letter, or a digit after a
+// letter, within a word ("PushPress", "TeamUp", "Go2"); not an acronym
+// ("NHS").
+func productName(name string) bool {
+	prev := ' '
+	for _, r := range name {
+		if unicode.IsLower(prev) && unicode.IsUpper(r) || unicode.IsLetter(prev) && unicode.IsDigit(r) {
+			return true
+		}
+		prev = r
+	}
+	return false
+}
+
+var (
+	// productWords say of a name what is said of a product: what it has,
+	// what it costs, how it looks and works, how the user rates it.
+	productWords = engine.WordSet(`app apps price prices pricing priced cost costs fee fees expensive pricey costly
+		cheap cheaper cheapest affordable free subscription subscriptions plan plans trial favourite favorite
+		front-runner frontrunner runner pick choice looks looked interface features feature booking bookings
+		payments payment integrations integration reviews support software platform tool dashboard setup clunky
+		buggy fiddly complicated intuitive slick polished user-friendly`)
+	// placeWords say of a name what is said of a place or a scene.
+	placeWords = engine.WordSet(`scene scenes city town village area areas neighbourhood neighborhood community
+		weather people crowd crowds centre center street streets parking rent rents vibe culture nightlife
+		countryside park parks beach suburb suburbs`)
+)
+
+// moreOptions puts on the list named "Options", when the engine has one,
+// the names said as products that none of the options is.
+func moreOptions(p extraction.Prompt, ans Answer, names []string) {
+	for _, f := range p.Fields {
+		if f.ValueType != engine.TypeArray || !strings.EqualFold(strings.TrimSpace(f.DisplayName), "options") {
+			continue
+		}
+		fa, answered := ans.Fields[f.Path]
+		current := f.Current
+		if answered {
+			current, _ = json.Marshal(fa.Value) // the options this message named
+		} else {
+			fa = fieldAnswer{Confidence: max(confPattern, f.ConfidenceThreshold),
+				Reasoning: "a name said with what is said of a product is an option"}
+		}
+		if v, changed := grow(current, names, false); changed {
+			fa.Value = v
+			ans.Fields[f.Path] = fa
+		}
+		return
+	}
 }
 
 // knownOptions are the options known and those the answer names: the
