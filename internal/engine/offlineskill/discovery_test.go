@@ -312,9 +312,12 @@ func TestExtractionSkillOptionsEndAtTheUsersBut(t *testing.T) {
 	})
 }
 
-// Groups of people counted in one sentence are as many people as they
+// Groups of people counted in one sentence are as many users as they
 // add up to, not the last group's count; a count of things beside them,
-// or one before a colon that counts them all, is no such sum.
+// or one before a colon that counts them all, is no such sum. A team's
+// head count adds up its staff only, never the customers beside them, and
+// the parts of a team counted after its whole ("8 of us, 2 partners and 6
+// employees") restate it.
 func TestExtractionSkillGroupsCountedAddUp(t *testing.T) {
 	t.Parallel()
 	runExtractionCases(t, []extractionCase{
@@ -328,6 +331,14 @@ func TestExtractionSkillGroupsCountedAddUp(t *testing.T) {
 			want: map[string]any{"users_and_personas.user_count": 40.0}},
 		{name: "the team asked", engine: "business-profile", focus: "team_size_known", msg: "Four bakers and two drivers.",
 			want: map[string]any{"team_composition.headcount": 6.0}},
+		{name: "the team beside the subscribers", engine: "business-profile", focus: "team_size_known",
+			msg: "About 900 subscribers and two staff.", want: map[string]any{"team_composition.headcount": 2.0}},
+		{name: "the team beside the customers", engine: "business-profile", focus: "team_size_known",
+			msg: "We've got 5 engineers and 200 customers.", want: map[string]any{"team_composition.headcount": 5.0}},
+		{name: "the team and its parts", engine: "business-profile", focus: "team_size_known",
+			msg: "There are 8 of us, 2 partners and 6 employees.", want: map[string]any{"team_composition.headcount": 8.0}},
+		{name: "the team beside the user", engine: "business-profile", focus: "team_size_known",
+			msg: "Just the two of us and a part-time tour guide.", want: map[string]any{"team_composition.headcount": 3.0}},
 	})
 }
 

@@ -338,6 +338,9 @@ func cueAnswer(p extraction.Prompt) Answer {
 			// nothing, nor does saying what one does not know, about this
 			// or another question, nor "Nothing else".
 			v, ok = valueFromText(f.ValueType, answer, "")
+			if n, counted := groupsOf(*f, figures(answer)); ok && counted {
+				v = n // "Four bakers and two drivers" are a team of 6
+			}
 		}
 		if g := broader(p, *f); ok && continues && g != nil && !isKnown(*f) {
 			// "Oh, and a monthly social would be lovely too", asked for
@@ -669,7 +672,8 @@ func countsBeside(lower engine.Text) bool {
 // "Me, my wife and 2 staff" 4): the sum of its parts, the user, the people
 // "of us" counts, "a" or "my" one person and a number as many. A total
 // that "of us" gives beside the user named again ("There are 6 of us, me,
-// two bakers and three in the shop") is the count. A part that says no
+// two bakers and three in the shop"), or beside parts that add up to it
+// ("8 of us, 2 partners and 6 employees"), is the count. A part that says no
 // number ("some part-timers", "my kids") makes it no count.
 func groupCount(s string) (any, bool) {
 	text := strings.ToLower(cleanSentence(figures(s)))
@@ -716,8 +720,10 @@ func groupCount(s string) (any, bool) {
 		}
 		sum += n
 	}
-	if total > 0 && user {
-		return float64(total), true // the total, then who it is
+	if total > 0 && (user || sum == 2*total) {
+		// The total, then who it is: "There are 6 of us, me, two bakers
+		// and three in the shop", "8 of us, 2 partners and 6 employees".
+		return float64(total), true
 	}
 	return float64(sum), sum > 0
 }
@@ -1434,10 +1440,8 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				continue
 			}
 			v, ok := patternValue(f.ValueType, re, m)
-			if ok && f.ValueType == engine.TypeNumber {
-				if n, counted := groupsCounted(s.figures); counted {
-					v = n // "About 900 subscribers and two staff" are 902 people
-				}
+			if n, counted := groupsOf(f, s.figures); ok && counted {
+				v = n // "About 900 subscribers and two staff" are 902 users
 			}
 			if !ok {
 				if g := re.SubexpIndex("value"); g > 0 && loc[2*g] < 0 {
@@ -1530,6 +1534,9 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				from = fearBefore(s.lower, kw)
 			}
 			v, ok := valueFromText(f.ValueType, s.text, from)
+			if n, counted := groupsOf(f, s.figures); ok && counted {
+				v = n // "We're a team of 40 technicians and 5 office staff"
+			}
 			correct, said, denied := s.correction, false, false
 			if ok && list {
 				// "Pret isn't a competitor, it's Costa" corrects the
@@ -2726,9 +2733,6 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 			// group; the group is the sum of its parts, when each says how
 			// many.
 			return groupCount(s)
-		}
-		if n, ok := groupsCounted(figures(s)); ok {
-			return n, true // "Four bakers and two drivers"
 		}
 		return ParseNumber(s)
 	case engine.TypeBoolean:

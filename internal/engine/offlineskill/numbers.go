@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/extraction"
 )
 
 // spelled finds a number written in words, from its first word to its
@@ -98,10 +99,12 @@ func lastWord(s string) string {
 // technicians and 5 office staff" 45): the sum of its items, each a
 // number and what it counts, that count people; the things counted
 // beside them ("40 technicians and 3 vans", "40 orders and 3 customers")
-// are none. A sentence with an item that counts nothing, or a colon,
-// whose head counts them all ("About 900 users: our subscribers and the
-// two of us"), counts no groups, nor does one that counts no people.
-func groupsCounted(figures string) (float64, bool) {
+// are none. A team's head count (staff) sums only the groups that work in
+// it: "About 900 subscribers and two staff" is a team of 2. A sentence with
+// an item that counts nothing, or a colon, whose head counts them all
+// ("About 900 users: our subscribers and the two of us"), counts no groups,
+// nor does one that counts no people (of the team, for staff).
+func groupsCounted(figures string, staff bool) (float64, bool) {
 	if strings.Contains(figures, ":") {
 		return 0, false
 	}
@@ -123,11 +126,51 @@ func groupsCounted(figures string) (float64, bool) {
 		if !ok || !isFloat {
 			return 0, false
 		}
-		if countsPeople(w[len(w)-1]) {
-			sum, people = sum+f, true
+		last := w[len(w)-1]
+		if !countsPeople(last) || staff && servedNouns[last] {
+			continue // "3 vans", and "200 customers" work in no team
 		}
+		sum, people = sum+f, true
 	}
 	return sum, people
+}
+
+// peopleCounted is what a number field counts of people: those who will
+// use the product ("Roughly how many people will use it"), every group
+// of whom adds up; those who work in the business ("How many people work
+// in the business"), its staff only; or none, whose number no group
+// gives.
+func peopleCounted(f extraction.PromptField) counting {
+	if f.ValueType != engine.TypeNumber {
+		return countsNone
+	}
+	w := contentWords(f.DisplayName + " " + f.Description)
+	switch {
+	case w["use"] || w["users"]:
+		return countsUsers
+	case w["work"] || w["team"] || w["staff"] || w["headcount"] || w["employees"]:
+		return countsStaff
+	}
+	return countsNone
+}
+
+// counting is what a number field counts of people (peopleCounted).
+type counting int
+
+const (
+	countsNone counting = iota
+	countsUsers
+	countsStaff
+)
+
+// groupsOf is the number of people the groups a sentence counts make,
+// for a field that counts people (groupsCounted).
+func groupsOf(f extraction.PromptField, figures string) (float64, bool) {
+	kind := peopleCounted(f)
+	if kind == countsNone {
+		return 0, false
+	}
+	return groupsCounted(figures, kind == countsStaff)
 }
 
 // countsPeople reports whether a plural noun names people ("subscribers",
@@ -140,6 +183,12 @@ func countsPeople(w string) bool {
 // countLeads say who has the people counted ("We have 40 technicians").
 var countLeads = []string{"we have", "we've got", "we've", "i have", "i've got", "there are", "there's", "it's",
 	"it is", "just", "only", "so", "well"}
+
+// servedNouns are the people a business serves, who work in no team of
+// it ("subscribers", "customers").
+var servedNouns = engine.WordSet(`users members clients customers subscribers students pupils patients parents
+	residents tenants guests kids children adults families locals visitors shoppers buyers consumers patrons diners
+	followers readers viewers listeners learners attendees households`)
 
 // peopleNouns are the nouns people are counted by: roles, trades and the
 // kinds of customer.
