@@ -1468,11 +1468,12 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 					// "Just me and my husband, and a tiny budget": the list
 					// asked for is the things named, the budget with its
 					// words.
-					v = items
+					v = unreasoned(items)
 				}
 			}
 			if list {
-				v = unreasoned(v.([]string)) // "I have 3 hours a week and it's costing me sleep"
+				// reopened took the remarks off ("I have 3 hours a week and
+				// it's costing me sleep"), each run of items apart.
 				v = append(keywordItems(f, text[:loc[0]]), v.([]string)...)
 			}
 			if v, ok = whole(v, s, s.correction); !ok {
@@ -1627,22 +1628,29 @@ var userContrast = regexp.MustCompile(`(?i)(?:,\s*|\s+)but\s+(?:i|we)(?:['’](?
 // Shopify store and I don't understand what a custom build would cost" is
 // unsure of how the apps plug in and of what a custom build would cost,
 // not of "I don't understand what …". The first item is the pattern's
-// value already.
+// value already. An item opened again starts the items anew: the remarks
+// on those before it ("it's all new to me") end there, and its own words
+// ("which is cheapest", "who handles the support") are no remark, which
+// unreasoned, run on the items from each such one on, would take them
+// for.
 func reopened(re *regexp.Regexp, items []string) []string {
 	g := re.SubexpIndex("value")
 	if g <= 0 {
-		return items
+		return unreasoned(items)
 	}
+	var out []string
+	from := 0
 	for i := 1; i < len(items); i++ {
 		loc := re.FindStringSubmatchIndex(items[i])
 		if loc == nil || loc[2*g] < 0 || loc[2*g] == 0 || !userOnly(items[i][:loc[0]]) {
 			continue
 		}
 		if v := cleanSentence(items[i][loc[2*g]:loc[2*g+1]]); v != "" {
-			items[i] = v
+			out = append(out, unreasoned(items[from:i])...)
+			items[i], from = v, i
 		}
 	}
-	return items
+	return append(out, unreasoned(items[from:])...)
 }
 
 // userOnly reports whether the words before a cue's match say only who
@@ -2785,12 +2793,12 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 				break
 			}
 		}
-		items := splitItems(part, clauses)
+		items, said := splitItems(part, clauses), false
 		if introduced {
-			if said := thatClauses(part); said != nil {
+			if that := thatClauses(part, keyword); that != nil {
 				// "I like that a subscription app is cheap and quick to
 				// start": what the user likes is the clause, one item.
-				items = said
+				items, said = that, true
 			}
 		}
 		if len(items) > 1 {
@@ -2817,7 +2825,11 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 			if prepositions {
 				items = objects(items)
 			}
-			items = unreasoned(items)
+			if !said {
+				// A clause the user likes "that" it holds is no remark on
+				// the one before ("… and that it takes payments").
+				items = unreasoned(items)
+			}
 		}
 		return items, len(items) > 0
 	}
@@ -2827,9 +2839,12 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 // thatClauses are the clauses "that" opens after a keyword ("I like that
 // a subscription app is cheap and quick to start", "… that it's cheap and
 // that Glofox has an app"), each without its "that": what they say is
-// one item each, whatever "and" joins within them. nil when part opens
-// with no such clause ("that app", "that one").
-func thatClauses(part string) []string {
+// one item each, whatever "and" joins within them. A clause ends where
+// the keyword is said again ("… that it's cheap and I like the reviews")
+// or a thing alone follows it ("… that the app is simple, and the
+// price"): that is an item of its own. nil when part opens with no such
+// clause ("that app", "that one").
+func thatClauses(part, keyword string) []string {
 	if len(part) < 5 || !strings.EqualFold(part[:5], "that ") {
 		return nil
 	}
@@ -2841,12 +2856,35 @@ func thatClauses(part string) []string {
 		return nil
 	}
 	var out []string
-	for _, c := range thatAnd.Split(strings.TrimSpace(part[len(w[0]):]), -1) {
+	add := func(c string) {
 		if c = cleanSentence(c); c != "" {
 			out = append(out, c)
 		}
 	}
+	for _, c := range thatAnd.Split(strings.TrimSpace(part[len(w[0]):]), -1) {
+		start, next := 0, thatNext.FindAllStringIndex(c, -1)
+		for i, loc := range next {
+			end := len(c)
+			if i+1 < len(next) {
+				end = next[i+1][0]
+			}
+			if after := c[loc[1]:end]; engine.PhraseIndex(after, keyword) == 0 || thingAlone(after) {
+				add(c[start:loc[0]])
+				start = loc[1]
+			}
+		}
+		add(c[start:])
+	}
 	return out
+}
+
+// thingAlone reports whether words name a thing and say nothing of it:
+// they open with a determiner or a possessive, and no word of them makes
+// a clause ("the price", not "the price is low").
+func thingAlone(words string) bool {
+	w := strings.Fields(strings.ToLower(strings.ReplaceAll(strings.Trim(words, " .!?"), "’", "'")))
+	return len(w) > 1 && (determiners[w[0]] || thatSubjects[w[0]]) &&
+		!slices.ContainsFunc(w, func(w string) bool { return predicateWords[w] || clauseWord(w) })
 }
 
 var (
@@ -2854,6 +2892,8 @@ var (
 	// determiners and subject pronouns.
 	thatSubjects = engine.WordSet(`its their his her this these those you're`)
 	thatAnd      = regexp.MustCompile(`(?i)(?:,\s*|\s+)(?:and|but|plus)\s+that\s+`)
+	// thatNext may end a "that" clause: a comma, an "and" or a "plus".
+	thatNext = regexp.MustCompile(`(?i),\s*(?:(?:and|plus)\s+)?|\s+(?:and|plus)\s+`)
 )
 
 // framing reports whether the words before a keyword open a phrase that
