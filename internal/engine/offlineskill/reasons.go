@@ -22,7 +22,7 @@ func withoutReasons(p extraction.Prompt, ans Answer) {
 			continue
 		}
 		if asksWhy(*f) {
-			fa.Value = reasonAfter(v, fa.keyword)
+			fa.Value = reasonAfter(v, fa.keyword, f.Cues.Keywords)
 			ans.Fields[path] = fa
 			continue
 		}
@@ -47,24 +47,36 @@ func asksWhy(f extraction.PromptField) bool {
 // found it, the keyword of a field that asks why: "I'll go with the
 // subscription app because it is cheap and fast to start" chose the app
 // for the reason "it is cheap and fast to start". A "since" that opens a
-// time ("since 2019", "since last year") gives none, and a sentence whose
-// conjunction opens no clause of a few words stays as it is.
-func reasonAfter(v, keyword string) string {
+// time ("since 2019", "since last year", "Since March the studio has
+// doubled") gives none, a sentence that says its reason before the
+// conjunction with another of the field's keywords ("The reason is the
+// price, because we are small") keeps it, and one whose conjunction opens
+// no clause of a few words stays as it is.
+func reasonAfter(v, keyword string, keywords []string) string {
 	if !reasonConjunctions[strings.ToLower(keyword)] {
 		return v
 	}
 	at := engine.PhraseIndex(v, keyword)
-	if at < 0 {
+	if at < 0 || slices.ContainsFunc(keywords, func(kw string) bool {
+		return !reasonConjunctions[strings.ToLower(kw)] && engine.PhraseIndex(v[:at], kw) >= 0
+	}) {
 		return v
 	}
 	rest := strings.TrimSpace(v[at+len(keyword):])
 	rest = strings.TrimSpace(strings.TrimPrefix(rest, "of ")) // "because of the price"
 	words := strings.Fields(rest)
-	if len(words) < 2 || isNumber(strings.ToLower(words[0])) || times[strings.ToLower(words[0])] {
+	if len(words) < 2 {
+		return v
+	}
+	if first := strings.ToLower(strings.Trim(words[0], ",")); isNumber(first) || times[first] || calendar[first] ||
+		seasons[first] {
 		return v
 	}
 	return cleanSentence(rest)
 }
+
+// seasons are times a "since" may open ("since spring").
+var seasons = engine.WordSet(`spring summer autumn fall winter christmas easter`)
 
 // reasonConjunctions open the reason a clause before them has.
 var reasonConjunctions = engine.WordSet(`because since`)
