@@ -336,6 +336,12 @@ func TestExtractionSkillOptionsEndAtTheUsersBut(t *testing.T) {
 		{name: "but we've never", engine: "exploration", focus: "prior_knowledge_assessed",
 			msg:  "I've heard of Recharge and Bold but we've never used them.",
 			want: map[string]any{"solution_landscape.options": []any{"Recharge", "Bold"}}},
+		{name: "but I've heard of more", engine: "exploration", focus: "prior_knowledge_assessed",
+			msg:  "We're looking at Mindbody but I've heard of Glofox too.",
+			want: map[string]any{"solution_landscape.options": []any{"Mindbody", "Glofox"}}},
+		{name: "but we're considering more, then a clause of ours", engine: "exploration", focus: "options_identified",
+			msg:  "I've heard of Mindbody, but we're considering Glofox, but I have never used either.",
+			want: map[string]any{"solution_landscape.options": []any{"Mindbody", "Glofox"}}},
 	})
 }
 

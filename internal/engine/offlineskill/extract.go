@@ -1431,7 +1431,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 				start = headed(text, loc[2*g])
 				m[g] = text[start:loc[2*g+1]]
 				if list {
-					m[g] = beforeContrast(m[g]) // "Recharge, but I have never built software myself"
+					m[g] = beforeContrast(re, m[g]) // "Recharge, but I have never built software myself"
 				}
 			}
 			free := allowed(s)
@@ -1613,12 +1613,22 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 
 // beforeContrast is a list's value up to a "but" that opens a clause of
 // the user's ("I've heard of Recharge, but I have never built software
-// myself"): what the user says of themselves after it is no item.
-func beforeContrast(v string) string {
-	if loc := userContrast.FindStringIndex(v); loc != nil && loc[0] > 0 {
-		return v[:loc[0]]
+// myself"): what the user says of themselves after it is no item. A
+// clause after it that the list's pattern reads again ("We're looking at
+// Mindbody but I've heard of Glofox too") names more items: the value
+// goes on with them.
+func beforeContrast(re *regexp.Regexp, v string) string {
+	loc := userContrast.FindStringIndex(v)
+	if loc == nil || loc[0] == 0 {
+		return v
 	}
-	return v
+	rest := v[loc[0]:]
+	if g := re.SubexpIndex("value"); g > 0 {
+		if m := re.FindStringSubmatchIndex(rest); m != nil && m[2*g] > 0 && strings.Trim(rest[:m[0]], " ,") == "" {
+			return v[:loc[0]] + ", " + beforeContrast(re, rest[m[2*g]:m[2*g+1]])
+		}
+	}
+	return v[:loc[0]]
 }
 
 var userContrast = regexp.MustCompile(`(?i)(?:,\s*|\s+)but\s+(?:i|we)(?:['’](?:ve|m|re|d|ll))?\b`)
