@@ -308,7 +308,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 		var v any
 		ok := false
 		switch {
-		case f.Cues.Firm && (hedged || tentative(answer) || engine.PhraseIndex(answer, "i think") >= 0):
+		case f.Cues.Firm && (hedged || tentative(answer) || thinksOfChoice(msg)):
 			// "Maybe the cheaper one" decides nothing, nor do "Whatever
 			// I pick, it has to be cheap" and "Glofox, I think".
 		case f.ValueType == engine.TypeBoolean:
@@ -337,7 +337,13 @@ func cueAnswer(p extraction.Prompt) Answer {
 			// A question back ("What do you mean by that?") answers
 			// nothing, nor does saying what one does not know, about this
 			// or another question, nor "Nothing else".
-			v, ok = valueFromText(f.ValueType, answer, "")
+			said := answer
+			if f.Cues.Firm {
+				// "Glofox. I think the app is what sold it.": a choice is
+				// named in one statement, and what follows says why.
+				said = engine.Sentences(answer)[0]
+			}
+			v, ok = valueFromText(f.ValueType, said, "")
 			if n, counted := groupsOf(*f, figures(answer)); ok && counted {
 				v = n // "Four bakers and two drivers" are a team of 6
 			}
@@ -2664,6 +2670,31 @@ func hedgedChoice(text string, loc []int) bool {
 		hedged = hedged || hedgeWords[w] || w == "think"
 	}
 	return hedged
+}
+
+// thinksOfChoice reports whether an "I think" hedges the choice a message
+// gives: said in the statement that gives it, or before it ("Glofox, I
+// think.", "I think Glofox."), or alone after it ("Glofox. I think so.").
+// An "I think" that opens a statement of its own after the choice
+// ("Glofox. I think the app is what sold it.") says why, and hedges none.
+func thinksOfChoice(msg string) bool {
+	chosen := false
+	for _, s := range statements(msg) {
+		thinks := engine.PhraseIndex(s, "i think") >= 0
+		if !chosen {
+			if thinks {
+				return true
+			}
+			chosen = !saysNothing(engine.LowerText(s), false)
+			continue
+		}
+		if thinks && !slices.ContainsFunc(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+			return !unicode.IsLetter(r) && r != '\''
+		}), func(w string) bool { return !noContent[w] }) {
+			return true
+		}
+	}
+	return false
 }
 
 // tentative reports whether a clause opens with a condition ("If we go

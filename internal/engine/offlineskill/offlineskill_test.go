@@ -1756,6 +1756,9 @@ func TestExtractionSkillFirmDecision(t *testing.T) {
 		"I guess we'll go with Glofox.":                        nil,
 		"We'll go with Glofox because it's probably cheaper.":  "Glofox",
 		"We'll go with Glofox, definitely.":                    "Glofox",
+		"Glofox. I think the app is what sold it.":             "Glofox",
+		"Glofox. I think so.":                                  nil,
+		"I think Glofox. The app sold it.":                     nil,
 	} {
 		ans := extract(t, def, engine.NewExtraction(), focus, msg)
 		var got any
