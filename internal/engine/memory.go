@@ -22,8 +22,11 @@ import (
 //     its eliminated options their question (the runner's exit);
 //   - 3: ideation hands exploration the problem as such, its root causes
 //     as pain points, not knowledge gaps, and the ideas shortlisted as the
-//     gaps to explore (handoff.Builtin); exploration's problem is met by a
-//     handoff that carries it (problemCarried).
+//     gaps to explore, project discovery its core problem as such, and
+//     exploration's decision answers the problem its inbound handoff
+//     carried when the user did not state one (handoff.Builtin);
+//     exploration's problem is met by a handoff that carries it
+//     (problemCarried).
 const MemorySchemaVersion = 3
 
 // WorkingMemory is a session's whole state: the seed's EngineWorkingMemory.

@@ -279,3 +279,21 @@ func TestExplorationTakesUpIdeationsProblemAndShortlist(t *testing.T) {
 		t.Errorf("verification %+v; want the two shortlisted ideas acknowledged", v.Details)
 	}
 }
+
+// A user who described the problem in project discovery and went to
+// exploration to find out about the options is told, in the first reply
+// there, which problem it takes up: project discovery's handoff marks the
+// core problem as such (memory version 3), as ideation's does. It used to
+// go as a pain point like the others, which the first reply did not name.
+func TestExplorationNamesTheProblemProjectDiscoveryCaptured(t *testing.T) {
+	h := handOff(t, "project-discovery", nil, projectDiscoveryMessages...)
+	res := startFrom(t, "exploration", &h, "Sounds good.")
+	const want = "The problem: your field technicians keep losing track of their jobs"
+	if !strings.Contains(res.Reply, want) {
+		t.Errorf("the first reply %q does not say %q", res.Reply, want)
+	}
+	def := newSession(t, "exploration").def
+	if asked, _ := def.Obligation("problem_explored"); strings.Contains(res.Reply, asked.Question) {
+		t.Errorf("the first reply %q asks %q, which the handoff answered", res.Reply, asked.Question)
+	}
+}

@@ -6,13 +6,17 @@ package handoff
 
 // Exploration → Project Discovery: the decision reached, with its
 // reasoning and the tradeoffs weighed, the options ruled out, the
-// constraints and risks, and what the user learnt.
+// constraints and risks, and what the user learnt. The question the
+// decision answers is the problem the user stated, or else the one the
+// session's inbound handoff carried, which exploration takes up without
+// asking for it (problemCarried).
 var explorationToProjectDiscovery = Fields{
 	Decision: "decision.decision_made", Confidence: "decision.confidence",
-	Reasoning:  []string{"decision.reasoning", "decision.tradeoffs"},
-	Options:    []string{"solution_landscape.options", "solution_landscape.eliminated_options"},
-	Question:   "initial_state.problem_statement",
-	Eliminated: []string{"solution_landscape.eliminated_options"},
+	Reasoning:       []string{"decision.reasoning", "decision.tradeoffs"},
+	Options:         []string{"solution_landscape.options", "solution_landscape.eliminated_options"},
+	Question:        "initial_state.problem_statement",
+	QuestionCarried: true,
+	Eliminated:      []string{"solution_landscape.eliminated_options"},
 	Constraints: []Constraint{{Path: "decision.constraints",
 		Implication: "The requirements must fit within it"}},
 	Risks:           []string{"decision.risks"},
@@ -28,7 +32,8 @@ var explorationToProjectDiscovery = Fields{
 }
 
 // Project Discovery → Exploration: the requirements as constraints on the
-// options to explore, the goals and pains behind them.
+// options to explore, the goals and pains behind them, the core problem as
+// such (ProblemPrefix), which exploration takes up and names.
 var projectDiscoveryToExploration = Fields{
 	Constraints: []Constraint{
 		{Path: "constraints.budget", Label: "Budget", Implication: "Only options within it are worth exploring"},
@@ -39,7 +44,8 @@ var projectDiscoveryToExploration = Fields{
 	},
 	Assumptions:     []string{"success_criteria.mvp_scope"},
 	Goals:           []string{"purpose_and_problem.desired_outcome", "success_criteria.metrics"},
-	PainPoints:      []string{"purpose_and_problem.core_problem", "users_and_personas.pain_points"},
+	Problem:         "purpose_and_problem.core_problem",
+	PainPoints:      []string{"users_and_personas.pain_points"},
 	PriorExperience: []string{"purpose_and_problem.current_solution"},
 	OpenQuestions:   []string{"edge_cases.cases"},
 	Sensitivities:   []string{"non_functional_screening.security"},
@@ -96,6 +102,49 @@ var ideationToExplorationBefore3 = Fields{
 	OpenQuestions: []string{"problem_space.how_might_we"},
 }
 
+// explorationToProjectDiscoveryBefore3 is how sessions of memory versions
+// 1 and 2 hand off from exploration to project discovery: the decision's
+// question is the problem the user stated, none when the problem came with
+// the inbound handoff.
+var explorationToProjectDiscoveryBefore3 = Fields{
+	Decision: "decision.decision_made", Confidence: "decision.confidence",
+	Reasoning:  []string{"decision.reasoning", "decision.tradeoffs"},
+	Options:    []string{"solution_landscape.options", "solution_landscape.eliminated_options"},
+	Question:   "initial_state.problem_statement",
+	Eliminated: []string{"solution_landscape.eliminated_options"},
+	Constraints: []Constraint{{Path: "decision.constraints",
+		Implication: "The requirements must fit within it"}},
+	Risks:           []string{"decision.risks"},
+	Gaps:            []string{"initial_state.knowledge_gaps"},
+	Goals:           []string{"initial_state.goals"},
+	PainPoints:      []string{"initial_state.problem_statement"},
+	Concepts:        []string{"understanding.concepts_taught"},
+	Understood:      "understanding.teach_back_passed",
+	PriorExperience: []string{"initial_state.prior_knowledge"},
+	TechnicalLevel:  "initial_state.technical_level",
+	OpenQuestions:   []string{"understanding.questions"},
+	Sensitivities:   []string{"understanding.misconceptions"},
+}
+
+// projectDiscoveryToExplorationBefore3 is how sessions of memory versions
+// 1 and 2 hand off from project discovery to exploration: the core problem
+// as a pain point like the others.
+var projectDiscoveryToExplorationBefore3 = Fields{
+	Constraints: []Constraint{
+		{Path: "constraints.budget", Label: "Budget", Implication: "Only options within it are worth exploring"},
+		{Path: "constraints.timeline", Label: "Timeline", Implication: "Options must be deliverable in time"},
+		{Path: "constraints.technical", Label: "Technical", Implication: "Options must run on it"},
+		{Path: "constraints.integrations", Label: "Integration", Implication: "Options must integrate with it"},
+		{Path: "constraints.team", Label: "Team", Implication: "Options must suit who builds and runs it"},
+	},
+	Assumptions:     []string{"success_criteria.mvp_scope"},
+	Goals:           []string{"purpose_and_problem.desired_outcome", "success_criteria.metrics"},
+	PainPoints:      []string{"purpose_and_problem.core_problem", "users_and_personas.pain_points"},
+	PriorExperience: []string{"purpose_and_problem.current_solution"},
+	OpenQuestions:   []string{"edge_cases.cases"},
+	Sensitivities:   []string{"non_functional_screening.security"},
+}
+
 // Ideation → Project Discovery: the selected idea, why, and what it must
 // respect, to define its requirements.
 var ideationToProjectDiscovery = Fields{
@@ -134,5 +183,9 @@ func builtinFields() map[string]Fields {
 // that a replay by a later build rebuilds the handoff its target started
 // with.
 func builtinFieldsBefore3() map[string]Fields {
-	return map[string]Fields{Name("ideation", "exploration"): ideationToExplorationBefore3}
+	return map[string]Fields{
+		Name("ideation", "exploration"):          ideationToExplorationBefore3,
+		Name("exploration", "project-discovery"): explorationToProjectDiscoveryBefore3,
+		Name("project-discovery", "exploration"): projectDiscoveryToExplorationBefore3,
+	}
 }

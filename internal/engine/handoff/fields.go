@@ -38,6 +38,11 @@ type Fields struct {
 	Reasoning  []string
 	Options    []string
 	Question   string
+	// QuestionCarried makes the question, when the Question field is
+	// empty, the problem the session's inbound handoff carried (its pain
+	// point after ProblemPrefix): the session took the problem up without
+	// the user stating it again, and its decision answers it all the same.
+	QuestionCarried bool
 
 	Eliminated  []string
 	Constraints []Constraint
@@ -97,6 +102,9 @@ func FromFields(f Fields) Mapper {
 		al.ConstraintsIdentified, al.AssumptionsCarriedForward = []contracts.IdentifiedConstraint{}, []contracts.CarriedAssumption{}
 
 		confidence, question := 0.0, strings.Join(values(m, f.Question), "; ")
+		if question == "" && f.QuestionCarried {
+			question = carriedProblem(m)
+		}
 		if f.Decision != "" {
 			if d := strings.Join(values(m, f.Decision), ", "); d != "" {
 				confidence = decisionConfidence(m, f)
@@ -253,6 +261,21 @@ func unframed(text string) string {
 		}
 	}
 	return text
+}
+
+// carriedProblem is the problem the session's inbound handoff carried (its
+// first pain point after ProblemPrefix), "" for none.
+func carriedProblem(m *engine.WorkingMemory) string {
+	inbound, ok := contracts.DecodeHandoff(m.InboundHandoff)
+	if !ok {
+		return ""
+	}
+	for _, p := range inbound.SituationAwareness.KeyPainPoints {
+		if problem, ok := strings.CutPrefix(p, ProblemPrefix); ok && strings.TrimSpace(problem) != "" {
+			return strings.TrimSpace(problem)
+		}
+	}
+	return ""
 }
 
 // prefixed is items, each after prefix; empty, not nil, for none.

@@ -371,18 +371,40 @@ func TestGenericMapper(t *testing.T) {
 // A handoff carries forward what its session's own inbound handoff brought:
 // after project-discovery → exploration → project-discovery, the second
 // discovery session knows the requirements the first captured (the budget,
-// the platform, the goal, the security concern, the question put off), not
-// only the decision exploration reached. What the source settled comes
-// first and is not repeated; the knowledge gaps are the source's own (it
-// may have closed the earlier ones).
+// the platform, the goal, the problem, the security concern, the question
+// put off), not only the decision exploration reached. What the source
+// settled comes first and is not repeated; the knowledge gaps are the
+// source's own (it may have closed the earlier ones). Under memory version
+// 3 the problem goes as such (ProblemPrefix), and the decision answers it,
+// the exploration session having taken it up without the user stating it
+// again; a chain of sessions of version 2 carries it as a pain point and
+// the decision without a question, as it did.
 func TestMapCarriesTheInboundHandoffForward(t *testing.T) {
+	for _, tt := range []struct {
+		version       int
+		problem, asks string
+	}{
+		{version: 2, problem: "Jobs get lost on paper"},
+		{version: 3, problem: handoff.ProblemPrefix + "Jobs get lost on paper", asks: "Jobs get lost on paper"},
+	} {
+		t.Run(fmt.Sprint("version ", tt.version), func(t *testing.T) {
+			mapCarriesTheInboundHandoffForward(t, tt.version, tt.problem, tt.asks)
+		})
+	}
+}
+
+// mapCarriesTheInboundHandoffForward is TestMapCarriesTheInboundHandoffForward
+// for sessions of memory version version: the pain point the problem is
+// carried as, and the question the decision answers.
+func mapCarriesTheInboundHandoffForward(t *testing.T, version int, problem, asks string) {
+	t.Helper()
 	cat := enginetest.Shipped(t)
 	discovery, _ := cat.Get("project-discovery")
 	exploration, _ := cat.Get("exploration")
 	mappers := handoff.Builtin()
 
 	first := enginetest.Memory(discovery)
-	first.TurnNumber = 20
+	first.SchemaVersion, first.TurnNumber = version, 20
 	enginetest.Set(first, "constraints.budget", "$90k", 0.9, 15)
 	enginetest.Set(first, "constraints.technical", "Android tablets, hosted on Azure", 0.9, 9)
 	enginetest.Set(first, "purpose_and_problem.desired_outcome", "No job is forgotten", 0.9, 14)
@@ -397,7 +419,7 @@ func TestMapCarriesTheInboundHandoffForward(t *testing.T) {
 	toExploration.SituationAwareness.KnowledgeGapsRevealed = []string{"Unsure how hosting works"}
 
 	second := enginetest.Memory(exploration)
-	second.TurnNumber = 10
+	second.SchemaVersion, second.TurnNumber = version, 10
 	second.InboundHandoff, _ = json.Marshal(toExploration)
 	enginetest.Set(second, "decision.decision_made", "custom build", 0.85, 10)
 	enginetest.Set(second, "decision.reasoning", "It gives us full control over offline sync", 0.85, 10)
@@ -411,8 +433,8 @@ func TestMapCarriesTheInboundHandoffForward(t *testing.T) {
 	if r := handoff.Validate(back); !r.Valid {
 		t.Fatalf("invalid: %v", r.Errors)
 	}
-	if d := back.ActionList.DecisionsReached; len(d) != 1 || d[0].Decision != "custom build" {
-		t.Errorf("decisions = %+v", d)
+	if d := back.ActionList.DecisionsReached; len(d) != 1 || d[0].Decision != "custom build" || d[0].Question != asks {
+		t.Errorf("decisions = %+v, want the custom build answering %q", d, asks)
 	}
 	var constraints []string
 	for _, c := range back.ActionList.ConstraintsIdentified {
@@ -422,8 +444,8 @@ func TestMapCarriesTheInboundHandoffForward(t *testing.T) {
 		t.Errorf("constraints = %q, want %q", constraints, want)
 	}
 	sa, rs := back.SituationAwareness, back.RelationalState
-	if !slices.Contains(sa.UserGoals, "No job is forgotten") || !slices.Contains(sa.KeyPainPoints, "Jobs get lost on paper") {
-		t.Errorf("goals %q, pain points %q", sa.UserGoals, sa.KeyPainPoints)
+	if !slices.Contains(sa.UserGoals, "No job is forgotten") || !slices.Contains(sa.KeyPainPoints, problem) {
+		t.Errorf("goals %q, pain points %q; want the pain point %q", sa.UserGoals, sa.KeyPainPoints, problem)
 	}
 	if !slices.Contains(rs.Sensitivities, "Only staff may see customer data") ||
 		!slices.ContainsFunc(rs.OpenQuestions, func(q string) bool { return strings.HasPrefix(q, "Put off by the user: The team") }) {
@@ -1360,5 +1382,102 @@ func TestVerifyLooksPastAnElementsFraming(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Project discovery hands exploration the core problem the user described.
+// Under memory version 3 it is marked as the problem (ProblemPrefix), as
+// ideation's is, so that exploration's first reply names it; a session of
+// an earlier version hands it off as a pain point like the others, for its
+// replay to rebuild the handoff its target started with.
+func TestProjectDiscoveryHandsExplorationTheProblem(t *testing.T) {
+	const problem = "Jobs get lost on paper"
+	for _, tt := range []struct {
+		version int
+		pains   []string
+	}{
+		{version: 2, pains: []string{problem, "Double entry every evening"}},
+		{version: 3, pains: []string{handoff.ProblemPrefix + problem, "Double entry every evening"}},
+	} {
+		t.Run(fmt.Sprint("version ", tt.version), func(t *testing.T) {
+			def, ok := enginetest.Shipped(t).Get("project-discovery")
+			if !ok {
+				t.Fatal("project-discovery is not shipped")
+			}
+			m := enginetest.Memory(def)
+			m.SchemaVersion, m.TurnNumber = tt.version, 20
+			enginetest.Set(m, "purpose_and_problem.core_problem", problem, 0.9, 1)
+			enginetest.Set(m, "users_and_personas.pain_points", []string{"Double entry every evening"}, 0.9, 5)
+			h, err := handoff.Builtin().Map(handoff.Input{Source: def, Memory: m, TargetEngineID: "exploration",
+				Reason: "Requirements are captured and the user wants to explore solution options", Now: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := handoff.Validate(h); !r.Valid {
+				t.Fatalf("invalid: %v", r.Errors)
+			}
+			if got := h.SituationAwareness.KeyPainPoints; !slices.Equal(got, tt.pains) {
+				t.Errorf("pain points = %q, want %q", got, tt.pains)
+			}
+		})
+	}
+}
+
+// An exploration session that took up the problem its inbound handoff
+// carried (the user did not state it again, so initial_state.problem_statement
+// is empty) hands project discovery its decision with that problem as its
+// question under memory version 3, so that a later session of the chain can
+// tell which question the decision answers; a session of an earlier version
+// hands it off without a question, as it did.
+func TestExplorationDecisionAnswersTheCarriedProblem(t *testing.T) {
+	const problem = "coffee subscribers cancel after about three months"
+	cat := enginetest.Shipped(t)
+	exploration, _ := cat.Get("exploration")
+	inbound := makeHandoff(func(h *contracts.EngineHandoff) {
+		h.Metadata.SourceEngineID, h.Metadata.TargetEngineID = "ideation", "exploration"
+		h.ActionList.DecisionsReached = []contracts.Decision{}
+		h.SituationAwareness.KeyPainPoints = []string{"$4,000 a month in lost revenue", handoff.ProblemPrefix + problem}
+	})
+	for _, tt := range []struct {
+		version  int
+		question string
+	}{
+		{version: 2, question: ""},
+		{version: 3, question: problem},
+	} {
+		t.Run(fmt.Sprint("version ", tt.version), func(t *testing.T) {
+			m := enginetest.Memory(exploration)
+			m.SchemaVersion, m.TurnNumber = tt.version, 10
+			m.InboundHandoff, _ = json.Marshal(inbound)
+			enginetest.Set(m, "decision.decision_made", "subscription app", 0.85, 10)
+			enginetest.Set(m, "decision.reasoning", "It is cheap and fast to start", 0.85, 10)
+			h, err := handoff.Builtin().Map(handoff.Input{Source: exploration, Memory: m, TargetEngineID: "project-discovery",
+				Reason: "User reached decision and ready to define requirements", Now: at})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := h.ActionList.DecisionsReached
+			if len(d) != 1 || d[0].Decision != "subscription app" {
+				t.Fatalf("decisions = %+v, want the subscription app", d)
+			}
+			if d[0].Question != tt.question {
+				t.Errorf("question = %q, want %q", d[0].Question, tt.question)
+			}
+		})
+	}
+
+	// The session's own problem, when the user stated one, is the question.
+	m := enginetest.Memory(exploration)
+	m.TurnNumber = 10
+	m.InboundHandoff, _ = json.Marshal(inbound)
+	enginetest.Set(m, "initial_state.problem_statement", "which subscription tool to use", 0.85, 1)
+	enginetest.Set(m, "decision.decision_made", "subscription app", 0.85, 10)
+	h, err := handoff.Builtin().Map(handoff.Input{Source: exploration, Memory: m, TargetEngineID: "project-discovery",
+		Reason: "User reached decision and ready to define requirements", Now: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := h.ActionList.DecisionsReached; len(d) != 1 || d[0].Question != "which subscription tool to use" {
+		t.Errorf("decisions = %+v, want the session's own problem as the question", d)
 	}
 }
