@@ -175,7 +175,7 @@ func FromFields(f Fields) Mapper {
 			rs.Sensitivities = append(rs.Sensitivities, NotYetPrefix+d)
 		}
 		if m.SocioEmotional.Friction >= 0.3 {
-			rs.Sensitivities = append(rs.Sensitivities, "The user grew impatient with questions; do not ask again for what is known")
+			rs.Sensitivities = append(rs.Sensitivities, Impatient)
 		}
 		for _, p := range [](*[]string){&sa.KnowledgeGapsRevealed, &sa.UserGoals, &sa.KeyPainPoints, &ac.PriorExperience,
 			&rs.OpenQuestions, &rs.Sensitivities} {
@@ -277,6 +277,10 @@ func carriedProblem(m *engine.WorkingMemory) string {
 	}
 	return ""
 }
+
+// Impatient is the sensitivity of a session whose user grew impatient with
+// its questions (friction).
+const Impatient = "The user grew impatient with questions; do not ask again for what is known"
 
 // prefixed is items, each after prefix; empty, not nil, for none.
 func prefixed(prefix string, items []string) []string {

@@ -2438,7 +2438,7 @@ func TestReplyAcknowledgesAHandoff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Picking up from Exploration.", "off-the-shelf tool", "Budget limited to $5,000", "how hosting works",
+	for _, want := range []string{"Picking up from Exploration.", "off-the-shelf tool", "budget limited to $5,000", "how hosting works",
 		"the budget is tight", "What problem do you want to solve?"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first reply lacks %q: %s", want, first)
@@ -2458,7 +2458,8 @@ func TestReplyAcknowledgesAHandoff(t *testing.T) {
 
 // One choice made for two questions along a chain (PostgreSQL for the app
 // and for analytics) is acknowledged with the question of each, not as a
-// repeat; a choice made once is named alone.
+// repeat, in the user's words turned around; a choice made once is named
+// alone.
 func TestReplyAcknowledgesOneChoiceForTwoQuestions(t *testing.T) {
 	h := contracts.EngineHandoff{
 		Metadata: contracts.HandoffMetadata{SourceEngineID: "exploration", SourceEngineName: "Exploration", TargetEngineID: "project-discovery",
@@ -2478,8 +2479,8 @@ func TestReplyAcknowledgesOneChoiceForTwoQuestions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "You decided on PostgreSQL (for: Which database should we use for the app?); " +
-		"PostgreSQL (for: Which database should we use for analytics?); Stripe."
+	want := "You decided on PostgreSQL (for: Which database should you use for the app?); " +
+		"PostgreSQL (for: Which database should you use for analytics?); Stripe."
 	if !strings.Contains(first, want) {
 		t.Errorf("first reply = %q\nwant it to say %q", first, want)
 	}

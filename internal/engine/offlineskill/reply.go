@@ -68,6 +68,10 @@ type HandoffSummary struct {
 	// it ("" when the handoff does not say which pain point it is).
 	Problem                                     string
 	Decisions, Constraints, Gaps, Sensitivities []string
+	// Open are the required obligations the source left open, by their
+	// descriptions ("The next steps are agreed"): what would be done, which
+	// the acknowledgement says is not done yet.
+	Open []string
 	// Shortlist are the ideas the user shortlisted, to explore here.
 	Shortlist []string
 }
@@ -220,7 +224,11 @@ func parseHandoff(text string) *HandoffSummary {
 			}
 			// An open obligation of the source comes as "Still open: …",
 			// and the acknowledgement says "Still open:" once.
-			h.Gaps = append(h.Gaps, strings.TrimPrefix(item, handoff.OpenPrefix))
+			if o, ok := strings.CutPrefix(item, handoff.OpenPrefix); ok {
+				h.Open = append(h.Open, o)
+				continue
+			}
+			h.Gaps = append(h.Gaps, item)
 		case cur == handoff.SectionPainPoints:
 			if p, ok := strings.CutPrefix(item, handoff.ProblemPrefix); ok && h.Problem == "" {
 				h.Problem = p
@@ -256,13 +264,27 @@ func telling(decisions, questions []string) []string {
 // acknowledge restates an inbound handoff at the start of the session's
 // first reply: where the conversation comes from, the problem taken up,
 // what was decided, the ideas shortlisted to explore, the constraints,
-// what is still open and what to be careful about.
-func acknowledge(h *HandoffSummary) string {
+// what is still open and what to be careful about. It says them as the
+// rest of the replies say the user's words (saidBack), the constraints'
+// labels in words (constraintsSaid), what is open as not done yet
+// (notDoneYet); known and names are the prompt's, which tell a name's
+// capital.
+func acknowledge(h *HandoffSummary, known, names []string) string {
 	list := func(xs []string) string {
 		if len(xs) > 6 {
 			xs = append(xs[:6:6], fmt.Sprintf("and %d more", len(xs)-6))
 		}
 		return strings.Join(xs, "; ")
+	}
+	names = slices.Concat(names, h.names())
+	say := func(xs []string) []string {
+		out := make([]string, 0, len(xs))
+		for _, x := range xs {
+			if s := saidBack(x, known, names); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
 	}
 	parts := []string{"Picking up from " + h.Source + "."}
 	if p := problemSaid(h.Problem); p != "" {
@@ -271,8 +293,8 @@ func acknowledge(h *HandoffSummary) string {
 		}
 		parts = append(parts, "The problem: "+p)
 	}
-	if len(h.Decisions) > 0 {
-		parts = append(parts, "You decided on "+list(h.Decisions)+".")
+	if ds := say(h.Decisions); len(ds) > 0 {
+		parts = append(parts, "You decided on "+list(ds)+".")
 	}
 	if len(h.Shortlist) > 0 {
 		ideas := h.Shortlist
@@ -281,16 +303,215 @@ func acknowledge(h *HandoffSummary) string {
 		}
 		parts = append(parts, "You shortlisted "+andList(ideas)+" to explore.")
 	}
-	if len(h.Constraints) > 0 {
-		parts = append(parts, "I have noted your constraints: "+list(h.Constraints)+".")
+	if cs := constraintsSaid(h.Constraints, known, names); len(cs) > 0 {
+		parts = append(parts, "I have noted your constraints: "+list(cs)+".")
 	}
-	if len(h.Gaps) > 0 {
-		parts = append(parts, "Still open: "+list(h.Gaps)+".")
+	open := say(h.Gaps)
+	for _, o := range h.Open {
+		if s := notDoneYet(o); s != "" {
+			open = append(open, s)
+		}
 	}
-	if len(h.Sensitivities) > 0 {
-		parts = append(parts, "I will keep in mind: "+list(h.Sensitivities)+".")
+	if len(open) > 0 {
+		parts = append(parts, "Still open: "+list(open)+".")
+	}
+	var cautions []string
+	impatient := false
+	for _, s := range h.Sensitivities {
+		if s == handoff.Impatient {
+			impatient = true
+			continue
+		}
+		if d, ok := strings.CutPrefix(s, handoff.NotYetPrefix); ok {
+			// "The user preferred not to answer yet: The team and resources
+			// available are known" is the assistant's to know, and the
+			// user's to hear as what they put off.
+			if subject := obligationSubject(d); subject != "" {
+				cautions = append(cautions, "you would rather come back to "+subject+" later")
+			}
+			continue
+		}
+		cautions = append(cautions, say([]string{s})...)
+	}
+	if len(cautions) > 0 {
+		parts = append(parts, "I will keep in mind: "+list(cautions)+".")
+	}
+	if impatient {
+		parts = append(parts, "I will not ask again for what you have already told me.")
 	}
 	return strings.Join(parts, " ")
+}
+
+// names are the words a handoff's items write capitalised inside a
+// sentence ("Card payments go through Square"), after the label a mapper
+// put before a constraint: names, which keep their capital where an item
+// opens with them.
+func (h *HandoffSummary) names() []string {
+	var out []string
+	for _, xs := range [][]string{h.Decisions, h.Constraints, h.Gaps, h.Sensitivities, {h.Problem}} {
+		for _, x := range xs {
+			_, v := constraintLabel(x)
+			out = append(out, capitalised(v)...)
+		}
+	}
+	return out
+}
+
+// saidBack is an item of a handoff as a reply says the user's words back:
+// turned around ("we keep" is "you keep"), without a final stop, its first
+// word lowered unless it is a name (keepsCapital); "" for none.
+func saidBack(item string, known, names []string) string {
+	words := strings.Fields(strings.TrimRight(item, ".!;: "))
+	if len(words) == 0 {
+		return ""
+	}
+	turnAround(words)
+	said := strings.Join(words, " ")
+	// "Owners' addresses": the possessive's apostrophe is no part of the
+	// word keepsCapital reads.
+	first := slices.Clone(words)
+	first[0] = strings.TrimSuffix(strings.TrimSuffix(strings.ReplaceAll(first[0], "’", "'"), "'s"), "'")
+	if first[0] == "" || !keepsCapital(first, known, names) {
+		said = lowerFirst(said)
+	}
+	return said
+}
+
+// constraintLabels are the labels the shipped mappers put before a
+// constraint's value ("Budget: $60k"), which the acknowledgement says in
+// words.
+var constraintLabels = engine.WordSet("Budget Timeline Technical Integration Team Regulation Funding")
+
+// constraintLabel cuts a constraint into the label a mapper put before its
+// value and the value; label is "" for a constraint without one.
+func constraintLabel(c string) (label, value string) {
+	l, v, ok := strings.Cut(c, ": ")
+	if !ok || !constraintLabels[l] {
+		return "", c
+	}
+	return l, v
+}
+
+// listedLabels are the labels of constraints that are items of one list,
+// said together after the words that say what they are ("integration with
+// Stripe and your Google Calendar").
+var listedLabels = map[string]string{"Integration": "integration with ", "Regulation": "compliance with "}
+
+// constraintsSaid are a handoff's constraints as the acknowledgement says
+// them: each value said back (saidBack), its label in words ("a budget of
+// around 15,000 pounds") or left out where the value says it ("by June",
+// "an agency will build it and you will run it"), and the items of a list
+// said together where the first of them is.
+func constraintsSaid(cs []string, known, names []string) []string {
+	var out []string
+	at := map[string]int{}
+	items := map[string][]string{}
+	for _, c := range cs {
+		label, value := constraintLabel(c)
+		said := saidBack(value, known, names)
+		if said == "" {
+			continue
+		}
+		if _, ok := listedLabels[label]; ok {
+			if _, seen := at[label]; !seen {
+				at[label] = len(out)
+				out = append(out, "")
+			}
+			items[label] = append(items[label], said)
+			continue
+		}
+		out = append(out, labelInWords(label, said))
+	}
+	for label, i := range at {
+		out[i] = listedLabels[label] + andList(items[label])
+	}
+	return out
+}
+
+// labelInWords is a constraint's value said back with its label in words,
+// or alone where it says what it is: a clause ("it must run on iPhone"),
+// a budget that says so, a deadline after its preposition ("by June").
+func labelInWords(label, value string) string {
+	words := strings.Fields(value)
+	first := strings.ToLower(strings.Trim(words[0], ",;:"))
+	if !thingNamed(words) {
+		return value
+	}
+	switch label {
+	case "Budget":
+		if !strings.Contains(strings.ToLower(value), "budget") {
+			return "a budget of " + value
+		}
+	case "Timeline":
+		switch {
+		case prepositions[first]:
+		case calendar[first] || first == "next" || first == "end" || first == "early" || first == "mid" || first == "late":
+			return "by " + value
+		default:
+			return "a timeline of " + value
+		}
+	case "Team":
+		if _, n := spelledValues[first]; n || strings.IndexFunc(first, unicode.IsDigit) == 0 {
+			return "a team of " + value // "two developers"
+		}
+	case "Funding":
+		if !participle(first) && !strings.Contains(strings.ToLower(value), "fund") {
+			return "funding from " + value // not "funding from bootstrapped"
+		}
+	}
+	return value
+}
+
+// notDoneYet is an obligation's description, which says what is done when
+// it is met ("The next steps are agreed"), said as what is not done yet
+// ("the next steps are not agreed yet"); "" for one that speaks of the
+// user in the third person ("The user explained the options back") or has
+// no "is", "are", "has" or "have" to say it with: the context holds it.
+func notDoneYet(description string) string {
+	d := strings.TrimRight(strings.TrimSpace(description), ".")
+	lower := strings.ToLower(d)
+	if strings.Contains(lower, "the user") || strings.Contains(lower, "the owner") {
+		return ""
+	}
+	words := strings.Fields(d)
+	verb := -1
+	for i, w := range words {
+		if i > 0 && (w == "is" || w == "are" || w == "has" || w == "have") {
+			verb = i // the last: "How digital the business is (…) is assessed"
+		}
+	}
+	if verb < 0 {
+		return ""
+	}
+	// "yet" ends the clause, before what it lists in brackets.
+	end := len(words)
+	for i := verb + 1; i < len(words); i++ {
+		if strings.HasPrefix(words[i], "(") {
+			end = i
+			break
+		}
+	}
+	said := slices.Concat(words[:verb+1], []string{"not"}, words[verb+1:end], []string{"yet"}, words[end:])
+	return lowerFirst(strings.Join(said, " "))
+}
+
+// obligationSubject is what an obligation's description is about ("The
+// team and resources available are known": "the team and resources
+// available"), "" when it says no "is" or "are" or speaks of the user in
+// the third person.
+func obligationSubject(description string) string {
+	d := strings.TrimRight(strings.TrimSpace(description), ".")
+	lower := strings.ToLower(d)
+	if strings.Contains(lower, "the user") || strings.Contains(lower, "the owner") {
+		return ""
+	}
+	words := strings.Fields(d)
+	for i, w := range words {
+		if i > 0 && (w == "is" || w == "are") {
+			return lowerFirst(strings.Join(words[:i], " "))
+		}
+	}
+	return ""
 }
 
 // maxProblemWords is the most words of the problem the acknowledgement
@@ -357,7 +578,7 @@ func Reply(_ context.Context, req llm.Request) (string, error) {
 func Compose(p ReplyPrompt) string {
 	var parts []string
 	if p.Handoff != nil && p.LastReply == "" {
-		parts = append(parts, acknowledge(p.Handoff))
+		parts = append(parts, acknowledge(p.Handoff, p.Known, slices.Concat(p.Names, capitalised(p.Message))))
 	}
 	asked := asksUs(p.Message) && p.NextID != ""
 	o, saysBack := opener(p)

@@ -1,0 +1,145 @@
+package offlineskill_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/praetorhq/praetor/internal/engine/contextasm"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
+	"github.com/praetorhq/praetor/internal/engine/offlineskill"
+	"github.com/praetorhq/praetor/internal/llm"
+	"github.com/praetorhq/praetor/pkg/contracts"
+)
+
+// firstReply is the offline reply to "Sounds good." that opens a session
+// started by h: the acknowledgement of the handoff, then the question.
+func firstReply(t *testing.T, h contracts.EngineHandoff) string {
+	t.Helper()
+	h.Metadata = contracts.HandoffMetadata{SourceEngineID: "project-discovery", SourceEngineName: "Project Requirements Discovery",
+		TargetEngineID: "exploration", HandoffDate: time.Date(2026, 2, 23, 9, 0, 0, 0, time.UTC), SessionID: "s1",
+		ProjectID: "p1", TurnCount: 20, CompletenessScore: 0.9, TransitionReason: "explore the options"}
+	h.SituationAwareness.UserConfidenceLevel = contracts.LevelMedium
+	sys := handoff.Format(h, "Solution Exploration") + "\n\n" + contextasm.HeaderPhase +
+		"\nPhase: ORIENTATION | Orientation | 1 of 3 | turn 1 in phase\nMode blend: inform 60% \n\n" +
+		contextasm.HeaderObligations + "\n" + contextasm.NextPrefix +
+		"prior_knowledge_assessed | What the user already knows is assessed | ask: What do you already know?\n\n" +
+		contextasm.HeaderHistory + "\n(this is the first turn)"
+	got, err := offlineskill.Reply(context.Background(), llm.Request{Purpose: offlineskill.PurposeResponse,
+		Messages: []llm.Message{{Role: llm.System, Content: sys}, {Role: llm.User, Content: "Sounds good."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := handoff.Verify(h, got, handoff.Receiver{EngineID: "exploration", ProjectID: "p1"}); !v.Verified {
+		t.Errorf("the first reply %q does not verify: %+v", got, v.Details)
+	}
+	return got
+}
+
+// The first reply after a handoff says back its decisions, constraints and
+// cautions as a person would, not as the form the handoff is: a capital
+// that only opened the user's sentence is lowered (a name keeps its own),
+// the user's "our" and "we" are turned around as in every other reply, a
+// label is said in words or left out, and the items of one label are
+// said together. The dog-walking chat read "I have noted your constraints:
+// Budget: Around 15,000 pounds; Timeline: by June; …; Integration:
+// Stripe; Integration: our Google Calendar; Team: An agency will build it
+// and we will run it."
+func TestReplySaysTheHandoffBackInWords(t *testing.T) {
+	constraints := func(cs ...string) []contracts.IdentifiedConstraint {
+		var out []contracts.IdentifiedConstraint
+		for _, c := range cs {
+			out = append(out, contracts.IdentifiedConstraint{Constraint: c, Implication: "Options must respect it"})
+		}
+		return out
+	}
+	tests := []struct {
+		name      string
+		handoff   contracts.EngineHandoff
+		want, not []string
+	}{
+		{name: "the requirements of project discovery",
+			handoff: contracts.EngineHandoff{
+				ActionList: contracts.ActionList{ConstraintsIdentified: constraints("Budget: Around 15,000 pounds",
+					"Timeline: by June", "Technical: It must run on iPhone and Android", "Integration: Stripe",
+					"Integration: our Google Calendar", "Team: An agency will build it and we will run it")},
+				RelationalState: contracts.RelationalState{
+					Sensitivities: []string{"Owners' addresses and door codes; only the assigned walker may see them"}},
+			},
+			want: []string{"I have noted your constraints: a budget of around 15,000 pounds; by June; " +
+				"it must run on iPhone and Android; integration with Stripe and your Google Calendar; " +
+				"an agency will build it and you will run it.",
+				"I will keep in mind: owners' addresses and door codes; only the assigned walker may see them."},
+			not: []string{"Budget:", "Integration:", " our Google", "we will"}},
+		{name: "the constraints of a business profile",
+			handoff: contracts.EngineHandoff{
+				ActionList: contracts.ActionList{ConstraintsIdentified: constraints("Baking capacity", "finding staff",
+					"Regulation: Food hygiene rules", "Regulation: allergen labelling", "Funding: Our own savings, no loans")},
+				RelationalState: contracts.RelationalState{
+					Sensitivities: []string{"Card payments go through Square; we keep cafe contacts in a spreadsheet"}},
+			},
+			want: []string{"I have noted your constraints: baking capacity; finding staff; " +
+				"compliance with food hygiene rules and allergen labelling; funding from your own savings, no loans.",
+				"I will keep in mind: card payments go through Square; you keep cafe contacts in a spreadsheet."}},
+		{name: "a decision that opens with an article",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+				{Decision: "The winter storage with a spring service", Confidence: 0.8, Reasoning: "it pays upfront"}}}},
+			want: []string{"You decided on the winter storage with a spring service."}},
+		{name: "a decision that is a name",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+				{Decision: "Stripe", Confidence: 0.8, Reasoning: "low fees"}}}},
+			want: []string{"You decided on Stripe."}},
+		{name: "a budget and a deadline said in other words",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Budget: $60k to $80k", "Timeline: 6 months to launch", "Team: two developers")}},
+			want: []string{"I have noted your constraints: a budget of $60k to $80k; a timeline of 6 months to launch; " +
+				"a team of two developers."}},
+		{name: "a question the user put off",
+			handoff: contracts.EngineHandoff{RelationalState: contracts.RelationalState{Sensitivities: []string{
+				"Only staff may see customer data",
+				handoff.NotYetPrefix + "The team and resources available are known"}}},
+			want: []string{"I will keep in mind: only staff may see customer data; " +
+				"you would rather come back to the team and resources available later."},
+			not: []string{"The user preferred"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := firstReply(t, tt.handoff)
+			for _, want := range tt.want {
+				if !strings.Contains(got, want) {
+					t.Errorf("the first reply\n%q\ndoes not say\n%q", got, want)
+				}
+			}
+			for _, not := range tt.not {
+				if strings.Contains(got, not) {
+					t.Errorf("the first reply %q says %q", got, not)
+				}
+			}
+		})
+	}
+}
+
+// An obligation the source engine left open comes in the handoff as its
+// description ("Still open: The next steps are agreed"), which says what
+// would be done, not what is open: the first reply says it is not done
+// yet, and leaves to the context one it cannot say so of.
+func TestReplySaysWhatIsStillOpen(t *testing.T) {
+	h := contracts.EngineHandoff{SituationAwareness: contracts.SituationAwareness{KnowledgeGapsRevealed: []string{
+		handoff.OpenPrefix + "The next steps are agreed",
+		handoff.OpenPrefix + "The key concepts have been explained",
+		handoff.OpenPrefix + "The kind of product is known (web app, mobile app, ...)",
+		handoff.OpenPrefix + "The user explained the options back correctly (teach-back)",
+	}}}
+	got := firstReply(t, h)
+	const want = "Still open: the next steps are not agreed yet; the key concepts have not been explained yet; " +
+		"the kind of product is not known yet (web app, mobile app, ...)."
+	if !strings.Contains(got, want) {
+		t.Errorf("the first reply\n%q\ndoes not say\n%q", got, want)
+	}
+	for _, not := range []string{"are agreed", "The user", "explained the options back"} {
+		if strings.Contains(got, not) {
+			t.Errorf("the first reply %q says %q", got, not)
+		}
+	}
+}
