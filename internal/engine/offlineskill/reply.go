@@ -926,6 +926,9 @@ func summary(known []string) string {
 	var b strings.Builder
 	b.WriteString("Here is what I have so far:\n")
 	for i, k := range known {
+		if strings.HasSuffix(k, ": ") {
+			continue // an empty value says nothing to confirm
+		}
 		line := "- " + k + "\n"
 		if b.Len()+len(line) > maxSummaryChars {
 			fmt.Fprintf(&b, "- and %d more\n", len(known)-i)
@@ -1296,13 +1299,16 @@ func joinParts(parts []string) string {
 }
 
 // plainValue renders an extracted JSON value for people: strings without
-// quotes, lists as "a, b and c".
+// quotes, lists as "a, b and c", a yes or a no in words, and null, which
+// the extraction files for a field the user said there is none of
+// ("Nothing is connected."), as none.
 func plainValue(raw string) string {
 	if s, ok := plainString(raw); ok {
 		return s
 	}
-	if raw == "" || !strings.ContainsRune("\"[n \t\r\n", rune(raw[0])) {
-		// Neither a string nor an array nor null: shown as it is.
+	if raw == "" || !strings.ContainsRune("\"[ntf \t\r\n", rune(raw[0])) {
+		// Neither a string nor an array nor null nor a boolean: shown as
+		// it is.
 		return raw
 	}
 	return decodedValue(raw)
@@ -1310,6 +1316,14 @@ func plainValue(raw string) string {
 
 // decodedValue is plainValue without its shortcuts: the JSON decoded.
 func decodedValue(raw string) string {
+	switch strings.TrimSpace(raw) {
+	case "null":
+		return "none"
+	case "true":
+		return "yes"
+	case "false":
+		return "no"
+	}
 	var s string
 	if json.Unmarshal([]byte(raw), &s) == nil {
 		return s

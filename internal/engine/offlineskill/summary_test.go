@@ -24,3 +24,12 @@ func TestSummaryFitsTheReply(t *testing.T) {
 		t.Errorf("212 items: %d characters ending %q; want at most about %d, the first items, and how many more", len(got), got[len(got)-30:], maxSummaryChars)
 	}
 }
+
+// A field known with an empty value is left out of the summary: "- Key
+// partners: " asks the user to confirm nothing.
+func TestSummaryLeavesOutAnEmptyValue(t *testing.T) {
+	got := summary([]string{"Industry: bakery", "Key partners: ", "Team size: 6"})
+	if want := "Here is what I have so far:\n- Industry: bakery\n- Team size: 6\n"; got != want {
+		t.Errorf("summary = %q, want %q", got, want)
+	}
+}
