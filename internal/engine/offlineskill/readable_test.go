@@ -50,3 +50,63 @@ func TestSummarySaysValuesInWords(t *testing.T) {
 		}
 	}
 }
+
+// An echo says the user's words back inside a sentence of the reply: a
+// capital that only opened their sentence is lowered (a verb before its
+// object, "Drop the …", "Open a …"; a common adjective, "Fresh bread …";
+// a preposition, "Per unit …"; a product's name that is no name before
+// "of", "Word of mouth"), and a long sentence is cut where a clause or an
+// item of a list ends, not in the middle of one ("… twice a week and do.").
+func TestEchoesReadInsideTheReply(t *testing.T) {
+	fresh := func(def *engine.Definition) *engine.WorkingMemory {
+		m := engine.NewWorkingMemory(def, "s", "p")
+		m.TurnNumber = 2
+		return m
+	}
+	filed := func(fields map[string]any) func(*engine.Definition) *engine.WorkingMemory {
+		return func(def *engine.Definition) *engine.WorkingMemory {
+			m := fresh(def)
+			m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "We run a bakery."},
+				{Role: engine.RoleAssistant, Turn: 1, Content: "Where do you want the business to be?"}}
+			m.Extraction = filedAt(t, def, m.Extraction, 2, fields)
+			return m
+		}
+	}
+	tests := []struct {
+		name, engine, phase, next, msg string
+		techniques                     []string
+		memory                         func(*engine.Definition) *engine.WorkingMemory
+		want                           string
+	}{
+		{name: "a verb before its object", engine: "ideation", phase: "EVALUATE", next: "weak_ideas_eliminated",
+			techniques: []string{"mirroring"}, memory: fresh, msg: "Drop the indoor studio, it costs too much.",
+			want: "Got it: drop the indoor studio, it costs too much."},
+		{name: "a common adjective", engine: "business-profile", phase: "FOUNDATIONS", next: "customer_segments_identified",
+			techniques: []string{"active_listening"}, memory: fresh,
+			msg:  "Fresh bread every morning and friendly staff who know them by name.",
+			want: "It sounds like fresh bread every morning and friendly staff who know them by name."},
+		{name: "a preposition", engine: "business-profile", phase: "FOUNDATIONS", next: "customer_segments_identified",
+			techniques: []string{"mirroring"}, memory: fresh, msg: "Per unit mostly, cakes are priced per order.",
+			want: "Got it: per unit mostly, cakes are priced per order."},
+		{name: "a verb said back as an item", engine: "business-profile", phase: "RISK_AND_GROWTH", next: "growth_timeline_known",
+			memory: filed(map[string]any{"growth_and_scaling.growth_goals": []string{"Open a second shop and grow wholesale to more cafes"}}),
+			msg:    "Open a second shop and grow wholesale to more cafes.",
+			want:   ": open a second shop and grow wholesale to more cafes."},
+		{name: "word of mouth", engine: "business-profile", phase: "COMMERCIALS", next: "brand_positioning_defined",
+			memory: filed(map[string]any{"brand_and_marketing.acquisition_channels": []string{"Word of mouth", "Instagram"}}),
+			msg:    "Word of mouth and Instagram.",
+			want:   ": word of mouth and Instagram."},
+		{name: "a long sentence cut after an item of its list", engine: "business-profile", phase: "OPERATIONS",
+			next: "bottlenecks_identified", techniques: []string{"active_listening"}, memory: fresh,
+			msg:  "We bake from 4am, open the shop at 7, deliver to cafes twice a week and do the books on Sundays.",
+			want: "It sounds like you bake from 4am, open the shop at 7, deliver to cafes twice a week."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := replyOf(t, tt.engine, tt.memory, tt.phase, tt.techniques, tt.next, tt.msg)
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("reply\n%q\ndoes not say\n%q", got, tt.want)
+			}
+		})
+	}
+}

@@ -1017,13 +1017,10 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 		// said before: none is what "It sounds like" takes.
 		return "", false
 	}
-	if len(words) > 18 {
-		words = words[:18]
-		// Do not end on a dangling word: "... take photos and".
-		for len(words) > 3 && danglers[strings.ToLower(strings.Trim(words[len(words)-1], ","))] {
-			words = words[:len(words)-1]
+	if len(words) > maxEchoWords {
+		if words = clauseCut(words); words == nil {
+			return "", false // nothing ends where it could be cut
 		}
-		words[len(words)-1] = strings.TrimRight(words[len(words)-1], ",")
 	}
 	turnAround(words)
 	echo = strings.Join(words, " ")
@@ -1034,6 +1031,34 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 }
 
 var articles = map[string]bool{"a": true, "an": true}
+
+// maxEchoWords is the most words an echo says back.
+const maxEchoWords = 18
+
+// clauseCut is the words of a sentence too long to echo, cut after the
+// last clause or item of a list that ends within maxEchoWords: before a
+// conjunction or after a comma or a semicolon ("you bake from 4am, open
+// the shop at 7, deliver to cafes twice a week", not "… twice a week and
+// do"). It is nil when none ends past minEchoWords: cut anywhere else,
+// the echo stops in the middle of a phrase.
+func clauseCut(words []string) []string {
+	for i := maxEchoWords; i > minEchoWords; i-- {
+		last := words[i-1]
+		next := strings.ToLower(words[i])
+		if strings.HasSuffix(last, ",") || strings.HasSuffix(last, ";") || clauseStarts[next] {
+			cut := slices.Clone(words[:i])
+			cut[i-1] = strings.TrimRight(last, ",;")
+			if !danglers[strings.ToLower(cut[i-1])] {
+				return cut
+			}
+		}
+	}
+	return nil
+}
+
+// clauseStarts are the words a clause or the next item of a list starts
+// with, before which an echo may stop.
+var clauseStarts = engine.WordSet("and or but so because while whereas although though then which who where when")
 
 // turnAround puts the user's words as the reply says them back: "we" is
 // "you", "my" is "your", and a "me" after a "you" is "yourself".
@@ -1156,11 +1181,20 @@ func keepsCapital(words, known, names []string) bool {
 		return true
 	}
 	lower := strings.ToLower(strings.ReplaceAll(first, "’", "'"))
-	if openers[lower] {
+	if openers[lower] || prepositions[lower] || lower == "per" {
 		return false
 	}
 	if calendar[strings.TrimSuffix(lower, "s")] {
 		return true
+	}
+	next := ""
+	if len(words) > 1 && strings.TrimRight(words[0], ",:;") == words[0] {
+		next = strings.ToLower(words[1])
+	}
+	if objectLeads[next] {
+		// "Drop the indoor studio", "Open a second shop": a verb before
+		// its object, which a name is not.
+		return false
 	}
 	if len(words) > 2 && (strings.HasSuffix(words[0], ",") || words[1] == "and" || words[1] == "or") {
 		next, after := words[1], words[2]
@@ -1186,8 +1220,13 @@ func keepsCapital(words, known, names []string) bool {
 			}
 		}
 	}
-	return slices.Contains(names, first) || products[lower] || !common(lower)
+	// "Word of mouth" is no product's name.
+	return slices.Contains(names, first) || products[lower] && next != "of" || !common(lower)
 }
+
+// objectLeads come before a noun: after a word that opens a sentence, they
+// show it a verb ("Drop the …", "Open a …", "Test the …").
+var objectLeads = engine.WordSet("a an the my our your their his its this these those some every each")
 
 // capitalised are the capitalised words of a text that stand inside a
 // sentence ("We moved to Square last year" has Square), but "I" and its
@@ -1264,7 +1303,8 @@ var commonWords = engine.WordSet(`i i'm i've i'd i'll me us them one two three f
 		fine sure true yes no ok okay please thanks thank sorry hi hello hey well yeah nope yep oh ah hmm um uh
 		let let's sometimes people payroll admin footfall cashflow wifi signal waste demand space size scale speed
 		trust brand design content product service support access feedback labour labor overhead kit gear till
-		oven kitchen menu order patient student parent child kid pet health safe fire hygiene law`)
+		oven kitchen menu order patient student parent child kid pet health safe fire hygiene law
+		fresh open drop buy add hire test ask fix cut grow move bake build clean quick extra full whole`)
 
 // products are names of software and services users name, which are also
 // common words or look like them (Excel, Word, Jobber).
