@@ -110,3 +110,52 @@ func TestEchoesReadInsideTheReply(t *testing.T) {
 		})
 	}
 }
+
+// "That's fair, and we can come back to anything later." rolls with a user
+// who holds back: one who puts the question off or is unsure, or passes
+// over the question asked again. Said to "Yes, let's take it forward." or
+// after an answer, it reads as if the user had objected.
+func TestReassuranceIsForAUserWhoHoldsBack(t *testing.T) {
+	const (
+		reassurance = "That's fair, and we can come back to anything later."
+		which       = "Which idea do you want to take forward?"
+		shall       = "Shall we take this idea forward as your choice, with those next steps?"
+	)
+	session := func(asked string, fields map[string]any) func(*engine.Definition) *engine.WorkingMemory {
+		return func(def *engine.Definition) *engine.WorkingMemory {
+			m := engine.NewWorkingMemory(def, "s", "p")
+			m.TurnNumber = 2
+			m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "Cafes over-bake it."},
+				{Role: engine.RoleAssistant, Turn: 1, Content: "Noted, the risks: cafes over-bake it. " + asked}}
+			if fields != nil {
+				m.Extraction = filedAt(t, def, m.Extraction, 2, fields)
+			}
+			return m
+		}
+	}
+	tests := []struct {
+		name, msg, next string
+		memory          func(*engine.Definition) *engine.WorkingMemory
+		want            bool
+	}{
+		{name: "a yes", msg: "Yes, let's take it forward.", next: "confidence_assessed",
+			memory: session(shall, map[string]any{"selection.selection_confirmed": true})},
+		{name: "a yes the extraction did not file", msg: "Yes, let's take it forward.", next: "selection_confirmed",
+			memory: session(shall, nil)},
+		{name: "an answer filed", msg: "The par-baked bread for cafes.", next: "rationale_captured",
+			memory: session(which, map[string]any{"selection.selected_idea": "The par-baked bread for cafes"})},
+		{name: "an answer filed to the question asked again", msg: "Test the recipes and buy a freezer.", next: "selection_confirmed",
+			memory: session(shall, map[string]any{"selection.next_steps": []string{"Test the recipes", "buy a freezer"}})},
+		{name: "a question put off", msg: "I'd rather skip that for now.", next: "idea_selected", memory: session(which, nil), want: true},
+		{name: "an unsure answer", msg: "Not sure yet.", next: "idea_selected", memory: session(which, nil), want: true},
+		{name: "the question passed over", msg: "Hmm.", next: "idea_selected", memory: session(which, nil), want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := replyOf(t, "ideation", tt.memory, "SELECT", []string{"roll_with_resistance"}, tt.next, tt.msg)
+			if said := strings.Contains(got, reassurance); said != tt.want {
+				t.Errorf("reply %q says %q: %t, want %t", got, reassurance, said, tt.want)
+			}
+		})
+	}
+}

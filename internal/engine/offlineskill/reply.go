@@ -593,13 +593,7 @@ func Compose(p ReplyPrompt) string {
 		parts = append(parts, "I think we have covered everything we need. Is there anything you would like to add or change?")
 		return joinParts(parts)
 	}
-	q := p.NextQuestion
-	if q == "" {
-		q = "Could you tell me about this: " + lowerFirst(strings.TrimSuffix(p.NextDescription, ".")) + "?"
-	}
-	if has(p.Techniques, "open_ended_questions") && startsClosed(q) {
-		q = "In your own words: " + lowerFirst(q)
-	}
+	q := p.question()
 	if asked {
 		// "What would you do next?": the question is taken up, and what
 		// comes first is what is asked next; the technique's opener, the
@@ -625,6 +619,41 @@ func Compose(p ReplyPrompt) string {
 	}
 	return joinParts(append(parts, q))
 }
+
+// question is the obligation's question as the reply asks it: in the
+// user's own words where the technique wants an open question.
+func (p ReplyPrompt) question() string {
+	q := p.NextQuestion
+	if q == "" {
+		q = "Could you tell me about this: " + lowerFirst(strings.TrimSuffix(p.NextDescription, ".")) + "?"
+	}
+	if has(p.Techniques, "open_ended_questions") && startsClosed(q) {
+		q = "In your own words: " + lowerFirst(q)
+	}
+	return q
+}
+
+// holdsBack reports whether the user holds back from the question: puts
+// it off or is not sure (Declines), pushes back on being asked, or passes
+// over the question asked again, filing nothing. A yes does not, nor does
+// an answer, whatever it answered.
+func (p ReplyPrompt) holdsBack() bool {
+	if yes, ok := yesOrNo(p.Message); ok && yes == true {
+		return false
+	}
+	t := engine.LowerText(p.Message)
+	if Declines(p.Message) || unsure(t) || slices.ContainsFunc(pushback, t.Contains) {
+		return true
+	}
+	// The question asked again may come after the excuse of one passed
+	// over, lowered.
+	last := strings.ToLower(strings.TrimSpace(p.LastReply))
+	return len(p.Filed) == 0 && p.NextID != "" && last != "" && strings.HasSuffix(last, strings.ToLower(p.question()))
+}
+
+// pushback are the phrases of a user who objects to being asked.
+var pushback = []string{"already told you", "already said", "stop asking", "waste of time", "annoying", "frustrating",
+	"you keep asking", "why do you keep", "not helpful"}
 
 // appendSome appends the parts that are not empty.
 func appendSome(parts []string, more ...string) []string {
@@ -893,7 +922,10 @@ func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string
 	case "social_proof":
 		return "Teams in a similar situation often start small and grow from there."
 	case "roll_with_resistance":
-		return "That's fair, and we can come back to anything later."
+		// Said to a yes or an answer, it reads as if the user objected.
+		if p.holdsBack() {
+			return "That's fair, and we can come back to anything later."
+		}
 	}
 	return ""
 }
