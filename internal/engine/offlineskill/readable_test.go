@@ -159,3 +159,40 @@ func TestReassuranceIsForAUserWhoHoldsBack(t *testing.T) {
 		})
 	}
 }
+
+// A message that names a thing and is filed as the value asked for is
+// acknowledged as that value, not reflected as if it were a thought: "Our
+// own savings, no loans." was answered "So what matters to you is that
+// your own savings, no loans.", and "Par-baked bread, because the cafes
+// finish it themselves." "So what matters to you is that par-baked
+// bread, because …".
+func TestAThingNamedAndFiledIsAcknowledged(t *testing.T) {
+	tests := []struct {
+		name, engine, phase, next, msg string
+		fields                         map[string]any
+		want                           string
+	}{
+		{name: "the funding", engine: "business-profile", phase: "COMMERCIALS", next: "acquisition_channels_known",
+			msg: "Our own savings, no loans.", fields: map[string]any{"financial_model.funding": "Our own savings, no loans"},
+			want: "the funding"},
+		{name: "the idea with the most impact, and why", engine: "ideation", phase: "EVALUATE", next: "weak_ideas_eliminated",
+			msg:    "Par-baked bread, because the cafes finish it themselves.",
+			fields: map[string]any{"evaluation.impact_notes": "Par-baked bread"},
+			want:   "par-baked bread"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := replyOf(t, tt.engine, func(def *engine.Definition) *engine.WorkingMemory {
+				m := engine.NewWorkingMemory(def, "s", "p")
+				m.TurnNumber = 2
+				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "Hello."},
+					{Role: engine.RoleAssistant, Turn: 1, Content: "Tell me more."}}
+				m.Extraction = filedAt(t, def, m.Extraction, 2, tt.fields)
+				return m
+			}, tt.phase, []string{"reflective_listening"}, tt.next, tt.msg)
+			if strings.Contains(got, "what matters to you") || !strings.Contains(got, tt.want) {
+				t.Errorf("reply %q; want it to acknowledge %q, not reflect it", got, tt.want)
+			}
+		})
+	}
+}

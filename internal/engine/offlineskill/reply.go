@@ -886,12 +886,13 @@ func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string
 	case "active_listening":
 		// "It sounds like custom engraved boards for weddings" and "What
 		// matters to you is that a meal prep service for busy parents"
-		// make no sentence of a fragment.
-		if echo != "" && !fragment {
+		// make no sentence of a fragment, nor of a thing named the
+		// message filed, which the acknowledgement says back.
+		if echo != "" && !fragment && !p.namesWhatItFiled() {
 			return "It sounds like " + echo + "."
 		}
 	case "reflective_listening":
-		if echo != "" && !fragment {
+		if echo != "" && !fragment && !p.namesWhatItFiled() {
 			return "So what matters to you is that " + echo + "."
 		}
 	case "mirroring":
@@ -928,6 +929,49 @@ func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string
 		}
 	}
 	return ""
+}
+
+// namesWhatItFiled reports whether the message opens with a value it
+// filed that names a thing, before any clause that follows it ("Our own
+// savings, no loans.", the funding; "Par-baked bread, because the cafes
+// finish it themselves.", the idea with the most impact): the sentence is
+// no clause of the user's to reflect, and the acknowledgement says the
+// value back as what it is.
+func (p ReplyPrompt) namesWhatItFiled() bool {
+	ss := engine.Sentences(p.Message)
+	if len(ss) == 0 {
+		return false
+	}
+	opens := strings.ToLower(cleanSentence(ss[0]))
+	for _, f := range p.Filed {
+		var v any
+		if json.Unmarshal([]byte(f.Value), &v) != nil {
+			continue
+		}
+		items, _ := v.([]any)
+		if s, ok := v.(string); ok {
+			items = []any{s}
+		}
+		for _, x := range items {
+			item, ok := x.(string)
+			if !ok || item == "" || !strings.HasPrefix(opens, strings.ToLower(strings.TrimRight(item, ".!?;:, "))) {
+				continue
+			}
+			head, _, _ := strings.Cut(item, ",")
+			words := strings.Fields(head)
+			// "Our own savings" names a thing: the possessive is no
+			// subject.
+			for len(words) > 1 && (strings.EqualFold(words[0], "our") || strings.EqualFold(words[0], "my")) {
+				words = words[1:]
+			}
+			// "Par-baked bread": a compound is no verb in the past.
+			words = slices.DeleteFunc(words, func(w string) bool { return strings.Contains(w, "-") })
+			if len(words) > 0 && thingNamed(words) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // echoing are the techniques whose opener says the user's words back.
