@@ -196,3 +196,83 @@ func TestAThingNamedAndFiledIsAcknowledged(t *testing.T) {
 		})
 	}
 }
+
+// A capital that only opened the user's sentence is lowered where the
+// conversation shows the word is no name: the user wrote it in lowercase
+// before ("booking dog walks", then "Dog owners who book walks."), or a
+// known list holds it only as the first word of an item ("…, Storage
+// needs racks"). And an instruction ("Drop the indoor studio, …") is no
+// clause for "So what matters to you is that" to take.
+func TestNoNameKeepsItsCapital(t *testing.T) {
+	tests := []struct {
+		name, engine, phase, next, msg string
+		history                        string
+		known, fields                  map[string]any
+		techniques                     []string
+		want, not                      string
+	}{
+		{name: "a word the user wrote in lowercase", engine: "project-discovery", phase: "USERS_AND_GOALS",
+			next: "user_count_estimated", history: "We need an app for booking dog walks.", msg: "Dog owners who book walks.",
+			fields: map[string]any{"users_and_personas.primary_user": "Dog owners who book walks"},
+			want:   " dog owners who book walks."},
+		{name: "a word that opens an item of a known list", engine: "ideation", phase: "EVALUATE",
+			next: "weak_ideas_eliminated", history: "Hello.", msg: "Storage with a spring service.",
+			known:  map[string]any{"problem_space.constraints": []string{"about 3,000 pounds to spend", "Storage needs racks"}},
+			fields: map[string]any{"evaluation.impact_notes": "Storage with a spring service"},
+			want:   ": storage with a spring service."},
+		{name: "an instruction", engine: "ideation", phase: "EVALUATE", next: "weak_ideas_eliminated", history: "Hello.",
+			techniques: []string{"reflective_listening"}, msg: "Drop the indoor studio, it costs too much.",
+			not: "what matters to you"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := replyOf(t, tt.engine, func(def *engine.Definition) *engine.WorkingMemory {
+				m := engine.NewWorkingMemory(def, "s", "p")
+				m.TurnNumber = 2
+				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: tt.history},
+					{Role: engine.RoleAssistant, Turn: 1, Content: "Tell me more."}}
+				if tt.known != nil {
+					m.Extraction = known(t, def, tt.known)
+				}
+				if tt.fields != nil {
+					m.Extraction = filedAt(t, def, m.Extraction, 2, tt.fields)
+				}
+				return m
+			}, tt.phase, tt.techniques, tt.next, tt.msg)
+			if !strings.Contains(got, tt.want) {
+				t.Errorf("reply\n%q\ndoes not say\n%q", got, tt.want)
+			}
+			if tt.not != "" && strings.Contains(got, tt.not) {
+				t.Errorf("reply %q says %q", got, tt.not)
+			}
+		})
+	}
+}
+
+// The value a message filed, known already when the reply is written,
+// makes no name of the word that opens it: "Local, within a couple of
+// miles." and "Bread, pastries and custom cakes." are said back lowered.
+func TestTheValueFiledMakesNoName(t *testing.T) {
+	for _, tt := range []struct {
+		msg, path string
+		value     any
+		want      string
+	}{
+		{msg: "Local, within a couple of miles.", path: "target_market.geography",
+			value: "Local, within a couple of miles", want: "Got it: local, within a couple of miles."},
+		{msg: "Bread, pastries and custom cakes.", path: "product_offering.core_products",
+			value: []string{"Bread", "pastries", "custom cakes"}, want: "Got it: bread, pastries and custom cakes."},
+	} {
+		t.Run(tt.msg, func(t *testing.T) {
+			got := replyOf(t, "business-profile", func(def *engine.Definition) *engine.WorkingMemory {
+				m := engine.NewWorkingMemory(def, "s", "p")
+				m.TurnNumber = 2
+				m.Extraction = filedAt(t, def, m.Extraction, 2, map[string]any{tt.path: tt.value})
+				return m
+			}, "FOUNDATIONS", []string{"mirroring"}, "competitors_named", tt.msg)
+			if !strings.HasPrefix(got, tt.want) {
+				t.Errorf("reply %q, want it to open with %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -45,6 +45,10 @@ type ReplyPrompt struct {
 	// the history ("We take payments with Square"): names, whatever else
 	// the word means.
 	Names []string
+	// Lowercase are the words the user wrote in lowercase in the history
+	// ("booking dog walks"): common words, whatever capital a sentence
+	// gives them.
+	Lowercase []string
 	// Message is the user's message.
 	Message string
 	// Handoff is the inbound handoff the context opens with, if any.
@@ -137,6 +141,7 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 	for l := range strings.SplitSeq(hist, "\n") {
 		if _, text, ok := userLine(l); ok {
 			p.Names = append(p.Names, capitalised(text)...)
+			p.Lowercase = append(p.Lowercase, lowercase(text)...)
 		}
 	}
 	p.Handoff = parseHandoff(section(sys, handoff.Title))
@@ -267,9 +272,9 @@ func telling(decisions, questions []string) []string {
 // what is still open and what to be careful about. It says them as the
 // rest of the replies say the user's words (saidBack), the constraints'
 // labels in words (constraintsSaid), what is open as not done yet
-// (notDoneYet); known and names are the prompt's, which tell a name's
-// capital.
-func acknowledge(h *HandoffSummary, known, names []string) string {
+// (notDoneYet); known, names and lower are the prompt's, which tell a
+// name's capital (keepsCapital).
+func acknowledge(h *HandoffSummary, known, names, lower []string) string {
 	list := func(xs []string) string {
 		if len(xs) > 6 {
 			xs = append(xs[:6:6], fmt.Sprintf("and %d more", len(xs)-6))
@@ -280,7 +285,7 @@ func acknowledge(h *HandoffSummary, known, names []string) string {
 	say := func(xs []string) []string {
 		out := make([]string, 0, len(xs))
 		for _, x := range xs {
-			if s := saidBack(x, known, names); s != "" {
+			if s := saidBack(x, known, names, lower); s != "" {
 				out = append(out, s)
 			}
 		}
@@ -303,7 +308,7 @@ func acknowledge(h *HandoffSummary, known, names []string) string {
 		}
 		parts = append(parts, "You shortlisted "+andList(ideas)+" to explore.")
 	}
-	if cs := constraintsSaid(h.Constraints, known, names); len(cs) > 0 {
+	if cs := constraintsSaid(h.Constraints, known, names, lower); len(cs) > 0 {
 		parts = append(parts, "I have noted your constraints: "+list(cs)+".")
 	}
 	open := say(h.Gaps)
@@ -360,7 +365,7 @@ func (h *HandoffSummary) names() []string {
 // saidBack is an item of a handoff as a reply says the user's words back:
 // turned around ("we keep" is "you keep"), without a final stop, its first
 // word lowered unless it is a name (keepsCapital); "" for none.
-func saidBack(item string, known, names []string) string {
+func saidBack(item string, known, names, lower []string) string {
 	words := strings.Fields(strings.TrimRight(item, ".!;: "))
 	if len(words) == 0 {
 		return ""
@@ -371,7 +376,7 @@ func saidBack(item string, known, names []string) string {
 	// word keepsCapital reads.
 	first := slices.Clone(words)
 	first[0] = strings.TrimSuffix(strings.TrimSuffix(strings.ReplaceAll(first[0], "’", "'"), "'s"), "'")
-	if first[0] == "" || !keepsCapital(first, known, names) {
+	if first[0] == "" || !keepsCapital(first, known, names, lower) {
 		said = lowerFirst(said)
 	}
 	return said
@@ -402,13 +407,13 @@ var listedLabels = map[string]string{"Integration": "integration with ", "Regula
 // around 15,000 pounds") or left out where the value says it ("by June",
 // "an agency will build it and you will run it"), and the items of a list
 // said together where the first of them is.
-func constraintsSaid(cs []string, known, names []string) []string {
+func constraintsSaid(cs []string, known, names, lower []string) []string {
 	var out []string
 	at := map[string]int{}
 	items := map[string][]string{}
 	for _, c := range cs {
 		label, value := constraintLabel(c)
-		said := saidBack(value, known, names)
+		said := saidBack(value, known, names, lower)
 		if said == "" {
 			continue
 		}
@@ -537,7 +542,7 @@ func problemSaid(problem string) string {
 	}
 	turnAround(words)
 	said := strings.Join(words, " ")
-	if !keepsCapital(words, nil, nil) {
+	if !keepsCapital(words, nil, nil, nil) {
 		said = lowerFirst(said)
 	}
 	if cut || strings.HasSuffix(problem, "…") {
@@ -578,7 +583,8 @@ func Reply(_ context.Context, req llm.Request) (string, error) {
 func Compose(p ReplyPrompt) string {
 	var parts []string
 	if p.Handoff != nil && p.LastReply == "" {
-		parts = append(parts, acknowledge(p.Handoff, p.Known, slices.Concat(p.Names, capitalised(p.Message))))
+		parts = append(parts, acknowledge(p.Handoff, p.Known, slices.Concat(p.Names, capitalised(p.Message)),
+			slices.Concat(p.Lowercase, lowercase(p.Message))))
 	}
 	asked := asksUs(p.Message) && p.NextID != ""
 	o, saysBack := opener(p)
@@ -799,6 +805,7 @@ func sayable(raw string, p ReplyPrompt) (said string, list, ok bool) {
 		}
 	}
 	names := slices.Concat(p.Names, capitalised(p.Message))
+	lower := slices.Concat(p.Lowercase, lowercase(p.Message))
 	n := 0
 	for i, it := range items {
 		words := strings.Fields(strings.TrimRight(it, ".!,;: "))
@@ -808,7 +815,7 @@ func sayable(raw string, p ReplyPrompt) (said string, list, ok bool) {
 		n += len(words)
 		turnAround(words)
 		items[i] = strings.Join(words, " ")
-		if !keepsCapital(words, p.Known, names) {
+		if !keepsCapital(words, p.Known, names, lower) {
 			items[i] = lowerFirst(items[i])
 		}
 	}
@@ -859,7 +866,7 @@ var notForUs = []string{"what about", "how about", "what if", "mean", "what kind
 // last replies said gives way to the next technique's, or to none: said at
 // every turn, or every other, it reads as a script.
 func opener(p ReplyPrompt) (o string, saysBack bool) {
-	echo, fragment := reflect(p.Message, p.Known, p.Names)
+	echo, fragment := reflect(p.Message, p.Known, p.Names, p.Lowercase)
 	for _, t := range p.Techniques {
 		if o := techniqueOpener(t, p, echo, fragment); o != "" && !p.saidLately(o) {
 			return o, echoing[t] || t == "summary_reflection"
@@ -1038,10 +1045,10 @@ const minEchoWords = 3
 // named without a verb, which "So what matters to you is that" does not
 // take. Words no frame takes echo nothing: a sentence without its subject
 // ("Lost a big client last month"), a preposition's phrase, an
-// instruction, an aside, a take-back. known are the session's facts and names the words
-// the user wrote capitalised inside a sentence before, whose capital stays
-// (keepsCapital).
-func reflect(msg string, known, names []string) (echo string, fragment bool) {
+// instruction, an aside, a take-back. known are the session's facts, names
+// the words the user wrote capitalised inside a sentence before, whose
+// capital stays, and lower those they wrote in lowercase (keepsCapital).
+func reflect(msg string, known, names, lower []string) (echo string, fragment bool) {
 	ss := engine.Sentences(msg)
 	if len(ss) == 0 || engine.IsQuestion(ss[0]) || Declines(msg) {
 		// "It sounds like what do you mean by that." and "It sounds like
@@ -1085,7 +1092,9 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 		return "", false // "So what matters to you is that that's right."
 	}
 	first := strings.ToLower(strings.Trim(strings.ReplaceAll(words[0], "’", "'"), ",:;"))
-	fragment = thingNamed(words)
+	// An instruction ("Drop the indoor studio, …") is no clause of the
+	// user's either: "Got it: …" takes it, "It sounds like" does not.
+	fragment = thingNamed(words) || instruction(words, slices.Concat(names, capitalised(msg)))
 	if fragment && (bareVerb(first) || prepositions[first]) || first == "don't" || first == "please" || adding(words) {
 		// "Lost a big client last month" leaves out who did it, "On
 		// paper, mostly" names no thing, "Don't forget Shopify" tells
@@ -1100,13 +1109,36 @@ func reflect(msg string, known, names []string) (echo string, fragment bool) {
 	}
 	turnAround(words)
 	echo = strings.Join(words, " ")
-	if keepsCapital(words, known, slices.Concat(names, capitalised(msg))) {
+	if keepsCapital(words, known, slices.Concat(names, capitalised(msg)), slices.Concat(lower, lowercase(msg))) {
 		return echo, fragment
 	}
 	return lowerFirst(echo), fragment
 }
 
 var articles = map[string]bool{"a": true, "an": true}
+
+// instruction reports whether a sentence opens with a verb before its
+// object, its subject left out ("Drop the indoor studio, it costs too
+// much", "Open a second shop"): what the user would have done, which
+// "So what matters to you is that" makes no sentence of. A name before a
+// determiner is none ("Greggs the bakery"), nor an adverb ("Yesterday the
+// van broke down").
+func instruction(words, names []string) bool {
+	if len(words) < 2 || strings.TrimRight(words[0], ",:;") != words[0] || slices.Contains(names, words[0]) {
+		return false
+	}
+	first := strings.ToLower(strings.ReplaceAll(words[0], "’", "'"))
+	if _, pronoun := pronouns[first]; pronoun || openers[first] || prepositions[first] || calendar[first] ||
+		beforeDeterminers[first] || strings.HasSuffix(first, "ly") {
+		return false
+	}
+	return objectLeads[strings.ToLower(words[1])]
+}
+
+// beforeDeterminers are words that come before a determiner and are no
+// verb: of quantity, of degree and of time.
+var beforeDeterminers = engine.WordSet(`half twice once even nearly almost quite such rather exactly especially including
+	yesterday tomorrow tonight now later earlier already again still ever never always`)
 
 // maxEchoWords is the most words an echo says back.
 const maxEchoWords = 18
@@ -1249,9 +1281,11 @@ var verbWords = engine.WordSet(`is are was were be been being am has have had do
 // inside a sentence (names), a product's name (Excel), and a word that is
 // no common one (Tradify); a common word is lowered ("Customers keep
 // calling" → "customers keep calling", "Rent went up", "Invoicing takes").
-// A word that only opens sentences ("The", "Honestly, Excel …") is lowered
-// whatever follows it or a known fact opens with.
-func keepsCapital(words, known, names []string) bool {
+// A word that only opens sentences ("The", "Honestly, Excel …"), a
+// preposition, a verb before its object ("Drop the …") and a word the user
+// wrote in lowercase (lowered: "booking dog walks", then "Dog owners …")
+// are lowered whatever follows them or a known fact opens with.
+func keepsCapital(words, known, names, lowered []string) bool {
 	first := strings.Trim(words[0], ",:;")
 	if strings.IndexFunc(first[min(1, len(first)):], unicode.IsUpper) >= 0 {
 		return true
@@ -1284,25 +1318,91 @@ func keepsCapital(words, known, names []string) bool {
 		}
 	}
 	for _, k := range known {
-		// A known value of a few words holds the word as a name ("Xero");
-		// a longer one only starting with it capitalises it as its first
-		// word (this very message, filed as it was said), which says
-		// nothing.
+		// A known value holds the word as a name where a name is there
+		// (knownName); one only starting with it, or an item of it,
+		// capitalises it as its first word (this very message, filed as it
+		// was said), which says nothing.
 		_, value, _ := strings.Cut(k, ": ")
-		ws := strings.FieldsFunc(value, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-		for i, w := range ws {
-			if w == first && (i > 0 || len(ws) <= 3 && properName(value)) {
-				return true
-			}
+		if knownName(value, first) {
+			return true
 		}
 	}
+	if slices.Contains(names, first) {
+		return true
+	}
+	if slices.Contains(lowered, lower) {
+		return false // "booking dog walks", then "Dog owners …"
+	}
 	// "Word of mouth" is no product's name.
-	return slices.Contains(names, first) || products[lower] && next != "of" || !common(lower)
+	return products[lower] && next != "of" || !common(lower)
 }
 
 // objectLeads come before a noun: after a word that opens a sentence, they
 // show it a verb ("Drop the …", "Open a …", "Test the …").
 var objectLeads = engine.WordSet("a an the my our your their his its this these those some every each")
+
+// knownName reports whether a known value holds word as a name: inside an
+// item of its list, opening a later item that is a name as a whole ("Xero
+// and Google Calendar"), or opening a value of a few words that is one
+// ("Xero"). An item of other words that opens with it ("…, Storage needs
+// racks", "Right now we use paper") says nothing: the user opened a
+// sentence with it.
+func knownName(value, word string) bool {
+	letters := func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
+	tokens := strings.Fields(value)
+	itemStart := true
+	for i, tok := range tokens {
+		starts := itemStart
+		itemStart = strings.HasSuffix(tok, ",") || strings.HasSuffix(tok, ";")
+		if tok == "and" || tok == "or" {
+			itemStart = true
+			continue
+		}
+		if strings.TrimFunc(tok, letters) != word {
+			continue
+		}
+		if !starts {
+			return true
+		}
+		if i == 0 {
+			// The value's first word is a name only in a value of a few
+			// words that is one: a longer one may be this very message,
+			// filed as it was said ("Bread, pastries and custom cakes").
+			ws := strings.FieldsFunc(value, letters)
+			if len(ws) <= 3 && properName(value) {
+				return true
+			}
+			continue
+		}
+		var item []string
+		for _, t := range tokens[i:] {
+			if t == "and" || t == "or" {
+				break
+			}
+			item = append(item, strings.TrimRight(t, ",;"))
+			if strings.HasSuffix(t, ",") || strings.HasSuffix(t, ";") {
+				break
+			}
+		}
+		if properName(strings.Join(item, " ")) {
+			return true
+		}
+	}
+	return false
+}
+
+// lowercase are the words of a text written in lowercase, as keepsCapital
+// compares them.
+func lowercase(text string) []string {
+	var out []string
+	for _, w := range strings.Fields(text) {
+		w = strings.Trim(strings.ReplaceAll(w, "’", "'"), ",:;.!?\"'()")
+		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) && strings.ToLower(w) == w {
+			out = append(out, w)
+		}
+	}
+	return out
+}
 
 // capitalised are the capitalised words of a text that stand inside a
 // sentence ("We moved to Square last year" has Square), but "I" and its
