@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
@@ -84,9 +85,11 @@ func KnowledgeGapsIdentified(m *engine.WorkingMemory) float64 {
 }
 
 // ProblemCarried is 1.0 when the inbound handoff carries the problem to
-// explore: a pain point (the problem ideation framed, the core problem
-// project discovery captured), or the question a decision carried along a
-// chain of engines answered. The handoff at the top of the context gives
+// explore: the pain point marked as the problem (handoff.ProblemPrefix:
+// the problem ideation framed, the core problem project discovery
+// captured), or the question a decision carried along a chain of engines
+// answered. Other pain points (a cost, a root cause, a business's
+// bottleneck) are no problem to explore. The handoff at the top of the context gives
 // it, so the user is not asked for it again. A session of memory version 2
 // or earlier counts nothing carried (0), as the builds it started on did:
 // its engine named no evaluator there, and its turns on a later version
@@ -99,7 +102,7 @@ func ProblemCarried(m *engine.WorkingMemory) float64 {
 	if !ok {
 		return 0
 	}
-	if slices.ContainsFunc(h.SituationAwareness.KeyPainPoints, nonBlank) ||
+	if slices.ContainsFunc(h.SituationAwareness.KeyPainPoints, problem) ||
 		slices.ContainsFunc(h.ActionList.DecisionsReached, func(d contracts.Decision) bool { return nonBlank(d.Question) }) {
 		return 1
 	}
@@ -107,6 +110,14 @@ func ProblemCarried(m *engine.WorkingMemory) float64 {
 }
 
 func nonBlank(s string) bool { return strings.TrimSpace(s) != "" }
+
+// problem tells the pain point that is the problem the source session
+// worked on (handoff.ProblemPrefix) from its costs, causes and the users'
+// pains, which are not a problem to explore.
+func problem(pain string) bool {
+	rest, ok := strings.CutPrefix(pain, handoff.ProblemPrefix)
+	return ok && nonBlank(rest)
+}
 
 // BackgroundResearchAvailable: 1.0 when research notes were captured or a
 // background task completed with a result.

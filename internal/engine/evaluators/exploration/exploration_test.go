@@ -85,7 +85,12 @@ func TestProblemCarried(t *testing.T) {
 		{name: "no handoff", want: 0},
 		{name: "the problem ideation framed", handoff: &contracts.EngineHandoff{SituationAwareness: pains}, want: 1},
 		{name: "the core problem project discovery captured", want: 1, handoff: &contracts.EngineHandoff{
-			SituationAwareness: contracts.SituationAwareness{KeyPainPoints: []string{"Jobs get lost on paper"}}}},
+			SituationAwareness: contracts.SituationAwareness{KeyPainPoints: []string{"Problem: Jobs get lost on paper"}}}},
+		{name: "pains that are no problem: a cost, a cause, a business's bottleneck", want: 0, handoff: &contracts.EngineHandoff{
+			SituationAwareness: contracts.SituationAwareness{KeyPainPoints: []string{"$4,000 a month in lost revenue",
+				"Root cause: they get bored of the same coffee", "Early-morning baking capacity"}}}},
+		{name: "a problem marked but blank", want: 0, handoff: &contracts.EngineHandoff{
+			SituationAwareness: contracts.SituationAwareness{KeyPainPoints: []string{"Problem:  "}}}},
 		{name: "the question of a decision carried along", want: 1, handoff: &contracts.EngineHandoff{
 			ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{{Decision: "off-the-shelf tool",
 				Confidence: 0.85, Question: "How should we schedule our cleaning crews?"}}}}},
