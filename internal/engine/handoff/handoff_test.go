@@ -1481,3 +1481,30 @@ func TestExplorationDecisionAnswersTheCarriedProblem(t *testing.T) {
 		t.Errorf("decisions = %+v, want the session's own problem as the question", d)
 	}
 }
+
+// A handoff names one problem, the source session's own: the problem an
+// inbound handoff marked is carried as a pain point like the others once
+// the source marks its own, and keeps its mark when the source has none.
+func TestCarryForwardNamesTheNewestProblem(t *testing.T) {
+	inbound := contracts.EngineHandoff{SituationAwareness: contracts.SituationAwareness{KeyPainPoints: []string{
+		handoff.ProblemPrefix + "coffee subscribers cancel after three months", "$4,000 a month in lost revenue"}}}
+	for _, tt := range []struct {
+		own, want []string
+	}{
+		{own: []string{handoff.ProblemPrefix + "members can't book classes online"},
+			want: []string{handoff.ProblemPrefix + "members can't book classes online",
+				"coffee subscribers cancel after three months", "$4,000 a month in lost revenue"}},
+		{own: []string{"jobs get lost on paper"},
+			want: []string{"jobs get lost on paper", handoff.ProblemPrefix + "coffee subscribers cancel after three months",
+				"$4,000 a month in lost revenue"}},
+	} {
+		h := contracts.EngineHandoff{SituationAwareness: contracts.SituationAwareness{KeyPainPoints: slices.Clone(tt.own)}}
+		handoff.CarryForward(&h, inbound)
+		if got := h.SituationAwareness.KeyPainPoints; !slices.Equal(got, tt.want) {
+			t.Errorf("pain points = %q, want %q", got, tt.want)
+		}
+	}
+	if p := inbound.SituationAwareness.KeyPainPoints[0]; !strings.HasPrefix(p, handoff.ProblemPrefix) {
+		t.Errorf("CarryForward changed the inbound handoff: %q", p)
+	}
+}

@@ -193,12 +193,28 @@ func CarryForward(h *contracts.EngineHandoff, inbound contracts.EngineHandoff) {
 	text := func(s string) string { return s }
 	sa, ac, rs := &h.SituationAwareness, &h.AccumulatedContext, &h.RelationalState
 	sa.UserGoals = union(sa.UserGoals, inbound.SituationAwareness.UserGoals, text)
-	sa.KeyPainPoints = union(sa.KeyPainPoints, inbound.SituationAwareness.KeyPainPoints, text)
+	sa.KeyPainPoints = union(sa.KeyPainPoints, carriedPains(sa.KeyPainPoints, inbound.SituationAwareness.KeyPainPoints), text)
 	ac.ConceptsTaught = union(ac.ConceptsTaught, inbound.AccumulatedContext.ConceptsTaught,
 		func(c contracts.TaughtConcept) string { return c.Concept })
 	ac.PriorExperience = union(ac.PriorExperience, inbound.AccumulatedContext.PriorExperience, text)
 	rs.OpenQuestions = union(rs.OpenQuestions, inbound.RelationalState.OpenQuestions, text)
 	rs.Sensitivities = union(rs.Sensitivities, inbound.RelationalState.Sensitivities, text)
+}
+
+// carriedPains are the inbound pain points to carry beside own: a problem
+// the inbound handoff marked (ProblemPrefix) is carried as a pain point
+// like the others when the source session marks its own, so that a
+// handoff names one problem, the newest: project discovery's core problem,
+// not the one ideation framed before it.
+func carriedPains(own, inbound []string) []string {
+	if !slices.ContainsFunc(own, func(p string) bool { return strings.HasPrefix(p, ProblemPrefix) }) {
+		return inbound
+	}
+	out := make([]string, len(inbound))
+	for i, p := range inbound {
+		out[i] = strings.TrimPrefix(p, ProblemPrefix)
+	}
+	return out
 }
 
 // sameQuestion reports whether d, a decision of the source session,
