@@ -141,7 +141,7 @@ func ParseReplyPrompt(req llm.Request) (ReplyPrompt, error) {
 	for l := range strings.SplitSeq(hist, "\n") {
 		if _, text, ok := userLine(l); ok {
 			p.Names = append(p.Names, capitalised(text)...)
-			p.Lowercase = append(p.Lowercase, lowercase(text)...)
+			p.Lowercase = appendLowercase(p.Lowercase, text)
 		}
 	}
 	p.Handoff = parseHandoff(section(sys, handoff.Title))
@@ -1393,15 +1393,19 @@ func knownName(value, word string) bool {
 
 // lowercase are the words of a text written in lowercase, as keepsCapital
 // compares them.
-func lowercase(text string) []string {
-	var out []string
-	for _, w := range strings.Fields(text) {
+func lowercase(text string) []string { return appendLowercase(nil, text) }
+
+// appendLowercase appends the words of text written in lowercase to dst
+// (lowercase): a reply's prompt reads them from every message of the
+// history, into one slice.
+func appendLowercase(dst []string, text string) []string {
+	for w := range strings.FieldsSeq(text) {
 		w = strings.Trim(strings.ReplaceAll(w, "’", "'"), ",:;.!?\"'()")
 		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) && strings.ToLower(w) == w {
-			out = append(out, w)
+			dst = append(dst, w)
 		}
 	}
-	return out
+	return dst
 }
 
 // capitalised are the capitalised words of a text that stand inside a
