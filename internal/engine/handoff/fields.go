@@ -263,14 +263,22 @@ func unframed(text string) string {
 	return text
 }
 
-// carriedProblem is the problem the session's inbound handoff carried (its
-// first pain point after ProblemPrefix), "" for none.
+// carriedProblem is the problem the session's inbound handoff carried
+// (Problem), "" for none.
 func carriedProblem(m *engine.WorkingMemory) string {
 	inbound, ok := contracts.DecodeHandoff(m.InboundHandoff)
 	if !ok {
 		return ""
 	}
-	for _, p := range inbound.SituationAwareness.KeyPainPoints {
+	return Problem(inbound)
+}
+
+// Problem is the problem a handoff marks as the one its source session
+// worked on: its first pain point after ProblemPrefix, trimmed; "" for
+// none. Its other pain points (a cost, a root cause, a users' pain) are no
+// such problem.
+func Problem(h contracts.EngineHandoff) string {
+	for _, p := range h.SituationAwareness.KeyPainPoints {
 		if problem, ok := strings.CutPrefix(p, ProblemPrefix); ok && strings.TrimSpace(problem) != "" {
 			return strings.TrimSpace(problem)
 		}

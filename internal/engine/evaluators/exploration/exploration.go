@@ -102,7 +102,7 @@ func ProblemCarried(m *engine.WorkingMemory) float64 {
 	if !ok {
 		return 0
 	}
-	if slices.ContainsFunc(h.SituationAwareness.KeyPainPoints, problem) ||
+	if handoff.Problem(h) != "" ||
 		slices.ContainsFunc(h.ActionList.DecisionsReached, func(d contracts.Decision) bool { return nonBlank(d.Question) }) {
 		return 1
 	}
@@ -110,14 +110,6 @@ func ProblemCarried(m *engine.WorkingMemory) float64 {
 }
 
 func nonBlank(s string) bool { return strings.TrimSpace(s) != "" }
-
-// problem tells the pain point that is the problem the source session
-// worked on (handoff.ProblemPrefix) from its costs, causes and the users'
-// pains, which are not a problem to explore.
-func problem(pain string) bool {
-	rest, ok := strings.CutPrefix(pain, handoff.ProblemPrefix)
-	return ok && nonBlank(rest)
-}
 
 // BackgroundResearchAvailable: 1.0 when research notes were captured or a
 // background task completed with a result.
