@@ -85,6 +85,7 @@ var lineSeeds = []string{
 	"[turn 4] assistant: ",
 	"[turn 4] assistant: a\nb",
 	`"plain"`, `"esc\"aped"`, `"\u00e9t\u00e9"`, `["a","b",3]`, `[]`, `["x"]`, `null`, ` "x"`, `40`, `true`, `"x`, "\"\xff\"", `"tab	in"`,
+	`["a","b"]`, `["a",]`, `[,"a"]`, `"a"]`, `["a"`, `[ "a" ]`, `["a" ,"b"]`, `["a\"b","c"]`, `[""]`, `["",""]`, `[[]]`, `["a"]]`, `[`, `]`, "[\"\xff\"]",
 }
 
 func TestLineReaders(t *testing.T) {

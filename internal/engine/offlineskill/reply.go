@@ -1400,7 +1400,7 @@ func lowercase(text string) []string { return appendLowercase(nil, text) }
 // history, into one slice.
 func appendLowercase(dst []string, text string) []string {
 	for w := range strings.FieldsSeq(text) {
-		w = strings.Trim(strings.ReplaceAll(w, "’", "'"), ",:;.!?\"'()")
+		w = strings.TrimFunc(strings.ReplaceAll(w, "’", "'"), wordPunct)
 		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) && strings.ToLower(w) == w {
 			dst = append(dst, w)
 		}
@@ -1413,16 +1413,33 @@ func appendLowercase(dst []string, text string) []string {
 // contractions.
 func capitalised(text string) []string {
 	var out []string
-	for _, s := range engine.Sentences(text) {
-		words := strings.Fields(s)
-		for _, w := range words[min(1, len(words)):] {
-			w = strings.Trim(w, ",:;.!?\"'()’")
-			if r, _ := utf8.DecodeRuneInString(w); unicode.IsUpper(r) && !strings.HasPrefix(strings.ReplaceAll(w, "’", "'"), "I'") && w != "I" {
+	for text != "" {
+		// The sentences of engine.Sentences, read one at a time.
+		var s string
+		s, text = engine.FirstSentence(text)
+		first := true
+		for w := range strings.FieldsSeq(s) {
+			if first {
+				first = false
+				continue
+			}
+			w = strings.TrimFunc(w, func(r rune) bool { return r == '’' || wordPunct(r) })
+			if r, _ := utf8.DecodeRuneInString(w); unicode.IsUpper(r) && !strings.HasPrefix(w, "I'") && !strings.HasPrefix(w, "I’") && w != "I" {
 				out = append(out, w)
 			}
 		}
 	}
 	return out
+}
+
+// wordPunct reports whether r is punctuation the reply's readers trim off
+// a word: ,:;.!?"'().
+func wordPunct(r rune) bool {
+	switch r {
+	case ',', ':', ';', '.', '!', '?', '"', '\'', '(', ')':
+		return true
+	}
+	return false
 }
 
 // common reports whether a lowered word is a common English word, not a
@@ -1526,6 +1543,12 @@ func plainValue(raw string) string {
 	if s, ok := plainString(raw); ok {
 		return s
 	}
+	if items, ok := plainStrings(raw); ok {
+		if len(items) == 0 {
+			return "none"
+		}
+		return andList(items)
+	}
 	if raw == "" || !strings.ContainsRune("\"[ntf \t\r\n", rune(raw[0])) {
 		// Neither a string nor an array nor null nor a boolean: shown as
 		// it is.
@@ -1560,6 +1583,35 @@ func decodedValue(raw string) string {
 		return andList(items)
 	}
 	return raw
+}
+
+// plainStrings is what json.Unmarshal reads of a compact JSON array of
+// strings without escapes, ok false for anything else: a list the
+// extraction filed, read without decoding it.
+func plainStrings(raw string) ([]string, bool) {
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		return nil, false
+	}
+	in := raw[1 : len(raw)-1]
+	var items []string
+	for in != "" {
+		end := strings.IndexByte(in[min(1, len(in)):], '"') + 2
+		if end < 2 {
+			return nil, false
+		}
+		item, ok := plainString(in[:end])
+		if !ok {
+			return nil, false
+		}
+		items = append(items, item)
+		if in = in[end:]; in != "" {
+			var comma bool
+			if in, comma = strings.CutPrefix(in, ","); !comma || in == "" {
+				return nil, false
+			}
+		}
+	}
+	return items, true
 }
 
 // plainString is what json.Unmarshal reads of a JSON string without
