@@ -3,6 +3,7 @@ package offlineskill
 import (
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -99,4 +100,15 @@ func FuzzLineReaders(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(checkLineReaders)
+}
+
+func FuzzIsLower(f *testing.F) {
+	for _, s := range []string{"abc", "aBc", "ǅx", "ǆx", "caf\xff", "é", "É", "x1-2'", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, w string) {
+		if got, want := isLower(w), strings.ToLower(w) == w; got != want {
+			t.Errorf("isLower(%q) = %v; strings.ToLower says %v", w, got, want)
+		}
+	})
 }

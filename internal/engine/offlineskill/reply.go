@@ -1401,11 +1401,16 @@ func lowercase(text string) []string { return appendLowercase(nil, text) }
 func appendLowercase(dst []string, text string) []string {
 	for w := range strings.FieldsSeq(text) {
 		w = strings.TrimFunc(strings.ReplaceAll(w, "’", "'"), wordPunct)
-		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) && strings.ToLower(w) == w {
+		if r, _ := utf8.DecodeRuneInString(w); unicode.IsLower(r) && isLower(w) {
 			dst = append(dst, w)
 		}
 	}
 	return dst
+}
+
+// isLower reports whether strings.ToLower(w) == w, without lowering it.
+func isLower(w string) bool {
+	return utf8.ValidString(w) && !strings.ContainsFunc(w, func(r rune) bool { return unicode.ToLower(r) != r })
 }
 
 // capitalised are the capitalised words of a text that stand inside a
