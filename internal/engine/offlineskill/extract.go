@@ -1313,6 +1313,19 @@ type sentence struct {
 	// week"): it is about that list, and the keywords of no other field
 	// read it.
 	takesOff string
+	// items are SplitItems(text), split on the first call of itemsOf: what
+	// every known list reads of the sentence for a take-back.
+	items []string
+	split bool
+}
+
+// itemsOf is SplitItems(s.text), split once however many known lists read
+// it. The slice is shared: read it, never write it.
+func (s *sentence) itemsOf() []string {
+	if !s.split {
+		s.items, s.split = SplitItems(s.text), true
+	}
+	return s.items
 }
 
 func prepare(ss []string) []sentence {
@@ -1600,7 +1613,7 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 		// "Actually not Xero, it's QuickBooks" names no keyword, but an
 		// item of the list, which it corrects.
-		items := denials(f.Current, SplitItems(s.text))
+		items := denials(f.Current, sentences[i].itemsOf())
 		if takesBack(f.Current, items) {
 			items = corrections(items)
 			if i+1 < len(sentences) {
