@@ -86,9 +86,15 @@ func cueAnswer(p extraction.Prompt) Answer {
 		return ans
 	}
 	sentences := prepare(engine.Sentences(msg))
+	held := map[string]*heldList{} // the known lists, which a sentence may take an item off
+	for _, f := range p.Fields {
+		if f.ValueType == engine.TypeArray && len(f.Current) > 0 {
+			held[f.Path] = holding(f.Current)
+		}
+	}
 	for i := range sentences {
 		for _, f := range p.Fields {
-			if f.ValueType == engine.TypeArray && len(f.Current) > 0 && removed(f.Current, sentences[i]) != nil {
+			if f.ValueType == engine.TypeArray && len(f.Current) > 0 && removed(held[f.Path], sentences[i]) != nil {
 				sentences[i].takesOff = f.Path
 			}
 		}
@@ -123,7 +129,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 		if f.Cues.FocusOnly && !inFocus {
 			continue
 		}
-		fa, ok, blocked := matchField(f, sentences, isKnown(f) && !guessed(f), inFocus, grows)
+		fa, ok, blocked := matchField(f, held[f.Path], sentences, isKnown(f) && !guessed(f), inFocus, grows)
 		if ok {
 			ans.Fields[f.Path] = fa
 			if inFocus && grows == growOnOpening {
@@ -1366,7 +1372,7 @@ const (
 // list with the item corrected. A sentence whose items are all on the list
 // restates it, and answers nothing else; one that takes an item back ("Not
 // Xero, it's QuickBooks") corrects it, keyword or not.
-func matchField(f extraction.PromptField, sentences []sentence, known, inFocus bool, grows growth) (fa fieldAnswer, ok, blocked bool) {
+func matchField(f extraction.PromptField, held *heldList, sentences []sentence, known, inFocus bool, grows growth) (fa fieldAnswer, ok, blocked bool) {
 	conf := func(base float64, s sentence) float64 {
 		c := base
 		if f.Cues.Confidence > 0 {
@@ -1613,14 +1619,14 @@ func matchField(f extraction.PromptField, sentences []sentence, known, inFocus b
 		}
 		// "Actually not Xero, it's QuickBooks" names no keyword, but an
 		// item of the list, which it corrects.
-		items := denials(f.Current, sentences[i].itemsOf())
-		if takesBack(f.Current, items) {
+		items := denials(held, sentences[i].itemsOf())
+		if takesBack(held, items) {
 			items = corrections(items)
 			if i+1 < len(sentences) {
 				items = append(items, meant(sentences[i+1])...) // "No, not Shopify. Square."
 			}
 		} else {
-			items = removed(f.Current, s) // "Forget Shopify.", "Shopify is no longer needed."
+			items = removed(held, s) // "Forget Shopify.", "Shopify is no longer needed."
 		}
 		if v, ok := grow(f.Current, items, true); ok {
 			return fieldAnswer{Value: v, Confidence: max(conf(confCorrection, s), confCorrection),
@@ -1966,17 +1972,37 @@ func notItem(item string) (x, instead string, ok bool) {
 	return x, trimLeads(strings.TrimSpace(instead), leads), true
 }
 
+// heldList is the list a known list field holds, decoded once a call, with
+// the words of each item: what the take-backs of every sentence compare.
+type heldList struct {
+	items []string
+	words []map[string]bool // contentWords of each item
+}
+
+// holding is the list current holds; nil when it holds no list of strings,
+// which nothing takes an item off.
+func holding(current json.RawMessage) *heldList {
+	var items []string
+	if json.Unmarshal(current, &items) != nil {
+		return nil
+	}
+	h := &heldList{items: items, words: make([]map[string]bool, len(items))}
+	for i, it := range items {
+		h.words[i] = contentWords(it)
+	}
+	return h
+}
+
 // takesBack reports whether one of a sentence's items says "not X" of an
-// item of the list current holds, X naming the whole item ("Actually not
+// item of the list held, X naming the whole item ("Actually not
 // Xero, it's QuickBooks", "It's not Xero"): the sentence corrects that
 // list, whatever was asked. "Not now" names no item that holds "now"; a
 // sentence that names another item of the list chooses between them
 // ("Jobber, not a custom build", "Just the job list, not offline mode"),
 // and takes nothing back, unless it says something of it after the
 // take-back ("Not Xero, and Shopify is optional").
-func takesBack(current json.RawMessage, items []string) bool {
-	var list []string
-	if json.Unmarshal(current, &list) != nil {
+func takesBack(held *heldList, items []string) bool {
+	if held == nil {
 		return false
 	}
 	took, keeping := false, false // keeping: an item after the take-back says what the user keeps ("just Xero")
@@ -1987,8 +2013,7 @@ func takesBack(current json.RawMessage, items []string) bool {
 		if !ok {
 			named = contentWords(it)
 		}
-		for _, item := range list {
-			words := contentWords(item)
+		for _, words := range held.words {
 			switch {
 			case len(words) == 0 || !all(words, named):
 			case !ok && took && (remarks(it) || keeping):
@@ -2014,14 +2039,13 @@ func remarks(item string) bool {
 }
 
 // denials spreads the "not" of an item that takes one back over the
-// items after it that name items of the list current holds, and over the
+// items after it that name items of the list held, and over the
 // items of the list it joins with "or" ("Actually not Xero and Shopify",
 // "Not Xero or Shopify"): each is taken back. An item that says more than
 // an item of the list ("…, and Shopify is optional") or that a correction
 // leads into ("…, it's QuickBooks") is none of them.
-func denials(current json.RawMessage, items []string) []string {
-	var list []string
-	if json.Unmarshal(current, &list) != nil {
+func denials(held *heldList, items []string) []string {
+	if held == nil {
 		return items
 	}
 	// listed are the items of the list s names, one or more joined by "or".
@@ -2029,7 +2053,7 @@ func denials(current json.RawMessage, items []string) []string {
 		parts := strings.Split(s, " or ")
 		for _, p := range parts {
 			w := contentWords(p)
-			if len(w) == 0 || !slices.ContainsFunc(list, func(l string) bool { return maps.Equal(contentWords(l), w) }) {
+			if len(w) == 0 || !slices.ContainsFunc(held.words, func(l map[string]bool) bool { return maps.Equal(l, w) }) {
 				return nil
 			}
 		}
@@ -2116,7 +2140,7 @@ func aName(it string) bool {
 	return unicode.IsUpper(r) && !predicateWords[first] && !determiners[first] && !pointers[first] && !remarks(it)
 }
 
-// removed are "not X" for each item of the list current holds that a
+// removed are "not X" for each item of the list held that a
 // sentence says is gone, without saying "not X" of it ("Forget Shopify",
 // "Shopify is no longer needed", "We don't need Shopify after all", "We
 // don't use Shopify any more"): the sentence takes it off its list. What
@@ -2124,9 +2148,8 @@ func aName(it string) bool {
 // ask about, say not to forget or that someone forgets, or wish gone ("We
 // want it so that double entry is no longer a thing" names a pain point
 // still there).
-func removed(current json.RawMessage, s sentence) []string {
-	var list []string
-	if engine.IsQuestion(s.text) || json.Unmarshal(current, &list) != nil {
+func removed(held *heldList, s sentence) []string {
+	if held == nil || engine.IsQuestion(s.text) {
 		return nil
 	}
 	part := strings.ReplaceAll(s.lower.Lowered(), "’", "'")
@@ -2179,7 +2202,7 @@ func removed(current json.RawMessage, s sentence) []string {
 				// item the clause before names, goes.
 				if len(dropped) == 0 && slices.ContainsFunc(obj, func(w string) bool { return pointers[w] || w == "them" }) {
 					pointed = true
-					said = contentWords(pointedAt(part[:max(engine.PhraseIndex(part, w), 0)], list))
+					said = contentWords(pointedAt(part[:max(engine.PhraseIndex(part, w), 0)], held))
 				}
 			}
 		case i > 0 && words[i-1] == "no" && w == "longer":
@@ -2207,11 +2230,11 @@ func removed(current json.RawMessage, s sentence) []string {
 		return nil
 	}
 	var out []string
-	for _, item := range list {
+	for i, item := range held.items {
 		// What the sentence says is gone, when it names it ("Paper flyers
 		// are no longer worth it, we put everything on Instagram"), is the
 		// only item that goes.
-		w := contentWords(item)
+		w := held.words[i]
 		if len(w) > 0 && all(w, said) && (gone && (len(subject) == 0 || all(w, subject)) || pointed || all(w, dropped)) ||
 			gone && len(subject) > 0 && all(subject, w) {
 			out = append(out, "not "+item)
@@ -2240,10 +2263,10 @@ func closedObject(obj []string) []string {
 }
 
 // pointedAt is the clause of before, the words up to a drop verb, that
-// names an item of list, the nearest to the verb: what an "it" after the
+// names an item of held, the nearest to the verb: what an "it" after the
 // verb points back at ("The bread sells well, the coffee never paid, so
 // we're closing it" closes the coffee).
-func pointedAt(before string, list []string) string {
+func pointedAt(before string, held *heldList) string {
 	for before != "" {
 		at, next := -1, 0
 		for _, br := range clauseBreaks {
@@ -2252,7 +2275,7 @@ func pointedAt(before string, list []string) string {
 			}
 		}
 		clause := contentWords(before[next:])
-		if slices.ContainsFunc(list, func(it string) bool { w := contentWords(it); return len(w) > 0 && all(w, clause) }) {
+		if slices.ContainsFunc(held.words, func(w map[string]bool) bool { return len(w) > 0 && all(w, clause) }) {
 			return before[next:]
 		}
 		if at < 0 {
