@@ -94,7 +94,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 	}
 	for i := range sentences {
 		for _, f := range p.Fields {
-			if f.ValueType == engine.TypeArray && len(f.Current) > 0 && removed(held[f.Path], sentences[i]) != nil {
+			if f.ValueType == engine.TypeArray && len(f.Current) > 0 && removed(held[f.Path], &sentences[i]) != nil {
 				sentences[i].takesOff = f.Path
 			}
 		}
@@ -1323,6 +1323,10 @@ type sentence struct {
 	// every known list reads of the sentence for a take-back.
 	items []string
 	split bool
+	// gone is what the sentence says is gone, read on the first call of
+	// removed (goneRead): every known list reads it.
+	gone     *goneSaid
+	goneRead bool
 }
 
 // itemsOf is SplitItems(s.text), split once however many known lists read
@@ -1626,7 +1630,7 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 				items = append(items, meant(sentences[i+1])...) // "No, not Shopify. Square."
 			}
 		} else {
-			items = removed(held, s) // "Forget Shopify.", "Shopify is no longer needed."
+			items = removed(held, &sentences[i]) // "Forget Shopify.", "Shopify is no longer needed."
 		}
 		if v, ok := grow(f.Current, items, true); ok {
 			return fieldAnswer{Value: v, Confidence: max(conf(confCorrection, s), confCorrection),
@@ -2148,8 +2152,58 @@ func aName(it string) bool {
 // ask about, say not to forget or that someone forgets, or wish gone ("We
 // want it so that double entry is no longer a thing" names a pain point
 // still there).
-func removed(held *heldList, s sentence) []string {
-	if held == nil || engine.IsQuestion(s.text) {
+func removed(held *heldList, s *sentence) []string {
+	if held == nil {
+		return nil
+	}
+	if !s.goneRead {
+		s.gone, s.goneRead = goneIn(*s), true
+	}
+	g := s.gone
+	if g == nil {
+		return nil
+	}
+	said := g.said
+	if g.pointed {
+		said = contentWords(pointedAt(g.before, held))
+	}
+	var out []string
+	for i, item := range held.items {
+		// What the sentence says is gone, when it names it ("Paper flyers
+		// are no longer worth it, we put everything on Instagram"), is the
+		// only item that goes.
+		w := held.words[i]
+		if len(w) > 0 && all(w, said) && (g.gone && (len(g.subject) == 0 || all(w, g.subject)) || g.pointed || all(w, g.dropped)) ||
+			g.gone && len(g.subject) > 0 && all(g.subject, w) {
+			out = append(out, "not "+item)
+		}
+	}
+	return out
+}
+
+// goneSaid is what a sentence says is gone, whatever list holds it: read
+// once a call (goneIn), for every known list.
+type goneSaid struct {
+	// gone: the sentence says something is no longer there, or forgets
+	// it; subject holds the words of what a copula or a verb before the
+	// negation says is gone.
+	gone    bool
+	subject map[string]bool
+	// dropped holds the words after a verb that drops what follows it.
+	dropped map[string]bool
+	// said holds the words of the sentence, up to what the user keeps; an
+	// item that goes holds them all. Where pointed, "it" after the drop
+	// verb points back at an item the clause before names: the words are
+	// those of the clause of before that names an item of the list.
+	said    map[string]bool
+	pointed bool
+	before  string
+}
+
+// goneIn reads what a sentence says is gone (see removed); nil for
+// nothing, and for a question.
+func goneIn(s sentence) *goneSaid {
+	if engine.IsQuestion(s.text) {
 		return nil
 	}
 	part := strings.ReplaceAll(s.lower.Lowered(), "’", "'")
@@ -2158,7 +2212,7 @@ func removed(held *heldList, s sentence) []string {
 	}
 	words := strings.FieldsFunc(part, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' })
 	gone, negated, wished, pointed := false, false, false, false
-	said := contentWords(part)
+	before := ""
 	var dropped map[string]bool // the words after a verb that drops what follows it
 	// subject holds the words of what a copula before the negation says is
 	// gone ("Double entry is no longer a problem", "Double entry isn't an
@@ -2201,8 +2255,7 @@ func removed(held *heldList, s sentence) []string {
 				// "…, so we're closing it": what "it" points back at, an
 				// item the clause before names, goes.
 				if len(dropped) == 0 && slices.ContainsFunc(obj, func(w string) bool { return pointers[w] || w == "them" }) {
-					pointed = true
-					said = contentWords(pointedAt(part[:max(engine.PhraseIndex(part, w), 0)], held))
+					pointed, before = true, part[:max(engine.PhraseIndex(part, w), 0)]
 				}
 			}
 		case i > 0 && words[i-1] == "no" && w == "longer":
@@ -2229,18 +2282,11 @@ func removed(held *heldList, s sentence) []string {
 	if !gone && dropped == nil {
 		return nil
 	}
-	var out []string
-	for i, item := range held.items {
-		// What the sentence says is gone, when it names it ("Paper flyers
-		// are no longer worth it, we put everything on Instagram"), is the
-		// only item that goes.
-		w := held.words[i]
-		if len(w) > 0 && all(w, said) && (gone && (len(subject) == 0 || all(w, subject)) || pointed || all(w, dropped)) ||
-			gone && len(subject) > 0 && all(subject, w) {
-			out = append(out, "not "+item)
-		}
+	g := &goneSaid{gone: gone, subject: subject, dropped: dropped, pointed: pointed, before: before}
+	if !pointed {
+		g.said = contentWords(part)
 	}
-	return out
+	return g
 }
 
 // closedObject is what a close verb closes, of the words after it: the
