@@ -34,6 +34,9 @@ var pronounOnes = map[string]bool{"the": true, "no": true, "any": true, "every":
 // use", "one of the managers") stays a word, as does an "a" before no
 // hundred or thousand.
 func figures(s string) string {
+	if isASCII(s) && !spellsNumber(s) {
+		return s
+	}
 	locs := spelled.FindAllStringIndex(s, -1)
 	if locs == nil {
 		return s
@@ -83,6 +86,46 @@ func figures(s string) string {
 	}
 	b.WriteString(s[last:])
 	return b.String()
+}
+
+// spellsNumber reports whether an ASCII text may spell a number, as
+// spelled finds one: whether one of its words is a number's word, ignoring
+// case. A match of spelled holds one as a whole word, as \b parts words
+// (runs of ASCII letters, digits and underscores): the sentences that spell
+// no number, most of them, skip the pattern. Not for a text that is not
+// ASCII, where (?i) matches more than ASCII case does (the long s of "ſix").
+func spellsNumber(s string) bool {
+	var lowered [len("seventeen")]byte // the longest word of a number
+	for i := 0; i < len(s); {
+		if !wordByte(s[i]) {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && wordByte(s[j]) {
+			j++
+		}
+		if n := j - i; n <= len(lowered) {
+			for k := range n {
+				c := s[i+k]
+				if 'A' <= c && c <= 'Z' {
+					c += 'a' - 'A'
+				}
+				lowered[k] = c
+			}
+			if w := string(lowered[:n]); spelledValues[w] > 0 || w == "hundred" || w == "thousand" {
+				return true
+			}
+		}
+		i = j
+	}
+	return false
+}
+
+// wordByte reports whether c is a word character of \b: an ASCII letter, a
+// digit or an underscore.
+func wordByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_'
 }
 
 // lastWord is the last word of s, lowered.
