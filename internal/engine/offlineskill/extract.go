@@ -2006,8 +2006,8 @@ func holding(current json.RawMessage) *heldList {
 // and takes nothing back, unless it says something of it after the
 // take-back ("Not Xero, and Shopify is optional").
 func takesBack(held *heldList, items []string) bool {
-	if held == nil {
-		return false
+	if held == nil || !slices.ContainsFunc(items, saysNot) {
+		return false // no "not X", which only can take an item back: most sentences
 	}
 	took, keeping := false, false // keeping: an item after the take-back says what the user keeps ("just Xero")
 	for _, it := range items {
@@ -2033,6 +2033,13 @@ func takesBack(held *heldList, items []string) bool {
 		}
 	}
 	return took
+}
+
+// saysNot reports whether an item says "not X" (notItem) past the lead of
+// a correction or a "but" ("Actually not Xero", "but not Shopify").
+func saysNot(item string) bool {
+	_, _, ok := notItem(trimLeads(trimLeads(item, correctionLeads), []string{"but"}))
+	return ok
 }
 
 // remarks reports whether an item is a clause, a predicate after its
