@@ -1622,9 +1622,15 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 			break
 		}
 		// "Actually not Xero, it's QuickBooks" names no keyword, but an
-		// item of the list, which it corrects.
-		items := denials(held, sentences[i].itemsOf())
-		if takesBack(held, items) {
+		// item of the list, which it corrects. Only an item that says "not"
+		// takes one back: a sentence without the word is not split.
+		var items []string
+		took := false
+		if strings.Contains(s.lower.Lowered(), "not") {
+			items = denials(held, sentences[i].itemsOf())
+			took = takesBack(held, items)
+		}
+		if took {
 			items = corrections(items)
 			if i+1 < len(sentences) {
 				items = append(items, meant(sentences[i+1])...) // "No, not Shopify. Square."
