@@ -1526,15 +1526,9 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 		return fa, true, false
 	}
 	// fears says the field's keywords name fears: a sentence that says
-	// there is none names none of its items.
-	fears := slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool {
-		for w := range strings.FieldsSeq(kw) {
-			if fear(w) {
-				return true
-			}
-		}
-		return false
-	})
+	// there is none names none of its items. It is read (fearsRead) once
+	// a keyword is found, which most fields' are not.
+	fears, fearsRead := false, false
 	for _, s := range sentences {
 		if asksBack(s) || s.takesOff != "" || list && saysNothing(s.lower, false) {
 			// "What kind of constraints do you mean?" names none, nor does
@@ -1549,6 +1543,16 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 				// names none; "Customers drop the bike in November" drops
 				// no idea.
 				continue
+			}
+			if !fearsRead {
+				fears, fearsRead = slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool {
+					for w := range strings.FieldsSeq(kw) {
+						if fear(w) {
+							return true
+						}
+					}
+					return false
+				}), true
 			}
 			if fears && unafraid(s.lower) {
 				// "I'm not worried about rent" names no risk, nor "We're
