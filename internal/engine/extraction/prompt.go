@@ -373,6 +373,14 @@ func (c *lineCache[T]) parse(line string) (T, error) {
 	if ok {
 		return v, nil
 	}
+	return c.decode(line)
+}
+
+// decode decodes a line parse has not seen and remembers it. It is apart
+// from parse so that the value parse finds is not put on the heap: the
+// value decoded escapes through json.Unmarshal.
+func (c *lineCache[T]) decode(line string) (T, error) {
+	var v T
 	if err := json.Unmarshal([]byte(line), &v); err != nil {
 		return v, err
 	}
