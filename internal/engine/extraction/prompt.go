@@ -296,33 +296,37 @@ func ParsePrompt(req llm.Request) (Prompt, error) {
 		EngineID string `json:"engine_id"`
 		Name     string `json:"name"`
 	}
+	// reserve, for a block of lines that each append to a list, makes room
+	// for as many as the block has lines, so that the list is not copied
+	// as it grows.
 	steps := [...]struct {
-		name string
-		into func(line string) error
-		need bool
+		name    string
+		into    func(line string) error
+		need    bool
+		reserve func(lines int)
 	}{
-		{"engine", func(l string) error { return json.Unmarshal([]byte(l), &eng) }, true},
+		{"engine", func(l string) error { return json.Unmarshal([]byte(l), &eng) }, true, nil},
 		{"fields", func(l string) error {
 			f, err := parsedFields.parse(l)
 			p.Fields = append(p.Fields, f)
 			return err
-		}, true},
+		}, true, func(n int) { p.Fields = make([]PromptField, 0, n) }},
 		{"obligations", func(l string) error {
 			o, err := parsedObligations.parse(l)
 			p.Obligations = append(p.Obligations, o)
 			return err
-		}, false},
+		}, false, func(n int) { p.Obligations = make([]PromptObligation, 0, n) }},
 		{"focus", func(l string) error {
 			o, err := parsedObligations.parse(l)
 			p.Focus = &o
 			return err
-		}, false},
+		}, false, nil},
 		{"conversation", func(l string) error {
 			m, err := parsedMessages.parse(l)
 			p.Conversation = append(p.Conversation, m)
 			return err
-		}, false},
-		{"user_message", func(l string) error { return json.Unmarshal([]byte(l), &p.Message) }, true},
+		}, false, func(n int) { p.Conversation = make([]engine.Message, 0, n) }},
+		{"user_message", func(l string) error { return json.Unmarshal([]byte(l), &p.Message) }, true, nil},
 	}
 	for _, s := range steps {
 		block, ok := blockBody(content, s.name)
@@ -331,6 +335,9 @@ func ParsePrompt(req llm.Request) (Prompt, error) {
 				return Prompt{}, fmt.Errorf("%w: no <%s> block", ErrNotExtractionPrompt, s.name)
 			}
 			continue
+		}
+		if s.reserve != nil && strings.TrimSpace(block) != "" { // a list of none stays nil
+			s.reserve(strings.Count(block, "\n") + 1)
 		}
 		for l := range strings.SplitSeq(block, "\n") {
 			if strings.TrimSpace(l) == "" {
