@@ -1642,6 +1642,9 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 		} else {
 			items = removed(held, &sentences[i]) // "Forget Shopify.", "Shopify is no longer needed."
 		}
+		if len(items) == 0 {
+			continue // nothing taken back: the list as it is (grow would decode it to say so)
+		}
 		if v, ok := grow(f.Current, items, true); ok {
 			return fieldAnswer{Value: v, Confidence: max(conf(confCorrection, s), confCorrection),
 				Reasoning: "the sentence takes back an item of " + f.DisplayName}, true, false
