@@ -89,7 +89,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 	held := map[string]*heldList{} // the known lists, which a sentence may take an item off
 	for _, f := range p.Fields {
 		if f.ValueType == engine.TypeArray && len(f.Current) > 0 {
-			held[f.Path] = holding(f.Current)
+			held[f.Path] = &heldList{current: f.Current}
 		}
 	}
 	for i := range sentences {
@@ -1989,25 +1989,34 @@ func notItem(item string) (x, instead string, ok bool) {
 	return x, trimLeads(strings.TrimSpace(instead), leads), true
 }
 
-// heldList is the list a known list field holds, decoded once a call, with
-// the words of each item: what the take-backs of every sentence compare.
+// heldList is the list a known list field holds (current), with the words
+// of each item: what the take-backs of every sentence compare. It is
+// decoded once a call, by the first sentence that may take an item back
+// (holds): most take none, and leave it undecoded.
 type heldList struct {
-	items []string
-	words []map[string]bool // contentWords of each item
+	current    json.RawMessage
+	read, list bool // read: decoded; list: current holds a list of strings
+	items      []string
+	words      []map[string]bool // contentWords of each item
 }
 
-// holding is the list current holds; nil when it holds no list of strings,
-// which nothing takes an item off.
-func holding(current json.RawMessage) *heldList {
-	var items []string
-	if json.Unmarshal(current, &items) != nil {
-		return nil
+// holds decodes the list on its first call, and reports whether current
+// holds a list of strings: none (nor a nil heldList) has an item to take
+// off.
+func (h *heldList) holds() bool {
+	if h == nil {
+		return false
 	}
-	h := &heldList{items: items, words: make([]map[string]bool, len(items))}
-	for i, it := range items {
-		h.words[i] = contentWords(it)
+	if !h.read {
+		h.read = true
+		if h.list = json.Unmarshal(h.current, &h.items) == nil; h.list {
+			h.words = make([]map[string]bool, len(h.items))
+			for i, it := range h.items {
+				h.words[i] = contentWords(it)
+			}
+		}
 	}
-	return h
+	return h.list
 }
 
 // takesBack reports whether one of a sentence's items says "not X" of an
@@ -2019,7 +2028,7 @@ func holding(current json.RawMessage) *heldList {
 // and takes nothing back, unless it says something of it after the
 // take-back ("Not Xero, and Shopify is optional").
 func takesBack(held *heldList, items []string) bool {
-	if held == nil || !slices.ContainsFunc(items, saysNot) {
+	if !slices.ContainsFunc(items, saysNot) || !held.holds() {
 		return false // no "not X", which only can take an item back: most sentences
 	}
 	took, keeping := false, false // keeping: an item after the take-back says what the user keeps ("just Xero")
@@ -2069,7 +2078,7 @@ func remarks(item string) bool {
 // an item of the list ("…, and Shopify is optional") or that a correction
 // leads into ("…, it's QuickBooks") is none of them.
 func denials(held *heldList, items []string) []string {
-	if held == nil {
+	if !held.holds() {
 		return items
 	}
 	// listed are the items of the list s names, one or more joined by "or".
@@ -2180,7 +2189,7 @@ func removed(held *heldList, s *sentence) []string {
 		s.gone, s.goneRead = goneIn(*s), true
 	}
 	g := s.gone
-	if g == nil {
+	if g == nil || !held.holds() {
 		return nil
 	}
 	said := g.said
