@@ -1327,6 +1327,20 @@ type sentence struct {
 	// removed (goneRead): every known list reads it.
 	gone     *goneSaid
 	goneRead bool
+	// asks and empty are asksBack and saysNothing(lower, false), read on
+	// the first call of askedOrEmpty (askedRead) for the keywords of every
+	// field.
+	asks, empty, askedRead bool
+}
+
+// askedOrEmpty reports whether the sentence asks back what the assistant
+// meant (asksBack) and whether it says nothing (saysNothing, feelings
+// aside), read once for every field.
+func (s *sentence) askedOrEmpty() (asks, empty bool) {
+	if !s.askedRead {
+		s.asks, s.empty, s.askedRead = asksBack(*s), saysNothing(s.lower, false), true
+	}
+	return s.asks, s.empty
 }
 
 // itemsOf is SplitItems(s.text), split once however many known lists read
@@ -1529,8 +1543,8 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 	// there is none names none of its items. It is read (fearsRead) once
 	// a keyword is found, which most fields' are not.
 	fears, fearsRead := false, false
-	for _, s := range sentences {
-		if asksBack(s) || s.takesOff != "" || list && saysNothing(s.lower, false) {
+	for i, s := range sentences {
+		if asks, empty := sentences[i].askedOrEmpty(); asks || s.takesOff != "" || list && empty {
 			// "What kind of constraints do you mean?" names none, nor does
 			// an acknowledgement ("Sounds good.") a reaction; "Double
 			// entry is no longer a problem" takes an item off (see below),
