@@ -1541,8 +1541,12 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 	}
 	// fears says the field's keywords name fears: a sentence that says
 	// there is none names none of its items. It is read (fearsRead) once
-	// a keyword is found, which most fields' are not.
+	// a keyword is found, which most fields' are not; the field's values,
+	// which a sentence restates, once one is found where it may not say
+	// them.
 	fears, fearsRead := false, false
+	var values []string
+	valuesRead := false
 	for i, s := range sentences {
 		if asks, empty := sentences[i].askedOrEmpty(); asks || s.takesOff != "" || list && empty {
 			// "What kind of constraints do you mean?" names none, nor does
@@ -1618,7 +1622,10 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 				// it is a restatement. A keyword that opens the sentence or is
 				// its subject ("Per unit mostly, …" when the pricing is known)
 				// says the sentence is about the field, and answers no other.
-				blocked = blocked || restates(s, f.Current) || leading(s.lower, kw)
+				if !blocked && !valuesRead {
+					values, valuesRead = currentValues(f.Current), true
+				}
+				blocked = blocked || restates(s, values) || leading(s.lower, kw)
 				continue
 			}
 			if ok {
@@ -2671,23 +2678,31 @@ func isLead(item string) bool {
 	return slices.ContainsFunc(leads, func(l string) bool { return strings.EqualFold(l, item) })
 }
 
+// currentValues are the strings a field's current value holds, for
+// restates: the string, or the strings of a list; none for any other value.
+func currentValues(current json.RawMessage) []string {
+	var one string
+	if json.Unmarshal(current, &one) == nil {
+		return []string{one}
+	}
+	var values []string
+	if json.Unmarshal(current, &values) != nil {
+		return nil
+	}
+	return values
+}
+
 // correctionLeads lead into the item a correction gives ("Actually not
 // Xero, it's QuickBooks").
 var correctionLeads = []string{"actually", "it's", "it is", "i meant", "i mean"}
 
 // restates reports whether the sentence only restates the current value of
-// a field (a string, or a string of a list): it holds it, as whole words,
-// and little else ("Like I told you, it's for our field technicians"). A
-// sentence that says more with it ("Our field technicians kept showing up
-// at the wrong address") is about something else.
-func restates(s sentence, current json.RawMessage) bool {
-	var values []string
-	var one string
-	if json.Unmarshal(current, &one) == nil {
-		values = []string{one}
-	} else if json.Unmarshal(current, &values) != nil {
-		return false
-	}
+// a field (a string, or a string of a list, as currentValues reads it): it
+// holds it, as whole words, and little else ("Like I told you, it's for our
+// field technicians"). A sentence that says more with it ("Our field
+// technicians kept showing up at the wrong address") is about something
+// else.
+func restates(s sentence, values []string) bool {
 	for _, v := range values {
 		if len(v) < 3 || !s.lower.Contains(v) {
 			continue
