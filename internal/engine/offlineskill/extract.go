@@ -1110,8 +1110,9 @@ var takeBackPhrases = []string{"scratch that", "never mind", "nevermind", "forge
 // on to answer.
 func takesBackLast(msg string) bool {
 	s := strings.ReplaceAll(trimLeads(strings.TrimSpace(msg), leads), "’", "'")
+	t := engine.LowerText(s) // once for all the phrases, as PhraseIndex would for each
 	return slices.ContainsFunc(takeBackPhrases, func(p string) bool {
-		if engine.PhraseIndex(s, p) != 0 {
+		if t.Index(p) != 0 {
 			return false
 		}
 		if p != "never mind" && p != "nevermind" {
@@ -1239,13 +1240,14 @@ var (
 // nothingMoreAt is where a phrase in the lowered text says there is
 // nothing more to tell, and its length; -1 for none.
 func nothingMoreAt(lower string) (at, n int) {
+	t := engine.LowerText(lower) // once for all the phrases, as PhraseIndex would for each
 	for _, p := range nothingMorePhrases {
-		if i := engine.PhraseIndex(lower, p); i >= 0 {
+		if i := t.Index(p); i >= 0 {
 			return i, len(p)
 		}
 	}
 	for _, p := range endPhrases {
-		if i := engine.PhraseIndex(lower, p); i >= 0 && !slices.ContainsFunc(strings.FieldsFunc(lower[i+len(p):],
+		if i := t.Index(p); i >= 0 && !slices.ContainsFunc(strings.FieldsFunc(lower[i+len(p):],
 			func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' }), func(w string) bool {
 			return !noContent[w] && !acknowledgements[w] && !closingFillers[w]
 		}) {
