@@ -350,7 +350,9 @@ func TestExtractionSkillOptionsEndAtTheUsersBut(t *testing.T) {
 // or one before a colon that counts them all, is no such sum. A team's
 // head count adds up its staff only, never the customers beside them, and
 // the parts of a team counted after its whole ("8 of us, 2 partners and 6
-// employees") restate it.
+// employees", "Four of us, two bakers and two in the shop") restate it.
+// "N of us" counts people, wherever it is said ("5 of us in the shop"),
+// and so does a people noun before a place ("6 staff at the bakery").
 func TestExtractionSkillGroupsCountedAddUp(t *testing.T) {
 	t.Parallel()
 	runExtractionCases(t, []extractionCase{
@@ -372,6 +374,16 @@ func TestExtractionSkillGroupsCountedAddUp(t *testing.T) {
 			msg: "There are 8 of us, 2 partners and 6 employees.", want: map[string]any{"team_composition.headcount": 8.0}},
 		{name: "the team beside the user", engine: "business-profile", focus: "team_size_known",
 			msg: "Just the two of us and a part-time tour guide.", want: map[string]any{"team_composition.headcount": 3.0}},
+		{name: "of us and the part-timers", engine: "business-profile", focus: "team_size_known",
+			msg: "Three of us full time plus six part-time staff.", want: map[string]any{"team_composition.headcount": 9.0}},
+		{name: "of us in the shop and the drivers", engine: "business-profile", focus: "team_size_known",
+			msg: "There are 5 of us in the shop and 2 drivers.", want: map[string]any{"team_composition.headcount": 7.0}},
+		{name: "staff at a place and the drivers", engine: "business-profile", focus: "team_size_known",
+			msg: "We have 6 staff at the bakery and 2 drivers.", want: map[string]any{"team_composition.headcount": 8.0}},
+		{name: "of us and parts without a noun", engine: "business-profile", focus: "team_size_known",
+			msg: "Four of us, two bakers and two in the shop.", want: map[string]any{"team_composition.headcount": 4.0}},
+		{name: "staff at a place and the vans", engine: "business-profile", focus: "team_size_known",
+			msg: "We have 6 staff at the bakery and 2 vans.", want: map[string]any{"team_composition.headcount": 6.0}},
 	})
 }
 

@@ -2,6 +2,7 @@ package offlineskill
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -142,11 +143,19 @@ func lastWord(s string) string {
 // technicians and 5 office staff" 45): the sum of its items, each a
 // number and what it counts, that count people; the things counted
 // beside them ("40 technicians and 3 vans", "40 orders and 3 customers")
-// are none. A team's head count (staff) sums only the groups that work in
-// it: "About 900 subscribers and two staff" is a team of 2. A sentence with
-// an item that counts nothing, or a colon, whose head counts them all
-// ("About 900 users: our subscribers and the two of us"), counts no groups,
-// nor does one that counts no people (of the team, for staff).
+// are none. What an item counts is the people noun it names, wherever it
+// stands before a place or a clause ("6 staff at the bakery", "six
+// part-time staff"), or the team "of us" ("5 of us in the shop"); an item
+// that names none before its place ("two in the shop") counts what the
+// item before it counts. A team's head count (staff) sums only the groups
+// that work in it: "About 900 subscribers and two staff" is a team of 2.
+// The users counted beside "us" are the users, not the team that tells
+// them: "5 of us and about 200 clients" are 200 users. Parts that add up
+// to the "of us" before them restate it ("Four of us, two bakers and two
+// in the shop" are 4). A sentence with an item that counts nothing, or a
+// colon, whose head counts them all ("About 900 users: our subscribers
+// and the two of us"), counts no groups, nor does one that counts no
+// people (of the team, for staff).
 func groupsCounted(figures string, staff bool) (float64, bool) {
 	if strings.Contains(figures, ":") {
 		return 0, false
@@ -155,7 +164,7 @@ func groupsCounted(figures string, staff bool) (float64, bool) {
 	if len(items) < 2 {
 		return 0, false
 	}
-	sum, people := 0.0, false
+	sum, ofUs, people, before := 0.0, 0.0, false, false
 	for _, it := range items {
 		w := strings.Fields(strings.ToLower(trimLeads(it, countLeads)))
 		for len(w) > 0 && (roughly[w[0]] || w[0] == "and" || determiners[w[0]]) { // "and our 5 walkers"
@@ -169,14 +178,51 @@ func groupsCounted(figures string, staff bool) (float64, bool) {
 		if !ok || !isFloat {
 			return 0, false
 		}
-		last := w[len(w)-1]
-		if !countsPeople(last) || staff && servedNouns[last] {
-			continue // "3 vans", and "200 customers" work in no team
+		counted := false
+		switch noun := countedNoun(w[1:]); {
+		case len(w) >= 3 && w[1] == "of" && w[2] == "us":
+			// "3 of us full time": the team, which uses no product of its
+			// own beside the users it counts.
+			if ofUs > 0 {
+				return 0, false
+			}
+			counted, ofUs = staff, f
+		case noun == "":
+			counted = before // "two bakers and two in the shop"
+		default:
+			counted = countsPeople(noun) && !(staff && servedNouns[noun]) // "3 vans", "200 customers" in no team
 		}
-		sum, people = sum+f, true
+		if before = counted; counted {
+			sum, people = sum+f, true
+		}
+	}
+	if ofUs > 0 && sum == 2*ofUs {
+		return ofUs, true // "8 of us, 2 partners and 6 employees"
 	}
 	return sum, people
 }
+
+// countedNoun is the noun the words after a number count: the people noun
+// among them before a place or a clause ("staff" of "staff at the
+// bakery", "part-time staff"), else the last of them there ("vans"), or ""
+// when a place follows the number at once ("in the shop").
+func countedNoun(w []string) string {
+	if i := slices.IndexFunc(w, func(w string) bool { return placeOrClause[w] }); i >= 0 {
+		w = w[:i]
+	}
+	if i := slices.IndexFunc(w, countsPeople); i >= 0 {
+		return w[i]
+	}
+	if len(w) == 0 {
+		return ""
+	}
+	return w[len(w)-1]
+}
+
+// placeOrClause open what is said of the people an item counts after the
+// noun that counts them: where, when or how they work.
+var placeOrClause = engine.WordSet(`at in on for from with by who that which working doing during across behind
+	between into under over`)
 
 // peopleCounted is what a number field counts of people: those who will
 // use the product ("Roughly how many people will use it"), every group
