@@ -408,7 +408,12 @@ func TestExtractionSkillKeywordWithinAPatternsValue(t *testing.T) {
 // reads as a product, said with what is said of one (an app, a price, too
 // expensive, a favourite, looks great): that name is an option more. A
 // name said with a place or a scene ("Leeds has a great yoga scene"), or
-// with nothing that tells a product ("Leeds is great"), is none.
+// with nothing that tells a product ("Leeds is great"), is none. What is
+// said of anything (a favourite, too expensive, looks great) tells no
+// product where the clause goes on to say what the name is or is for
+// ("Sarah is my favourite trainer", "Instagram looks great for
+// marketing"), nor of a channel or a class when no option is one
+// ("Facebook is my favourite" of gym software).
 func TestExtractionSkillProOfANameThatIsNoOption(t *testing.T) {
 	t.Parallel()
 	const (
@@ -448,5 +453,30 @@ func TestExtractionSkillProOfANameThatIsNoOption(t *testing.T) {
 		{name: "a new product with a nice app", engine: "exploration", focus: "pros_explored", current: options,
 			msg:  "Wodify has a nice app.",
 			want: map[string]any{pros: []any{"Wodify has a nice app"}, opts: grown("Wodify")}},
+		{name: "a new product with plans", engine: "exploration", focus: "pros_explored", current: options,
+			msg:  "Zenplanner has great plans for small gyms.",
+			want: map[string]any{pros: []any{"Zenplanner has great plans for small gyms"}, opts: grown("Zenplanner")}},
+		{name: "a new product written plainly that looks great", engine: "exploration", focus: "pros_explored",
+			current: options, msg: "Zenplanner looks great too.",
+			want: map[string]any{pros: []any{"Zenplanner looks great"}, opts: grown("Zenplanner")}},
+		{name: "a new product too expensive for us", engine: "exploration", focus: "cons_explored", current: options,
+			msg:  "Wodify is too expensive for us.",
+			want: map[string]any{cons: []any{"Wodify is too expensive"}, opts: grown("Wodify")}},
+		{name: "a person who is a favourite", engine: "exploration", focus: "user_reactions_captured",
+			current: options, msg: "Sarah is my favourite trainer, she's been here for years.",
+			absent: []string{reactions, opts}},
+		{name: "a place that looks great", engine: "exploration", focus: "pros_explored", current: options,
+			msg: "Brighton looks great for a second studio.", absent: []string{pros, opts}},
+		{name: "a class that is a favourite", engine: "exploration", focus: "user_reactions_captured",
+			current: options, msg: "Pilates is my favourite class.", absent: []string{reactions, opts}},
+		{name: "a channel that looks great", engine: "exploration", focus: "pros_explored", current: options,
+			msg: "Instagram looks great for marketing.", absent: []string{pros, opts}},
+		{name: "a channel too expensive", engine: "exploration", focus: "cons_explored", current: options,
+			msg: "Facebook is too expensive for ads.", absent: []string{cons, opts}},
+		{name: "a channel that is a favourite", engine: "exploration", focus: "user_reactions_captured",
+			current: options, msg: "Facebook is my favourite.", absent: []string{reactions, opts}},
+		{name: "a channel among channels", engine: "exploration", focus: "user_reactions_captured",
+			current: map[string]any{opts: []string{"Instagram", "Facebook"}}, msg: "TikTok is my favourite.",
+			want: map[string]any{reactions: []any{"TikTok is my favourite"}, opts: []any{"Instagram", "Facebook", "TikTok"}}},
 	})
 }

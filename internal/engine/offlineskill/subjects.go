@@ -171,7 +171,7 @@ func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
 			}) {
 				return false
 			}
-			switch productSaid(it, name) {
+			switch productSaid(it, name, p.Message, options) {
 			case namesPlace:
 				return true
 			case namesProduct:
@@ -236,12 +236,19 @@ func sameLetters(a, b string) bool {
 }
 
 // productSaid tells what an item says of the name it opens with: of a
-// product, when what it says is what is said of one (its app, its price,
-// too expensive, a favourite, how it looks) or the name is written as
+// product, when what it says is what is said only of one (its app, its
+// pricing, its plans, that it integrates), or the name is written as
 // products are ("PushPress", "Go2"); of a place, when it speaks of a place
 // or a scene ("Leeds has a great yoga scene", "York has cheap rents"),
-// whatever else it says; else of neither.
-func productSaid(item, name string) nameKind {
+// whatever else it says; else of neither. What is said of anything (too
+// expensive, a favourite, how it looks) tells a product only when the
+// message says it of the name alone ("Wodify is too expensive", "Zenplanner
+// looks great too"), not when the clause goes on to say what the name is or
+// is for ("Sarah is my favourite trainer", "Instagram looks great for
+// marketing"), nor of a name of a channel or a class ("Facebook", "Pilates")
+// when none of the options known is one: those are no product of the
+// decision.
+func productSaid(item, name, msg string, options []optionName) nameKind {
 	words := strings.FieldsFunc(strings.ToLower(item), func(r rune) bool {
 		return !unicode.IsLetter(r) && r != '-' && r != '\''
 	})
@@ -252,7 +259,48 @@ func productSaid(item, name string) nameKind {
 	case productName(name) || slices.ContainsFunc(words, func(w string) bool { return productWords[w] }):
 		return namesProduct
 	}
-	return namesNeither
+	last := -1
+	for i, w := range words {
+		if saidOfAnything[w] {
+			last = i
+		}
+	}
+	if last < 0 {
+		return namesNeither
+	}
+	if kind := nonProducts[strings.ToLower(name)]; kind != "" && !slices.ContainsFunc(options, func(o optionName) bool {
+		return nonProducts[strings.ToLower(o.name)] == kind
+	}) {
+		return namesNeither // "Facebook is my favourite", of booking software
+	}
+	for _, w := range append(words[last+1:], strings.Fields(clauseAfter(msg, item))...) {
+		if !fillers[strings.Trim(w, ".,;:!?")] {
+			return namesNeither // "Sarah is my favourite trainer", "Facebook is too expensive for ads"
+		}
+	}
+	return namesProduct
+}
+
+// clauseAfter is what msg says after item, lowered, to the end of the
+// clause item ends in: "trainer" after "Sarah is my favourite" in "Sarah is
+// my favourite trainer, she uses Glofox". An item msg does not hold as it
+// is written has nothing after it.
+func clauseAfter(msg, item string) string {
+	lower := strings.ToLower(msg)
+	i := strings.Index(lower, strings.ToLower(item))
+	if i < 0 {
+		return ""
+	}
+	rest := lower[i+len(strings.ToLower(item)):]
+	if j := strings.IndexAny(rest, ",;:.!?"); j >= 0 {
+		rest = rest[:j]
+	}
+	for _, br := range clauseBreaks {
+		if j := strings.Index(rest+" ", br); j >= 0 {
+			rest = rest[:min(j, len(rest))]
+		}
+	}
+	return rest
 }
 
 // nameKind is what an item says a name is (productSaid).
@@ -280,13 +328,30 @@ func productName(name string) bool {
 }
 
 var (
-	// productWords say of a name what is said of a product: what it has,
-	// what it costs, how it looks and works, how the user rates it.
-	productWords = engine.WordSet(`app apps price prices pricing priced cost costs fee fees expensive pricey costly
-		cheap cheaper cheapest affordable free subscription subscriptions plan plans trial favourite favorite
-		front-runner frontrunner runner pick choice looks looked interface features feature booking bookings
-		payments payment integrations integration reviews support software platform tool dashboard setup clunky
-		buggy fiddly complicated intuitive slick polished user-friendly`)
+	// productWords say of a name what is said only of a product: what it
+	// has, what its pricing is, how it works.
+	productWords = engine.WordSet(`app apps pricing priced subscription subscriptions plan plans trial interface
+		features feature booking bookings payments payment integrations integration integrates integrate syncs
+		reviews software platform tool tools dashboard setup clunky buggy fiddly intuitive slick polished
+		user-friendly`)
+	// saidOfAnything say of a name what is said of a product as much as of
+	// a person, a place or a class: what it costs, how it looks, how the
+	// user rates it.
+	saidOfAnything = engine.WordSet(`price prices cost costs fee fees expensive pricey costly cheap cheaper cheapest
+		affordable free favourite favorite front-runner frontrunner runner pick choice looks looked complicated
+		support`)
+	// fillers say nothing more of what a name is after what is said of it:
+	// "too", "for us", "so far", "of them all", and how good it looks.
+	fillers = engine.WordSet(`too also as well though honestly really so far to me for us now i think by overall
+		right at the moment of them all lot out personally tbh imo anyway either very quite pretty great good nice
+		promising amazing brilliant excellent lovely fine ok okay decent solid`)
+	// nonProducts are names said of anything that are a channel or a class,
+	// never a product of a decision whose options are of another kind.
+	nonProducts = map[string]string{"instagram": "channel", "facebook": "channel", "tiktok": "channel",
+		"twitter": "channel", "youtube": "channel", "linkedin": "channel", "whatsapp": "channel", "pinterest": "channel",
+		"snapchat": "channel", "pilates": "class", "yoga": "class", "zumba": "class", "barre": "class", "spin": "class",
+		"hiit": "class", "crossfit": "class", "boxing": "class", "kickboxing": "class", "bootcamp": "class",
+		"aerobics": "class"}
 	// placeWords say of a name what is said of a place or a scene.
 	placeWords = engine.WordSet(`scene scenes city town village area areas neighbourhood neighborhood community
 		weather people crowd crowds centre center street streets parking rent rents vibe culture nightlife
