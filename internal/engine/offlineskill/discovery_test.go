@@ -220,7 +220,9 @@ func TestExtractionSkillMainUsersAndTheOthers(t *testing.T) {
 // What the product has to be or do, said to how success will be measured,
 // is a constraint on it and measures nothing; a measure said with "has
 // to", "should" or "must" (a number, a rate, a target bound in time) is
-// still one, and a number that is part of a name is none.
+// still one, and a number that is part of a name is none. A time the
+// product is to be live in bounds the work: a timeline, no measure. A
+// number of things by a date is a measure, and the date a timeline.
 func TestExtractionSkillRequirementMeasuresNothing(t *testing.T) {
 	t.Parallel()
 	runExtractionCases(t, []extractionCase{
@@ -254,6 +256,23 @@ func TestExtractionSkillRequirementMeasuresNothing(t *testing.T) {
 		{name: "what the users have to do less is a measure", focus: "success_metrics_defined",
 			msg:  "Nobody has to call the office any more.",
 			want: map[string]any{"success_criteria.metrics": []any{"Nobody has to call the office"}}},
+		{name: "a time to be live in is a timeline", focus: "success_metrics_defined",
+			msg:    "It should be live within a month.",
+			want:   map[string]any{"constraints.timeline": "It should be live within a month"},
+			absent: []string{"success_criteria.metrics"}},
+		{name: "a number of months to be live in is a timeline", focus: "success_metrics_defined",
+			msg:    "It has to be up and running within 2 months.",
+			absent: []string{"success_criteria.metrics"}},
+		{name: "a number of years to pay for itself in", focus: "success_metrics_defined",
+			msg: "It must pay for itself within 2 years.",
+			want: map[string]any{"success_criteria.metrics": []any{"It must pay for itself within 2 years"},
+				"constraints.timeline": "within 2 years"}},
+		{name: "a number by a date is a measure and a timeline", focus: "success_metrics_defined",
+			msg: "We want 500 bookings a month by summer.",
+			want: map[string]any{"success_criteria.metrics": []any{"We want 500 bookings a month by summer"},
+				"constraints.timeline": "by summer"}},
+		{name: "a number by a date, to the timeline", focus: "timeline_known",
+			msg: "We want 500 bookings a month by summer.", want: map[string]any{"constraints.timeline": "by summer"}},
 	})
 }
 

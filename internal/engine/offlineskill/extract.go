@@ -254,7 +254,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 	// "Square for the till and spreadsheets for orders", to the systems
 	// asked: the digital maturity a value cue reads in it ("spreadsheets")
 	// is no answer to the question, which the bare list answers as well.
-	beside := !aboutKnown && readBeside(p, ans, msg)
+	beside := !aboutKnown && (readBeside(p, ans, msg) || measureBeside(p, ans, msg))
 	if (len(ans.Fields) > 0 || aboutKnown) && !beside {
 		// The cues found what the message is about: the question was
 		// answered through them, or the user talked about something else —
@@ -338,7 +338,12 @@ func cueAnswer(p extraction.Prompt) Answer {
 		case measured(*f) && requires(answer):
 			// "It has to work with our Shopify store and take card
 			// payments", to how success will be measured, says what the
-			// product must do: a constraint, which measures nothing.
+			// product must do: a constraint, which measures nothing. "It
+			// should be live within a month" says when it is needed.
+			if g := timelineOf(p, answer); g != nil {
+				f, path = g, g.Path
+				v, ok = valueFromText(g.ValueType, answer, "")
+			}
 		case answer != "":
 			// A question back ("What do you mean by that?") answers
 			// nothing, nor does saying what one does not know, about this

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
 )
 
@@ -12,6 +13,54 @@ import (
 func measured(f extraction.PromptField) bool {
 	w := contentWords(f.DisplayName + " " + f.Description)
 	return w["measure"] || w["measured"] || w["metric"] || w["metrics"]
+}
+
+// measureBeside reports whether an answer to how success will be measured
+// states a measure beside the time bound that the cues filed as a timeline
+// ("We want 500 bookings a month by summer"): a number of things or a rate
+// with a time bound is a metric as well, which the answer gives too. An
+// answer whose cues found anything but a timeline is about that.
+func measureBeside(p extraction.Prompt, ans Answer, answer string) bool {
+	focus := focusFields(p)
+	if len(focus) == 0 || len(ans.Fields) == 0 {
+		return false
+	}
+	f := promptField(p, focus[0])
+	if f == nil || !measured(*f) || isKnown(*f) {
+		return false
+	}
+	if _, answered := ans.Fields[f.Path]; answered {
+		return false
+	}
+	for path := range ans.Fields {
+		g := promptField(p, path)
+		if g == nil || !timeline(*g) {
+			return false
+		}
+	}
+	return statesMeasure(answer) && !requires(answer)
+}
+
+// timeline reports whether a field holds when something is needed ("When
+// it is needed and any hard deadline"): its name or description says so.
+func timeline(f extraction.PromptField) bool {
+	w := contentWords(f.DisplayName + " " + f.Description)
+	return w["timeline"] || w["deadline"]
+}
+
+// timelineOf is the timeline field, still open, that an answer bounding
+// only a time fills ("It should be live within a month"); nil when the
+// answer bounds none or the engine has no such field.
+func timelineOf(p extraction.Prompt, answer string) *extraction.PromptField {
+	if !boundRe.MatchString(figures(answer)) {
+		return nil
+	}
+	for i := range p.Fields {
+		if f := &p.Fields[i]; f.ValueType == engine.TypeString && timeline(*f) && !isKnown(*f) {
+			return f
+		}
+	}
+	return nil
 }
 
 // requires reports whether an answer states what the product has to be or
@@ -30,18 +79,33 @@ var requireRe = regexp.MustCompile(`(?i)^(?:it|this|the\s+(?:app|system|site|web
 
 // statesMeasure reports whether an answer states a measure: a number, in
 // figures or in words ("200 sign-ups", "forty a week"), a rate ("3
-// percent", "the no-show rate", "halve") or a target bound in time
-// ("within a year", "in the first month"). A number that is part of a
-// name ("Windows 10") is none, nor is a date to be ready by ("before
-// Christmas"), which bounds the work, not what it achieves.
+// percent", "the no-show rate", "halve") or a target bound in time ("pay
+// for itself within a year"). A number that is part of a name ("Windows
+// 10") is none, nor is one that only bounds a time ("within 2 months", "by
+// 2027"); and a time bound of the product's being ready ("It should be
+// live within a month") or a date to be ready by ("before Christmas")
+// bounds the work, not what it achieves: a timeline, no measure.
 func statesMeasure(answer string) bool {
 	s := figures(answer)
 	for _, loc := range figureRe.FindAllStringIndex(s, -1) {
-		if !upper(lastWordOf(s[:loc[0]])) {
-			return true
+		before := lastWordOf(s[:loc[0]])
+		if upper(before) || timeBounds[strings.ToLower(before)] && boundsTime(s[loc[0]:loc[1]], s[loc[1]:]) {
+			continue
 		}
+		return true
 	}
-	return measureRe.MatchString(s)
+	return rateRe.MatchString(s) || boundRe.MatchString(s) && !readyRe.MatchString(s)
+}
+
+// boundsTime reports whether a number after a word that bounds a time is
+// part of that bound: a year ("by 2027"), or a count of the unit after it
+// ("within 2 months").
+func boundsTime(figure, after string) bool {
+	if len(figure) == 4 && (strings.HasPrefix(figure, "19") || strings.HasPrefix(figure, "20")) {
+		return true
+	}
+	w := strings.Fields(strings.ToLower(after))
+	return len(w) > 0 && timeUnits[strings.Trim(w[0], ".,;:!?")]
 }
 
 // lastWordOf is the last word of s as written.
@@ -53,8 +117,15 @@ func lastWordOf(s string) string {
 }
 
 var (
-	figureRe  = regexp.MustCompile(`\d+`)
-	measureRe = regexp.MustCompile(`(?i)%|\b(?:percent|per\s+cent|rate|half|halve|double|triple)\b|` +
-		`\b(?:within|in\s+(?:the\s+)?(?:first|next)|by\s+the\s+end\s+of)\s+(?:(?:a|an|the|one|first|next|few|couple\s+of)\s+)*` +
-		`(?:days?|weeks?|months?|quarters?|years?|terms?|seasons?)\b`)
+	figureRe = regexp.MustCompile(`\d+`)
+	rateRe   = regexp.MustCompile(`(?i)%|\b(?:percent|per\s+cent|rate|half|halve|double|triple)\b`)
+	boundRe  = regexp.MustCompile(`(?i)\b(?:within|in\s+(?:the\s+)?(?:first|next)|by\s+the\s+end\s+of)\s+` +
+		`(?:(?:a|an|the|one|first|next|few|couple\s+of|\d+)\s+)*(?:days?|weeks?|months?|quarters?|years?|terms?|seasons?)\b`)
+	// readyRe says the product is to be ready: live, launched, running.
+	readyRe = regexp.MustCompile(`(?i)\b(?:be|been|get)\s+(?:up\s+and\s+running|live|ready|launched|done|built|finished|` +
+		`available|in\s+place|set\s+up|rolled\s+out|online)\b|\b(?:go|goes)\s+live\b|\b(?:to|should|must|will|would|can)\s+` +
+		`(?:launch|ship)\b`)
+	// timeBounds bound a time; timeUnits are what the time is counted in.
+	timeBounds = engine.WordSet(`within in by under inside after before`)
+	timeUnits  = engine.WordSet(`day days week weeks month months quarter quarters year years term terms season seasons`)
 )
