@@ -1563,7 +1563,7 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 			continue
 		}
 		for _, kw := range f.Cues.Keywords {
-			if !s.lower.Contains(kw) || list && (asksWhich(s, kw) || othersDrop(s.lower, kw)) {
+			if !s.lower.Contains(kw) || list && (asksWhich(s, kw) || othersDrop(s.lower, kw) || lacking(s.lower, kw)) {
 				// "Which options are there for …?" asks for the items, and
 				// names none; "Customers drop the bike in November" drops
 				// no idea.
@@ -2577,16 +2577,34 @@ var (
 )
 
 // lack reports whether what follows a "not" is an amount ("enough demand",
-// "many people would pay") or a gerund with what it does ("knowing if the
-// walk happened"): "not" then names a lack, an item, and takes none off.
-// A gerund alone ("Not invoicing, it's quoting") may be an item taken
-// back.
+// "many people would pay"), a gerund with what it does ("knowing if the
+// walk happened") or a gerund of what befalls the user, with anything
+// after it ("getting paid on time", "being able to pay online"): "not"
+// then names a lack, an item, and takes none off. A gerund alone ("Not
+// invoicing, it's quoting") may be an item taken back.
 func lack(s string) bool {
 	s = strings.ToLower(s)
 	w, rest, _ := strings.Cut(s, " ")
 	next, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
 	return w == "enough" || w == "many" || w == "much" || strings.HasPrefix(s, "a lot") ||
-		len(w) > 4 && strings.HasSuffix(w, "ing") && gerundObjects[next]
+		len(w) > 4 && strings.HasSuffix(w, "ing") && (gerundObjects[next] || befalls[w] && next != "")
+}
+
+// befalls are the gerunds of what befalls someone ("getting paid",
+// "being able to"), which no item is named by.
+var befalls = engine.WordSet(`getting being`)
+
+// lacking reports whether a keyword is said after a "not" and a gerund of
+// what befalls the user ("Not being able to pay online"): the sentence
+// names a lack, a pain point, not what the keyword names.
+func lacking(t engine.Text, keyword string) bool {
+	i := t.Index(keyword)
+	if i < 0 {
+		return false
+	}
+	words := strings.Fields(t.Lowered()[:i])
+	n := len(words)
+	return n >= 2 && befalls[words[n-1]] && (words[n-2] == "not" || words[n-2] == "never")
 }
 
 // gerundObjects open what a gerund does, its object or clause ("knowing

@@ -3,7 +3,8 @@ package offlineskill_test
 import "testing"
 
 // Project discovery: a lack said with "not" and a gerund is a pain point,
-// no take-back; what the first version includes, said before what can
+// no take-back, and no job its "able to" would name ("Not being able to
+// pay online"); a gerund alone is taken back; what the first version includes, said before what can
 // wait, is its scope as much.
 func TestExtractionSkillDiscoveryScopeAndLacks(t *testing.T) {
 	t.Parallel()
@@ -12,6 +13,18 @@ func TestExtractionSkillDiscoveryScopeAndLacks(t *testing.T) {
 			msg: "Waiting for us to text back, and not knowing if the walk happened.",
 			want: map[string]any{"users_and_personas.pain_points": []any{"Waiting for us to text back",
 				"not knowing if the walk happened"}}},
+		{name: "not getting paid is a pain point", focus: "user_pain_points_captured",
+			msg:  "Not getting paid on time.",
+			want: map[string]any{"users_and_personas.pain_points": []any{"Not getting paid on time"}}},
+		{name: "not being able to is a pain point, no job", focus: "user_pain_points_captured",
+			msg: "Not being able to pay online, and not getting a receipt.",
+			want: map[string]any{"users_and_personas.pain_points": []any{"Not being able to pay online",
+				"not getting a receipt"}},
+			absent: []string{"users_and_personas.jobs_to_be_done"}},
+		{name: "a gerund alone is taken back", focus: "jobs_to_be_done_captured",
+			current: map[string]any{"users_and_personas.jobs_to_be_done": []string{"invoicing", "quoting"}},
+			msg:     "Not invoicing, actually.",
+			want:    map[string]any{"users_and_personas.jobs_to_be_done": []any{"quoting"}}},
 		{name: "the scope is what comes first and what can wait", focus: "mvp_scope_defined",
 			msg:  "Booking and payments first; GPS tracking can wait.",
 			want: map[string]any{"success_criteria.mvp_scope": "Booking and payments first; GPS tracking can wait"}},
