@@ -1065,6 +1065,23 @@ func saysNothing(t engine.Text, feelings bool) bool {
 	return acknowledged || !appraised || !feelings
 }
 
+// acknowledgedFirst reports whether a keyword is said only in the
+// acknowledgement a sentence opens with ("Sounds good to me, let's go with
+// Glofox"): the clause says nothing, and what the sentence says is after
+// it.
+func acknowledgedFirst(t engine.Text, keyword string) bool {
+	lower := t.Lowered()
+	i := strings.IndexAny(lower, ",;")
+	if i < 0 || engine.PhraseIndex(lower[:i], keyword) < 0 || engine.PhraseIndex(lower[i:], keyword) >= 0 {
+		return false
+	}
+	return saysNothing(engine.LowerText(toWhom.Replace(lower[:i])), false)
+}
+
+// toWhom are the words that say to whom an acknowledgement is said ("Sounds
+// good to me"), which say nothing either.
+var toWhom = strings.NewReplacer(" to me", "", " to us", "", " for me", "", " for us", "")
+
 // noContent are the words a sentence that says nothing is made of.
 var noContent = map[string]bool{"hmm": true, "hm": true, "hmmm": true, "um": true, "umm": true, "uh": true, "er": true,
 	"erm": true, "well": true, "so": true, "oh": true, "ah": true, "i": true, "think": true, "guess": true, "suppose": true,
@@ -1563,7 +1580,8 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 			continue
 		}
 		for _, kw := range f.Cues.Keywords {
-			if !s.lower.Contains(kw) || list && (asksWhich(s, kw) || othersDrop(s.lower, kw) || lacking(s.lower, kw)) {
+			if !s.lower.Contains(kw) || list && (asksWhich(s, kw) || othersDrop(s.lower, kw) || lacking(s.lower, kw) ||
+				acknowledgedFirst(s.lower, kw)) {
 				// "Which options are there for …?" asks for the items, and
 				// names none; "Customers drop the bike in November" drops
 				// no idea.

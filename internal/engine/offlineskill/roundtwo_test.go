@@ -32,7 +32,8 @@ func TestExtractionSkillDiscoveryScopeAndLacks(t *testing.T) {
 }
 
 // Exploration: a question names no option, an acknowledgement is no
-// reaction, and an option the user goes on to bring up after another
+// reaction, nor one before a decision ("Sounds good to me, let's go with
+// Glofox"), and an option the user goes on to bring up after another
 // ("… and we're considering Glofox") is one.
 func TestExtractionSkillExplorationOptionsSaidAndAsked(t *testing.T) {
 	t.Parallel()
@@ -44,6 +45,10 @@ func TestExtractionSkillExplorationOptionsSaidAndAsked(t *testing.T) {
 		{name: "an acknowledgement to the options known is no reaction", engine: "exploration", focus: "prior_knowledge_assessed",
 			current: map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}},
 			msg:     "Sounds good.", absent: []string{"solution_landscape.reactions"}},
+		{name: "an acknowledgement before a decision is no reaction", engine: "exploration", focus: "decision_made",
+			current: map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}},
+			msg:     "Sounds good to me, let's go with Glofox.",
+			want:    map[string]any{"decision.decision_made": "Glofox"}, absent: []string{"solution_landscape.reactions"}},
 		{name: "an option brought up after another", engine: "exploration", focus: "options_identified",
 			msg:  "I've heard of Mindbody and we're considering Glofox.",
 			want: map[string]any{"solution_landscape.options": []any{"Mindbody", "Glofox"}}},
