@@ -254,7 +254,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 	// "Square for the till and spreadsheets for orders", to the systems
 	// asked: the digital maturity a value cue reads in it ("spreadsheets")
 	// is no answer to the question, which the bare list answers as well.
-	beside := !aboutKnown && (readBeside(p, ans, msg) || measureBeside(p, ans, msg))
+	beside := !aboutKnown && (readBeside(p, ans, msg) || measureBeside(p, ans, msg)) || firmChoice(p, ans, msg)
 	if (len(ans.Fields) > 0 || aboutKnown) && !beside {
 		// The cues found what the message is about: the question was
 		// answered through them, or the user talked about something else —
@@ -352,7 +352,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 			if f.Cues.Firm {
 				// "Glofox. I think the app is what sold it.": a choice is
 				// named in one statement, and what follows says why.
-				said = engine.Sentences(answer)[0]
+				said = withoutFirmness(engine.Sentences(answer)[0]) // "Glofox, definitely."
 			}
 			v, ok = valueFromText(f.ValueType, said, "")
 			if n, counted := groupsOf(*f, figures(answer)); ok && counted {

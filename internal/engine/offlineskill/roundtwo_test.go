@@ -33,7 +33,8 @@ func TestExtractionSkillDiscoveryScopeAndLacks(t *testing.T) {
 
 // Exploration: a question names no option, an acknowledgement is no
 // reaction, nor one before a decision ("Sounds good to me, let's go with
-// Glofox"), and an option the user goes on to bring up after another
+// Glofox"); an option chosen firmly ("Glofox, definitely.") is the
+// decision, whatever the cues find in the statements after it, and an option the user goes on to bring up after another
 // ("… and we're considering Glofox") is one.
 func TestExtractionSkillExplorationOptionsSaidAndAsked(t *testing.T) {
 	t.Parallel()
@@ -49,6 +50,19 @@ func TestExtractionSkillExplorationOptionsSaidAndAsked(t *testing.T) {
 			current: map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}},
 			msg:     "Sounds good to me, let's go with Glofox.",
 			want:    map[string]any{"decision.decision_made": "Glofox"}, absent: []string{"solution_landscape.reactions"}},
+		{name: "an option chosen firmly, then why", engine: "exploration", focus: "decision_made",
+			current: map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}},
+			msg:     "Glofox, definitely. I think the others are too expensive.",
+			want:    map[string]any{"decision.decision_made": "Glofox"}},
+		{name: "an option chosen firmly", engine: "exploration", focus: "decision_made",
+			current: map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}},
+			msg:     "Glofox, definitely.", want: map[string]any{"decision.decision_made": "Glofox"}},
+		{name: "an option chosen, then a hedge", engine: "exploration", focus: "decision_made",
+			current: map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}},
+			msg:     "Glofox. I think so.", absent: []string{"decision.decision_made"}},
+		{name: "a name no option is, then why", engine: "exploration", focus: "decision_made",
+			current: map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}},
+			msg:     "Definitely. The others are too expensive.", absent: []string{"decision.decision_made"}},
 		{name: "an option brought up after another", engine: "exploration", focus: "options_identified",
 			msg:  "I've heard of Mindbody and we're considering Glofox.",
 			want: map[string]any{"solution_landscape.options": []any{"Mindbody", "Glofox"}}},

@@ -401,3 +401,51 @@ func saidOfOptions(f extraction.PromptField) bool {
 	d := strings.ToLower(f.Description)
 	return strings.Contains(d, "of the options") || strings.Contains(d, "to the options")
 }
+
+// firmChoice reports whether a message answers the choice asked (a firm
+// field, still open) with one of the options named alone, firmly, in its
+// first statement ("Glofox, definitely. I think the others are too
+// expensive."): what the cues find in the statements after it says why,
+// and the choice is the answer all the same.
+func firmChoice(p extraction.Prompt, ans Answer, msg string) bool {
+	focus := focusFields(p)
+	if len(focus) == 0 {
+		return false
+	}
+	f := promptField(p, focus[0])
+	if f == nil || !f.Cues.Firm || isKnown(*f) {
+		return false
+	}
+	if _, answered := ans.Fields[f.Path]; answered {
+		return false
+	}
+	said := statements(msg)
+	if len(said) < 2 {
+		return false
+	}
+	chosen := withoutFirmness(said[0])
+	return slices.ContainsFunc(knownOptions(p, ans), func(o string) bool {
+		return strings.EqualFold(o, chosen) || sameLetters(o, chosen)
+	})
+}
+
+// withoutFirmness is a choice without the words after it that say it is
+// firm ("Glofox, definitely." is Glofox); a choice said otherwise stays
+// as it is.
+func withoutFirmness(choice string) string {
+	c := strings.TrimRight(strings.TrimSpace(choice), ".!")
+	for {
+		i := strings.LastIndexAny(c, ", ")
+		if i < 0 || !firmWords[strings.ToLower(c[i+1:])] {
+			break
+		}
+		c = strings.TrimRight(c[:i], ", ")
+	}
+	if c == "" {
+		return choice
+	}
+	return c
+}
+
+// firmWords say a choice is firm ("definitely", "for sure").
+var firmWords = engine.WordSet(`definitely absolutely certainly surely sure for really honestly`)
