@@ -268,6 +268,11 @@ func cueAnswer(p extraction.Prompt) Answer {
 		ans.Fields[path] = fa
 		return ans
 	}
+	if path, fa, ok := askedOption(p, msg); ok {
+		// "Would Mindbody work for us? It's what the gym next door uses."
+		ans.Fields[path] = fa
+		return ans
+	}
 	if both := bothOf(p.Focus.Question, msg); both != "" {
 		// "Both really, …" to "Who pays you — other businesses,
 		// consumers, or both?" says "other businesses and consumers",

@@ -34,7 +34,10 @@ func TestExtractionSkillDiscoveryScopeAndLacks(t *testing.T) {
 // Exploration: a question names no option, an acknowledgement is no
 // reaction, nor one before a decision ("Sounds good to me, let's go with
 // Glofox"); an option chosen firmly ("Glofox, definitely.") is the
-// decision, whatever the cues find in the statements after it, and an option the user goes on to bring up after another
+// decision, whatever the cues find in the statements after it; the name
+// asked about to the options asked ("Would Mindbody work for us?"), or
+// that others use ("studios using Mindbody"), is an option, not what is
+// said of it; and an option the user goes on to bring up after another
 // ("… and we're considering Glofox") is one.
 func TestExtractionSkillExplorationOptionsSaidAndAsked(t *testing.T) {
 	t.Parallel()
@@ -63,6 +66,14 @@ func TestExtractionSkillExplorationOptionsSaidAndAsked(t *testing.T) {
 		{name: "a name no option is, then why", engine: "exploration", focus: "decision_made",
 			current: map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}},
 			msg:     "Definitely. The others are too expensive.", absent: []string{"decision.decision_made"}},
+		{name: "an option asked about, then what it is", engine: "exploration", focus: "options_identified",
+			msg:  "Would Mindbody work for us? It's what the gym next door uses.",
+			want: map[string]any{"solution_landscape.options": []any{"Mindbody"}}},
+		{name: "an option others use", engine: "exploration", focus: "options_identified",
+			msg:  "London has loads of studios using Mindbody.",
+			want: map[string]any{"solution_landscape.options": []any{"Mindbody"}}},
+		{name: "a question of a pronoun names no option", engine: "exploration", focus: "options_identified",
+			msg: "Would it work for us?", absent: []string{"solution_landscape.options"}},
 		{name: "an option brought up after another", engine: "exploration", focus: "options_identified",
 			msg:  "I've heard of Mindbody and we're considering Glofox.",
 			want: map[string]any{"solution_landscape.options": []any{"Mindbody", "Glofox"}}},

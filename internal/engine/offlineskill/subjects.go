@@ -449,3 +449,57 @@ func withoutFirmness(choice string) string {
 
 // firmWords say a choice is firm ("definitely", "for sure").
 var firmWords = engine.WordSet(`definitely absolutely certainly surely sure for really honestly`)
+
+// askedOption is the answer to the options asked ("Which options have you
+// considered?") that a message gives by asking whether one would do
+// ("Would Mindbody work for us? It's what the gym next door uses.") or by
+// saying who uses one ("London has loads of studios using Mindbody"): the
+// name asked about, or used, is an option more, and what the user says of
+// it names none.
+func askedOption(p extraction.Prompt, msg string) (path string, _ fieldAnswer, ok bool) {
+	f := focusList(p)
+	if f == nil || !strings.EqualFold(strings.TrimSpace(f.DisplayName), "options") {
+		return "", fieldAnswer{}, false
+	}
+	var names []string
+	for _, s := range engine.Sentences(msg) {
+		re := usedName
+		if engine.IsQuestion(s) {
+			re = askedName
+		}
+		m := re.FindStringSubmatch(strings.TrimSpace(trimLeads(strings.TrimSpace(s), leads)))
+		if m == nil {
+			continue
+		}
+		name := ""
+		for i, n := range re.SubexpNames() {
+			if n == "name" && m[i] != "" {
+				name = m[i] // the group of the alternative that matched
+			}
+		}
+		if w := strings.ToLower(name); determiners[w] || functionWords[w] || notNames[w] || calendar[w] {
+			continue
+		}
+		names = append(names, name)
+	}
+	if len(names) == 0 {
+		return "", fieldAnswer{}, false
+	}
+	v, changed := grow(f.Current, names, false)
+	return f.Path, fieldAnswer{Value: v, Confidence: max(confFocus, f.ConfidenceThreshold),
+		Reasoning: "the user asks whether an option would do, or says who uses it (" + p.Focus.ID + ")"}, changed
+}
+
+// askedName is a question whether a name would do ("Would Mindbody work
+// for us?", "Could we use Glofox?", "Is Wodify any good?"); group name is
+// the name, up to three capitalised words.
+var askedName = regexp.MustCompile(`(?i)^(?:(?:would|could|might|will)\s+` + nameGroup +
+	`\s+(?:work|do|suit|fit|be\s+(?:any\s+good|an\s+option|enough|better|worth))\b|(?:should|could|can|would)\s+we\s+` +
+	`(?:use|try|go\s+with|consider)\s+` + nameGroup + `\s*[?]|is\s+` + nameGroup + `\s+(?:any\s+good|an\s+option|worth))`)
+
+// usedName is a name said after a verb of using, past the clause's first
+// word ("London has loads of studios using Mindbody", "Most gyms here use
+// Glofox"); group name is the name.
+var usedName = regexp.MustCompile(`^\S+\s.*?\b(?:use|uses|using|used|run\s+on|runs\s+on)\s+` + nameGroup)
+
+const nameGroup = `(?P<name>(?-i:[A-Z][\w-]*(?:\s+[A-Z][\w-]*){0,2}))`
