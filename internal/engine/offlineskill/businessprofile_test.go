@@ -5,7 +5,9 @@ import "testing"
 // A business owner's answer that plainly fits a field (a year of opening,
 // a head count, a revenue figure, a problem, the tools used) is filed
 // there, and not under the question just asked, whose type it does not
-// fit: an enumeration asked takes only a value its cues map.
+// fit: an enumeration asked takes only a value its cues map. A bare list
+// said to the list asked is its items, whatever keyword of another field
+// one of them holds ("the packaging supplier").
 func TestExtractionSkillFilesWhatFitsAnotherField(t *testing.T) {
 	t.Parallel()
 	tests := []extractionCase{
@@ -88,6 +90,12 @@ func TestExtractionSkillFilesWhatFitsAnotherField(t *testing.T) {
 			want: map[string]any{"technology_stack.current_systems": []any{"Xero", "Shopify"}}},
 		{name: "an ingredient used is no system", msg: "We use local flour for the bread.",
 			absent: []string{"technology_stack.current_systems"}},
+		// A bare list answers the list asked, an item of ours as well.
+		{name: "a bare list of partners, one of ours", focus: "key_partners_identified",
+			msg: "Our flour mill, the packaging supplier and Deliveroo.",
+			want: map[string]any{"partnerships_and_integrations.key_partners": []any{"Our flour mill",
+				"the packaging supplier", "Deliveroo"}},
+			absent: []string{"operations.supply_chain"}},
 	}
 	for i := range tests {
 		tests[i].engine = "business-profile"

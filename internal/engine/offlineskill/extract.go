@@ -792,11 +792,17 @@ func focusList(p extraction.Prompt) *extraction.PromptField {
 }
 
 // bareList reports whether a message is a list of two or more things
-// named, and no clause ("Support, backups and security reviews.").
+// named, and no clause ("Support, backups and security reviews."); a
+// possessive that opens an item is part of the thing it names ("Our flour
+// mill, the packaging supplier and Deliveroo.").
 func bareList(msg string) bool {
 	items := SplitItems(msg)
 	return len(items) > 1 && !slices.ContainsFunc(items, func(it string) bool {
-		return slices.ContainsFunc(strings.Fields(it), clauseWord)
+		w := strings.Fields(it)
+		if len(w) > 1 && possessives[strings.ToLower(w[0])] {
+			w = w[1:]
+		}
+		return slices.ContainsFunc(w, clauseWord)
 	})
 }
 
