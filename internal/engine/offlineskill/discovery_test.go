@@ -371,7 +371,9 @@ func TestExtractionSkillOptionsEndAtTheUsersBut(t *testing.T) {
 // the parts of a team counted after its whole ("8 of us, 2 partners and 6
 // employees", "Four of us, two bakers and two in the shop") restate it.
 // "N of us" counts people, wherever it is said ("5 of us in the shop"),
-// and so does a people noun before a place ("6 staff at the bakery").
+// and so does a people noun before a place ("6 staff at the bakery"); the
+// users counted beside "us" are the users, whom the team tells ("5 of us
+// in the team and about 200 clients" are 200 users, and a team of 5).
 func TestExtractionSkillGroupsCountedAddUp(t *testing.T) {
 	t.Parallel()
 	runExtractionCases(t, []extractionCase{
@@ -403,6 +405,11 @@ func TestExtractionSkillGroupsCountedAddUp(t *testing.T) {
 			msg: "Four of us, two bakers and two in the shop.", want: map[string]any{"team_composition.headcount": 4.0}},
 		{name: "staff at a place and the vans", engine: "business-profile", focus: "team_size_known",
 			msg: "We have 6 staff at the bakery and 2 vans.", want: map[string]any{"team_composition.headcount": 6.0}},
+		{name: "the users beside the team", focus: "user_count_estimated",
+			msg:  "There are 5 of us in the team and about 200 clients.",
+			want: map[string]any{"users_and_personas.user_count": 200.0}},
+		{name: "the team beside the clients", engine: "business-profile", focus: "team_size_known",
+			msg: "There are 5 of us in the team and about 200 clients.", want: map[string]any{"team_composition.headcount": 5.0}},
 	})
 }
 

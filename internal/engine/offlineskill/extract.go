@@ -360,8 +360,11 @@ func cueAnswer(p extraction.Prompt) Answer {
 				said = withoutFirmness(engine.Sentences(answer)[0]) // "Glofox, definitely."
 			}
 			v, ok = valueFromText(f.ValueType, said, "")
-			if n, counted := groupsOf(*f, figures(answer)); ok && counted {
-				v = n // "Four bakers and two drivers" are a team of 6
+			if n, counted := groupsOf(*f, figures(answer)); counted {
+				// "Four bakers and two drivers" are a team of 6; "There are
+				// 5 of us in the team and about 200 clients", whose groups
+				// beside us do not all say a number, 200 users.
+				v, ok = n, true
 			}
 		}
 		if g := broader(p, *f); ok && continues && g != nil && !isKnown(*f) {
