@@ -25,6 +25,7 @@ const (
 	confKeyword    = 0.75 // a cue keyword matched in a sentence
 	confCorrection = 0.90 // the sentence corrects an earlier answer
 	confFocus      = 0.72 // the message answers the question just asked
+	confGuess      = 0.70 // it answers with a guess after a doubt ("Not sure, maybe 10k")
 )
 
 // Extraction answers an extraction request (purpose "extraction") the way
@@ -391,7 +392,11 @@ func cueAnswer(p extraction.Prompt) Answer {
 			v, ok = grow(f.Current, v.([]string), extraction.CorrectionMarker(answer) != "" && !adds(engine.LowerText(answer)))
 		}
 		if ok {
-			ans.Fields[path] = fieldAnswer{Value: v, Confidence: max(confFocus, f.ConfidenceThreshold),
+			conf := confFocus
+			if doubtedGuess(msg) {
+				conf = confGuess // "Not sure, maybe 10k."
+			}
+			ans.Fields[path] = fieldAnswer{Value: v, Confidence: max(conf, f.ConfidenceThreshold),
 				Reasoning: "answer to the question just asked (" + p.Focus.ID + ")"}
 		}
 		break
@@ -1047,11 +1052,49 @@ var yesNoWords = map[string]bool{"no": true, "nope": true, "nah": true, "yes": t
 func statements(msg string) []string {
 	var kept []string
 	for _, s := range engine.Sentences(msg) {
-		if !engine.IsQuestion(s) && !unsure(engine.LowerText(s)) {
+		if engine.IsQuestion(s) {
+			continue
+		}
+		if !unsure(engine.LowerText(s)) {
 			kept = append(kept, s)
+		} else if g := guessAfterDoubt(s); g != "" {
+			kept = append(kept, g) // "Not sure, maybe 10k." guesses 10k
 		}
 	}
 	return kept
+}
+
+// guessAfterDoubt is the guess a sentence makes after a doubt alone
+// ("Not sure, maybe 10k" guesses "maybe 10k"): the clause after the
+// doubt's comma, when a hedge opens it and it doubts nothing itself; else
+// "".
+func guessAfterDoubt(s string) string {
+	doubt, guess, ok := strings.Cut(s, ",")
+	guess = strings.TrimSpace(guess)
+	if !ok || unsure(engine.LowerText(guess)) || !slices.ContainsFunc(hedges, func(h string) bool {
+		return strings.HasPrefix(strings.ToLower(guess), h)
+	}) {
+		return ""
+	}
+	for _, w := range strings.Fields(strings.ToLower(strings.ReplaceAll(doubt, "’", "'"))) {
+		if !doubtWords[w] {
+			return "" // "I'm not sure about the app, maybe …" doubts a thing of its own
+		}
+	}
+	return guess
+}
+
+// doubtWords are the words a doubt alone is made of ("Not sure", "I
+// honestly don't know", "No idea really").
+var doubtWords = engine.WordSet(`i i'm im am not sure really honestly don't do know no idea clue totally entirely
+	quite well hmm um`)
+
+// doubtedGuess reports whether a message answers with a guess after a
+// doubt ("Not sure, maybe 10k."), which it holds with less confidence.
+func doubtedGuess(msg string) bool {
+	return slices.ContainsFunc(engine.Sentences(msg), func(s string) bool {
+		return unsure(engine.LowerText(s)) && guessAfterDoubt(s) != ""
+	})
 }
 
 // saysNothing reports whether a sentence is made of hedges, interjections,

@@ -1,6 +1,11 @@
 package offlineskill_test
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/praetorhq/praetor/internal/engine"
+)
 
 // Project discovery: a lack said with "not" and a gerund is a pain point,
 // no take-back, and no job its "able to" would name ("Not being able to
@@ -126,4 +131,31 @@ func TestExtractionSkillGroupsCountOnlyPeople(t *testing.T) {
 		{name: "walkers and customers are", focus: "user_count_estimated", msg: "About 150 clients and our five walkers.",
 			want: map[string]any{"users_and_personas.user_count": 155.0}},
 	})
+}
+
+// A guess after a doubt alone ("Not sure, maybe 10k.") answers the
+// question asked, with less confidence than a plain answer ("About 10k."):
+// it is no "don't know", which would ask it again.
+func TestExtractionSkillGuessAfterADoubt(t *testing.T) {
+	t.Parallel()
+	def, focus := asking(t, "project-discovery", "constraints.budget")
+	plain := extract(t, def, engine.NewExtraction(), focus, "About 10k.").Fields["constraints.budget"]
+	for msg, want := range map[string]any{
+		"Not sure, maybe 10k.":                        "10k",
+		"I honestly don't know, probably around 10k.": "around 10k",
+		"Not sure.": nil,
+	} {
+		fa, ok := extract(t, def, engine.NewExtraction(), focus, msg).Fields["constraints.budget"]
+		var got any
+		if ok {
+			_ = json.Unmarshal(fa.Value, &got)
+		}
+		if got != want {
+			t.Errorf("%q: budget = %v, want %v", msg, got, want)
+			continue
+		}
+		if ok && fa.Confidence >= plain.Confidence {
+			t.Errorf("%q: confidence %v, want less than a plain answer's %v", msg, fa.Confidence, plain.Confidence)
+		}
+	}
 }
