@@ -160,6 +160,41 @@ func TestReassuranceIsForAUserWhoHoldsBack(t *testing.T) {
 	}
 }
 
+// Words of a hold-back said as part of an answer are the answer: business
+// profile's commercials phase, whose first technique that has an opener
+// rolls with resistance, answered "Honest bread, made slowly; fancy
+// marketing talk is a waste of time." with "Thanks, I've noted the brand
+// positioning. That's fair, and we can come back to anything later."
+func TestAnAnswerIsNoHoldingBack(t *testing.T) {
+	const reassurance = "That's fair, and we can come back to anything later."
+	for _, tt := range []struct {
+		msg    string
+		fields map[string]any
+	}{
+		{msg: "Honest bread, made slowly; fancy marketing talk is a waste of time.",
+			fields: map[string]any{"brand_and_marketing.brand_positioning": "Honest bread, made slowly"}},
+		// Nothing filed: the words alone tell an answer.
+		{msg: "Paper rotas are frustrating and not helpful for the staff."},
+	} {
+		t.Run(tt.msg, func(t *testing.T) {
+			got := replyOf(t, "business-profile", func(def *engine.Definition) *engine.WorkingMemory {
+				m := engine.NewWorkingMemory(def, "s", "p")
+				m.TurnNumber = 2
+				m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "We sell through the shop."},
+					{Role: engine.RoleAssistant, Turn: 1, Content: "Noted, the sales channels: the shop. How do new customers find you?"}}
+				if tt.fields != nil {
+					m.Extraction = filedAt(t, def, m.Extraction, 2, tt.fields)
+				}
+				return m
+			}, "COMMERCIALS", []string{"open_ended_questions", "roll_with_resistance", "reflective_listening"},
+				"marketing_budget_known", tt.msg)
+			if strings.Contains(got, reassurance) {
+				t.Errorf("reply %q answers an answer with %q", got, reassurance)
+			}
+		})
+	}
+}
+
 // A message that names a thing and is filed as the value asked for is
 // acknowledged as that value, not reflected as if it were a thought: "Our
 // own savings, no loans." was answered "So what matters to you is that

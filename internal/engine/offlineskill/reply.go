@@ -639,16 +639,19 @@ func (p ReplyPrompt) question() string {
 	return q
 }
 
-// holdsBack reports whether the user holds back from the question: puts
-// it off or is not sure (Declines), pushes back on being asked, or passes
-// over the question asked again, filing nothing. A yes does not, nor does
-// an answer, whatever it answered.
+// holdsBack reports whether the user holds back from the question: the
+// message as a whole puts it off, hedges or pushes back on being asked
+// (heldBack), or passes over the question asked again, filing nothing. A
+// yes does not, nor does an answer, whatever it answered: a message that
+// filed a value answered something.
 func (p ReplyPrompt) holdsBack() bool {
 	if yes, ok := yesOrNo(p.Message); ok && yes == true {
 		return false
 	}
-	t := engine.LowerText(p.Message)
-	if Declines(p.Message) || unsure(t) || slices.ContainsFunc(pushback, t.Contains) {
+	if slices.ContainsFunc(p.Filed, func(f Filed) bool { return !none(f.Value) }) {
+		return false
+	}
+	if heldBack(p.Message) {
 		return true
 	}
 	// The question asked again may come after the excuse of one passed
@@ -657,9 +660,103 @@ func (p ReplyPrompt) holdsBack() bool {
 	return len(p.Filed) == 0 && p.NextID != "" && last != "" && strings.HasSuffix(last, strings.ToLower(p.question()))
 }
 
-// pushback are the phrases of a user who objects to being asked.
-var pushback = []string{"already told you", "already said", "stop asking", "waste of time", "annoying", "frustrating",
-	"you keep asking", "why do you keep", "not helpful"}
+// heldBack reports whether a message as a whole holds back: each of its
+// clauses puts the question off, hedges or pushes back on being asked
+// (holdingBack), or says nothing ("Honestly, I don't know.", "Skip that,
+// sorry."). A clause that says anything else is an answer, and the words
+// of a hold-back in it are part of it ("fancy marketing talk is a waste of
+// time", "we'll open a second shop later").
+func heldBack(msg string) bool {
+	held := false
+	for _, s := range engine.Sentences(msg) {
+		for c := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == ',' || r == ';' || r == ':' }) {
+			words := strings.FieldsFunc(strings.ToLower(c), func(r rune) bool {
+				return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
+			})
+			for i, w := range words {
+				words[i] = strings.ReplaceAll(w, "’", "'")
+			}
+			switch {
+			case len(words) == 0:
+			case holdingBack(words):
+				held = true
+			case !slices.ContainsFunc(words, func(w string) bool { return !holdWords[w] }):
+				// "Honestly", "sorry", "well": nothing said.
+			default:
+				return false
+			}
+		}
+	}
+	return held
+}
+
+// holdingBack reports whether the words of a clause, lowered, hold back:
+// a decline or a hedge ("I'd rather not say", "not sure yet", "skip that
+// one") made of holdWords alone, "rather not" or "prefer not" before a
+// verb of saying ("I'd rather not share our numbers"), a "not sure" or
+// "don't know" before what is not known ("I'm not sure what the budget
+// is"), and pushback aimed at the assistant or its questions ("you keep
+// asking", "this is a waste of time", "these questions are annoying").
+func holdingBack(words []string) bool {
+	clause := " " + strings.Join(words, " ") + " "
+	if slices.ContainsFunc(pushback, func(p string) bool { return strings.Contains(clause, " "+p+" ") }) ||
+		aimedPushbackRe.MatchString(clause) {
+		return true
+	}
+	for _, phrases := range [][]string{declinePhrases, unsurePhrases, moreDeclines} {
+		for _, p := range phrases {
+			i := strings.Index(clause, " "+p+" ")
+			if i < 0 {
+				continue
+			}
+			before := strings.Fields(clause[:i])
+			after := strings.Fields(clause[i+len(p)+1:])
+			if slices.ContainsFunc(before, func(w string) bool { return !holdWords[w] }) {
+				continue // "We'd rather not borrow", "we'll open a second shop later"
+			}
+			if !slices.ContainsFunc(after, func(w string) bool { return !holdWords[w] }) {
+				return true
+			}
+			next := after[0]
+			if next == "to" && len(after) > 1 {
+				next = after[1]
+			}
+			if (p == "rather not" || p == "prefer not") && sayingVerbs[next] || slices.Contains(unsurePhrases, p) && unknownLeads[next] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+var (
+	// pushback are the phrases of a user who objects to being asked,
+	// whatever else the clause says.
+	pushback = []string{"already told you", "already said", "stop asking", "you keep asking", "why do you keep",
+		"asked me that", "asked that already", "same question"}
+	// aimedPushbackRe finds pushback aimed at the assistant or its
+	// questions: "this is a waste of time", "these questions are
+	// annoying", "you're not helpful"; not "fancy marketing talk is a waste
+	// of time", which says what the user thinks of something else.
+	aimedPushbackRe = regexp.MustCompile(`^ (?:[a-z']+ )?(?:this|that|it|you|these questions|those questions|the questions|your questions|all this|all these questions|this chat|this conversation)(?:(?:'s|'re| is| are| was| feels| seems| gets)?(?: (?:so|really|very|quite|a bit|kind of|such|just|totally|getting|pretty|becoming))* (?:a |an )?(?:complete |total |real |huge )?(?:waste of (?:my |our )?time|annoying|frustrating|not helpful|unhelpful|pointless|tedious|repetitive|useless)|(?: isn't| aren't|'s not|'re not| is not| are not)(?: very| really| that)? helpful) $`)
+	// moreDeclines put the question off beside declinePhrases.
+	moreDeclines = []string{"not now", "next time", "another time", "move on", "no comment", "pass"}
+	// holdWords are the words a clause that holds back is made of beside
+	// its decline or hedge: pronouns, modals, hedges, the question
+	// referred to, and time put off.
+	holdWords = engine.WordSet(`i i'd i'm i'll i've we we'd we're we'll we've you can could would should will let's let
+		us me my rather not prefer to say answer share tell that this it that's it's one ones question questions part
+		bit for now right yet just maybe perhaps later come back skip pass on tbd sure really honestly honest be tbh
+		don't do does know no idea haven't have has decided decide clue about the moment at still thinking think
+		please sorry if mind a am are is quite totally completely entirely yet okay ok hmm um well so oh ah actually
+		too much all off go into get move next time another comment there`)
+	// sayingVerbs are what a user would rather not do with an answer.
+	sayingVerbs = engine.WordSet("say answer share tell disclose discuss reveal give go get talk comment put")
+	// unknownLeads open what a user is not sure of or does not know
+	// ("not sure what the budget is"), not a clause they are not sure
+	// holds ("not sure we can afford a van").
+	unknownLeads = engine.WordSet("what how which who whom whose where when why whether if about of")
+)
 
 // appendSome appends the parts that are not empty.
 func appendSome(parts []string, more ...string) []string {
