@@ -1242,27 +1242,113 @@ const maxEchoWords = 18
 
 // clauseCut is the words of a sentence too long to echo, cut after the
 // last clause or item of a list that ends within maxEchoWords: before a
-// conjunction or after a comma or a semicolon ("you bake from 4am, open
-// the shop at 7, deliver to cafes twice a week", not "… twice a week and
-// do"). It is nil when none ends past minEchoWords: cut anywhere else,
-// the echo stops in the middle of a phrase.
+// conjunction that starts one (clauseStart) or after a comma or a
+// semicolon ("you bake from 4am, open the shop at 7, deliver to cafes
+// twice a week", not "… twice a week and do"), where what is kept is
+// complete (completes). It is nil when none ends past minEchoWords: cut
+// anywhere else, the echo stops in the middle of a phrase.
 func clauseCut(words []string) []string {
+	clause := !thingNamed(words)
 	for i := maxEchoWords; i > minEchoWords; i-- {
 		last := words[i-1]
-		next := strings.ToLower(words[i])
-		if strings.HasSuffix(last, ",") || strings.HasSuffix(last, ";") || clauseStarts[next] {
-			cut := slices.Clone(words[:i])
-			cut[i-1] = strings.TrimRight(last, ",;")
-			if !danglers[strings.ToLower(cut[i-1])] {
-				return cut
-			}
+		if !strings.HasSuffix(last, ",") && !strings.HasSuffix(last, ";") && !clauseStart(words, i) {
+			continue
+		}
+		cut := slices.Clone(words[:i])
+		cut[i-1] = strings.TrimRight(last, ",;")
+		if completes(cut, clause) {
+			return cut
 		}
 	}
 	return nil
 }
 
+// clauseStart reports whether words[i] starts a clause or the next item of
+// a list: a word of clauseStarts, but "so" before what it intensifies ("so
+// many orders", "so busy"), and "and" or "or" between numbers ("two or
+// three hundred"), before the "I" or "me" of a pair ("Tom and I started",
+// "my wife and me"), or after the "both" or "either" of a pair.
+func clauseStart(words []string, i int) bool {
+	next := strings.ToLower(words[i])
+	if !clauseStarts[next] {
+		return false
+	}
+	after := ""
+	if i+1 < len(words) {
+		after = strings.ToLower(strings.Trim(strings.ReplaceAll(words[i+1], "’", "'"), ",;:."))
+	}
+	before := strings.ToLower(strings.Trim(words[i-1], ",;:"))
+	switch next {
+	case "so":
+		_, pronoun := pronouns[after]
+		return pronoun || soClauseLeads[after]
+	case "and", "or":
+		if number(before) && number(after) || after == "i" || after == "me" || after == "myself" {
+			return false
+		}
+		for _, w := range words[max(i-4, 0):i] {
+			if w := strings.ToLower(w); w == "both" || w == "either" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// soClauseLeads open the clause a "so" starts beside a pronoun ("so the
+// cafes wait", "so that", "so now"): a "so" before anything else may
+// intensify it.
+var soClauseLeads = engine.WordSet(`they he she it there that the a an this these those some most people customers now then
+	if when`)
+
+// number reports whether a lowered word is a number, in figures or in
+// words ("2", "two", "hundred").
+func number(w string) bool {
+	_, spelled := spelledValues[w]
+	return spelled || w != "" && strings.IndexFunc(w, unicode.IsDigit) == 0 ||
+		w == "hundred" || w == "thousand" || w == "million" || w == "dozen" || w == "few" || w == "couple"
+}
+
+// completes reports whether the words kept of a sentence cut short make a
+// complete clause or phrase: they end on no conjunction, preposition,
+// determiner or intensifier, no auxiliary or verb that wants its object
+// ("you get", "you sell", "is"), and no "between" without its "and"; and
+// the words of a clause keep a verb ("your business partner Tom" is the
+// subject of "…and I started the bakery").
+func completes(cut []string, clause bool) bool {
+	last := strings.ToLower(strings.Trim(strings.ReplaceAll(cut[len(cut)-1], "’", "'"), ",;:"))
+	if danglers[last] || prepositions[last] || objectLeads[last] || cutIntensifiers[last] || auxiliaries[last] ||
+		objectVerbs[last] {
+		return false
+	}
+	if len(cut) > 1 {
+		// "every weekend we get": a verb right after its subject.
+		if before := strings.ToLower(strings.ReplaceAll(cut[len(cut)-2], "’", "'")); subjects[before] {
+			return false
+		}
+	}
+	if i := slices.IndexFunc(cut, func(w string) bool { return strings.EqualFold(w, "between") }); i >= 0 &&
+		!slices.ContainsFunc(cut[i:], func(w string) bool { return strings.EqualFold(w, "and") }) {
+		return false
+	}
+	return !clause || !thingNamed(cut)
+}
+
+var (
+	// cutIntensifiers come before what they intensify.
+	cutIntensifiers = engine.WordSet("very really so such quite too more most less least")
+	// auxiliaries come before a verb or a complement.
+	auxiliaries = engine.WordSet(`is are was were be been being am has have had do does did can could will would should
+		must may might shall i'm we're they're it's that's there's we've i've they've we'd i'd we'll i'll`)
+	// objectVerbs want an object after them.
+	objectVerbs = engine.WordSet(`get got make made sell sold take took need needs want wants use uses buy bought give gave
+		keep kept send sent bring brought put find found hire hired pay paid offer serve serves`)
+	// subjects are the pronouns a verb follows as its subject.
+	subjects = engine.WordSet("i we you they he she it who that which")
+)
+
 // clauseStarts are the words a clause or the next item of a list starts
-// with, before which an echo may stop.
+// with, before which an echo may stop (clauseStart).
 var clauseStarts = engine.WordSet("and or but so because while whereas although though then which who where when")
 
 // turnAround puts the user's words as the reply says them back: "we" is

@@ -37,3 +37,27 @@ func TestHoldsBackOnlyAsAWhole(t *testing.T) {
 		}
 	}
 }
+
+// A long sentence's echo is cut where a clause ends, or not said: "so"
+// before a quantity or an adjective opens no clause ("so many orders"),
+// nor "or" between numbers ("two or three hundred loaves"), nor "and"
+// inside a subject ("My business partner Tom and I") or after "between";
+// and no cut leaves a verb without its object. They gave "every weekend
+// you get", "… you sell two", "your business partner Tom" and "… choosing
+// between Square".
+func TestEchoIsCutWhereAClauseEnds(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]string{
+		"On Saturdays we open at eight, and every weekend we get so many orders that my sister has to come in to help us pack.":           "on Saturdays you open at eight",
+		"Every weekend we get so many orders from the market stall that my sister has to come in early to help us pack everything.":       "",
+		"At the moment we sell two or three hundred loaves a day to the cafes around the city centre and to the farm shop near Otley.":    "",
+		"My business partner Tom and I started the bakery in 2019 after we both lost our jobs at the big supermarket in the city centre.": "",
+		"We are choosing between Square and Shopify for the online shop that we want to open before the Christmas rush starts this year.": "",
+		"We bake from 4am, open the shop at 7, deliver to cafes twice a week and do the books on Sundays.":                                "you bake from 4am, open the shop at 7, deliver to cafes twice a week",
+		"Every morning we bake and sell about three hundred loaves to the cafes in the city centre and the farm shop.":                    "every morning you bake and sell about three hundred loaves to the cafes in the city centre",
+	} {
+		if got, _ := reflect(msg, nil, nil, nil); got != want {
+			t.Errorf("echo of %q = %q, want %q", msg, got, want)
+		}
+	}
+}
