@@ -120,6 +120,13 @@ func (t *Tokenizer) countCached(text string) int {
 	return int(n)
 }
 
+// Rank returns the rank of text as one token of the encoding, and false
+// when text is not one token. BPE merges its most frequent pairs first, so
+// of two tokens the one of lower rank was the more common in the text the
+// encoding was made from (" London" is 7295 in cl100k_base, " london"
+// 63146).
+func (t *Tokenizer) Rank(text string) (int, bool) { return t.bpe.rank([]byte(text)) }
+
 // Truncate returns the longest prefix of text within max tokens, and
 // whether it cut anything. A cut inside a multi-byte character drops that
 // character.

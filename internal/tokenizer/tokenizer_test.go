@@ -29,6 +29,20 @@ func TestCount(t *testing.T) {
 	}
 }
 
+func TestRank(t *testing.T) {
+	tok, _ := New("")
+	for text, want := range map[string]int{" London": 7295, " london": 63146, "hello": 15339} {
+		if got, ok := tok.Rank(text); !ok || got != want {
+			t.Errorf("Rank(%q) = %d, %t, want %d, true", text, got, ok, want)
+		}
+	}
+	for _, text := range []string{"", "hello world", " Otley"} {
+		if got, ok := tok.Rank(text); ok {
+			t.Errorf("Rank(%q) = %d, true, want no token", text, got)
+		}
+	}
+}
+
 func TestTruncate(t *testing.T) {
 	tok, _ := New("")
 	cut, did := tok.Truncate("one two three four five", 2)
