@@ -100,6 +100,16 @@ func TestEchoesReadInsideTheReply(t *testing.T) {
 			next: "bottlenecks_identified", techniques: []string{"active_listening"}, memory: fresh,
 			msg:  "We bake from 4am, open the shop at 7, deliver to cafes twice a week and do the books on Sundays.",
 			want: "It sounds like you bake from 4am, open the shop at 7, deliver to cafes twice a week."},
+		{name: "a name before who it is", engine: "business-profile", phase: "OPERATIONS", next: "bottlenecks_identified",
+			techniques: []string{"active_listening"}, memory: fresh,
+			msg:  "Dave our manager does the rota every week and keeps the shop running when I am away at the farmers market.",
+			want: "It sounds like Dave your manager does the rota every week and keeps the shop running."},
+		{name: "a name of two words", engine: "business-profile", phase: "FOUNDATIONS", next: "customer_segments_identified",
+			techniques: []string{"mirroring"}, memory: fresh, msg: "Whole Foods stocks our bread in three stores.",
+			want: "Got it: Whole Foods stocks your bread in three stores."},
+		{name: "a place", engine: "business-profile", phase: "FOUNDATIONS", next: "customer_segments_identified",
+			techniques: []string{"mirroring"}, memory: fresh, msg: "London is where most of our customers live.",
+			want: "Got it: London is where most of your customers live."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

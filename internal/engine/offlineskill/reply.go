@@ -1229,7 +1229,7 @@ func instruction(words, names []string) bool {
 		beforeDeterminers[first] || strings.HasSuffix(first, "ly") {
 		return false
 	}
-	return objectLeads[strings.ToLower(words[1])]
+	return objectLeads[strings.ToLower(words[1])] && !appositive(words)
 }
 
 // beforeDeterminers are words that come before a determiner and are no
@@ -1304,9 +1304,7 @@ var soClauseLeads = engine.WordSet(`they he she it there that the a an this thes
 // number reports whether a lowered word is a number, in figures or in
 // words ("2", "two", "hundred").
 func number(w string) bool {
-	_, spelled := spelledValues[w]
-	return spelled || w != "" && strings.IndexFunc(w, unicode.IsDigit) == 0 ||
-		w == "hundred" || w == "thousand" || w == "million" || w == "dozen" || w == "few" || w == "couple"
+	return isNumber(w) || w == "hundred" || w == "thousand" || w == "million" || w == "dozen" || w == "few" || w == "couple"
 }
 
 // completes reports whether the words kept of a sentence cut short make a
@@ -1477,16 +1475,23 @@ func keepsCapital(words, known, names, lowered []string) bool {
 	if openers[lower] || prepositions[lower] || lower == "per" {
 		return false
 	}
-	if calendar[strings.TrimSuffix(lower, "s")] {
-		return true
+	if dated(lower) {
+		return true // "Christmas", "Mondays"
 	}
 	next := ""
 	if len(words) > 1 && strings.TrimRight(words[0], ",:;") == words[0] {
 		next = strings.ToLower(words[1])
 	}
-	if objectLeads[next] {
+	if slices.Contains(names, first) {
+		return true
+	}
+	if next != "" && nameGoesOn(words) {
+		return true // "Whole Foods", "Open Table"
+	}
+	if objectLeads[next] && !appositive(words) {
 		// "Drop the indoor studio", "Open a second shop": a verb before
-		// its object, which a name is not.
+		// its object, which a name is not; "Dave our manager does the
+		// rota" names who does it.
 		return false
 	}
 	if len(words) > 2 && (strings.HasSuffix(words[0], ",") || words[1] == "and" || words[1] == "or") {
@@ -1510,14 +1515,56 @@ func keepsCapital(words, known, names, lowered []string) bool {
 			return true
 		}
 	}
-	if slices.Contains(names, first) {
-		return true
-	}
 	if slices.Contains(lowered, lower) {
 		return false // "booking dog walks", then "Dog owners …"
 	}
 	// "Word of mouth" is no product's name.
 	return products[lower] && next != "of" || !common(lower)
+}
+
+// nameGoesOn reports whether the capitalised word that opens a sentence
+// goes on in a capitalised word, as a name of two words does ("Whole
+// Foods stocks our bread", "Open Table takes the bookings"): not a
+// product's or a day's name after a word that leads to it ("Drop
+// Shopify", "Last Christmas", "Like Greggs, we …", "Ask Dave").
+func nameGoesOn(words []string) bool {
+	second := strings.TrimFunc(strings.ReplaceAll(words[1], "’", "'"), wordPunct)
+	r, _ := utf8.DecodeRuneInString(second)
+	if !unicode.IsUpper(r) || second == "I" || strings.HasPrefix(second, "I'") {
+		return false
+	}
+	first, next := strings.ToLower(words[0]), strings.ToLower(second)
+	return !products[next] && !dated(next) && !beforeNames[first] &&
+		!beforeDeterminers[first] && !bareVerb(first) && !strings.HasSuffix(first, "ing") && !strings.HasSuffix(first, "ly")
+}
+
+// beforeNames are words that open a sentence before a name without being
+// part of it: a preposition, a greeting or thanks, a verb of dealing with
+// someone or something.
+var beforeNames = engine.WordSet(`like unlike except plus including thanks thank hi hey hello dear cheers sorry ask call
+	tell email text message phone pay hire meet see visit try use drop add ditch replace switch keep get lose last next`)
+
+// appositive reports whether a sentence opens with a name and who it is
+// ("Dave our manager does the rota", "Sarah my partner runs the books"):
+// a word that is no common one before a possessive, then a verb after the
+// noun it is, which "Ask our manager to …" has none of.
+func appositive(words []string) bool {
+	if len(words) < 4 || !possessives[strings.ToLower(words[1])] {
+		return false
+	}
+	first := strings.ToLower(strings.ReplaceAll(words[0], "’", "'"))
+	if common(first) || products[first] {
+		return false
+	}
+	for i := 2; i < min(len(words), 5); i++ {
+		w := strings.ToLower(strings.Trim(strings.ReplaceAll(words[i], "’", "'"), ",:;"))
+		// The noun may be a plural ("Jo our owners' rep"): a present verb
+		// comes after it.
+		if auxiliaries[w] || pastVerbs[w] || participle(w) || i > 2 && presentVerb(w) {
+			return true
+		}
+	}
+	return false
 }
 
 // objectLeads come before a noun: after a word that opens a sentence, they
@@ -1634,12 +1681,15 @@ func wordPunct(r rune) bool {
 // name: one of commonWords, one with an ending common words have
 // ("deadlines", "invoicing", "paperwork", "delivery"), or a long one that
 // is a single token of the tokenizer's vocabulary, space first
-// ("revenue", "website"). A short token may be a piece of anything, and
-// names are among them ("bob", "pret", "costa", "hull"); words of
-// vocabLetters letters or more that are tokens are nearly all words
-// (of 156 nouns of small business and 111 names of places, people and
-// shops, it lowers 8 more nouns and 3 more names than the rest alone,
-// and Microsoft and Spotify are products).
+// ("revenue", "website"), unless people write it capitalised far more
+// often (vocabName: "london", "christmas", "michael"). A short token may
+// be a piece of anything, and names are among them ("bob", "pret",
+// "costa", "hull"); words of vocabLetters letters or more that are tokens
+// are nearly all words (of 156 nouns of small business and 111 names of
+// places, people and shops, the vocabulary alone lowered 8 more nouns and
+// 3 more names than the rest, and Microsoft and Spotify are products; the
+// ranks then tell London, Christmas, Michael, French and Canada from
+// "system", "street" and "council", though not Berlin or Madrid).
 func common(w string) bool {
 	if commonWords[w] {
 		return true
@@ -1650,8 +1700,24 @@ func common(w string) bool {
 		}
 	}
 	tok := vocabulary()
-	return tok != nil && utf8.RuneCountInString(w) >= vocabLetters && tok.Count(" "+w) == 1
+	if tok == nil || utf8.RuneCountInString(w) < vocabLetters {
+		return false
+	}
+	rank, ok := tok.Rank(" " + w)
+	if !ok {
+		return false
+	}
+	r, n := utf8.DecodeRuneInString(w)
+	capital, ok := tok.Rank(" " + string(unicode.ToUpper(r)) + w[n:])
+	return !ok || capital*vocabName > rank
 }
+
+// vocabName is how many times lower the rank of a word's capitalised token
+// is than its lowercase one's where common takes it for a name: " London"
+// is 7295 and " london" 63146, " Christmas" 10280 and " christmas"
+// 54302; but " System" is 744 and " system" 1887, " Street" 6825 and
+// " street" 8761: words that open sentences and titles.
+const vocabName = 3
 
 // vocabLetters is the fewest letters of a word that common finds in the
 // tokenizer's vocabulary.
@@ -1710,6 +1776,17 @@ var openers = engine.WordSet(`the a an this that these those there there's here 
 // calendar are the days and months, names English always writes capitalised.
 var calendar = engine.WordSet(`monday tuesday wednesday thursday friday saturday sunday january february
 		march april may june july august september october november december`)
+
+// holidays are the holidays English always writes capitalised, as it does
+// calendar's days and months (the extraction's readers of a time take
+// calendar alone).
+var holidays = engine.WordSet("christmas easter halloween thanksgiving diwali hanukkah ramadan eid")
+
+// dated reports whether a lowered word is a day, a month or a holiday
+// ("Mondays", "Christmas").
+func dated(w string) bool {
+	return calendar[w] || holidays[w] || calendar[strings.TrimSuffix(w, "s")]
+}
 
 // joinParts joins reply parts with spaces, or a new line after a list.
 func joinParts(parts []string) string {

@@ -1,6 +1,9 @@
 package offlineskill
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A user holds back when the message as a whole puts the question off or
 // hedges, or pushes back on being asked: the words of a hold-back said as
@@ -59,5 +62,40 @@ func TestEchoIsCutWhereAClauseEnds(t *testing.T) {
 		if got, _ := reflect(msg, nil, nil, nil); got != want {
 			t.Errorf("echo of %q = %q, want %q", msg, got, want)
 		}
+	}
+}
+
+// A name that opens an echo keeps its capital: a name before the one it
+// is ("Dave our manager does the rota", not a verb before its object as
+// "Ask our manager"), a name of two capitalised words ("Whole Foods",
+// "Open Table"), a place or a holiday people write capitalised (London:
+// "london" is a token of the vocabulary too, but " London" is the more
+// common one). They were lowered: "dave your manager", "whole Foods",
+// "london is where …".
+func TestANameOpeningAnEchoKeepsItsCapital(t *testing.T) {
+	t.Parallel()
+	for echo, want := range map[string]bool{
+		"Dave our manager does the rota":       true,
+		"Sarah my partner does the books":      true,
+		"Whole Foods stocks our bread":         true,
+		"Open Table takes our bookings":        true,
+		"London is where most customers live":  true,
+		"Christmas is our busiest time":        true,
+		"Ask our manager to do the rota":       false,
+		"Scrap the indoor studio":              false,
+		"Drop Shopify, it costs too much":      false,
+		"Last Christmas we sold out":           false,
+		"System crashes every week":            false,
+		"Customers keep calling about the van": false,
+	} {
+		if got := keepsCapital(strings.Fields(echo), nil, nil, nil); got != want {
+			t.Errorf("keepsCapital(%q) = %t, want %t", echo, got, want)
+		}
+	}
+	// Said in a reply, the name is the subject of a clause, which "It
+	// sounds like" takes: it said nothing.
+	msg := "Dave our manager does the rota every week and keeps the shop running when I am away at the farmers market on Saturdays."
+	if got, fragment := reflect(msg, nil, nil, nil); got != "Dave your manager does the rota every week and keeps the shop running" || fragment {
+		t.Errorf("echo of %q = %q (fragment %t), want %q, a clause", msg, got, fragment, "Dave your manager does the rota every week and keeps the shop running")
 	}
 }
