@@ -90,6 +90,15 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
 				{Decision: "Stripe", Confidence: 0.8, Reasoning: "low fees"}}}},
 			want: []string{"You decided on Stripe."}},
+		{name: "a decision that is a product's name",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+				{Decision: "Square", Confidence: 0.8, Reasoning: "the cafes know it"}}}},
+			want: []string{"You decided on Square."}},
+		{name: "constraints there are none of, and a holiday",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Budget: none yet", "Timeline: Christmas", "Integration: none", "Integration: Xero", "Funding: None")}},
+			want: []string{"I have noted your constraints: no budget yet; by Christmas; integration with Xero; no funding."},
+			not:  []string{"of none", "from none", "with none", "christmas"}},
 		{name: "a budget and a deadline said in other words",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Budget: $60k to $80k", "Timeline: 6 months to launch", "Team: two developers")}},
@@ -102,6 +111,12 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 			want: []string{"I will keep in mind: only staff may see customer data; " +
 				"you would rather come back to the team and resources available later."},
 			not: []string{"The user preferred"}},
+		{name: "questions put off whose description says is twice",
+			handoff: contracts.EngineHandoff{RelationalState: contracts.RelationalState{Sensitivities: []string{
+				handoff.NotYetPrefix + "Whether the business is profitable is known",
+				handoff.NotYetPrefix + "How digital the business is (paper, mixed, fully digital) is assessed"}}},
+			want: []string{"I will keep in mind: you would rather come back to whether the business is profitable later; " +
+				"you would rather come back to how digital the business is later (paper, mixed, fully digital)."}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,10 +145,11 @@ func TestReplySaysWhatIsStillOpen(t *testing.T) {
 		handoff.OpenPrefix + "The key concepts have been explained",
 		handoff.OpenPrefix + "The kind of product is known (web app, mobile app, ...)",
 		handoff.OpenPrefix + "The user explained the options back correctly (teach-back)",
+		handoff.OpenPrefix + "The users' pain points today are captured",
 	}}}
 	got := firstReply(t, h)
 	const want = "Still open: the next steps are not agreed yet; the key concepts have not been explained yet; " +
-		"the kind of product is not known yet (web app, mobile app, ...)."
+		"the kind of product is not known yet (web app, mobile app, ...); the users' pain points today are not captured yet."
 	if !strings.Contains(got, want) {
 		t.Errorf("the first reply\n%q\ndoes not say\n%q", got, want)
 	}

@@ -298,7 +298,17 @@ func acknowledge(h *HandoffSummary, known, names, lower []string) string {
 		}
 		parts = append(parts, "The problem: "+p)
 	}
-	if ds := say(h.Decisions); len(ds) > 0 {
+	var ds []string
+	for _, d := range h.Decisions {
+		if properName(d) {
+			// "Square": a choice named as a whole keeps the capital it
+			// was chosen with, common word or not.
+			ds = append(ds, d)
+			continue
+		}
+		ds = append(ds, say([]string{d})...)
+	}
+	if len(ds) > 0 {
 		parts = append(parts, "You decided on "+list(ds)+".")
 	}
 	if len(h.Shortlist) > 0 {
@@ -332,7 +342,13 @@ func acknowledge(h *HandoffSummary, known, names, lower []string) string {
 			// available are known" is the assistant's to know, and the
 			// user's to hear as what they put off.
 			if subject := obligationSubject(d); subject != "" {
-				cautions = append(cautions, "you would rather come back to "+subject+" later")
+				// "later" ends the clause, before what the subject lists
+				// in brackets, as "yet" does in notDoneYet.
+				listed := ""
+				if i := strings.Index(subject, " ("); i > 0 && strings.HasSuffix(subject, ")") {
+					subject, listed = subject[:i], subject[i:]
+				}
+				cautions = append(cautions, "you would rather come back to "+subject+" later"+listed)
 			}
 			continue
 		}
@@ -413,6 +429,14 @@ func constraintsSaid(cs []string, known, names, lower []string) []string {
 	items := map[string][]string{}
 	for _, c := range cs {
 		label, value := constraintLabel(c)
+		if noneSaid(value) {
+			// "Budget: none yet" is said as no budget; an item of a list
+			// there are none of, or a constraint of nothing, says nothing.
+			if noun, ok := noneLabels[label]; ok {
+				out = append(out, "no "+noun+yet(value))
+			}
+			continue
+		}
 		said := saidBack(value, known, names, lower)
 		if said == "" {
 			continue
@@ -433,6 +457,30 @@ func constraintsSaid(cs []string, known, names, lower []string) []string {
 	return out
 }
 
+// noneLabels are the labels of a constraint said as "no" and what the
+// label names where its value is none ("no budget yet").
+var noneLabels = map[string]string{"Budget": "budget", "Timeline": "timeline", "Team": "team", "Funding": "funding",
+	"Technical": "technical constraints"}
+
+// noneSaid reports whether a constraint's value says there is none
+// ("none", "None yet", "n/a").
+func noneSaid(value string) bool {
+	switch strings.ToLower(strings.TrimRight(strings.TrimSpace(value), ".!")) {
+	case "none", "none yet", "nothing", "nothing yet", "n/a", "no", "not yet", "tbd":
+		return true
+	}
+	return false
+}
+
+// yet is " yet" for a value of none that says there is none yet ("none
+// yet", "TBD"), "" for another.
+func yet(value string) string {
+	if t := engine.LowerText(value); t.Contains("yet") || t.Contains("tbd") {
+		return " yet"
+	}
+	return ""
+}
+
 // labelInWords is a constraint's value said back with its label in words,
 // or alone where it says what it is: a clause ("it must run on iPhone"),
 // a budget that says so, a deadline after its preposition ("by June").
@@ -450,7 +498,8 @@ func labelInWords(label, value string) string {
 	case "Timeline":
 		switch {
 		case prepositions[first]:
-		case calendar[first] || first == "next" || first == "end" || first == "early" || first == "mid" || first == "late":
+		case dated(first) || seasons[first] || first == "next" || first == "end" || first == "early" || first == "mid" ||
+			first == "late":
 			return "by " + value
 		default:
 			return "a timeline of " + value
@@ -474,8 +523,7 @@ func labelInWords(label, value string) string {
 // no "is", "are", "has" or "have" to say it with: the context holds it.
 func notDoneYet(description string) string {
 	d := strings.TrimRight(strings.TrimSpace(description), ".")
-	lower := strings.ToLower(d)
-	if strings.Contains(lower, "the user") || strings.Contains(lower, "the owner") {
+	if ofTheUser(d) {
 		return ""
 	}
 	words := strings.Fields(d)
@@ -500,23 +548,33 @@ func notDoneYet(description string) string {
 	return lowerFirst(strings.Join(said, " "))
 }
 
-// obligationSubject is what an obligation's description is about ("The
-// team and resources available are known": "the team and resources
-// available"), "" when it says no "is" or "are" or speaks of the user in
-// the third person.
+// obligationSubject is what an obligation's description is about: the
+// words before its last "is" or "are" ("The team and resources available
+// are known": "the team and resources available"; "Whether the business
+// is profitable is known": "whether the business is profitable"), "" when
+// it says no "is" or "are" or speaks of the user in the third person.
 func obligationSubject(description string) string {
 	d := strings.TrimRight(strings.TrimSpace(description), ".")
-	lower := strings.ToLower(d)
-	if strings.Contains(lower, "the user") || strings.Contains(lower, "the owner") {
+	if ofTheUser(d) {
 		return ""
 	}
 	words := strings.Fields(d)
-	for i, w := range words {
-		if i > 0 && (w == "is" || w == "are") {
-			return lowerFirst(strings.Join(words[:i], " "))
+	for i := len(words) - 1; i > 0; i-- {
+		if words[i] != "is" && words[i] != "are" {
+			continue
 		}
+		return lowerFirst(strings.Join(words[:i], " "))
 	}
 	return ""
+}
+
+// ofTheUser reports whether an obligation's description speaks of the
+// user or the owner in the third person ("The user explained the options
+// back", "The owner's top priorities …"), not of their users ("The
+// users' pain points").
+func ofTheUser(description string) bool {
+	t := engine.LowerText(description)
+	return t.Contains("the user") || t.Contains("the owner")
 }
 
 // maxProblemWords is the most words of the problem the acknowledgement

@@ -3,6 +3,8 @@ package offlineskill
 import (
 	"strings"
 	"testing"
+
+	"github.com/praetorhq/praetor/internal/engine/enginetest"
 )
 
 // A user holds back when the message as a whole puts the question off or
@@ -97,5 +99,49 @@ func TestANameOpeningAnEchoKeepsItsCapital(t *testing.T) {
 	msg := "Dave our manager does the rota every week and keeps the shop running when I am away at the farmers market on Saturdays."
 	if got, fragment := reflect(msg, nil, nil, nil); got != "Dave your manager does the rota every week and keeps the shop running" || fragment {
 		t.Errorf("echo of %q = %q (fragment %t), want %q, a clause", msg, got, fragment, "Dave your manager does the rota every week and keeps the shop running")
+	}
+}
+
+// What the user would rather come back to is the subject of the
+// obligation's description, which runs to its last "is" or "are": it
+// stopped at the first, and nine descriptions of the shipped engines were
+// said as "whether the business", "how the business", "how customer
+// satisfaction", … Each description's subject, said with "is" or "are"
+// and what follows it, is the description again.
+func TestObligationSubjects(t *testing.T) {
+	t.Parallel()
+	for description, want := range map[string]string{
+		"Whether the business is profitable is known":                                "whether the business is profitable",
+		"How the business is funded is known":                                        "how the business is funded",
+		"How customer satisfaction is measured is known":                             "how customer satisfaction is measured",
+		"How the brand is positioned is defined":                                     "how the brand is positioned",
+		"How personal data is handled is known":                                      "how personal data is handled",
+		"How the problem is handled today is understood":                             "how the problem is handled today",
+		"Who the concept is for is defined":                                          "who the concept is for",
+		"How digital the business is (paper, mixed, fully digital) is assessed":      "how digital the business is (paper, mixed, fully digital)",
+		"The business's age and stage (early-stage, growing, established) are known": "the business's age and stage (early-stage, growing, established)",
+		"The users' pain points today are captured":                                  "the users' pain points today",
+		"The user's goals are clear":                                                 "",
+		"The numbers the owner watches are known":                                    "",
+	} {
+		if got := obligationSubject(description); got != want {
+			t.Errorf("obligationSubject(%q) = %q, want %q", description, got, want)
+		}
+	}
+	cat := enginetest.Shipped(t)
+	for _, id := range cat.IDs() {
+		def, _ := cat.Get(id)
+		for _, o := range def.Obligations {
+			subject := obligationSubject(o.Description)
+			if subject == "" {
+				continue
+			}
+			after, ok := strings.CutPrefix(strings.ToLower(o.Description), strings.ToLower(subject)+" ")
+			verb, _, _ := strings.Cut(after, " ")
+			if !ok || verb != "is" && verb != "are" || strings.Contains(" "+after[len(verb):]+" ", " is ") ||
+				strings.Contains(" "+after[len(verb):]+" ", " are ") {
+				t.Errorf("%s: %s: subject %q is not the description's up to its last is or are", id, o.ID, subject)
+			}
+		}
 	}
 }
