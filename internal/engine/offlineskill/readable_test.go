@@ -51,6 +51,29 @@ func TestSummarySaysValuesInWords(t *testing.T) {
 	}
 }
 
+// A value longer than the context shows is clipped there, and is no JSON
+// any more: the summary to confirm showed it with its opening quote and
+// its escapes ("- Current solution: \"Right now clients text me …").
+func TestSummarySaysAClippedValueInWords(t *testing.T) {
+	long := `Right now clients text me "when they can", and I write it all in a paper diary, which takes me ` +
+		strings.Repeat("an hour every evening after the last walk, ", 12)
+	got := replyOf(t, "project-discovery", func(def *engine.Definition) *engine.WorkingMemory {
+		m := engine.NewWorkingMemory(def, "s", "p")
+		m.TurnNumber = 2
+		m.Extraction = known(t, def, map[string]any{"purpose_and_problem.current_solution": long})
+		return m
+	}, "CORE_CAPTURE", []string{"summary_reflection"}, "trigger_event_identified", "ok")
+	want := `- Current solution: Right now clients text me "when they can", and I write it all in a paper diary, which takes me an hour`
+	if !strings.Contains(got, want) {
+		t.Fatalf("summary\n%s\ndoes not say\n%s", got, want)
+	}
+	line := got[strings.Index(got, want):]
+	line = line[:strings.IndexByte(line, '\n')]
+	if !strings.HasSuffix(line, "…") || strings.Contains(line, `\`) {
+		t.Errorf("the clipped value's line %q does not end with … or shows an escape", line)
+	}
+}
+
 // An echo says the user's words back inside a sentence of the reply: a
 // capital that only opened their sentence is lowered (a verb before its
 // object, "Drop the …", "Open a …"; a common adjective, "Fresh bread …";

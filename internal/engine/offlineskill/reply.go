@@ -1905,7 +1905,75 @@ func decodedValue(raw string) string {
 		}
 		return andList(items)
 	}
+	if said, ok := clipped(raw); ok {
+		return said
+	}
 	return raw
+}
+
+// clipped is a JSON string, or a list of strings, that the context cut
+// short (contextasm clips a value past 400 characters, and adds "…"), said
+// as decodedValue says a whole one: without its quotes and escapes, the
+// items joined with commas, ending with "…"; ok is false for any other
+// text.
+func clipped(raw string) (said string, ok bool) {
+	body, cut := strings.CutSuffix(raw, "…")
+	if !cut || body == "" {
+		return "", false
+	}
+	if body[0] == '"' {
+		s, ok := clippedString(body)
+		return s + "…", ok
+	}
+	if body[0] != '[' {
+		return "", false
+	}
+	d := json.NewDecoder(strings.NewReader(body))
+	if _, err := d.Token(); err != nil {
+		return "", false
+	}
+	var items []string
+	for {
+		at := d.InputOffset()
+		tok, err := d.Token()
+		if err != nil {
+			// The item the clip cut, if it is a string.
+			rest := strings.TrimLeft(body[at:], " \t\r\n,")
+			if rest != "" {
+				s, ok := clippedString(rest)
+				if !ok {
+					return "", false
+				}
+				items = append(items, s)
+			}
+			break
+		}
+		s, isString := tok.(string)
+		if !isString {
+			return "", false
+		}
+		items = append(items, s)
+	}
+	return strings.Join(items, ", ") + "…", true
+}
+
+// clippedString decodes a JSON string cut short (`"Right now clients
+// text me \"when`), without an escape the cut left unfinished; ok is
+// false for text that is none.
+func clippedString(body string) (string, bool) {
+	// A cut escape is at most `\uXXX`: dropping up to that many bytes
+	// finds the end of the last whole character.
+	for range len(`\uXXX`) + 1 {
+		var s string
+		if json.Unmarshal([]byte(body+`"`), &s) == nil {
+			return s, true
+		}
+		if len(body) < 2 {
+			break
+		}
+		body = body[:len(body)-1]
+	}
+	return "", false
 }
 
 // plainStrings is what json.Unmarshal reads of a compact JSON array of

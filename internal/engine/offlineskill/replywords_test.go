@@ -145,3 +145,27 @@ func TestObligationSubjects(t *testing.T) {
 		}
 	}
 }
+
+// A value the context clipped is said without its quotes and escapes,
+// ending with "…": a string, whatever escape the cut left unfinished, and
+// a list of strings. Other text is shown as it is.
+func TestPlainValueOfAClippedValue(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		`"We text \"when we can\" and wr…`: `We text "when we can" and wr…`,
+		`"We text \…`:                      `We text …`,
+		`"Caf\u00…`:                        `Caf…`,
+		`"Café \u00e9t…`:                   `Café ét…`,
+		`["Square", "Xero", "Google Cal…`:  `Square, Xero, Google Cal…`,
+		`["Square", "Xe\…`:                 `Square, Xe…`,
+		`["Square", "Xero"…`:               `Square, Xero…`,
+		`"Whole"`:                          `Whole`,
+		`{"name": "Square", "fee…`:         `{"name": "Square", "fee…`,
+		`[1, 2, 3…`:                        `[1, 2, 3…`,
+		`"Done" and then "more"…`:          `"Done" and then "more"…`,
+	} {
+		if got := plainValue(raw); got != want {
+			t.Errorf("plainValue(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
