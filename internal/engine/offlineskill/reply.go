@@ -272,16 +272,16 @@ func telling(decisions, questions []string) []string {
 // what is still open and what to be careful about. It says them as the
 // rest of the replies say the user's words (saidBack), the constraints'
 // labels in words (constraintsSaid), what is open as not done yet
-// (notDoneYet); known, names and lower are the prompt's, which tell a
-// name's capital (keepsCapital).
-func acknowledge(h *HandoffSummary, known, names, lower []string) string {
+// (notDoneYet); known, names and lower are the prompt's (ReplyPrompt.words),
+// which tell a name's capital (keepsCapital).
+func acknowledge(h *HandoffSummary, known []string, names, lower wordList) string {
 	list := func(xs []string) string {
 		if len(xs) > 6 {
 			xs = append(xs[:6:6], fmt.Sprintf("and %d more", len(xs)-6))
 		}
 		return strings.Join(xs, "; ")
 	}
-	names = slices.Concat(names, h.names())
+	names[2] = h.names()
 	say := func(xs []string) []string {
 		out := make([]string, 0, len(xs))
 		for _, x := range xs {
@@ -381,7 +381,7 @@ func (h *HandoffSummary) names() []string {
 // saidBack is an item of a handoff as a reply says the user's words back:
 // turned around ("we keep" is "you keep"), without a final stop, its first
 // word lowered unless it is a name (keepsCapital); "" for none.
-func saidBack(item string, known, names, lower []string) string {
+func saidBack(item string, known []string, names, lower wordList) string {
 	words := strings.Fields(strings.TrimRight(item, ".!;: "))
 	if len(words) == 0 {
 		return ""
@@ -423,7 +423,7 @@ var listedLabels = map[string]string{"Integration": "integration with ", "Regula
 // around 15,000 pounds") or left out where the value says it ("by June",
 // "an agency will build it and you will run it"), and the items of a list
 // said together where the first of them is.
-func constraintsSaid(cs []string, known, names, lower []string) []string {
+func constraintsSaid(cs, known []string, names, lower wordList) []string {
 	var out []string
 	at := map[string]int{}
 	items := map[string][]string{}
@@ -600,7 +600,7 @@ func problemSaid(problem string) string {
 	}
 	turnAround(words)
 	said := strings.Join(words, " ")
-	if !keepsCapital(words, nil, nil, nil) {
+	if !keepsCapital(words, nil, wordList{}, wordList{}) {
 		said = lowerFirst(said)
 	}
 	if cut || strings.HasSuffix(problem, "…") {
@@ -640,17 +640,17 @@ func Reply(_ context.Context, req llm.Request) (string, error) {
 // Compose writes the reply for a parsed prompt.
 func Compose(p ReplyPrompt) string {
 	var parts []string
+	names, lower := p.words()
 	if p.Handoff != nil && p.LastReply == "" {
-		parts = append(parts, acknowledge(p.Handoff, p.Known, slices.Concat(p.Names, capitalised(p.Message)),
-			slices.Concat(p.Lowercase, lowercase(p.Message))))
+		parts = append(parts, acknowledge(p.Handoff, p.Known, names, lower))
 	}
 	asked := asksUs(p.Message) && p.NextID != ""
-	o, saysBack := opener(p)
+	o, saysBack := opener(p, names, lower)
 	var ack string
 	if !saysBack {
 		// What the message filed, said briefly: the user's answer is taken,
 		// whatever it answered.
-		ack = acknowledgement(p)
+		ack = acknowledgement(p, names, lower)
 	}
 	if p.NextID == "" {
 		parts = appendSome(parts, ack, o)
@@ -837,7 +837,7 @@ func (p ReplyPrompt) saidLately(s string) bool {
 // project type: mobile app.", "Thanks, I've noted the budget and the
 // timeline."), "" when it filed nothing. The words vary with what is said
 // back, and are not those of the last replies where others are left.
-func acknowledgement(p ReplyPrompt) string {
+func acknowledgement(p ReplyPrompt, names, lower wordList) string {
 	// A yes or a no ("Scope confirmed: true") is a check the conversation
 	// passed, which the reply's next question moves on from: not a thing
 	// the user told.
@@ -851,7 +851,7 @@ func acknowledgement(p ReplyPrompt) string {
 			// would read as asking for it again.
 			return pick(noneAcks, filed[0].Name, "", p)
 		}
-		if said, list, ok := sayable(filed[0].Value, p); ok {
+		if said, list, ok := sayable(filed[0].Value, p, names, lower); ok {
 			name := lowerFirst(filed[0].Name)
 			if list {
 				return pick(listAcks, name, said, p)
@@ -862,11 +862,11 @@ func acknowledgement(p ReplyPrompt) string {
 	if len(filed) > maxAckNames {
 		return "Thanks, I've noted all of that."
 	}
-	names := make([]string, len(filed))
+	fields := make([]string, len(filed))
 	for i, f := range filed {
-		names[i] = "the " + lowerFirst(f.Name)
+		fields[i] = "the " + lowerFirst(f.Name)
 	}
-	return pick(nameAcks, andList(names), "", p)
+	return pick(nameAcks, andList(fields), "", p)
 }
 
 // The acknowledgements of what a message filed: of a field's value said
@@ -935,7 +935,7 @@ func fill(template, name, value string) string {
 // (the last one when it names none, as a list grows at its end); list
 // tells the latter. ok is false for any other value, and for one too long
 // to say in passing.
-func sayable(raw string, p ReplyPrompt) (said string, list, ok bool) {
+func sayable(raw string, p ReplyPrompt, names, lower wordList) (said string, list, ok bool) {
 	var v any
 	if json.Unmarshal([]byte(raw), &v) != nil {
 		return "", false, false // clipped, or no JSON
@@ -959,8 +959,6 @@ func sayable(raw string, p ReplyPrompt) (said string, list, ok bool) {
 			}
 		}
 	}
-	names := slices.Concat(p.Names, capitalised(p.Message))
-	lower := slices.Concat(p.Lowercase, lowercase(p.Message))
 	n := 0
 	for i, it := range items {
 		words := strings.Fields(strings.TrimRight(it, ".!,;: "))
@@ -1020,8 +1018,8 @@ var notForUs = []string{"what about", "how about", "what if", "mean", "what kind
 // said (their words, or the summary of what is known). An opener one of the
 // last replies said gives way to the next technique's, or to none: said at
 // every turn, or every other, it reads as a script.
-func opener(p ReplyPrompt) (o string, saysBack bool) {
-	echo, fragment := reflect(p.Message, p.Known, p.Names, p.Lowercase)
+func opener(p ReplyPrompt, names, lower wordList) (o string, saysBack bool) {
+	echo, fragment := reflect(p.Message, p.Known, names, lower)
 	for _, t := range p.Techniques {
 		if o := techniqueOpener(t, p, echo, fragment); o != "" && !p.saidLately(o) {
 			return o, echoing[t] || t == "summary_reflection"
@@ -1201,9 +1199,10 @@ const minEchoWords = 3
 // take. Words no frame takes echo nothing: a sentence without its subject
 // ("Lost a big client last month"), a preposition's phrase, an
 // instruction, an aside, a take-back. known are the session's facts, names
-// the words the user wrote capitalised inside a sentence before, whose
-// capital stays, and lower those they wrote in lowercase (keepsCapital).
-func reflect(msg string, known, names, lower []string) (echo string, fragment bool) {
+// the words the user wrote capitalised inside a sentence, in the history
+// or the message, whose capital stays, and lower those they wrote in
+// lowercase (ReplyPrompt.words, keepsCapital).
+func reflect(msg string, known []string, names, lower wordList) (echo string, fragment bool) {
 	ss := engine.Sentences(msg)
 	if len(ss) == 0 || engine.IsQuestion(ss[0]) || Declines(msg) {
 		// "It sounds like what do you mean by that." and "It sounds like
@@ -1249,7 +1248,7 @@ func reflect(msg string, known, names, lower []string) (echo string, fragment bo
 	first := strings.ToLower(strings.Trim(strings.ReplaceAll(words[0], "’", "'"), ",:;"))
 	// An instruction ("Drop the indoor studio, …") is no clause of the
 	// user's either: "Got it: …" takes it, "It sounds like" does not.
-	fragment = thingNamed(words) || instruction(words, slices.Concat(names, capitalised(msg)))
+	fragment = thingNamed(words) || instruction(words, names)
 	if fragment && (bareVerb(first) || prepositions[first]) || first == "don't" || first == "please" || adding(words) {
 		// "Lost a big client last month" leaves out who did it, "On
 		// paper, mostly" names no thing, "Don't forget Shopify" tells
@@ -1264,7 +1263,7 @@ func reflect(msg string, known, names, lower []string) (echo string, fragment bo
 	}
 	turnAround(words)
 	echo = strings.Join(words, " ")
-	if keepsCapital(words, known, slices.Concat(names, capitalised(msg)), slices.Concat(lower, lowercase(msg))) {
+	if keepsCapital(words, known, names, lower) {
 		return echo, fragment
 	}
 	return lowerFirst(echo), fragment
@@ -1278,8 +1277,8 @@ var articles = map[string]bool{"a": true, "an": true}
 // "So what matters to you is that" makes no sentence of. A name before a
 // determiner is none ("Greggs the bakery"), nor an adverb ("Yesterday the
 // van broke down").
-func instruction(words, names []string) bool {
-	if len(words) < 2 || strings.TrimRight(words[0], ",:;") != words[0] || slices.Contains(names, words[0]) {
+func instruction(words []string, names wordList) bool {
+	if len(words) < 2 || strings.TrimRight(words[0], ",:;") != words[0] || names.has(words[0]) {
 		return false
 	}
 	first := strings.ToLower(strings.ReplaceAll(words[0], "’", "'"))
@@ -1524,7 +1523,7 @@ var verbWords = engine.WordSet(`is are was were be been being am has have had do
 // preposition, a verb before its object ("Drop the …") and a word the user
 // wrote in lowercase (lowered: "booking dog walks", then "Dog owners …")
 // are lowered whatever follows them or a known fact opens with.
-func keepsCapital(words, known, names, lowered []string) bool {
+func keepsCapital(words, known []string, names, lowered wordList) bool {
 	first := strings.Trim(words[0], ",:;")
 	if strings.IndexFunc(first[min(1, len(first)):], unicode.IsUpper) >= 0 {
 		return true
@@ -1540,7 +1539,7 @@ func keepsCapital(words, known, names, lowered []string) bool {
 	if len(words) > 1 && strings.TrimRight(words[0], ",:;") == words[0] {
 		next = strings.ToLower(words[1])
 	}
-	if slices.Contains(names, first) {
+	if names.has(first) {
 		return true
 	}
 	if next != "" && nameGoesOn(words) {
@@ -1573,7 +1572,7 @@ func keepsCapital(words, known, names, lowered []string) bool {
 			return true
 		}
 	}
-	if slices.Contains(lowered, lower) {
+	if lowered.has(lower) {
 		return false // "booking dog walks", then "Dog owners …"
 	}
 	// "Word of mouth" is no product's name.
@@ -1682,6 +1681,25 @@ func knownName(value, word string) bool {
 // lowercase are the words of a text written in lowercase, as keepsCapital
 // compares them.
 func lowercase(text string) []string { return appendLowercase(nil, text) }
+
+// wordList is lists of words read as one, without copying them into one:
+// the words of the whole history, those of the message, which a reply
+// reads several times, and those of a handoff. An array, it is passed
+// without being allocated.
+type wordList [3][]string
+
+// has reports whether one of the lists holds w.
+func (l *wordList) has(w string) bool {
+	return slices.ContainsFunc(l[:], func(ws []string) bool { return slices.Contains(ws, w) })
+}
+
+// words are the words of the user that tell a name's capital
+// (keepsCapital): those the history and the message write capitalised
+// inside a sentence, and those they write in lowercase. A reply gathers
+// the message's once.
+func (p ReplyPrompt) words() (names, lower wordList) {
+	return wordList{p.Names, capitalised(p.Message)}, wordList{p.Lowercase, lowercase(p.Message)}
+}
 
 // appendLowercase appends the words of text written in lowercase to dst
 // (lowercase): a reply's prompt reads them from every message of the

@@ -1,6 +1,8 @@
 package offlineskill
 
 import (
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -61,7 +63,7 @@ func TestEchoIsCutWhereAClauseEnds(t *testing.T) {
 		"We bake from 4am, open the shop at 7, deliver to cafes twice a week and do the books on Sundays.":                                "you bake from 4am, open the shop at 7, deliver to cafes twice a week",
 		"Every morning we bake and sell about three hundred loaves to the cafes in the city centre and the farm shop.":                    "every morning you bake and sell about three hundred loaves to the cafes in the city centre",
 	} {
-		if got, _ := reflect(msg, nil, nil, nil); got != want {
+		if got, _ := reflect(msg, nil, wordList{}, wordList{}); got != want {
 			t.Errorf("echo of %q = %q, want %q", msg, got, want)
 		}
 	}
@@ -90,14 +92,14 @@ func TestANameOpeningAnEchoKeepsItsCapital(t *testing.T) {
 		"System crashes every week":            false,
 		"Customers keep calling about the van": false,
 	} {
-		if got := keepsCapital(strings.Fields(echo), nil, nil, nil); got != want {
+		if got := keepsCapital(strings.Fields(echo), nil, wordList{}, wordList{}); got != want {
 			t.Errorf("keepsCapital(%q) = %t, want %t", echo, got, want)
 		}
 	}
 	// Said in a reply, the name is the subject of a clause, which "It
 	// sounds like" takes: it said nothing.
 	msg := "Dave our manager does the rota every week and keeps the shop running when I am away at the farmers market on Saturdays."
-	if got, fragment := reflect(msg, nil, nil, nil); got != "Dave your manager does the rota every week and keeps the shop running" || fragment {
+	if got, fragment := reflect(msg, nil, wordList{}, wordList{}); got != "Dave your manager does the rota every week and keeps the shop running" || fragment {
 		t.Errorf("echo of %q = %q (fragment %t), want %q, a clause", msg, got, fragment, "Dave your manager does the rota every week and keeps the shop running")
 	}
 }
@@ -167,5 +169,40 @@ func TestPlainValueOfAClippedValue(t *testing.T) {
 		if got := plainValue(raw); got != want {
 			t.Errorf("plainValue(%q) = %q, want %q", raw, got, want)
 		}
+	}
+}
+
+// A reply reads the words of the whole history, to tell a name's capital,
+// without copying them: it copied them, with the message's, at each
+// reading (168 words in the turn-path prompt, three times a reply). A
+// reply to a long conversation allocates what one to a short one does.
+func TestReplyDoesNotCopyTheHistorysWords(t *testing.T) {
+	prompt := func(words int) ReplyPrompt {
+		p := ReplyPrompt{Phase: "CORE_CAPTURE", DominantMode: "extract", Techniques: []string{"active_listening"},
+			NextID: "trigger_event_identified", NextQuestion: "What made this a priority now?",
+			Message: "Every weekend we sell our bread to the cafes in town."}
+		for i := range words {
+			p.Names = append(p.Names, fmt.Sprintf("Name%d", i))
+			p.Lowercase = append(p.Lowercase, fmt.Sprintf("word%d", i))
+		}
+		return p
+	}
+	allocated := func(p ReplyPrompt) uint64 {
+		const runs = 20
+		Compose(p) // the tokenizer and the caches are loaded
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			Compose(p)
+		}
+		runtime.ReadMemStats(&after)
+		return (after.TotalAlloc - before.TotalAlloc) / runs
+	}
+	short, long := allocated(prompt(10)), allocated(prompt(2000))
+	if want := "It sounds like every weekend you sell your bread to the cafes in town."; !strings.HasPrefix(Compose(prompt(2000)), want) {
+		t.Fatalf("reply %q, want it to open with %q", Compose(prompt(2000)), want)
+	}
+	if long > short+1024 {
+		t.Errorf("a reply after 2,000 words allocates %d bytes, after 10 words %d", long, short)
 	}
 }
