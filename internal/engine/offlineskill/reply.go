@@ -796,7 +796,14 @@ var (
 	// questions: "this is a waste of time", "these questions are
 	// annoying", "you're not helpful"; not "fancy marketing talk is a waste
 	// of time", which says what the user thinks of something else.
-	aimedPushbackRe = regexp.MustCompile(`^ (?:[a-z']+ )?(?:this|that|it|you|these questions|those questions|the questions|your questions|all this|all these questions|this chat|this conversation)(?:(?:'s|'re| is| are| was| feels| seems| gets)?(?: (?:so|really|very|quite|a bit|kind of|such|just|totally|getting|pretty|becoming))* (?:a |an )?(?:complete |total |real |huge )?(?:waste of (?:my |our )?time|annoying|frustrating|not helpful|unhelpful|pointless|tedious|repetitive|useless)|(?: isn't| aren't|'s not|'re not| is not| are not)(?: very| really| that)? helpful) $`)
+	aimedPushbackRe = regexp.MustCompile(`^ (?:[a-z']+ )?` +
+		`(?:this|that|it|you|these questions|those questions|the questions|your questions|all this|all these questions|` +
+		`this chat|this conversation)` +
+		`(?:(?:'s|'re| is| are| was| feels| seems| gets)?` +
+		`(?: (?:so|really|very|quite|a bit|kind of|such|just|totally|getting|pretty|becoming))* ` +
+		`(?:a |an )?(?:complete |total |real |huge )?` +
+		`(?:waste of (?:my |our )?time|annoying|frustrating|not helpful|unhelpful|pointless|tedious|repetitive|useless)` +
+		`|(?: isn't| aren't|'s not|'re not| is not| are not)(?: very| really| that)? helpful) $`)
 	// moreDeclines put the question off beside declinePhrases.
 	moreDeclines = []string{"not now", "next time", "another time", "move on", "no comment", "pass"}
 	// holdWords are the words a clause that holds back is made of beside
@@ -806,7 +813,7 @@ var (
 		us me my rather not prefer to say answer share tell that this it that's it's one ones question questions part
 		bit for now right yet just maybe perhaps later come back skip pass on tbd sure really honestly honest be tbh
 		don't do does know no idea haven't have has decided decide clue about the moment at still thinking think
-		please sorry if mind a am are is quite totally completely entirely yet okay ok hmm um well so oh ah actually
+		please sorry if mind a am are is quite totally completely entirely okay ok hmm um well so oh ah actually
 		too much all off go into get move next time another comment there`)
 	// sayingVerbs are what a user would rather not do with an answer.
 	sayingVerbs = engine.WordSet("say answer share tell disclose discuss reveal give go get talk comment put")
