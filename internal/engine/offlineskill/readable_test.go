@@ -80,6 +80,7 @@ func TestSummarySaysAClippedValueInWords(t *testing.T) {
 // a preposition, "Per unit …"; a product's name that is no name before
 // "of", "Word of mouth"), and a long sentence is cut where a clause or an
 // item of a list ends, not in the middle of one ("… twice a week and do.").
+// And pushback ("This is a waste of time.") is not said back as a thought.
 func TestEchoesReadInsideTheReply(t *testing.T) {
 	fresh := func(def *engine.Definition) *engine.WorkingMemory {
 		m := engine.NewWorkingMemory(def, "s", "p")
@@ -130,6 +131,9 @@ func TestEchoesReadInsideTheReply(t *testing.T) {
 		{name: "a name of two words", engine: "business-profile", phase: "FOUNDATIONS", next: "customer_segments_identified",
 			techniques: []string{"mirroring"}, memory: fresh, msg: "Whole Foods stocks our bread in three stores.",
 			want: "Got it: Whole Foods stocks your bread in three stores."},
+		{name: "pushback is no thought of the user's", engine: "project-discovery", phase: "CORE_CAPTURE",
+			next: "trigger_event_identified", techniques: []string{"active_listening"}, memory: fresh,
+			msg: "This is a waste of time.", want: "What made this a priority now?"},
 		{name: "a place", engine: "business-profile", phase: "FOUNDATIONS", next: "customer_segments_identified",
 			techniques: []string{"mirroring"}, memory: fresh, msg: "London is where most of our customers live.",
 			want: "Got it: London is where most of your customers live."},
@@ -139,6 +143,9 @@ func TestEchoesReadInsideTheReply(t *testing.T) {
 			got := replyOf(t, tt.engine, tt.memory, tt.phase, tt.techniques, tt.next, tt.msg)
 			if !strings.Contains(got, tt.want) {
 				t.Errorf("reply\n%q\ndoes not say\n%q", got, tt.want)
+			}
+			if strings.Contains(got, "waste of time") {
+				t.Errorf("reply %q says the user's pushback back", got)
 			}
 		})
 	}

@@ -1211,10 +1211,10 @@ const minEchoWords = 3
 // lowercase (ReplyPrompt.words, keepsCapital).
 func reflect(msg string, known []string, names, lower wordList) (echo string, fragment bool) {
 	ss := engine.Sentences(msg)
-	if len(ss) == 0 || engine.IsQuestion(ss[0]) || Declines(msg) {
-		// "It sounds like what do you mean by that." and "It sounds like
-		// you'd rather skip that one." echo nothing the user said about
-		// the matter.
+	if len(ss) == 0 || engine.IsQuestion(ss[0]) || Declines(msg) || heldBack(msg) {
+		// "It sounds like what do you mean by that.", "It sounds like
+		// you'd rather skip that one." and "It sounds like this is a waste
+		// of time." echo nothing the user said about the matter.
 		return "", false
 	}
 	if takesBackLast(msg) {
