@@ -723,16 +723,24 @@ func (p ReplyPrompt) holdsBack() bool {
 // (holdingBack), or says nothing ("Honestly, I don't know.", "Skip that,
 // sorry."). A clause that says anything else is an answer, and the words
 // of a hold-back in it are part of it ("fancy marketing talk is a waste of
-// time", "we'll open a second shop later").
+// time", "we'll open a second shop later"). Every reply reads its message
+// so: the sentences are read one at a time and the words of a clause
+// gathered on the stack.
 func heldBack(msg string) bool {
 	held := false
-	for _, s := range engine.Sentences(msg) {
-		for c := range strings.FieldsFuncSeq(s, func(r rune) bool { return r == ',' || r == ';' || r == ':' }) {
-			words := strings.FieldsFunc(strings.ToLower(c), func(r rune) bool {
+	var buf [24]string
+	for text := msg; text != ""; {
+		var s string
+		s, text = engine.FirstSentence(text)
+		for c := range strings.FieldsFuncSeq(strings.ToLower(s), func(r rune) bool { return r == ',' || r == ';' || r == ':' }) {
+			words := buf[:0]
+			for w := range strings.FieldsFuncSeq(c, func(r rune) bool {
 				return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
-			})
-			for i, w := range words {
-				words[i] = strings.ReplaceAll(w, "’", "'")
+			}) {
+				if strings.ContainsRune(w, '’') {
+					w = strings.ReplaceAll(w, "’", "'")
+				}
+				words = append(words, w)
 			}
 			switch {
 			case len(words) == 0:
@@ -756,19 +764,17 @@ func heldBack(msg string) bool {
 // is"), and pushback aimed at the assistant or its questions ("you keep
 // asking", "this is a waste of time", "these questions are annoying").
 func holdingBack(words []string) bool {
-	clause := " " + strings.Join(words, " ") + " "
-	if slices.ContainsFunc(pushback, func(p string) bool { return strings.Contains(clause, " "+p+" ") }) ||
-		aimedPushbackRe.MatchString(clause) {
+	if slices.ContainsFunc(pushback, func(p string) bool { return phraseAt(words, p) >= 0 }) ||
+		aimedAdjectives[words[len(words)-1]] && aimedPushbackRe.MatchString(" "+strings.Join(words, " ")+" ") {
 		return true
 	}
 	for _, phrases := range [][]string{declinePhrases, unsurePhrases, moreDeclines} {
 		for _, p := range phrases {
-			i := strings.Index(clause, " "+p+" ")
+			i := phraseAt(words, p)
 			if i < 0 {
 				continue
 			}
-			before := strings.Fields(clause[:i])
-			after := strings.Fields(clause[i+len(p)+1:])
+			before, after := words[:i], words[i+strings.Count(p, " ")+1:]
 			if slices.ContainsFunc(before, func(w string) bool { return !holdWords[w] }) {
 				continue // "We'd rather not borrow", "we'll open a second shop later"
 			}
@@ -785,6 +791,32 @@ func holdingBack(words []string) bool {
 		}
 	}
 	return false
+}
+
+// phraseAt is the index of the first of words where phrase, words
+// separated by single spaces, is said; -1 for none.
+func phraseAt(words []string, phrase string) int {
+	first, rest, _ := strings.Cut(phrase, " ")
+	for i, w := range words {
+		if w != first {
+			continue
+		}
+		j := i + 1
+		for p := range strings.SplitSeq(rest, " ") {
+			if p == "" {
+				break
+			}
+			if j >= len(words) || words[j] != p {
+				j = -1
+				break
+			}
+			j++
+		}
+		if j >= 0 {
+			return i
+		}
+	}
+	return -1
 }
 
 var (
@@ -804,6 +836,8 @@ var (
 		`(?:a |an )?(?:complete |total |real |huge )?` +
 		`(?:waste of (?:my |our )?time|annoying|frustrating|not helpful|unhelpful|pointless|tedious|repetitive|useless)` +
 		`|(?: isn't| aren't|'s not|'re not| is not| are not)(?: very| really| that)? helpful) $`)
+	// aimedAdjectives end a clause aimedPushbackRe may find.
+	aimedAdjectives = engine.WordSet("time annoying frustrating helpful unhelpful pointless tedious repetitive useless")
 	// moreDeclines put the question off beside declinePhrases.
 	moreDeclines = []string{"not now", "next time", "another time", "move on", "no comment", "pass"}
 	// holdWords are the words a clause that holds back is made of beside
