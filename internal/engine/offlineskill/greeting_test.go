@@ -99,6 +99,26 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 				"Budget: none yet", "Timeline: Christmas", "Integration: none", "Integration: Xero", "Funding: None")}},
 			want: []string{"I have noted your constraints: no budget yet; by Christmas; integration with Xero; no funding."},
 			not:  []string{"of none", "from none", "with none", "christmas"}},
+		{name: "constraints said as none or not known, in other words",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Budget: None at the moment", "Timeline: Not sure", "Integration: none needed", "Team: unknown")}},
+			want: []string{"I have noted your constraints: no budget yet; the timeline is not known yet; " +
+				"the team is not known yet."},
+			not: []string{"of none", "of not sure", "with none", "of unknown", "None at"}},
+		{name: "a budget no one knows and a technical constraint to be decided",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Budget: no idea", "Technical: TBD", "Regulation: n/a")}},
+			want: []string{"I have noted your constraints: the budget is not known yet; no technical constraints yet."},
+			not:  []string{"of no idea", "compliance with"}},
+		{name: "a recurring time is no deadline",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Timeline: Monday mornings", "Budget: $500 a month")}},
+			want: []string{"I have noted your constraints: on Monday mornings; a budget of $500 a month."},
+			not:  []string{"by Monday", "of Monday"}},
+		{name: "a recurring time said with every, and a deadline on a day",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Timeline: every Friday", "Timeline: Friday week")}},
+			want: []string{"I have noted your constraints: every Friday; by Friday week."}},
 		{name: "a budget and a deadline said in other words",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Budget: $60k to $80k", "Timeline: 6 months to launch", "Team: two developers")}},

@@ -429,11 +429,18 @@ func constraintsSaid(cs, known []string, names, lower wordList) []string {
 	items := map[string][]string{}
 	for _, c := range cs {
 		label, value := constraintLabel(c)
-		if noneSaid(value) {
-			// "Budget: none yet" is said as no budget; an item of a list
-			// there are none of, or a constraint of nothing, says nothing.
-			if noun, ok := noneLabels[label]; ok {
+		if none, unknown := noneSaid(value); none || unknown {
+			// "Budget: none yet" is said as no budget and "Budget: no
+			// idea" as a budget not known; an item of a list there are
+			// none of, or a constraint of nothing, says nothing.
+			if noun, ok := noneLabels[label]; ok && none {
 				out = append(out, "no "+noun+yet(value))
+			} else if ok {
+				verb := " is"
+				if strings.HasSuffix(noun, "s") {
+					verb = " are"
+				}
+				out = append(out, "the "+noun+verb+" not known yet")
 			}
 			continue
 		}
@@ -463,20 +470,45 @@ var noneLabels = map[string]string{"Budget": "budget", "Timeline": "timeline", "
 	"Technical": "technical constraints"}
 
 // noneSaid reports whether a constraint's value says there is none
-// ("none", "None yet", "n/a").
-func noneSaid(value string) bool {
-	switch strings.ToLower(strings.TrimRight(strings.TrimSpace(value), ".!")) {
-	case "none", "none yet", "nothing", "nothing yet", "n/a", "no", "not yet", "tbd":
-		return true
+// ("none", "None at the moment", "none needed", "n/a") or that the user
+// does not know it ("no idea", "Not sure", "unknown"): its words, but
+// those that say for how long or why (noneTails), are one of noneHeads
+// or unknownHeads.
+func noneSaid(value string) (none, unknown bool) {
+	v := strings.ToLower(strings.Join(strings.FieldsFunc(strings.ReplaceAll(value, "’", "'"), func(r rune) bool {
+		return unicode.IsSpace(r) || strings.ContainsRune(".,;:!", r)
+	}), " "))
+	for cut := true; cut; {
+		cut = false
+		for _, tail := range noneTails {
+			if rest, ok := strings.CutSuffix(v, " "+tail); ok {
+				v, cut = rest, true
+			}
+		}
 	}
-	return false
+	return noneHeads[v], unknownHeads[v]
 }
 
+var (
+	// noneHeads say there is none of a constraint.
+	noneHeads = engine.WordSet("none nothing no not n/a na tbd tbc")
+	// unknownHeads say the user does not know a constraint.
+	unknownHeads = map[string]bool{"no idea": true, "not sure": true, "unsure": true, "unknown": true, "not known": true,
+		"don't know": true, "dont know": true, "i don't know": true, "no clue": true, "not decided": true, "undecided": true}
+	// noneTails are the words after a value of none or unknown that say
+	// for how long or why ("none at the moment", "not sure yet").
+	noneTails = []string{"yet", "at the moment", "for now", "so far", "right now", "currently", "at present", "at this point",
+		"really", "at all", "needed", "required", "planned", "set", "in place", "decided"}
+)
+
 // yet is " yet" for a value of none that says there is none yet ("none
-// yet", "TBD"), "" for another.
+// yet", "None at the moment", "TBD"), "" for another.
 func yet(value string) string {
-	if t := engine.LowerText(value); t.Contains("yet") || t.Contains("tbd") {
-		return " yet"
+	t := engine.LowerText(value)
+	for _, w := range []string{"yet", "tbd", "tbc", "moment", "for now", "so far", "right now", "currently", "at present"} {
+		if t.Contains(w) {
+			return " yet"
+		}
 	}
 	return ""
 }
@@ -497,7 +529,9 @@ func labelInWords(label, value string) string {
 		}
 	case "Timeline":
 		switch {
-		case prepositions[first]:
+		case prepositions[first] || first == "every" || first == "each":
+		case recurring(words):
+			return "on " + value // "on Monday mornings", not "by Monday mornings"
 		case dated(first) || seasons[first] || first == "next" || first == "end" || first == "early" || first == "mid" ||
 			first == "late":
 			return "by " + value
@@ -515,6 +549,23 @@ func labelInWords(label, value string) string {
 	}
 	return value
 }
+
+// recurring reports whether a timeline's words name a time that comes
+// back, not a date: a day in the plural ("Mondays") or a day before a
+// part of it in the plural ("Monday mornings").
+func recurring(words []string) bool {
+	first := strings.ToLower(strings.Trim(words[0], ",;:"))
+	if !calendar[strings.TrimSuffix(first, "s")] {
+		return false
+	}
+	if len(words) > 1 {
+		return dayParts[strings.ToLower(strings.Trim(words[1], ",;:."))]
+	}
+	return first != strings.TrimSuffix(first, "s") && !calendar[first]
+}
+
+// dayParts are the parts of a day, in the plural, a recurring time names.
+var dayParts = engine.WordSet("mornings afternoons evenings nights lunchtimes")
 
 // notDoneYet is an obligation's description, which says what is done when
 // it is met ("The next steps are agreed"), said as what is not done yet
