@@ -1432,7 +1432,12 @@ func clauseStart(words []string, i int) bool {
 		_, pronoun := pronouns[after]
 		return pronoun || soClauseLeads[after]
 	case "and", "or":
-		if number(before) && number(after) || after == "i" || after == "me" || after == "myself" {
+		if number(before) && number(after) || after == "me" || after == "myself" {
+			return false
+		}
+		if after == "i" && (!slices.ContainsFunc(words[:i], verbShown) || i+2 >= len(words) || words[i+1] != strings.TrimRight(words[i+1], ",;:.")) {
+			// "My business partner Tom and I started" is the subject of
+			// both; after a clause, "and I still have to pay" is one.
 			return false
 		}
 		for _, w := range words[max(i-4, 0):i] {
@@ -1442,6 +1447,12 @@ func clauseStart(words []string, i int) bool {
 		}
 	}
 	return true
+}
+
+// verbShown reports whether a word shows a clause's verb (clauseWord), as
+// a possessive does not ("My business partner Tom and I").
+func verbShown(w string) bool {
+	return clauseWord(w) && !possessives[strings.ToLower(strings.Trim(w, ",;:"))]
 }
 
 // soClauseLeads open the clause a "so" starts beside a pronoun ("so the
@@ -1469,8 +1480,9 @@ func completes(cut []string, clause bool) bool {
 		return false
 	}
 	if len(cut) > 1 {
-		// "every weekend we get": a verb right after its subject.
-		if before := strings.ToLower(strings.ReplaceAll(cut[len(cut)-2], "’", "'")); subjects[before] {
+		// "every weekend we do": a verb right after its subject wants its
+		// object, but one that takes none ("before they come").
+		if before := strings.ToLower(strings.ReplaceAll(cut[len(cut)-2], "’", "'")); subjects[before] && !intransitives[last] {
 			return false
 		}
 	}
@@ -1490,6 +1502,13 @@ var (
 	// objectVerbs want an object after them.
 	objectVerbs = engine.WordSet(`get got make made sell sold take took need needs want wants use uses buy bought give gave
 		keep kept send sent bring brought put find found hire hired pay paid offer serve serves`)
+	// intransitives are verbs that take no object, which a clause may end
+	// on after its subject ("before they come", "when we open").
+	intransitives = engine.WordSet(`come comes came go goes went arrive arrives arrived leave leaves left open opens opened
+		close closes closed start starts started finish finishes finished cancel cancels cancelled canceled work works
+		worked wait waits waited stay stays stayed happen happens happened travel travels travelled traveled return
+		returns returned retire retires retired sleep sleeps slept live lives lived die dies died complain complains
+		complained agree agrees agreed disagree disagrees disagreed succeed succeeds succeeded fail fails failed`)
 	// subjects are the pronouns a verb follows as its subject.
 	subjects = engine.WordSet("i we you they he she it who that which")
 )

@@ -63,6 +63,9 @@ func TestEchoIsCutWhereAClauseEnds(t *testing.T) {
 		"We are choosing between Square and Shopify for the online shop that we want to open before the Christmas rush starts this year.": "",
 		"We bake from 4am, open the shop at 7, deliver to cafes twice a week and do the books on Sundays.":                                "you bake from 4am, open the shop at 7, deliver to cafes twice a week",
 		"Every morning we bake and sell about three hundred loaves to the cafes in the city centre and the farm shop.":                    "every morning you bake and sell about three hundred loaves to the cafes in the city centre",
+		"The problem is that clients cancel at the last minute and I still have to pay the trainer for the whole session.":                "the problem is that clients cancel at the last minute",
+		"Clients have to pay online before they come so that the trainer still gets paid when a class is cancelled late.":                 "clients have to pay online before they come",
+		"My wife and I run the shop together and we both bake every morning before the cafes open their doors at seven.":                  "your wife and you run the shop together",
 	} {
 		if got, _ := reflect(msg, nil, wordList{}, wordList{}); got != want {
 			t.Errorf("echo of %q = %q, want %q", msg, got, want)
