@@ -1657,7 +1657,7 @@ func keepsCapital(words, known []string, names, lowered wordList) bool {
 	if len(words) > 1 && strings.TrimRight(words[0], ",:;") == words[0] {
 		next = strings.ToLower(words[1])
 	}
-	if names.has(first) {
+	if names.has(first) || introduced(words) {
 		return true
 	}
 	if next != "" && nameGoesOn(words) {
@@ -1696,6 +1696,28 @@ func keepsCapital(words, known []string, names, lowered wordList) bool {
 	// "Word of mouth" is no product's name.
 	return products[lower] && next != "of" || !common(lower)
 }
+
+// introduced reports whether a sentence opens with a name said to be
+// someone's or something's role ("Bill is our accountant", "Square is
+// our card reader"): "is" or "was", a possessive, and a role within two
+// words of it, which "Time is our biggest problem" has none of.
+func introduced(words []string) bool {
+	if len(words) < 4 || (words[1] != "is" && words[1] != "was") || !possessives[strings.ToLower(words[2])] {
+		return false
+	}
+	for _, w := range words[3:min(len(words), 5)] {
+		if roles[strings.ToLower(strings.Trim(w, ",;:."))] {
+			return true
+		}
+	}
+	return false
+}
+
+// roles are the people and tools a name is introduced as.
+var roles = engine.WordSet(`accountant bookkeeper manager partner owner landlord supplier baker chef cook driver assistant
+	apprentice designer developer trainer cleaner wife husband son daughter brother sister mum dad mother father friend
+	boss lawyer solicitor agent rep supervisor neighbour neighbor investor mentor coach vet bank till reader provider
+	processor app platform software system tool`)
 
 // nameGoesOn reports whether the capitalised word that opens a sentence
 // goes on in a capitalised word, as a name of two words does ("Whole

@@ -247,3 +247,19 @@ func TestPushbackIsNotAcknowledgedAsFiled(t *testing.T) {
 		}
 	}
 }
+
+// A name the message introduces by its role keeps its capital, though
+// it is a common word too ("Bill is our accountant" was echoed "bill is
+// your accountant"); a common word before no role is lowered.
+func TestIntroducedNameKeepsItsCapital(t *testing.T) {
+	t.Parallel()
+	for msg, want := range map[string]string{
+		"Bill is our accountant and he does the books.":  "Bill is your accountant and he does the books",
+		"Square is our card reader at the market stall.": "Square is your card reader at the market stall",
+		"Time is our biggest problem in the mornings.":   "time is your biggest problem in the mornings",
+	} {
+		if got, _ := reflect(msg, nil, wordList{}, wordList{}); got != want {
+			t.Errorf("echo of %q = %q, want %q", msg, got, want)
+		}
+	}
+}
