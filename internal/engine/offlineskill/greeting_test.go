@@ -69,7 +69,7 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 			},
 			want: []string{"I have noted your constraints: a budget of around 15,000 pounds; by June; " +
 				"it must run on iPhone and Android; integration with Stripe and your Google Calendar; " +
-				"an agency will build it and you will run it.",
+				"and an agency will build it and you will run it.",
 				"I will keep in mind: owners' addresses and door codes; only the assigned walker may see them."},
 			not: []string{"Budget:", "Integration:", " our Google", "we will"}},
 		{name: "the constraints of a business profile",
@@ -80,7 +80,7 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 					Sensitivities: []string{"Card payments go through Square; we keep cafe contacts in a spreadsheet"}},
 			},
 			want: []string{"I have noted your constraints: baking capacity; finding staff; " +
-				"compliance with food hygiene rules and allergen labelling; funding from your own savings, no loans.",
+				"compliance with food hygiene rules and allergen labelling; and funding from your own savings, no loans.",
 				"I will keep in mind: card payments go through Square; you keep cafe contacts in a spreadsheet."}},
 		{name: "a decision that opens with an article",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
@@ -97,33 +97,33 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 		{name: "constraints there are none of, and a holiday",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Budget: none yet", "Timeline: Christmas", "Integration: none", "Integration: Xero", "Funding: None")}},
-			want: []string{"I have noted your constraints: no budget yet; by Christmas; integration with Xero; no funding."},
+			want: []string{"I have noted your constraints: no budget yet, by Christmas, integration with Xero and no funding."},
 			not:  []string{"of none", "from none", "with none", "christmas"}},
 		{name: "constraints said as none or not known, in other words",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Budget: None at the moment", "Timeline: Not sure", "Integration: none needed", "Team: unknown")}},
-			want: []string{"I have noted your constraints: no budget yet; the timeline is not known yet; " +
-				"the team is not known yet."},
+			want: []string{"I have noted your constraints: no budget yet, the timeline is not known yet " +
+				"and the team is not known yet."},
 			not: []string{"of none", "of not sure", "with none", "of unknown", "None at"}},
 		{name: "a budget no one knows and a technical constraint to be decided",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Budget: no idea", "Technical: TBD", "Regulation: n/a")}},
-			want: []string{"I have noted your constraints: the budget is not known yet; no technical constraints yet."},
+			want: []string{"I have noted your constraints: the budget is not known yet and no technical constraints yet."},
 			not:  []string{"of no idea", "compliance with"}},
 		{name: "a recurring time is no deadline",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Timeline: Monday mornings", "Budget: $500 a month")}},
-			want: []string{"I have noted your constraints: on Monday mornings; a budget of $500 a month."},
+			want: []string{"I have noted your constraints: on Monday mornings and a budget of $500 a month."},
 			not:  []string{"by Monday", "of Monday"}},
 		{name: "a recurring time said with every, and a deadline on a day",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Timeline: every Friday", "Timeline: Friday week")}},
-			want: []string{"I have noted your constraints: every Friday; by Friday week."}},
+			want: []string{"I have noted your constraints: every Friday and by Friday week."}},
 		{name: "a budget and a deadline said in other words",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Budget: $60k to $80k", "Timeline: 6 months to launch", "Team: two developers")}},
-			want: []string{"I have noted your constraints: a budget of $60k to $80k; a timeline of 6 months to launch; " +
-				"a team of two developers."}},
+			want: []string{"I have noted your constraints: a budget of $60k to $80k, a timeline of 6 months to launch " +
+				"and a team of two developers."}},
 		{name: "a question the user put off",
 			handoff: contracts.EngineHandoff{RelationalState: contracts.RelationalState{Sensitivities: []string{
 				"Only staff may see customer data",
@@ -169,7 +169,7 @@ func TestReplySaysWhatIsStillOpen(t *testing.T) {
 	}}}
 	got := firstReply(t, h)
 	const want = "Still open: the next steps are not agreed yet; the key concepts have not been explained yet; " +
-		"the kind of product is not known yet (web app, mobile app, ...); the users' pain points today are not captured yet."
+		"the kind of product is not known yet (web app, mobile app, ...); and the users' pain points today are not captured yet."
 	if !strings.Contains(got, want) {
 		t.Errorf("the first reply\n%q\ndoes not say\n%q", got, want)
 	}

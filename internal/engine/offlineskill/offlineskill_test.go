@@ -2480,7 +2480,7 @@ func TestReplyAcknowledgesOneChoiceForTwoQuestions(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "You decided on PostgreSQL (for: Which database should you use for the app?); " +
-		"PostgreSQL (for: Which database should you use for analytics?); Stripe."
+		"PostgreSQL (for: Which database should you use for analytics?); and Stripe."
 	if !strings.Contains(first, want) {
 		t.Errorf("first reply = %q\nwant it to say %q", first, want)
 	}

@@ -277,9 +277,9 @@ func telling(decisions, questions []string) []string {
 func acknowledge(h *HandoffSummary, known []string, names, lower wordList) string {
 	list := func(xs []string) string {
 		if len(xs) > 6 {
-			xs = append(xs[:6:6], fmt.Sprintf("and %d more", len(xs)-6))
+			xs = append(xs[:6:6], fmt.Sprintf("%d more", len(xs)-6))
 		}
-		return strings.Join(xs, "; ")
+		return saidList(xs)
 	}
 	names[2] = h.names()
 	say := func(xs []string) []string {
@@ -1083,6 +1083,35 @@ func andList(items []string) string {
 		return strings.Join(items, "")
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
+// saidList says items as a list is said: "a, b and c"; or, when an item
+// has a comma, a conjunction or an aside of its own, "a; b, c; and d"
+// ("a; b" for two), so that the reader sees where each ends.
+func saidList(items []string) string {
+	if !slices.ContainsFunc(items, listsOwn) {
+		return andList(items)
+	}
+	if len(items) < 3 {
+		return strings.Join(items, "; ")
+	}
+	return strings.Join(items[:len(items)-1], "; ") + "; and " + items[len(items)-1]
+}
+
+// listsOwn reports whether an item has a comma (but between digits:
+// "15,000"), a semicolon, an "and", an "or" or a bracket of its own.
+func listsOwn(item string) bool {
+	for i := 0; i < len(item); i++ {
+		switch item[i] {
+		case ';', '(':
+			return true
+		case ',':
+			if i == 0 || i+1 == len(item) || !isDigit(item[i-1]) || !isDigit(item[i+1]) {
+				return true
+			}
+		}
+	}
+	return strings.Contains(item, " and ") || strings.Contains(item, " or ")
 }
 
 // signpost leads to the question in inform mode, where nothing else does.

@@ -263,3 +263,21 @@ func TestIntroducedNameKeepsItsCapital(t *testing.T) {
 		}
 	}
 }
+
+func TestSaidList(t *testing.T) {
+	for _, tt := range []struct {
+		items []string
+		want  string
+	}{
+		{[]string{"baking capacity"}, "baking capacity"},
+		{[]string{"no budget yet", "by Christmas"}, "no budget yet and by Christmas"},
+		{[]string{"a budget of 15,000 pounds", "by June", "a team of two"}, "a budget of 15,000 pounds, by June and a team of two"},
+		{[]string{"finding staff", "funding from savings, no loans"}, "finding staff; funding from savings, no loans"},
+		{[]string{"a", "iPhone and Android", "b"}, "a; iPhone and Android; and b"},
+		{[]string{"Stripe (for: payments)", "Xero", "2 more"}, "Stripe (for: payments); Xero; and 2 more"},
+	} {
+		if got := saidList(tt.items); got != tt.want {
+			t.Errorf("saidList(%q) = %q, want %q", tt.items, got, tt.want)
+		}
+	}
+}
