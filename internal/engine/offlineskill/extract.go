@@ -341,6 +341,9 @@ func cueAnswer(p extraction.Prompt) Answer {
 			// "They come back for fresh bread and because we know them by
 			// name" gives reasons, the first one as much as the one "and
 			// because" joins to it: no steps.
+		case guessesOnly(msg, *f):
+			// "Not sure, maybe ask my partner." guesses no budget, nor
+			// "maybe next year": a guess counts only of the field's kind.
 		case measured(*f) && requires(answer):
 			// "It has to work with our Shopify store and take card
 			// payments", to how success will be measured, says what the
@@ -1096,6 +1099,64 @@ func doubtedGuess(msg string) bool {
 		return unsure(engine.LowerText(s)) && guessAfterDoubt(s) != ""
 	})
 }
+
+// guessesOnly reports whether a message says nothing but guesses after a
+// doubt, none of them of the kind the field holds ("Not sure, maybe ask
+// my partner.", "Not sure, maybe next year." to the budget): it answers
+// nothing, as the doubt alone would.
+func guessesOnly(msg string, f extraction.PromptField) bool {
+	guessed := false
+	for _, s := range engine.Sentences(msg) {
+		if engine.IsQuestion(s) {
+			continue
+		}
+		if !unsure(engine.LowerText(s)) {
+			return false
+		}
+		if g := guessAfterDoubt(s); g != "" {
+			if guessFits(f, g) {
+				return false
+			}
+			guessed = true
+		}
+	}
+	return guessed
+}
+
+// guessFits reports whether a guess is of the kind a field holds: a
+// number for a count ("maybe 50"), an amount for a budget or a cost
+// ("maybe 10k", "a few grand"), a time for a deadline ("maybe next
+// year"). A field of no such kind takes any guess.
+func guessFits(f extraction.PromptField, guess string) bool {
+	guess = strings.ToLower(figures(guess))
+	words := strings.FieldsFunc(guess, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	numbered := strings.ContainsAny(guess, "0123456789")
+	switch {
+	case f.ValueType == engine.TypeNumber:
+		return numbered
+	case timeline(f):
+		return slices.ContainsFunc(words, func(w string) bool {
+			return timeUnits[w] || calendar[w] || seasons[w] || holidays[w] || whenWords[w]
+		})
+	case priced(f):
+		return numbered || strings.ContainsAny(guess, "$£€") || slices.ContainsFunc(words, func(w string) bool { return moneyWords[w] })
+	}
+	return true
+}
+
+// priced reports whether a field holds an amount of money ("The budget
+// range"): its name or description says so.
+func priced(f extraction.PromptField) bool {
+	w := contentWords(f.DisplayName + " " + f.Description)
+	return w["budget"] || w["cost"] || w["costs"] || w["price"] || w["pricing"] || w["spend"]
+}
+
+var (
+	// whenWords say a time without a unit ("maybe soon", "ASAP").
+	whenWords = engine.WordSet(`asap soon tomorrow today tonight weekend weekends`)
+	// moneyWords say an amount without a figure ("a few grand").
+	moneyWords = engine.WordSet(`k grand hundred hundreds thousand thousands million dollars pounds euros quid bucks`)
+)
 
 // saysNothing reports whether a sentence is made of hedges, interjections,
 // acknowledgements and bare yes-or-no words alone ("Hmm.", "I guess so.",
