@@ -2717,18 +2717,47 @@ var (
 // walk happened") or a gerund of what befalls the user, with anything
 // after it ("getting paid on time", "being able to pay online"): "not"
 // then names a lack, an item, and takes none off. A gerund alone ("Not
-// invoicing, it's quoting") may be an item taken back.
+// invoicing, it's quoting") may be an item taken back, and a figure of
+// speech ("being funny", "getting me wrong") names no lack.
 func lack(s string) bool {
 	s = strings.ToLower(s)
 	w, rest, _ := strings.Cut(s, " ")
 	next, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
+	if figureOfSpeech(w, rest) {
+		return false
+	}
 	return w == "enough" || w == "many" || w == "much" || strings.HasPrefix(s, "a lot") ||
 		len(w) > 4 && strings.HasSuffix(w, "ing") && (gerundObjects[next] || befalls[w] && next != "")
 }
 
-// befalls are the gerunds of what befalls someone ("getting paid",
-// "being able to"), which no item is named by.
-var befalls = engine.WordSet(`getting being`)
+// figureOfSpeech reports whether a gerund after a "not" and what follows
+// it (lowered) are a figure of speech that opens what the user goes on to
+// say ("Not being funny, but …", "Not being rude", "Not getting me
+// wrong, …"): it says nothing of the user's lot.
+func figureOfSpeech(gerund, rest string) bool {
+	words := strings.FieldsFunc(rest, func(r rune) bool { return !unicode.IsLetter(r) && r != '\'' && r != '’' })
+	switch {
+	case len(words) == 0:
+		return false
+	case gerund == "being":
+		return asides[words[0]] && (len(words) == 1 || asideEnds[words[1]])
+	case gerund == "getting" && len(words) >= 2:
+		return (words[0] == "me" || words[0] == "you") && words[1] == "wrong" && (len(words) == 2 || asideEnds[words[2]])
+	}
+	return false
+}
+
+var (
+	// befalls are the gerunds of what befalls someone ("getting paid",
+	// "being able to"), which no item is named by.
+	befalls = engine.WordSet(`getting being`)
+	// asides are what a speaker is not being while saying something blunt
+	// ("Not being funny, but …").
+	asides = engine.WordSet(`funny rude mean nasty horrible awkward picky cheeky harsh negative dramatic`)
+	// asideEnds go on past a figure of speech to what it opens ("Not being
+	// funny but the price is high").
+	asideEnds = engine.WordSet(`but though or and`)
+)
 
 // lacking reports whether a keyword is said after a "not" and a gerund of
 // what befalls the user ("Not being able to pay online"): the sentence

@@ -26,3 +26,33 @@ func TestExtractionSkillGuessOfTheFieldsKind(t *testing.T) {
 			msg: "Not sure, maybe ask the manager.", absent: []string{"users_and_personas.user_count"}},
 	})
 }
+
+// A "not being" or "not getting" that is a figure of speech ("Not being
+// funny, but …", "Not getting me wrong, …") names no lack: the pain point
+// is what the sentence goes on to say, if anything. "Not getting paid on
+// time" and "Not being able to pay online" are lacks still.
+func TestExtractionSkillIdiomIsNoLack(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "not being funny", focus: "user_pain_points_captured",
+			msg:  "Not being funny, but the price is high.",
+			want: map[string]any{"users_and_personas.pain_points": []any{"the price is high"}}},
+		{name: "not being funny but, no comma", focus: "user_pain_points_captured",
+			msg:  "Not being funny but the price is high.",
+			want: map[string]any{"users_and_personas.pain_points": []any{"the price is high"}}},
+		{name: "not being rude", focus: "user_pain_points_captured",
+			msg:  "Not being rude, but they hate apps.",
+			want: map[string]any{"users_and_personas.pain_points": []any{"they hate apps"}}},
+		{name: "not getting me wrong", focus: "user_pain_points_captured",
+			msg: "Not getting me wrong, they love the walks.", absent: []string{"users_and_personas.pain_points"}},
+		{name: "not gonna lie", focus: "user_pain_points_captured",
+			msg:  "Not gonna lie, the booking is a mess.",
+			want: map[string]any{"users_and_personas.pain_points": []any{"the booking is a mess"}}},
+		{name: "not getting paid is a lack", focus: "user_pain_points_captured",
+			msg:  "Not getting paid on time.",
+			want: map[string]any{"users_and_personas.pain_points": []any{"Not getting paid on time"}}},
+		{name: "not being able to is a lack", focus: "user_pain_points_captured",
+			msg:  "Not being able to pay online.",
+			want: map[string]any{"users_and_personas.pain_points": []any{"Not being able to pay online"}}},
+	})
+}
