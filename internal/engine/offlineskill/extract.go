@@ -805,17 +805,45 @@ func focusList(p extraction.Prompt) *extraction.PromptField {
 // bareList reports whether a message is a list of two or more things
 // named, and no clause ("Support, backups and security reviews."); a
 // possessive that opens an item is part of the thing it names ("Our flour
-// mill, the packaging supplier and Deliveroo.").
+// mill, the packaging supplier and Deliveroo."), unless it opens what is
+// said of a thing ("Our biggest problem, honestly.", "My biggest
+// headache, the VAT return.") or a thing named by what it is, a comma
+// apart ("Our main supplier, Shipton Mill.": one item, an appositive).
 func bareList(msg string) bool {
 	items := SplitItems(msg)
+	if len(items) == 2 && possessive(items[0]) && !joined(msg) {
+		return false
+	}
 	return len(items) > 1 && !slices.ContainsFunc(items, func(it string) bool {
 		w := strings.Fields(it)
 		if len(w) > 1 && possessives[strings.ToLower(w[0])] {
+			if slices.ContainsFunc(w[1:], func(x string) bool { return judged[strings.ToLower(strings.Trim(x, ".,;:!?"))] }) {
+				return true // "Our biggest problem"
+			}
 			w = w[1:]
 		}
 		return slices.ContainsFunc(w, clauseWord)
 	})
 }
+
+// possessive reports whether an item opens with a possessive ("Our main
+// supplier").
+func possessive(item string) bool {
+	w, _, ok := strings.Cut(item, " ")
+	return ok && possessives[strings.ToLower(w)]
+}
+
+// joined reports whether a message joins items with a conjunction ("…
+// and Deliveroo"), as a list does and an appositive does not.
+func joined(msg string) bool {
+	return engine.PhraseIndex(msg, "and") >= 0 || engine.PhraseIndex(msg, "or") >= 0 || strings.Contains(msg, "&")
+}
+
+// judged are the words of what is said of a thing, not of a thing named:
+// a superlative or what troubles the user ("biggest problem", "worst
+// headache").
+var judged = engine.WordSet(`biggest worst best greatest hardest toughest problem problems issue issues headache
+	headaches worry worries struggle struggles concern concerns challenge challenges nightmare frustration bottleneck`)
 
 // claimed leaves a value that the patterns of two fields find to the
 // first of them in fields, the fields asked about first: the question just

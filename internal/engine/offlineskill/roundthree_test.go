@@ -56,3 +56,31 @@ func TestExtractionSkillIdiomIsNoLack(t *testing.T) {
 			want: map[string]any{"users_and_personas.pain_points": []any{"Not being able to pay online"}}},
 	})
 }
+
+// A possessive opens an item of a bare list only when the items are
+// things of the kind asked: "Our biggest problem, honestly." is a
+// bottleneck, not two partners, and "Our main supplier, Shipton Mill."
+// names one supplier by what it is, an appositive, not two partners.
+func TestExtractionSkillPossessiveIsNoListItem(t *testing.T) {
+	t.Parallel()
+	tests := []extractionCase{
+		{name: "a biggest problem is no partner", focus: "key_partners_identified",
+			msg:    "Our biggest problem, honestly.",
+			absent: []string{"partnerships_and_integrations.key_partners"}},
+		{name: "a biggest headache is no partner", focus: "key_partners_identified",
+			msg:    "My biggest headache, the VAT return.",
+			absent: []string{"partnerships_and_integrations.key_partners"}},
+		{name: "an appositive is one thing", focus: "key_partners_identified",
+			msg:    "Our main supplier, Shipton Mill.",
+			want:   map[string]any{"operations.supply_chain": "Our main supplier, Shipton Mill"},
+			absent: []string{"partnerships_and_integrations.key_partners"}},
+		{name: "a list of partners, one of ours", focus: "key_partners_identified",
+			msg: "Our flour mill, the packaging supplier and Deliveroo.",
+			want: map[string]any{"partnerships_and_integrations.key_partners": []any{"Our flour mill",
+				"the packaging supplier", "Deliveroo"}}},
+	}
+	for i := range tests {
+		tests[i].engine = "business-profile"
+	}
+	runExtractionCases(t, tests)
+}
