@@ -164,18 +164,15 @@ func groupsCounted(figures string, staff bool) (float64, bool) {
 	if len(items) < 2 {
 		return 0, false
 	}
+	if !staff {
+		if n, ok := usersSaid(items); ok {
+			return n, true // "5 of us will use it, the 200 clients never log in"
+		}
+	}
 	sum, ofUs, people, before := 0.0, 0.0, false, false
 	for _, it := range items {
-		w := strings.Fields(strings.ToLower(trimLeads(it, countLeads)))
-		for len(w) > 0 && (roughly[w[0]] || w[0] == "and" || determiners[w[0]]) { // "and our 5 walkers"
-			w = w[1:]
-		}
-		if len(w) < 2 || !isFigure(w[0]) {
-			return 0, false
-		}
-		n, ok := ParseNumber(w[0])
-		f, isFloat := n.(float64)
-		if !ok || !isFloat {
+		w, f, ok := countOf(it)
+		if !ok {
 			return 0, false
 		}
 		counted := false
@@ -201,6 +198,49 @@ func groupsCounted(figures string, staff bool) (float64, bool) {
 	}
 	return sum, people
 }
+
+// countOf reads an item that counts a group: its words from the number
+// on, lowered ("and our 5 walkers" → "5 walkers"), and the number; ok is
+// false when no number opens it.
+func countOf(item string) (w []string, n float64, ok bool) {
+	w = strings.Fields(strings.ToLower(trimLeads(item, countLeads)))
+	for len(w) > 0 && (roughly[w[0]] || w[0] == "and" || determiners[w[0]]) {
+		w = w[1:]
+	}
+	if len(w) < 2 || !isFigure(w[0]) {
+		return nil, 0, false
+	}
+	v, parsed := ParseNumber(w[0])
+	n, ok = v.(float64)
+	return w, n, parsed && ok
+}
+
+// usersSaid is the count of the one group of a sentence said to use the
+// product ("5 of us will use it"), when one is: the clause that says who
+// uses it wins over the groups beside it, which may say they do not ("the
+// 200 clients never log in").
+func usersSaid(items []string) (float64, bool) {
+	found, n := false, 0.0
+	for _, it := range items {
+		w, f, ok := countOf(it)
+		if !ok || !slices.ContainsFunc(w, func(x string) bool { return useVerbs[x] }) ||
+			slices.ContainsFunc(w, func(x string) bool { return negations[x] || strings.HasSuffix(x, "n't") }) {
+			continue
+		}
+		if found {
+			return 0, false // two groups that use it add up
+		}
+		found, n = true, f
+	}
+	return n, found
+}
+
+var (
+	// useVerbs say a group uses the product ("will use it", "log in").
+	useVerbs = engine.WordSet(`use uses using used log logs logging`)
+	// negations say a group does not ("never log in").
+	negations = engine.WordSet(`not never no`)
+)
 
 // countedNoun is the noun the words after a number count: the people noun
 // among them before a place or a clause ("staff" of "staff at the

@@ -84,3 +84,21 @@ func TestExtractionSkillPossessiveIsNoListItem(t *testing.T) {
 	}
 	runExtractionCases(t, tests)
 }
+
+// Asked how many will use it, the clause that says who uses it gives the
+// count, not the group beside it that does not: "5 of us will use it, the
+// 200 clients never log in" are 5 users.
+func TestExtractionSkillWhoUsesItIsCounted(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "the team that uses it", focus: "user_count_estimated",
+			msg:  "5 of us will use it, the 200 clients never log in.",
+			want: map[string]any{"users_and_personas.user_count": 5.0}},
+		{name: "the clients who use it", focus: "user_count_estimated",
+			msg:  "5 of us in the office, and the 200 clients will use it.",
+			want: map[string]any{"users_and_personas.user_count": 200.0}},
+		{name: "the team beside the clients", focus: "user_count_estimated",
+			msg:  "There are 5 of us in the team and about 200 clients.",
+			want: map[string]any{"users_and_personas.user_count": 200.0}},
+	})
+}
