@@ -361,7 +361,15 @@ func cueAnswer(p extraction.Prompt) Answer {
 			if f.Cues.Firm {
 				// "Glofox. I think the app is what sold it.": a choice is
 				// named in one statement, and what follows says why.
-				said = withoutFirmness(engine.Sentences(answer)[0]) // "Glofox, definitely."
+				var chose bool
+				if said, chose = choiceSaid(answer); !chose {
+					// "Definitely not Glofox" rules Glofox out; "I'll think
+					// about it" decides nothing.
+					if out, fa, rules := ruledOut(p, ans, answer); rules {
+						ans.Fields[out] = fa
+					}
+					break
+				}
 			}
 			v, ok = valueFromText(f.ValueType, said, "")
 			if n, counted := groupsOf(*f, figures(answer)); counted {

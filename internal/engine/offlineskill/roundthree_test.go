@@ -102,3 +102,31 @@ func TestExtractionSkillWhoUsesItIsCounted(t *testing.T) {
 			want: map[string]any{"users_and_personas.user_count": 200.0}},
 	})
 }
+
+// To the choice asked, a later "actually" or "no, X" corrects a firm
+// choice; a choice negated rules the option out, and decides nothing; a deferral decides
+// nothing; and "Glofox it is" decides Glofox: none is filed whole.
+func TestExtractionSkillDecisionSaidAndTakenBack(t *testing.T) {
+	t.Parallel()
+	options := map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}}
+	tests := []extractionCase{
+		{name: "a correction after a firm choice", msg: "Glofox, definitely. Actually no, Mindbody.",
+			want: map[string]any{"decision.decision_made": "Mindbody"}},
+		{name: "definitely not is no decision", msg: "Definitely not Glofox.",
+			want:   map[string]any{"solution_landscape.eliminated_options": []any{"Glofox"}},
+			absent: []string{"decision.decision_made"}},
+		{name: "a choice definitely not is no decision", msg: "Glofox, definitely not.",
+			want:   map[string]any{"solution_landscape.eliminated_options": []any{"Glofox"}},
+			absent: []string{"decision.decision_made"}},
+		{name: "a deferral is no decision", msg: "Fine, I'll think about it.",
+			absent: []string{"decision.decision_made"}},
+		{name: "it is", msg: "Great, Glofox it is",
+			want: map[string]any{"decision.decision_made": "Glofox"}},
+		{name: "a firm choice", msg: "Glofox, definitely.",
+			want: map[string]any{"decision.decision_made": "Glofox"}},
+	}
+	for i := range tests {
+		tests[i].engine, tests[i].focus, tests[i].current = "exploration", "decision_made", options
+	}
+	runExtractionCases(t, tests)
+}

@@ -450,6 +450,107 @@ func withoutFirmness(choice string) string {
 // firmWords say a choice is firm ("definitely", "for sure").
 var firmWords = engine.WordSet(`definitely absolutely certainly surely sure for really honestly`)
 
+// choiceSaid is the choice an answer to the choice asked makes: its first
+// statement, or the last one after it that corrects it ("Glofox,
+// definitely. Actually no, Mindbody." chooses Mindbody), without the
+// words that say it is firm or chosen and the acknowledgement before it
+// ("Great, Glofox it is" chooses Glofox). ok is false when the choice is
+// negated ("Definitely not Glofox", "Glofox, definitely not"), which
+// rules an option out, or put off ("Fine, I'll think about it"): neither
+// is a decision.
+func choiceSaid(answer string) (chosen string, ok bool) {
+	ss := engine.Sentences(answer)
+	if len(ss) == 0 {
+		return "", false
+	}
+	said := ss[0]
+	for _, s := range ss[1:] {
+		if c := correcting(s); c != "" {
+			said = c
+		}
+	}
+	if defers(said) || negatedChoice(said) {
+		return "", false
+	}
+	c := withoutFirmness(said)
+	if rest, cut := strings.CutSuffix(strings.TrimRight(c, ".!"), " it is"); cut {
+		c = rest // "Glofox it is"
+	}
+	if i := strings.LastIndex(c, ","); i >= 0 && saysNothing(engine.LowerText(c[:i]), false) {
+		c = strings.TrimSpace(c[i+1:]) // "Great, Glofox"
+	}
+	return c, c != ""
+}
+
+// ruledOut is the answer that rules out the one known option a negated
+// choice names ("Definitely not Glofox", to the choice asked): it goes on
+// the options ruled out, a list whose cues rule out, when the engine has
+// one; ok is false for any other answer.
+func ruledOut(p extraction.Prompt, ans Answer, answer string) (path string, _ fieldAnswer, ok bool) {
+	ss := engine.Sentences(answer)
+	if len(ss) != 1 || !negatedChoice(ss[0]) || defers(ss[0]) {
+		return "", fieldAnswer{}, false
+	}
+	var named []string
+	t := engine.LowerText(ss[0])
+	for _, o := range knownOptions(p, ans) {
+		if t.Contains(strings.ToLower(o)) {
+			named = append(named, o)
+		}
+	}
+	if len(named) != 1 {
+		return "", fieldAnswer{}, false
+	}
+	for _, f := range p.Fields {
+		if f.ValueType == engine.TypeArray && slices.Contains(f.Cues.Keywords, "rule out") {
+			if slices.Contains(currentValues(f.Current), named[0]) {
+				return "", fieldAnswer{}, false
+			}
+			return f.Path, fieldAnswer{Value: append(currentValues(f.Current), named[0]), Confidence: max(confFocus, f.ConfidenceThreshold),
+				Reasoning: "a choice negated rules " + named[0] + " out"}, true
+		}
+	}
+	return "", fieldAnswer{}, false
+}
+
+// correcting is what a statement that corrects the one before it says
+// instead, past its marker ("Actually no, Mindbody." says "Mindbody"); ""
+// for a statement that corrects nothing.
+func correcting(s string) string {
+	w, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(s)), " ")
+	if w = strings.Trim(w, ",.!"); w != "actually" && w != "no" && w != "wait" {
+		return ""
+	}
+	return trimLeads(strings.TrimSpace(s), choiceCorrections)
+}
+
+// choiceCorrections lead into the choice a correction makes instead.
+var choiceCorrections = []string{"actually", "no", "wait", "sorry", "scratch that", "i mean", "make that", "let's say"}
+
+// negatedChoice reports whether a choice is negated, a negation opening
+// or closing it past the words that say it is firm ("Definitely not
+// Glofox", "Glofox, definitely not", "Not Mindbody"): it rules the option
+// out. A negation between two options ("Jobber, not a custom build")
+// chooses the first.
+func negatedChoice(s string) bool {
+	w := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && r != '\'' && r != '’'
+	})
+	w = slices.DeleteFunc(w, func(x string) bool { return firmWords[x] })
+	negation := func(x string) bool { return x == "not" || x == "never" || strings.HasSuffix(x, "n't") }
+	return len(w) > 0 && (negation(w[0]) || negation(w[len(w)-1]))
+}
+
+// defers reports whether an answer puts the choice off ("Fine, I'll think
+// about it", "Let me sleep on it").
+func defers(s string) bool {
+	t := engine.LowerText(s)
+	return slices.ContainsFunc(deferrals, func(d string) bool { return t.Contains(d) })
+}
+
+var deferrals = []string{"think about it", "think it over", "sleep on it", "get back to you", "decide later",
+	"let me think", "need to think", "not decided", "haven't decided", "undecided", "mull it over"}
+
 // askedOption is the answer to the options asked ("Which options have you
 // considered?") that a message gives by asking whether one would do
 // ("Would Mindbody work for us? It's what the gym next door uses.") or by
