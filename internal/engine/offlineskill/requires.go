@@ -38,8 +38,19 @@ func measureBeside(p extraction.Prompt, ans Answer, answer string) bool {
 			return false
 		}
 	}
-	return statesMeasure(answer) && !requires(answer)
+	return statesMeasure(answer) && !requires(answer) && !needsResource(answer)
 }
+
+// needsResource reports whether an answer says what the business needs
+// to get, a number of things more ("We need 2 more vans by spring", "we'll
+// have to hire 3 new drivers"): a need, which measures no success.
+func needsResource(answer string) bool {
+	return resourceRe.MatchString(figures(answer))
+}
+
+// resourceRe finds a need or a getting of a number of things more.
+var resourceRe = regexp.MustCompile(`(?i)\b(?:need|needs|needed|require|requires|get|buy|hire|recruit|lease|rent|take\s+on)\s+` +
+	`(?:(?:another|an\s+extra|about|around|maybe|at\s+least)\s+)?\d+\s+(?:more|extra|new|additional|further)\b`)
 
 // timeline reports whether a field holds when something is needed ("When
 // it is needed and any hard deadline"): its name or description says so.

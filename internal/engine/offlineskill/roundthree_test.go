@@ -130,3 +130,25 @@ func TestExtractionSkillDecisionSaidAndTakenBack(t *testing.T) {
 	}
 	runExtractionCases(t, tests)
 }
+
+// Asked how success will be measured, a need by a date ("We need 2 more
+// vans by spring") is the timeline alone: what the business must get is
+// no measure of success, as a number of things it achieves is ("500
+// bookings a month by summer").
+func TestExtractionSkillNeedByADateIsNoMetric(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "a need by a date", focus: "success_metrics_defined",
+			msg:    "We need 2 more vans by spring.",
+			want:   map[string]any{"constraints.timeline": "by spring"},
+			absent: []string{"success_criteria.metrics"}},
+		{name: "staff to hire by a date", focus: "success_metrics_defined",
+			msg:    "We have to hire 3 new drivers by summer.",
+			want:   map[string]any{"constraints.timeline": "by summer"},
+			absent: []string{"success_criteria.metrics"}},
+		{name: "a number achieved by a date", focus: "success_metrics_defined",
+			msg: "We want 500 bookings a month by summer.",
+			want: map[string]any{"success_criteria.metrics": []any{"We want 500 bookings a month by summer"},
+				"constraints.timeline": "by summer"}},
+	})
+}
