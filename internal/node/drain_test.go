@@ -116,6 +116,11 @@ func TestStopDrainsEveryServiceAtOnce(t *testing.T) {
 	publish(eventstest.NewEvent("first", "k", 0))
 	eventstest.Wait(t, busyEntered, 10*time.Second, "busy to take the first event")
 	eventstest.Wait(t, idleGot, 10*time.Second, "idle to take the first event")
+	// idle acknowledges after its handler returns: wait for the ack, so the
+	// count below is of the second event alone.
+	eventstest.Eventually(t, 10*time.Second, "idle to acknowledge the first event", func() bool {
+		return idleInfo().NumAckPending == 0
+	})
 
 	stop() // SIGTERM
 	// idle has nothing in flight: its pull requests go at once, while busy
