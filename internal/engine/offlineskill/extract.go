@@ -86,6 +86,18 @@ func cueAnswer(p extraction.Prompt) Answer {
 		// yes or no ("Sure, that's all.").
 		return ans
 	}
+	if _, pushed := holdBack(msg); pushed {
+		// "That's annoying.", "You keep asking me that.", "This is a waste
+		// of time.": the message as a whole pushes back on being asked,
+		// and is no value of the question asked nor of any other ("waste"
+		// is no pain point here); one that puts the question off as well
+		// defers it. A hedge that names what the user does not know ("I'm
+		// not sure how the fees compare") is read on: it may be the answer.
+		if p.Focus != nil && Declines(msg) {
+			ans.DeferredObligations = []string{p.Focus.ID}
+		}
+		return ans
+	}
 	sentences := prepare(engine.Sentences(msg))
 	held := map[string]*heldList{} // the known lists, which a sentence may take an item off
 	for _, f := range p.Fields {

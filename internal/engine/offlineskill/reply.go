@@ -771,14 +771,23 @@ func (p ReplyPrompt) holdsBack() bool {
 
 // heldBack reports whether a message as a whole holds back: each of its
 // clauses puts the question off, hedges or pushes back on being asked
-// (holdingBack), or says nothing ("Honestly, I don't know.", "Skip that,
+// (holdingBack, pushingBack), or says nothing ("Honestly, I don't know.", "Skip that,
 // sorry."). A clause that says anything else is an answer, and the words
 // of a hold-back in it are part of it ("fancy marketing talk is a waste of
 // time", "we'll open a second shop later"). Every reply reads its message
 // so: the sentences are read one at a time and the words of a clause
 // gathered on the stack.
 func heldBack(msg string) bool {
-	held := false
+	held, _ := holdBack(msg)
+	return held
+}
+
+// holdBack reads a message for holding back: held when as a whole it does
+// (heldBack), pushed when one of its clauses pushes back on being asked
+// ("That's annoying.", "You keep asking me that.") rather than only
+// putting the question off or hedging ("I'm not sure how the fees
+// compare" names what the user does not know).
+func holdBack(msg string) (held, pushed bool) {
 	var buf [24]string
 	for text := msg; text != ""; {
 		var s string
@@ -795,16 +804,18 @@ func heldBack(msg string) bool {
 			}
 			switch {
 			case len(words) == 0:
+			case pushingBack(words):
+				held, pushed = true, true
 			case holdingBack(words):
 				held = true
 			case !slices.ContainsFunc(words, func(w string) bool { return !holdWords[w] }):
 				// "Honestly", "sorry", "well": nothing said.
 			default:
-				return false
+				return false, false
 			}
 		}
 	}
-	return held
+	return held, pushed
 }
 
 // holdingBack reports whether the words of a clause, lowered, hold back:
@@ -812,13 +823,8 @@ func heldBack(msg string) bool {
 // one") made of holdWords alone, "rather not" or "prefer not" before a
 // verb of saying ("I'd rather not share our numbers"), a "not sure" or
 // "don't know" before what is not known ("I'm not sure what the budget
-// is"), and pushback aimed at the assistant or its questions ("you keep
-// asking", "this is a waste of time", "these questions are annoying").
+// is"); pushback is read before it (pushingBack).
 func holdingBack(words []string) bool {
-	if slices.ContainsFunc(pushback, func(p string) bool { return phraseAt(words, p) >= 0 }) ||
-		aimedAdjectives[words[len(words)-1]] && aimedPushbackRe.MatchString(" "+strings.Join(words, " ")+" ") {
-		return true
-	}
 	for _, phrases := range [][]string{declinePhrases, unsurePhrases, moreDeclines} {
 		for _, p := range phrases {
 			i := phraseAt(words, p)
@@ -842,6 +848,14 @@ func holdingBack(words []string) bool {
 		}
 	}
 	return false
+}
+
+// pushingBack reports whether the words of a clause, lowered, push back
+// on the assistant or its questions ("you keep asking", "this is a waste
+// of time", "these questions are annoying"): they hold back as well.
+func pushingBack(words []string) bool {
+	return slices.ContainsFunc(pushback, func(p string) bool { return phraseAt(words, p) >= 0 }) ||
+		aimedAdjectives[words[len(words)-1]] && aimedPushbackRe.MatchString(" "+strings.Join(words, " ")+" ")
 }
 
 // phraseAt is the index of the first of words where phrase, words

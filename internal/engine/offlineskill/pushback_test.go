@@ -1,0 +1,41 @@
+package offlineskill_test
+
+import (
+	"testing"
+
+	"github.com/praetorhq/praetor/internal/engine"
+)
+
+// A message that as a whole pushes back on being asked ("That's
+// annoying.", "This is a waste of time.") answers no question: it files
+// nothing for the question asked, and does not put it off. They were filed
+// as the pricing model, a revenue stream, a knowledge gap. An answer that
+// holds such words is still an answer.
+func TestExtractionSkillPushbackFilesNothing(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		engine, field, msg string
+		files              bool
+	}{
+		{"business-profile", "business_model.pricing_model", "That's annoying.", false},
+		{"business-profile", "business_model.revenue_streams", "It's frustrating.", false},
+		{"exploration", "initial_state.knowledge_gaps", "It's useless.", false},
+		{"business-profile", "target_market.customer_segments", "You keep asking me that.", false},
+		{"project-discovery", "users_and_personas.pain_points", "This is a waste of time.", false},
+		{"business-profile", "business_model.pricing_model", "Honestly, these questions are annoying.", false},
+		{"business-profile", "brand_and_marketing.brand_positioning", "Honest bread, made slowly; fancy marketing talk is a waste of time.", true},
+		{"business-profile", "technology_stack.tech_pain_points", "Our app is useless without offline mode.", true},
+		{"project-discovery", "users_and_personas.pain_points", "Customers find the booking frustrating.", true},
+		{"business-profile", "technology_stack.tech_pain_points", "The till is annoying, it crashes every week.", true},
+		{"business-profile", "brand_and_marketing.brand_positioning", "Fancy marketing talk is a waste of time.", true},
+	} {
+		def, focus := asking(t, tt.engine, tt.field)
+		ans := extract(t, def, engine.NewExtraction(), focus, tt.msg)
+		if fa, filed := ans.Fields[tt.field]; filed != tt.files {
+			t.Errorf("asked %s, %q filed %s = %t (%s), want %t", focus, tt.msg, tt.field, filed, fa.Value, tt.files)
+		}
+		if !tt.files && len(ans.Fields)+len(ans.DeferredObligations) > 0 {
+			t.Errorf("asked %s, %q filed %v, deferred %v; want nothing", focus, tt.msg, ans.Fields, ans.DeferredObligations)
+		}
+	}
+}
