@@ -1,6 +1,8 @@
 package offlineskill_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -36,6 +38,38 @@ func TestExtractionSkillPushbackFilesNothing(t *testing.T) {
 		}
 		if !tt.files && len(ans.Fields)+len(ans.DeferredObligations) > 0 {
 			t.Errorf("asked %s, %q filed %v, deferred %v; want nothing", focus, tt.msg, ans.Fields, ans.DeferredObligations)
+		}
+	}
+}
+
+// Pushback is answered as holding back, since it filed nothing: "That's
+// annoying." to the pricing model asked was filed as the pricing model,
+// and rolling with resistance said nothing to it.
+func TestPushbackIsAnsweredAsHoldingBack(t *testing.T) {
+	t.Parallel()
+	const reassurance = "That's fair, and we can come back to anything later."
+	for _, tt := range []struct{ field, msg string }{
+		{"business_model.pricing_model", "That's annoying."},
+		{"business_model.revenue_streams", "It's frustrating."},
+		{"business_model.pricing_model", "You keep asking me that."},
+	} {
+		def, focus := asking(t, "business-profile", tt.field)
+		filed := map[string]any{}
+		for path, fa := range extract(t, def, engine.NewExtraction(), focus, tt.msg).Fields {
+			var v any
+			if err := json.Unmarshal(fa.Value, &v); err != nil {
+				t.Fatal(err)
+			}
+			filed[path] = v
+		}
+		got := replyOf(t, "business-profile", func(def *engine.Definition) *engine.WorkingMemory {
+			m := engine.NewWorkingMemory(def, "s", "p")
+			m.TurnNumber = 2
+			m.Extraction = filedAt(t, def, m.Extraction, 2, filed)
+			return m
+		}, "FOUNDATIONS", []string{"roll_with_resistance"}, focus, tt.msg)
+		if !strings.Contains(got, reassurance) {
+			t.Errorf("asked %s, the reply to %q is %q, want the hold-back reply %q", focus, tt.msg, got, reassurance)
 		}
 	}
 }

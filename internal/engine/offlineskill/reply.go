@@ -948,16 +948,9 @@ func acknowledgement(p ReplyPrompt, names, lower wordList) string {
 	// passed, which the reply's next question moves on from: not a thing
 	// the user told.
 	filed := slices.DeleteFunc(slices.Clone(p.Filed), func(f Filed) bool { return f.Value == "true" || f.Value == "false" })
-	switch {
-	case len(filed) == 0:
-		return ""
-	case heldBack(p.Message):
-		// "That's annoying." filed as the pricing model is pushback, not
-		// the user's answer: "Good to know, the pricing model: that's
-		// annoying." would take it for one.
-		return ""
-	}
 	switch len(filed) {
+	case 0:
+		return ""
 	case 1:
 		if none(filed[0].Value) {
 			// "We have no competitors": the field is settled, and naming it

@@ -221,25 +221,25 @@ func TestReplyDoesNotCopyTheHistorysWords(t *testing.T) {
 	}
 }
 
-// A message that as a whole pushes back is not acknowledged as a value,
-// whatever the extraction filed of it: "That's annoying." filed as the
-// pricing model was answered "Good to know, the pricing model: that's
-// annoying."
+// A message that as a whole pushes back is not acknowledged as a value:
+// "That's annoying." filed as the pricing model was answered "Good to
+// know, the pricing model: that's annoying." The extraction files nothing
+// of it now (TestExtractionSkillPushbackFilesNothing), and the reply
+// neither names the field nor says the message back.
 func TestPushbackIsNotAcknowledgedAsFiled(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct{ msg, name, value string }{
-		{"That's annoying.", "Pricing model", `"That's annoying."`},
-		{"It's frustrating.", "Revenue streams", `["It's frustrating."]`},
-		{"It's useless.", "Knowledge gaps", `["It's useless."]`},
+	for _, tt := range []struct{ msg, name string }{
+		{"That's annoying.", "Pricing model"},
+		{"It's frustrating.", "Revenue streams"},
+		{"It's useless.", "Knowledge gaps"},
 	} {
 		for _, technique := range []string{"", "roll_with_resistance"} {
 			p := ReplyPrompt{Phase: "CORE_CAPTURE", DominantMode: "extract", Techniques: []string{technique},
-				NextID: "business_model_known", NextQuestion: "How do you make money today?", Message: tt.msg,
-				Filed: []Filed{{Name: tt.name, Value: tt.value}}}
+				NextID: "business_model_known", NextQuestion: "How do you make money today?", Message: tt.msg}
 			got := Compose(p)
 			low := strings.ToLower(got)
 			if strings.Contains(low, strings.ToLower(tt.name)) || strings.Contains(low, strings.ToLower(strings.TrimSuffix(tt.msg, "."))) {
-				t.Errorf("reply to %q (%s filed, technique %q) = %q, acknowledges it as filed", tt.msg, tt.name, technique, got)
+				t.Errorf("reply to %q (technique %q) = %q, acknowledges it as the %s", tt.msg, technique, got, tt.name)
 			}
 			if !strings.HasSuffix(got, "How do you make money today?") {
 				t.Errorf("reply to %q = %q, does not end with the question", tt.msg, got)
