@@ -273,13 +273,44 @@ func productSaid(item, name, msg string, options []optionName) nameKind {
 	}) {
 		return namesNeither // "Facebook is my favourite", of booking software
 	}
-	for _, w := range append(words[last+1:], strings.Fields(clauseAfter(msg, item))...) {
-		if !fillers[strings.Trim(w, ".,;:!?")] {
+	tail := append(words[last+1:], strings.Fields(clauseAfter(msg, item))...)
+	for i, w := range tail {
+		if w = strings.Trim(w, ".,;:!?"); w == "for" && forWhom(tail[i+1:]) {
+			break // "Wodify is too expensive for a small gym"
+		}
+		if !fillers[w] {
 			return namesNeither // "Sarah is my favourite trainer", "Facebook is too expensive for ads"
 		}
 	}
 	return namesProduct
 }
+
+// forWhom reports whether the words after a "for" that ends what is said
+// of a name say who it is too much or just right for, the user or a
+// business like theirs ("for a small gym", "for people like us", "for a
+// one-man band"), not what the name is for ("for ads", "for marketing").
+func forWhom(words []string) bool {
+	for i, w := range words {
+		w = strings.Trim(w, ".,;:!?")
+		if i == len(words)-1 {
+			return whom[w]
+		}
+		if !whomLeads[w] && !whom[w] {
+			return false
+		}
+	}
+	return false
+}
+
+var (
+	// whom are who a price or a fit is said of: the user, the business.
+	whom = engine.WordSet(`us me them gym gyms studio studios business businesses shop shops cafe cafes bakery
+		bakeries salon salons team teams company companies charity charities club clubs startup startups outfit
+		band place places operation size`)
+	// whomLeads are the words before it: determiners, sizes, "people like".
+	whomLeads = engine.WordSet(`a an the my our one just small little tiny local independent new single one-man
+		one-person one-woman family-run people like ours`)
+)
 
 // clauseAfter is what msg says after item, lowered, to the end of the
 // clause item ends in: "trainer" after "Sarah is my favourite" in "Sarah is
