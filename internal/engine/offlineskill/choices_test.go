@@ -34,3 +34,39 @@ func TestExtractionSkillTooMuchForWhom(t *testing.T) {
 			msg: "Facebook is too expensive for a small gym.", absent: []string{cons, opts}},
 	})
 }
+
+// To the choice asked, an option chosen firmly and the reason said after
+// it, in the same sentence ("Glofox, definitely, because it's half the
+// price.") or in the next ones ("Glofox. It's half the price and the staff
+// know it."), decide the option and file the reason as the decision's
+// reasoning; a firm choice said alone, a choice corrected and a choice
+// hedged file no reasoning.
+func TestExtractionSkillReasonAfterAFirmChoice(t *testing.T) {
+	t.Parallel()
+	const (
+		decision  = "decision.decision_made"
+		reasoning = "decision.reasoning"
+	)
+	tests := []extractionCase{
+		{name: "because, in the sentence", msg: "Glofox, definitely, because it's half the price.",
+			want: map[string]any{decision: "Glofox", reasoning: "it's half the price"}},
+		{name: "since, in the sentence", msg: "Mindbody, since our staff know it.",
+			want: map[string]any{decision: "Mindbody", reasoning: "our staff know it"}},
+		{name: "in the next sentence", msg: "Glofox. It's half the price and the staff know it.",
+			want: map[string]any{decision: "Glofox", reasoning: "It's half the price and the staff know it"}},
+		{name: "firmly, in the next sentence", msg: "Glofox, definitely. I think the others are too expensive.",
+			want: map[string]any{decision: "Glofox", reasoning: "I think the others are too expensive"}},
+		{name: "a firm choice alone", msg: "Glofox, definitely.",
+			want: map[string]any{decision: "Glofox"}, absent: []string{reasoning}},
+		{name: "a firm choice and thanks", msg: "Glofox, definitely. Thanks!",
+			want: map[string]any{decision: "Glofox"}, absent: []string{reasoning}},
+		{name: "a choice corrected", msg: "Glofox, definitely. Actually no, Mindbody.",
+			want: map[string]any{decision: "Mindbody"}, absent: []string{reasoning}},
+		{name: "a choice hedged", msg: "Glofox. I think so.", absent: []string{decision, reasoning}},
+	}
+	for i := range tests {
+		tests[i].engine, tests[i].focus = "exploration", "decision_made"
+		tests[i].current = map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}}
+	}
+	runExtractionCases(t, tests)
+}

@@ -451,13 +451,77 @@ func firmChoice(p extraction.Prompt, ans Answer, msg string) bool {
 		return false
 	}
 	said := statements(msg)
-	if len(said) < 2 {
+	if len(said) == 0 {
 		return false
 	}
-	chosen := withoutFirmness(said[0])
-	return slices.ContainsFunc(knownOptions(p, ans), func(o string) bool {
-		return strings.EqualFold(o, chosen) || sameLetters(o, chosen)
+	chosen, reasoned := choiceAlone(said[0])
+	if len(said) < 2 && !reasoned {
+		return false
+	}
+	return isOption(knownOptions(p, ans), chosen)
+}
+
+// isOption reports whether a name is one of the options, however it is
+// spaced.
+func isOption(options []string, name string) bool {
+	return slices.ContainsFunc(options, func(o string) bool {
+		return strings.EqualFold(o, name) || sameLetters(o, name)
 	})
+}
+
+// choiceAlone is a choice without the reason said after it in its
+// sentence and the words that say it is firm ("Glofox, definitely,
+// because it's half the price" is Glofox); reasoned reports a reason cut.
+func choiceAlone(s string) (chosen string, reasoned bool) {
+	if loc := reasonRe.FindStringIndex(s); loc != nil && loc[0] > 0 {
+		s, reasoned = strings.TrimRight(s[:loc[0]], " ,;:"), true
+	}
+	return withoutFirmness(s), reasoned
+}
+
+// choiceReasoned puts on the field that asks why the choice was made the
+// reason said after an option chosen alone, when the answer makes that
+// choice and the field is still open: "Glofox. It's half the price and the
+// staff know it." chose Glofox because it's half the price and the staff
+// know it. Statements that say nothing ("Thanks!") or correct the choice
+// ("Actually no, Mindbody.") give no reason; a reason said in the choice's
+// sentence ("because …") is the field's own cues'.
+func choiceReasoned(p extraction.Prompt, ans Answer, msg string) {
+	var chosen string
+	for path, fa := range ans.Fields {
+		if f := promptField(p, path); f != nil && f.Cues.Firm {
+			chosen, _ = fa.Value.(string)
+		}
+	}
+	said := statements(msg)
+	if chosen == "" || len(said) < 2 {
+		return
+	}
+	if first, _ := choiceAlone(said[0]); !strings.EqualFold(first, chosen) && !sameLetters(first, chosen) {
+		return
+	}
+	var reasons []string
+	for _, s := range said[1:] {
+		if correcting(s) != "" || defers(s) {
+			return
+		}
+		if !saysNothing(engine.LowerText(s), false) {
+			reasons = append(reasons, strings.TrimRight(strings.TrimSpace(s), ".!"))
+		}
+	}
+	if len(reasons) == 0 {
+		return
+	}
+	for _, f := range p.Fields {
+		if f.ValueType != engine.TypeString || f.Cues.Firm || !asksWhy(f) || isKnown(f) {
+			continue
+		}
+		if _, answered := ans.Fields[f.Path]; !answered {
+			ans.Fields[f.Path] = fieldAnswer{Value: strings.Join(reasons, ". "), Confidence: max(confFocus, f.ConfidenceThreshold),
+				Reasoning: "what the user says after the option chosen is why they chose it"}
+		}
+		return
+	}
 }
 
 // withoutFirmness is a choice without the words after it that say it is
@@ -503,7 +567,7 @@ func choiceSaid(answer string) (chosen string, ok bool) {
 	if defers(said) || negatedChoice(said) {
 		return "", false
 	}
-	c := withoutFirmness(said)
+	c, _ := choiceAlone(said)
 	if rest, cut := strings.CutSuffix(strings.TrimRight(c, ".!"), " it is"); cut {
 		c = rest // "Glofox it is"
 	}
