@@ -70,3 +70,31 @@ func TestExtractionSkillReasonAfterAFirmChoice(t *testing.T) {
 	}
 	runExtractionCases(t, tests)
 }
+
+// A choice and its correction ("Glofox, definitely. Actually no,
+// Mindbody.") say which option is chosen, whatever was asked, not which
+// exist: the decision is the option the correction names, and the options
+// gain only the names not known; neither the names nor the whole text
+// answer the concepts or the options asked.
+func TestExtractionSkillChoiceCorrectedToAnotherQuestion(t *testing.T) {
+	t.Parallel()
+	const (
+		opts     = "solution_landscape.options"
+		concepts = "understanding.concepts_taught"
+		decision = "decision.decision_made"
+	)
+	msg := "Glofox, definitely. Actually no, Mindbody."
+	options := map[string]any{opts: []string{"Mindbody", "Glofox", "Wodify"}}
+	runExtractionCases(t, []extractionCase{
+		{name: "to the concepts asked", engine: "exploration", focus: "key_concepts_taught", current: options, msg: msg,
+			want: map[string]any{decision: "Mindbody"}, absent: []string{concepts, opts}},
+		{name: "to the options asked", engine: "exploration", focus: "options_identified", current: options, msg: msg,
+			want: map[string]any{decision: "Mindbody"}, absent: []string{concepts, opts}},
+		{name: "to the options asked, none known", engine: "exploration", focus: "options_identified", msg: msg,
+			want: map[string]any{decision: "Mindbody", opts: []any{"Glofox", "Mindbody"}}, absent: []string{concepts}},
+		{name: "to the choice asked", engine: "exploration", focus: "decision_made", current: options, msg: msg,
+			want: map[string]any{decision: "Mindbody"}, absent: []string{concepts, opts}},
+		{name: "no name corrected", engine: "exploration", focus: "key_concepts_taught", current: options,
+			msg: "Pricing, definitely. Actually no, the setup.", absent: []string{decision, opts}},
+	})
+}

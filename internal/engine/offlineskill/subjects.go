@@ -577,6 +577,81 @@ func choiceSaid(answer string) (chosen string, ok bool) {
 	return c, c != ""
 }
 
+// choiceCorrected answers a message that is a choice and its correction
+// alone ("Glofox, definitely. Actually no, Mindbody."), whatever was
+// asked: it says which option is chosen, not which exist nor what was
+// explained, so the decision is the option the correction names, and the
+// options gain the names not known among them; what the cues or the
+// question asked took of it goes. A choice or a correction that names no
+// option ("Pricing, definitely. Actually no, the setup.") is left as the
+// cues read it.
+func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
+	ss := engine.Sentences(msg)
+	if len(ss) < 2 {
+		return
+	}
+	options := knownOptions(p, Answer{})
+	first, _ := choiceAlone(ss[0])
+	names := []string{first}
+	for _, s := range ss[1:] {
+		c := correcting(s)
+		if c == "" {
+			return
+		}
+		c, _ = choiceAlone(c)
+		names = append(names, c)
+	}
+	chosen := names[len(names)-1]
+	named := func(n string) bool { return isOption(options, n) || choiceName(n) }
+	if negatedChoice(ss[0]) || defers(msg) || !named(first) || !named(chosen) {
+		return
+	}
+	var decision, list *extraction.PromptField
+	for i := range p.Fields {
+		switch f := &p.Fields[i]; {
+		case f.Cues.Firm && f.ValueType == engine.TypeString:
+			decision = f
+		case f.ValueType == engine.TypeArray && strings.EqualFold(strings.TrimSpace(f.DisplayName), "options"):
+			list = f
+		}
+	}
+	if decision == nil {
+		return
+	}
+	clear(ans.Fields)
+	ans.Fields[decision.Path] = fieldAnswer{Value: chosen, Confidence: max(confCorrection, decision.ConfidenceThreshold),
+		Reasoning: "the user corrects the choice they made to " + chosen}
+	if list == nil {
+		return
+	}
+	var unknown []string
+	for _, n := range names {
+		if !isOption(options, n) && !slices.Contains(unknown, n) {
+			unknown = append(unknown, n)
+		}
+	}
+	if v, changed := grow(list.Current, unknown, false); len(unknown) > 0 && changed {
+		ans.Fields[list.Path] = fieldAnswer{Value: v, Confidence: max(confFocus, list.ConfidenceThreshold),
+			Reasoning: "a name chosen is an option"}
+	}
+}
+
+// choiceName reports whether a choice is a name: up to three words, each
+// capitalised, none a word that opens any sentence ("The", "This").
+func choiceName(s string) bool {
+	words := strings.Fields(s)
+	if len(words) == 0 || len(words) > 3 {
+		return false
+	}
+	for _, w := range words {
+		if lw := strings.ToLower(w); !upper(w) || determiners[lw] || functionWords[lw] || openers[lw] || notNames[lw] ||
+			isLead(lw) || calendar[lw] {
+			return false
+		}
+	}
+	return true
+}
+
 // ruledOut is the answer that rules out the one known option a negated
 // choice names ("Definitely not Glofox", to the choice asked): it goes on
 // the options ruled out, a list whose cues rule out, when the engine has
