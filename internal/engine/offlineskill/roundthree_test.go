@@ -152,3 +152,38 @@ func TestExtractionSkillNeedByADateIsNoMetric(t *testing.T) {
 				"constraints.timeline": "by summer"}},
 	})
 }
+
+// To the choice asked, a statement that opens as a correction does ("No
+// regrets.", "Actually it's cheaper too.") corrects the choice only when it
+// names an option; "why not" after a choice agrees to it; and "it is"
+// decides only a name: "That's just how it is." decides nothing.
+func TestExtractionSkillDecisionNotTakenBack(t *testing.T) {
+	t.Parallel()
+	options := map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}}
+	tests := []extractionCase{
+		{name: "no regrets", msg: "Glofox, definitely. No regrets.",
+			want: map[string]any{"decision.decision_made": "Glofox"}},
+		{name: "no contest", msg: "Mindbody, definitely. No contest.",
+			want: map[string]any{"decision.decision_made": "Mindbody"}},
+		{name: "no question", msg: "Glofox. No question.",
+			want: map[string]any{"decision.decision_made": "Glofox"}},
+		{name: "actually and a reason", msg: "Glofox. Actually it's cheaper too.",
+			want: map[string]any{"decision.decision_made": "Glofox"}},
+		{name: "a correction to a name", msg: "Glofox, definitely. No, Mindbody.",
+			want: map[string]any{"decision.decision_made": "Mindbody"}},
+		{name: "why not", msg: "Glofox, why not.",
+			want:   map[string]any{"decision.decision_made": "Glofox"},
+			absent: []string{"solution_landscape.eliminated_options"}},
+		{name: "I can't see why not", msg: "Glofox, I can't see why not.",
+			want:   map[string]any{"decision.decision_made": "Glofox"},
+			absent: []string{"solution_landscape.eliminated_options"}},
+		{name: "it is of no name", msg: "That's just how it is.",
+			absent: []string{"decision.decision_made"}},
+		{name: "it is of an option described", msg: "OK, the cheaper one it is.",
+			want: map[string]any{"decision.decision_made": "the cheaper one"}},
+	}
+	for i := range tests {
+		tests[i].engine, tests[i].focus, tests[i].current = "exploration", "decision_made", options
+	}
+	runExtractionCases(t, tests)
+}

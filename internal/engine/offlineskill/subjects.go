@@ -546,13 +546,17 @@ func withoutFirmness(choice string) string {
 var firmWords = engine.WordSet(`definitely absolutely certainly surely sure for really honestly`)
 
 // choiceSaid is the choice an answer to the choice asked makes: its first
-// statement, or the last one after it that corrects it ("Glofox,
-// definitely. Actually no, Mindbody." chooses Mindbody), without the
-// words that say it is firm or chosen and the acknowledgement before it
-// ("Great, Glofox it is" chooses Glofox). ok is false when the choice is
-// negated ("Definitely not Glofox", "Glofox, definitely not"), which
-// rules an option out, or put off ("Fine, I'll think about it"): neither
-// is a decision.
+// statement, or the last one after it that corrects it to a name
+// ("Glofox, definitely. Actually no, Mindbody." chooses Mindbody), without
+// the words that say it is firm or chosen and the acknowledgement before
+// it ("Great, Glofox it is" chooses Glofox, "Glofox, why not." Glofox). A
+// statement that opens as a correction does but names no option ("No
+// regrets.", "Actually it's cheaper too.") leaves the choice as it is;
+// one that names a known option only is choiceCorrected's. ok is false
+// when the choice is negated ("Definitely not Glofox", "Glofox, definitely
+// not"), which rules an option out, put off ("Fine, I'll think about
+// it"), or "it is" said of no name ("That's just how it is."): none is a
+// decision.
 func choiceSaid(answer string) (chosen string, ok bool) {
 	ss := engine.Sentences(answer)
 	if len(ss) == 0 {
@@ -560,21 +564,73 @@ func choiceSaid(answer string) (chosen string, ok bool) {
 	}
 	said := ss[0]
 	for _, s := range ss[1:] {
-		if c := correcting(s); c != "" {
+		if c := correctedTo(s, nil); c != "" {
 			said = c
 		}
 	}
+	said = withoutWhyNot(said)
 	if defers(said) || negatedChoice(said) {
 		return "", false
 	}
 	c, _ := choiceAlone(said)
-	if rest, cut := strings.CutSuffix(strings.TrimRight(c, ".!"), " it is"); cut {
+	rest, itIs := strings.CutSuffix(strings.TrimRight(c, ".!"), " it is")
+	if itIs {
 		c = rest // "Glofox it is"
 	}
 	if i := strings.LastIndex(c, ","); i >= 0 && saysNothing(engine.LowerText(c[:i]), false) {
 		c = strings.TrimSpace(c[i+1:]) // "Great, Glofox"
 	}
+	if itIs && !nameLike(c) {
+		return "", false // "That's just how it is."
+	}
 	return c, c != ""
+}
+
+// nameLike reports whether a choice reads as the name of an option: a
+// name (choiceName), or a few words a determiner opens that make no clause
+// ("the cheaper one", "a custom app").
+func nameLike(s string) bool {
+	if choiceName(s) {
+		return true
+	}
+	words := strings.Fields(s)
+	if len(words) < 2 || len(words) > 4 || !determiners[strings.ToLower(words[0])] {
+		return false
+	}
+	return !slices.ContainsFunc(words[1:], func(w string) bool {
+		return statesClause(w) || pointers[strings.ToLower(strings.Trim(w, ",.!"))]
+	})
+}
+
+// withoutWhyNot is a choice without the "why not" after it that agrees to
+// it ("Glofox, why not.", "Glofox, I can't see why not."): it is no
+// negation of the choice.
+func withoutWhyNot(s string) string {
+	if loc := whyNotRe.FindStringIndex(s); loc != nil && loc[0] > 0 {
+		return strings.TrimSpace(s[:loc[0]])
+	}
+	return s
+}
+
+// whyNotRe is a "why not" that closes a choice, with what it is said after
+// ("I can't see", "I don't see").
+var whyNotRe = regexp.MustCompile(`(?i)[,;:]?\s*(?:(?:i|we)\s+(?:can['’]t|cannot|don['’]t|do\s+not)\s+see\s+)?why\s+not\s*[.!?]*\s*$`)
+
+// correctedTo is the choice a statement that corrects the one before it
+// makes instead (see correcting), without the words that say it is firm,
+// when it names an option: one of options, or a name ("Actually no,
+// Mindbody." corrects to Mindbody); "" for one that names none ("No
+// regrets.", "Actually it's cheaper too."), which corrects no choice.
+func correctedTo(s string, options []string) string {
+	c := correcting(s)
+	if c == "" {
+		return ""
+	}
+	c, _ = choiceAlone(c)
+	if !isOption(options, c) && !choiceName(c) {
+		return ""
+	}
+	return c
 }
 
 // choiceCorrected answers a message that is a choice and its correction
@@ -594,11 +650,10 @@ func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
 	first, _ := choiceAlone(ss[0])
 	names := []string{first}
 	for _, s := range ss[1:] {
-		c := correcting(s)
+		c := correctedTo(s, options)
 		if c == "" {
 			return
 		}
-		c, _ = choiceAlone(c)
 		names = append(names, c)
 	}
 	chosen := names[len(names)-1]
