@@ -69,6 +69,7 @@ type Answer struct {
 func Extract(p extraction.Prompt) Answer {
 	ans := cueAnswer(p)
 	withoutReasons(p, ans)
+	measuresAlone(p, ans)
 	choiceCorrected(p, ans, p.Message)
 	choiceReasoned(p, ans, p.Message)
 	return ans

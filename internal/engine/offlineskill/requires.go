@@ -2,6 +2,7 @@ package offlineskill
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/praetorhq/praetor/internal/engine"
@@ -38,19 +39,55 @@ func measureBeside(p extraction.Prompt, ans Answer, answer string) bool {
 			return false
 		}
 	}
-	return statesMeasure(answer) && !requires(answer) && !needsResource(answer)
+	if requires(answer) {
+		return false
+	}
+	return slices.ContainsFunc(measureClauses(answer), func(c string) bool {
+		return statesMeasure(c) && !needsResource(c)
+	})
 }
+
+// measureClauses are the clauses of an answer a measure or a need is said
+// in: "We need 2 more vans by spring, and 50 new customers a month" needs
+// the vans and measures the customers.
+func measureClauses(answer string) []string {
+	return strings.FieldsFunc(clauseJoinRe.ReplaceAllString(answer, ";"), func(r rune) bool { return r == ';' })
+}
+
+// clauseJoinRe joins two clauses: a comma, a semicolon, an "and" or a
+// "but" after one.
+var clauseJoinRe = regexp.MustCompile(`(?i)\s*[,;]\s*(?:(?:and|but|plus)\s+)?|\s+(?:and|but|plus)\s+(?:also\s+)?`)
 
 // needsResource reports whether an answer says what the business needs
-// to get, a number of things more ("We need 2 more vans by spring", "we'll
-// have to hire 3 new drivers"): a need, which measures no success.
+// to get, a number of things more that it works with ("We need 2 more vans
+// by spring", "we'll have to hire 3 new drivers"): a need, which measures
+// no success. A number of people or things more that it serves or sells
+// to ("We need 50 new customers by spring", "20 more regular cafes") is
+// what it achieves: a measure.
 func needsResource(answer string) bool {
-	return resourceRe.MatchString(figures(answer))
+	for _, m := range resourceRe.FindAllStringSubmatch(figures(answer), -1) {
+		if !slices.ContainsFunc(strings.Fields(strings.ToLower(m[1])), func(w string) bool {
+			return outcomes[strings.Trim(w, ".,;:!?")]
+		}) {
+			return true
+		}
+	}
+	return false
 }
 
-// resourceRe finds a need or a getting of a number of things more.
+// resourceRe finds a need or a getting of a number of things more; group 1
+// is the words after it, which name the things.
 var resourceRe = regexp.MustCompile(`(?i)\b(?:need|needs|needed|require|requires|get|buy|hire|recruit|lease|rent|take\s+on)\s+` +
-	`(?:(?:another|an\s+extra|about|around|maybe|at\s+least)\s+)?\d+\s+(?:more|extra|new|additional|further)\b`)
+	`(?:(?:another|an\s+extra|about|around|maybe|at\s+least)\s+)?\d+\s+(?:more|extra|new|additional|further)\b` +
+	`((?:\s+[\w'’-]+){0,3})`)
+
+// outcomes are the people and things a business serves or sells to, whose
+// number more is what it achieves: customers, members, sign-ups, bookings,
+// the cafes or clients that buy from it.
+var outcomes = engine.WordSet(`customer customers member members subscriber subscribers sign-up sign-ups signup signups
+	booking bookings client clients cafe cafes café cafés user users order orders sale sales buyer buyers student students
+	patient patients guest guests visitor visitors follower followers download downloads lead leads account accounts
+	shop shops store stores stockist stockists restaurant restaurants venue venues`)
 
 // timeline reports whether a field holds when something is needed ("When
 // it is needed and any hard deadline"): its name or description says so.
@@ -140,3 +177,37 @@ var (
 	timeBounds = engine.WordSet(`within in by under inside after before`)
 	timeUnits  = engine.WordSet(`day days week weeks month months quarter quarters year years term terms season seasons`)
 )
+
+// measuresAlone takes off the list of how success will be measured, when
+// the message answers it with a measure beside a need, the items that say
+// no measure: a need for things the business works with ("We need 2 more
+// vans by spring, and 50 new customers a month" measures the customers),
+// and the remark that a measure met is success ("If we get 20 more regular
+// cafes by spring, it worked"). Items the list held before stay.
+func measuresAlone(p extraction.Prompt, ans Answer) {
+	for path, fa := range ans.Fields {
+		f := promptField(p, path)
+		if f == nil || f.ValueType != engine.TypeArray || !measured(*f) {
+			continue
+		}
+		was := currentValues(f.Current)
+		items := texts(fa.Value)
+		kept := slices.DeleteFunc(slices.Clone(items), func(it string) bool {
+			return !slices.Contains(was, it) && (needsResource(it) || successRemark.MatchString(it))
+		})
+		if len(kept) == len(items) || !slices.ContainsFunc(kept, func(it string) bool { return !slices.Contains(was, it) }) {
+			continue
+		}
+		v := make([]any, len(kept))
+		for i, it := range kept {
+			v[i] = it
+		}
+		fa.Value = v
+		ans.Fields[path] = fa
+	}
+}
+
+// successRemark says that what was said before it is success ("it
+// worked", "that's a win").
+var successRemark = regexp.MustCompile(`(?i)^\s*(?:then\s+)?(?:it|that|we)(?:['’]s|['’]ve|\s+has|\s+have|\s+is|\s+was)?\s+` +
+	`(?:worked|works|succeeded|done\s+it|made\s+it|nailed\s+it|a\s+(?:win|success))\s*[.!]*\s*$`)

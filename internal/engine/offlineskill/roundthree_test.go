@@ -153,6 +153,33 @@ func TestExtractionSkillNeedByADateIsNoMetric(t *testing.T) {
 	})
 }
 
+// Asked how success will be measured, customers, members or the cafes
+// that buy are what the business achieves, not what it works with: a
+// number more of them needed by a date is a metric; and a need said beside
+// one loses only its own clause.
+func TestExtractionSkillCustomersNeededAreAMetric(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "new customers needed", focus: "success_metrics_defined",
+			msg: "We need 50 new customers by spring.",
+			want: map[string]any{"success_criteria.metrics": []any{"We need 50 new customers by spring"},
+				"constraints.timeline": "by spring"}},
+		{name: "cafes got, and it worked", focus: "success_metrics_defined",
+			msg: "If we get 20 more regular cafes by spring, it worked.",
+			want: map[string]any{"success_criteria.metrics": []any{"If we get 20 more regular cafes by spring"},
+				"constraints.timeline": "by spring"}},
+		{name: "vans needed beside customers", focus: "success_metrics_defined",
+			msg:  "We need 2 more vans by spring, and 50 new customers a month.",
+			want: map[string]any{"success_criteria.metrics": []any{"50 new customers a month"}}},
+		{name: "members needed", focus: "success_metrics_defined",
+			msg:  "We need 30 new members by June.",
+			want: map[string]any{"success_criteria.metrics": []any{"We need 30 new members by June"}}},
+		{name: "staff needed", focus: "success_metrics_defined",
+			msg:    "We need 4 more staff by spring.",
+			absent: []string{"success_criteria.metrics"}},
+	})
+}
+
 // To the choice asked, a statement that opens as a correction does ("No
 // regrets.", "Actually it's cheaper too.") corrects the choice only when it
 // names an option; "why not" after a choice agrees to it; and "it is"
