@@ -214,3 +214,29 @@ func TestExtractionSkillDecisionNotTakenBack(t *testing.T) {
 	}
 	runExtractionCases(t, tests)
 }
+
+// To the choice asked, "not X, Y" rules X out and chooses Y: the known
+// options stay on their list, and a name chosen that is none of them joins
+// it.
+func TestExtractionSkillDecisionOneForAnother(t *testing.T) {
+	t.Parallel()
+	options := map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}}
+	tests := []extractionCase{
+		{name: "not X, Y", msg: "Not Glofox, Mindbody.",
+			want: map[string]any{"decision.decision_made": "Mindbody",
+				"solution_landscape.eliminated_options": []any{"Glofox"}},
+			absent: []string{"solution_landscape.options"}},
+		{name: "not X. Y.", msg: "Not Glofox. Mindbody.",
+			want: map[string]any{"decision.decision_made": "Mindbody",
+				"solution_landscape.eliminated_options": []any{"Glofox"}},
+			absent: []string{"solution_landscape.options"}},
+		{name: "a name not known", msg: "Definitely not Glofox, PushPress.",
+			want: map[string]any{"decision.decision_made": "PushPress",
+				"solution_landscape.eliminated_options": []any{"Glofox"},
+				"solution_landscape.options":            []any{"Mindbody", "Glofox", "PushPress"}}},
+	}
+	for i := range tests {
+		tests[i].engine, tests[i].focus, tests[i].current = "exploration", "decision_made", options
+	}
+	runExtractionCases(t, tests)
+}

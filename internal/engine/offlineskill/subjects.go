@@ -642,6 +642,9 @@ func correctedTo(s string, options []string) string {
 // option ("Pricing, definitely. Actually no, the setup.") is left as the
 // cues read it.
 func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
+	if choiceInstead(p, ans, msg) {
+		return
+	}
 	ss := engine.Sentences(msg)
 	if len(ss) < 2 {
 		return
@@ -690,6 +693,61 @@ func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
 			Reasoning: "a name chosen is an option"}
 	}
 }
+
+// choiceInstead answers a message that rules one option out and chooses
+// another in its place ("Not Glofox, Mindbody.", "Not Glofox. Mindbody."),
+// whatever was asked: the first goes on the options ruled out, the second
+// is the decision, and the options gain it when it is not known among
+// them. What the cues took of it goes: read as a list, it took the known
+// options off ("Not Glofox, Mindbody." filed none). Both must name an
+// option, known or said as a name; ok reports the message answered.
+func choiceInstead(p extraction.Prompt, ans Answer, msg string) (ok bool) {
+	m := insteadRe.FindStringSubmatch(strings.TrimSpace(msg))
+	if m == nil {
+		return false
+	}
+	options := knownOptions(p, Answer{})
+	out, chosen := withoutFirmness(m[1]), withoutFirmness(m[2])
+	named := func(n string) bool { return isOption(options, n) || choiceName(n) }
+	if !named(out) || !named(chosen) || strings.EqualFold(out, chosen) || sameLetters(out, chosen) {
+		return false
+	}
+	var decision, list, eliminated *extraction.PromptField
+	for i := range p.Fields {
+		switch f := &p.Fields[i]; {
+		case f.Cues.Firm && f.ValueType == engine.TypeString:
+			decision = f
+		case f.ValueType == engine.TypeArray && strings.EqualFold(strings.TrimSpace(f.DisplayName), "options"):
+			list = f
+		case f.ValueType == engine.TypeArray && slices.Contains(f.Cues.Keywords, "rule out"):
+			eliminated = f
+		}
+	}
+	if decision == nil {
+		return false
+	}
+	clear(ans.Fields)
+	ans.Fields[decision.Path] = fieldAnswer{Value: chosen, Confidence: max(confCorrection, decision.ConfidenceThreshold),
+		Reasoning: "the user rules " + out + " out and chooses " + chosen}
+	if eliminated != nil {
+		if v, changed := grow(eliminated.Current, []string{out}, false); changed {
+			ans.Fields[eliminated.Path] = fieldAnswer{Value: v, Confidence: max(confFocus, eliminated.ConfidenceThreshold),
+				Reasoning: "a choice negated rules " + out + " out"}
+		}
+	}
+	if list != nil && !isOption(options, chosen) {
+		if v, changed := grow(list.Current, []string{chosen}, false); changed {
+			ans.Fields[list.Path] = fieldAnswer{Value: v, Confidence: max(confFocus, list.ConfidenceThreshold),
+				Reasoning: "a name chosen is an option"}
+		}
+	}
+	return true
+}
+
+// insteadRe is "not X, Y" or "not X. Y.", a firm word allowed before the
+// negation and "but" or "rather" before Y; group 1 is X, group 2 Y.
+var insteadRe = regexp.MustCompile(`(?i)^(?:(?:definitely|certainly|absolutely)\s+)?not\s+([^,.;!?]+?)\s*[,.;]\s*` +
+	`(?:(?:but|rather|instead)\s+)?([^,.;!?]+?)(?:\s*,?\s*(?:instead|rather|then))?\s*[.!]*$`)
 
 // choiceName reports whether a choice is a name: up to three words, each
 // capitalised, none a word that opens any sentence ("The", "This").
