@@ -240,3 +240,17 @@ func TestExtractionSkillDecisionOneForAnother(t *testing.T) {
 	}
 	runExtractionCases(t, tests)
 }
+
+// Asked which idea to take forward, a correction after a firm choice
+// selects the idea it names, as it decides exploration's option.
+func TestExtractionSkillIdeaSelectedCorrected(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "a correction", engine: "ideation", focus: "idea_selected",
+			msg:  "The app idea, definitely. Actually the newsletter.",
+			want: map[string]any{"selection.selected_idea": "the newsletter"}},
+		{name: "a correction to a name", engine: "ideation", focus: "idea_selected",
+			msg:  "The app idea. No, wait, the newsletter.",
+			want: map[string]any{"selection.selected_idea": "the newsletter"}},
+	})
+}

@@ -564,7 +564,7 @@ func choiceSaid(answer string) (chosen string, ok bool) {
 	}
 	said := ss[0]
 	for _, s := range ss[1:] {
-		if c := correctedTo(s, nil); c != "" {
+		if c := correctedTo(s, choiceName); c != "" {
 			said = c
 		}
 	}
@@ -618,19 +618,25 @@ var whyNotRe = regexp.MustCompile(`(?i)[,;:]?\s*(?:(?:i|we)\s+(?:can['’]t|cann
 
 // correctedTo is the choice a statement that corrects the one before it
 // makes instead (see correcting), without the words that say it is firm,
-// when it names an option: one of options, or a name ("Actually no,
-// Mindbody." corrects to Mindbody); "" for one that names none ("No
-// regrets.", "Actually it's cheaper too."), which corrects no choice.
-func correctedTo(s string, options []string) string {
+// when it names an option, as named tells ("Actually no, Mindbody."
+// corrects to Mindbody); "" for one that names none ("No regrets.",
+// "Actually it's cheaper too."), which corrects no choice.
+func correctedTo(s string, named func(string) bool) string {
 	c := correcting(s)
 	if c == "" {
 		return ""
 	}
-	c, _ = choiceAlone(c)
-	if !isOption(options, c) && !choiceName(c) {
+	if c, _ = choiceAlone(c); !named(c) {
 		return ""
 	}
 	return c
+}
+
+// selects reports whether a field holds what the user selects ("Selected
+// idea").
+func selects(f extraction.PromptField) bool {
+	w := contentWords(f.DisplayName)
+	return w["selected"] || w["chosen"]
 }
 
 // choiceCorrected answers a message that is a choice and its correction
@@ -640,28 +646,16 @@ func correctedTo(s string, options []string) string {
 // options gain the names not known among them; what the cues or the
 // question asked took of it goes. A choice or a correction that names no
 // option ("Pricing, definitely. Actually no, the setup.") is left as the
-// cues read it.
+// cues read it; asked for the choice, a few words a determiner opens name
+// one ("The app idea, definitely. Actually the newsletter." selects the
+// newsletter). A choice no cue holds firm (ideation's selected idea) is
+// corrected only when it is asked.
 func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
 	if choiceInstead(p, ans, msg) {
 		return
 	}
 	ss := engine.Sentences(msg)
 	if len(ss) < 2 {
-		return
-	}
-	options := knownOptions(p, Answer{})
-	first, _ := choiceAlone(ss[0])
-	names := []string{first}
-	for _, s := range ss[1:] {
-		c := correctedTo(s, options)
-		if c == "" {
-			return
-		}
-		names = append(names, c)
-	}
-	chosen := names[len(names)-1]
-	named := func(n string) bool { return isOption(options, n) || choiceName(n) }
-	if negatedChoice(ss[0]) || defers(msg) || !named(first) || !named(chosen) {
 		return
 	}
 	var decision, list *extraction.PromptField
@@ -673,7 +667,30 @@ func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
 			list = f
 		}
 	}
+	asked := func(f *extraction.PromptField) bool { return f != nil && slices.Contains(focusFields(p), f.Path) }
 	if decision == nil {
+		for i := range p.Fields {
+			if f := &p.Fields[i]; f.ValueType == engine.TypeString && selects(*f) && asked(f) {
+				decision = f
+			}
+		}
+	}
+	if decision == nil {
+		return
+	}
+	options := knownOptions(p, Answer{})
+	named := func(n string) bool { return isOption(options, n) || choiceName(n) || asked(decision) && nameLike(n) }
+	first, _ := choiceAlone(ss[0])
+	names := []string{first}
+	for _, s := range ss[1:] {
+		c := correctedTo(s, named)
+		if c == "" {
+			return
+		}
+		names = append(names, c)
+	}
+	chosen := names[len(names)-1]
+	if negatedChoice(ss[0]) || defers(msg) || !named(first) || !named(chosen) {
 		return
 	}
 	clear(ans.Fields)
