@@ -254,3 +254,27 @@ func TestExtractionSkillIdeaSelectedCorrected(t *testing.T) {
 			want: map[string]any{"selection.selected_idea": "the newsletter"}},
 	})
 }
+
+// A name said only to be a favourite ("Brighton is my favourite") is an
+// option more when the options or the choice are asked about, and nothing
+// when the problem or the goals are: a town is a favourite as well as a
+// product. A name written as a product is one whatever was asked.
+func TestExtractionSkillFavouriteAloneIsAnOptionWhenAsked(t *testing.T) {
+	t.Parallel()
+	options := map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}}
+	tests := []extractionCase{
+		{name: "asked the problem", focus: "problem_explored", msg: "Brighton is my favourite.",
+			absent: []string{"solution_landscape.reactions", "solution_landscape.options"}},
+		{name: "asked the goals", focus: "goals_clarified", msg: "Brighton is my favourite.",
+			absent: []string{"solution_landscape.reactions", "solution_landscape.options"}},
+		{name: "asked the reactions", focus: "user_reactions_captured", msg: "Zenplanner is my favourite.",
+			want: map[string]any{"solution_landscape.reactions": []any{"Zenplanner is my favourite"},
+				"solution_landscape.options": []any{"Mindbody", "Glofox", "Zenplanner"}}},
+		{name: "a product's name, asked the goals", focus: "goals_clarified", msg: "PushPress is my favourite.",
+			want: map[string]any{"solution_landscape.options": []any{"Mindbody", "Glofox", "PushPress"}}},
+	}
+	for i := range tests {
+		tests[i].engine, tests[i].current = "exploration", options
+	}
+	runExtractionCases(t, tests)
+}

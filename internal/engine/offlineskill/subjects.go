@@ -174,6 +174,14 @@ func ofOptions(p extraction.Prompt, ans Answer) (taken bool) {
 			switch productSaid(it, name, p.Message, options) {
 			case namesPlace:
 				return true
+			case namesFavourite:
+				if !optionsAsked(p) {
+					return true // "Brighton is my favourite", asked for the goals
+				}
+				if !slices.Contains(named, name) {
+					named = append(named, name)
+				}
+				return false
 			case namesProduct:
 				if !slices.Contains(named, name) {
 					named = append(named, name)
@@ -259,10 +267,10 @@ func productSaid(item, name, msg string, options []optionName) nameKind {
 	case productName(name) || slices.ContainsFunc(words, func(w string) bool { return productWords[w] }):
 		return namesProduct
 	}
-	last := -1
+	last, favourite := -1, true
 	for i, w := range words {
 		if saidOfAnything[w] {
-			last = i
+			last, favourite = i, favourite && favourites[w]
 		}
 	}
 	if last < 0 {
@@ -281,6 +289,9 @@ func productSaid(item, name, msg string, options []optionName) nameKind {
 		if !fillers[w] {
 			return namesNeither // "Sarah is my favourite trainer", "Facebook is too expensive for ads"
 		}
+	}
+	if favourite {
+		return namesFavourite
 	}
 	return namesProduct
 }
@@ -341,7 +352,26 @@ const (
 	namesNeither nameKind = iota
 	namesProduct
 	namesPlace
+	// namesFavourite: only that it is a favourite ("Brighton is my
+	// favourite"), which tells a product only when the options or the
+	// choice are asked about (optionsAsked).
+	namesFavourite
 )
+
+// optionsAsked reports whether the question just asked is about the
+// options or the choice among them ("How do you feel about each of them so
+// far?", of the reactions to the options; "Which option would you
+// choose?").
+func optionsAsked(p extraction.Prompt) bool {
+	if p.Focus == nil {
+		return false
+	}
+	w := contentWords(p.Focus.Description + " " + p.Focus.Question)
+	return w["option"] || w["options"] || w["decision"] || w["choose"] || w["choice"]
+}
+
+// favourites say of a name only that it is the one liked best.
+var favourites = engine.WordSet(`favourite favorite front-runner frontrunner runner pick choice`)
 
 // productName reports whether a name is written as products are and no
 // place or person is: a capital after a small letter, or a digit after a
