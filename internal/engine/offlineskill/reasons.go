@@ -105,9 +105,14 @@ const maxValueWords = 5
 
 // reasonRe finds where the reason after a value begins: a bare "cause"
 // only after a comma, which as a verb or a noun is part of the value
-// ("Late payments cause cash flow gaps", "Root cause is the paper forms").
+// ("Late payments cause cash flow gaps", "Root cause is the paper forms");
+// a "since" or an "as" a pronoun follows, or a few words a determiner
+// opens and a verb ends ("Mindbody, since the staff know it"), not a time
+// ("since last year", "since the start of the year").
 var reasonRe = regexp.MustCompile(`(?i)(?:,\s*|\s+)(?:because|['’]cause)\b|,\s*cause\b|,\s*(?:since|as)\s+(?:i|we|they|he|she|it|you|` +
-	`that's|there's|it's|we're|i'm|they're|we've|i've|my|our)\b|,\s*(?:(?:my|our|the)\s+(?:[a-z]+\s+){0,2}?[a-z]+|i|we|` +
+	`that's|there's|it's|we're|i'm|they're|we've|i've|my|our)\b|,\s*(?:since|as)\s+(?:the|all|most|both|their|your)\s+` +
+	`(?:[a-z]+\s+){0,2}?[a-z]+\s+(?:already\s+|all\s+)?(?:know|knows|like|likes|use|uses|used|is|are|was|were|has|have|had|` +
+	`can|can't|will|would|need|needs|want|wants|love|loves|prefer|prefers|do|does|don't|doesn't|hate|hates|trust|trusts)\b|,\s*(?:(?:my|our|the)\s+(?:[a-z]+\s+){0,2}?[a-z]+|i|we|` +
 	`they|he|she)\s+(?:has\s+|have\s+|just\s+|already\s+|finally\s+)?(?:agreed|agrees|said|says|approved|approves|` +
 	`insisted|insists|confirmed|decided|okayed|signed\s+off)\b`)
 

@@ -278,3 +278,20 @@ func TestExtractionSkillFavouriteAloneIsAnOptionWhenAsked(t *testing.T) {
 	}
 	runExtractionCases(t, tests)
 }
+
+// To the choice asked, "since" a clause a determiner opens gives the
+// reason after the choice, as "since" a pronoun does: the option is the
+// decision and the clause its reasoning.
+func TestExtractionSkillChoiceSinceAClause(t *testing.T) {
+	t.Parallel()
+	options := map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}}
+	runExtractionCases(t, []extractionCase{
+		{name: "since the staff", engine: "exploration", focus: "decision_made", current: options,
+			msg: "Mindbody, since the staff know it.",
+			want: map[string]any{"decision.decision_made": "Mindbody",
+				"decision.reasoning": "the staff know it"}},
+		{name: "as the staff", engine: "exploration", focus: "decision_made", current: options,
+			msg:  "Glofox, as the members already use it.",
+			want: map[string]any{"decision.decision_made": "Glofox"}},
+	})
+}
