@@ -31,8 +31,16 @@ func firstReply(t *testing.T, h contracts.EngineHandoff) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := handoff.Verify(h, got, handoff.Receiver{EngineID: "exploration", ProjectID: "p1"}); !v.Verified {
+	v := handoff.Verify(h, got, handoff.Receiver{EngineID: "exploration", ProjectID: "p1"})
+	if !v.Verified {
 		t.Errorf("the first reply %q does not verify: %+v", got, v.Details)
+	}
+	// Every constraint is acknowledged, not only enough of them: one left
+	// out fails the verification of a handoff with one other.
+	for _, e := range v.Details.Elements {
+		if e.Kind == handoff.KindConstraint && !e.Acknowledged {
+			t.Errorf("the first reply %q does not acknowledge the constraint %q (keywords %v)", got, e.Text, e.Keywords)
+		}
 	}
 	return got
 }
@@ -102,14 +110,15 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 		{name: "constraints said as none or not known, in other words",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Budget: None at the moment", "Timeline: Not sure", "Integration: none needed", "Team: unknown")}},
-			want: []string{"I have noted your constraints: no budget yet, the timeline is not known yet " +
-				"and the team is not known yet."},
+			want: []string{"I have noted your constraints: no budget yet, the timeline is not known yet, " +
+				"no integration needed and the team is not known yet."},
 			not: []string{"of none", "of not sure", "with none", "of unknown", "None at"}},
 		{name: "a budget no one knows and a technical constraint to be decided",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Budget: no idea", "Technical: TBD", "Regulation: n/a")}},
-			want: []string{"I have noted your constraints: the budget is not known yet and no technical constraints yet."},
-			not:  []string{"of no idea", "compliance with"}},
+			want: []string{"I have noted your constraints: the budget is not known yet, no technical constraints yet " +
+				"and no regulation to comply with."},
+			not: []string{"of no idea", "compliance with"}},
 		{name: "a recurring time is no deadline",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Timeline: Monday mornings", "Budget: $500 a month")}},
@@ -119,6 +128,26 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Timeline: every Friday", "Timeline: Friday week")}},
 			want: []string{"I have noted your constraints: every Friday and by Friday week."}},
+		{name: "an integration none needed, with one other constraint",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Integration: none needed", "Budget: $500 a month")}},
+			want: []string{"I have noted your constraints: no integration needed and a budget of $500 a month."}},
+		{name: "a team and a timeline not decided, and a budget of none with more to say",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Team: not decided", "Timeline: Not decided yet", "Budget: none yet, maybe 5k later")}},
+			want: []string{"I have noted your constraints: the team is not decided yet; the timeline is not decided yet; " +
+				"and no budget yet, maybe 5k later."},
+			not: []string{"no team", "no timeline", "of none"}},
+		{name: "recurring times that list days",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Timeline: Tuesday and Thursday evenings", "Timeline: Mondays and Wednesdays", "Timeline: Fridays before 9am")}},
+			want: []string{"I have noted your constraints: on Tuesday and Thursday evenings; on Mondays and Wednesdays; " +
+				"and on Fridays before 9am."},
+			not: []string{"by "}},
+		{name: "integrations not known",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Integration: not sure", "Budget: $500 a month")}},
+			want: []string{"I have noted your constraints: the integrations are not known yet and a budget of $500 a month."}},
 		{name: "a budget and a deadline said in other words",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Budget: $60k to $80k", "Timeline: 6 months to launch", "Team: two developers")}},

@@ -427,21 +427,48 @@ func constraintsSaid(cs, known []string, names, lower wordList) []string {
 	var out []string
 	at := map[string]int{}
 	items := map[string][]string{}
+	var nones []string // the labels of a list said as none, said where none of its items is
 	for _, c := range cs {
 		label, value := constraintLabel(c)
-		if none, unknown := noneSaid(value); none || unknown {
-			// "Budget: none yet" is said as no budget and "Budget: no
-			// idea" as a budget not known; an item of a list there are
-			// none of, or a constraint of nothing, says nothing.
-			if noun, ok := noneLabels[label]; ok && none {
-				out = append(out, "no "+noun+yet(value))
-			} else if ok {
+		// "none yet, maybe 5k later": a value of none or not known
+		// followed by more says the none, then the rest.
+		head, rest := value, ""
+		if h, r, ok := strings.Cut(value, ","); ok && strings.TrimSpace(r) != "" {
+			if none, unknown := noneSaid(h); none || unknown != "" {
+				head, rest = h, saidBack(strings.TrimSpace(r), known, names, lower)
+			}
+		}
+		if none, unknown := noneSaid(head); none || unknown != "" {
+			// "Budget: none yet" is said as no budget, "Budget: no idea"
+			// as a budget not known and "Team: not decided" as a team not
+			// decided; every one is said, for the receiver acknowledges
+			// each constraint (handoff.Verify).
+			noun, ok := noneLabels[label]
+			if _, listed := listedLabels[label]; listed && none {
+				if !slices.Contains(nones, label) {
+					nones = append(nones, label)
+					at[label] = len(out)
+					out = append(out, "")
+				}
+				continue
+			}
+			var said string
+			switch {
+			case !ok:
+				continue // a constraint of nothing, without a label to say it by
+			case none:
+				said = "no " + noun + yet(value)
+			default:
 				verb := " is"
 				if strings.HasSuffix(noun, "s") {
 					verb = " are"
 				}
-				out = append(out, "the "+noun+verb+" not known yet")
+				said = "the " + noun + verb + " not " + unknown + " yet"
 			}
+			if rest != "" {
+				said += ", " + rest
+			}
+			out = append(out, said)
 			continue
 		}
 		said := saidBack(value, known, names, lower)
@@ -459,34 +486,55 @@ func constraintsSaid(cs, known []string, names, lower wordList) []string {
 		out = append(out, labelInWords(label, said))
 	}
 	for label, i := range at {
+		if len(items[label]) == 0 {
+			// "Integration: none needed", with no integration named: said
+			// as none, or the constraint goes unacknowledged.
+			out[i] = noneListed[label]
+			continue
+		}
 		out[i] = listedLabels[label] + andList(items[label])
 	}
 	return out
 }
 
-// noneLabels are the labels of a constraint said as "no" and what the
-// label names where its value is none ("no budget yet").
+// noneListed is how a label of listedLabels is said where its only items
+// say there are none.
+var noneListed = map[string]string{"Integration": "no integration needed", "Regulation": "no regulation to comply with"}
+
+// noneLabels are the labels of a constraint said as "no" or not known and
+// what the label names where its value is none ("no budget yet") or not
+// known ("the integrations are not known yet").
 var noneLabels = map[string]string{"Budget": "budget", "Timeline": "timeline", "Team": "team", "Funding": "funding",
-	"Technical": "technical constraints"}
+	"Technical": "technical constraints", "Integration": "integrations", "Regulation": "regulations"}
 
 // noneSaid reports whether a constraint's value says there is none
 // ("none", "None at the moment", "none needed", "n/a") or that the user
-// does not know it ("no idea", "Not sure", "unknown"): its words, but
-// those that say for how long or why (noneTails), are one of noneHeads
-// or unknownHeads.
-func noneSaid(value string) (none, unknown bool) {
+// does not know it ("no idea", "Not sure", "unknown"; unknown is then
+// "known", or "decided" for a value that says it is not decided yet):
+// its words, but those that say for how long or why (noneTails), are one
+// of noneHeads or unknownHeads.
+func noneSaid(value string) (none bool, unknown string) {
 	v := strings.ToLower(strings.Join(strings.FieldsFunc(strings.ReplaceAll(value, "’", "'"), func(r rune) bool {
 		return unicode.IsSpace(r) || strings.ContainsRune(".,;:!", r)
 	}), " "))
 	for cut := true; cut; {
+		// "not decided" is not known, before "decided" is cut as a tail
+		// and leaves "not", which is none.
+		if unknownHeads[v] {
+			if v == "not decided" || v == "undecided" {
+				return false, "decided"
+			}
+			return false, "known"
+		}
 		cut = false
 		for _, tail := range noneTails {
 			if rest, ok := strings.CutSuffix(v, " "+tail); ok {
 				v, cut = rest, true
+				break // one tail at a time, each cut read again
 			}
 		}
 	}
-	return noneHeads[v], unknownHeads[v]
+	return noneHeads[v], ""
 }
 
 var (
@@ -551,18 +599,30 @@ func labelInWords(label, value string) string {
 }
 
 // recurring reports whether a timeline's words name a time that comes
-// back, not a date: a day in the plural ("Mondays") or a day before a
-// part of it in the plural ("Monday mornings").
+// back, not a date: days of which one is in the plural ("Mondays",
+// "Mondays and Wednesdays", "Fridays before 9am") or days before a part
+// of one in the plural ("Monday mornings", "Tuesday and Thursday
+// evenings").
 func recurring(words []string) bool {
-	first := strings.ToLower(strings.Trim(words[0], ",;:"))
-	if !calendar[strings.TrimSuffix(first, "s")] {
-		return false
+	plural := false
+	for i, w := range words {
+		w = strings.ToLower(strings.Trim(w, ",;:."))
+		switch day := strings.TrimSuffix(w, "s"); {
+		case calendar[w] && isDay(w):
+		case calendar[day] && isDay(day):
+			plural = true
+		case i > 0 && (w == "and" || w == "or" || w == "&"):
+		case i > 0:
+			return plural || dayParts[w]
+		default:
+			return false
+		}
 	}
-	if len(words) > 1 {
-		return dayParts[strings.ToLower(strings.Trim(words[1], ",;:."))]
-	}
-	return first != strings.TrimSuffix(first, "s") && !calendar[first]
+	return plural
 }
+
+// isDay reports whether a word of the calendar is a day of the week.
+func isDay(w string) bool { return strings.HasSuffix(w, "day") }
 
 // dayParts are the parts of a day, in the plural, a recurring time names.
 var dayParts = engine.WordSet("mornings afternoons evenings nights lunchtimes")
