@@ -1186,8 +1186,18 @@ func guessFits(f extraction.PromptField, guess string) bool {
 	case f.ValueType == engine.TypeNumber:
 		return numbered
 	case timeline(f):
+		// "maybe when the lease is up", "once we have the money": a time
+		// said by what will happen then, after the hedge.
+		for _, w := range words {
+			if w == "when" || w == "once" {
+				return true
+			}
+			if !hedgeWords[w] && w != "i" && w != "think" && w != "suppose" {
+				break
+			}
+		}
 		return slices.ContainsFunc(words, func(w string) bool {
-			return timeUnits[w] || calendar[w] || seasons[w] || holidays[w] || whenWords[w]
+			return timeUnits[w] || calendar[w] || seasons[w] || holidays[w] || whenWords[w] || year(w)
 		})
 	case priced(f):
 		return numbered || strings.ContainsAny(guess, "$£€") || slices.ContainsFunc(words, func(w string) bool { return moneyWords[w] })
@@ -1202,9 +1212,20 @@ func priced(f extraction.PromptField) bool {
 	return w["budget"] || w["cost"] || w["costs"] || w["price"] || w["pricing"] || w["spend"]
 }
 
+// year reports whether a lowered word is a year ("2027", of "mid-2027"
+// too) or a quarter or half of one ("Q3", "H2").
+func year(w string) bool {
+	if len(w) == 2 && (w[0] == 'q' && w[1] >= '1' && w[1] <= '4' || w[0] == 'h' && (w[1] == '1' || w[1] == '2')) {
+		return true
+	}
+	n, err := strconv.Atoi(w)
+	return err == nil && len(w) == 4 && n >= 1900 && n < 2200
+}
+
 var (
-	// whenWords say a time without a unit ("maybe soon", "ASAP").
-	whenWords = engine.WordSet(`asap soon tomorrow today tonight weekend weekends`)
+	// whenWords say a time without a unit ("maybe soon", "ASAP",
+	// "in a fortnight").
+	whenWords = engine.WordSet(`asap soon tomorrow today tonight weekend weekends fortnight fortnights`)
 	// moneyWords say an amount without a figure ("a few grand").
 	moneyWords = engine.WordSet(`k grand hundred hundreds thousand thousands million dollars pounds euros quid bucks`)
 )
