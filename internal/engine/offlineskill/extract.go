@@ -863,10 +863,10 @@ func joined(msg string) bool {
 }
 
 // judged are the words of what is said of a thing, not of a thing named:
-// a superlative or what troubles the user ("biggest problem", "worst
-// headache").
-var judged = engine.WordSet(`biggest worst best greatest hardest toughest problem problems issue issues headache
-	headaches worry worries struggle struggles concern concerns challenge challenges nightmare frustration bottleneck`)
+// what troubles the user ("biggest problem", "worst headache"); a
+// superlative alone names a thing ("our biggest supplier").
+var judged = engine.WordSet(`problem problems issue issues headache headaches worry worries struggle struggles concern
+	concerns challenge challenges nightmare frustration bottleneck`)
 
 // claimed leaves a value that the patterns of two fields find to the
 // first of them in fields, the fields asked about first: the question just
@@ -3579,12 +3579,38 @@ func splitItems(s string, clauses bool) []string {
 		if len(out) > 0 && remark(it) {
 			continue
 		}
+		if len(out) > 0 && besides[strings.ToLower(it)] {
+			continue // "Our landlord, honestly."
+		}
 		if it = cleanSentence(it); it != "" && !isLead(it) {
 			out = append(out, it)
 		}
 	}
+	if len(out) > 1 && ranked(s) {
+		out = out[1:] // "Our biggest customer, Whole Foods": Whole Foods
+	}
 	return withinClause(out)
 }
+
+// besides are the words said beside an answer, which name no item of it
+// ("Our landlord, honestly.").
+var besides = engine.WordSet(`honestly really frankly obviously basically seriously literally tbh probably mostly
+	anyway though`)
+
+// ranked reports whether a message opens with what its user ranks first
+// of a kind, a comma before what it is ("Our biggest customer, Whole
+// Foods", "My biggest headache, the VAT return", "Our main problem, the
+// bank and Stripe"): the words before the comma say what the item after
+// it is to the user, and are no item of their own.
+func ranked(msg string) bool {
+	head, _, ok := strings.Cut(msg, ",")
+	w := strings.Fields(strings.ToLower(head))
+	return ok && len(w) >= 3 && len(w) <= 4 && possessives[w[0]] && rankWords[w[1]] &&
+		!slices.ContainsFunc(w[2:], func(x string) bool { return x == "and" || x == "or" || clauseWord(x) })
+}
+
+// rankWords rank a thing first of its kind ("our biggest customer").
+var rankWords = engine.WordSet(`main biggest largest best worst top key primary only greatest single`)
 
 // withinClause joins to a clause item the single words after it that go
 // on with its last word: participles after a participle ("A commuter

@@ -70,7 +70,15 @@ func TestExtractionSkillIdiomIsNoLack(t *testing.T) {
 // A possessive opens an item of a bare list only when the items are
 // things of the kind asked: "Our biggest problem, honestly." is a
 // bottleneck, not two partners, and "Our main supplier, Shipton Mill."
-// names one supplier by what it is, an appositive, not two partners.
+// names one supplier by what it is, an appositive, not two partners. A
+// superlative names a thing ("Our biggest supplier and our bank.": two
+// partners); what is ranked first before a comma says what the item after
+// it is to the user, no item of its own ("Our biggest customer, Whole
+// Foods.": one partner), and an aside is no item ("Our landlord,
+// honestly."). "Our main problem, the bank and Stripe.", to the partners
+// asked, names two partners: the bank and Stripe are whom the business
+// works with, and "our main problem" names no bottleneck, only how the
+// user feels about them.
 func TestExtractionSkillPossessiveIsNoListItem(t *testing.T) {
 	t.Parallel()
 	tests := []extractionCase{
@@ -84,6 +92,23 @@ func TestExtractionSkillPossessiveIsNoListItem(t *testing.T) {
 			msg:    "Our main supplier, Shipton Mill.",
 			want:   map[string]any{"operations.supply_chain": "Our main supplier, Shipton Mill"},
 			absent: []string{"partnerships_and_integrations.key_partners"}},
+		{name: "a superlative names a thing", focus: "key_partners_identified",
+			msg:    "Our biggest supplier and our bank.",
+			want:   map[string]any{"partnerships_and_integrations.key_partners": []any{"Our biggest supplier", "our bank"}},
+			absent: []string{"operations.supply_chain"}},
+		{name: "what is ranked first is no item of its own", focus: "key_partners_identified",
+			msg:  "Our biggest customer, Whole Foods.",
+			want: map[string]any{"partnerships_and_integrations.key_partners": []any{"Whole Foods"}}},
+		{name: "the partners the user calls a problem", focus: "key_partners_identified",
+			msg:    "Our main problem, the bank and Stripe.",
+			want:   map[string]any{"partnerships_and_integrations.key_partners": []any{"the bank", "Stripe"}},
+			absent: []string{"operations.bottlenecks"}},
+		{name: "what is ranked first before a bottleneck", focus: "key_partners_identified",
+			msg:  "My biggest headache, the VAT return.",
+			want: map[string]any{"operations.bottlenecks": []any{"the VAT return"}}},
+		{name: "an aside is no item", focus: "key_partners_identified",
+			msg:  "Our landlord, honestly.",
+			want: map[string]any{"partnerships_and_integrations.key_partners": []any{"Our landlord"}}},
 		{name: "a list of partners, one of ours", focus: "key_partners_identified",
 			msg: "Our flour mill, the packaging supplier and Deliveroo.",
 			want: map[string]any{"partnerships_and_integrations.key_partners": []any{"Our flour mill",
