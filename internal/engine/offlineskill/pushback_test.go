@@ -25,6 +25,8 @@ func TestExtractionSkillPushbackFilesNothing(t *testing.T) {
 		{"business-profile", "target_market.customer_segments", "You keep asking me that.", false},
 		{"project-discovery", "users_and_personas.pain_points", "This is a waste of time.", false},
 		{"business-profile", "business_model.pricing_model", "Honestly, these questions are annoying.", false},
+		{"business-profile", "operations.bottlenecks", "Honestly it's a pain.", false},
+		{"business-profile", "operations.bottlenecks", "The stock count is a pain.", true},
 		{"business-profile", "brand_and_marketing.brand_positioning", "Honest bread, made slowly; fancy marketing talk is a waste of time.", true},
 		{"business-profile", "technology_stack.tech_pain_points", "Our app is useless without offline mode.", true},
 		{"project-discovery", "users_and_personas.pain_points", "Customers find the booking frustrating.", true},
@@ -52,6 +54,7 @@ func TestPushbackIsAnsweredAsHoldingBack(t *testing.T) {
 		{"business_model.pricing_model", "That's annoying."},
 		{"business_model.revenue_streams", "It's frustrating."},
 		{"business_model.pricing_model", "You keep asking me that."},
+		{"operations.bottlenecks", "Honestly it's a pain."},
 	} {
 		def, focus := asking(t, "business-profile", tt.field)
 		filed := map[string]any{}

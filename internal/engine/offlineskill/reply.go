@@ -951,18 +951,21 @@ var (
 		"asked me that", "asked that already", "same question"}
 	// aimedPushbackRe finds pushback aimed at the assistant or its
 	// questions: "this is a waste of time", "these questions are
-	// annoying", "you're not helpful"; not "fancy marketing talk is a waste
-	// of time", which says what the user thinks of something else.
+	// annoying", "you're not helpful", "honestly it's a pain" (as "it's
+	// frustrating": an "it" the clause names nothing else by is the
+	// question); not "fancy marketing talk is a waste of time" nor "the
+	// stock count is a pain", which say what the user thinks of something
+	// else.
 	aimedPushbackRe = regexp.MustCompile(`^ (?:[a-z']+ )?` +
 		`(?:this|that|it|you|these questions|those questions|the questions|your questions|all this|all these questions|` +
 		`this chat|this conversation)` +
 		`(?:(?:'s|'re| is| are| was| feels| seems| gets)?` +
 		`(?: (?:so|really|very|quite|a bit|kind of|such|just|totally|getting|pretty|becoming))* ` +
 		`(?:a |an )?(?:complete |total |real |huge )?` +
-		`(?:waste of (?:my |our )?time|annoying|frustrating|not helpful|unhelpful|pointless|tedious|repetitive|useless)` +
+		`(?:waste of (?:my |our )?time|pain|annoying|frustrating|not helpful|unhelpful|pointless|tedious|repetitive|useless)` +
 		`|(?: isn't| aren't|'s not|'re not| is not| are not)(?: very| really| that)? helpful) $`)
 	// aimedAdjectives end a clause aimedPushbackRe may find.
-	aimedAdjectives = engine.WordSet("time annoying frustrating helpful unhelpful pointless tedious repetitive useless")
+	aimedAdjectives = engine.WordSet("time pain annoying frustrating helpful unhelpful pointless tedious repetitive useless")
 	// moreDeclines put the question off beside declinePhrases.
 	moreDeclines = []string{"not now", "next time", "another time", "move on", "no comment", "pass"}
 	// holdWords are the words a clause that holds back is made of beside
