@@ -98,6 +98,16 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
 				{Decision: "Stripe", Confidence: 0.8, Reasoning: "low fees"}}}},
 			want: []string{"You decided on Stripe."}},
+		{name: "a decision to do something",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+				{Decision: "Use Glofox", Confidence: 0.8, Reasoning: "the class bookings"}}}},
+			want: []string{"You decided to use Glofox."},
+			not:  []string{"decided on"}},
+		{name: "a decision to do something beside a thing chosen",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+				{Decision: "Stripe", Confidence: 0.8, Reasoning: "low fees"},
+				{Decision: "Hire a second baker", Confidence: 0.7, Reasoning: "the early shift"}}}},
+			want: []string{"You decided on Stripe, and to hire a second baker."}},
 		{name: "a decision that is a product's name",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
 				{Decision: "Square", Confidence: 0.8, Reasoning: "the cafes know it"}}}},

@@ -298,18 +298,30 @@ func acknowledge(h *HandoffSummary, known []string, names, lower wordList) strin
 		}
 		parts = append(parts, "The problem: "+p)
 	}
-	var ds []string
+	var ds, acts []string
 	for _, d := range h.Decisions {
-		if properName(d) {
+		switch {
+		case decidedVerbs[strings.ToLower(strings.Fields(d + " x")[0])]:
+			// "Use Glofox": a decision to do something is said with
+			// "to" ("You decided to use Glofox"), not "on".
+			for _, a := range say([]string{d}) {
+				acts = append(acts, "to "+lowerFirst(a))
+			}
+		case properName(d):
 			// "Square": a choice named as a whole keeps the capital it
 			// was chosen with, common word or not.
 			ds = append(ds, d)
-			continue
+		default:
+			ds = append(ds, say([]string{d})...)
 		}
-		ds = append(ds, say([]string{d})...)
 	}
-	if len(ds) > 0 {
+	switch {
+	case len(ds) > 0 && len(acts) > 0:
+		parts = append(parts, "You decided on "+list(ds)+", and "+list(acts)+".")
+	case len(ds) > 0:
 		parts = append(parts, "You decided on "+list(ds)+".")
+	case len(acts) > 0:
+		parts = append(parts, "You decided "+list(acts)+".")
 	}
 	if len(h.Shortlist) > 0 {
 		ideas := h.Shortlist
@@ -362,6 +374,12 @@ func acknowledge(h *HandoffSummary, known []string, names, lower wordList) strin
 	}
 	return strings.Join(parts, " ")
 }
+
+// decidedVerbs open a decision to do something ("Use Glofox", "Hire a
+// second baker"), which the acknowledgement says with "to".
+var decidedVerbs = engine.WordSet(`use go hire switch build buy move keep start stop launch try adopt outsource partner
+	pilot sell offer add drop raise open close rent lease wait stay focus pay charge migrate implement integrate choose pick
+	get make take set test delay postpone expand replace automate run sign join apply`)
 
 // names are the words a handoff's items write capitalised inside a
 // sentence ("Card payments go through Square"), after the label a mapper
