@@ -108,6 +108,10 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 				{Decision: "Stripe", Confidence: 0.8, Reasoning: "low fees"},
 				{Decision: "Hire a second baker", Confidence: 0.7, Reasoning: "the early shift"}}}},
 			want: []string{"You decided on Stripe, and to hire a second baker."}},
+		{name: "a capital that opened an item of a list",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Regulation: Food hygiene rules", "Regulation: Allergen labels", "Budget: Around 5k")}},
+			want: []string{"compliance with food hygiene rules and allergen labels"}},
 		{name: "a decision that is a product's name",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
 				{Decision: "Square", Confidence: 0.8, Reasoning: "the cafes know it"}}}},

@@ -351,3 +351,22 @@ func TestTheValueFiledMakesNoName(t *testing.T) {
 		})
 	}
 }
+
+// An item said after another of its list keeps no capital that only
+// opened the user's sentence: "Food hygiene. Allergen labels." was
+// acknowledged "food hygiene and Allergen labels".
+func TestReplyListItemLosesTheCapitalOfItsSentence(t *testing.T) {
+	t.Parallel()
+	const msg = "Food hygiene. Allergen labels."
+	_, focus := asking(t, "business-profile", "regulatory_and_compliance.regulations")
+	got := replyOf(t, "business-profile", func(def *engine.Definition) *engine.WorkingMemory {
+		m := engine.NewWorkingMemory(def, "s", "p")
+		m.TurnNumber = 2
+		m.Extraction = filedAt(t, def, m.Extraction, 2,
+			map[string]any{"regulatory_and_compliance.regulations": []any{"Food hygiene", "Allergen labels"}})
+		return m
+	}, "FOUNDATIONS", nil, focus, msg)
+	if want := "food hygiene and allergen labels"; !strings.Contains(got, want) {
+		t.Errorf("the reply to %q is %q, want it to say %q", msg, got, want)
+	}
+}

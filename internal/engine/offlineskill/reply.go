@@ -498,6 +498,9 @@ func constraintsSaid(cs, known []string, names, lower wordList) []string {
 				at[label] = len(out)
 				out = append(out, "")
 			}
+			if len(items[label]) > 0 && openedOnly(strings.Fields(said), known, names) {
+				said = lowerFirst(said) // "food hygiene rules and allergen labels"
+			}
 			items[label] = append(items[label], said)
 			continue
 		}
@@ -1155,7 +1158,7 @@ func sayable(raw string, p ReplyPrompt, names, lower wordList) (said string, lis
 		n += len(words)
 		turnAround(words)
 		items[i] = strings.Join(words, " ")
-		if !keepsCapital(words, p.Known, names, lower) {
+		if !keepsCapital(words, p.Known, names, lower) || i > 0 && openedOnly(words, p.Known, names) {
 			items[i] = lowerFirst(items[i])
 		}
 	}
@@ -1163,6 +1166,33 @@ func sayable(raw string, p ReplyPrompt, names, lower wordList) (said string, lis
 		return "", false, false
 	}
 	return andList(items), list, true
+}
+
+// openedOnly reports whether the capital of an item's first word, the
+// item said after another of its list ("food hygiene and Allergen
+// labels"), is only the capital that opened the user's sentence: the word
+// is not written capitalised inside a sentence (names), nor a name of a
+// known value, a date or a product, and a word in lowercase follows it
+// ("Allergen labels", not "Whole Foods"). Said in the middle of a list it
+// reads as a name it is not.
+func openedOnly(words, known []string, names wordList) bool {
+	if len(words) < 2 || !isLower(words[1]) {
+		return false
+	}
+	first := strings.Trim(words[0], ",:;")
+	if first == "" || strings.IndexFunc(first[1:], unicode.IsUpper) >= 0 {
+		return false // "GoCardless"
+	}
+	lower := strings.ToLower(first)
+	if names.has(first) || dated(lower) || products[lower] {
+		return false
+	}
+	for _, k := range known {
+		if _, value, _ := strings.Cut(k, ": "); knownName(value, first) {
+			return false
+		}
+	}
+	return true
 }
 
 // andList joins items as a sentence lists them: "a, b and c".
