@@ -777,7 +777,9 @@ func Compose(p ReplyPrompt) string {
 		parts = append(parts, acknowledge(p.Handoff, p.Known, names, lower))
 	}
 	asked := asksUs(p.Message) && p.NextID != ""
-	o, saysBack := opener(p, names, lower)
+	// Whether the message holds back (heldBack) is read once, here, for
+	// the echo and the technique that answers a hold-back.
+	o, saysBack := opener(p, names, lower, heldBack(p.Message))
 	var ack string
 	if !saysBack {
 		// What the message filed, said briefly: the user's answer is taken,
@@ -831,17 +833,17 @@ func (p ReplyPrompt) question() string {
 
 // holdsBack reports whether the user holds back from the question: the
 // message as a whole puts it off, hedges or pushes back on being asked
-// (heldBack), or passes over the question asked again, filing nothing. A
-// yes does not, nor does an answer, whatever it answered: a message that
-// filed a value answered something.
-func (p ReplyPrompt) holdsBack() bool {
+// (held, heldBack of the message), or passes over the question asked
+// again, filing nothing. A yes does not, nor does an answer, whatever it
+// answered: a message that filed a value answered something.
+func (p ReplyPrompt) holdsBack(held bool) bool {
 	if yes, ok := yesOrNo(p.Message); ok && yes == true {
 		return false
 	}
 	if slices.ContainsFunc(p.Filed, func(f Filed) bool { return !none(f.Value) }) {
 		return false
 	}
-	if heldBack(p.Message) {
+	if held {
 		return true
 	}
 	// The question asked again may come after the excuse of one passed
@@ -1263,11 +1265,12 @@ var notForUs = []string{"what about", "how about", "what if", "mean", "what kind
 // technique's that has one; saysBack reports one that says what the user
 // said (their words, or the summary of what is known). An opener one of the
 // last replies said gives way to the next technique's, or to none: said at
-// every turn, or every other, it reads as a script.
-func opener(p ReplyPrompt, names, lower wordList) (o string, saysBack bool) {
-	echo, fragment := reflect(p.Message, p.Known, names, lower)
+// every turn, or every other, it reads as a script. held is whether the
+// message holds back (heldBack).
+func opener(p ReplyPrompt, names, lower wordList, held bool) (o string, saysBack bool) {
+	echo, fragment := reflect(p.Message, p.Known, names, lower, held)
 	for _, t := range p.Techniques {
-		if o := techniqueOpener(t, p, echo, fragment); o != "" && !p.saidLately(o) {
+		if o := techniqueOpener(t, p, echo, fragment, held); o != "" && !p.saidLately(o) {
 			return o, echoing[t] || t == "summary_reflection"
 		}
 	}
@@ -1276,8 +1279,8 @@ func opener(p ReplyPrompt, names, lower wordList) (o string, saysBack bool) {
 
 // techniqueOpener is technique t's start of the reply ("" for none), echo
 // the user's words as the reply may reflect them (a fragment when they make
-// no clause).
-func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string {
+// no clause), held whether the message holds back (heldBack).
+func techniqueOpener(t string, p ReplyPrompt, echo string, fragment, held bool) string {
 	if said, ok := labelled(echo); ok && echoing[t] {
 		// "So what matters to you is that another idea: woodworking
 		// classes in your garage" frames a label as a thought.
@@ -1330,7 +1333,7 @@ func techniqueOpener(t string, p ReplyPrompt, echo string, fragment bool) string
 		return "Teams in a similar situation often start small and grow from there."
 	case "roll_with_resistance":
 		// Said to a yes or an answer, it reads as if the user objected.
-		if p.holdsBack() {
+		if p.holdsBack(held) {
 			return "That's fair, and we can come back to anything later."
 		}
 	}
@@ -1447,10 +1450,11 @@ const minEchoWords = 3
 // instruction, an aside, a take-back. known are the session's facts, names
 // the words the user wrote capitalised inside a sentence, in the history
 // or the message, whose capital stays, and lower those they wrote in
-// lowercase (ReplyPrompt.words, keepsCapital).
-func reflect(msg string, known []string, names, lower wordList) (echo string, fragment bool) {
+// lowercase (ReplyPrompt.words, keepsCapital); held is whether msg holds
+// back (heldBack), read once by the reply.
+func reflect(msg string, known []string, names, lower wordList, held bool) (echo string, fragment bool) {
 	ss := engine.Sentences(msg)
-	if len(ss) == 0 || engine.IsQuestion(ss[0]) || Declines(msg) || heldBack(msg) {
+	if len(ss) == 0 || engine.IsQuestion(ss[0]) || Declines(msg) || held {
 		// "It sounds like what do you mean by that.", "It sounds like
 		// you'd rather skip that one." and "It sounds like this is a waste
 		// of time." echo nothing the user said about the matter.

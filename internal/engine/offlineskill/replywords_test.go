@@ -40,7 +40,7 @@ func TestHoldsBackOnlyAsAWhole(t *testing.T) {
 		"Not sure really. Probably Greggs and the supermarket bakeries.":      false,
 		"Customers cancel at the last minute, which is annoying.":             false,
 	} {
-		if got := (ReplyPrompt{Message: msg}).holdsBack(); got != want {
+		if got := (ReplyPrompt{Message: msg}).holdsBack(heldBack(msg)); got != want {
 			t.Errorf("holdsBack(%q) = %t, want %t", msg, got, want)
 		}
 	}
@@ -67,7 +67,7 @@ func TestEchoIsCutWhereAClauseEnds(t *testing.T) {
 		"Clients have to pay online before they come so that the trainer still gets paid when a class is cancelled late.":                 "clients have to pay online before they come",
 		"My wife and I run the shop together and we both bake every morning before the cafes open their doors at seven.":                  "your wife and you run the shop together",
 	} {
-		if got, _ := reflect(msg, nil, wordList{}, wordList{}); got != want {
+		if got, _ := reflect(msg, nil, wordList{}, wordList{}, heldBack(msg)); got != want {
 			t.Errorf("echo of %q = %q, want %q", msg, got, want)
 		}
 	}
@@ -103,7 +103,7 @@ func TestANameOpeningAnEchoKeepsItsCapital(t *testing.T) {
 	// Said in a reply, the name is the subject of a clause, which "It
 	// sounds like" takes: it said nothing.
 	msg := "Dave our manager does the rota every week and keeps the shop running when I am away at the farmers market on Saturdays."
-	if got, fragment := reflect(msg, nil, wordList{}, wordList{}); got != "Dave your manager does the rota every week and keeps the shop running" || fragment {
+	if got, fragment := reflect(msg, nil, wordList{}, wordList{}, heldBack(msg)); got != "Dave your manager does the rota every week and keeps the shop running" || fragment {
 		t.Errorf("echo of %q = %q (fragment %t), want %q, a clause", msg, got, fragment, "Dave your manager does the rota every week and keeps the shop running")
 	}
 }
@@ -258,7 +258,7 @@ func TestIntroducedNameKeepsItsCapital(t *testing.T) {
 		"Square is our card reader at the market stall.": "Square is your card reader at the market stall",
 		"Time is our biggest problem in the mornings.":   "time is your biggest problem in the mornings",
 	} {
-		if got, _ := reflect(msg, nil, wordList{}, wordList{}); got != want {
+		if got, _ := reflect(msg, nil, wordList{}, wordList{}, heldBack(msg)); got != want {
 			t.Errorf("echo of %q = %q, want %q", msg, got, want)
 		}
 	}
