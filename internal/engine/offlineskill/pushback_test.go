@@ -32,6 +32,15 @@ func TestExtractionSkillPushbackFilesNothing(t *testing.T) {
 		{"project-discovery", "users_and_personas.pain_points", "Customers find the booking frustrating.", true},
 		{"business-profile", "technology_stack.tech_pain_points", "The till is annoying, it crashes every week.", true},
 		{"business-profile", "brand_and_marketing.brand_positioning", "Fancy marketing talk is a waste of time.", true},
+		// "You keep asking" pushes back when it is aimed at the user alone;
+		// of anyone else it tells how things are, and it was dropped (the
+		// corpus's plumber whose customers fill in paper forms).
+		{"business-profile", "target_market.customer_segments", "You keep asking the same thing.", false},
+		{"business-profile", "target_market.customer_segments", "You keep asking us.", false},
+		{"business-profile", "business_model.pricing_model", "You keep asking that.", false},
+		// A hedge that names what is not known is kept beside pushback: the
+		// message is no pushback as a whole, and the gap was dropped.
+		{"exploration", "initial_state.knowledge_gaps", "Not sure how the fees compare. This is a waste of time.", true},
 	} {
 		def, focus := asking(t, tt.engine, tt.field)
 		ans := extract(t, def, engine.NewExtraction(), focus, tt.msg)

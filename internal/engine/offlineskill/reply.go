@@ -866,31 +866,31 @@ func heldBack(msg string) bool {
 }
 
 // holdBack reads a message for holding back: held when as a whole it does
-// (heldBack), pushed when one of its clauses pushes back on being asked
-// ("That's annoying.", "You keep asking me that.") rather than only
-// putting the question off or hedging ("I'm not sure how the fees
-// compare" names what the user does not know).
+// (heldBack); pushed when as a whole it pushes back on being asked: one of
+// its clauses does ("That's annoying.", "You keep asking me that.") and
+// each other clause puts the question off, pushes back or says nothing.
+// A hedge that names what the user does not know ("I'm not sure how the
+// fees compare") may be an answer: "Not sure how the fees compare. This is
+// a waste of time." holds back, and is no pushback as a whole.
 func holdBack(msg string) (held, pushed bool) {
 	var buf [24]string
+	named := false
 	for text := msg; text != ""; {
 		var s string
 		s, text = engine.FirstSentence(text)
 		for c := range strings.FieldsFuncSeq(strings.ToLower(s), func(r rune) bool { return r == ',' || r == ';' || r == ':' }) {
-			words := buf[:0]
-			for w := range strings.FieldsFuncSeq(c, func(r rune) bool {
-				return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
-			}) {
-				if strings.ContainsRune(w, '’') {
-					w = strings.ReplaceAll(w, "’", "'")
-				}
-				words = append(words, w)
+			words := clauseWords(c, buf[:0])
+			if len(words) == 0 {
+				continue
 			}
-			switch {
-			case len(words) == 0:
-			case pushingBack(words):
+			if pushingBack(words) {
 				held, pushed = true, true
-			case holdingBack(words):
+				continue
+			}
+			switch holds, names := holdingBack(words); {
+			case holds:
 				held = true
+				named = named || names
 			case !slices.ContainsFunc(words, func(w string) bool { return !holdWords[w] }):
 				// "Honestly", "sorry", "well": nothing said.
 			default:
@@ -898,7 +898,21 @@ func holdBack(msg string) (held, pushed bool) {
 			}
 		}
 	}
-	return held, pushed
+	return held, pushed && !named
+}
+
+// clauseWords appends the words of a clause, lowered, to words: letters,
+// digits and apostrophes, a curly one made straight.
+func clauseWords(clause string, words []string) []string {
+	for w := range strings.FieldsFuncSeq(clause, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
+	}) {
+		if strings.ContainsRune(w, '’') {
+			w = strings.ReplaceAll(w, "’", "'")
+		}
+		words = append(words, w)
+	}
+	return words
 }
 
 // holdingBack reports whether the words of a clause, lowered, hold back:
@@ -906,8 +920,8 @@ func holdBack(msg string) (held, pushed bool) {
 // one") made of holdWords alone, "rather not" or "prefer not" before a
 // verb of saying ("I'd rather not share our numbers"), a "not sure" or
 // "don't know" before what is not known ("I'm not sure what the budget
-// is"); pushback is read before it (pushingBack).
-func holdingBack(words []string) bool {
+// is"), which names it; pushback is read before it (pushingBack).
+func holdingBack(words []string) (held, names bool) {
 	for _, phrases := range [][]string{declinePhrases, unsurePhrases, moreDeclines} {
 		for _, p := range phrases {
 			i := phraseAt(words, p)
@@ -919,26 +933,41 @@ func holdingBack(words []string) bool {
 				continue // "We'd rather not borrow", "we'll open a second shop later"
 			}
 			if !slices.ContainsFunc(after, func(w string) bool { return !holdWords[w] }) {
-				return true
+				return true, false
 			}
 			next := after[0]
 			if next == "to" && len(after) > 1 {
 				next = after[1]
 			}
-			if (p == "rather not" || p == "prefer not") && sayingVerbs[next] || slices.Contains(unsurePhrases, p) && unknownLeads[next] {
-				return true
+			if (p == "rather not" || p == "prefer not") && sayingVerbs[next] {
+				return true, false
+			}
+			if slices.Contains(unsurePhrases, p) && unknownLeads[next] {
+				return true, true
 			}
 		}
 	}
-	return false
+	return false, false
 }
 
 // pushingBack reports whether the words of a clause, lowered, push back
 // on the assistant or its questions ("you keep asking", "this is a waste
-// of time", "these questions are annoying"): they hold back as well.
+// of time", "these questions are annoying"): they hold back as well. "You
+// keep asking" is aimed at the user alone: said of anyone else ("You keep
+// asking customers to re-enter details") it tells how things are.
 func pushingBack(words []string) bool {
-	return slices.ContainsFunc(pushback, func(p string) bool { return phraseAt(words, p) >= 0 }) ||
-		aimedAdjectives[words[len(words)-1]] && aimedPushbackRe.MatchString(" "+strings.Join(words, " ")+" ")
+	return slices.ContainsFunc(pushback, func(p string) bool {
+		i := phraseAt(words, p)
+		if i < 0 {
+			return false
+		}
+		if p != "you keep asking" {
+			return true
+		}
+		after := words[i+3:]
+		return len(after) == 0 || askedOfUs[after[0]] || len(after) > 1 && after[0] == "the" && after[1] == "same" ||
+			len(after) == 1 && (after[0] == "that" || after[0] == "this")
+	}) || aimedAdjectives[words[len(words)-1]] && aimedPushbackRe.MatchString(" "+strings.Join(words, " ")+" ")
 }
 
 // phraseAt is the index of the first of words where phrase, words
@@ -972,6 +1001,8 @@ var (
 	// whatever else the clause says.
 	pushback = []string{"already told you", "already said", "stop asking", "you keep asking", "why do you keep",
 		"asked me that", "asked that already", "same question"}
+	// askedOfUs are who "you keep asking" is aimed at when it pushes back.
+	askedOfUs = engine.WordSet("me us")
 	// aimedPushbackRe finds pushback aimed at the assistant or its
 	// questions: "this is a waste of time", "these questions are
 	// annoying", "you're not helpful", "honestly it's a pain" (as "it's
