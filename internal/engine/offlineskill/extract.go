@@ -72,7 +72,27 @@ func Extract(p extraction.Prompt) Answer {
 	measuresAlone(p, ans)
 	choiceCorrected(p, ans, p.Message)
 	choiceReasoned(p, ans, p.Message)
+	if held, _, names := holdBack(p.Message); held && names {
+		// "Not sure what the budget is." names what the user does not
+		// know, which is no budget, date, count or name: it is filed only
+		// where a field asks what the user is unsure of (the knowledge
+		// gaps), and a yes or no read in it stays.
+		for path, fa := range ans.Fields {
+			if f := promptField(p, path); f != nil && f.ValueType != engine.TypeBoolean && fa.Value != nil && !asksUnknowns(*f) {
+				delete(ans.Fields, path)
+			}
+		}
+	}
 	return ans
+}
+
+// asksUnknowns reports whether a field holds what the user is unsure of or
+// does not know: its cues read a hedge ("not sure", "unsure", "don't
+// know").
+func asksUnknowns(f extraction.PromptField) bool {
+	return slices.ContainsFunc(f.Cues.Keywords, func(k string) bool {
+		return unsure(engine.LowerText(k)) || strings.EqualFold(k, "unsure")
+	})
 }
 
 // cueAnswer is the answer the cues of the fields find in the prompt's
@@ -89,7 +109,7 @@ func cueAnswer(p extraction.Prompt) Answer {
 		// yes or no ("Sure, that's all.").
 		return ans
 	}
-	if _, pushed := holdBack(msg); pushed {
+	if _, pushed, _ := holdBack(msg); pushed {
 		// "That's annoying.", "You keep asking me that.", "This is a waste
 		// of time.": the message as a whole pushes back on being asked,
 		// and is no value of the question asked nor of any other ("waste"

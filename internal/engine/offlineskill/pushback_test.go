@@ -64,6 +64,9 @@ func TestPushbackIsAnsweredAsHoldingBack(t *testing.T) {
 		{"business_model.revenue_streams", "It's frustrating."},
 		{"business_model.pricing_model", "You keep asking me that."},
 		{"operations.bottlenecks", "Honestly it's a pain."},
+		// A hedge that names what is not known files nothing for a value,
+		// and is held back as well (TestExtractionSkillHedgeFilesOnlyWhatIsUnknown).
+		{"business_model.pricing_model", "Not sure how we price it."},
 	} {
 		def, focus := asking(t, "business-profile", tt.field)
 		filed := map[string]any{}
@@ -82,6 +85,32 @@ func TestPushbackIsAnsweredAsHoldingBack(t *testing.T) {
 		}, "FOUNDATIONS", []string{"roll_with_resistance"}, focus, tt.msg)
 		if !strings.Contains(got, reassurance) {
 			t.Errorf("asked %s, the reply to %q is %q, want the hold-back reply %q", focus, tt.msg, got, reassurance)
+		}
+	}
+}
+
+// A hedge that names what the user does not know ("Not sure what the
+// budget is.") is no value of a field that holds one: it was filed as the
+// budget and acknowledged "Noted, the budget: not sure what the budget
+// is." It answers only a question that asks what the user is unsure of.
+func TestExtractionSkillHedgeFilesOnlyWhatIsUnknown(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		engine, field, msg string
+		files              bool
+	}{
+		{"project-discovery", "constraints.budget", "Not sure what the budget is.", false},
+		{"project-discovery", "constraints.timeline", "I don't know when we need it by.", false},
+		{"business-profile", "business_model.pricing_model", "Not sure how we price it.", false},
+		{"business-profile", "team_composition.headcount", "Not sure how many staff we have.", false},
+		{"exploration", "initial_state.knowledge_gaps", "Not sure what the budget is.", true},
+		{"exploration", "initial_state.knowledge_gaps", "Not sure about the costs.", true},
+		{"project-discovery", "constraints.budget", "Not sure what the budget is, maybe $20k.", true},
+	} {
+		def, focus := asking(t, tt.engine, tt.field)
+		ans := extract(t, def, engine.NewExtraction(), focus, tt.msg)
+		if fa, filed := ans.Fields[tt.field]; filed != tt.files {
+			t.Errorf("asked %s, %q filed %s = %t (%s), want %t", focus, tt.msg, tt.field, filed, fa.Value, tt.files)
 		}
 	}
 }

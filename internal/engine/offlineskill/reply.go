@@ -861,7 +861,7 @@ func (p ReplyPrompt) holdsBack(held bool) bool {
 // so: the sentences are read one at a time and the words of a clause
 // gathered on the stack.
 func heldBack(msg string) bool {
-	held, _ := holdBack(msg)
+	held, _, _ := holdBack(msg)
 	return held
 }
 
@@ -871,10 +871,10 @@ func heldBack(msg string) bool {
 // each other clause puts the question off, pushes back or says nothing.
 // A hedge that names what the user does not know ("I'm not sure how the
 // fees compare") may be an answer: "Not sure how the fees compare. This is
-// a waste of time." holds back, and is no pushback as a whole.
-func holdBack(msg string) (held, pushed bool) {
+// a waste of time." holds back, and is no pushback as a whole. names
+// reports such a hedge.
+func holdBack(msg string) (held, pushed, names bool) {
 	var buf [24]string
-	named := false
 	for text := msg; text != ""; {
 		var s string
 		s, text = engine.FirstSentence(text)
@@ -887,18 +887,18 @@ func holdBack(msg string) (held, pushed bool) {
 				held, pushed = true, true
 				continue
 			}
-			switch holds, names := holdingBack(words); {
+			switch holds, named := holdingBack(words); {
 			case holds:
 				held = true
-				named = named || names
+				names = names || named
 			case !slices.ContainsFunc(words, func(w string) bool { return !holdWords[w] }):
 				// "Honestly", "sorry", "well": nothing said.
 			default:
-				return false, false
+				return false, false, false
 			}
 		}
 	}
-	return held, pushed && !named
+	return held, pushed && !names, names
 }
 
 // clauseWords appends the words of a clause, lowered, to words: letters,
