@@ -67,6 +67,7 @@ type Answer struct {
 // Extract maps the prompt's user message to fields through their cues,
 // each value without the reason said after it.
 func Extract(p extraction.Prompt) Answer {
+	p.Message = withoutPushback(p.Message)
 	ans := cueAnswer(p)
 	withoutReasons(p, ans)
 	measuresAlone(p, ans)
@@ -84,6 +85,29 @@ func Extract(p extraction.Prompt) Answer {
 		}
 	}
 	return ans
+}
+
+// withoutPushback is msg without its sentences that push back, when
+// another sentence says something: "That's annoying. Subscription." says
+// the pricing model, "Double booking. It's so annoying." the pain point.
+// A message that pushes back as a whole is read whole (cueAnswer).
+func withoutPushback(msg string) string {
+	var kept []string
+	dropped := false
+	var buf [24]string
+	for text := msg; text != ""; {
+		var s string
+		s, text = engine.FirstSentence(text)
+		if words := clauseWords(strings.ToLower(s), buf[:0]); len(words) > 0 && pushingBack(words) {
+			dropped = true
+			continue
+		}
+		kept = append(kept, strings.TrimSpace(s))
+	}
+	if !dropped || len(kept) == 0 {
+		return msg
+	}
+	return strings.Join(kept, " ")
 }
 
 // asksUnknowns reports whether a field holds what the user is unsure of or

@@ -114,3 +114,21 @@ func TestExtractionSkillHedgeFilesOnlyWhatIsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// A sentence that pushes back beside one that answers is no part of the
+// answer: "Double booking. It's so annoying." filed only "It's so
+// annoying" and "That's annoying. Subscription." the whole text as the
+// pricing model.
+func TestExtractionSkillPushbackBesideAnAnswer(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ engine, field, msg, want string }{
+		{"project-discovery", "users_and_personas.pain_points", "Double booking. It's so annoying.", `["Double booking"]`},
+		{"business-profile", "business_model.pricing_model", "That's annoying. Subscription.", `"Subscription"`},
+	} {
+		def, focus := asking(t, tt.engine, tt.field)
+		ans := extract(t, def, engine.NewExtraction(), focus, tt.msg)
+		if got := string(ans.Fields[tt.field].Value); got != tt.want {
+			t.Errorf("asked %s, %q filed %s = %s, want %s", focus, tt.msg, tt.field, got, tt.want)
+		}
+	}
+}
