@@ -98,3 +98,49 @@ func TestExtractionSkillChoiceCorrectedToAnotherQuestion(t *testing.T) {
 			msg: "Pricing, definitely. Actually no, the setup.", absent: []string{decision, opts}},
 	})
 }
+
+// A correction decides only a choice: when an option is known and the
+// names are options or said as products, or when the choice or the
+// options are asked. Any other capitalised answer corrected ("High.
+// Actually no, Medium." to the confidence, "Glofox. Actually no, Sarah."
+// to the precedents) is the answer to the question asked, read as it is
+// read uncorrected, and a short list answer keeps the item corrected to.
+// A reason said after the option corrected to is kept.
+func TestExtractionSkillCorrectionOfNoChoice(t *testing.T) {
+	t.Parallel()
+	const (
+		opts      = "solution_landscape.options"
+		decision  = "decision.decision_made"
+		reasoning = "decision.reasoning"
+		gaps      = "initial_state.knowledge_gaps"
+		prior     = "initial_state.prior_knowledge"
+	)
+	options := map[string]any{opts: []string{"Mindbody", "Glofox"}}
+	runExtractionCases(t, []extractionCase{
+		{name: "the problem asked", engine: "exploration", focus: "problem_explored",
+			msg:    "Booking. Actually no, Payments.",
+			want:   map[string]any{"initial_state.problem_statement": "Booking. Actually no, Payments"},
+			absent: []string{decision, opts}},
+		{name: "the knowledge gaps asked", engine: "exploration", focus: "knowledge_gaps_identified",
+			msg:  "Pricing. Actually no, Setup Costs.",
+			want: map[string]any{gaps: []any{"Setup Costs"}}, absent: []string{decision, opts}},
+		{name: "the confidence asked", engine: "exploration", focus: "confidence_assessed", current: options,
+			msg: "High. Actually no, Medium.", absent: []string{decision, opts}},
+		{name: "the prior knowledge asked", engine: "exploration", focus: "prior_knowledge_assessed",
+			msg:  "SaaS. Actually no, APIs.",
+			want: map[string]any{prior: "SaaS. Actually no, APIs"}, absent: []string{decision, opts}},
+		{name: "a person after an option", engine: "exploration", focus: "precedents_reviewed", current: options,
+			msg: "Glofox. Actually no, Sarah.", absent: []string{decision, opts}},
+		{name: "a day", engine: "exploration", focus: "constraints_identified", current: options,
+			msg: "Friday. Actually no, Monday.", absent: []string{decision, opts}},
+		{name: "a list item corrected", engine: "exploration", focus: "options_identified",
+			msg:  "PureGym. Actually no, The Gym Group.",
+			want: map[string]any{opts: []any{"The Gym Group"}}, absent: []string{decision}},
+		{name: "a product corrected to, another asked", engine: "exploration", focus: "key_concepts_taught",
+			current: options, msg: "Glofox, definitely. Actually no, PushPress.",
+			want: map[string]any{decision: "PushPress", opts: []any{"Mindbody", "Glofox", "PushPress"}}},
+		{name: "the reason after the correction", engine: "exploration", focus: "decision_made", current: options,
+			msg:  "Glofox, definitely. Actually no, Mindbody, because it's cheaper.",
+			want: map[string]any{decision: "Mindbody", reasoning: "it's cheaper"}},
+	})
+}

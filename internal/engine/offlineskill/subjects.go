@@ -681,12 +681,20 @@ func selects(f extraction.PromptField) bool {
 // newsletter). A choice no cue holds firm (ideation's selected idea) is
 // corrected only when it is asked.
 func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
+	if !correctsChoice(p, ans, msg) {
+		correctedItem(p, ans, msg)
+	}
+}
+
+// correctsChoice is choiceCorrected's reading; it reports whether the
+// message was read as a choice.
+func correctsChoice(p extraction.Prompt, ans Answer, msg string) bool {
 	if choiceInstead(p, ans, msg) {
-		return
+		return true
 	}
 	ss := engine.Sentences(msg)
 	if len(ss) < 2 {
-		return
+		return false
 	}
 	var decision, list *extraction.PromptField
 	for i := range p.Fields {
@@ -706,7 +714,7 @@ func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
 		}
 	}
 	if decision == nil {
-		return
+		return false
 	}
 	options := knownOptions(p, Answer{})
 	named := func(n string) bool { return isOption(options, n) || choiceName(n) || asked(decision) && nameLike(n) }
@@ -715,19 +723,38 @@ func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
 	for _, s := range ss[1:] {
 		c := correctedTo(s, named)
 		if c == "" {
-			return
+			return false
 		}
 		names = append(names, c)
 	}
 	chosen := names[len(names)-1]
 	if negatedChoice(ss[0]) || defers(msg) || !named(first) || !named(chosen) {
-		return
+		return false
 	}
+	if !asked(decision) && !asked(list) && (len(options) == 0 || slices.ContainsFunc(names, func(n string) bool {
+		return !isOption(options, n) && !productName(n)
+	})) {
+		// "Booking. Actually no, Payments." to the problem asked, "High.
+		// Actually no, Medium." to the confidence, "Glofox. Actually no,
+		// Sarah." to the precedents: any capitalised word reads as a
+		// name, and a correction makes no choice of what is no option.
+		return false
+	}
+	reason := correctionReason(ss[len(ss)-1])
 	clear(ans.Fields)
 	ans.Fields[decision.Path] = fieldAnswer{Value: chosen, Confidence: max(confCorrection, decision.ConfidenceThreshold),
 		Reasoning: "the user corrects the choice they made to " + chosen}
+	if reason != "" {
+		for _, f := range p.Fields {
+			if f.ValueType == engine.TypeString && !f.Cues.Firm && asksWhy(f) && !isKnown(f) {
+				ans.Fields[f.Path] = fieldAnswer{Value: reason, Confidence: max(confFocus, f.ConfidenceThreshold),
+					Reasoning: "the reason said after the option corrected to is why the user chose it"}
+				break
+			}
+		}
+	}
 	if list == nil {
-		return
+		return false
 	}
 	var unknown []string
 	for _, n := range names {
@@ -739,6 +766,57 @@ func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
 		ans.Fields[list.Path] = fieldAnswer{Value: v, Confidence: max(confFocus, list.ConfidenceThreshold),
 			Reasoning: "a name chosen is an option"}
 	}
+	return true
+}
+
+// correctedItem answers the list asked with the item a short answer
+// corrects to, when it makes no choice: "Pricing. Actually no, Setup
+// Costs." to the knowledge gaps asked is the gap "Setup Costs", and
+// "PureGym. Actually no, The Gym Group." to the precedents "The Gym
+// Group", not both sentences split into items. Only a small change is
+// read so: a few words each side.
+func correctedItem(p extraction.Prompt, ans Answer, msg string) {
+	ss := engine.Sentences(msg)
+	focus := focusFields(p)
+	if len(ss) != 2 || len(focus) != 1 {
+		return
+	}
+	f := promptField(p, focus[0])
+	if f == nil || f.ValueType != engine.TypeArray {
+		return
+	}
+	first, item := cleanSentence(ss[0]), cleanSentence(correcting(ss[1]))
+	if item == "" || len(strings.Fields(first)) > maxCorrectedWords || len(strings.Fields(item)) > maxCorrectedWords ||
+		negatedChoice(first) || negatedChoice(item) {
+		return
+	}
+	if v, changed := grow(f.Current, []string{item}, false); changed {
+		ans.Fields[f.Path] = fieldAnswer{Value: v, Confidence: max(confCorrection, f.ConfidenceThreshold),
+			Reasoning: "the user corrects the item they said to " + item}
+	}
+}
+
+// maxCorrectedWords is the most words an item and its correction are
+// each said in for correctedItem to read the change.
+const maxCorrectedWords = 4
+
+// correctionReason is the reason a correction says after the option it
+// corrects to ("Actually no, Mindbody, because it's cheaper." gives "it's
+// cheaper"); "" for none.
+func correctionReason(s string) string {
+	c := correcting(s)
+	loc := reasonRe.FindStringIndex(c)
+	if loc == nil || loc[0] == 0 {
+		return ""
+	}
+	rest := strings.TrimLeft(c[loc[0]:], ", ")
+	if _, after, ok := strings.Cut(rest, " "); ok {
+		rest = after // past "because", "since", "as"
+	}
+	if rest = cleanSentence(rest); len(strings.Fields(rest)) < 2 {
+		return ""
+	}
+	return rest
 }
 
 // choiceInstead answers a message that rules one option out and chooses
