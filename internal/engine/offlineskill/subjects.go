@@ -503,19 +503,61 @@ func isOption(options []string, name string) bool {
 // sentence and the words that say it is firm ("Glofox, definitely,
 // because it's half the price" is Glofox); reasoned reports a reason cut.
 func choiceAlone(s string) (chosen string, reasoned bool) {
-	if loc := reasonRe.FindStringIndex(s); loc != nil && loc[0] > 0 {
-		s, reasoned = strings.TrimRight(s[:loc[0]], " ,;:"), true
-	}
-	return withoutFirmness(s), reasoned
+	c, _, reasoned := choiceAndReason(s)
+	return c, reasoned
 }
+
+// choiceAndReason is choiceAlone with the reason it cuts, "" when the
+// words after the cut say none ("Glofox — because —"). A dash after the
+// choice ("Glofox, definitely — the staff know it.") and an "as" or a
+// "since" a clause follows, with no comma ("Glofox as it's cheaper."),
+// cut as ", because" does.
+func choiceAndReason(s string) (chosen, reason string, reasoned bool) {
+	cut := -1
+	if loc := reasonRe.FindStringIndex(s); loc != nil && loc[0] > 0 {
+		cut = loc[0]
+	}
+	if loc := choiceReasonRe.FindStringIndex(s); loc != nil && loc[0] > 0 && (cut < 0 || loc[0] < cut) {
+		cut = loc[0]
+	}
+	if cut >= 0 {
+		reason = strings.TrimLeft(s[cut:], " ,;:-–—")
+		if w, rest, ok := strings.Cut(reason, " "); ok && reasonLeads[strings.ToLower(w)] {
+			reason = rest
+		} else if ok && reasonLeads[strings.ToLower(strings.TrimRight(w, ",;:-–—"))] {
+			reason = rest
+		} else if reasonLeads[strings.ToLower(strings.TrimRight(reason, " ,;:-–—.!"))] {
+			reason = ""
+		}
+		reason = strings.Trim(cleanSentence(reason), " -–—")
+		if !strings.ContainsFunc(reason, unicode.IsLetter) || whyNotRe.MatchString(reason) && len(strings.Fields(reason)) <= 2 {
+			reason = "" // "because —", "because why not"
+		}
+		s, reasoned = strings.TrimRight(s[:cut], " ,;:-–—"), true
+	}
+	return withoutFirmness(s), reason, reasoned
+}
+
+// choiceReasonRe finds a reason after a choice that reasonRe does not: a
+// dash, or an "as" or a "since" a pronoun follows with no comma.
+var choiceReasonRe = regexp.MustCompile(`(?i)\s+[-–—]+(?:\s+|$)|\s+(?:as|since)\s+(?:it['’]s|it|they['’]re|they|we['’]re|we|i['’]m|i|` +
+	`the|our|my|there['’]s|that['’]s)\b`)
+
+// reasonLeads are the words that open a reason after a choice.
+var reasonLeads = engine.WordSet(`because 'cause ’cause cause since as`)
 
 // choiceReasoned puts on the field that asks why the choice was made the
 // reason said after an option chosen alone, when the answer makes that
 // choice and the field is still open: "Glofox. It's half the price and the
 // staff know it." chose Glofox because it's half the price and the staff
-// know it. Statements that say nothing ("Thanks!") or correct the choice
-// ("Actually no, Mindbody.") give no reason; a reason said in the choice's
-// sentence ("because …") is the field's own cues'.
+// know it. Statements that say nothing ("Thanks!"), how confident the
+// user is ("Pretty confident.") or remark on the question ("Good
+// question.") give no reason; one that corrects the choice ("Actually no,
+// Mindbody."), offers another ("Or Mindbody.") or puts it off gives none at
+// all. A reason said in the choice's sentence after "because" is the
+// field's own cues', and one after a dash or an "as" this files; a
+// "because" that says nothing ("Glofox — because —", "because why not")
+// files none.
 func choiceReasoned(p extraction.Prompt, ans Answer, msg string) {
 	var chosen string
 	for path, fa := range ans.Fields {
@@ -524,29 +566,33 @@ func choiceReasoned(p extraction.Prompt, ans Answer, msg string) {
 		}
 	}
 	said := statements(msg)
-	if chosen == "" || len(said) < 2 {
+	if chosen == "" || len(said) == 0 {
 		return
 	}
-	if first, _ := choiceAlone(said[0]); !strings.EqualFold(first, chosen) && !sameLetters(first, chosen) {
+	first, reason, reasoned := choiceAndReason(said[0])
+	if !strings.EqualFold(first, chosen) && !sameLetters(first, chosen) {
 		return
 	}
 	var reasons []string
+	if reason != "" {
+		reasons = append(reasons, reason)
+	}
 	for _, s := range said[1:] {
-		if correcting(s) != "" || defers(s) {
+		if correcting(s) != "" || defers(s) || alternative(s) {
 			return
 		}
-		if !saysNothing(engine.LowerText(s), false) {
+		if !saysNothing(engine.LowerText(s), false) && !notReason(s) {
 			reasons = append(reasons, strings.TrimRight(strings.TrimSpace(s), ".!"))
 		}
-	}
-	if len(reasons) == 0 {
-		return
 	}
 	for _, f := range p.Fields {
 		if f.ValueType != engine.TypeString || f.Cues.Firm || !asksWhy(f) || isKnown(f) {
 			continue
 		}
-		if _, answered := ans.Fields[f.Path]; !answered {
+		switch _, answered := ans.Fields[f.Path]; {
+		case answered && reasoned && len(reasons) == 0:
+			delete(ans.Fields, f.Path) // "Glofox — because —", "Glofox, because why not."
+		case !answered && len(reasons) > 0:
 			ans.Fields[f.Path] = fieldAnswer{Value: strings.Join(reasons, ". "), Confidence: max(confFocus, f.ConfidenceThreshold),
 				Reasoning: "what the user says after the option chosen is why they chose it"}
 		}
@@ -558,7 +604,7 @@ func choiceReasoned(p extraction.Prompt, ans Answer, msg string) {
 // firm ("Glofox, definitely." is Glofox); a choice said otherwise stays
 // as it is.
 func withoutFirmness(choice string) string {
-	c := strings.TrimRight(strings.TrimSpace(choice), ".!")
+	c := strings.TrimRight(strings.TrimSpace(choice), ".!-–— ")
 	for {
 		i := strings.LastIndexAny(c, ", ")
 		if i < 0 || !firmWords[strings.ToLower(c[i+1:])] {
@@ -579,7 +625,10 @@ var firmWords = engine.WordSet(`definitely absolutely certainly surely sure for 
 // statement, or the last one after it that corrects it to a name
 // ("Glofox, definitely. Actually no, Mindbody." chooses Mindbody), without
 // the words that say it is firm or chosen and the acknowledgement before
-// it ("Great, Glofox it is" chooses Glofox, "Glofox, why not." Glofox). A
+// it ("Great, Glofox it is" chooses Glofox, "Glofox, why not." Glofox);
+// "I mean" or "sorry" corrects as "actually" does. A choice another
+// option follows ("Glofox. Or Mindbody.") is not firm, and decides
+// nothing, as one put off after it does. A
 // statement that opens as a correction does but names no option ("No
 // regrets.", "Actually it's cheaper too.") leaves the choice as it is;
 // one that names a known option only is choiceCorrected's. ok is false
@@ -596,6 +645,8 @@ func choiceSaid(answer string) (chosen string, ok bool) {
 	for _, s := range ss[1:] {
 		if c := correctedTo(s, choiceName); c != "" {
 			said = c
+		} else if alternative(s) || defers(s) {
+			return "", false // "Glofox. Or Mindbody.", "Glofox. I'll need to check with Sarah."
 		}
 	}
 	said = withoutWhyNot(said)
@@ -925,9 +976,11 @@ func ruledOut(p extraction.Prompt, ans Answer, answer string) (path string, _ fi
 // instead, past its marker ("Actually no, Mindbody." says "Mindbody"); ""
 // for a statement that corrects nothing.
 func correcting(s string) string {
-	w, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(s)), " ")
-	if w = strings.Trim(w, ",.!"); w != "actually" && w != "no" && w != "wait" {
-		return ""
+	lower := strings.ToLower(strings.TrimSpace(s))
+	w, _, _ := strings.Cut(lower, " ")
+	if w = strings.Trim(w, ",.!"); w != "actually" && w != "no" && w != "wait" && w != "sorry" &&
+		!strings.HasPrefix(lower, "i mean ") {
+		return "" // "Sorry, I mean Mindbody." corrects as "Actually no, Mindbody." does
 	}
 	return trimLeads(strings.TrimSpace(s), choiceCorrections)
 }
@@ -957,7 +1010,29 @@ func defers(s string) bool {
 }
 
 var deferrals = []string{"think about it", "think it over", "sleep on it", "get back to you", "decide later",
-	"let me think", "need to think", "not decided", "haven't decided", "undecided", "mull it over"}
+	"let me think", "need to think", "not decided", "haven't decided", "undecided", "mull it over", "check with",
+	"need to check", "run it by", "run it past", "ask my"}
+
+// alternative reports whether a statement after a choice names another
+// option as well ("Or Mindbody."): the choice is not firm.
+func alternative(s string) bool {
+	w, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(s)), " ")
+	return w == "or" || w == "or,"
+}
+
+// notReason reports whether a statement after a choice gives no reason
+// for it: how confident the user is ("Pretty confident.", "8 out of 10
+// confident.") or a remark on the question ("Good question.").
+func notReason(s string) bool {
+	t := engine.LowerText(s)
+	if t.Contains("confident") || t.Contains("out of 10") || t.Contains("out of ten") {
+		return true
+	}
+	return slices.ContainsFunc(remarksOnAsking, t.Contains)
+}
+
+var remarksOnAsking = []string{"good question", "great question", "fair question", "tough question", "tough one",
+	"hard question", "hard to say", "tricky one", "that's a tough"}
 
 // askedOption is the answer to the options asked ("Which options have you
 // considered?") that a message gives by asking whether one would do
