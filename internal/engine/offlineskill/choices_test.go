@@ -6,7 +6,9 @@ import "testing"
 // expensive for a small gym", "for people like us") says who would pay
 // for it, not what the name is for: the name reads as a product, an option
 // more, and the item stays its con; "Facebook is too expensive for ads"
-// still says what the name is for.
+// still says what the name is for. With no option known, a name said so
+// and not as a product ("London is too expensive for a small shop") may
+// be a place or a person: nothing is filed.
 func TestExtractionSkillTooMuchForWhom(t *testing.T) {
 	t.Parallel()
 	const (
@@ -21,9 +23,13 @@ func TestExtractionSkillTooMuchForWhom(t *testing.T) {
 		{name: "for a small gym, asked another thing", engine: "exploration", focus: "prior_knowledge_assessed",
 			current: options, msg: "Wodify is too expensive for a small gym.",
 			want: map[string]any{cons: []any{"Wodify is too expensive"}, opts: []any{"Mindbody", "Glofox", "Wodify"}}},
+		{name: "for a small gym like ours", engine: "exploration", focus: "cons_explored", current: options,
+			msg:  "Wodify is too expensive for a small gym like ours.",
+			want: map[string]any{cons: []any{"Wodify is too expensive"}, opts: []any{"Mindbody", "Glofox", "Wodify"}}},
 		{name: "for people like us, no option known", engine: "exploration", focus: "options_identified",
-			msg:  "Wodify is too expensive for people like us.",
-			want: map[string]any{cons: []any{"Wodify is too expensive"}, opts: []any{"Wodify"}}},
+			msg: "Wodify is too expensive for people like us.", absent: []string{cons, opts}},
+		{name: "a place for a small shop, no option known", engine: "exploration", focus: "cons_explored",
+			msg: "London is too expensive for a small shop.", absent: []string{cons, opts}},
 		{name: "a known option for a small gym", engine: "exploration", focus: "cons_explored",
 			current: map[string]any{opts: []string{"Mindbody", "Glofox", "Wodify"}},
 			msg:     "Wodify is too expensive for a small gym.",

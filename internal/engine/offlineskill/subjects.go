@@ -284,6 +284,15 @@ func productSaid(item, name, msg string, options []optionName) nameKind {
 	tail := append(words[last+1:], strings.Fields(clauseAfter(msg, item))...)
 	for i, w := range tail {
 		if w = strings.Trim(w, ".,;:!?"); w == "for" && forWhom(tail[i+1:]) {
+			if len(options) == 0 && slices.ContainsFunc(tail[i+1:], func(w string) bool {
+				return !fillers[strings.Trim(w, ".,;:!?")]
+			}) {
+				// "London is too expensive for a small shop": with no
+				// option known to weigh it against, a place or a person
+				// is as much too dear for a business as a product is;
+				// "for me", "for us" say it of the name alone.
+				return namesPlace
+			}
 			break // "Wodify is too expensive for a small gym"
 		}
 		if !fillers[w] {
@@ -299,7 +308,8 @@ func productSaid(item, name, msg string, options []optionName) nameKind {
 // forWhom reports whether the words after a "for" that ends what is said
 // of a name say who it is too much or just right for, the user or a
 // business like theirs ("for a small gym", "for people like us", "for a
-// one-man band"), not what the name is for ("for ads", "for marketing").
+// small gym like ours", "for a one-man band"), not what the name is for
+// ("for ads", "for marketing").
 func forWhom(words []string) bool {
 	for i, w := range words {
 		w = strings.Trim(w, ".,;:!?")
@@ -315,7 +325,7 @@ func forWhom(words []string) bool {
 
 var (
 	// whom are who a price or a fit is said of: the user, the business.
-	whom = engine.WordSet(`us me them gym gyms studio studios business businesses shop shops cafe cafes bakery
+	whom = engine.WordSet(`us me them ours mine theirs gym gyms studio studios business businesses shop shops cafe cafes bakery
 		bakeries salon salons team teams company companies charity charities club clubs startup startups outfit
 		band place places operation size`)
 	// whomLeads are the words before it: determiners, sizes, "people like".
