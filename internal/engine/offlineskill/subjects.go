@@ -575,8 +575,11 @@ func choiceReasoned(p extraction.Prompt, ans Answer, msg string) {
 			chosen, _ = fa.Value.(string)
 		}
 	}
+	if chosen == "" {
+		return
+	}
 	said := statements(msg)
-	if chosen == "" || len(said) == 0 {
+	if len(said) == 0 {
 		return
 	}
 	first, reason, reasoned := choiceAndReason(said[0])
@@ -726,8 +729,12 @@ func correctedTo(s string, named func(string) bool) string {
 // selects reports whether a field holds what the user selects ("Selected
 // idea").
 func selects(f extraction.PromptField) bool {
-	w := contentWords(f.DisplayName)
-	return w["selected"] || w["chosen"]
+	for w := range strings.FieldsFuncSeq(f.DisplayName, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' }) {
+		if strings.EqualFold(w, "selected") || strings.EqualFold(w, "chosen") {
+			return true
+		}
+	}
+	return false
 }
 
 // choiceCorrected answers a message that is a choice and its correction
