@@ -314,3 +314,56 @@ func TestIdeationSideBusinessReplies(t *testing.T) {
 		}
 	}
 }
+
+// askedFor answers each question the session asks with the answer for its
+// obligation until it asks for want, and fails when it asks for another
+// one it has no answer for.
+func (s *corpusSession) askedFor(want string, answers map[string]string) {
+	s.tb.Helper()
+	for range len(answers) + 1 {
+		focus := s.state.Obligations.Focus
+		if focus == want {
+			return
+		}
+		a, ok := answers[focus]
+		if !ok {
+			s.tb.Fatalf("asked for %q, want %q", focus, want)
+		}
+		s.say(a)
+	}
+	s.tb.Fatalf("asked for %q, want %q", s.state.Obligations.Focus, want)
+}
+
+// discoveryAnswers answer project-discovery's questions up to the users'
+// pain points for a cleaning company's app.
+var discoveryAnswers = map[string]string{
+	"project_type_identified":     "A mobile app.",
+	"trigger_event_identified":    "We lost two clients over missed cleans last month.",
+	"current_solution_understood": "Paper timesheets and a group chat.",
+	"primary_user_identified":     "The cleaners.",
+	"user_count_estimated":        "About 30 cleaners.",
+	"jobs_to_be_done_captured":    "They need to log their hours.",
+}
+
+// Asked what frustrates the users, a sentence that says something is a
+// waste of time files what wastes it, not the time ("waste" is a cue of
+// the pain points).
+func TestDiscoveryWasteOfTimeIsThePainPoint(t *testing.T) {
+	t.Parallel()
+	for _, say := range []string{"The paperwork is a waste of time.", "Admin is a waste of time."} {
+		t.Run(say, func(t *testing.T) {
+			t.Parallel()
+			s := newCorpusSession(t, "project-discovery")
+			s.say("We need an app for our cleaning company so the cleaners can log their jobs.")
+			s.askedFor("user_pain_points_captured", discoveryAnswers)
+			reply := s.say(say).Reply
+			want := strings.TrimSuffix(say, ".")
+			if got, _, _ := s.got("users_and_personas.pain_points"); !reflect.DeepEqual(got, []any{want}) {
+				t.Errorf("pain points = %#v, want [%s]", got, want)
+			}
+			if strings.Contains(reply, "pain points: time") {
+				t.Errorf("reply %q files the time as the pain point", reply)
+			}
+		})
+	}
+}

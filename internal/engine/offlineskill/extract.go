@@ -3248,6 +3248,12 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 				if endsItem(after) && unsure(engine.LowerText(keyword)) {
 					return nil, false // "Not sure, maybe …" names nothing one is unsure of
 				}
+				if rest, ok := wasteOf(keyword, after); ok {
+					// "The paperwork is a waste of time": the words after the
+					// keyword complete it, and the sentence says what wastes
+					// the time.
+					after = rest
+				}
 				if strings.HasPrefix(after, ",") && opensWith(text, keyword) {
 					after = strings.TrimSpace(after[1:]) // "If money were no object, we could …"
 				} else if framing(lower[:i]) {
@@ -3561,6 +3567,23 @@ func named(s string) bool {
 	r, _ := utf8.DecodeRuneInString(s)
 	return len(strings.Fields(s)) == 1 && unicode.IsUpper(r)
 }
+
+// wasteOf reports whether after, what follows a keyword that says a
+// waste, is only what is wasted ("of time", "of our money") before the
+// item ends, and returns what follows that.
+func wasteOf(keyword, after string) (rest string, ok bool) {
+	if !strings.HasPrefix(strings.ToLower(keyword), "wast") {
+		return "", false
+	}
+	loc := wasted.FindStringIndex(after)
+	if loc == nil {
+		return "", false
+	}
+	rest = strings.TrimSpace(after[loc[1]:])
+	return rest, endsItem(rest)
+}
+
+var wasted = regexp.MustCompile(`^of\s+(?:(?:my|our|their|your|everyone's|everyone’s|the\s+staff's|the\s+staff’s)\s+)?(?:time|money|effort|energy)\b`)
 
 // endsItem reports whether what follows a keyword shows it ends an item:
 // nothing, or a separator of items.
