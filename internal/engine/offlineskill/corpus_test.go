@@ -367,3 +367,26 @@ func TestDiscoveryWasteOfTimeIsThePainPoint(t *testing.T) {
 		})
 	}
 }
+
+// Asked what problem to find ideas for, a sentence that only asks for
+// ideas files what it wants them for, and the reply says that back.
+func TestIdeationProblemWithoutItsFraming(t *testing.T) {
+	t.Parallel()
+	for say, want := range map[string]string{
+		"Let's find ideas to grow wholesale orders.":        "grow wholesale orders",
+		"We want ideas to fill the quiet weekday mornings.": "fill the quiet weekday mornings",
+		"Side business ideas for my pottery.":               "Side business ideas for my pottery",
+	} {
+		t.Run(say, func(t *testing.T) {
+			t.Parallel()
+			s := newCorpusSession(t, "ideation")
+			reply := s.say(say).Reply
+			if got, _, _ := s.got("problem_space.problem_statement"); got != want {
+				t.Errorf("problem = %#v, want %q", got, want)
+			}
+			if strings.Contains(strings.ToLower(reply), "down as let's") {
+				t.Errorf("reply %q says the framing back as the problem", reply)
+			}
+		})
+	}
+}

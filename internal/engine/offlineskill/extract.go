@@ -1,6 +1,7 @@
 package offlineskill
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -1848,6 +1849,9 @@ func matchField(f extraction.PromptField, held *heldList, sentences []sentence, 
 			if n, counted := groupsOf(f, s.figures); ok && counted {
 				v = n // "We're a team of 40 technicians and 5 office staff"
 			}
+			if text, isText := v.(string); ok && isText {
+				v = ideasWanted(text) // "Let's find ideas to grow wholesale orders"
+			}
 			correct, said, denied := s.correction, false, false
 			if ok && list {
 				// "Pret isn't a competitor, it's Costa" corrects the
@@ -3567,6 +3571,33 @@ func named(s string) bool {
 	r, _ := utf8.DecodeRuneInString(s)
 	return len(strings.Fields(s)) == 1 && unicode.IsUpper(r)
 }
+
+// ideasWanted is what a sentence that only asks for ideas wants them for:
+// "Let's find ideas to grow wholesale orders" and "We want ideas to fill
+// the quiet weekday mornings" frame the problem, which is what follows.
+// A sentence whose words before "ideas" say more than the asking ("Side
+// business ideas for my pottery") is the value whole.
+func ideasWanted(text string) string {
+	loc := ideasFor.FindStringIndex(text)
+	if loc == nil {
+		return text
+	}
+	for w := range strings.FieldsSeq(strings.ToLower(strings.ReplaceAll(text[:loc[0]], "’", "'"))) {
+		if !askingWords[strings.Trim(w, ",")] {
+			return text
+		}
+	}
+	return cmp.Or(cleanSentence(text[loc[1]:]), text)
+}
+
+var (
+	ideasFor = regexp.MustCompile(`(?i)\bideas\s+(?:to|for|on|about)\s+`)
+	// askingWords may ask for ideas before the word: who asks, how, and
+	// what ideas ("some new ideas").
+	askingWords = engine.WordSet(`let's lets let us we i i'd we'd i'm we're you to want wants need needs would like love ` +
+		`find get come up with some new fresh more few a any good generate brainstorm think of looking for trying try help me ` +
+		`please can could give are am so well ok okay hi hello`)
+)
 
 // wasteOf reports whether after, what follows a keyword that says a
 // waste, is only what is wasted ("of time", "of our money") before the
