@@ -390,3 +390,42 @@ func TestIdeationProblemWithoutItsFraming(t *testing.T) {
 		})
 	}
 }
+
+// Changing perspective pictures the people who will use a product only
+// when the question asks who uses it: a business or a problem to find
+// ideas for has people it affects, no one who uses it.
+func TestChangePerspectiveFitsTheEngine(t *testing.T) {
+	t.Parallel()
+	const used = "the people who will use it every day"
+	for _, tt := range []struct {
+		engine, phase, next string
+		uses                bool
+	}{
+		{"project-discovery", "USERS_AND_GOALS", "primary_user_identified", true},
+		{"ideation", "DIVERGE", "ideas_captured", false},
+		{"business-profile", "OPERATIONS", "key_partners_identified", false},
+	} {
+		t.Run(tt.engine, func(t *testing.T) {
+			t.Parallel()
+			def, ok := enginetest.Shipped(t).Get(tt.engine)
+			if !ok {
+				t.Fatalf("engine %s not shipped", tt.engine)
+			}
+			m := engine.NewWorkingMemory(def, "s", "p")
+			m.TurnNumber = 2
+			m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "hi"},
+				{Role: engine.RoleAssistant, Turn: 1, Content: "Hello! What is on your mind?"}}
+			reply, err := offlineskill.Reply(context.Background(),
+				replyPrompt(t, def, tt.phase, []string{"change_perspective"}, tt.next, m, "Sure."))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(reply, used); got != tt.uses {
+				t.Errorf("reply %q says %q: %v, want %v", reply, used, got, tt.uses)
+			}
+			if !strings.HasPrefix(reply, "Picture it from the point of view of the people") {
+				t.Errorf("reply %q does not change perspective", reply)
+			}
+		})
+	}
+}

@@ -1345,7 +1345,12 @@ func techniqueOpener(t string, p ReplyPrompt, echo string, fragment, held bool) 
 	case "report_everything":
 		return "Any detail helps, even one that seems small."
 	case "change_perspective":
-		return "Picture it from the point of view of the people who will use it every day."
+		// Only a product is used: a business or a problem to find ideas
+		// for has people it affects, whom the question asks about.
+		if strings.Contains(strings.ToLower(p.NextQuestion), "use it") {
+			return "Picture it from the point of view of the people who will use it every day."
+		}
+		return "Picture it from the point of view of the people it affects every day."
 	case "elicit_change_talk":
 		return "Think about what will be different for you once this is solved."
 	case "sketch_or_visualize":
