@@ -429,3 +429,44 @@ func TestChangePerspectiveFitsTheEngine(t *testing.T) {
 		})
 	}
 }
+
+// Asked what jobs the users need done, a lack ("Not being able to pay
+// online") is a pain point, no job, and the reply says it back as a thing,
+// not as a clause.
+func TestDiscoveryLackToTheJobsIsAPainPoint(t *testing.T) {
+	t.Parallel()
+	s := newCorpusSession(t, "project-discovery")
+	s.say("We need an app for our cleaning company so the cleaners can log their jobs.")
+	s.askedFor("jobs_to_be_done_captured", discoveryAnswers)
+	reply := s.say("Not being able to pay online.").Reply
+	if got, _, present := s.got("users_and_personas.jobs_to_be_done"); present {
+		t.Errorf("jobs to be done = %#v, want unset", got)
+	}
+	if got, _, _ := s.got("users_and_personas.pain_points"); !reflect.DeepEqual(got, []any{"Not being able to pay online"}) {
+		t.Errorf("pain points = %#v, want [Not being able to pay online]", got)
+	}
+	if strings.Contains(reply, "that not being") {
+		t.Errorf("reply %q makes a clause of the lack", reply)
+	}
+}
+
+// A lack ("Not being able to pay online") names a thing: listening says it
+// back in no clause ("So what matters to you is that not being able to …").
+func TestReflectingALackMakesNoClause(t *testing.T) {
+	t.Parallel()
+	def := discovery(t)
+	for _, technique := range []string{"reflective_listening", "active_listening"} {
+		m := engine.NewWorkingMemory(def, "s", "p")
+		m.TurnNumber = 2
+		m.History = []engine.Message{{Role: engine.RoleUser, Turn: 1, Content: "hi"},
+			{Role: engine.RoleAssistant, Turn: 1, Content: "Hello! What would you like to build?"}}
+		reply, err := offlineskill.Reply(context.Background(), replyPrompt(t, def, "USERS_AND_GOALS",
+			[]string{technique}, "jobs_to_be_done_captured", m, "Not being able to pay online."))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(reply, "that not being") || strings.Contains(reply, "like not being") {
+			t.Errorf("%s: reply %q makes a clause of the lack", technique, reply)
+		}
+	}
+}

@@ -401,6 +401,15 @@ func cueAnswer(p extraction.Prompt) Answer {
 			// "They come back for fresh bread and because we know them by
 			// name" gives reasons, the first one as much as the one "and
 			// because" joins to it: no steps.
+		case f.ValueType == engine.TypeArray && lacks(*f, answer):
+			// "Not being able to pay online", asked what jobs the users
+			// need done, says what they cannot do: a pain, which goes on
+			// the list of pains beside the question's field, if there is
+			// one, and is no job.
+			if g := painsBeside(p, *f); g != nil {
+				f, path = g, g.Path
+				v, ok = valueFromText(g.ValueType, answer, "")
+			}
 		case guessesOnly(msg, *f):
 			// "Not sure, maybe ask my partner." guesses no budget, nor
 			// "maybe next year": a guess counts only of the field's kind.
@@ -2891,6 +2900,31 @@ func lacking(t engine.Text, keyword string) bool {
 	n := len(words)
 	return n >= 2 && befalls[words[n-1]] && (words[n-2] == "not" || words[n-2] == "never")
 }
+
+// lacks reports whether an answer says a keyword of f after a "not" and
+// a gerund of what befalls the user ("Not being able to pay online"): it
+// names a lack, not what f lists.
+func lacks(f extraction.PromptField, answer string) bool {
+	t := engine.LowerText(answer)
+	return slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool { return t.Contains(kw) && lacking(t, kw) })
+}
+
+// painsBeside is the list of pains in f's category, whose cues read a
+// frustration (nil for none): where a lack said to f goes.
+func painsBeside(p extraction.Prompt, f extraction.PromptField) *extraction.PromptField {
+	category, _, _ := strings.Cut(f.Path, ".")
+	for i, g := range p.Fields {
+		if g.Path == f.Path || g.ValueType != engine.TypeArray || !strings.HasPrefix(g.Path, category+".") {
+			continue
+		}
+		if slices.ContainsFunc(g.Cues.Keywords, func(kw string) bool { return painWords[strings.ToLower(kw)] }) {
+			return &p.Fields[i]
+		}
+	}
+	return nil
+}
+
+var painWords = engine.WordSet(`frustrating frustrated annoying painful`)
 
 // gerundObjects open what a gerund does, its object or clause ("knowing
 // if", "having a driver"), which a noun an "-ing" word qualifies

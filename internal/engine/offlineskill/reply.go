@@ -1534,7 +1534,7 @@ func reflect(msg string, known []string, names, lower wordList, held bool) (echo
 	first := strings.ToLower(strings.Trim(strings.ReplaceAll(words[0], "’", "'"), ",:;"))
 	// An instruction ("Drop the indoor studio, …") is no clause of the
 	// user's either: "Got it: …" takes it, "It sounds like" does not.
-	fragment = thingNamed(words) || instruction(words, names)
+	fragment = thingNamed(words) || instruction(words, names) || lackNamed(words)
 	if fragment && (bareVerb(first) || prepositions[first]) || first == "don't" || first == "please" || adding(words) {
 		// "Lost a big client last month" leaves out who did it, "On
 		// paper, mostly" names no thing, "Don't forget Shopify" tells
@@ -1750,6 +1750,17 @@ func thingNamed(words []string) bool {
 		}
 	}
 	return true
+}
+
+// lackNamed reports whether a sentence opens with a "not" or a "never"
+// and a gerund ("Not being able to pay online", "Never knowing who
+// cancelled"): it names a lack, a thing, and makes no clause.
+func lackNamed(words []string) bool {
+	if len(words) < 2 {
+		return false
+	}
+	first, second := strings.ToLower(words[0]), strings.ToLower(strings.Trim(words[1], ",:;"))
+	return (first == "not" || first == "never") && len(second) > 4 && strings.HasSuffix(second, "ing")
 }
 
 // participle reports whether a word is a regular past ("dropped",
