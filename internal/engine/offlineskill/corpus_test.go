@@ -470,3 +470,21 @@ func TestReflectingALackMakesNoClause(t *testing.T) {
 		}
 	}
 }
+
+// A value made only of function words names nothing, whatever was asked:
+// "Within." is no key partner, nor "And also it.";
+// the items beside such a word stay, and so does the user ("Us").
+func TestExtractionSkillFunctionWordsAloneAreNoValue(t *testing.T) {
+	t.Parallel()
+	const partners = "partnerships_and_integrations.key_partners"
+	runExtractionCases(t, []extractionCase{
+		{name: "within", engine: "business-profile", focus: "key_partners_identified", msg: "Within.", absent: []string{partners}},
+		{name: "the", engine: "business-profile", focus: "key_partners_identified", msg: "The.", absent: []string{partners}},
+		{name: "and also it", engine: "business-profile", focus: "key_partners_identified", msg: "And also it.",
+			absent: []string{partners}},
+		{name: "an item beside", engine: "business-profile", focus: "key_partners_identified", msg: "The mill, and within.",
+			want: map[string]any{partners: []any{"The mill"}}},
+		{name: "the user", focus: "primary_user_identified", msg: "Us.",
+			want: map[string]any{"users_and_personas.primary_user": "Us"}},
+	})
+}

@@ -74,6 +74,7 @@ func Extract(p extraction.Prompt) Answer {
 	measuresAlone(p, ans)
 	choiceCorrected(p, ans, p.Message)
 	choiceReasoned(p, ans, p.Message)
+	withoutFunctionWordsAlone(ans)
 	if held, _, names := holdBack(p.Message); held && names {
 		// "Not sure what the budget is." names what the user does not
 		// know, which is no budget, date, count or name: it is filed only
@@ -87,6 +88,65 @@ func Extract(p extraction.Prompt) Answer {
 	}
 	return ans
 }
+
+// withoutFunctionWordsAlone takes off the answer the values, and the items
+// of a list, made only of function words ("within", "the", "and also",
+// "it"): they name nothing, whatever field a cue found them for. A list
+// left with no item is no answer; a list said to be empty (null) stays.
+func withoutFunctionWordsAlone(ans Answer) {
+	for path, fa := range ans.Fields {
+		switch v := fa.Value.(type) {
+		case string:
+			if onlyFunctionWords(v) {
+				delete(ans.Fields, path)
+			}
+		case []string:
+			if kept := slices.DeleteFunc(slices.Clone(v), onlyFunctionWords); len(kept) < len(v) {
+				fa.Value = kept
+				ans.Fields[path] = fa
+				if len(kept) == 0 {
+					delete(ans.Fields, path)
+				}
+			}
+		case []any:
+			kept := slices.DeleteFunc(slices.Clone(v), func(x any) bool {
+				s, ok := x.(string)
+				return ok && onlyFunctionWords(s)
+			})
+			if len(kept) < len(v) {
+				fa.Value = kept
+				ans.Fields[path] = fa
+				if len(kept) == 0 {
+					delete(ans.Fields, path)
+				}
+			}
+		}
+	}
+}
+
+// onlyFunctionWords reports whether s has words and each is a function
+// word: an article, a conjunction, a preposition, an auxiliary, a filler
+// or a pronoun that points at something said elsewhere. The user ("me",
+// "us") is a value.
+func onlyFunctionWords(s string) bool {
+	said := false
+	for w := range strings.FieldsSeq(strings.ToLower(strings.ReplaceAll(s, "’", "'"))) {
+		// A figure or a sign ("£5,000") is a word of its own.
+		if w = strings.Trim(w, `.,;:!?"()-`); w == "" {
+			continue
+		}
+		if !stopWords[w] {
+			return false
+		}
+		said = true
+	}
+	return said
+}
+
+var stopWords = engine.WordSet(`a an the and or but nor so yet plus also too then just well really very
+	within without with in on at of to for from by about into onto over under between among through during before after
+	above below around near than as it its it's this that these those there here they them is are was were be been am
+	do does did has have had will would can could should might must`)
 
 // withoutPushback is msg without its sentences that push back, when
 // another sentence says something: "That's annoying. Subscription." says
