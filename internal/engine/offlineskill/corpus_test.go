@@ -488,3 +488,27 @@ func TestExtractionSkillFunctionWordsAloneAreNoValue(t *testing.T) {
 			want: map[string]any{"users_and_personas.primary_user": "Us"}},
 	})
 }
+
+// Asked what frustrates the users, a sentence that says time is wasted on
+// something says what wastes it: "Wasting time on double entry" is the
+// pain point, not "time on double entry".
+func TestDiscoveryWastingTimeOnSomethingIsThePainPoint(t *testing.T) {
+	t.Parallel()
+	for say, want := range map[string][]any{
+		"Wasting time on double entry.":                           {"Wasting time on double entry"},
+		"We waste so much time on invoices, and the app crashes.": {"We waste so much time on invoices", "the app crashes"},
+	} {
+		t.Run(say, func(t *testing.T) {
+			t.Parallel()
+			def, focus := asking(t, "project-discovery", "users_and_personas.pain_points")
+			ans := extract(t, def, known(t, def, nil), focus, say)
+			var got any
+			if fa, ok := ans.Fields["users_and_personas.pain_points"]; ok {
+				_ = json.Unmarshal(fa.Value, &got)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("pain points = %#v, want %#v", got, want)
+			}
+		})
+	}
+}

@@ -3700,6 +3700,15 @@ func wasteOf(keyword, after string) (rest string, ok bool) {
 	if !strings.HasPrefix(strings.ToLower(keyword), "wast") {
 		return "", false
 	}
+	if loc := wastedOn.FindStringIndex(after); loc != nil {
+		// "Wasting time on double entry": the clause says what wastes
+		// the time, up to where it ends.
+		rest = after[loc[1]:]
+		if i := strings.IndexAny(rest, ",;"); i >= 0 {
+			return rest[i:], true
+		}
+		return "", true
+	}
 	loc := wasted.FindStringIndex(after)
 	if loc == nil {
 		return "", false
@@ -3707,6 +3716,8 @@ func wasteOf(keyword, after string) (rest string, ok bool) {
 	rest = strings.TrimSpace(after[loc[1]:])
 	return rest, endsItem(rest)
 }
+
+var wastedOn = regexp.MustCompile(`^(?:(?:so\s+much|a\s+lot\s+of|hours\s+of|our|my|their)\s+)?(?:time|money|hours)\s+(?:on|with|doing|chasing|re-?entering|fixing)\s`)
 
 var wasted = regexp.MustCompile(`^of\s+(?:(?:my|our|their|your|everyone's|everyone’s|the\s+staff's|the\s+staff’s)\s+)?(?:time|money|effort|energy)\b`)
 
