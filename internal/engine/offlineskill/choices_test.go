@@ -168,3 +168,25 @@ func TestExtractionSkillCorrectionOfNoChoice(t *testing.T) {
 			want: map[string]any{decision: "Mindbody", reasoning: "it's cheaper"}},
 	})
 }
+
+// To the choice asked, a statement after the option chosen that takes it
+// back and names no other ("Actually, no.", "No, wait.") leaves nothing
+// chosen; one that says something of the choice ("No regrets.") keeps it.
+func TestExtractionSkillChoiceTakenBack(t *testing.T) {
+	t.Parallel()
+	const decision = "decision.decision_made"
+	var tests []extractionCase
+	for _, msg := range []string{"Glofox. Actually, no.", "Glofox. Wait, no.", "Glofox. No, sorry.",
+		"Glofox. Actually, never mind.", "Glofox. No, wait.", "Glofox. Scratch that."} {
+		tests = append(tests, extractionCase{name: msg, msg: msg, absent: []string{decision, "decision.reasoning"}})
+	}
+	tests = append(tests,
+		extractionCase{name: "no regrets", msg: "Glofox. No regrets.", want: map[string]any{decision: "Glofox"}},
+		extractionCase{name: "sorry alone", msg: "Glofox. Sorry.", want: map[string]any{decision: "Glofox"}},
+		extractionCase{name: "taken back to another", msg: "Glofox. No, wait, Mindbody.", want: map[string]any{decision: "Mindbody"}})
+	for i := range tests {
+		tests[i].engine, tests[i].focus = "exploration", "decision_made"
+		tests[i].current = map[string]any{"solution_landscape.options": []string{"Mindbody", "Glofox"}}
+	}
+	runExtractionCases(t, tests)
+}

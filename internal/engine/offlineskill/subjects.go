@@ -658,8 +658,10 @@ func choiceSaid(answer string) (chosen string, ok bool) {
 	for _, s := range ss[1:] {
 		if c := correctedTo(s, choiceName); c != "" {
 			said = c
-		} else if alternative(s) || defers(s) {
-			return "", false // "Glofox. Or Mindbody.", "Glofox. I'll need to check with Sarah."
+		} else if alternative(s) || defers(s) || withdraws(s) {
+			// "Glofox. Or Mindbody.", "Glofox. I'll need to check with
+			// Sarah.", "Glofox. Actually, no."
+			return "", false
 		}
 	}
 	said = withoutWhyNot(said)
@@ -679,6 +681,27 @@ func choiceSaid(answer string) (chosen string, ok bool) {
 	}
 	return c, c != ""
 }
+
+// withdraws reports whether a statement after a choice takes it back
+// without naming another ("Actually, no.", "Wait, no.", "No, sorry.",
+// "Actually, never mind.", "Scratch that."): it says only that the choice
+// before it is not the one, so nothing is chosen. One that says more ("No
+// regrets.", "Actually it's cheaper too.") takes nothing back.
+func withdraws(s string) bool {
+	words := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && r != '\'' && r != '’'
+	})
+	return slices.ContainsFunc(words, func(w string) bool { return takeBackMarks[w] }) &&
+		!slices.ContainsFunc(words, func(w string) bool { return !takeBackWords[w] })
+}
+
+// takeBackWords are the words a statement that takes a choice back is
+// said in, and nothing else; it holds one of takeBackMarks ("Sorry.",
+// "Actually." alone take nothing back).
+var (
+	takeBackWords = engine.WordSet(`actually no nope wait sorry never mind scratch that hang hold on hmm um oh`)
+	takeBackMarks = engine.WordSet(`no nope wait mind scratch hang hold`)
+)
 
 // nameLike reports whether a choice reads as the name of an option: a
 // name (choiceName), or a few words a determiner opens that make no clause
