@@ -190,3 +190,50 @@ func TestExtractionSkillChoiceTakenBack(t *testing.T) {
 	}
 	runExtractionCases(t, tests)
 }
+
+// An answer said only in options, some ruled out ("not X") or kept beside
+// another ("not just X", "Y as well"), never takes a known option off the
+// list: "Not just X, Y as well" keeps both, "Not X, not Y" rules both out
+// and decides nothing, and "X. Not Y." rules Y out and, to the choice
+// asked, decides X. Asked only for the options, "Not X, Y" decides
+// nothing, and a name not known joins the options.
+func TestExtractionSkillOptionsKeptBesideOnesRuledOut(t *testing.T) {
+	t.Parallel()
+	const (
+		opts       = "solution_landscape.options"
+		eliminated = "solution_landscape.eliminated_options"
+		decision   = "decision.decision_made"
+		reasoning  = "decision.reasoning"
+	)
+	options := map[string]any{opts: []string{"Mindbody", "Glofox"}}
+	var tests []extractionCase
+	for _, focus := range []string{"decision_made", "options_identified"} {
+		tests = append(tests,
+			extractionCase{name: focus + ": not just X, Y as well", focus: focus, msg: "Not just Glofox, Mindbody as well.",
+				absent: []string{opts, eliminated, decision}},
+			extractionCase{name: focus + ": not just X, a new Y too", focus: focus, msg: "Not just Glofox, PushPress too.",
+				want: map[string]any{opts: []any{"Mindbody", "Glofox", "PushPress"}}, absent: []string{eliminated, decision}},
+			extractionCase{name: focus + ": not X, not Y", focus: focus, msg: "Not Glofox, not Mindbody.",
+				want: map[string]any{eliminated: []any{"Glofox", "Mindbody"}}, absent: []string{opts, decision}})
+	}
+	tests = append(tests,
+		extractionCase{name: "X. Not Y.", focus: "decision_made", msg: "Glofox. Not Mindbody.",
+			want:   map[string]any{decision: "Glofox", eliminated: []any{"Mindbody"}},
+			absent: []string{opts, reasoning}},
+		extractionCase{name: "X, not Y", focus: "decision_made", msg: "Glofox, not Mindbody.",
+			want:   map[string]any{decision: "Glofox", eliminated: []any{"Mindbody"}},
+			absent: []string{opts, reasoning}},
+		extractionCase{name: "options asked: X. Not Y.", focus: "options_identified", msg: "Glofox. Not Mindbody.",
+			want: map[string]any{eliminated: []any{"Mindbody"}}, absent: []string{opts, decision}},
+		extractionCase{name: "options asked: not X, Y", focus: "options_identified", msg: "Not Glofox, Mindbody.",
+			want: map[string]any{eliminated: []any{"Glofox"}}, absent: []string{opts, decision}},
+		extractionCase{name: "options asked: not X, a new Y", focus: "options_identified", msg: "Not Glofox, Wodify.",
+			want:   map[string]any{eliminated: []any{"Glofox"}, opts: []any{"Mindbody", "Glofox", "Wodify"}},
+			absent: []string{decision}},
+		extractionCase{name: "choice asked: not X, a new Y", focus: "decision_made", msg: "Not Glofox, Wodify.",
+			want: map[string]any{decision: "Wodify", eliminated: []any{"Glofox"}, opts: []any{"Mindbody", "Glofox", "Wodify"}}})
+	for i := range tests {
+		tests[i].engine, tests[i].current = "exploration", options
+	}
+	runExtractionCases(t, tests)
+}

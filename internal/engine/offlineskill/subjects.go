@@ -594,6 +594,10 @@ func choiceReasoned(p extraction.Prompt, ans Answer, msg string) {
 		if correcting(s) != "" || defers(s) || alternative(s) {
 			return
 		}
+		if rest, not := strings.CutPrefix(strings.ToLower(strings.TrimSpace(s)), "not "); not &&
+			isOption(knownOptions(p, ans), withoutFirmness(rest)) {
+			continue // "Glofox. Not Mindbody." rules an option out: no reason
+		}
 		if !saysNothing(engine.LowerText(s), false) && !notReason(s) {
 			reasons = append(reasons, strings.TrimRight(strings.TrimSpace(s), ".!"))
 		}
@@ -910,24 +914,19 @@ func correctionReason(s string) string {
 	return rest
 }
 
-// choiceInstead answers a message that rules one option out and chooses
-// another in its place ("Not Glofox, Mindbody.", "Not Glofox. Mindbody."),
-// whatever was asked: the first goes on the options ruled out, the second
-// is the decision, and the options gain it when it is not known among
-// them. What the cues took of it goes: read as a list, it took the known
-// options off ("Not Glofox, Mindbody." filed none). Both must name an
-// option, known or said as a name; ok reports the message answered.
+// choiceInstead answers a message said only in options, each named alone,
+// ruled out ("not X") or kept beside another ("not just X", "Y as well"),
+// one at least ruled out or kept so ("Not Glofox, Mindbody.", "Not Glofox.
+// Mindbody.", "Glofox. Not Mindbody.", "Not Glofox, not Mindbody.", "Not
+// just Glofox, Mindbody as well."), whatever was asked: the names ruled
+// out go on the options ruled out, the names not known join the options,
+// and the known options stay on their list (read as a list, the message
+// took them off). The one name chosen, with none kept beside it, is the
+// decision only when the choice is asked: asked for the options, "Not
+// Glofox, Mindbody." says which are weighed, and "Not Glofox, Wodify."
+// names an option more. What the cues took of the message goes; ok
+// reports the message answered.
 func choiceInstead(p extraction.Prompt, ans Answer, msg string) (ok bool) {
-	m := insteadRe.FindStringSubmatch(strings.TrimSpace(msg))
-	if m == nil {
-		return false
-	}
-	options := knownOptions(p, Answer{})
-	out, chosen := withoutFirmness(m[1]), withoutFirmness(m[2])
-	named := func(n string) bool { return isOption(options, n) || choiceName(n) }
-	if !named(out) || !named(chosen) || strings.EqualFold(out, chosen) || sameLetters(out, chosen) {
-		return false
-	}
 	var decision, list, eliminated *extraction.PromptField
 	for i := range p.Fields {
 		switch f := &p.Fields[i]; {
@@ -942,28 +941,110 @@ func choiceInstead(p extraction.Prompt, ans Answer, msg string) (ok bool) {
 	if decision == nil {
 		return false
 	}
-	clear(ans.Fields)
-	ans.Fields[decision.Path] = fieldAnswer{Value: chosen, Confidence: max(confCorrection, decision.ConfidenceThreshold),
-		Reasoning: "the user rules " + out + " out and chooses " + chosen}
-	if eliminated != nil {
-		if v, changed := grow(eliminated.Current, []string{out}, false); changed {
-			ans.Fields[eliminated.Path] = fieldAnswer{Value: v, Confidence: max(confFocus, eliminated.ConfidenceThreshold),
-				Reasoning: "a choice negated rules " + out + " out"}
+	options := knownOptions(p, Answer{})
+	named := func(n string) bool { return isOption(options, n) || choiceName(n) }
+	said, ok := optionClauses(msg, named)
+	if !ok {
+		return false
+	}
+	var out, chosen, kept []string
+	for _, c := range said {
+		switch c.kind {
+		case optionOut:
+			out = appendName(out, c.name)
+		case optionChosen:
+			chosen = appendName(chosen, c.name)
+		default:
+			kept = appendName(kept, c.name)
 		}
 	}
-	if list != nil && !isOption(options, chosen) {
-		if v, changed := grow(list.Current, []string{chosen}, false); changed {
+	if len(out) == 0 && len(kept) == 0 || slices.ContainsFunc(out, func(n string) bool { return isOption(chosen, n) || isOption(kept, n) }) {
+		return false // a plain list, or a name both ruled out and chosen
+	}
+	asked := func(f *extraction.PromptField) bool { return f != nil && slices.Contains(focusFields(p), f.Path) }
+	clear(ans.Fields)
+	if len(chosen) == 1 && len(kept) == 0 && asked(decision) {
+		ans.Fields[decision.Path] = fieldAnswer{Value: chosen[0], Confidence: max(confCorrection, decision.ConfidenceThreshold),
+			Reasoning: "the user rules " + strings.Join(out, ", ") + " out and chooses " + chosen[0]}
+	}
+	if eliminated != nil && len(out) > 0 {
+		if v, changed := grow(eliminated.Current, out, false); changed {
+			ans.Fields[eliminated.Path] = fieldAnswer{Value: v, Confidence: max(confFocus, eliminated.ConfidenceThreshold),
+				Reasoning: "a choice negated rules " + strings.Join(out, ", ") + " out"}
+		}
+	}
+	var unknown []string
+	for _, n := range append(chosen, kept...) {
+		if !isOption(options, n) {
+			unknown = append(unknown, n)
+		}
+	}
+	if list != nil && len(unknown) > 0 {
+		if v, changed := grow(list.Current, unknown, false); changed {
 			ans.Fields[list.Path] = fieldAnswer{Value: v, Confidence: max(confFocus, list.ConfidenceThreshold),
-				Reasoning: "a name chosen is an option"}
+				Reasoning: "a name chosen or kept is an option"}
 		}
 	}
 	return true
 }
 
-// insteadRe is "not X, Y" or "not X. Y.", a firm word allowed before the
-// negation and "but" or "rather" before Y; group 1 is X, group 2 Y.
-var insteadRe = regexp.MustCompile(`(?i)^(?:(?:definitely|certainly|absolutely)\s+)?not\s+([^,.;!?]+?)\s*[,.;]\s*` +
-	`(?:(?:but|rather|instead)\s+)?([^,.;!?]+?)(?:\s*,?\s*(?:instead|rather|then))?\s*[.!]*$`)
+// appendName is names with name, unless it is already among them.
+func appendName(names []string, name string) []string {
+	if isOption(names, name) {
+		return names
+	}
+	return append(names, name)
+}
+
+// optionClause is a name a message says alone in a clause, and how.
+type optionClause struct {
+	name string
+	kind int // optionChosen, optionOut or optionKept
+}
+
+const (
+	optionChosen = iota // "Mindbody", "but Mindbody instead"
+	optionOut           // "not Glofox"
+	optionKept          // "not just Glofox", "Mindbody as well"
+)
+
+// optionClauses reads a message whose every clause is a name alone, as
+// named tells, negated, kept beside another or chosen, with the words that
+// say it is firm; ok is false for any other message.
+func optionClauses(msg string, named func(string) bool) (said []optionClause, ok bool) {
+	for _, c := range strings.FieldsFunc(msg, func(r rune) bool { return strings.ContainsRune(",.;!", r) }) {
+		c = strings.TrimSpace(c)
+		if c == "" {
+			continue
+		}
+		lower := strings.ToLower(c)
+		kind := optionChosen
+		for _, lead := range []string{"definitely ", "certainly ", "absolutely ", "but ", "and ", "rather ", "instead "} {
+			if strings.HasPrefix(lower, lead) {
+				c, lower = c[len(lead):], lower[len(lead):]
+			}
+		}
+		switch {
+		case strings.HasPrefix(lower, "not just ") || strings.HasPrefix(lower, "not only "):
+			c, kind = c[len("not just "):], optionKept
+		case strings.HasPrefix(lower, "not "):
+			c, kind = c[len("not "):], optionOut
+		}
+		for _, tail := range []string{" instead", " rather", " then", " as well", " too", " also"} {
+			if len(c) > len(tail) && strings.EqualFold(c[len(c)-len(tail):], tail) {
+				c = c[:len(c)-len(tail)]
+				if kind == optionChosen && (tail == " as well" || tail == " too" || tail == " also") {
+					kind = optionKept
+				}
+			}
+		}
+		if c = withoutFirmness(strings.TrimSpace(c)); !named(c) {
+			return nil, false
+		}
+		said = append(said, optionClause{name: c, kind: kind})
+	}
+	return said, len(said) > 1
+}
 
 // choiceName reports whether a choice is a name: up to three words, each
 // capitalised, none a word that opens any sentence ("The", "This").
