@@ -46,7 +46,9 @@ func TestExtractionSkillTooMuchForWhom(t *testing.T) {
 // price.") or in the next ones ("Glofox. It's half the price and the staff
 // know it."), decide the option and file the reason as the decision's
 // reasoning; a firm choice said alone, a choice corrected and a choice
-// hedged file no reasoning.
+// hedged file no reasoning, nor does a condition ("as long as it's
+// cheap": what the choice holds on), how long it holds ("for now"), that
+// it was said before ("as I said") or a role ("as our booking tool").
 func TestExtractionSkillReasonAfterAFirmChoice(t *testing.T) {
 	t.Parallel()
 	const (
@@ -87,6 +89,18 @@ func TestExtractionSkillReasonAfterAFirmChoice(t *testing.T) {
 			want: map[string]any{decision: "Glofox", reasoning: "the staff know it"}},
 		{name: "as, with no comma", msg: "Glofox as it's cheaper.",
 			want: map[string]any{decision: "Glofox", reasoning: "it's cheaper"}},
+		{name: "a condition", msg: "Glofox, as long as it's cheap.",
+			want: map[string]any{decision: "Glofox"}, absent: []string{reasoning}},
+		{name: "an if", msg: "Glofox, if the price is right.",
+			want: map[string]any{decision: "Glofox"}, absent: []string{reasoning}},
+		{name: "for now", msg: "Glofox — for now.",
+			want: map[string]any{decision: "Glofox"}, absent: []string{reasoning}},
+		{name: "as I said", msg: "Glofox, as I said.",
+			want: map[string]any{decision: "Glofox"}, absent: []string{reasoning}},
+		{name: "as a role", msg: "Glofox as our booking tool.",
+			want: map[string]any{decision: "Glofox"}, absent: []string{reasoning}},
+		{name: "as, a determiner and a verb", msg: "Glofox as the staff know it.",
+			want: map[string]any{decision: "Glofox", reasoning: "the staff know it"}},
 	}
 	for i := range tests {
 		tests[i].engine, tests[i].focus = "exploration", "decision_made"

@@ -530,8 +530,15 @@ func choiceAndReason(s string) (chosen, reason string, reasoned bool) {
 	if loc := choiceReasonRe.FindStringIndex(s); loc != nil && loc[0] > 0 && (cut < 0 || loc[0] < cut) {
 		cut = loc[0]
 	}
+	if loc := conditionRe.FindStringIndex(s); loc != nil && loc[0] > 0 && (cut < 0 || loc[0] <= cut) {
+		// "Glofox, as long as it's cheap": a condition the choice holds
+		// on, not why it was made.
+		return withoutFirmness(strings.TrimRight(s[:loc[0]], " ,;:-–—")), "", true
+	}
 	if cut >= 0 {
 		reason = strings.TrimLeft(s[cut:], " ,;:-–—")
+		lead, _, _ := strings.Cut(reason, " ")
+		as := strings.EqualFold(lead, "as")
 		if w, rest, ok := strings.Cut(reason, " "); ok && reasonLeads[strings.ToLower(w)] {
 			reason = rest
 		} else if ok && reasonLeads[strings.ToLower(strings.TrimRight(w, ",;:-–—"))] {
@@ -540,8 +547,11 @@ func choiceAndReason(s string) (chosen, reason string, reasoned bool) {
 			reason = ""
 		}
 		reason = strings.Trim(cleanSentence(reason), " -–—")
-		if !strings.ContainsFunc(reason, unicode.IsLetter) || whyNotRe.MatchString(reason) && len(strings.Fields(reason)) <= 2 {
-			reason = "" // "because —", "because why not"
+		if !strings.ContainsFunc(reason, unicode.IsLetter) || whyNotRe.MatchString(reason) && len(strings.Fields(reason)) <= 2 ||
+			noReasonRe.MatchString(reason) || as && !slices.ContainsFunc(strings.Fields(reason), statesClause) {
+			// "because —", "because why not", "— for now", "as I said",
+			// and "as our booking tool", a role
+			reason = ""
 		}
 		s, reasoned = strings.TrimRight(s[:cut], " ,;:-–—"), true
 	}
@@ -552,6 +562,17 @@ func choiceAndReason(s string) (chosen, reason string, reasoned bool) {
 // dash, or an "as" or a "since" a pronoun follows with no comma.
 var choiceReasonRe = regexp.MustCompile(`(?i)\s+[-–—]+(?:\s+|$)|\s+(?:as|since)\s+(?:it['’]s|it|they['’]re|they|we['’]re|we|i['’]m|i|` +
 	`the|our|my|there['’]s|that['’]s)\b`)
+
+// conditionRe finds a condition after a choice ("as long as it's cheap",
+// "if the price is right"): what the choice holds on, no reason for it.
+var conditionRe = regexp.MustCompile(`(?i)(?:,\s*|\s+[-–—]+\s*|\s+)(?:as\s+long\s+as|so\s+long\s+as|provided|providing|if|unless|` +
+	`assuming|on\s+condition)\b`)
+
+// noReasonRe is what, said after a choice as a reason is, gives none: how
+// long it holds ("for now") or that it was said before ("as I said").
+var noReasonRe = regexp.MustCompile(`(?i)^(?:(?:i|we)\s+(?:said|say|mentioned|told\s+you|thought|agreed)|(?:at\s+least\s+)?for\s+now|` +
+	`for\s+the\s+(?:moment|time\s+being)|at\s+the\s+moment|for\s+a\s+(?:while|start)|to\s+start(?:\s+with)?|` +
+	`(?:already\s+)?(?:said|mentioned|discussed|agreed|planned)|usual|always|expected)$`)
 
 // reasonLeads are the words that open a reason after a choice.
 var reasonLeads = engine.WordSet(`because 'cause ’cause cause since as`)
