@@ -251,3 +251,38 @@ func TestExtractionSkillOptionsKeptBesideOnesRuledOut(t *testing.T) {
 	}
 	runExtractionCases(t, tests)
 }
+
+// To the choice asked, a negated aside before an option ("Not bad,
+// Glofox.", "Not really, Glofox is fine.") chooses it and rules nothing
+// out; "Not Glofox." alone rules it out and keeps it on the options; a
+// time a "since" opens alone ("Since 2019.") is no reason; and "X it is"
+// of a word no option is ("Cost it is.") decides nothing.
+func TestExtractionSkillChoiceAsidesAndNoOptions(t *testing.T) {
+	t.Parallel()
+	const (
+		opts       = "solution_landscape.options"
+		eliminated = "solution_landscape.eliminated_options"
+		decision   = "decision.decision_made"
+		reasoning  = "decision.reasoning"
+	)
+	tests := []extractionCase{
+		{name: "not really, X is fine", msg: "Not really, Glofox is fine.",
+			want: map[string]any{decision: "Glofox"}, absent: []string{eliminated, opts}},
+		{name: "not bad, X", msg: "Not bad, Glofox.",
+			want: map[string]any{decision: "Glofox"}, absent: []string{eliminated, opts}},
+		{name: "not really, no name", msg: "Not really, I need more time.", absent: []string{decision, eliminated}},
+		{name: "not X alone", msg: "Not Glofox.",
+			want: map[string]any{eliminated: []any{"Glofox"}}, absent: []string{decision, opts}},
+		{name: "since a year alone", msg: "Since 2019.", absent: []string{decision, reasoning}},
+		{name: "a word no option it is", msg: "Cost it is.", absent: []string{decision, opts}},
+		{name: "an option it is", msg: "Glofox it is.", want: map[string]any{decision: "Glofox"}},
+		{name: "a product it is", msg: "PushPress it is.", want: map[string]any{decision: "PushPress"}},
+	}
+	for i := range tests {
+		tests[i].engine, tests[i].focus = "exploration", "decision_made"
+		tests[i].current = map[string]any{opts: []string{"Mindbody", "Glofox"}}
+	}
+	runExtractionCases(t, append(tests, extractionCase{name: "since a year alone, the reasoning asked", engine: "exploration",
+		focus: "decision_reasoning_captured", current: map[string]any{opts: []string{"Mindbody", "Glofox"}, decision: "Glofox"},
+		msg: "Since 2019.", absent: []string{reasoning}}))
+}

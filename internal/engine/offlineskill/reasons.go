@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/praetorhq/praetor/internal/engine"
 	"github.com/praetorhq/praetor/internal/engine/extraction"
@@ -22,7 +23,10 @@ func withoutReasons(p extraction.Prompt, ans Answer) {
 			continue
 		}
 		if asksWhy(*f) {
-			fa.Value = reasonAfter(v, fa.keyword, f.Cues.Keywords)
+			if fa.Value = reasonAfter(v, fa.keyword, f.Cues.Keywords); fa.Value == "" {
+				delete(ans.Fields, path) // a time a "since" opens, alone
+				continue
+			}
 			ans.Fields[path] = fa
 			continue
 		}
@@ -48,7 +52,8 @@ func asksWhy(f extraction.PromptField) bool {
 // subscription app because it is cheap and fast to start" chose the app
 // for the reason "it is cheap and fast to start". A "since" that opens a
 // time ("since 2019", "since last year", "Since March the studio has
-// doubled") gives none, a sentence that says its reason before the
+// doubled") gives none, and is no reason at all when it is said alone
+// ("Since 2019." is ""), a sentence that says its reason before the
 // conjunction with another of the field's keywords ("The reason is the
 // price, because we are small") keeps it, and one whose conjunction opens
 // no clause of a few words stays as it is.
@@ -65,6 +70,13 @@ func reasonAfter(v, keyword string, keywords []string) string {
 	rest := strings.TrimSpace(v[at+len(keyword):])
 	rest = strings.TrimSpace(strings.TrimPrefix(rest, "of ")) // "because of the price"
 	words := strings.Fields(rest)
+	if len(words) > 0 && len(words) <= 3 && strings.EqualFold(keyword, "since") && !strings.ContainsFunc(v[:at], unicode.IsLetter) &&
+		!slices.ContainsFunc(words, statesClause) {
+		if first := strings.ToLower(strings.Trim(words[0], ",.!")); isNumber(first) || times[first] || calendar[first] ||
+			seasons[first] {
+			return "" // "Since 2019." says since when, and nothing of why
+		}
+	}
 	if len(words) < 2 {
 		return v
 	}

@@ -689,7 +689,7 @@ func choiceSaid(answer string) (chosen string, ok bool) {
 			return "", false
 		}
 	}
-	said = withoutWhyNot(said)
+	said = withoutAside(withoutWhyNot(said))
 	if defers(said) || negatedChoice(said) {
 		return "", false
 	}
@@ -726,6 +726,34 @@ func withdraws(s string) bool {
 var (
 	takeBackWords = engine.WordSet(`actually no nope wait sorry never mind scratch that hang hold on hmm um oh`)
 	takeBackMarks = engine.WordSet(`no nope wait mind scratch hang hold`)
+)
+
+// withoutAside is a choice without the negated aside before it ("Not
+// bad, Glofox.", "Not really, Glofox is fine."), which negates no option,
+// and without the "is fine" that accepts the name; a choice said
+// otherwise, or an aside before no name ("Not really, I need more
+// time."), stays as it is.
+func withoutAside(s string) string {
+	loc := asideRe.FindStringIndex(s)
+	if loc == nil {
+		return s
+	}
+	c := strings.TrimSpace(s[loc[1]:])
+	if m := fineRe.FindStringIndex(c); m != nil {
+		c = c[:m[0]] // "Glofox is fine"
+	}
+	if !nameLike(withoutFirmness(c)) {
+		return s // "Not really, I need more time."
+	}
+	return c
+}
+
+var (
+	// asideRe is a negated aside that opens an answer and negates
+	// nothing said after it.
+	asideRe = regexp.MustCompile(`(?i)^\s*not\s+(?:really|bad|too\s+bad|at\s+all|exactly|quite|so\s+much)\s*[,;:–—-]\s*`)
+	// fineRe is what accepts a name said before it ("is fine").
+	fineRe = regexp.MustCompile(`(?i)\s+(?:is|sounds|seems|looks)\s+(?:fine|good|great|ok|okay|alright|all\s+right)\s*[.!]*$`)
 )
 
 // nameLike reports whether a choice reads as the name of an option: a
@@ -800,7 +828,33 @@ func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
 	if !correctsChoice(p, ans, msg) {
 		correctedItem(p, ans, msg)
 	}
+	itIsOfNoOption(p, ans, msg)
 }
+
+// itIsOfNoOption takes off the decision an "X it is" makes of a word that
+// is none of the options known nor written as a product is ("Cost it
+// is.", with Mindbody and Glofox known): it agrees to a point, and
+// chooses nothing. "Glofox it is", "PushPress it is" and "the cheaper one
+// it is" still choose.
+func itIsOfNoOption(p extraction.Prompt, ans Answer, msg string) {
+	options := knownOptions(p, Answer{})
+	if len(options) == 0 {
+		return
+	}
+	for path, fa := range ans.Fields {
+		f := promptField(p, path)
+		chosen, _ := fa.Value.(string)
+		if f == nil || !f.Cues.Firm || !choiceName(chosen) || isOption(options, chosen) || productName(chosen) {
+			continue
+		}
+		if itIsRe.MatchString(msg) && strings.Contains(strings.ToLower(msg), strings.ToLower(chosen)+" it is") {
+			delete(ans.Fields, path)
+		}
+	}
+}
+
+// itIsRe is a message that says "X it is" and nothing after it.
+var itIsRe = regexp.MustCompile(`(?i)\bit\s+is\s*[.!]*\s*$`)
 
 // correctsChoice is choiceCorrected's reading; it reports whether the
 // message was read as a choice.
@@ -1064,7 +1118,7 @@ func optionClauses(msg string, named func(string) bool) (said []optionClause, ok
 		}
 		said = append(said, optionClause{name: c, kind: kind})
 	}
-	return said, len(said) > 1
+	return said, len(said) > 1 || len(said) == 1 && said[0].kind == optionOut
 }
 
 // choiceName reports whether a choice is a name: up to three words, each
