@@ -192,8 +192,9 @@ func measuresAlone(p extraction.Prompt, ans Answer) {
 		}
 		was := currentValues(f.Current)
 		items := texts(fa.Value)
+		needs := needRe.MatchString(p.Message)
 		kept := slices.DeleteFunc(slices.Clone(items), func(it string) bool {
-			return !slices.Contains(was, it) && (needsResource(it) || successRemark.MatchString(it))
+			return !slices.Contains(was, it) && (needsResource(it) || successRemark.MatchString(it) || needs && staffOnly(it))
 		})
 		if len(kept) == len(items) || !slices.ContainsFunc(kept, func(it string) bool { return !slices.Contains(was, it) }) {
 			continue
@@ -206,6 +207,28 @@ func measuresAlone(p extraction.Prompt, ans Answer) {
 		ans.Fields[path] = fa
 	}
 }
+
+// staffOnly reports whether an item names people the business works
+// with and nothing it achieves ("a second coach by June", "two
+// receptionists"): said in a need, they are a resource, no measure.
+func staffOnly(item string) bool {
+	words := strings.Fields(strings.ToLower(item))
+	trim := func(w string) string { return strings.Trim(w, ".,;:!?") }
+	return slices.ContainsFunc(words, func(w string) bool { return staff[trim(w)] }) &&
+		!slices.ContainsFunc(words, func(w string) bool { return outcomes[trim(w)] })
+}
+
+// staff are the people a business works with, whose number more it needs
+// rather than achieves.
+var staff = engine.WordSet(`staff coach coaches trainer trainers instructor instructors receptionist receptionists
+	manager managers baker bakers driver drivers chef chefs cook cooks barista baristas cleaner cleaners
+	assistant assistants employee employees hire hires teacher teachers therapist therapists technician technicians
+	tech techs waiter waiters waitress waitresses server servers developer developers designer designers
+	accountant accountants bookkeeper bookkeepers admin admins worker workers apprentice apprentices
+	volunteer volunteers van vans`)
+
+// needRe is a message that says the business needs or gets something.
+var needRe = regexp.MustCompile(`(?i)\b(?:need|needs|needed|require|requires|hire|hiring|recruit|take\s+on|have\s+to\s+get)\b`)
 
 // successRemark says that what was said before it is success ("it
 // worked", "that's a win").

@@ -212,6 +212,15 @@ func TestExtractionSkillCustomersNeededAreAMetric(t *testing.T) {
 		{name: "staff needed", focus: "success_metrics_defined",
 			msg:    "We need 4 more staff by spring.",
 			absent: []string{"success_criteria.metrics"}},
+		{name: "a coach needed beside members", focus: "success_metrics_defined",
+			msg:  "We need 30 more members and a second coach by June.",
+			want: map[string]any{"success_criteria.metrics": []any{"We need 30 more members"}}},
+		{name: "a manager and receptionists needed beside members", focus: "success_metrics_defined",
+			msg:  "We need 30 more members, a manager and two receptionists by June.",
+			want: map[string]any{"success_criteria.metrics": []any{"We need 30 more members"}}},
+		{name: "staff happier beside members, no need", focus: "success_metrics_defined",
+			msg:  "Happier staff and 30 more members.",
+			want: map[string]any{"success_criteria.metrics": []any{"Happier staff", "30 more members"}}},
 	})
 }
 
