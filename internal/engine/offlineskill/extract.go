@@ -1301,10 +1301,12 @@ func guessFits(f extraction.PromptField, guess string) bool {
 		return numbered
 	case timeline(f):
 		// "maybe when the lease is up", "once we have the money": a time
-		// said by what will happen then, after the hedge.
-		for _, w := range words {
+		// said by what will happen then, after the hedge. "When" alone, or
+		// about knowing, telling or being ready ("when I know more", "when
+		// it's ready"), or "when pigs fly", puts the answer off.
+		for i, w := range words {
 			if w == "when" || w == "once" {
-				return true
+				return eventAfter(words[i+1:])
 			}
 			if !hedgeWords[w] && w != "i" && w != "think" && w != "suppose" {
 				break
@@ -1319,6 +1321,20 @@ func guessFits(f extraction.PromptField, guess string) bool {
 	return true
 }
 
+// eventAfter reports whether the words after a "when" say an event in the
+// world ("the lease is up", "the grant comes through"): some are said, and
+// none of them is of knowing, telling or being ready, nor of never.
+func eventAfter(words []string) bool {
+	return len(words) > 0 && !slices.ContainsFunc(words, func(w string) bool { return deferralWords[w] }) &&
+		!slices.Equal(words, []string{"pigs", "fly"}) && !slices.Equal(words, []string{"hell", "freezes", "over"})
+}
+
+// deferralWords, after a "when", put an answer off until the user knows,
+// is told or is ready ("when I know more", "when you tell me", "when it's
+// ready").
+var deferralWords = engine.WordSet(`know knows knew known tell tells told hear hears heard decide decides decided
+	sure ready figure figured see sees clearer clear`)
+
 // priced reports whether a field holds an amount of money ("The budget
 // range"): its name or description says so.
 func priced(f extraction.PromptField) bool {
@@ -1326,15 +1342,22 @@ func priced(f extraction.PromptField) bool {
 	return w["budget"] || w["cost"] || w["costs"] || w["price"] || w["pricing"] || w["spend"]
 }
 
-// year reports whether a lowered word is a year ("2027", of "mid-2027"
-// too) or a quarter or half of one ("Q3", "H2").
+// year reports whether a lowered word is a year a plan can be for ("2027",
+// of "mid-2027" too) or a quarter or half of one ("Q3", "H2"). The prompt
+// has no clock, and a reading of the time would break replays: a year
+// counts from the skill's own, before which no session is held (so
+// "2020" is past whenever it is said), to a decade after it ("2077" is no
+// plan).
 func year(w string) bool {
 	if len(w) == 2 && (w[0] == 'q' && w[1] >= '1' && w[1] <= '4' || w[0] == 'h' && (w[1] == '1' || w[1] == '2')) {
 		return true
 	}
 	n, err := strconv.Atoi(w)
-	return err == nil && len(w) == 4 && n >= 1900 && n < 2200
+	return err == nil && len(w) == 4 && n >= firstYear && n <= firstYear+10
 }
+
+// firstYear is the year the skill was written: no session is held before it.
+const firstYear = 2026
 
 var (
 	// whenWords say a time without a unit ("maybe soon", "ASAP",
