@@ -152,6 +152,21 @@ func TestReplySaysTheHandoffBackInWords(t *testing.T) {
 			want: []string{"I have noted your constraints: the team is not decided yet; the timeline is not decided yet; " +
 				"and no budget yet, maybe 5k later."},
 			not: []string{"no team", "no timeline", "of none"}},
+		{name: "an integration none needed for now, with more to say",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
+				"Integration: None needed for now, maybe Xero later", "Budget: $500 a month")}},
+			want: []string{"I have noted your constraints: no integration needed for now, maybe Xero later; a budget of $500 a month."}},
+		{name: "decisions that are noun phrases opening with a verb's word",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+				{Decision: "Open plan office", Confidence: 0.8, Reasoning: "the team talks more"},
+				{Decision: "Use of Glofox for bookings", Confidence: 0.8, Reasoning: "the class bookings"}}}},
+			want: []string{"You decided on open plan office and use of Glofox for bookings."},
+			not:  []string{"to open", "to use"}},
+		{name: "a verb and its object beside a noun phrase",
+			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{DecisionsReached: []contracts.Decision{
+				{Decision: "Open plan office", Confidence: 0.8, Reasoning: "the team talks more"},
+				{Decision: "Hire a baker", Confidence: 0.7, Reasoning: "the early shift"}}}},
+			want: []string{"You decided on open plan office, and to hire a baker."}},
 		{name: "recurring times that list days",
 			handoff: contracts.EngineHandoff{ActionList: contracts.ActionList{ConstraintsIdentified: constraints(
 				"Timeline: Tuesday and Thursday evenings", "Timeline: Mondays and Wednesdays", "Timeline: Fridays before 9am")}},

@@ -301,7 +301,7 @@ func acknowledge(h *HandoffSummary, known []string, names, lower wordList) strin
 	var ds, acts []string
 	for _, d := range h.Decisions {
 		switch {
-		case decidedVerbs[strings.ToLower(strings.Fields(d + " x")[0])]:
+		case decidedAct(d):
 			// "Use Glofox": a decision to do something is said with
 			// "to" ("You decided to use Glofox"), not "on".
 			for _, a := range say([]string{d}) {
@@ -381,6 +381,29 @@ var decidedVerbs = engine.WordSet(`use go hire switch build buy move keep start 
 	pilot sell offer add drop raise open close rent lease wait stay focus pay charge migrate implement integrate choose pick
 	get make take set test delay postpone expand replace automate run sign join apply`)
 
+// decidedAct reports whether a decision is to do something: it opens with
+// a bare verb, alone or before its object ("Use Glofox", "Hire a baker").
+// A verb's word that opens a noun phrase ("Use of Glofox for bookings",
+// "Open plan office") is no verb: the decision is said with "on".
+func decidedAct(d string) bool {
+	words := strings.Fields(strings.ToLower(d) + " ")
+	if len(words) == 0 || !decidedVerbs[words[0]] {
+		return false
+	}
+	return len(words) == 1 || !nounAfterVerb[words[1]] && !compoundsAfter[words[0]+" "+words[1]]
+}
+
+var (
+	// nounAfterVerb are the words after which a verb's word is a noun
+	// ("use of", "start of").
+	nounAfterVerb = engine.WordSet(`of`)
+	// compoundsAfter are nouns a verb's word opens as their modifier
+	// ("open plan office", "set menu"), where it is no verb.
+	compoundsAfter = map[string]bool{"open plan": true, "set menu": true, "pilot scheme": true, "pilot programme": true,
+		"pilot program": true, "test kitchen": true, "focus group": true, "focus groups": true, "start date": true,
+		"pay rise": true, "rent increase": true, "lease agreement": true, "run rate": true}
+)
+
 // names are the words a handoff's items write capitalised inside a
 // sentence ("Card payments go through Square"), after the label a mapper
 // put before a constraint: names, which keep their capital where an item
@@ -445,7 +468,8 @@ func constraintsSaid(cs, known []string, names, lower wordList) []string {
 	var out []string
 	at := map[string]int{}
 	items := map[string][]string{}
-	var nones []string // the labels of a list said as none, said where none of its items is
+	var nones []string              // the labels of a list said as none, said where none of its items is
+	noneMore := map[string]string{} // what a list's none says after it ("for now, maybe Xero later")
 	for _, c := range cs {
 		label, value := constraintLabel(c)
 		// "none yet, maybe 5k later": a value of none or not known
@@ -467,6 +491,14 @@ func constraintsSaid(cs, known []string, names, lower wordList) []string {
 					nones = append(nones, label)
 					at[label] = len(out)
 					out = append(out, "")
+				}
+				// "None needed for now, maybe Xero later": for how long
+				// there is none, and what follows, are said after it.
+				if more := noneFor(head); more != "" || rest != "" {
+					if rest != "" {
+						more += ", " + rest
+					}
+					noneMore[label] = more
 				}
 				continue
 			}
@@ -510,7 +542,7 @@ func constraintsSaid(cs, known []string, names, lower wordList) []string {
 		if len(items[label]) == 0 {
 			// "Integration: none needed", with no integration named: said
 			// as none, or the constraint goes unacknowledged.
-			out[i] = noneListed[label]
+			out[i] = noneListed[label] + noneMore[label]
 			continue
 		}
 		out[i] = listedLabels[label] + andList(items[label])
@@ -569,6 +601,18 @@ var (
 	noneTails = []string{"yet", "at the moment", "for now", "so far", "right now", "currently", "at present", "at this point",
 		"really", "at all", "needed", "required", "planned", "set", "in place", "decided"}
 )
+
+// noneFor is how long a value of none says there is none, as it says it
+// (" for now" of "None needed for now"), "" for a value that does not.
+func noneFor(value string) string {
+	t := engine.LowerText(value)
+	for _, w := range []string{"for now", "at the moment", "so far", "right now", "at present", "at this point", "yet"} {
+		if t.Contains(w) {
+			return " " + w
+		}
+	}
+	return ""
+}
 
 // yet is " yet" for a value of none that says there is none yet ("none
 // yet", "None at the moment", "TBD"), "" for another.
