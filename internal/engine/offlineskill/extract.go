@@ -3814,9 +3814,42 @@ func splitItems(s string, clauses bool) []string {
 	}
 	if len(out) > 1 && ranked(s) {
 		out = out[1:] // "Our biggest customer, Whole Foods": Whole Foods
+		// "…, which is the council": the thing ranked is the council.
+		for _, lead := range namingLeads {
+			if len(out[0]) > len(lead) && strings.EqualFold(out[0][:len(lead)], lead) {
+				out[0] = out[0][len(lead):]
+				break
+			}
+		}
+		// "…, the council, pays late": a clause about the thing ranked.
+		if len(out) == 2 && predicate(out[1]) {
+			out = out[:1]
+		}
 	}
 	return withinClause(out)
 }
+
+// namingLeads open what says the thing a possessive ranked first is
+// ("Our biggest customer, which is the council").
+var namingLeads = []string{"which is ", "which are ", "who is ", "who are ", "that is ", "that's ", "namely ", "i.e. "}
+
+// predicate reports whether a list item is a clause without its subject
+// ("pays late", "always pays late", "is slow"): it opens, past a word of
+// how often, with a verb in the present or the past.
+func predicate(item string) bool {
+	w := strings.Fields(item)
+	for len(w) > 1 && oftenWords[w[0]] {
+		w = w[1:]
+	}
+	if len(w) == 0 || strings.ToLower(w[0]) != w[0] || strings.Contains(item, " and ") || strings.Contains(item, " or ") {
+		return false
+	}
+	_, pronoun := pronouns[w[0]]
+	return verbWords[w[0]] && !pronoun || presentVerb(w[0]) || bareVerb(w[0])
+}
+
+// oftenWords say how often, before a verb ("always pays late").
+var oftenWords = engine.WordSet(`always never often usually sometimes rarely seldom still also just barely hardly`)
 
 // besides are the words said beside an answer, which name no item of it
 // ("Our landlord, honestly.").
