@@ -75,6 +75,7 @@ func Extract(p extraction.Prompt) Answer {
 	choiceCorrected(p, ans, p.Message)
 	choiceReasoned(p, ans, p.Message)
 	withoutFunctionWordsAlone(ans)
+	guessedAfterNamedDoubt(p, ans)
 	if held, _, names := holdBack(p.Message); held && names {
 		// "Not sure what the budget is." names what the user does not
 		// know, which is no budget, date, count or name: it is filed only
@@ -87,6 +88,35 @@ func Extract(p extraction.Prompt) Answer {
 		}
 	}
 	return ans
+}
+
+// guessedAfterNamedDoubt files, for a text value a cue found in a doubt
+// that names what is not known and a guess after it ("Not sure what the
+// budget is, maybe 5k."), the guess ("5k") at a guess's confidence, as
+// the question asked files "Not sure, maybe 5k.": the sentence was filed
+// whole. A field that holds what the user is unsure of keeps the
+// sentence, and a guess not of the field's kind files nothing.
+func guessedAfterNamedDoubt(p extraction.Prompt, ans Answer) {
+	for path, fa := range ans.Fields {
+		v, ok := fa.Value.(string)
+		f := promptField(p, path)
+		if !ok || f == nil || asksUnknowns(*f) {
+			continue
+		}
+		for _, s := range engine.Sentences(p.Message) {
+			g := guessAfterDoubt(s)
+			if g == "" || !unsure(engine.LowerText(s)) || cleanSentence(s) != cleanSentence(v) {
+				continue
+			}
+			if guess, _, _ := answerPart(g, false); guess != "" && guessFits(*f, guess) {
+				ans.Fields[path] = fieldAnswer{Value: cleanSentence(guess), Confidence: max(confGuess, f.ConfidenceThreshold),
+					Reasoning: fa.Reasoning}
+			} else {
+				delete(ans.Fields, path)
+			}
+			break
+		}
+	}
 }
 
 // withoutFunctionWordsAlone takes off the answer the values, and the items
@@ -1245,12 +1275,19 @@ func guessAfterDoubt(s string) string {
 		return ""
 	}
 	for _, w := range strings.Fields(strings.ToLower(strings.ReplaceAll(doubt, "’", "'"))) {
+		if doubtAsks[w] {
+			break // "Not sure what the budget is, maybe 5k": the guess answers what is doubted
+		}
 		if !doubtWords[w] {
 			return "" // "I'm not sure about the app, maybe …" doubts a thing of its own
 		}
 	}
 	return guess
 }
+
+// doubtAsks open what a doubt says is not known ("not sure what the
+// budget is", "no idea how many"), which a guess after it answers.
+var doubtAsks = engine.WordSet(`what how when whether which where who`)
 
 // doubtWords are the words a doubt alone is made of ("Not sure", "I
 // honestly don't know", "No idea really").

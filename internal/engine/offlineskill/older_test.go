@@ -1,0 +1,24 @@
+package offlineskill_test
+
+import (
+	"testing"
+
+	"github.com/praetorhq/praetor/internal/engine"
+)
+
+// A doubt that names what is not known, then a guess of the field's kind
+// ("Not sure what the budget is, maybe 5k."), files the guess, at the
+// confidence of a guess after a doubt, as "Not sure, maybe 5k." does: it
+// was filed whole as the budget.
+func TestExtractionSkillGuessAfterANamedDoubt(t *testing.T) {
+	t.Parallel()
+	def, focus := asking(t, "project-discovery", "constraints.budget")
+	named := extract(t, def, engine.NewExtraction(), focus, "Not sure what the budget is, maybe 5k.").Fields["constraints.budget"]
+	bare := extract(t, def, engine.NewExtraction(), focus, "Not sure, maybe 5k.").Fields["constraints.budget"]
+	if got := string(named.Value); got != `"5k"` {
+		t.Errorf("filed the budget %s, want \"5k\"", got)
+	}
+	if named.Confidence != bare.Confidence {
+		t.Errorf("filed the budget at %v, want %v, the confidence of a guess after a doubt", named.Confidence, bare.Confidence)
+	}
+}
