@@ -189,7 +189,8 @@ func withoutPushback(msg string) string {
 	for text := msg; text != ""; {
 		var s string
 		s, text = engine.FirstSentence(text)
-		if words := clauseWords(strings.ToLower(s), buf[:0]); len(words) > 0 && pushingBack(words) {
+		if words := clauseWords(strings.ToLower(s), buf[:0]); len(words) > 0 && (pushingBack(words) ||
+			len(kept) > 0 && feelingAbout(words)) {
 			dropped = true
 			continue
 		}
@@ -200,6 +201,28 @@ func withoutPushback(msg string) string {
 	}
 	return strings.Join(kept, " ")
 }
+
+// feelingAbout reports whether a clause only says how someone feels about
+// what a sentence before said ("I hate it", "We really hate that", "I
+// can't stand it"): the pain is the sentence before ("Double booking. I
+// hate it.").
+func feelingAbout(words []string) bool {
+	if len(words) < 3 || !feelers[words[0]] || !feelingObjects[words[len(words)-1]] {
+		return false
+	}
+	mid := words[1 : len(words)-1]
+	for len(mid) > 1 && feelingAdverbs[mid[0]] {
+		mid = mid[1:]
+	}
+	return len(mid) == 1 && feelingVerbs[mid[0]] || len(mid) == 2 && (mid[0] == "can't" || mid[0] == "cannot") && mid[1] == "stand"
+}
+
+var (
+	feelers        = engine.WordSet(`i we they everyone everybody`)
+	feelingObjects = engine.WordSet(`it that this them`)
+	feelingAdverbs = engine.WordSet(`really absolutely just so honestly all totally genuinely`)
+	feelingVerbs   = engine.WordSet(`hate hates loathe loathes dislike dislikes despise despises detest detests`)
+)
 
 // asksUnknowns reports whether a field holds what the user is unsure of or
 // does not know: its cues read a hedge ("not sure", "unsure", "don't

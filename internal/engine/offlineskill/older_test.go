@@ -22,3 +22,16 @@ func TestExtractionSkillGuessAfterANamedDoubt(t *testing.T) {
 		t.Errorf("filed the budget at %v, want %v, the confidence of a guess after a doubt", named.Confidence, bare.Confidence)
 	}
 }
+
+// A feeling about the sentence before ("Double booking. I hate it.") is
+// no pain point of its own: the sentence it is about is.
+func TestExtractionSkillFeelingAboutThePainBefore(t *testing.T) {
+	t.Parallel()
+	for _, msg := range []string{"Double booking. I hate it.", "Double booking. We hate it.", "Double booking. I really hate that."} {
+		def, focus := asking(t, "project-discovery", "users_and_personas.pain_points")
+		ans := extract(t, def, engine.NewExtraction(), focus, msg)
+		if got := string(ans.Fields["users_and_personas.pain_points"].Value); got != `["Double booking"]` {
+			t.Errorf("%q filed the pain points %s, want [\"Double booking\"]", msg, got)
+		}
+	}
+}
