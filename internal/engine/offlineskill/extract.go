@@ -76,6 +76,9 @@ func Extract(p extraction.Prompt) Answer {
 	choiceReasoned(p, ans, p.Message)
 	withoutFunctionWordsAlone(ans)
 	guessedAfterNamedDoubt(p, ans)
+	if len(ans.Fields) == 0 && len(ans.DeferredObligations) == 0 {
+		painToDo(p, ans)
+	}
 	if held, _, names := holdBack(p.Message); held && names {
 		// "Not sure what the budget is." names what the user does not
 		// know, which is no budget, date, count or name: it is filed only
@@ -89,6 +92,41 @@ func Extract(p extraction.Prompt) Answer {
 	}
 	return ans
 }
+
+// painToDo files, for a message no cue found anything in, what a sentence
+// says is a pain to do ("It's a pain to reconcile the payments.": the
+// "it" is the infinitive's, no pushback) as a pain point: an item of the
+// list of pains, whose cues read a frustration.
+func painToDo(p extraction.Prompt, ans Answer) {
+	for _, s := range engine.Sentences(p.Message) {
+		lower := strings.ToLower(strings.ReplaceAll(cleanSentence(s), "’", "'"))
+		var what string
+		for _, lead := range painToLeads {
+			if i := strings.Index(lower, lead); i >= 0 && (i == 0 || lower[i-1] == ' ' || lower[i-1] == ',') {
+				what = cleanSentence(s)[i+len(lead):]
+				break
+			}
+		}
+		if what == "" || onlyFunctionWords(what) {
+			continue
+		}
+		for _, f := range p.Fields {
+			if f.ValueType == engine.TypeArray && slices.ContainsFunc(f.Cues.Keywords, func(kw string) bool {
+				return painWords[strings.ToLower(kw)]
+			}) {
+				if v, ok := grow(f.Current, []string{what}, false); ok {
+					ans.Fields[f.Path] = fieldAnswer{Value: v, Confidence: max(confKeyword, f.ConfidenceThreshold),
+						Reasoning: "says what is a pain to do"}
+				}
+				return
+			}
+		}
+	}
+}
+
+// painToLeads open what a sentence says is a pain to do.
+var painToLeads = []string{"it's a pain to ", "it is a pain to ", "it's a real pain to ", "it's such a pain to ",
+	"it's a huge pain to ", "it's painful to ", "it is painful to "}
 
 // guessedAfterNamedDoubt files, for a text value a cue found in a doubt
 // that names what is not known and a guess after it ("Not sure what the

@@ -35,3 +35,15 @@ func TestExtractionSkillFeelingAboutThePainBefore(t *testing.T) {
 		}
 	}
 }
+
+// "It's a pain to X" says X is a pain, its "it" the infinitive's: it is
+// no pushback, and at the opening it files what the pain is.
+func TestExtractionSkillPainToDoIsAnAnswer(t *testing.T) {
+	t.Parallel()
+	def, _ := asking(t, "project-discovery", "purpose_and_problem.core_problem")
+	const msg = "It's a pain to reconcile the payments."
+	ans := extract(t, def, engine.NewExtraction(), "", msg)
+	if got := string(ans.Fields["users_and_personas.pain_points"].Value); got != `["reconcile the payments"]` {
+		t.Errorf("%q filed the pain points %s, want [\"reconcile the payments\"]; filed %v", msg, got, ans.Fields)
+	}
+}
