@@ -1442,20 +1442,17 @@ func priced(f extraction.PromptField) bool {
 
 // year reports whether a lowered word is a year a plan can be for ("2027",
 // of "mid-2027" too) or a quarter or half of one ("Q3", "H2"). The prompt
-// has no clock, and a reading of the time would break replays: a year
-// counts from the skill's own, before which no session is held (so
-// "2020" is past whenever it is said), to a decade after it ("2077" is no
-// plan).
+// has no clock, and a reading of the time would break replays: a year is
+// one of this century (a year before this one, said as a guess of when,
+// is taken at the user's word; a bound of the skill's own year would
+// turn every year after a decade into no year).
 func year(w string) bool {
 	if len(w) == 2 && (w[0] == 'q' && w[1] >= '1' && w[1] <= '4' || w[0] == 'h' && (w[1] == '1' || w[1] == '2')) {
 		return true
 	}
 	n, err := strconv.Atoi(w)
-	return err == nil && len(w) == 4 && n >= firstYear && n <= firstYear+10
+	return err == nil && len(w) == 4 && n >= 2000 && n <= 2099
 }
-
-// firstYear is the year the skill was written: no session is held before it.
-const firstYear = 2026
 
 var (
 	// whenWords say a time without a unit ("maybe soon", "ASAP",

@@ -4,9 +4,9 @@ import "testing"
 
 // Asked for the timeline, a guess after a doubt that names no time is no
 // timeline: "when" alone, or a "when" about knowing, telling or being
-// ready, puts it off; a year before the skill's own (2026) is past and
-// one beyond a decade of it (2036) is no plan. "When" and an event in the
-// world ("when the grant comes through") is a time.
+// ready, puts it off; a number of four digits out of this century is no
+// year. "When" and an event in the world ("when the grant comes through")
+// is a time, and so is any year of the century, however far.
 func TestExtractionSkillNonAnswerIsNoTimeline(t *testing.T) {
 	t.Parallel()
 	var tests []extractionCase
@@ -17,8 +17,8 @@ func TestExtractionSkillNonAnswerIsNoTimeline(t *testing.T) {
 		"Not sure, maybe when it's ready.",
 		"Not sure, maybe when pigs fly.",
 		"Not sure, maybe once we know more.",
-		"Not sure, maybe 2020.",
-		"Not sure, maybe 2077.",
+		"Not sure, maybe 1850.",
+		"Not sure, maybe 2150.",
 	} {
 		tests = append(tests, extractionCase{name: msg, focus: "timeline_known", msg: msg,
 			absent: []string{"constraints.timeline"}})
@@ -27,9 +27,12 @@ func TestExtractionSkillNonAnswerIsNoTimeline(t *testing.T) {
 		extractionCase{name: "the grant coming through", focus: "timeline_known",
 			msg:  "Not sure, maybe when the grant comes through.",
 			want: map[string]any{"constraints.timeline": "when the grant comes through"}},
-		extractionCase{name: "the skill's own year", focus: "timeline_known",
+		extractionCase{name: "a year", focus: "timeline_known",
 			msg:  "Not sure, maybe 2026.",
 			want: map[string]any{"constraints.timeline": "2026"}},
+		extractionCase{name: "a year past the skill's decade", focus: "timeline_known",
+			msg:  "Not sure, maybe 2041.",
+			want: map[string]any{"constraints.timeline": "2041"}},
 		extractionCase{name: "late in the decade", focus: "timeline_known",
 			msg:  "Not sure, maybe mid-2030.",
 			want: map[string]any{"constraints.timeline": "mid-2030"}},
