@@ -194,7 +194,7 @@ func measuresAlone(p extraction.Prompt, ans Answer) {
 		items := texts(fa.Value)
 		needs := needRe.MatchString(p.Message)
 		kept := slices.DeleteFunc(slices.Clone(items), func(it string) bool {
-			return !slices.Contains(was, it) && (needsResource(it) || successRemark.MatchString(it) || needs && staffOnly(it))
+			return !slices.Contains(was, it) && (needsResource(it) || successRemark.MatchString(it) || needs && staffNeeded(it))
 		})
 		if len(kept) == len(items) || !slices.ContainsFunc(kept, func(it string) bool { return !slices.Contains(was, it) }) {
 			continue
@@ -208,15 +208,28 @@ func measuresAlone(p extraction.Prompt, ans Answer) {
 	}
 }
 
-// staffOnly reports whether an item names people the business works
-// with and nothing it achieves ("a second coach by June", "two
-// receptionists"): said in a need, they are a resource, no measure.
-func staffOnly(item string) bool {
-	words := strings.Fields(strings.ToLower(item))
-	trim := func(w string) string { return strings.Trim(w, ".,;:!?") }
-	return slices.ContainsFunc(words, func(w string) bool { return staff[trim(w)] }) &&
-		!slices.ContainsFunc(words, func(w string) bool { return outcomes[trim(w)] })
+// staffNeeded reports whether an item is itself people or things the
+// business works with, counted ("a second coach by June", "two
+// receptionists", "2 more drivers"): said in a need, they are a resource,
+// no measure. An item that measures something about them ("staff
+// turnover", "every driver on time", "hire rate") ends on no staff word
+// and is counted by none, so it stays a metric.
+func staffNeeded(item string) bool {
+	m := staffNeededRe.FindStringSubmatch(figures(strings.TrimSpace(item)))
+	if m == nil || !staff[strings.ToLower(m[1])] {
+		return false
+	}
+	return !slices.ContainsFunc(strings.Fields(strings.ToLower(m[0])), func(w string) bool { return outcomes[w] })
 }
+
+// staffNeededRe is an item that is a count of one kind of people or
+// things, after a need and before a time bound; group 1 is the last word,
+// which names them.
+var staffNeededRe = regexp.MustCompile(`(?i)^(?:(?:and|but|plus|also)\s+)*` +
+	`(?:(?:we|i)(?:['’]ll|\s+will|\s+would|['’]d)?\s+(?:also\s+|still\s+)?(?:need|require|want|have\s+to\s+(?:get|hire))\s+` +
+	`(?:to\s+(?:get|hire|recruit|take\s+on)\s+)?)?(?:(?:hire|recruit|get|take\s+on)\s+)?` +
+	`(?:a|an|another|some|more|extra|a\s+couple\s+of|a\s+few|\d+)\s+(?:[\w'’-]+\s+){0,2}?([\w'’-]+)` +
+	`(?:\s+(?:by|before|until|within|in|from|this|next|for)\b.*)?[.!]*$`)
 
 // staff are the people a business works with, whose number more it needs
 // rather than achieves.

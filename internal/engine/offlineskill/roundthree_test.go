@@ -224,6 +224,31 @@ func TestExtractionSkillCustomersNeededAreAMetric(t *testing.T) {
 	})
 }
 
+// Asked how success will be measured, an item that measures something
+// about the staff (a rate, a turnover, on time, a percentage) is a
+// metric, a need said anywhere in the message or not: only an item that
+// is itself what is needed ("a second coach", "2 more drivers") leaves.
+func TestExtractionSkillStaffMeasuresAreMetrics(t *testing.T) {
+	t.Parallel()
+	runExtractionCases(t, []extractionCase{
+		{name: "staff rates needed down", focus: "success_metrics_defined",
+			msg:  "Hire rate and staff turnover, we need both down.",
+			want: map[string]any{"success_criteria.metrics": []any{"Hire rate", "staff turnover", "we need both down"}}},
+		{name: "drivers on time needed", focus: "success_metrics_defined",
+			msg:  "We need every driver on time, 98% of runs.",
+			want: map[string]any{"success_criteria.metrics": []any{"We need every driver on time", "98% of runs"}}},
+		{name: "ideation: drivers on time needed", engine: "ideation", focus: "success_metrics_defined",
+			msg:  "We need every driver on time, 98% of runs.",
+			want: map[string]any{"selection.success_metrics": []any{"We need every driver on time", "98% of runs"}}},
+		{name: "business profile: drivers on time needed", engine: "business-profile", focus: "key_metrics_known",
+			msg:  "We need every driver on time, 98% of runs.",
+			want: map[string]any{"data_and_analytics.key_metrics": []any{"We need every driver on time", "98% of runs"}}},
+		{name: "drivers needed beside on time", focus: "success_metrics_defined",
+			msg:  "We need 2 more drivers and every run on time.",
+			want: map[string]any{"success_criteria.metrics": []any{"every run on time"}}},
+	})
+}
+
 // To the choice asked, a statement that opens as a correction does ("No
 // regrets.", "Actually it's cheaper too.") corrects the choice only when it
 // names an option; "why not" after a choice agrees to it; and "it is"
