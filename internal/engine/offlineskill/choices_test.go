@@ -286,3 +286,25 @@ func TestExtractionSkillChoiceAsidesAndNoOptions(t *testing.T) {
 		focus: "decision_reasoning_captured", current: map[string]any{opts: []string{"Mindbody", "Glofox"}, decision: "Glofox"},
 		msg: "Since 2019.", absent: []string{reasoning}}))
 }
+
+// To the choice asked, a bare "No." after the option chosen takes it back
+// as "Actually, no." does; "it is what it is" before the option is an
+// aside, which chooses only the option; and a "since" said alone is no
+// reasoning.
+func TestExtractionSkillChoiceMisfires(t *testing.T) {
+	t.Parallel()
+	const decision, reasoning = "decision.decision_made", "decision.reasoning"
+	tests := []extractionCase{
+		{name: "a bare no takes it back", msg: "Resy. No.", absent: []string{decision, reasoning}},
+		{name: "it is what it is", msg: "It is what it is, Resy.", want: map[string]any{decision: "Resy"}},
+		{name: "a bare since", msg: "Resy, since.", absent: []string{reasoning}},
+		{name: "it is what it is after", msg: "Resy, it is what it is.", want: map[string]any{decision: "Resy"}},
+		{name: "since alone", msg: "Since.", absent: []string{reasoning}},
+		{name: "no regrets still chooses", msg: "Resy. No regrets.", want: map[string]any{decision: "Resy"}},
+	}
+	for i := range tests {
+		tests[i].engine, tests[i].focus = "exploration", "decision_made"
+		tests[i].current = map[string]any{"solution_landscape.options": []string{"Resy", "OpenTable"}}
+	}
+	runExtractionCases(t, tests)
+}

@@ -53,7 +53,8 @@ func asksWhy(f extraction.PromptField) bool {
 // for the reason "it is cheap and fast to start". A "since" that opens a
 // time ("since 2019", "since last year", "Since March the studio has
 // doubled") gives none, and is no reason at all when it is said alone
-// ("Since 2019." is ""), a sentence that says its reason before the
+// ("Since 2019." is ""), nor is a conjunction nothing follows ("Resy,
+// since."), a sentence that says its reason before the
 // conjunction with another of the field's keywords ("The reason is the
 // price, because we are small") keeps it, and one whose conjunction opens
 // no clause of a few words stays as it is.
@@ -68,6 +69,9 @@ func reasonAfter(v, keyword string, keywords []string) string {
 		return v
 	}
 	rest := strings.TrimSpace(v[at+len(keyword):])
+	if !strings.ContainsFunc(rest, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+		return "" // "Resy, since." trails off before any reason
+	}
 	rest = strings.TrimSpace(strings.TrimPrefix(rest, "of ")) // "because of the price"
 	words := strings.Fields(rest)
 	if len(words) > 0 && len(words) <= 3 && strings.EqualFold(keyword, "since") && !strings.ContainsFunc(v[:at], unicode.IsLetter) &&

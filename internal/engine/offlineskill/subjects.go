@@ -694,6 +694,7 @@ func choiceSaid(answer string) (chosen string, ok bool) {
 		return "", false
 	}
 	c, _ := choiceAlone(said)
+	c = resignedRe.ReplaceAllString(c, "") // "It is what it is, Resy."
 	rest, itIs := strings.CutSuffix(strings.TrimRight(c, ".!"), " it is")
 	if itIs {
 		c = rest // "Glofox it is"
@@ -705,6 +706,30 @@ func choiceSaid(answer string) (chosen string, ok bool) {
 		return "", false // "That's just how it is."
 	}
 	return c, c != ""
+}
+
+// resignedRe is a "that's how it is" said before or after a choice ("It
+// is what it is, Resy.", "Resy, it is what it is."): an aside, which
+// chooses nothing and says no reason.
+var resignedRe = regexp.MustCompile(`(?i)^\s*(?:it\s+is|it['’]s)\s+what\s+it\s+is\s*[,;:–—-]\s*|` +
+	`\s*[,;:–—-]\s*(?:it\s+is|it['’]s)\s+what\s+it\s+is\s*[.!]*\s*$`)
+
+// takenBack takes off the decision a message takes back after it with a
+// bare "No." ("Resy. No."), which the answer to the question reads as
+// saying nothing: it says the choice before it is not the one, as
+// "Actually, no." does (see withdraws).
+func takenBack(p extraction.Prompt, ans Answer, msg string) {
+	ss := engine.Sentences(msg)
+	if len(ss) < 2 || !withdraws(ss[len(ss)-1]) {
+		return
+	}
+	for path, fa := range ans.Fields {
+		if f := promptField(p, path); f != nil && f.Cues.Firm {
+			if chosen, _ := fa.Value.(string); chosen != "" {
+				delete(ans.Fields, path)
+			}
+		}
+	}
 }
 
 // withdraws reports whether a statement after a choice takes it back
@@ -829,6 +854,7 @@ func choiceCorrected(p extraction.Prompt, ans Answer, msg string) {
 		correctedItem(p, ans, msg)
 	}
 	itIsOfNoOption(p, ans, msg)
+	takenBack(p, ans, msg)
 }
 
 // itIsOfNoOption takes off the decision an "X it is" makes of a word that
