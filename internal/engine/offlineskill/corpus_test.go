@@ -486,6 +486,23 @@ func TestExtractionSkillFunctionWordsAloneAreNoValue(t *testing.T) {
 			want: map[string]any{partners: []any{"The mill"}}},
 		{name: "the user", focus: "primary_user_identified", msg: "Us.",
 			want: map[string]any{"users_and_personas.primary_user": "Us"}},
+		// A word that is also a name keeps its capital: "Will" is a person.
+		{name: "a name", engine: "business-profile", focus: "tech_ownership_known", msg: "Will.",
+			want: map[string]any{"technology_stack.tech_ownership": "Will"}},
+		{name: "a name and a verb", engine: "business-profile", focus: "tech_ownership_known", msg: "Will does.",
+			want: map[string]any{"technology_stack.tech_ownership": "Will does"}},
+		{name: "a name as the user", focus: "primary_user_identified", msg: "May.",
+			want: map[string]any{"users_and_personas.primary_user": "May"}},
+		{name: "a name that is a verb", focus: "primary_user_identified", msg: "Will does.",
+			want: map[string]any{"users_and_personas.primary_user": "Will does"}},
+		{name: "lowercase", engine: "business-profile", focus: "tech_ownership_known", msg: "will.",
+			absent: []string{"technology_stack.tech_ownership"}},
+		// Fillers name nothing.
+		{name: "fillers", engine: "ideation", focus: "problem_defined", msg: "We need ideas for the, um, the.",
+			absent: []string{"problem_space.problem_statement"}},
+		{name: "an acronym", focus: "primary_user_identified", msg: "The ER.",
+			want: map[string]any{"users_and_personas.primary_user": "The ER"}},
+		{name: "uh er", engine: "business-profile", focus: "key_partners_identified", msg: "Uh, er.", absent: []string{partners}},
 	})
 }
 

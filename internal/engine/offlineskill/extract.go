@@ -195,15 +195,20 @@ func withoutFunctionWordsAlone(ans Answer) {
 // onlyFunctionWords reports whether s has words and each is a function
 // word: an article, a conjunction, a preposition, an auxiliary, a filler
 // or a pronoun that points at something said elsewhere. The user ("me",
-// "us") is a value.
+// "us") is a value, and so is a name spelt like a function word, written
+// with its capital ("Will.", "Will does."), and an acronym ("ER", "IT").
 func onlyFunctionWords(s string) bool {
 	said := false
-	for w := range strings.FieldsSeq(strings.ToLower(strings.ReplaceAll(s, "’", "'"))) {
+	for w := range strings.FieldsSeq(strings.ReplaceAll(s, "’", "'")) {
 		// A figure or a sign ("£5,000") is a word of its own.
 		if w = strings.Trim(w, `.,;:!?"()-`); w == "" {
 			continue
 		}
-		if !stopWords[w] {
+		lower := strings.ToLower(w)
+		if !stopWords[lower] || len(w) > 1 && w == strings.ToUpper(w) {
+			return false
+		}
+		if r, _ := utf8.DecodeRuneInString(w); unicode.IsUpper(r) && namesToo[lower] {
 			return false
 		}
 		said = true
@@ -214,7 +219,10 @@ func onlyFunctionWords(s string) bool {
 var stopWords = engine.WordSet(`a an the and or but nor so yet plus also too then just well really very
 	within without with in on at of to for from by about into onto over under between among through during before after
 	above below around near than as it its it's this that these those there here they them is are was were be been am
-	do does did has have had will would can could should might must`)
+	do does did has have had will would can could should might must um umm uh uhm er erm`)
+
+// namesToo are the function words that are also names.
+var namesToo = engine.WordSet(`will`)
 
 // withoutPushback is msg without its sentences that push back, when
 // another sentence says something: "That's annoying. Subscription." says
