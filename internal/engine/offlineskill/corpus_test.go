@@ -376,6 +376,15 @@ func TestIdeationProblemWithoutItsFraming(t *testing.T) {
 		"Let's find ideas to grow wholesale orders.":        "grow wholesale orders",
 		"We want ideas to fill the quiet weekday mornings.": "fill the quiet weekday mornings",
 		"Side business ideas for my pottery.":               "Side business ideas for my pottery",
+		// Words that do not ask for ideas frame nothing, nor does a clause
+		// in which what they are for is the subject of a verb.
+		"Good ideas for the menu keep coming from staff.":   "Good ideas for the menu keep coming from staff",
+		"Some ideas for the menu are in my notebook.":       "Some ideas for the menu are in my notebook",
+		"Needing new ideas for the menu keeps coming up.":   "Needing new ideas for the menu keeps coming up",
+		"Need new ideas for the menu keeps coming up.":      "Need new ideas for the menu keeps coming up",
+		"We need ideas for the menu we can sell in summer.": "the menu we can sell in summer",
+		"We want ideas for the menu that are cheap.":        "the menu that are cheap",
+		"I'm looking for ideas to fill the quiet mornings.": "fill the quiet mornings",
 	} {
 		t.Run(say, func(t *testing.T) {
 			t.Parallel()

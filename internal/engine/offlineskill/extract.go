@@ -3796,18 +3796,48 @@ func named(s string) bool {
 // "Let's find ideas to grow wholesale orders" and "We want ideas to fill
 // the quiet weekday mornings" frame the problem, which is what follows.
 // A sentence whose words before "ideas" say more than the asking ("Side
-// business ideas for my pottery") is the value whole.
+// business ideas for my pottery") or do not ask ("Good ideas for the menu
+// keep coming from staff") is the value whole, and so is one in which
+// what follows is the subject of a verb ("Some ideas for the menu are in
+// my notebook").
 func ideasWanted(text string) string {
 	loc := ideasFor.FindStringIndex(text)
 	if loc == nil {
 		return text
 	}
+	asked := false
 	for w := range strings.FieldsSeq(strings.ToLower(strings.ReplaceAll(text[:loc[0]], "’", "'"))) {
-		if !askingWords[strings.Trim(w, ",")] {
+		w = strings.Trim(w, ",")
+		if !askingWords[w] {
 			return text
 		}
+		asked = asked || askingVerbs[w]
+	}
+	if !asked || verbAfter(text[loc[1]:]) {
+		return text
 	}
 	return cmp.Or(cleanSentence(text[loc[1]:]), text)
+}
+
+// verbAfter reports whether the clause that opens what ideas are wanted
+// for has a verb it is the subject of: "the menu are in my notebook". A
+// verb after a subject of its own ("the menu we can sell") or a relative
+// word ("the menu that is cheap") is the phrase's.
+func verbAfter(s string) bool {
+	if i := strings.IndexAny(s, ",;:.!?"); i >= 0 {
+		s = s[:i]
+	}
+	prev := ""
+	for i, w := range strings.Fields(strings.ToLower(strings.ReplaceAll(s, "’", "'"))) {
+		if ownSubject[w] {
+			return false
+		}
+		if i > 0 && prev != "to" && finiteVerbs[w] {
+			return true
+		}
+		prev = w
+	}
+	return false
 }
 
 var (
@@ -3817,6 +3847,14 @@ var (
 	askingWords = engine.WordSet(`let's lets let us we i i'd we'd i'm we're you to want wants need needs would like love ` +
 		`find get come up with some new fresh more few a any good generate brainstorm think of looking for trying try help me ` +
 		`please can could give are am so well ok okay hi hello`)
+	// askingVerbs are the askingWords that ask for ideas: without one,
+	// "good ideas" or "some ideas" are talked about, not wanted.
+	askingVerbs = engine.WordSet(`let's lets let want wants need needs find looking brainstorm generate come`)
+	// finiteVerbs say something of what comes before them.
+	finiteVerbs = engine.WordSet(`is are was were isn't aren't wasn't weren't keep keeps kept come comes came ` +
+		`has have had do does did don't doesn't didn't will would can could should might must seem seems`)
+	// ownSubject are the words after which a verb has its own subject.
+	ownSubject = engine.WordSet(`that which who whom whose what where when how why we i you they he she it`)
 )
 
 // wasteOf reports whether after, what follows a keyword that says a
