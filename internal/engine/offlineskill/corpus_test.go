@@ -350,7 +350,10 @@ var discoveryAnswers = map[string]string{
 // the pain points).
 func TestDiscoveryWasteOfTimeIsThePainPoint(t *testing.T) {
 	t.Parallel()
-	for _, say := range []string{"The paperwork is a waste of time.", "Admin is a waste of time."} {
+	for _, say := range []string{"The paperwork is a waste of time.", "Admin is a waste of time.",
+		// What is wasted is one thing, however many words name it, and a
+		// clause that says what is wasted is said whole.
+		"It's a waste of time and money.", "The paperwork is a waste of our time and effort.", "We waste a lot of flour."} {
 		t.Run(say, func(t *testing.T) {
 			t.Parallel()
 			s := newCorpusSession(t, "project-discovery")
@@ -523,6 +526,10 @@ func TestDiscoveryWastingTimeOnSomethingIsThePainPoint(t *testing.T) {
 	for say, want := range map[string][]any{
 		"Wasting time on double entry.":                           {"Wasting time on double entry"},
 		"We waste so much time on invoices, and the app crashes.": {"We waste so much time on invoices", "the app crashes"},
+		"It's a waste of time and money, and the app crashes.":    {"It's a waste of time and money", "the app crashes"},
+		"It's a waste of our time, money and effort.":             {"It's a waste of our time, money and effort"},
+		"We waste a lot of flour, and deliveries are late.":       {"We waste a lot of flour", "deliveries are late"},
+		"Wasted stock and late deliveries.":                       {"Wasted stock", "late deliveries"},
 	} {
 		t.Run(say, func(t *testing.T) {
 			t.Parallel()

@@ -3472,10 +3472,14 @@ func valueFromText(t engine.ValueType, s, keyword string) (any, bool) {
 				if endsItem(after) && unsure(engine.LowerText(keyword)) {
 					return nil, false // "Not sure, maybe …" names nothing one is unsure of
 				}
-				if rest, ok := wasteOf(keyword, after); ok {
+				if rest, ok := wasteOf(keyword, lower[i+len(strings.ToLower(keyword)):]); ok {
 					// "The paperwork is a waste of time": the words after the
 					// keyword complete it, and the sentence says what wastes
-					// the time.
+					// the time, which is one thing ("of time and money").
+					wasted := strings.TrimSpace(after[:len(after)-len(rest)])
+					if j := i + strings.Index(lower[i:], wasted); len(lower) == len(s) && j >= i {
+						part = s[:j] + oneThing.Replace(s[j:j+len(wasted)]) + s[j+len(wasted):]
+					}
 					after = rest
 				}
 				if strings.HasPrefix(after, ",") && opensWith(text, keyword) {
@@ -3858,32 +3862,52 @@ var (
 )
 
 // wasteOf reports whether after, what follows a keyword that says a
-// waste, is only what is wasted ("of time", "of our money") before the
-// item ends, and returns what follows that.
+// waste, is only what is wasted ("of time", "of our money", "of time and
+// money") before the item ends, or what the verb wastes ("We waste a lot
+// of flour"), and returns what follows that: the clause the keyword is in
+// is the item.
 func wasteOf(keyword, after string) (rest string, ok bool) {
 	if !strings.HasPrefix(strings.ToLower(keyword), "wast") {
 		return "", false
 	}
+	word := after == "" || after[0] == ' '
+	after = strings.TrimSpace(after)
 	if loc := wastedOn.FindStringIndex(after); loc != nil {
 		// "Wasting time on double entry": the clause says what wastes
 		// the time, up to where it ends.
-		rest = after[loc[1]:]
-		if i := strings.IndexAny(rest, ",;"); i >= 0 {
-			return rest[i:], true
-		}
-		return "", true
+		return clauseRest(after[loc[1]:]), true
 	}
-	loc := wasted.FindStringIndex(after)
-	if loc == nil {
-		return "", false
+	if loc := wasted.FindStringIndex(after); loc != nil {
+		rest = strings.TrimSpace(after[loc[1]:])
+		return rest, endsItem(rest)
 	}
-	rest = strings.TrimSpace(after[loc[1]:])
-	return rest, endsItem(rest)
+	if word && after != "" && !endsItem(after) && !strings.HasPrefix(after, "of ") {
+		// "We waste a lot of flour": what is wasted is no pain alone.
+		return clauseRest(after), true
+	}
+	return "", false
+}
+
+// oneThing keeps the words that name one thing from parting it into items
+// (splitItems' itemMarks put them back).
+var oneThing = strings.NewReplacer(", and ", "\x00\x01", " and ", "\x01", ",", "\x00")
+
+// clauseRest is what follows the clause s opens: from its first separator
+// of clauses on, or nothing.
+func clauseRest(s string) string {
+	if i := strings.IndexAny(s, ",;"); i >= 0 {
+		return s[i:]
+	}
+	return ""
 }
 
 var wastedOn = regexp.MustCompile(`^(?:(?:so\s+much|a\s+lot\s+of|hours\s+of|our|my|their)\s+)?(?:time|money|hours)\s+(?:on|with|doing|chasing|re-?entering|fixing)\s`)
 
-var wasted = regexp.MustCompile(`^of\s+(?:(?:my|our|their|your|everyone's|everyone’s|the\s+staff's|the\s+staff’s)\s+)?(?:time|money|effort|energy)\b`)
+// wasted is what is wasted, one thing however many words name it: "of
+// time and money", "of our time, money and effort".
+var wasted = regexp.MustCompile(`^of\s+` + wastedThing + `(?:(?:,\s*and\s+|,\s*|\s+(?:and|&)\s+)` + wastedThing + `)*\b`)
+
+const wastedThing = `(?:(?:my|our|their|your|everyone's|everyone’s|the\s+staff's|the\s+staff’s)\s+)?(?:time|money|effort|energy)`
 
 // endsItem reports whether what follows a keyword shows it ends an item:
 // nothing, or a separator of items.
