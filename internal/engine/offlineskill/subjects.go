@@ -882,6 +882,23 @@ func itIsOfNoOption(p extraction.Prompt, ans Answer, msg string) {
 // itIsRe is a message that says "X it is" and nothing after it.
 var itIsRe = regexp.MustCompile(`(?i)\bit\s+is\s*[.!]*\s*$`)
 
+// choiceFields are the fields a choice files: the decision (the string a
+// cue holds firm), the options and the options ruled out; nil for those
+// the engine has not.
+func choiceFields(p extraction.Prompt) (decision, options, ruledOut *extraction.PromptField) {
+	for i := range p.Fields {
+		switch f := &p.Fields[i]; {
+		case f.Cues.Firm && f.ValueType == engine.TypeString:
+			decision = f
+		case f.ValueType == engine.TypeArray && strings.EqualFold(strings.TrimSpace(f.DisplayName), "options"):
+			options = f
+		case f.ValueType == engine.TypeArray && slices.Contains(f.Cues.Keywords, "rule out"):
+			ruledOut = f
+		}
+	}
+	return decision, options, ruledOut
+}
+
 // correctsChoice is choiceCorrected's reading; it reports whether the
 // message was read as a choice.
 func correctsChoice(p extraction.Prompt, ans Answer, msg string) bool {
@@ -892,15 +909,7 @@ func correctsChoice(p extraction.Prompt, ans Answer, msg string) bool {
 	if len(ss) < 2 {
 		return false
 	}
-	var decision, list *extraction.PromptField
-	for i := range p.Fields {
-		switch f := &p.Fields[i]; {
-		case f.Cues.Firm && f.ValueType == engine.TypeString:
-			decision = f
-		case f.ValueType == engine.TypeArray && strings.EqualFold(strings.TrimSpace(f.DisplayName), "options"):
-			list = f
-		}
-	}
+	decision, list, _ := choiceFields(p)
 	asked := func(f *extraction.PromptField) bool { return f != nil && slices.Contains(focusFields(p), f.Path) }
 	if decision == nil {
 		for i := range p.Fields {
@@ -1028,17 +1037,7 @@ func correctionReason(s string) string {
 // names an option more. What the cues took of the message goes; ok
 // reports the message answered.
 func choiceInstead(p extraction.Prompt, ans Answer, msg string) (ok bool) {
-	var decision, list, eliminated *extraction.PromptField
-	for i := range p.Fields {
-		switch f := &p.Fields[i]; {
-		case f.Cues.Firm && f.ValueType == engine.TypeString:
-			decision = f
-		case f.ValueType == engine.TypeArray && strings.EqualFold(strings.TrimSpace(f.DisplayName), "options"):
-			list = f
-		case f.ValueType == engine.TypeArray && slices.Contains(f.Cues.Keywords, "rule out"):
-			eliminated = f
-		}
-	}
+	decision, list, eliminated := choiceFields(p)
 	if decision == nil {
 		return false
 	}
