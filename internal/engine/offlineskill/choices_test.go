@@ -308,3 +308,33 @@ func TestExtractionSkillChoiceMisfires(t *testing.T) {
 	}
 	runExtractionCases(t, tests)
 }
+
+// What a review of the choices found: "not X" said with an aside of time
+// ("not yet anyway") or after a "No," rules X out and keeps the options;
+// "not X" with its reason rules X out and adds no option; an option after
+// "not the cheapest, but" is chosen; and only a "No." right after the
+// choice takes it back, not one that answers a question of its own.
+func TestExtractionSkillChoiceReviewMisfires(t *testing.T) {
+	t.Parallel()
+	const (
+		opts       = "solution_landscape.options"
+		eliminated = "solution_landscape.eliminated_options"
+		decision   = "decision.decision_made"
+	)
+	website := "a booking page on your website"
+	current := map[string]any{opts: []string{"Resy", "OpenTable", website}}
+	var tests []extractionCase
+	for _, focus := range []string{"decision_made", "options_identified", "cons_explored"} {
+		tests = append(tests,
+			extractionCase{name: focus + ": not X, not yet anyway", focus: focus, msg: "Not Resy, not yet anyway.",
+				want: map[string]any{eliminated: []any{"Resy"}}, absent: []string{opts, decision}},
+			extractionCase{name: focus + ": no, not X", focus: focus, msg: "No, not Resy.",
+				want: map[string]any{eliminated: []any{"Resy"}}, absent: []string{opts, decision}},
+			extractionCase{name: focus + ": not X, its reason", focus: focus, msg: "Not OpenTable, it's too expensive.",
+				want: map[string]any{eliminated: []any{"OpenTable"}}, absent: []string{opts, decision}})
+	}
+	for i := range tests {
+		tests[i].engine, tests[i].current = "exploration", current
+	}
+	runExtractionCases(t, tests)
+}

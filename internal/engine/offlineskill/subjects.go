@@ -1110,7 +1110,10 @@ const (
 
 // optionClauses reads a message whose every clause is a name alone, as
 // named tells, negated, kept beside another or chosen, with the words that
-// say it is firm; ok is false for any other message.
+// say it is firm; ok is false for any other message. A bare "No" before
+// the names ("No, not Resy."), an aside of time ("not yet anyway") and a
+// reason said of an option ruled out ("Not OpenTable, it's too
+// expensive.") name no option: they are passed over.
 func optionClauses(msg string, named func(string) bool) (said []optionClause, ok bool) {
 	for _, c := range strings.FieldsFunc(msg, func(r rune) bool { return strings.ContainsRune(",.;!", r) }) {
 		c = strings.TrimSpace(c)
@@ -1118,6 +1121,10 @@ func optionClauses(msg string, named func(string) bool) (said []optionClause, ok
 			continue
 		}
 		lower := strings.ToLower(c)
+		if len(said) == 0 && (lower == "no" || lower == "nope") || timeAsideRe.MatchString(lower) ||
+			len(said) > 0 && said[len(said)-1].kind == optionOut && outReasonRe.MatchString(lower) {
+			continue
+		}
 		kind := optionChosen
 		for _, lead := range []string{"definitely ", "certainly ", "absolutely ", "but ", "and ", "rather ", "instead "} {
 			if strings.HasPrefix(lower, lead) {
@@ -1145,6 +1152,18 @@ func optionClauses(msg string, named func(string) bool) (said []optionClause, ok
 	}
 	return said, len(said) > 1 || len(said) == 1 && said[0].kind == optionOut
 }
+
+var (
+	// timeAsideRe is a clause that says only when, of a choice or an
+	// option ruled out ("not yet anyway", "not for now").
+	timeAsideRe = regexp.MustCompile(`^(?:(?:but|or|at\s+least)\s+)?(?:not\s+)?(?:yet|now|for\s+now|right\s+now|at\s+the\s+moment|` +
+		`at\s+this\s+stage|this\s+year|anyway|anyhow)(?:\s+(?:anyway|anyhow|at\s+least))?$`)
+	// outReasonRe is a clause that says why the option before it is ruled
+	// out, of "it" or "they" ("it's too expensive", "they charge per
+	// cover").
+	outReasonRe = regexp.MustCompile(`^(?:because\s+|since\s+|as\s+)?(?:it|they)(?:['’]s|['’]re|\s+is|\s+are|\s+was|\s+were|` +
+		`\s+costs?|\s+charges?|\s+takes?|\s+has|\s+have|\s+does|\s+do|\s+doesn['’]t|\s+don['’]t|\s+can['’]t|\s+won['’]t)\b`)
+)
 
 // choiceName reports whether a choice is a name: up to three words, each
 // capitalised, none a word that opens any sentence ("The", "This").
