@@ -333,6 +333,12 @@ func TestExtractionSkillChoiceReviewMisfires(t *testing.T) {
 			extractionCase{name: focus + ": not X, its reason", focus: focus, msg: "Not OpenTable, it's too expensive.",
 				want: map[string]any{eliminated: []any{"OpenTable"}}, absent: []string{opts, decision}})
 	}
+	tests = append(tests,
+		extractionCase{name: "a no to a question of its own", focus: "decision_made",
+			msg:  "We'll go with Resy. Any questions? No.",
+			want: map[string]any{decision: "Resy"}, absent: []string{opts, eliminated}},
+		extractionCase{name: "a no right after the choice", focus: "decision_made",
+			msg: "We'll go with Resy. No.", absent: []string{decision}})
 	for i := range tests {
 		tests[i].engine, tests[i].current = "exploration", current
 	}

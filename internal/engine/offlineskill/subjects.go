@@ -717,10 +717,12 @@ var resignedRe = regexp.MustCompile(`(?i)^\s*(?:it\s+is|it['’]s)\s+what\s+it\s
 // takenBack takes off the decision a message takes back after it with a
 // bare "No." ("Resy. No."), which the answer to the question reads as
 // saying nothing: it says the choice before it is not the one, as
-// "Actually, no." does (see withdraws).
+// "Actually, no." does (see withdraws). Only a "No." right after the
+// choice takes it back: one after a question ("We'll go with Resy. Any
+// questions? No.") answers that question.
 func takenBack(p extraction.Prompt, ans Answer, msg string) {
 	ss := engine.Sentences(msg)
-	if len(ss) < 2 || !withdraws(ss[len(ss)-1]) {
+	if len(ss) < 2 || !withdraws(ss[len(ss)-1]) || engine.IsQuestion(ss[len(ss)-2]) {
 		return
 	}
 	for path, fa := range ans.Fields {
