@@ -1471,21 +1471,25 @@ var (
 )
 
 // saysNothing reports whether a sentence is made of hedges, interjections,
-// acknowledgements and bare yes-or-no words alone ("Hmm.", "I guess so.",
-// "Probably not.", "Yes, that's right.", "Sounds good."):
+// greetings, acknowledgements and bare yes-or-no words alone ("Hmm.", "I
+// guess so.", "Probably not.", "Yes, that's right.", "Sounds good.", "Hi!"):
 // it answers no question that asks for a value.
 // An appraisal ("Good.", "Fine, I guess.") answers a question asking how
 // the user feels (feelings); beside an acknowledgement, or to any other
 // question ("Great!" after a greeting, "Perfect. Our crews …"), it says
 // nothing.
 func saysNothing(t engine.Text, feelings bool) bool {
-	acknowledged, appraised := false, false
+	acknowledged, appraised, greeted := false, false, false
 	for _, w := range strings.FieldsFunc(t.Lowered(), func(r rune) bool {
 		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' && r != '’'
 	}) {
 		switch {
 		case acknowledgements[w]:
 			acknowledged = true
+		case greetings[w]:
+			acknowledged, greeted = true, true
+		case w == "there" && greeted:
+			// "Hello there" greets whoever is there.
 		case appraisals[w]:
 			appraised = true
 		case !noContent[w]:
@@ -1519,6 +1523,10 @@ var noContent = map[string]bool{"hmm": true, "hm": true, "hmmm": true, "um": tru
 	"nope": true, "not": true, "ok": true, "okay": true, "sure": true, "that's": true, "that": true, "is": true, "right": true,
 	"correct": true, "exactly": true, "absolutely": true, "definitely": true, "alright": true, "it": true, "you": true,
 	"sense": true}
+
+// greetings are the words that make a sentence a greeting ("Hi!", "Hello
+// there", "Hey"), which answers no question either.
+var greetings = map[string]bool{"hi": true, "hello": true, "hey": true, "hiya": true, "howdy": true, "greetings": true}
 
 // acknowledgements are the words that make a sentence an acknowledgement
 // ("Sounds good.", "Great, thanks!", "Got it, makes sense."), and

@@ -237,3 +237,17 @@ func TestExtractionSkillCoversItOrDoneIsNotAlwaysAClose(t *testing.T) {
 			absent: []string{"purpose_and_problem.current_solution"}},
 	})
 }
+
+// A greeting alone answers no question: asked who is affected, "Hi" was
+// filed as the affected users and said back.
+func TestExtractionSkillGreetingFilesNothing(t *testing.T) {
+	t.Parallel()
+	var cases []extractionCase
+	for _, msg := range []string{"Hi", "Hi!", "Hello there", "Hey", "Hello!"} {
+		cases = append(cases, extractionCase{name: msg, engine: "ideation", focus: "affected_users_known", msg: msg,
+			absent: []string{"problem_space.affected_users"}})
+	}
+	runExtractionCases(t, append(cases, extractionCase{name: "a greeting then an answer", engine: "ideation",
+		focus: "affected_users_known", msg: "Hi! Mostly the weekend staff.",
+		want: map[string]any{"problem_space.affected_users": "Mostly the weekend staff"}}))
+}
