@@ -141,9 +141,8 @@ func TestExtractionSkillChoiceCorrectedToAnotherQuestion(t *testing.T) {
 // names are options or said as products, or when the choice or the
 // options are asked. Any other capitalised answer corrected ("High.
 // Actually no, Medium." to the confidence, "Glofox. Actually no, Sarah."
-// to the precedents) is the answer to the question asked, the value
-// corrected to ("Payments"), and a short list answer keeps the item
-// corrected to.
+// to the precedents) is the answer to the question asked, read as it is
+// read uncorrected, and a short list answer keeps the item corrected to.
 // A reason said after the option corrected to is kept.
 func TestExtractionSkillCorrectionOfNoChoice(t *testing.T) {
 	t.Parallel()
@@ -158,7 +157,7 @@ func TestExtractionSkillCorrectionOfNoChoice(t *testing.T) {
 	runExtractionCases(t, []extractionCase{
 		{name: "the problem asked", engine: "exploration", focus: "problem_explored",
 			msg:    "Booking. Actually no, Payments.",
-			want:   map[string]any{"initial_state.problem_statement": "Payments"},
+			want:   map[string]any{"initial_state.problem_statement": "Booking. Actually no, Payments"},
 			absent: []string{decision, opts}},
 		{name: "the knowledge gaps asked", engine: "exploration", focus: "knowledge_gaps_identified",
 			msg:  "Pricing. Actually no, Setup Costs.",
@@ -167,7 +166,7 @@ func TestExtractionSkillCorrectionOfNoChoice(t *testing.T) {
 			msg: "High. Actually no, Medium.", absent: []string{decision, opts}},
 		{name: "the prior knowledge asked", engine: "exploration", focus: "prior_knowledge_assessed",
 			msg:  "SaaS. Actually no, APIs.",
-			want: map[string]any{prior: "APIs"}, absent: []string{decision, opts}},
+			want: map[string]any{prior: "SaaS. Actually no, APIs"}, absent: []string{decision, opts}},
 		{name: "a person after an option", engine: "exploration", focus: "precedents_reviewed", current: options,
 			msg: "Glofox. Actually no, Sarah.", absent: []string{decision, opts}},
 		{name: "a day", engine: "exploration", focus: "constraints_identified", current: options,

@@ -1281,7 +1281,6 @@ func answerPart(msg string, feelings bool) (answer string, hedged, continues boo
 	if len(kept) == 0 {
 		return "", false, false
 	}
-	kept = correctedShort(kept)
 	lower := strings.ToLower(kept[0])
 	for _, c := range continuations {
 		if rest, ok := strings.CutPrefix(lower, c); ok {
@@ -1302,58 +1301,6 @@ func answerPart(msg string, feelings bool) (answer string, hedged, continues boo
 	}
 	return strings.Join(kept, " "), hedged, continues
 }
-
-// correctedShort is the statements of an answer from the correction of a
-// short value said before it ("Booking. Actually no, Payments." answers
-// Payments): what the correction replaces is no part of the answer. A
-// correction nothing follows ("Booking. Actually no.") is left to what
-// reads a take-back, and a long statement before is not a value said in
-// passing.
-func correctedShort(kept []string) []string {
-	words := 0
-	for i, s := range kept {
-		if i > 0 && words <= shortValueWords {
-			if rest := afterCorrection(s); rest != "" {
-				return append([]string{rest}, kept[i+1:]...)
-			}
-		}
-		words += len(strings.Fields(s))
-	}
-	return kept
-}
-
-// shortValueWords is the most words a value a correction replaces is said
-// in.
-const shortValueWords = 4
-
-// afterCorrection is what a sentence that opens with a correction says
-// instead ("Actually no, Payments" says Payments), "" when it opens with
-// none or says nothing after it.
-func afterCorrection(s string) string {
-	fields := strings.Fields(s)
-	for _, lead := range correctionOpeners {
-		if len(fields) <= len(lead) {
-			continue
-		}
-		if !slices.EqualFunc(fields[:len(lead)], lead, func(f, w string) bool {
-			return strings.ToLower(strings.TrimRight(f, ",;:!—-")) == w
-		}) {
-			continue
-		}
-		rest := strings.TrimLeft(strings.Join(fields[len(lead):], " "), " ,;:—-")
-		if rest == "" || saysNothing(engine.LowerText(rest), false) {
-			return ""
-		}
-		return rest
-	}
-	return ""
-}
-
-// correctionOpeners open a sentence that puts right the value said before
-// it.
-var correctionOpeners = [][]string{{"actually", "no"}, {"no", "actually"}, {"sorry", "i", "mean"},
-	{"sorry", "i", "meant"}, {"no", "wait"}, {"wait", "no"}, {"no", "sorry"}, {"sorry", "no"}, {"oops", "i", "mean"},
-	{"i", "mean", "no"}}
 
 // unprompted is an answer without the yes or no it opens with before a
 // comma ("No, we do all of it by hand" says how, "Yes, mostly the

@@ -251,24 +251,3 @@ func TestExtractionSkillGreetingFilesNothing(t *testing.T) {
 		focus: "affected_users_known", msg: "Hi! Mostly the weekend staff.",
 		want: map[string]any{"problem_space.affected_users": "Mostly the weekend staff"}}))
 }
-
-// A short value followed by a correction files what the correction says:
-// asked the problem, "Booking. Actually no, Payments." filed "Booking.
-// Actually no, Payments" and said it back.
-func TestExtractionSkillCorrectionOfAShortValue(t *testing.T) {
-	t.Parallel()
-	const problem = "initial_state.problem_statement"
-	var cases []extractionCase
-	for msg, want := range map[string]string{
-		"Booking. Actually no, Payments.":            "Payments",
-		"Booking. Sorry, I mean payments.":           "payments",
-		"Booking. No wait, payments.":                "payments",
-		"Booking. No wait, payments for the studio.": "payments for the studio",
-	} {
-		cases = append(cases, extractionCase{name: msg, engine: "exploration", focus: "problem_explored", msg: msg,
-			want: map[string]any{problem: want}})
-	}
-	runExtractionCases(t, append(cases, extractionCase{name: "no correction", engine: "exploration",
-		focus: "problem_explored", msg: "Booking. Actually, it's the payments too.",
-		want: map[string]any{problem: "Booking. Actually, it's the payments too"}}))
-}
