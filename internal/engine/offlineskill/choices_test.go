@@ -334,10 +334,6 @@ func TestExtractionSkillChoiceReviewMisfires(t *testing.T) {
 				want: map[string]any{eliminated: []any{"OpenTable"}}, absent: []string{opts, decision}})
 	}
 	tests = append(tests,
-		extractionCase{name: "not the cheapest, but X", focus: "decision_made", msg: "Not the cheapest, but Resy.",
-			want: map[string]any{decision: "Resy"}, absent: []string{opts, eliminated}},
-		extractionCase{name: "options asked: not the cheapest, but X", focus: "options_identified",
-			msg: "Not the cheapest, but Resy.", absent: []string{opts, eliminated, decision}},
 		extractionCase{name: "a no to a question of its own", focus: "decision_made",
 			msg:  "We'll go with Resy. Any questions? No.",
 			want: map[string]any{decision: "Resy"}, absent: []string{opts, eliminated}},

@@ -763,9 +763,7 @@ var (
 func withoutAside(s string) string {
 	loc := asideRe.FindStringIndex(s)
 	if loc == nil {
-		if loc = notButAside(s); loc == nil {
-			return s
-		}
+		return s
 	}
 	c := strings.TrimSpace(s[loc[1]:])
 	if m := fineRe.FindStringIndex(c); m != nil {
@@ -777,21 +775,7 @@ func withoutAside(s string) string {
 	return c
 }
 
-// notButAside is where the choice after a negated aside that names no
-// option and a "but" begins ("Not the cheapest, but Resy."): what is not
-// said is a quality of the choice, not an option ruled out; nil for any
-// other choice ("Not Glofox, but Mindbody" rules Glofox out).
-func notButAside(s string) []int {
-	m := notButRe.FindStringSubmatchIndex(s)
-	if m == nil || choiceName(withoutFirmness(s[m[2]:m[3]])) {
-		return nil
-	}
-	return m[:2]
-}
-
 var (
-	// notButRe is a "not X, but" that opens a choice; group 1 is X.
-	notButRe = regexp.MustCompile(`(?i)^\s*not\s+([^,;:]+?)\s*[,;:–—-]\s*but\s+`)
 	// asideRe is a negated aside that opens an answer and negates
 	// nothing said after it.
 	asideRe = regexp.MustCompile(`(?i)^\s*not\s+(?:really|bad|too\s+bad|at\s+all|exactly|quite|so\s+much)\s*[,;:–—-]\s*`)
@@ -1252,9 +1236,6 @@ var choiceCorrections = []string{"actually", "no", "wait", "sorry", "scratch tha
 // out. A negation between two options ("Jobber, not a custom build")
 // chooses the first.
 func negatedChoice(s string) bool {
-	if notButAside(s) != nil {
-		return false // "Not the cheapest, but Resy." chooses Resy
-	}
 	w := strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
 		return !unicode.IsLetter(r) && r != '\'' && r != '’'
 	})
