@@ -311,9 +311,9 @@ func TestExtractionSkillChoiceMisfires(t *testing.T) {
 
 // What a review of the choices found: "not X" said with an aside of time
 // ("not yet anyway") or after a "No," rules X out and keeps the options;
-// "not X" with its reason rules X out and adds no option; an option after
-// "not the cheapest, but" is chosen; and only a "No." right after the
-// choice takes it back, not one that answers a question of its own.
+// "not X" with its reason rules X out and adds no option; and only a "No."
+// right after the choice takes it back, not one that answers a question of
+// its own.
 func TestExtractionSkillChoiceReviewMisfires(t *testing.T) {
 	t.Parallel()
 	const (
