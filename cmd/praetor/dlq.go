@@ -32,6 +32,7 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		ShortHelp: "print the dead letters as JSON lines, without their data",
 		LongHelp: "Each line is {\"seq\",\"at\",\"cause\",\"reason\",\"service\",\"stream\",\"stream_seq\",\"subject\",\"event_id\",\"deliveries\"},\n" +
 			"with \"data_omitted\" when the dead letter could not keep the data (redrive takes it from its stream's copy);\n" +
+			"event_id is the message's Nats-Msg-Id or ce-id header, absent when it gave neither (its reason says so).\n" +
 			"seq is what `praetor dlq redrive` takes. `praetor replay --stream " + events.DeadLetterStream + "` prints them whole.",
 		Flags: listFlags,
 		Exec: func(ctx context.Context, args []string) error {

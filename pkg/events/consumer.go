@@ -700,7 +700,10 @@ func (s *Subscription) deadLetter(msg jetstream.Msg, d Delivery, ceType, cause s
 	dl := DeadLetter{
 		Reason: reason.Error(), Cause: cause, Stream: d.Stream, Consumer: s.cfg.Name,
 		StreamSeq: d.StreamSeq, Deliveries: d.NumDelivered, Subject: d.Subject,
-		Header: msg.Headers(), Data: msg.Data(), EventID: msg.Headers().Get(HeaderMsgID), At: time.Now().UTC(),
+		Header: msg.Headers(), Data: msg.Data(), EventID: eventIDOf(msg.Headers()), At: time.Now().UTC(),
+	}
+	if dl.EventID == "" {
+		dl.Reason += noEventID
 	}
 	if s.bus.beforeDeadLetter != nil {
 		s.bus.beforeDeadLetter()

@@ -65,7 +65,8 @@ type DeadLetter struct {
 	StreamSeq  uint64 `json:"stream_seq"`
 	Deliveries uint64 `json:"deliveries"`
 	Subject    string `json:"subject"`
-	// EventID is the event's id (its Nats-Msg-Id), when it has one.
+	// EventID is the event's id (its Nats-Msg-Id, else its ce-id header),
+	// when it has one; Reason says when it has none.
 	EventID string      `json:"event_id,omitempty"`
 	Header  nats.Header `json:"header,omitempty"`
 	Data    []byte      `json:"data,omitempty"`
@@ -78,6 +79,30 @@ type DeadLetter struct {
 	DataSHA256  string    `json:"data_sha256,omitempty"`
 	At          time.Time `json:"at"`
 }
+
+// eventIDOf is the event id a message gives: its Nats-Msg-Id, else its
+// binary-mode ce-id header, in whatever case its publisher spelt it (a
+// message that is not a valid CloudEvent may still name its event); ""
+// when it gives none.
+func eventIDOf(h nats.Header) string {
+	if id := h.Get(HeaderMsgID); id != "" {
+		return id
+	}
+	for name, vs := range h {
+		if len(vs) == 0 || vs[0] == "" || !strings.EqualFold(name, headerPrefix+"id") {
+			continue
+		}
+		if id, err := percentDecode(vs[0]); err == nil {
+			return id
+		}
+		return vs[0]
+	}
+	return ""
+}
+
+// noEventID ends the reason of a dead letter whose message gives no event
+// id, so its EventID is not left empty without a word.
+const noEventID = "; the message gives no event id (no Nats-Msg-Id or ce-id header)"
 
 // DeadLetterSubject is where a consumer's dead letters go.
 func DeadLetterSubject(stream, consumer string) string {
@@ -235,7 +260,10 @@ func (b *Bus) handleAdvisory(data []byte) error {
 	case err != nil:
 		return fmt.Errorf("fetch %s #%d: %w", a.Stream, a.StreamSeq, err)
 	default:
-		dl.Subject, dl.Header, dl.Data, dl.EventID = raw.Subject, raw.Header, raw.Data, raw.Header.Get(HeaderMsgID)
+		dl.Subject, dl.Header, dl.Data, dl.EventID = raw.Subject, raw.Header, raw.Data, eventIDOf(raw.Header)
+		if dl.EventID == "" {
+			dl.Reason += noEventID
+		}
 	}
 	return b.publishDeadLetterOf(ctx, dl)
 }

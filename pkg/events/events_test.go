@@ -874,3 +874,46 @@ func TestConsumerSettingsLooserKept(t *testing.T) {
 		})
 	}
 }
+
+// A message that is not a valid CloudEvent is dead-lettered with the event
+// id its binary-mode ce-id header gives, in whatever case it is spelt, when
+// it has no Nats-Msg-Id; one with neither says in its reason that it gave
+// no id, so the dead letter is not left without a word of it.
+func TestDecodeDeadLetterKeepsTheEventID(t *testing.T) {
+	bus, topic := dlqBus(t, events.StreamConfig{})
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	handled := make(chan string, 1)
+	sub, err := bus.Subscribe(t.Context(), events.ConsumerConfig{Stream: topic.Stream, Name: "audit", Subjects: []string{topic.Pattern()}},
+		func(ctx context.Context, ev event.Event) error {
+			handled <- ev.ID()
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+	for _, h := range []nats.Header{{"Ce-Id": {"audit-bad-1"}}, {"X-Other": {"1"}}} {
+		msg := &nats.Msg{Subject: topic.Prefix + ".t1.k", Header: h, Data: []byte(`{"garbage":`)}
+		if _, err := bus.JetStream().PublishMsg(t.Context(), msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bus.Publish(t.Context(), eventstest.NewEvent("good-1", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if id := eventstest.Wait(t, handled, 30*time.Second, "the good event"); id != "good-1" {
+		t.Fatalf("handled %q, want good-1", id)
+	}
+	dls := eventstest.DeadLetters(t, bus, topic.Stream, "audit")
+	if len(dls) != 2 {
+		t.Fatalf("%d dead letters, want 2: %+v", len(dls), dls)
+	}
+	// The workers may dead-letter them in either order.
+	slices.SortFunc(dls, func(a, b events.DeadLetter) int { return int(a.StreamSeq) - int(b.StreamSeq) })
+	if dls[0].EventID != "audit-bad-1" || dls[0].Cause != events.CauseDecode || strings.Contains(dls[0].Reason, "no event id") {
+		t.Errorf("dead letter of a message with a Ce-Id header = %+v, want event id audit-bad-1", dls[0])
+	}
+	if dls[1].EventID != "" || !strings.Contains(dls[1].Reason, "no event id (no Nats-Msg-Id or ce-id header)") {
+		t.Errorf("dead letter of a message without an id = %+v, want a reason saying it gave none", dls[1])
+	}
+}
