@@ -339,7 +339,9 @@ func Decode(ev event.Event) (Payload, error) {
 		unmarshal = json.Unmarshal
 	}
 	if err := unmarshal(data, p); err != nil {
-		return nil, violation("%s: decode data: %v", spec.Name, err)
+		// segmentio's syntax errors end in ": " and the input left, which
+		// is none when the data ends early: the reason ends at the error.
+		return nil, violation("%s: decode data: %s", spec.Name, strings.TrimSuffix(err.Error(), ": "))
 	}
 	if err := p.Validate(); err != nil {
 		return nil, violation("%s: %v", spec.Name, err)

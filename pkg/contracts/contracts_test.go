@@ -145,6 +145,7 @@ func TestDecodeRejectsBrokenContracts(t *testing.T) {
 	cases := map[string]func(ev *event.Event){
 		"unknown type":    func(ev *event.Event) { ev.SetType("dev.praetor.nope.v1") },
 		"not json":        func(ev *event.Event) { ev.DataEncoded = []byte("{") },
+		"cut short":       func(ev *event.Event) { ev.DataEncoded = []byte(`{"garbage":`) },
 		"missing message": func(ev *event.Event) { ev.DataEncoded = []byte(`{"tenant_id":"acme","session_id":"s1","turn_id":"t"}`) },
 		"bad session": func(ev *event.Event) {
 			ev.DataEncoded = []byte(`{"tenant_id":"acme","session_id":"s 1","turn_id":"t","message":"m"}`)
@@ -160,6 +161,12 @@ func TestDecodeRejectsBrokenContracts(t *testing.T) {
 			_, err := Decode(ev)
 			if !errors.Is(err, ErrContract) || !events.IsPermanent(err) {
 				t.Fatalf("Decode = %v, want a permanent contract violation", err)
+			}
+			// The reason ends with what is wrong, not a separator: the JSON
+			// decoder appends ": " and the rest of the input, none when
+			// the data ends early.
+			if msg := err.Error(); strings.HasSuffix(msg, ": ") || strings.HasSuffix(msg, ":") {
+				t.Errorf("Decode = %q, want a reason that ends cleanly", msg)
 			}
 		})
 	}
