@@ -35,12 +35,27 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		return settingErr("session", "%q is not a session id", sessionID)
 	}
 	progress := &replayProgress{w: stderr, now: now, last: now()}
+	// An event that is no CloudEvent, or breaks its contract, never reached
+	// the live state: every service that consumes it dead-letters it (a
+	// decode failure, a permanent contract violation). The rebuild leaves
+	// it out as they did, and says so, event by event; skipped counts them
+	// by stream (no service consumes the model calls' records).
+	skipped := map[string]int{}
 	collect := func(stream, subject string) ([]event.Event, error) {
 		var evs []event.Event
 		err := bus.Replay(ctx, events.ReplayConfig{Stream: stream, Subjects: []string{subject}}, func(r events.Record) error {
-			if r.Err == nil {
-				evs = append(evs, r.Event)
+			why := ""
+			if r.Err != nil {
+				why = "not a CloudEvent: " + r.Err.Error()
+			} else if err := contracts.Validate(r.Event); err != nil {
+				why = "breaks its contract: " + err.Error()
 			}
+			if why != "" {
+				skipped[stream]++
+				fmt.Fprintf(stderr, "skipped %s #%d %s: %s\n", stream, r.StreamSeq, r.Subject, why)
+				return nil
+			}
+			evs = append(evs, r.Event)
 			progress.say("reading %s: %d events of session %s", stream, len(evs), sessionID)
 			return nil
 		})
@@ -139,8 +154,15 @@ func replaySession(ctx context.Context, bus *events.Bus, sessionID string, engin
 		"handoffs": handoffs}); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "session %s rebuilt from %d events and %d recorded model calls: state hash %s\n",
-		sessionID, len(sessionEvents), recorded-replayer.Remaining(), res.StateHash)
+	skips := ""
+	if n := skipped[contracts.StreamTurns]; n > 0 {
+		skips = fmt.Sprintf(", skipped %d undecodable %s (dead-lettered by the services)", n, plural(n, "event", "events"))
+	}
+	if n := skipped[contracts.StreamLLM]; n > 0 {
+		skips += fmt.Sprintf(", skipped %d undecodable %s of %s", n, plural(n, "model call record", "model call records"), contracts.StreamLLM)
+	}
+	fmt.Fprintf(stderr, "session %s rebuilt from %d events and %d recorded model calls%s: state hash %s\n",
+		sessionID, len(sessionEvents), recorded-replayer.Remaining(), skips, res.StateHash)
 	var failed []string
 	if stateDiverged {
 		failed = append(failed, "the rebuilt state differs from the live run's")

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/praetorhq/praetor/internal/engine/extraction"
@@ -477,4 +478,51 @@ func devStreams(t *testing.T) (*events.Server, *events.Bus) {
 		t.Fatal(err)
 	}
 	return srv, bus
+}
+
+// praetor replay --session names each event of the session it could not
+// decode, or whose contract it breaks, with its stream sequence, subject
+// and why, and counts them in its summary; as the live services
+// dead-lettered them (they never reached the state), the replay is still
+// a success.
+func TestReplaySessionNamesTheEventsItSkips(t *testing.T) {
+	evs := goldenEvents(t, "handoff-project-discovery")
+	_, bus := devStreams(t)
+	ctx := t.Context()
+	sid, tenant := "", ""
+	for _, ev := range evs {
+		if ev.Type() == contracts.SessionStartedSpec.Type {
+			sid, tenant = events.ExtensionString(ev, contracts.ExtPartitionKey), events.ExtensionString(ev, contracts.ExtTenant)
+		}
+		if err := bus.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subject := contracts.TurnReceivedSpec.SubjectPrefix() + "." + tenant + "." + sid
+	var seqs []uint64
+	for _, h := range []nats.Header{
+		{"Ce-Id": {"audit-bad-1"}},
+		{"ce-specversion": {"1.0"}, "ce-id": {"audit-bad-2"}, "ce-source": {"/audit"}, "ce-type": {contracts.TurnReceivedSpec.Type},
+			"ce-tenant": {tenant}, "ce-partitionkey": {sid}, "Content-Type": {"application/json"}},
+	} {
+		ack, err := bus.JetStream().PublishMsg(ctx, &nats.Msg{Subject: subject, Header: h, Data: []byte(`{"garbage":`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, ack.Sequence)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := replaySession(ctx, bus, sid, nil, &stdout, &stderr, time.Now); err != nil {
+		t.Fatalf("replay: %v, want a success: the services dead-lettered what it skipped\n%s", err, stderr.String())
+	}
+	log := stderr.String()
+	for _, want := range []string{
+		fmt.Sprintf("skipped PRAETOR_TURNS #%d %s.", seqs[0], subject), "not a CloudEvent: decode cloudevent: specversion",
+		fmt.Sprintf("skipped PRAETOR_TURNS #%d %s.", seqs[1], subject), "breaks its contract: ", "unexpected end of JSON input\n",
+		", skipped 2 undecodable events (dead-lettered by the services): state hash ",
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("stderr does not say %q:\n%s", want, log)
+		}
+	}
 }
