@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -199,9 +200,19 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			"Before, while it reads and rebuilds, a line a second says what it is at. It fails naming the\n" +
 			"turn and the model call it cannot serve, or the engine version it lacks (--engines-dir; the\n" +
 			"shipped engines' released versions are built in).\n" +
-			"--workflow RUN folds a run's events from PRAETOR_WORKFLOWS and prints its state and hash.",
+			"An event of the session that is no CloudEvent, or breaks its contract, is left out, as the live\n" +
+			"services left it (they dead-letter it: it never reached the state): a line names each (stream\n" +
+			"sequence, subject, why), the summary counts them, and they do not make it exit 1.\n" +
+			"--workflow RUN folds a run's events from PRAETOR_WORKFLOWS and prints its state and hash.\n\n" +
+			"A replay that prints nothing says why on stderr when it can: a --subject no subject of the stream\n" +
+			"can match (it names the stream's subjects), a --from-seq past its last sequence; it exits 0.\n" +
+			"Each mode takes its own flags, and refuses another's: --stream with --subject, --from-seq,\n" +
+			"--since; --session with --engines-dir; --workflow with --tenant.",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
+			if err := replayMode(fs); err != nil {
+				return err
+			}
 			if workflowRun != "" || session != "" {
 				return withToolBus("replay", natsURL, dataDir, g.stderr, func(bus *events.Bus) error {
 					if workflowRun != "" {
@@ -211,7 +222,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 				})
 			}
 			if stream == "" {
-				return settingErr("stream", "required (or --session ID); one of %s", streamNames())
+				return settingErr("stream", "required (or --session ID, or --workflow RUN); one of %s", streamNames())
 			}
 			if fromSeq > 0 && since != "" {
 				return settingErr("since", "give --from-seq or --since, not both")
@@ -229,10 +240,154 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 				if errors.Is(err, jetstream.ErrStreamNotFound) {
 					return settingErr("stream", "no stream %s on this server; streams: %s", stream, streamNames())
 				}
-				fmt.Fprintf(g.stderr, "replayed %d messages from %s\n", n, stream)
+				why := ""
+				if n == 0 && err == nil {
+					why = emptyReplay(ctx, bus, cfg)
+				}
+				fmt.Fprintf(g.stderr, "replayed %d messages from %s%s\n", n, stream, why)
 				return err
 			})
 		},
+	}
+}
+
+// replayModes are replay's modes, each by its flag, with the flags that go
+// with it.
+var replayModes = []struct {
+	flag string
+	with []string
+}{
+	{"stream", []string{"subject", "from-seq", "since"}},
+	{"session", []string{"engines-dir"}},
+	{"workflow", []string{"tenant"}},
+}
+
+// replayMode refuses flags of two modes of replay at once (--session with
+// --from-seq, say), which would otherwise be ignored, naming which flags go
+// with which mode.
+func replayMode(fs *ff.FlagSet) error {
+	isSet := func(name string) bool {
+		f, ok := fs.GetFlag(name)
+		return ok && f.IsSet()
+	}
+	var modes, usage []string
+	for _, m := range replayModes {
+		set := isSet(m.flag)
+		for _, w := range m.with {
+			set = set || isSet(w)
+		}
+		if set {
+			modes = append(modes, m.flag)
+		}
+		usage = append(usage, "--"+m.flag+" with "+"--"+strings.Join(m.with, ", --"))
+	}
+	if len(modes) < 2 {
+		return nil
+	}
+	var given []string
+	for _, m := range replayModes {
+		for _, name := range append([]string{m.flag}, m.with...) {
+			if isSet(name) {
+				given = append(given, "--"+name)
+			}
+		}
+	}
+	return settingErr(modes[1], "%s mix modes of replay: give one of --stream, --session or --workflow, each with its own flags (%s)",
+		strings.Join(given, ", "), strings.Join(usage, "; "))
+}
+
+// emptyReplay says why a replay read nothing, when it can be known: a
+// --from-seq past the stream's last sequence, subject filters no subject of
+// the stream can match (naming what its subjects are), a --since after its
+// last message, or a stream that holds none. "" when none of these.
+func emptyReplay(ctx context.Context, bus *events.Bus, cfg events.ReplayConfig) string {
+	st, err := bus.JetStream().Stream(ctx, cfg.Stream)
+	if err != nil {
+		return ""
+	}
+	info := st.CachedInfo()
+	switch {
+	case info.State.Msgs == 0:
+		return ": it holds no messages" + lost(ctx, bus, cfg.Stream)
+	case cfg.FromSeq > info.State.LastSeq:
+		return fmt.Sprintf(": --from-seq %d is past its last sequence, %d", cfg.FromSeq, info.State.LastSeq)
+	}
+	held := heldSubjects(info.Config)
+	var unmatched []string
+	for _, f := range cfg.Subjects {
+		if !slices.ContainsFunc(held, func(h string) bool { return subjectsMeet(f, h) }) {
+			unmatched = append(unmatched, f)
+		}
+	}
+	if len(cfg.Subjects) > 0 && len(unmatched) == len(cfg.Subjects) {
+		return fmt.Sprintf(": no subject it holds can match --subject %s; its subjects are %s",
+			strings.Join(unmatched, ", --subject "), describeSubjects(info.Config, held))
+	}
+	if !cfg.Since.IsZero() && cfg.Since.After(info.State.LastTime) {
+		return fmt.Sprintf(": --since %s is after its last message, stored at %s", cfg.Since.UTC().Format(time.RFC3339),
+			info.State.LastTime.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
+// heldSubjects are the subject patterns a stream stores its messages on:
+// its subjects, or, for a partitioned stream, what its transform makes of
+// them (a partition token appended).
+func heldSubjects(c jetstream.StreamConfig) []string {
+	if t := c.SubjectTransform; t != nil && t.Destination != "" {
+		tokens := strings.Split(t.Destination, ".")
+		for i, tok := range tokens {
+			if strings.HasPrefix(tok, "{{") {
+				tokens[i] = "*"
+			}
+		}
+		return []string{strings.Join(tokens, ".")}
+	}
+	return c.Subjects
+}
+
+// describeSubjects writes a stream's subject patterns, naming the tokens
+// of a catalog stream's: the event's, then tenant and key (for
+// PRAETOR_TURNS the session), then the partition when partitioned.
+func describeSubjects(c jetstream.StreamConfig, held []string) string {
+	if _, ok := contracts.Stream(c.Name); !ok || len(held) != 1 || len(c.Subjects) != 1 {
+		return strings.Join(held, ", ")
+	}
+	tokens := strings.Split(c.Subjects[0], ".")
+	key := "<key>"
+	if c.Name == contracts.StreamTurns {
+		key = "<session>"
+	}
+	for i := len(tokens) - 1; i >= 0 && tokens[i] == "*"; i-- {
+		switch {
+		case i == len(tokens)-1:
+			tokens[i] = key
+		case i == len(tokens)-2:
+			tokens[i] = "<tenant>"
+		default:
+			tokens[i] = "<event>"
+		}
+	}
+	named := strings.Join(tokens, ".")
+	if c.SubjectTransform != nil {
+		named += ".<partition>"
+	}
+	return held[0] + " (" + named + ")"
+}
+
+// subjectsMeet reports whether some subject matches both patterns (NATS
+// wildcards: * one token, > one or more at the end).
+func subjectsMeet(a, b string) bool {
+	at, bt := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; ; i++ {
+		switch {
+		case i == len(at) || i == len(bt):
+			return len(at) == len(bt)
+		case at[i] == ">" || bt[i] == ">":
+			return true
+		case at[i] != "*" && bt[i] != "*" && at[i] != bt[i]:
+			return false
+		}
 	}
 }
 
