@@ -52,7 +52,9 @@ import (
 
 // Config configures a command runtime.
 type Config struct {
-	// Path is the executable; looked up in PATH when it has no slash. Required.
+	// Path is the executable: a bare name (no slash) is looked up in PATH
+	// when an attempt starts; a relative path with a slash is relative to
+	// the current directory when New is called. Required.
 	Path string
 	// Args are its arguments.
 	Args []string
@@ -60,7 +62,9 @@ type Config struct {
 	Env map[string]string
 	// PassEnv names variables of the orchestrator's environment to pass on.
 	PassEnv []string
-	// WorkDir is where per-attempt directories are made. Default os.TempDir().
+	// WorkDir is where per-attempt directories are made; a relative one is
+	// relative to the current directory when New is called. Default
+	// os.TempDir().
 	WorkDir string
 	// StdoutOutput names a declared output taken from standard output.
 	StdoutOutput string
@@ -80,7 +84,8 @@ type Config struct {
 	// AttemptsDir/<run>/<task>/<attempt>, kept after it ends, in a process
 	// that outlives the orchestrator; a re-dispatch of the same dispatch id
 	// (after a restart) waits for that process or collects what it left
-	// instead of running the command again (see durable.go). Default:
+	// instead of running the command again (see durable.go). A relative one
+	// is relative to the current directory when New is called. Default:
 	// attempts run in temporary directories under WorkDir.
 	AttemptsDir string
 }
@@ -122,7 +127,55 @@ func New(cfg Config) (*Runtime, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	// The command runs in its attempt's own directory, and its supervisor
+	// and environment name files by these paths: a relative one would be
+	// read from there. Made absolute here, every caller is right.
+	for _, p := range []*string{&cfg.WorkDir, &cfg.AttemptsDir, &cfg.Path} {
+		if *p == "" || filepath.IsAbs(*p) || (p == &cfg.Path && !strings.ContainsRune(*p, '/')) {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return nil, fmt.Errorf("command: %w", err)
+		}
+		*p = abs
+	}
 	return &Runtime{cfg: cfg}, nil
+}
+
+// The reasons Resolve gives that an executable cannot run.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrNotExecutable = errors.New("not executable")
+)
+
+// Resolve returns the executable path names: a bare name (no slash) looked
+// up in PATH, any other path as it is, once it is checked to be an
+// executable file. The error wraps ErrNotFound or ErrNotExecutable when the
+// path is missing or cannot be run.
+func Resolve(path string) (string, error) {
+	if !strings.ContainsRune(path, '/') {
+		p, err := exec.LookPath(path)
+		if errors.Is(err, exec.ErrNotFound) {
+			return "", fmt.Errorf("%s: %w in $PATH", path, ErrNotFound)
+		}
+		if err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%s: %w", path, ErrNotFound)
+	case err != nil:
+		return "", err
+	case st.IsDir():
+		return "", fmt.Errorf("%s: %w: a directory", path, ErrNotExecutable)
+	case st.Mode()&0o111 == 0:
+		return "", fmt.Errorf("%s: %w: no execute permission", path, ErrNotExecutable)
+	}
+	return path, nil
 }
 
 // stderrTail is how much of stderr a failure quotes.

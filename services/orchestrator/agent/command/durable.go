@@ -140,20 +140,10 @@ func (r *Runtime) start(ctx context.Context, t agent.Task, c agent.Context, base
 	if err := os.WriteFile(files["context"], []byte(agent.Render(t, c)), 0o600); err != nil {
 		return agent.Result{}, fmt.Errorf("command: write context: %w", err)
 	}
-	path := r.cfg.Path
-	if !strings.ContainsRune(path, filepath.Separator) {
-		// Resolve now, with the orchestrator's PATH, so that a missing
-		// executable is a permanent error rather than a shell's exit 127.
-		p, err := exec.LookPath(path)
-		if err != nil {
-			return agent.Result{}, events.Permanent(fmt.Errorf("command %s cannot start: %w", r.cfg.Path, err))
-		}
-		path = p
-	}
-	if st, err := os.Stat(path); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		if err == nil {
-			err = fs.ErrPermission
-		}
+	// Resolve now, with the orchestrator's PATH, so that a missing
+	// executable is a permanent error rather than a shell's exit 127.
+	path, err := Resolve(r.cfg.Path)
+	if err != nil {
 		return agent.Result{}, events.Permanent(fmt.Errorf("command %s cannot start: %w", r.cfg.Path, err))
 	}
 	stdin, err := os.Open(files["context"])

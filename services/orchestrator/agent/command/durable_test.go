@@ -270,3 +270,84 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// Relative paths in the config are relative to the directory New is called
+// in, not to the attempt's directory the command runs in: with a relative
+// AttemptsDir (the CLI's default state directory), the supervisor wrote its
+// status under the attempt's own directory and the attempt failed with
+// "read exit status: ... no such file or directory".
+func TestRelativePathsAreTheCallersDirectory(t *testing.T) {
+	// t.Chdir: not parallel.
+	dir := t.TempDir()
+	t.Chdir(dir)
+	if err := os.MkdirAll("bin", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := "#!/bin/sh\nset -e\ngrep -q REQUIREMENT-42 \"$PRAETOR_CONTEXT_FILE\"\n" +
+		"echo '# design' > design.md; mkdir -p docs; echo '{}' > docs/api.json\necho '{\"by\": \"sh\"}' > \"$PRAETOR_HANDOVER_FILE\"\n"
+	if err := os.WriteFile(filepath.Join("bin", "agent.sh"), []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"durable", Config{Path: "bin/agent.sh", AttemptsDir: filepath.Join(".praetor", "state", "attempts")}},
+		{"durable, ./ path", Config{Path: "./bin/agent.sh", AttemptsDir: "attempts"}},
+		{"temporary", Config{Path: "bin/agent.sh", WorkDir: "tmp"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.cfg.WorkDir != "" {
+				if err := os.MkdirAll(tc.cfg.WorkDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := New(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := r.Dispatch(context.Background(), designTask, designContext)
+			if err != nil {
+				t.Fatalf("dispatch: %v", err)
+			}
+			if string(res.Outputs["design.md"]) != "# design\n" || string(res.Handover) != "{\"by\": \"sh\"}\n" {
+				t.Fatalf("result = %+v", res)
+			}
+			if tc.cfg.AttemptsDir != "" {
+				if _, err := os.Stat(filepath.Join(dir, tc.cfg.AttemptsDir, "run-1", "design", "1", "status")); err != nil {
+					t.Fatalf("the attempt is not under the caller's %s: %v", tc.cfg.AttemptsDir, err)
+				}
+			}
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for name, mode := range map[string]os.FileMode{"run.sh": 0o755, "plain.txt": 0o644} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh in PATH")
+	}
+	for _, tc := range []struct {
+		path, want string
+		err        error
+	}{
+		{filepath.Join(dir, "run.sh"), filepath.Join(dir, "run.sh"), nil},
+		{"sh", sh, nil},
+		{filepath.Join(dir, "nope.sh"), "", ErrNotFound},
+		{"praetor-no-such-agent-cli", "", ErrNotFound},
+		{filepath.Join(dir, "plain.txt"), "", ErrNotExecutable},
+		{dir, "", ErrNotExecutable},
+	} {
+		got, err := Resolve(tc.path)
+		if got != tc.want || !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
+			t.Errorf("Resolve(%s) = %q, %v; want %q, %v", tc.path, got, err, tc.want, tc.err)
+		}
+	}
+}
