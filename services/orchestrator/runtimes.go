@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/services/orchestrator/agent"
@@ -22,8 +23,8 @@ type RuntimeDeps struct {
 	TenantID string
 	// Logger receives command agents' logs. Default: discard.
 	Logger *slog.Logger
-	// RegistryDir resolves the relative work_dir of command agents;
-	// normally the registry file's directory.
+	// RegistryDir resolves the relative path and work_dir of command
+	// agents (CommandPath); normally the registry file's directory.
 	RegistryDir string
 	// AttemptsDir, when set, makes command agents' attempts durable there
 	// (command.Config.AttemptsDir): an attempt in flight when the process
@@ -63,10 +64,9 @@ func BuildRuntimes(reg *definition.Registry, deps RuntimeDeps) (*agent.Router, e
 			if workDir != "" && !filepath.IsAbs(workDir) {
 				workDir = filepath.Join(deps.RegistryDir, workDir)
 			}
-			path := c.Path
-			if filepath.Base(path) != path && !filepath.IsAbs(path) {
-				// A relative path with a directory is relative to the registry.
-				path = filepath.Join(deps.RegistryDir, path)
+			var path string
+			if path, err = CommandPath(deps.RegistryDir, c.Path); err != nil {
+				break
 			}
 			rt, err = command.New(command.Config{Path: path, Args: c.Args, Env: c.Env, PassEnv: c.PassEnv,
 				WorkDir: workDir, StdoutOutput: c.StdoutOutput, MaxOutputBytes: c.MaxOutputBytes, Logger: deps.Logger,
@@ -80,6 +80,22 @@ func BuildRuntimes(reg *definition.Registry, deps RuntimeDeps) (*agent.Router, e
 		runtimes[name] = rt
 	}
 	return agent.NewRouter(runtimes), nil
+}
+
+// CommandPath is the executable a command agent's path: names, by the
+// registry's rule: a path with a slash, or one starting with ".", is
+// relative to the registry's directory and made absolute (the command runs
+// in a directory of its own, and "./x.sh" must not become the bare "x.sh");
+// a bare name ("python3") stays bare, looked up in PATH when the agent runs.
+func CommandPath(registryDir, path string) (string, error) {
+	if filepath.IsAbs(path) || (!strings.ContainsRune(path, '/') && !strings.HasPrefix(path, ".")) {
+		return path, nil
+	}
+	abs, err := filepath.Abs(filepath.Join(registryDir, path))
+	if err != nil {
+		return "", fmt.Errorf("command path %s: %w", path, err)
+	}
+	return abs, nil
 }
 
 func mockRuntime(s *definition.MockSettings) (*mock.Runtime, error) {
