@@ -72,6 +72,10 @@ A workflow is a YAML file of tasks (id, agent, depends_on, inputs, outputs,
 retries, timeout); its agents come from a registry YAML (mock, llm or command
 runtimes). Tasks run in dependency order, independent ones at once.
 
+A command agent's path: with a slash, or starting with ".", is relative to
+the registry file's directory (./agent.sh, scripts/agent.sh); a bare name
+(python3, claude) is looked up in $PATH.
+
 By default a run lives in files: its state in .praetor/state/workflow-state.json
 (the seed's schema), its events and outputs beside it, and its tasks run in
 this process. With --database-url the state is kept in PostgreSQL; with
@@ -959,7 +963,8 @@ func workflowValidateCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		LongHelp: strings.TrimSpace(`
 Reports every problem at once — unknown key, wrong type, duplicate task id,
 unknown dependency, dependency cycle (named in full), unknown agent, missing
-input or constitution file, bad duration — each with its file, line, column,
+input or constitution file, bad duration, a command agent's executable that
+is not found or not executable here — each with its file, line, column,
 field path and rule. Exits 2 when a file is invalid. The JSON Schemas are in
 services/orchestrator/schema.`),
 		Flags: fs,
@@ -974,6 +979,9 @@ services/orchestrator/schema.`),
 			invalid := 0
 			for _, f := range files {
 				b, err := definition.Load(definition.LoadOptions{Workflow: f, Registry: registry, ProjectDir: project})
+				if err == nil {
+					err = orchestrator.CheckCommands(b)
+				}
 				if err != nil {
 					invalid++
 					fmt.Fprintln(g.stdout, err)

@@ -332,3 +332,118 @@ func TestProvisionMissingTakesTheStreamsPartitions(t *testing.T) {
 		t.Fatalf("%s recreated with %d partitions, want the others' %d", ordered[0], n, node.DevPartitions)
 	}
 }
+
+// Command agents run whatever directory praetor is started in and however
+// the registry and state directory are named: with the default (relative)
+// --state-dir every attempt failed "read exit status: ... no such file or
+// directory"; "./step.sh" beside a registry given as agents.yaml was
+// looked up in $PATH; and the shipped example, run from the repository
+// root, failed "examples/agents/scripts/assemble.sh: not found".
+func TestWorkflowCommandAgentRelativePaths(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	step := filepath.Join(dir, "step.sh")
+	files := map[string]string{
+		step: "#!/bin/sh\nfor out in $PRAETOR_OUTPUTS; do echo \"# $out\" > \"$out\"; done\n",
+		filepath.Join(dir, "somedir", "agents.yaml"): "agents:\n  step:\n    kind: command\n    command:\n      path: " + step + "\n",
+		filepath.Join(dir, "agents.yaml"):            "agents:\n  step:\n    kind: command\n    command:\n      path: ./step.sh\n",
+	}
+	wf := "name: w\ntasks:\n  - id: a\n    agent: step\n    outputs: [a.md]\n  - id: b\n    agent: step\n    depends_on: [a]\n    inputs: [a.md]\n    outputs: [b.md]\n"
+	files[filepath.Join(dir, "somedir", "wf.yaml")], files[filepath.Join(dir, "wf.yaml")] = wf, wf
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, dir string
+		args      []string
+		want      string
+	}{
+		{"the default --state-dir", filepath.Join(dir, "somedir"), []string{"--registry", "agents.yaml", "wf.yaml"}, "b.md"},
+		{"./ beside the registry", dir, []string{"--state-dir", t.TempDir(), "--registry", "agents.yaml", "wf.yaml"}, "b.md"},
+		{"the example from the repository root", filepath.Join("..", ".."), []string{"--state-dir", t.TempDir(),
+			"--agents", "examples/agents/registry.yaml", "examples/workflows/diamond.yaml"}, "report.md"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			bin, err := filepath.Abs(binary)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, append([]string{"workflow", "run"}, tc.args...)...)
+			cmd.Dir = tc.dir
+			cmd.Env = append(os.Environ(), "PRAETOR_LLM_PROVIDER=offline")
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "run COMPLETED") || !strings.Contains(string(out), tc.want) {
+				t.Fatalf("run: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// validate reports a command agent whose executable is missing or cannot
+// run, with the file, the field and the path it resolved — for the agents
+// the workflow uses.
+func TestWorkflowValidateChecksCommandPaths(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	files := map[string]string{
+		"ok.sh":    "#!/bin/sh\n",
+		"plain.sh": "#!/bin/sh\n",
+		"agents.yaml": "agents:\n" +
+			"  ok: {kind: command, command: {path: ./ok.sh}}\n" +
+			"  shell: {kind: command, command: {path: sh}}\n" +
+			"  missing:\n    kind: command\n    command:\n      path: ./nope.sh\n" +
+			"  plain: {kind: command, command: {path: ./plain.sh}}\n" +
+			"  unlisted: {kind: command, command: {path: praetor-no-such-agent-cli}}\n" +
+			"  folder: {kind: command, command: {path: ./bin/}}\n" +
+			"  unused: {kind: command, command: {path: ./also-missing.sh}}\n",
+		"wf.yaml": "name: w\nagents: agents.yaml\ntasks:\n" +
+			"  - {id: a, agent: ok}\n  - {id: b, agent: shell}\n  - {id: c, agent: missing}\n" +
+			"  - {id: d, agent: plain}\n  - {id: e, agent: unlisted}\n  - {id: f, agent: folder}\n",
+		"good.yaml": "name: g\nagents: agents.yaml\ntasks:\n  - {id: a, agent: ok}\n  - {id: b, agent: shell}\n",
+	}
+	for name, content := range files {
+		mode := os.FileMode(0o644)
+		if name == "ok.sh" {
+			mode = 0o755
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, "workflow", "validate", filepath.Join(dir, "good.yaml")).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "valid") {
+		t.Fatalf("validate of a good workflow: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "workflow", "validate", filepath.Join(dir, "wf.yaml")).CombinedOutput()
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("exit %v, want status 2\n%s", err, out)
+	}
+	reg := filepath.Join(dir, "agents.yaml")
+	for _, want := range []string{
+		"4 problems",
+		reg + ":7:13: agents.missing.command.path: not found: agent missing: ./nope.sh resolves to " + filepath.Join(dir, "nope.sh"),
+		reg + ":8:42: agents.plain.command.path: not executable: agent plain: ./plain.sh resolves to " + filepath.Join(dir, "plain.sh"),
+		reg + ":9:45: agents.unlisted.command.path: not found: agent unlisted: \"praetor-no-such-agent-cli\" is on no directory of $PATH",
+		reg + ":10:43: agents.folder.command.path: not executable: agent folder: ./bin/ resolves to " + filepath.Join(dir, "bin"),
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+	if i, j := strings.Index(string(out), ":7:13:"), strings.Index(string(out), ":10:43:"); i > j {
+		t.Errorf("problems are not in line order:\n%s", out)
+	}
+	if strings.Contains(string(out), "also-missing") {
+		t.Errorf("validate reported an agent no task uses:\n%s", out)
+	}
+}

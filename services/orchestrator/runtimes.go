@@ -1,11 +1,17 @@
 package orchestrator
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/services/orchestrator/agent"
@@ -96,6 +102,85 @@ func CommandPath(registryDir, path string) (string, error) {
 		return "", fmt.Errorf("command path %s: %w", path, err)
 	}
 	return abs, nil
+}
+
+// CheckCommands reports each command agent that the workflow's tasks use
+// and whose executable cannot run on this host: a path (resolved by
+// CommandPath) that does not exist or is not executable, or a bare name on
+// no directory of PATH. Every problem is a *definition.Error at the agent's
+// command.path, in one *definition.ValidationError, as Load reports its
+// own. Load does not check this: an agent may run on another host, where
+// the executable is.
+func CheckCommands(b *definition.Bundle) error {
+	used := map[string]bool{}
+	for _, t := range b.Tasks() {
+		used[t.Agent] = true
+	}
+	var problems []*definition.Error
+	for _, name := range b.Registry.Names() {
+		a := b.Registry.Agents[name]
+		if !used[name] || a.Kind != definition.KindCommand || a.Command == nil {
+			continue
+		}
+		path, err := CommandPath(b.RegistryDir(), a.Command.Path)
+		if err == nil {
+			_, err = command.Resolve(path)
+		}
+		if err == nil {
+			continue
+		}
+		e := &definition.Error{File: b.RegistryFile, Path: "agents." + name + ".command.path", Rule: definition.ErrInvalidValue,
+			Detail: fmt.Sprintf("agent %s: %v", name, err)}
+		for _, rule := range []error{command.ErrNotFound, command.ErrNotExecutable} {
+			if !errors.Is(err, rule) {
+				continue
+			}
+			where := path
+			switch {
+			case !strings.ContainsRune(path, '/'):
+				where = fmt.Sprintf("%q is on no directory of $PATH", path)
+			case path != a.Command.Path:
+				where = fmt.Sprintf("%s resolves to %s (relative to the registry's directory)", a.Command.Path, path)
+			}
+			e.Rule, e.Detail = rule, fmt.Sprintf("agent %s: %s", name, where)
+		}
+		problems = append(problems, e)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	if data, err := os.ReadFile(b.RegistryFile); err == nil {
+		for _, e := range problems {
+			e.Line, e.Col = valuePosition(data, strings.Split(e.Path, ".")...)
+		}
+		slices.SortStableFunc(problems, func(a, b *definition.Error) int { return cmp.Compare(a.Line, b.Line) })
+	}
+	return &definition.ValidationError{Errors: problems}
+}
+
+// valuePosition is the line and column of the value at keys in a YAML
+// document (zero when there is none).
+func valuePosition(data []byte, keys ...string) (line, col int) {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return 0, 0
+	}
+	n := doc.Content[0]
+	for _, k := range keys {
+		var next *yaml.Node
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == k {
+					next = n.Content[i+1]
+				}
+			}
+		}
+		if next == nil {
+			return 0, 0
+		}
+		n = next
+	}
+	return n.Line, n.Column
 }
 
 func mockRuntime(s *definition.MockSettings) (*mock.Runtime, error) {
