@@ -16,7 +16,8 @@ const (
 	SeverityWarning Severity = "warning"
 )
 
-// Pos is a line and column in a YAML file, 1-based.
+// Pos is a line and column in a YAML file, 1-based; 0 is unknown (a YAML
+// syntax error has a line and no column).
 type Pos struct {
 	Line   int `json:"line"`
 	Column int `json:"column"`
@@ -36,13 +37,17 @@ type Issue struct {
 	Message string `json:"message"`
 }
 
-// String renders "file:line:col: path: message [rule]".
+// String renders "file:line:col: path: message [rule]", or "file:line: …"
+// when the column is unknown.
 func (i Issue) String() string {
 	var b strings.Builder
 	if i.File != "" {
 		b.WriteString(i.File)
 		if i.Pos.Line > 0 {
-			fmt.Fprintf(&b, ":%d:%d", i.Pos.Line, i.Pos.Column)
+			fmt.Fprintf(&b, ":%d", i.Pos.Line)
+		}
+		if i.Pos.Line > 0 && i.Pos.Column > 0 {
+			fmt.Fprintf(&b, ":%d", i.Pos.Column)
 		}
 		b.WriteString(": ")
 	}

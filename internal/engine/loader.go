@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/praetorhq/praetor/internal/yamlsyntax"
 )
 
 // MaxFileSize bounds an engine file.
@@ -47,14 +49,14 @@ func parseFile(file string, data []byte, lenient bool) (*Definition, Report) {
 		if errors.Is(err, io.EOF) {
 			return fail(0, "empty", "file is empty: an engine definition is a YAML mapping")
 		}
-		line, msg := yamlErrorLine(err)
+		line, msg := yamlsyntax.Locate(data, err)
 		return fail(line, "yaml-syntax", "%s", msg)
 	}
 	var second yaml.Node
 	if err := dec.Decode(&second); err == nil {
 		return fail(second.Line, "one-document", "file holds more than one YAML document; put one engine per file")
 	} else if !errors.Is(err, io.EOF) {
-		line, msg := yamlErrorLine(err)
+		line, msg := yamlsyntax.Locate(data, err)
 		return fail(line, "yaml-syntax", "%s", msg)
 	}
 	root := &doc
@@ -101,7 +103,9 @@ func parseFile(file string, data []byte, lenient bool) (*Definition, Report) {
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?(?:unmarshal errors:\s*)?line (\d+): `)
 
-// yamlErrorLine splits "yaml: line 3: did not find ..." into 3 and the rest.
+// yamlErrorLine splits a decoding error, "line 3: cannot unmarshal ...", into
+// 3 and the rest; its line is its node's. A syntax error's line is not where
+// the error is: yamlsyntax.Locate places those.
 func yamlErrorLine(err error) (int, string) {
 	msg := strings.TrimSpace(err.Error())
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {

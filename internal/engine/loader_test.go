@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -79,6 +80,49 @@ func TestParseErrors(t *testing.T) {
 			}
 			if !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("message = %q, want it to contain %q", e.Message, tt.wantMsg)
+			}
+		})
+	}
+}
+
+// A syntax error is placed on the line where it is, 1-based, and with no
+// column, which the parser does not give: yaml.v3 itself places a tab at the
+// line where the scalar before it began and counts its parser's lines from
+// 0.
+func TestParseLocatesSyntaxErrors(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	edit := func(line int, f func(string) string) string {
+		out := slices.Clone(lines)
+		out[line-1] = f(out[line-1])
+		return strings.Join(out, "")
+	}
+	tabbed := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "    order: 2") }) + 1
+	braced := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "mode_blend: {validate: 100}") }) + 1
+	tests := []struct {
+		name string
+		yaml string
+		want string
+	}{
+		{name: "tab", yaml: edit(tabbed, func(l string) string { return "\t" + l }),
+			want: fmt.Sprintf("f.yaml:%d: found a tab character that violates indentation [yaml-syntax]", tabbed)},
+		{name: "unclosed brace", yaml: edit(braced, func(l string) string { return strings.TrimSuffix(l, "}\n") + "\n" }),
+			want: fmt.Sprintf("f.yaml:%d: did not find expected ',' or '}' [yaml-syntax]", braced)},
+		{name: "first line", yaml: "\tengine_id: x\n", want: "f.yaml:1: found character that cannot start any token [yaml-syntax]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, rep := Parse("f.yaml", []byte(tt.yaml))
+			if len(rep.Errors) != 1 {
+				t.Fatalf("errors = %v, want one", rep.Errors)
+			}
+			if got := rep.Errors[0].String(); got != tt.want {
+				t.Errorf("error = %q, want %q", got, tt.want)
 			}
 		})
 	}
