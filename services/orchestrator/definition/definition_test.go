@@ -378,7 +378,13 @@ tasks:
 		{
 			name:     "syntax error",
 			workflow: "name: wf\ntasks:\n  - id: [a\n",
-			rule:     ErrSyntax, line: 2, col: 1, detail: "did not find expected",
+			rule:     ErrSyntax, line: 3, detail: "did not find expected",
+		},
+		{
+			// yaml.v3 says line 4, where the scalar before the tab began.
+			name:     "tab",
+			workflow: "name: wf\nagents: agents.yaml\ntasks:\n  - id: a\n\t agent: writer\n",
+			rule:     ErrSyntax, line: 5, detail: "found a tab character",
 		},
 		{
 			name: "registry problem",
@@ -433,6 +439,17 @@ tasks:
     depends_on: [desing]
 `, nil)
 	want := `wf.yaml:8:18: tasks[1].depends_on[0]: unknown dependency: no task "desing" (did you mean "design"?)`
+	if got := probs[0].Error(); got != want {
+		t.Fatalf("message\n got %s\nwant %s", got, want)
+	}
+}
+
+// A syntax error has a line and no column (the parser gives none), and
+// says its line once.
+func TestSyntaxErrorMessageFormat(t *testing.T) {
+	t.Parallel()
+	probs := loadErr(t, "name: wf\nagents: agents.yaml\ntasks:\n  - id: a\n\t agent: writer\n", nil)
+	want := "wf.yaml:5: invalid YAML: found a tab character that violates indentation"
 	if got := probs[0].Error(); got != want {
 		t.Fatalf("message\n got %s\nwant %s", got, want)
 	}

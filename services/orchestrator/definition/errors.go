@@ -38,7 +38,8 @@ type Error struct {
 	// Path is the field's path in the document, e.g. tasks[2].depends_on[0].
 	Path string
 	// Line and Col are 1-based; zero when the problem has no position (a
-	// file that cannot be read).
+	// file that cannot be read). A YAML syntax error has a Line and no Col:
+	// the parser gives none.
 	Line, Col int
 	Rule      error
 	Detail    string
@@ -48,7 +49,10 @@ func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
 	if e.Line > 0 {
-		fmt.Fprintf(&b, ":%d:%d", e.Line, e.Col)
+		fmt.Fprintf(&b, ":%d", e.Line)
+	}
+	if e.Line > 0 && e.Col > 0 {
+		fmt.Fprintf(&b, ":%d", e.Col)
 	}
 	b.WriteString(": ")
 	if e.Path != "" {

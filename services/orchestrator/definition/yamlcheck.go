@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/praetorhq/praetor/internal/yamlsyntax"
 )
 
 // MaxFileSize bounds a definition file.
@@ -70,12 +72,8 @@ func decodeStrict(file string, data []byte, out any) (positions, []*Error) {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		line := 0
-		if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
-			line, _ = strconv.Atoi(m[1])
-		}
-		p.errs = append(p.errs, &Error{File: file, Line: line, Col: min(line, 1), Rule: ErrSyntax,
-			Detail: strings.TrimPrefix(err.Error(), "yaml: ")})
+		line, problem := yamlsyntax.Locate(data, err)
+		p.errs = append(p.errs, &Error{File: file, Line: line, Rule: ErrSyntax, Detail: problem})
 		return ps, p.errs
 	}
 	if len(doc.Content) == 0 {
@@ -95,8 +93,6 @@ func decodeStrict(file string, data []byte, out any) (positions, []*Error) {
 	}
 	return ps, p.errs
 }
-
-var yamlLine = regexp.MustCompile(`line (\d+)`)
 
 // walker checks a node tree against a Go type. It follows aliases, but
 // only so far: a recursive alias, or more expansions than a definition
