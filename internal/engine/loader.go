@@ -252,7 +252,7 @@ func Load(reg *Registry, sources ...Source) (*Catalog, Report, error) {
 	for si, src := range sources {
 		files, err := listEngineFiles(src)
 		if err != nil {
-			return nil, rep, fmt.Errorf("load engines from %s: %w", labelOf(src), err)
+			return nil, rep, fmt.Errorf("load engines: %w", err)
 		}
 		for _, name := range files {
 			data, err := readLimited(src.FS, path.Join(src.Dir, name))
@@ -360,7 +360,13 @@ func listEngineFiles(src Source) ([]string, error) {
 	}
 	entries, err := fs.ReadDir(src.FS, src.Dir)
 	if err != nil {
-		return nil, err
+		// The error's path is the one inside src.FS ("." for a
+		// DirSource); the label is the one its user gave.
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			err = pathErr.Err
+		}
+		return nil, fmt.Errorf("%s: %w", labelOf(src), err)
 	}
 	var out []string
 	for _, e := range entries {

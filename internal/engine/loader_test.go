@@ -3,7 +3,9 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -249,6 +251,19 @@ func TestLoadDirSource(t *testing.T) {
 	got, err := def.RenderSystemPrompt(PromptData{EngineName: "Minimal", PhaseName: "Start"})
 	if err != nil || got != "You are Minimal in phase Start." {
 		t.Errorf("prompt = %q, %v", got, err)
+	}
+}
+
+// A directory that cannot be read is named by its own path, not by "."
+// (its path inside the DirFS), and its error is the file system's.
+func TestLoadNamesTheDirectoryItCannotRead(t *testing.T) {
+	nope := filepath.Join(t.TempDir(), "nope")
+	_, _, err := Load(testRegistry(t), DirSource(nope))
+	if want := "load engines: " + nope + ": no such file or directory"; err == nil || err.Error() != want {
+		t.Fatalf("load error = %v, want %s", err, want)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("errors.Is(%v, fs.ErrNotExist) = false", err)
 	}
 }
 
