@@ -159,6 +159,49 @@ func TestInvalidSettingsNameTheSetting(t *testing.T) {
 	}
 }
 
+// dev refuses a bad --engines-dir in one line that names it, and lists each
+// error of a bad engine once.
+func TestDevRefusesBadEngines(t *testing.T) {
+	nope := filepath.Join(t.TempDir(), "nope")
+	file := filepath.Join(t.TempDir(), "engine.yaml")
+	bad := t.TempDir()
+	if err := os.WriteFile(file, []byte("engine_id: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "bad.yaml"), []byte("engine_id: bad\n\tversion: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	badIssue := filepath.Join(bad, "bad.yaml") + ":2: found a tab character that violates indentation [yaml-syntax]"
+	cases := []struct {
+		name, dir string
+		want      []string // the lines of the output that are not the log's
+	}{
+		{"no directory", nope, []string{"praetor: --engines-dir " + nope + ": no such directory"}},
+		{"a file", file, []string{"praetor: --engines-dir " + file + ": not a directory"}},
+		{"bad engine", bad, []string{badIssue, "praetor: invalid engine definition: 1 error listed above (praetor validate DIR checks a directory)"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, "dev", "--data-dir", t.TempDir(), "--engines-dir", c.dir)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("exit 0, want a failure:\n%s", out)
+			}
+			var got []string
+			for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+				if !strings.HasPrefix(l, "time=") {
+					got = append(got, l)
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("output\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
 func TestHelpEverywhere(t *testing.T) {
 	for _, sub := range []string{"", "dev", "serve", "migrate", "replay", "version"} {
 		args := []string{"--help"}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"sort"
 	"sync"
@@ -83,10 +84,16 @@ func Names() []string {
 	return out
 }
 
-// LoadEngines loads the shipped engines and those of dirs, printing the
-// warnings and errors to w; invalid engines stop the start with every error
-// listed.
+// LoadEngines loads the shipped engines and those of dirs (the
+// --engines-dir flags), printing the warnings and errors to w; invalid
+// engines stop the start, with an error that counts the errors listed
+// rather than listing them again.
 func LoadEngines(dirs []string, w io.Writer) (*engine.Catalog, *engine.Registry, error) {
+	for _, d := range dirs {
+		if err := checkEnginesDir(d); err != nil {
+			return nil, nil, err
+		}
+	}
 	reg, err := builtin.Registry()
 	if err != nil {
 		return nil, nil, err
@@ -98,11 +105,48 @@ func LoadEngines(dirs []string, w io.Writer) (*engine.Catalog, *engine.Registry,
 	for _, issue := range report.Errors {
 		fmt.Fprintln(w, issue)
 	}
+	var invalid *engine.InvalidError
+	if errors.As(err, &invalid) {
+		return nil, nil, listedError{invalid}
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("engines: %d errors (listed above; praetor validate DIR checks a directory): %w", len(report.Errors), err)
+		return nil, nil, err
 	}
 	return cat, reg, nil
 }
+
+// checkEnginesDir says what is wrong with an --engines-dir that is not a
+// directory, in the words of the flag.
+func checkEnginesDir(dir string) error {
+	fi, err := os.Stat(dir)
+	var pathErr *fs.PathError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--engines-dir %s: no such directory", dir)
+	case errors.As(err, &pathErr):
+		return fmt.Errorf("--engines-dir %s: %w", dir, pathErr.Err)
+	case err != nil:
+		return fmt.Errorf("--engines-dir %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("--engines-dir %s: not a directory", dir)
+	}
+	return nil
+}
+
+// listedError is an InvalidError whose issues were printed already: it
+// counts them.
+type listedError struct{ err *engine.InvalidError }
+
+func (e listedError) Error() string {
+	n := len(e.err.Issues)
+	noun := "errors"
+	if n == 1 {
+		noun = "error"
+	}
+	return fmt.Sprintf("%s: %d %s listed above (praetor validate DIR checks a directory)", engine.ErrInvalid, n, noun)
+}
+
+func (e listedError) Unwrap() error { return e.err }
 
 // useOfflineSkills lets the offline provider drive the engines.
 func useOfflineSkills(d node.Deps) {
