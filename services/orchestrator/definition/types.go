@@ -160,7 +160,9 @@ type LLMSettings struct {
 // assembled context on stdin and writes each declared output to a file of
 // that name in its working directory.
 type CommandSettings struct {
-	// Path is the executable (looked up in PATH when it has no slash).
+	// Path is the executable: a bare name (no slash) is looked up in PATH;
+	// a path with a slash or a leading "." is relative to the registry
+	// file's directory.
 	Path string `yaml:"path" json:"path" jsonschema:"required"`
 	// Args are its arguments.
 	Args []string `yaml:"args,omitempty" json:"args,omitempty"`
