@@ -69,6 +69,20 @@ func GetHandoff(ctx context.Context, q store.Querier, tenantID, id string) (Hand
 	return h, nil
 }
 
+// GetHandoffStarted is GetHandoff, and whether the handoff's target session
+// exists yet (the runner starts it after the turn that handed off), in one
+// query.
+func GetHandoffStarted(ctx context.Context, q store.Querier, tenantID, id string) (Handoff, bool, error) {
+	var started int64
+	h, err := scanHandoff(q.QueryRow(ctx, `SELECT `+handoffColumns+`, (SELECT COUNT(*) FROM elicitation_sessions s
+			WHERE s.tenant_id = eng_handoffs.tenant_id AND s.id = eng_handoffs.target_session_id)
+		FROM eng_handoffs WHERE tenant_id = $1 AND id = $2`, tenantID, id), &started)
+	if err != nil {
+		return Handoff{}, false, fmt.Errorf("handoff %s: %w", id, err)
+	}
+	return h, started > 0, nil
+}
+
 // ListHandoffs returns a session's handoffs, inbound (it is the target) and
 // outbound (it is the source), oldest first.
 func ListHandoffs(ctx context.Context, q store.Querier, tenantID, sessionID string) ([]Handoff, error) {
@@ -102,14 +116,16 @@ func RecordVerification(ctx context.Context, q store.Querier, tenantID, id strin
 	return nil
 }
 
-func scanHandoff(row store.Row) (Handoff, error) {
+// scanHandoff scans a row of handoffColumns, then extra.
+func scanHandoff(row store.Row, extra ...any) (Handoff, error) {
 	var (
 		h                      Handoff
 		payload                string
 		target, result, reason *string
 	)
-	if err := row.Scan(&h.ID, &h.TenantID, &h.ProjectID, &h.SourceEngineID, &h.SourceSessionID, &h.TargetEngineID, &target,
-		&payload, &h.Verified, &result, &reason, &h.CreatedAt); err != nil {
+	dest := append([]any{&h.ID, &h.TenantID, &h.ProjectID, &h.SourceEngineID, &h.SourceSessionID, &h.TargetEngineID, &target,
+		&payload, &h.Verified, &result, &reason, &h.CreatedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
 		return Handoff{}, err
 	}
 	h.Payload = json.RawMessage(payload)

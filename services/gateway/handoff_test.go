@@ -236,3 +236,109 @@ func TestExplorationHandsOffToProjectDiscovery(t *testing.T) {
 		return false
 	})
 }
+
+// A turn the gateway took just before the decision's handoff committed is
+// answered, degraded, by the session it reached: that answer, the turn that
+// handed off, and both in the list of the session's turns carry the
+// handoff, so a client knows where to post next. The session's turn_count
+// stays the number of the last turn its engine processed.
+func TestTurnsOfAHandoffCarryIt(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	type turn struct {
+		gatewaytest.Turn
+		Handoff *handoffSummary `json:"handoff"`
+	}
+	const queued = "Members book from phones."
+	var (
+		src       string
+		decision  turn
+		behind    turn
+		attempted int
+	)
+	// The queued turn must reach the gateway before the runner commits the
+	// handoff; should the runner be quicker (the queued turn is then
+	// refused, 409, as TestExplorationHandsOffToProjectDiscovery checks),
+	// the conversation is held again.
+	for behind.TurnID == "" {
+		if attempted++; attempted > 3 {
+			t.Fatal("the runner committed the handoff before the queued turn reached the gateway, three times")
+		}
+		src = n.CreateSession(t, "", "exploration")
+		for _, msg := range explorationScript[:len(explorationScript)-1] {
+			n.Say(t, "", src, msg)
+		}
+		res := n.Post(t, "/v1/sessions/"+src+"/turns", "", map[string]string{"message": explorationScript[len(explorationScript)-1]})
+		if res.Status != http.StatusAccepted {
+			t.Fatalf("the decision: %d %s", res.Status, res.Body)
+		}
+		res.Decode(t, &decision)
+		res = n.Post(t, "/v1/sessions/"+src+"/turns?wait=30s", "", map[string]string{"message": queued})
+		switch res.Status {
+		case http.StatusOK:
+			res.Decode(t, &behind)
+		case http.StatusConflict:
+		default:
+			t.Fatalf("the turn queued behind the decision: %d %s", res.Status, res.Body)
+		}
+	}
+	if !behind.Degraded || behind.TurnNumber != len(explorationScript)+1 || behind.Handoff == nil ||
+		behind.Handoff.TargetEngineID != "project-discovery" || behind.Handoff.TargetSessionID == "" ||
+		behind.Handoff.SourceSessionID != src {
+		t.Fatalf("the turn queued behind the decision = %+v, handoff %+v; want it degraded with the handoff", behind, behind.Handoff)
+	}
+	h := behind.Handoff
+
+	var one turn
+	n.Get(t, "/v1/sessions/"+src+"/turns/"+decision.TurnID, "").Decode(t, &one)
+	if one.Handoff == nil || one.Handoff.HandoffID != h.HandoffID {
+		t.Fatalf("GET of the decision's turn: handoff %+v, want %s", one.Handoff, h.HandoffID)
+	}
+	n.Get(t, "/v1/sessions/"+src+"/turns/"+behind.TurnID, "").Decode(t, &one)
+	if one.Handoff == nil || one.Handoff.HandoffID != h.HandoffID {
+		t.Fatalf("GET of the queued turn: handoff %+v, want %s", one.Handoff, h.HandoffID)
+	}
+
+	var list struct {
+		Turns []turn `json:"turns"`
+	}
+	n.Get(t, "/v1/sessions/"+src+"/turns", "").Decode(t, &list)
+	if len(list.Turns) != len(explorationScript)+1 {
+		t.Fatalf("%d turns listed, want %d", len(list.Turns), len(explorationScript)+1)
+	}
+	for _, lt := range list.Turns {
+		carries := lt.TurnNumber >= len(explorationScript)
+		switch {
+		case carries && (lt.Handoff == nil || lt.Handoff.HandoffID != h.HandoffID || lt.Handoff.TargetSessionID != h.TargetSessionID):
+			t.Errorf("listed turn %d: handoff %+v, want %s", lt.TurnNumber, lt.Handoff, h.HandoffID)
+		case !carries && lt.Handoff != nil:
+			t.Errorf("listed turn %d, before the decision, carries the handoff %+v", lt.TurnNumber, lt.Handoff)
+		}
+	}
+
+	// A stream reopened after the turn before the decision sends the two
+	// turns it missed from the store, with the handoff.
+	stream, res := n.OpenStreamAfter(t, src, "", list.Turns[len(explorationScript)-2].TurnID)
+	if stream == nil {
+		t.Fatalf("reopen the stream: %d %s", res.Status, res.Body)
+	}
+	if ev := stream.Next(t, 10*time.Second); ev.Name != "state" {
+		t.Fatalf("first event %s, want state", ev.Name)
+	}
+	for range 2 {
+		ev := stream.Next(t, 10*time.Second)
+		var st turn
+		if err := json.Unmarshal([]byte(ev.Data), &st); err != nil || ev.Name != "turn" || st.Handoff == nil ||
+			st.Handoff.HandoffID != h.HandoffID {
+			t.Fatalf("missed turn sent on reconnecting: %s %s (%v), want it with the handoff %s", ev.Name, ev.Data, err, h.HandoffID)
+		}
+	}
+
+	var s struct {
+		TurnCount int `json:"turn_count"`
+	}
+	n.Get(t, "/v1/sessions/"+src, "").Decode(t, &s)
+	if s.TurnCount != len(explorationScript) {
+		t.Errorf("turn_count = %d, want %d: the last turn the engine processed", s.TurnCount, len(explorationScript))
+	}
+}

@@ -71,18 +71,22 @@ type createSessionRequest struct {
 
 // sessionView is a session as the API shows it.
 type sessionView struct {
-	SessionID     string                           `json:"session_id"`
-	EngineID      string                           `json:"engine_id"`
-	EngineVersion string                           `json:"engine_version"`
-	ProjectID     string                           `json:"project_id"`
-	Status        string                           `json:"status"`
-	Phase         string                           `json:"phase"`
-	Completeness  float64                          `json:"completeness"`
-	TurnCount     int                              `json:"turn_count"`
-	Sidebar       json.RawMessage                  `json:"sidebar,omitempty"`
-	Extraction    map[string]engine.ExtractedField `json:"extraction,omitzero"` // {} in a full view before anything is extracted
-	Obligations   []engine.ObligationItem          `json:"obligations,omitempty"`
-	StateHash     string                           `json:"state_hash,omitempty"`
+	SessionID     string  `json:"session_id"`
+	EngineID      string  `json:"engine_id"`
+	EngineVersion string  `json:"engine_version"`
+	ProjectID     string  `json:"project_id"`
+	Status        string  `json:"status"`
+	Phase         string  `json:"phase"`
+	Completeness  float64 `json:"completeness"`
+	// TurnCount is the number of the last turn the engine processed (the
+	// state's), not how many turns the session has: a turn answered without
+	// being processed (taken just before a handoff committed, or set aside)
+	// is listed among its turns all the same.
+	TurnCount   int                              `json:"turn_count"`
+	Sidebar     json.RawMessage                  `json:"sidebar,omitempty"`
+	Extraction  map[string]engine.ExtractedField `json:"extraction,omitzero"` // {} in a full view before anything is extracted
+	Obligations []engine.ObligationItem          `json:"obligations,omitempty"`
+	StateHash   string                           `json:"state_hash,omitempty"`
 	// Handoffs are the ids of the handoffs the session started with
 	// (inbound) and made (outbound); InboundHandoff and OutboundHandoff say
 	// more, with the session to follow.
@@ -130,15 +134,26 @@ func summarize(h conversation.Handoff, started bool) *handoffSummary {
 // handoffOf loads a handoff of the tenant and whether its target session
 // has started.
 func (g *Gateway) handoffOf(ctx context.Context, tenant, id string) (*handoffSummary, error) {
-	h, err := conversation.GetHandoff(ctx, g.cfg.DB, tenant, id)
+	h, _, err := g.madeHandoff(ctx, tenant, id)
+	return h, err
+}
+
+// madeHandoff is handoffOf, with the number of the source session's turn
+// that made the handoff: one query.
+func (g *Gateway) madeHandoff(ctx context.Context, tenant, id string) (*handoffSummary, int, error) {
+	h, started, err := conversation.GetHandoffStarted(ctx, g.cfg.DB, tenant, id)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	_, err = conversation.GetSession(ctx, g.cfg.DB, tenant, h.TargetSessionID)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, err
+	var payload struct {
+		Metadata struct {
+			TurnCount int `json:"turn_count"`
+		} `json:"metadata"`
 	}
-	return summarize(h, err == nil), nil
+	if err := json.Unmarshal(h.Payload, &payload); err != nil {
+		return nil, 0, fmt.Errorf("handoff %s: payload: %w", id, err)
+	}
+	return summarize(h, started), payload.Metadata.TurnCount, nil
 }
 
 // viewSession is a session as the API shows it: with its handoffs, and
@@ -651,11 +666,7 @@ func (g *Gateway) getTurn(w http.ResponseWriter, r *http.Request) {
 		g.internal(w, "read turn", err)
 		return
 	}
-	v := viewTurn(t)
-	if t.Answered() {
-		v = g.withHandoff(r.Context(), v)
-	}
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, g.handedOff(r.Context(), s)(viewTurn(t)))
 }
 
 // retried answers a request whose Idempotency-Key names a turn already
@@ -747,28 +758,38 @@ func (g *Gateway) notActive(w http.ResponseWriter, r *http.Request, s conversati
 	writeJSON(w, http.StatusConflict, body)
 }
 
-// withHandoff adds to an answered turn the handoff it made, if it made one:
-// the session's outbound handoff made at this turn.
+// withHandoff adds to an answered turn of a session the handoff it made or
+// answered (handedOff).
 func (g *Gateway) withHandoff(ctx context.Context, v turnView) turnView {
-	s, err := conversation.GetSession(ctx, g.cfg.DB, tenantOfTurn(ctx), v.SessionID)
-	if err != nil || s.OutboundHandoffID == "" {
-		return v
-	}
-	h, err := g.handoffOf(ctx, s.TenantID, s.OutboundHandoffID)
+	s, err := conversation.GetSessionHead(ctx, g.cfg.DB, tenantOfTurn(ctx), v.SessionID)
 	if err != nil {
-		g.cfg.Logger.Warn("handoff of a turn unreadable", "session_id", s.ID, "error", err)
+		g.cfg.Logger.Warn("session of a turn unreadable", "session_id", v.SessionID, "error", err)
 		return v
 	}
-	var payload struct {
-		Metadata struct {
-			TurnCount int `json:"turn_count"`
-		} `json:"metadata"`
+	return g.handedOff(ctx, s)(v)
+}
+
+// handedOff returns what adds to a turn of s the handoff s made, when s
+// handed off (one query; otherwise none): to the turn that made it, and to
+// the turns the gateway took before that turn committed, which the session
+// answered (degraded) without processing them. Each tells its client where
+// to post next. Other turns are returned as they are.
+func (g *Gateway) handedOff(ctx context.Context, s conversation.Session) func(turnView) turnView {
+	unchanged := func(v turnView) turnView { return v }
+	if s.OutboundHandoffID == "" {
+		return unchanged
 	}
-	if hr, err := conversation.GetHandoff(ctx, g.cfg.DB, s.TenantID, h.HandoffID); err == nil &&
-		json.Unmarshal(hr.Payload, &payload) == nil && payload.Metadata.TurnCount == v.TurnNumber {
-		v.Handoff = h
+	h, at, err := g.madeHandoff(ctx, s.TenantID, s.OutboundHandoffID)
+	if err != nil {
+		g.cfg.Logger.Warn("handoff of a session unreadable", "session_id", s.ID, "handoff_id", s.OutboundHandoffID, "error", err)
+		return unchanged
 	}
-	return v
+	return func(v turnView) turnView {
+		if v.Status == "answered" && at > 0 && v.TurnNumber >= at {
+			v.Handoff = h
+		}
+		return v
+	}
 }
 
 func tenantOfTurn(ctx context.Context) string {
@@ -776,6 +797,8 @@ func tenantOfTurn(ctx context.Context) string {
 	return t
 }
 
+// listTurns serves a session's turns; those that made or answered its
+// handoff carry it, as GET of each does.
 func (g *Gateway) listTurns(w http.ResponseWriter, r *http.Request) {
 	s, ok := g.session(w, r)
 	if !ok {
@@ -786,9 +809,10 @@ func (g *Gateway) listTurns(w http.ResponseWriter, r *http.Request) {
 		g.internal(w, "list turns", err)
 		return
 	}
+	withHandoff := g.handedOff(r.Context(), s)
 	out := []turnView{}
 	for _, t := range ts {
-		out = append(out, viewTurn(t))
+		out = append(out, withHandoff(viewTurn(t)))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"turns": out})
 }

@@ -295,7 +295,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 // answeredAfter returns the session's turns answered after the turn lastID
 // (by the time of their answer, then their number: a turn set aside is
 // answered after later ones), none when it is not an answered turn of the
-// session.
+// session. Read from the store, the turns that made or answered the
+// session's handoff carry it (a live "turn" event does not: the reply event
+// does not say, and the "handoff" event follows once the target exists).
 func (g *Gateway) answeredAfter(ctx context.Context, s conversation.Session, lastID string) ([]turnView, error) {
 	turns, err := conversation.ListTurns(ctx, g.cfg.DB, s.TenantID, s.ID)
 	if err != nil {
@@ -316,9 +318,10 @@ func (g *Gateway) answeredAfter(ctx context.Context, s conversation.Session, las
 		}
 	}
 	slices.SortFunc(after, order)
+	withHandoff := g.handedOff(ctx, s)
 	out := make([]turnView, len(after))
 	for i, t := range after {
-		out[i] = viewTurn(t)
+		out[i] = withHandoff(viewTurn(t))
 	}
 	return out, nil
 }
