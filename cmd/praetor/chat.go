@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/peterbourgon/ff/v4"
 )
 
@@ -28,7 +30,13 @@ func chatCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		Usage:     "praetor chat [--engine ID] [--session ID] [--url URL]",
 		ShortHelp: "talk to an engine in the terminal, through a running praetor's API",
 		LongHelp: "Each line you type is a turn; the engine's reply follows with the phase and\n" +
-			"completeness. Ctrl-D ends the chat. Lines can also be piped in.",
+			"completeness. Ctrl-D ends the chat. Lines can also be piped in.\n\n" +
+			"When the session hands off (or, given with --session, has handed off), the\n" +
+			"chat goes on in the target session, and says so; a line the old session\n" +
+			"refuses for that is sent there. A line refused (too long, say) or not\n" +
+			"answered within a minute does not end the chat, but the chat then exits 1,\n" +
+			"saying how many lines went so. Each line is sent with an Idempotency-Key and\n" +
+			"sent again once, with the same key, after a network error: never twice a turn.",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if err := noArgs("chat", args); err != nil {
@@ -45,7 +53,32 @@ type apiClient struct {
 	http        *http.Client
 }
 
+// apiError is an answer of the API that is not a success.
+type apiError struct {
+	Status  string
+	Code    int
+	Message string
+	// Handoff is set on a 409 of a session that handed off: the session
+	// to post to instead.
+	Handoff *chatHandoff
+}
+
+func (e *apiError) Error() string { return e.Status + ": " + e.Message }
+
+// transportError is a request that got no answer: a network error, or no
+// answer within the client's timeout.
+type transportError struct{ err error }
+
+func (e *transportError) Error() string { return e.err.Error() }
+func (e *transportError) Unwrap() error { return e.err }
+
 func (c *apiClient) do(ctx context.Context, method, path string, body, out any) error {
+	return c.request(ctx, method, path, nil, body, out)
+}
+
+// request is do with headers; an answer that is not a success is an
+// *apiError, no answer a *transportError.
+func (c *apiClient) request(ctx context.Context, method, path string, header http.Header, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -55,22 +88,32 @@ func (c *apiClient) do(ctx context.Context, method, path string, body, out any) 
 	if err != nil {
 		return err
 	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w (is praetor running at %s? start it with praetor dev)", err, c.base)
+		return &transportError{fmt.Errorf("%w (is praetor running at %s? start it with praetor dev)", err, c.base)}
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return &transportError{fmt.Errorf("%s %s: read the answer: %w", method, path, err)}
+	}
 	if resp.StatusCode >= 300 {
-		var e struct{ Error string }
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s: %s", resp.Status, e.Error)
+		var e struct {
+			Error   string       `json:"error"`
+			Handoff *chatHandoff `json:"handoff"`
 		}
-		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(data)))
+		ae := &apiError{Status: resp.Status, Code: resp.StatusCode, Message: strings.TrimSpace(string(data))}
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			ae.Message, ae.Handoff = e.Error, e.Handoff
+		}
+		return ae
 	}
 	if out != nil {
 		return json.Unmarshal(data, out)
@@ -102,7 +145,8 @@ type chatTurn struct {
 	Phase        string   `json:"phase"`
 	Completeness *float64 `json:"completeness"`
 	Degraded     bool     `json:"degraded"`
-	// Handoff is set on the turn whose exit transition fired.
+	// Handoff is set on the turn whose exit transition fired (and on a
+	// turn that reached the session after it).
 	Handoff *chatHandoff `json:"handoff"`
 }
 
@@ -119,6 +163,23 @@ func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string
 		}
 		fmt.Fprintf(out, "continuing session %s with %s (%s, %.0f%%).\n", s.SessionID, s.EngineID, s.Phase, s.Completeness*100)
 	}
+	// follow moves the chat to the target of the session's handoff, once
+	// that session exists.
+	follow := func() error {
+		next, err := followHandoff(ctx, c, s.SessionID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "(handed off to %s: %s)\ncontinuing in session %s with %s.\n",
+			next.TargetEngineID, next.Reason, next.TargetSessionID, next.TargetEngineID)
+		s.SessionID, s.EngineID = next.TargetSessionID, next.TargetEngineID
+		return nil
+	}
+	if s.OutboundHandoff != nil {
+		if err := follow(); err != nil {
+			return err
+		}
+	}
 	var info struct {
 		Offline bool `json:"offline"`
 	}
@@ -130,6 +191,7 @@ func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string
 	// A person at a terminal gets a prompt; lines piped in are echoed
 	// after it instead, so the output reads as the conversation.
 	typed := isTerminal(in)
+	sent, failed := 0, 0
 	for {
 		if typed {
 			fmt.Fprint(out, "you> ")
@@ -138,7 +200,13 @@ func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string
 			if typed {
 				fmt.Fprintln(out)
 			}
-			return lines.Err()
+			if err := lines.Err(); err != nil {
+				return err
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d lines were refused or not answered (see above)", failed, sent)
+			}
+			return nil
 		}
 		msg := strings.TrimSpace(lines.Text())
 		if msg == "" {
@@ -147,13 +215,28 @@ func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string
 		if !typed {
 			fmt.Fprintf(out, "you> %s\n", msg)
 		}
-		var t chatTurn
-		if err := c.do(ctx, http.MethodPost, "/v1/sessions/"+s.SessionID+"/turns?wait=60s", map[string]string{"message": msg}, &t); err != nil {
+		sent++
+		key := uuid.NewString()
+		t, err := postLine(ctx, c, s.SessionID, msg, key)
+		if ae := (*apiError)(nil); errors.As(err, &ae) && ae.Code == http.StatusConflict && ae.Handoff != nil {
+			// The session handed off before this line reached it: the
+			// line goes to the target instead.
+			if err := follow(); err != nil {
+				return err
+			}
+			t, err = postLine(ctx, c, s.SessionID, msg, key)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
 			fmt.Fprintln(out, "error:", err)
+			failed++
 			continue
 		}
 		if t.Status != "answered" {
 			fmt.Fprintln(out, "(no reply within a minute; it will be in the session's turns)")
+			failed++
 			continue
 		}
 		note := ""
@@ -161,17 +244,28 @@ func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string
 			note = ", degraded"
 		}
 		fmt.Fprintf(out, "%s> %s\n   [%s · %.0f%%%s]\n", s.EngineID, t.Reply, t.Phase, *t.Completeness*100, note)
-		if t.Handoff == nil {
-			continue
+		if t.Handoff != nil {
+			if err := follow(); err != nil {
+				return err
+			}
 		}
-		next, err := followHandoff(ctx, c, s.SessionID)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "(handed off to %s: %s)\ncontinuing in session %s with %s.\n",
-			next.TargetEngineID, next.Reason, next.TargetSessionID, next.TargetEngineID)
-		s.SessionID, s.EngineID = next.TargetSessionID, next.TargetEngineID
 	}
+}
+
+// postLine posts a line as a turn of a session and waits for its reply. A
+// request that gets no answer is sent again once with the same
+// Idempotency-Key: the server answers a retry as the first request, so a
+// turn is never taken twice.
+func postLine(ctx context.Context, c *apiClient, sessionID, msg, key string) (chatTurn, error) {
+	var t chatTurn
+	header := http.Header{"Idempotency-Key": {key}}
+	path := "/v1/sessions/" + sessionID + "/turns?wait=60s"
+	err := c.request(ctx, http.MethodPost, path, header, map[string]string{"message": msg}, &t)
+	if te := (*transportError)(nil); errors.As(err, &te) && ctx.Err() == nil {
+		t = chatTurn{}
+		err = c.request(ctx, http.MethodPost, path, header, map[string]string{"message": msg}, &t)
+	}
+	return t, err
 }
 
 // followHandoff waits until the target session of a session's handoff
