@@ -335,6 +335,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 
+	// The HTTP port is taken first: a node that cannot serve its health
+	// and API fails before its relay publishes or any service joins its
+	// consumer group.
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return &SettingError{Setting: "http-addr", Problem: fmt.Sprintf("cannot listen on %s: %v (is another praetor running?)", cfg.HTTPAddr, err)}
+	}
+	closers = append(closers, func() { _ = ln.Close() })
+
 	nc, stopNATS, err := connectNATS(cfg, log)
 	if err != nil {
 		return err
@@ -445,10 +454,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		log.Info("service started", "service", name)
 	}
 
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return &SettingError{Setting: "http-addr", Problem: fmt.Sprintf("cannot listen on %s: %v (is another praetor running?)", cfg.HTTPAddr, err)}
-	}
 	// No ReadTimeout or WriteTimeout: replies are waited for (?wait=) and
 	// streams stay open for as long as the client wants. A body has its own
 	// deadline (the gateway's), and a connection idle between requests is
