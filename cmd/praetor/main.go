@@ -118,12 +118,12 @@ PRAETOR_NEO4J_URI): a shell's DATABASE_URL does not move them off their defaults
 	}
 	err := root.Parse(args, ff.WithEnvVarPrefix("PRAETOR"))
 	if errors.Is(err, ff.ErrHelp) {
-		fmt.Fprintln(stdout, ffhelp.Command(root.GetSelected()))
+		fmt.Fprintln(stdout, commandHelp(root.GetSelected()))
 		return err
 	}
 	if err != nil {
 		sel := root.GetSelected()
-		fmt.Fprintf(stderr, "%s\n\n", ffhelp.Command(sel))
+		fmt.Fprintf(stderr, "%s\n\n", commandHelp(sel))
 		return err
 	}
 	if err := checkArgs(root, args); err != nil {
@@ -134,10 +134,66 @@ PRAETOR_NEO4J_URI): a shell's DATABASE_URL does not move them off their defaults
 		return err
 	}
 	if root.GetSelected() == root {
-		fmt.Fprintln(stdout, ffhelp.Command(root))
+		fmt.Fprintln(stdout, commandHelp(root))
 		return ff.ErrNoExec
 	}
 	return root.Run(ctx)
+}
+
+// commandHelp is ffhelp.Command but for the flags' defaults: a flag whose
+// usage says what an empty value does ("default: a local praetor dev") and
+// that has a value to start from (--nats-url from NATS_URL) shows that
+// value only, as its default; it would otherwise say both, the usage's
+// default and the value's, which contradict each other.
+func commandHelp(cmd *ff.Command) ffhelp.Help {
+	if selected := cmd.GetSelected(); selected != nil {
+		cmd = selected
+	}
+	title := cmd.Name
+	if cmd.ShortHelp != "" {
+		title += " -- " + cmd.ShortHelp
+	}
+	help := ffhelp.Help{ffhelp.NewSection("COMMAND", title)}
+	if cmd.Usage != "" {
+		help = append(help, ffhelp.NewSection("USAGE", cmd.Usage))
+	}
+	if cmd.LongHelp != "" {
+		help = append(help, ffhelp.NewUntitledSection(cmd.LongHelp))
+	}
+	if len(cmd.Subcommands) > 0 {
+		help = append(help, ffhelp.NewSubcommandsSection(cmd.Subcommands))
+	}
+	if cmd.Flags != nil {
+		help = append(help, ffhelp.NewFlagsSections(helpFlags{cmd.Flags})...)
+	}
+	return help
+}
+
+// helpFlags are a command's flags as its help shows them (see commandHelp).
+type helpFlags struct{ ff.Flags }
+
+func (h helpFlags) WalkFlags(fn func(ff.Flag) error) error {
+	return h.Flags.WalkFlags(func(f ff.Flag) error { return fn(helpFlag{f}) })
+}
+
+type helpFlag struct{ ff.Flag }
+
+// GetUsage drops the usage's own "; default: …" or "(default: …)" when
+// the flag has a default value, which the help appends.
+func (f helpFlag) GetUsage() string {
+	usage := f.Flag.GetUsage()
+	if f.GetDefault() == "" {
+		return usage
+	}
+	if i := strings.LastIndex(usage, "; default: "); i >= 0 && !strings.Contains(usage[i:], ")") {
+		return usage[:i]
+	}
+	if i := strings.LastIndex(usage, " (default: "); i >= 0 {
+		if j := strings.Index(usage[i:], ")"); j >= 0 {
+			return usage[:i] + usage[i+j+1:]
+		}
+	}
+	return usage
 }
 
 // checkArgs refuses what the flag parser took as arguments but the user
