@@ -15,6 +15,7 @@ import (
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/wiring"
 	"github.com/praetorhq/praetor/services/gateway"
+	"github.com/praetorhq/praetor/services/orchestrator"
 )
 
 // nodeFlags are the settings praetor dev and praetor serve share.
@@ -119,7 +120,7 @@ func serveCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		LongHelp: strings.TrimSpace(`
 Each service is a durable consumer group: run more replicas of a service to
 add workers. Logs are JSON by default. SIGINT or SIGTERM turns readiness off,
-drains the consumers and exits 0.`),
+drains the consumers and exits 0.`) + "\n\n" + workflowSettingsHelp(),
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
@@ -160,7 +161,7 @@ func devCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		LongHelp: strings.TrimSpace(`
 Nothing else to install: NATS JetStream (file storage) and SQLite live under
 --data-dir, migrations are applied at start, and the HTTP API, web page,
-/healthz, /readyz and /metrics are served on --http-addr.`),
+/healthz, /readyz and /metrics are served on --http-addr.`) + "\n\n" + workflowSettingsHelp(),
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {
@@ -178,6 +179,18 @@ Nothing else to install: NATS JetStream (file storage) and SQLite live under
 			return node.Run(ctx, cfg)
 		},
 	}
+}
+
+// workflowSettingsHelp lists the settings of the orchestrator and
+// agent-worker services, which are environment variables only, from the
+// table their settings are read by.
+func workflowSettingsHelp() string {
+	var b strings.Builder
+	b.WriteString("The orchestrator and agent-worker services read these environment variables\n(no flags):\n")
+	for _, v := range orchestrator.Variables {
+		fmt.Fprintf(&b, "\n  %s\n      %s", v.Name, v.Help)
+	}
+	return b.String()
 }
 
 // tuneGC sets the runtime's defaults of a process that runs services (see

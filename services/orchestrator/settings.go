@@ -69,6 +69,28 @@ const (
 	EnvAttemptsKeep = "PRAETOR_WORKFLOW_ATTEMPTS_KEEP"
 )
 
+// Variables are the environment variables SettingsFromEnv reads, with what
+// each sets and its default: praetor serve --help and dev --help list them
+// from here.
+var Variables = []Variable{
+	{EnvWorkflowDir, `directory of the workflow and registry files run requests name; a request may not leave it (default ".")`},
+	{EnvRegistry, "agent registry file the agent-worker pool serves (default: none, the pool serves nothing)"},
+	{EnvAgents, "comma-separated agents of the registry the pool serves (default: all)"},
+	{EnvPool, `prefix of the pool's durable consumers, <pool>-<agent> (default "agent-worker")`},
+	{EnvWorkers, "attempts of each agent a pool process runs at once (default 8)"},
+	{EnvMaxParallel, "attempts in flight per run (default 8)"},
+	{EnvAttemptsDir, "directory keeping command agents' attempts durable on this host (default: none)"},
+	{EnvAttemptsKeep, "how long an ended attempt's directory is kept there, at least 1h (default 168h)"},
+	{EnvLease, "how long an orchestrator holds a run without renewing it before another takes it over, at least 3s (default 30s)"},
+}
+
+// Variable is an environment variable of the settings.
+type Variable struct {
+	Name string
+	// Help says what it sets, for a command's help.
+	Help string
+}
+
 // SettingsFromEnv reads the settings; a value that does not parse is an
 // error naming its variable.
 func SettingsFromEnv(lookup func(string) (string, bool)) (Settings, error) {
