@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/events"
@@ -65,6 +66,17 @@ type RelayConfig struct {
 	// (timeouts, a stream that does not answer, the server down) never
 	// count. Default: 1m.
 	DeadLetterAfter time.Duration
+	// Registerer, when set, gets praetor_outbox_unsent{service}: the
+	// messages the outbox holds unsent (committed, not yet published),
+	// counted every CountInterval. It grows while NATS is out of reach.
+	// Default: no gauge.
+	Registerer prometheus.Registerer
+	// Service labels the gauge: the services of the process. The outbox is
+	// the database's, so processes on one database report the same count.
+	Service string
+	// CountInterval is how often the relay counts the unsent messages for
+	// the gauge. Default: 15s.
+	CountInterval time.Duration
 }
 
 // Relay publishes the outbox. Every process that writes to the outbox runs
@@ -104,6 +116,9 @@ type Relay struct {
 	marking chan struct{}
 	marked  chan struct{} // closed when the marker has ended
 	pruned  chan struct{} // closed when the pruner has ended
+	counted chan struct{} // closed when the counter has ended
+
+	unsent prometheus.Gauge // nil without RelayConfig.Registerer
 
 	// refusals are the messages the server refuses for good, by event id.
 	refusalsMu sync.Mutex
@@ -191,14 +206,24 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	cfg.PruneInterval = cmp.Or(cfg.PruneInterval, time.Minute)
 	cfg.DeadLetterAfter = cmp.Or(cfg.DeadLetterAfter, time.Minute)
 	cfg.MarkDelay = cmp.Or(cfg.MarkDelay, 10*time.Millisecond)
+	cfg.CountInterval = cmp.Or(cfg.CountInterval, 15*time.Second)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Batch < 1 || cfg.Interval <= 0 || cfg.PruneInterval <= 0 || cfg.DeadLetterAfter < 1 {
-		return nil, errors.New("delivery: relay Batch, Interval, PruneInterval and DeadLetterAfter must be positive")
+	if cfg.Batch < 1 || cfg.Interval <= 0 || cfg.PruneInterval <= 0 || cfg.DeadLetterAfter < 1 || cfg.CountInterval <= 0 {
+		return nil, errors.New("delivery: relay Batch, Interval, PruneInterval, DeadLetterAfter and CountInterval must be positive")
 	}
-	return &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]flight{},
-		marking: make(chan struct{}, 1), catchUp: make(chan struct{}, 1), refusals: map[string]refusal{}}, nil
+	r := &Relay{cfg: cfg, kick: make(chan struct{}, 1), inflight: map[string]flight{},
+		marking: make(chan struct{}, 1), catchUp: make(chan struct{}, 1), refusals: map[string]refusal{}}
+	if cfg.Registerer != nil {
+		r.unsent = prometheus.NewGauge(prometheus.GaugeOpts{Name: "praetor_outbox_unsent",
+			Help:        "Messages the outbox holds unsent: committed, not yet published (grows while NATS is out of reach).",
+			ConstLabels: prometheus.Labels{"service": cfg.Service}})
+		if err := cfg.Registerer.Register(r.unsent); err != nil {
+			return nil, fmt.Errorf("delivery: register the outbox gauge: %w", err)
+		}
+	}
+	return r, nil
 }
 
 // Kick asks the relay to publish now.
@@ -221,10 +246,45 @@ func (r *Relay) Start(ctx context.Context) error {
 	r.done = make(chan struct{})
 	r.marked = make(chan struct{})
 	r.pruned = make(chan struct{})
+	r.counted = make(chan struct{})
 	go r.run(ctx)
 	go r.markLoop(ctx)
 	go r.pruneLoop(ctx)
+	go r.countLoop(ctx)
 	return nil
+}
+
+// countLoop sets the unsent gauge every CountInterval, from a count of the
+// outbox: one query an interval, whatever the events' rate. A failed count
+// leaves the last figure (the database's own failure shows elsewhere).
+func (r *Relay) countLoop(ctx context.Context) {
+	defer close(r.counted)
+	if r.unsent == nil {
+		return
+	}
+	t := time.NewTicker(r.cfg.CountInterval)
+	defer t.Stop()
+	for {
+		r.count(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Relay) count(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.CountInterval)
+	defer cancel()
+	n, err := store.CountUnsent(cctx, r.cfg.DB)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.cfg.Logger.Debug("outbox: counting the unsent messages failed", "error", err)
+		}
+		return
+	}
+	r.unsent.Set(float64(n))
 }
 
 // Prune deletes the messages marked sent (but the one with the highest id,
@@ -274,14 +334,14 @@ func (r *Relay) pruneRound(ctx context.Context) {
 // the outbox for the next relay. Calling it twice is harmless.
 func (r *Relay) Stop(ctx context.Context) error {
 	r.mu.Lock()
-	cancel, done, marked, pruned := r.cancel, r.done, r.marked, r.pruned
+	cancel, done, marked, pruned, counted := r.cancel, r.done, r.marked, r.pruned, r.counted
 	r.cancel = nil
 	r.mu.Unlock()
 	if cancel == nil {
 		return nil
 	}
 	cancel()
-	for _, ch := range []chan struct{}{done, marked, pruned} {
+	for _, ch := range []chan struct{}{done, marked, pruned, counted} {
 		select {
 		case <-ch:
 		case <-ctx.Done():
