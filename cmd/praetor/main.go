@@ -293,7 +293,19 @@ func versionCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	}
 }
 
+// buildVersion is what praetor version prints: the release and the
+// revision (releaseVersion), then the Go version.
 func buildVersion() string {
+	v := releaseVersion()
+	if info, ok := debug.ReadBuildInfo(); ok {
+		v += " " + info.GoVersion
+	}
+	return v
+}
+
+// releaseVersion is the build's version and revision, "v1.2.3 (0123456789ab)",
+// the version label of praetor_build_info.
+func releaseVersion() string {
 	v := version
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if v == "dev" && info.Main.Version != "" && info.Main.Version != "(devel)" {
@@ -304,7 +316,6 @@ func buildVersion() string {
 				v += " (" + s.Value[:12] + ")"
 			}
 		}
-		v += " " + info.GoVersion
 	}
 	return v
 }

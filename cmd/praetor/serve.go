@@ -60,6 +60,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 }
 
 func (f *nodeFlags) apply(cfg *node.Config) error {
+	cfg.Version = releaseVersion()
 	cfg.HTTPAddr = f.httpAddr
 	cfg.Services = splitList(f.services)
 	cfg.Streams = node.StreamSettings{MaxAge: f.maxAge, Replicas: f.replicas, Partitions: f.partitions, Duplicates: f.duplicates,

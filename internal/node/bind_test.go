@@ -6,10 +6,15 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/pkg/events/eventstest"
 )
 
 // A node whose HTTP port is taken fails before any service starts: a
@@ -43,3 +48,44 @@ type startCounter struct{ n *atomic.Int32 }
 
 func (s startCounter) Start(context.Context) error { s.n.Add(1); return nil }
 func (startCounter) Stop(context.Context) error    { return nil }
+
+// A node's /metrics says which build it runs (praetor_build_info) and how
+// many events wait in the outbox (praetor_outbox_unsent), labelled with
+// the node's services.
+func TestMetricsBuildInfoAndOutbox(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var started atomic.Int32
+	available := map[string]node.Factory{
+		"svc": func(context.Context, node.Deps) (node.Service, error) { return startCounter{&started}, nil },
+	}
+	ready := make(chan string, 1)
+	ran := make(chan error, 1)
+	go func() {
+		ran <- node.Run(ctx, node.Config{Dev: true, DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:0", Version: "v9.8.7 (abc)",
+			Services: []string{"svc"}, Available: available, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Ready: func(addr string) { ready <- addr }})
+	}()
+	addr := eventstest.Wait(t, ready, 30*time.Second, "the node to serve")
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`praetor_build_info{goversion="` + runtime.Version() + `",version="v9.8.7 (abc)"} 1`,
+		`praetor_outbox_unsent{service="svc"} 0`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics has no %s", want)
+		}
+	}
+	stop()
+	if err := eventstest.Wait(t, ran, 30*time.Second, "the node to stop"); err != nil {
+		t.Errorf("Run = %v", err)
+	}
+}

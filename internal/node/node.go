@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -148,6 +149,9 @@ type Config struct {
 	AckWait time.Duration
 	// Ready, when set, receives the bound HTTP address once the node serves.
 	Ready func(httpAddr string)
+	// Version is the build's version, the label of praetor_build_info.
+	// Default: "unknown".
+	Version string
 }
 
 // DefaultCompression is the streams' compression when none is configured:
@@ -360,7 +364,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 
 	reg := cfg.Registry
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(cmp.Or(cfg.Version, "unknown")))
 	metrics, err := events.NewMetrics(reg)
 	if err != nil {
 		return err
@@ -388,7 +393,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 
-	relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: bus, Logger: log})
+	relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: bus, Logger: log,
+		Registerer: reg, Service: strings.Join(cfg.Services, ",")})
 	if err != nil {
 		return err
 	}
@@ -481,6 +487,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	_ = srv.Shutdown(sctx)
 	log.Info("praetor stopped")
 	return nil
+}
+
+// buildInfo is praetor_build_info{version,goversion}, always 1: what a
+// dashboard joins on to tell which build each pod runs.
+func buildInfo(version string) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "praetor_build_info",
+		Help:        "The build the process runs, in its labels; always 1.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()}})
+	g.Set(1)
+	return g
 }
 
 // newLLM builds the model client: the configured provider, measured, with
