@@ -348,6 +348,7 @@ type k8sService struct {
 
 // kustomization is the part of a kustomization.yaml the tests follow.
 type kustomization struct {
+	Namespace          string   `yaml:"namespace"`
 	Resources          []string `yaml:"resources"`
 	Components         []string `yaml:"components"`
 	ConfigMapGenerator []struct {

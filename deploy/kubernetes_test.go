@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/praetorhq/praetor/internal/llm/provider"
 )
 
 // TestKustomizationListsEveryManifest: a manifest left out of resources is
@@ -131,6 +134,45 @@ func TestContainerArgsAndEnv(t *testing.T) {
 			checkFlags(t, where, inv)
 			checkEnvNames(t, where, inv, sortedKeys(m.containerEnv(t, c)))
 		}
+	}
+}
+
+// The example Secret, applied as it is, runs the offline provider: a
+// placeholder API key would make auto pick openai and degrade every turn.
+func TestSecretExampleRunsOffline(t *testing.T) {
+	t.Parallel()
+	objs := readObjects(t, secretExample)
+	if len(objs) != 1 {
+		t.Fatalf("%s: want one Secret, got %v", secretExample, objs)
+	}
+	var s struct {
+		StringData map[string]string `yaml:"stringData"`
+	}
+	objs[0].decode(t, &s)
+	m := loadBase(t)
+	for _, w := range m.workloads(t) {
+		for _, c := range w.template.Spec.Containers {
+			env := knownValues(m.containerEnv(t, c))
+			maps.Copy(env, s.StringData)
+			cfg, err := provider.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			if err != nil {
+				t.Fatalf("%s container %s: %v", w, c.Name, err)
+			}
+			_, info, err := provider.New(cfg, nil)
+			if err != nil {
+				t.Fatalf("%s container %s: %v", w, c.Name, err)
+			}
+			if !info.Offline {
+				t.Errorf("%s container %s with %s as shipped runs the %s provider, want offline until a key is given", w, c.Name, secretExample, info.Provider)
+			}
+		}
+	}
+	b, err := os.ReadFile(secretExample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "# "+provider.EnvAPIKey+": ") {
+		t.Errorf("%s does not show, commented, how to give %s", secretExample, provider.EnvAPIKey)
 	}
 }
 
@@ -441,6 +483,17 @@ func TestAutoscaling(t *testing.T) {
 			if err := backlogAggregatedWithMax(q); err != nil {
 				t.Errorf("%s: query %q: %v", o, q, err)
 			}
+			// One Prometheus may scrape two installs: a query without the
+			// install's namespace would scale this one on the other's
+			// backlog too.
+			if m.kust.Namespace == "" {
+				t.Errorf("%s/kustomization.yaml sets no namespace", baseDir)
+			}
+			for _, sel := range backlogSeries.FindAllStringSubmatch(q, -1) {
+				if !slices.Contains(labelMatcher.FindAllString(sel[1], -1), `namespace="`+m.kust.Namespace+`"`) {
+					t.Errorf("%s: query %q: the backlog selector {%s} has no namespace=%q, so it also counts other installs' backlog", o, q, sel[1], m.kust.Namespace)
+				}
+			}
 		}
 	}
 	for _, o := range m.ofKind("HorizontalPodAutoscaler") {
@@ -544,8 +597,9 @@ type errBacklog string
 func (e errBacklog) Error() string { return string(e) }
 
 // backlogSelects says whether the query's praetor_consumer_backlog selector
-// picks the series of this service label, with PromQL's (anchored) regexes.
-func backlogSelects(t *testing.T, q, service string) bool {
+// picks the series of this service label in this namespace, with PromQL's
+// (anchored) regexes.
+func backlogSelects(t *testing.T, q, namespace, service string) bool {
 	t.Helper()
 	sel := backlogSeries.FindAllStringSubmatch(q, -1)
 	if len(sel) == 0 {
@@ -560,8 +614,11 @@ func backlogSelects(t *testing.T, q, service string) bool {
 				t.Fatalf("query %q: label value %s: %v", q, lm[3], err)
 			}
 			got := ""
-			if label == "service" {
+			switch label {
+			case "service":
 				got = service
+			case "namespace":
+				got = namespace
 			}
 			var ok bool
 			switch op {

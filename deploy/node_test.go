@@ -78,7 +78,7 @@ func TestDeploymentsOnARunningNode(t *testing.T) {
 					q := tr.Metadata["query"]
 					var selected []string
 					for _, s := range series {
-						if backlogSelects(t, q, s) {
+						if backlogSelects(t, q, m.kust.Namespace, s) {
 							selected = append(selected, s)
 						}
 					}
@@ -100,7 +100,7 @@ func TestDeploymentsOnARunningNode(t *testing.T) {
 					}
 					for _, tr := range otherSO.Spec.Triggers {
 						for _, s := range series {
-							if backlogSelects(t, tr.Metadata["query"], s) {
+							if backlogSelects(t, tr.Metadata["query"], m.kust.Namespace, s) {
 								t.Errorf("the ScaledObject of %s selects backlog series %q, which belongs to %s", other, s, name)
 							}
 						}
