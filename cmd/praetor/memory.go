@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -595,7 +596,7 @@ streamable HTTP at /mcp.`),
 			if err := m.Start(ctx); err != nil {
 				return err
 			}
-			err = tools.MCP(mf.tenant).Run(ctx, &mcp.StdioTransport{})
+			err = tools.MCP(mf.tenant).Run(ctx, &mcpserver.LineTransport{In: os.Stdin, Out: g.stdout})
 			if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) {
 				return nil
 			}

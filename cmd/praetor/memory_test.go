@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os/exec"
 	"slices"
@@ -245,5 +247,73 @@ func TestMemoryGetRowShowsConfirmation(t *testing.T) {
 		if got := nodeRow(tc.node); got != tc.want {
 			t.Errorf("nodeRow(%s) = %q, want %q", tc.node.ID, got, tc.want)
 		}
+	}
+}
+
+// A malformed line costs the client that line only: praetor memory mcp
+// answers it with a JSON-RPC parse error and keeps serving, even when it
+// comes in the same burst as the initialize request.
+func TestMemoryMCPSurvivesMalformedLine(t *testing.T) {
+	t.Parallel()
+	d := "--data-dir=" + t.TempDir()
+	must(t, "registered", "add-project", d, "--project", "shop")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "memory", "mcp", d)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// One burst; the replies are read before stdin closes.
+	_, err = io.WriteString(stdin, strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+		`{"id":4}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`,
+	}, "\n")+"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replies := map[string]map[string]any{}
+	var nulls []map[string]any
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	for len(replies)+len(nulls) < 5 && sc.Scan() {
+		var r map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("reply %q: %v", sc.Text(), err)
+		}
+		if r["id"] == nil {
+			nulls = append(nulls, r)
+			continue
+		}
+		b, _ := json.Marshal(r["id"])
+		replies[string(b)] = r
+	}
+	_ = stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("praetor memory mcp: %v\n%s", err, stderr.String())
+	}
+	if len(nulls) != 1 || nulls[0]["error"].(map[string]any)["code"] != float64(-32700) {
+		t.Errorf("replies with id null = %v, want one parse error -32700", nulls)
+	}
+	for _, id := range []string{"1", "3", "5"} {
+		if replies[id]["result"] == nil {
+			t.Errorf("reply %s = %v, want a result", id, replies[id])
+		}
+	}
+	if e, _ := replies["4"]["error"].(map[string]any); e == nil || e["code"] != float64(-32600) {
+		t.Errorf("reply 4 = %v, want an invalid request error -32600", replies["4"])
 	}
 }
