@@ -246,6 +246,8 @@ func memorySaveCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags, kind gra
 	var project, focus, scope, token, requestID, title, body, entity string
 	var confirmed bool
 	name := map[graph.Kind]string{graph.Decision: "save-decision", graph.Pattern: "save-pattern", graph.EntityFact: "save-fact"}[kind]
+	// flags names the flag of each write field, for the errors of a save.
+	flags := map[string]string{"title": "title", "rationale": "rationale", "request_id": "request-id", "level": "scope"}
 	fs := ff.NewFlagSet(name).SetParent(parent)
 	fs.StringVar(&project, 0, "project", "", "project the write goes to (for --scope global: the project it comes from)")
 	fs.StringVar(&focus, 0, "focus", "", "focus area of the project")
@@ -263,12 +265,14 @@ func memorySaveCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags, kind gra
 	case graph.Pattern:
 		fs.StringVar(&title, 0, "name", "", "the pattern's name, one line (required)")
 		fs.StringVar(&body, 0, "description", "", "what the pattern is and when it applies")
+		flags["title"], flags["rationale"] = "name", "description"
 		usage, short = "praetor memory save-pattern --project ID --name N [--description D] [--focus F] [--scope S]",
 			"save a reusable pattern"
 	default:
 		fs.StringVar(&entity, 0, "entity", "", "the entity the fact is about (required)")
 		fs.StringVar(&title, 0, "fact", "", "the fact, one line (required)")
 		fs.StringVar(&body, 0, "source", "", "where the fact comes from")
+		flags["title"], flags["rationale"], flags["entity_name"] = "fact", "source", "entity"
 		usage, short = "praetor memory save-fact --project ID --entity E --fact F [--source S] [--focus F] [--scope S]",
 			"save a fact about an entity"
 	}
@@ -285,6 +289,17 @@ func memorySaveCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags, kind gra
 			default:
 				return settingErr("scope", "%q must be focus, project, global or empty", scope)
 			}
+			switch {
+			case project == "":
+				return settingErr("project", "required: the project the write goes to (for --scope global: the project it comes from)")
+			case !graph.ValidToken(project):
+				return settingErr("project", "%q must be 1-128 of [A-Za-z0-9_-]", project)
+			}
+			if focus != "" {
+				if err := graph.ValidateFocus(focus); err != nil {
+					return settingErr("focus", "%v", err)
+				}
+			}
 			m, closeAll, err := mf.open(ctx, g)
 			if err != nil {
 				return err
@@ -295,6 +310,9 @@ func memorySaveCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags, kind gra
 				GovernanceToken: token, Confirmed: confirmed})
 			var bad *write.InputError
 			if errors.As(err, &bad) {
+				if flag, ok := flags[bad.Field]; ok {
+					return fmt.Errorf("%w (see praetor memory %s --help)", settingErr(flag, "%s", bad.Rule), name)
+				}
 				return fmt.Errorf("%w (see praetor memory %s --help)", err, name)
 			}
 			if err != nil && rc.Status == "" {
@@ -352,8 +370,11 @@ func memoryHygieneCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.C
 		ShortHelp: "report memory quality problems (read-only): duplicates, outdated, obsolete, merges, unresolved saves",
 		Flags:     fs,
 		Exec: func(ctx context.Context, _ []string) error {
-			if global == (project != "") {
+			switch {
+			case global && project != "":
 				return settingErr("project", "give --project ID or --global, not both")
+			case !global && project == "":
+				return settingErr("project", "give --project ID or --global: the project to inspect, or the global scope")
 			}
 			m, closeAll, err := mf.open(ctx, g)
 			if err != nil {

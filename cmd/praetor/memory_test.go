@@ -70,7 +70,7 @@ func TestMemoryCommands(t *testing.T) {
 	must(t, "in f/shop/checkout", "save-pattern", d, "--project", "shop", "--focus", "checkout", "--name", "Idempotency keys", "--description", "on every payment call")
 	must(t, "saved (new)", "save-fact", d, "--project", "shop", "--entity", "Stripe", "--fact", "rate limited to 100 requests per second")
 	refused(t, "blocked_scope", "save-decision", d, "--project", "ghost", "--title", "Decision for an unknown project")
-	refused(t, "title: is 300 characters; the limit is 256", "save-decision", d, "--project", "shop", "--title", strings.Repeat("long ", 60))
+	refused(t, "--title (PRAETOR_TITLE): is 300 characters; the limit is 256", "save-decision", d, "--project", "shop", "--title", strings.Repeat("long ", 60))
 	refused(t, `"team" must be focus, project, global or empty`, "save-decision", d, "--project", "shop", "--title", "x", "--scope", "team")
 	must(t, "saved (new)", "save-decision", d, "--project", "shop", "--title", `C++ && (Go || "Rust") ~2 [a TO b] \ / !`)
 	// A save waits --write-timeout for the graph, then is kept to retry.
@@ -111,7 +111,7 @@ func TestMemoryCommands(t *testing.T) {
 		t.Errorf("hygiene still due after a report:\n%s", out)
 	}
 	refused(t, "scope not found", "hygiene", d, "--project", "ghost")
-	refused(t, "not both", "hygiene", d)
+	refused(t, "not both", "hygiene", d, "--project", "shop", "--global")
 	must(t, "debate", "route", "Compare", "the", "trade-offs", "of", "Kafka", "and", "NATS")
 	refused(t, "--project", "get", d)
 }
@@ -315,5 +315,36 @@ func TestMemoryMCPSurvivesMalformedLine(t *testing.T) {
 	}
 	if e, _ := replies["4"]["error"].(map[string]any); e == nil || e["code"] != float64(-32600) {
 		t.Errorf("reply 4 = %v, want an invalid request error -32600", replies["4"])
+	}
+}
+
+// A refused command names the flag to fix, not a field of the write
+// request behind it.
+func TestMemoryErrorsNameFlags(t *testing.T) {
+	t.Parallel()
+	d := "--data-dir=" + t.TempDir()
+	must(t, "registered", "add-project", d, "--project", "shop")
+	for _, tc := range []struct {
+		want string
+		args []string
+	}{
+		{"invalid setting --project (PRAETOR_PROJECT): give --project ID or --global: ", []string{"hygiene"}},
+		{"invalid setting --project (PRAETOR_PROJECT): give --project ID or --global, not both", []string{"hygiene", "--project", "shop", "--global"}},
+		{"invalid setting --fact (PRAETOR_FACT): is required", []string{"save-fact", "--project", "shop", "--entity", "Stripe", "--fact", " "}},
+		{"invalid setting --entity (PRAETOR_ENTITY): is required", []string{"save-fact", "--project", "shop", "--entity", "", "--fact", "x"}},
+		{"invalid setting --entity (PRAETOR_ENTITY): must contain a letter or digit", []string{"save-fact", "--project", "shop", "--entity", "!!", "--fact", "x"}},
+		{"invalid setting --source (PRAETOR_SOURCE): must not contain control characters", []string{"save-fact", "--project", "shop", "--entity", "S", "--fact", "x", "--source", "a\x01b"}},
+		{"invalid setting --name (PRAETOR_NAME): is required", []string{"save-pattern", "--project", "shop", "--name", ""}},
+		{"invalid setting --description (PRAETOR_DESCRIPTION): must not contain", []string{"save-pattern", "--project", "shop", "--name", "x", "--description", "a\x01b"}},
+		{"invalid setting --title (PRAETOR_TITLE): is required", []string{"save-decision", "--project", "shop"}},
+		{"invalid setting --project (PRAETOR_PROJECT): required: the project the write goes to", []string{"save-decision", "--title", "x"}},
+		{"invalid setting --project (PRAETOR_PROJECT): \"sh op\" must be", []string{"save-decision", "--project", "sh op", "--title", "x"}},
+		{"invalid setting --focus (PRAETOR_FOCUS): ", []string{"save-decision", "--project", "shop", "--focus", " ", "--title", "x"}},
+		{"invalid setting --request-id (PRAETOR_REQUEST_ID): is 300 bytes", []string{"save-decision", "--project", "shop", "--title", "x", "--request-id", strings.Repeat("r", 300)}},
+	} {
+		out, errOut, code := praetorMemory(t, append(tc.args, d)...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("praetor memory %q: exit %d, want a failure saying %q:\n%s%s", tc.args, code, tc.want, out, errOut)
+		}
 	}
 }

@@ -245,7 +245,12 @@ func TestTools(t *testing.T) {
 		{"get_context", map[string]any{"project_id": "shop", "focus": strings.Repeat("f", 201)}, "focus is 201 characters"},
 		{"route_analysis", map[string]any{"task": "  "}, "task is required"},
 		{"run_hygiene", map[string]any{"project_id": "shop", "global": true}, "not both"},
-		{"run_hygiene", map[string]any{}, "not both"},
+		{"run_hygiene", map[string]any{}, "give project_id, or global true: "},
+		{"save_entity_fact", map[string]any{"project_id": "shop", "entity_name": "Stripe", "fact": " "}, "memory write: fact: is required"},
+		{"save_entity_fact", map[string]any{"project_id": "shop", "entity_name": "Stripe", "fact": "x", "source": "a\x00b"}, "memory write: source: must not"},
+		{"save_pattern", map[string]any{"project_id": "shop", "name": ""}, "memory write: name: is required"},
+		{"save_pattern", map[string]any{"project_id": "shop", "name": "x", "description": "a\x00b"}, "memory write: description: must not"},
+		{"save_decision", map[string]any{"project_id": "shop", "title": ""}, "memory write: title: is required"},
 		{"run_hygiene", map[string]any{"project_id": "ghost"}, "scope not found"},
 	} {
 		var out map[string]any

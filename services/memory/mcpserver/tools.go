@@ -298,7 +298,14 @@ func ReceiptOutput(rc write.Receipt) SaveOutput {
 	return out
 }
 
-func (t *tools) save(ctx context.Context, req *mcp.CallToolRequest, in SaveInput, r write.Request) (*mcp.CallToolResult, SaveOutput, error) {
+// Arguments of the save tools named differently from the write fields
+// they set, by tool: an input error names the argument the caller sent.
+var (
+	patternArgs = map[string]string{"title": "name", "rationale": "description"}
+	factArgs    = map[string]string{"title": "fact", "rationale": "source"}
+)
+
+func (t *tools) save(ctx context.Context, req *mcp.CallToolRequest, in SaveInput, r write.Request, args map[string]string) (*mcp.CallToolResult, SaveOutput, error) {
 	tenant, err := t.tenantOf(req)
 	if err != nil {
 		return nil, SaveOutput{}, err
@@ -314,6 +321,9 @@ func (t *tools) save(ctx context.Context, req *mcp.CallToolRequest, in SaveInput
 	if err != nil {
 		var bad *write.InputError
 		if errors.As(err, &bad) {
+			if arg, ok := args[bad.Field]; ok {
+				err = &write.InputError{Field: arg, Rule: bad.Rule}
+			}
 			return nil, SaveOutput{}, err
 		}
 		if rc.Status == "" {
@@ -325,15 +335,15 @@ func (t *tools) save(ctx context.Context, req *mcp.CallToolRequest, in SaveInput
 }
 
 func (t *tools) saveDecision(ctx context.Context, req *mcp.CallToolRequest, in SaveDecisionInput) (*mcp.CallToolResult, SaveOutput, error) {
-	return t.save(ctx, req, in.SaveInput, write.Request{Kind: graph.Decision, Title: in.Title, Rationale: in.Rationale, Confirmed: in.Confirmed})
+	return t.save(ctx, req, in.SaveInput, write.Request{Kind: graph.Decision, Title: in.Title, Rationale: in.Rationale, Confirmed: in.Confirmed}, nil)
 }
 
 func (t *tools) savePattern(ctx context.Context, req *mcp.CallToolRequest, in SavePatternInput) (*mcp.CallToolResult, SaveOutput, error) {
-	return t.save(ctx, req, in.SaveInput, write.Request{Kind: graph.Pattern, Title: in.Name, Rationale: in.Description})
+	return t.save(ctx, req, in.SaveInput, write.Request{Kind: graph.Pattern, Title: in.Name, Rationale: in.Description}, patternArgs)
 }
 
 func (t *tools) saveEntityFact(ctx context.Context, req *mcp.CallToolRequest, in SaveEntityFactInput) (*mcp.CallToolResult, SaveOutput, error) {
-	return t.save(ctx, req, in.SaveInput, write.Request{Kind: graph.EntityFact, EntityName: in.EntityName, Title: in.Fact, Rationale: in.Source})
+	return t.save(ctx, req, in.SaveInput, write.Request{Kind: graph.EntityFact, EntityName: in.EntityName, Title: in.Fact, Rationale: in.Source}, factArgs)
 }
 
 // RouteAnalysisInput is the input of route_analysis.
@@ -420,8 +430,11 @@ func (t *tools) runHygiene(ctx context.Context, req *mcp.CallToolRequest, in Run
 	if err != nil {
 		return nil, HygieneOutput{}, err
 	}
-	if in.Global == (in.ProjectID != "") {
+	switch {
+	case in.Global && in.ProjectID != "":
 		return nil, HygieneOutput{}, errors.New("give project_id, or global true, not both")
+	case !in.Global && in.ProjectID == "":
+		return nil, HygieneOutput{}, errors.New("give project_id, or global true: the project to inspect, or the global scope")
 	}
 	area := graph.Area{ProjectID: in.ProjectID}
 	rep, err := t.s.cfg.Hygiene.Run(ctx, tenant, area)
