@@ -130,6 +130,19 @@ func (f *memoryFlags) open(ctx context.Context, g *globals) (*memory.Memory, fun
 			return fail(err)
 		}
 	}
+	// A mistyped --tenant would otherwise start a memory of its own.
+	if _, err := store.GetTenant(ctx, db, f.tenant); errors.Is(err, store.ErrNotFound) {
+		// praetor tenant reads DATABASE_URL; an empty --database-url keeps it
+		// on the dev store.
+		where := "--data-dir " + f.dataDir + ` --database-url ""`
+		if !dev {
+			where = "--database-url URL (the URL given here)"
+		}
+		return fail(settingErr("tenant", "tenant %s does not exist: add it with praetor tenant add --tenant %s %s, or correct --tenant",
+			f.tenant, f.tenant, where))
+	} else if err != nil {
+		return fail(fmt.Errorf("get tenant %s: %w", f.tenant, err))
+	}
 	gs := memory.GraphSettings{Dir: f.dataDir}
 	if f.neo4jURI != "" {
 		gs = memory.GraphSettings{Neo4jURI: f.neo4jURI, Neo4jUser: f.neo4jUser, Neo4jPassword: f.neo4jPassword, Neo4jDatabase: f.neo4jDatabase}

@@ -176,10 +176,15 @@ func TestMemoryCommandsOnNeo4jAndPostgres(t *testing.T) {
 	flags := []string{"--neo4j-uri", uri, "--neo4j-user", user, "--neo4j-password", password, "--database-url", dbURL, "--tenant", tenant,
 		"--write-timeout", "1m"}
 	refused(t, "praetor migrate", append([]string{"add-project", "--project", "shop"}, flags...)...)
+	refused(t, "tenant "+tenant+" does not exist: add it with praetor tenant add --tenant "+tenant+" --database-url URL",
+		append([]string{"add-project", "--project", "shop", "--migrate"}, flags...)...)
+	if out, err := exec.Command(binary, "tenant", "add", "--tenant", tenant, "--database-url", dbURL).CombinedOutput(); err != nil {
+		t.Fatalf("praetor tenant add: %v\n%s", err, out)
+	}
 	must(t, "registered", append([]string{"add-project", "--project", "shop", "--migrate"}, flags...)...)
 	must(t, "saved (new)", append([]string{"save-decision", "--project", "shop", "--title", `Lucene: "quotes" && (parens) || [range]`}, flags...)...)
 	must(t, `Lucene: "quotes"`, append([]string{"get", "--project", "shop"}, flags...)...)
-	refused(t, "tenant "+tenant+" does not exist", append([]string{"token", "issue", "--name", "x"}, flags...)...)
+	must(t, "not shown again", append([]string{"token", "issue", "--name", "x"}, flags...)...)
 }
 
 // What memory knows of a project reaches a conversation about it: the
@@ -316,6 +321,32 @@ func TestMemoryMCPSurvivesMalformedLine(t *testing.T) {
 	if e, _ := replies["4"]["error"].(map[string]any); e == nil || e["code"] != float64(-32600) {
 		t.Errorf("reply 4 = %v, want an invalid request error -32600", replies["4"])
 	}
+}
+
+// Every memory command refuses a tenant that does not exist, saying how to
+// add it: a mistyped --tenant must not start a memory of its own. The dev
+// tenant needs no setup.
+func TestMemoryRefusesUnknownTenant(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := "--data-dir=" + dir
+	want := "tenant ghost does not exist: add it with praetor tenant add --tenant ghost --data-dir " + dir + ` --database-url ""`
+	for _, args := range [][]string{
+		{"add-project", "--project", "gp"},
+		{"save-decision", "--project", "gp", "--title", "x"},
+		{"get", "--project", "gp"},
+		{"hygiene", "--global"},
+		{"token", "issue", "--name", "a"},
+		{"token", "list"},
+		{"mcp"},
+	} {
+		refused(t, want, append(args, d, "--tenant", "ghost")...)
+	}
+	must(t, "project gp of tenant local registered", "add-project", d, "--project", "gp")
+	if out, err := exec.Command(binary, "tenant", "add", "--tenant", "ghost", "--data-dir", dir, "--database-url", "").CombinedOutput(); err != nil {
+		t.Fatalf("praetor tenant add: %v\n%s", err, out)
+	}
+	must(t, "project gp of tenant ghost registered", "add-project", d, "--project", "gp", "--tenant", "ghost")
 }
 
 // A refused command names the flag to fix, not a field of the write
