@@ -96,7 +96,10 @@ func (f *memoryFlags) register(fs *ff.FlagSet) {
 }
 
 // open assembles memory from the flags; close stops it and closes the stores.
-func (f *memoryFlags) open(ctx context.Context, g *globals) (*memory.Memory, func(), error) {
+// With graphLater a graph that does not answer now stands in as
+// unavailable, for commands that keep their promise without it: a save is
+// then kept pending_retry, and tokens live in the database. Reads need it.
+func (f *memoryFlags) open(ctx context.Context, g *globals, graphLater bool) (*memory.Memory, func(), error) {
 	if !contracts.ValidToken(f.tenant) {
 		return nil, nil, settingErr("tenant", "%q must be 1-128 of [A-Za-z0-9_-]", f.tenant)
 	}
@@ -145,10 +148,15 @@ func (f *memoryFlags) open(ctx context.Context, g *globals) (*memory.Memory, fun
 	}
 	gs := memory.GraphSettings{Dir: f.dataDir}
 	if f.neo4jURI != "" {
-		gs = memory.GraphSettings{Neo4jURI: f.neo4jURI, Neo4jUser: f.neo4jUser, Neo4jPassword: f.neo4jPassword, Neo4jDatabase: f.neo4jDatabase}
+		gs = memory.GraphSettings{Neo4jURI: f.neo4jURI, Neo4jUser: f.neo4jUser, Neo4jPassword: f.neo4jPassword, Neo4jDatabase: f.neo4jDatabase,
+			URISetting: "--neo4j-uri or PRAETOR_NEO4J_URI"}
 	}
 	gr, closeGraph, err := memory.OpenGraph(ctx, gs, log)
-	if err != nil {
+	switch {
+	case err != nil && graphLater && graph.IsTransient(err):
+		log.Warn("memory graph unavailable", "graph", gs.Where(), "err", err)
+		gr, closeGraph = memory.UnavailableGraph{Err: err}, func(context.Context) error { return nil }
+	case err != nil:
 		return fail(fmt.Errorf("open %s: %w", gs.Where(), err))
 	}
 	m, err := memory.New(memory.Config{Graph: gr, DB: db, Encoder: catalogEncoder{}, Logger: log, Version: buildVersion(),
@@ -212,7 +220,7 @@ func memoryGetCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.Comma
 			if project == "" {
 				return settingErr("project", "required: the project to read")
 			}
-			m, closeAll, err := mf.open(ctx, g)
+			m, closeAll, err := mf.open(ctx, g, false)
 			if err != nil {
 				return err
 			}
@@ -313,7 +321,7 @@ func memorySaveCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags, kind gra
 					return settingErr("focus", "%v", err)
 				}
 			}
-			m, closeAll, err := mf.open(ctx, g)
+			m, closeAll, err := mf.open(ctx, g, true)
 			if err != nil {
 				return err
 			}
@@ -389,7 +397,7 @@ func memoryHygieneCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.C
 			case !global && project == "":
 				return settingErr("project", "give --project ID or --global: the project to inspect, or the global scope")
 			}
-			m, closeAll, err := mf.open(ctx, g)
+			m, closeAll, err := mf.open(ctx, g, false)
 			if err != nil {
 				return err
 			}
@@ -485,7 +493,7 @@ func memoryAddProjectCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *f
 					return settingErr("focus", "%v", err)
 				}
 			}
-			m, closeAll, err := mf.open(ctx, g)
+			m, closeAll, err := mf.open(ctx, g, false)
 			if err != nil {
 				return err
 			}
@@ -534,7 +542,7 @@ func memoryTokenCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.Com
 			Name: "issue", Usage: "praetor memory token issue --name N [--ttl 720h]", ShortHelp: "issue a governance token and print it once",
 			Flags: issueFS,
 			Exec: func(ctx context.Context, _ []string) error {
-				m, closeAll, err := mf.open(ctx, g)
+				m, closeAll, err := mf.open(ctx, g, true)
 				if err != nil {
 					return err
 				}
@@ -565,7 +573,7 @@ func memoryTokenCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.Com
 				if tid, ok := contracts.GovernanceTokenID(id); ok {
 					id = tid // the whole token works too
 				}
-				m, closeAll, err := mf.open(ctx, g)
+				m, closeAll, err := mf.open(ctx, g, true)
 				if err != nil {
 					return err
 				}
@@ -581,7 +589,7 @@ func memoryTokenCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.Com
 			Name: "list", Usage: "praetor memory token list", ShortHelp: "list the tenant's governance tokens (never the tokens themselves)",
 			Flags: listFS,
 			Exec: func(ctx context.Context, _ []string) error {
-				m, closeAll, err := mf.open(ctx, g)
+				m, closeAll, err := mf.open(ctx, g, true)
 				if err != nil {
 					return err
 				}
@@ -618,7 +626,7 @@ meanwhile. A node running the memory service serves the same tools over
 streamable HTTP at /mcp.`),
 		Flags: fs,
 		Exec: func(ctx context.Context, _ []string) error {
-			m, closeAll, err := mf.open(ctx, g)
+			m, closeAll, err := mf.open(ctx, g, false)
 			if err != nil {
 				return err
 			}

@@ -323,6 +323,22 @@ func TestMemoryMCPSurvivesMalformedLine(t *testing.T) {
 	}
 }
 
+// With Neo4j down a save is kept pending_retry, as memory --help promises,
+// and tokens, kept in the database, still work; a read fails, naming the
+// setting the command reads.
+func TestMemoryNeo4jDown(t *testing.T) {
+	t.Parallel()
+	d := "--data-dir=" + t.TempDir()
+	down := []string{d, "--neo4j-uri", "bolt://127.0.0.1:1"}
+	must(t, "registered", "add-project", d, "--project", "shop")
+	out := must(t, "pending_retry", append([]string{"save-decision", "--project", "shop", "--title", "Ship on Fridays"}, down...)...)
+	if !strings.Contains(out, "kept in the database") {
+		t.Errorf("save-decision with Neo4j down:\n%s", out)
+	}
+	must(t, "not shown again", append([]string{"token", "issue", "--name", "ci"}, down...)...)
+	refused(t, "(check --neo4j-uri or PRAETOR_NEO4J_URI)", append([]string{"get", "--project", "shop"}, down...)...)
+}
+
 // Every memory command refuses a tenant that does not exist, saying how to
 // add it: a mistyped --tenant must not start a memory of its own. The dev
 // tenant needs no setup.

@@ -1,12 +1,15 @@
 package memory
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/praetorhq/praetor/services/memory/graph"
 	"github.com/praetorhq/praetor/services/memory/graph/embedded"
@@ -37,6 +40,9 @@ type GraphSettings struct {
 	Neo4jUser, Neo4jPassword string
 	// Neo4jDatabase is the database (NEO4J_DATABASE); empty: the default.
 	Neo4jDatabase string
+	// URISetting names the setting Neo4jURI came from, for the error when
+	// Neo4j does not answer. Default NEO4J_URI.
+	URISetting string
 }
 
 // SettingError names the setting that is wrong and what to do about it.
@@ -94,7 +100,52 @@ func OpenGraph(ctx context.Context, s GraphSettings, log *slog.Logger) (graph.St
 	g, err := neo4jstore.Open(ctx, neo4jstore.Config{URI: s.Neo4jURI, User: s.Neo4jUser, Password: s.Neo4jPassword,
 		Database: s.Neo4jDatabase, Logger: log})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w (check %s)", err, EnvNeo4jURI)
+		return nil, nil, fmt.Errorf("%w (check %s)", err, cmp.Or(s.URISetting, EnvNeo4jURI))
 	}
 	return g, g.Close, nil
+}
+
+// UnavailableGraph is a graph that did not answer at open: every call
+// fails with Err, which wraps graph.ErrUnavailable, so that a save through
+// it is kept pending_retry for the memory service of a running node, as
+// any save the graph cannot take now. Reads fail with Err.
+type UnavailableGraph struct {
+	Err error
+}
+
+var _ graph.Store = UnavailableGraph{}
+
+func (u UnavailableGraph) err() error {
+	if errors.Is(u.Err, graph.ErrUnavailable) {
+		return u.Err
+	}
+	return fmt.Errorf("%w: %w", graph.ErrUnavailable, u.Err)
+}
+
+// Read fails with u.Err.
+func (u UnavailableGraph) Read(context.Context, string, func(context.Context, graph.ReadTx) error) error {
+	return u.err()
+}
+
+// Write fails with u.Err.
+func (u UnavailableGraph) Write(context.Context, string, graph.Scope, func(context.Context, graph.WriteTx) error) error {
+	return u.err()
+}
+
+// EnsureProject fails with u.Err.
+func (u UnavailableGraph) EnsureProject(context.Context, string, string) error { return u.err() }
+
+// EnsureFocusArea fails with u.Err.
+func (u UnavailableGraph) EnsureFocusArea(context.Context, string, string, string) error {
+	return u.err()
+}
+
+// Link fails with u.Err.
+func (u UnavailableGraph) Link(context.Context, string, graph.Rel, string, string) error {
+	return u.err()
+}
+
+// MarkHygiene fails with u.Err.
+func (u UnavailableGraph) MarkHygiene(context.Context, string, graph.Area, time.Time) error {
+	return u.err()
 }
