@@ -4,7 +4,15 @@
 // orchestrator and its workers thus run, and scale, apart.
 //
 // Answers arrive on a durable consumer of the task stream shared by every
-// orchestrator replica. Each answer is handed to the attempt waiting for it
+// orchestrator replica: replicas share a store, so an answer one of them
+// records is found by the others. Two orchestrators with stores of their own
+// (praetor dev's SQLite and a praetor workflow run on PostgreSQL, on the same
+// NATS) must each have a consumer of their own (Config.Consumer): on a
+// shared one, each answer would reach one of them only, and an attempt of
+// the other would wait for it until its timeout. Each then receives every
+// answer, and records those of runs it does not know as well: harmless, as
+// an answer is kept by dispatch id, and pruned once no run of it is running
+// (sqlstore.Results.PruneSettled). Each answer is handed to the attempt waiting for it
 // in this process, if any, and recorded in the result store before it is
 // acknowledged. So an answer that arrives while its orchestrator is down —
 // or after it published and before it died — is not lost: a restarted
@@ -74,8 +82,14 @@ type Config struct {
 	// Results keeps answers. Required.
 	Results Results
 	// Consumer names the durable consumer of answers, shared by the
-	// orchestrator's replicas. Default "orchestrator-results".
+	// orchestrator's replicas, which share its store; an orchestrator with
+	// another store needs another name. Default "orchestrator-results".
 	Consumer string
+	// DeliverNew starts a consumer that does not exist yet at the answers
+	// published from then on rather than at the stream's first: for an
+	// orchestrator whose consumer is created before its first dispatch (the
+	// CLI's), which has no use for the answers of before. Default false.
+	DeliverNew bool
 	// MaxEventBytes bounds a dispatch's data (the assembled context). An
 	// attempt over it fails at once, permanently, saying so. Default
 	// DefaultMaxEventBytes; set it from the server's max_payload.
@@ -187,6 +201,7 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		MaxDeliver:  20,
 		BackoffBase: 100 * time.Millisecond,
 		BackoffMax:  10 * time.Second,
+		DeliverNew:  d.cfg.DeliverNew,
 	}, d.onAnswer)
 	if err != nil {
 		stop()
@@ -402,9 +417,24 @@ func (t *TenantDispatcher) Dispatch(ctx context.Context, task agent.Task, c agen
 				d.cfg.Logger.Warn("look up an answer failed; waiting on", "dispatch", task.DispatchID, "error", err)
 			}
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return agent.Result{}, t.unanswered(task, ctx.Err())
+			}
 			return agent.Result{}, ctx.Err()
 		}
 	}
+}
+
+// unanswered is the error of an attempt whose wait for its answer reached
+// its deadline: it names the task, the dispatch and what was waited on, as
+// an answer taken by an orchestrator of another store on the same consumer
+// looks just like a worker that never answered. (How long it waited is the
+// executor's to say: a duration here would differ between runs.)
+func (t *TenantDispatcher) unanswered(task agent.Task, err error) error {
+	return fmt.Errorf("task %s (agent %s, dispatch %s): no %s or %s answer came on %s (consumer %s) before the attempt's deadline: "+
+		"no worker of agent %s answered, or an orchestrator with another store took the answer on the same consumer: %w",
+		task.TaskID, task.Agent, task.DispatchID, contracts.TaskCompletedSpec.Name, contracts.TaskFailedSpec.Name,
+		contracts.StreamTasks, t.d.cfg.Consumer, task.Agent, err)
 }
 
 // recorded looks for the answer of a dispatch in the store.

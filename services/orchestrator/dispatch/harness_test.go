@@ -68,7 +68,11 @@ type orchestrator struct {
 	reg     *prometheus.Registry
 }
 
-func (c *cluster) orchestrator() *orchestrator {
+func (c *cluster) orchestrator() *orchestrator { return c.orchestratorWith(nil) }
+
+// orchestratorWith is an orchestrator whose dispatcher's configuration
+// change alters.
+func (c *cluster) orchestratorWith(change func(*dispatch.Config)) *orchestrator {
 	t := c.t
 	t.Helper()
 	bus := c.nats.Bus(t)
@@ -78,8 +82,12 @@ func (c *cluster) orchestrator() *orchestrator {
 		t.Fatal(err)
 	}
 	o := &orchestrator{bus: bus, store: st, results: sqlstore.NewResults(c.db), reg: prometheus.NewRegistry()}
-	o.disp, err = dispatch.New(dispatch.Config{Bus: bus, Results: o.results, PollInterval: 200 * time.Millisecond,
-		Logger: orchtest.Logger(t), Registerer: o.reg})
+	cfg := dispatch.Config{Bus: bus, Results: o.results, PollInterval: 200 * time.Millisecond,
+		Logger: orchtest.Logger(t), Registerer: o.reg}
+	if change != nil {
+		change(&cfg)
+	}
+	o.disp, err = dispatch.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
