@@ -3,6 +3,8 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go"
 	"github.com/peterbourgon/ff/v4"
 	"github.com/peterbourgon/ff/v4/ffhelp"
@@ -336,7 +339,17 @@ func openBackend(ctx context.Context, f backendFlags, log *slog.Logger, withDisp
 	}
 	b.runs = sqlRuns{st}
 	limit := payloadLimit(nc)
-	disp, err := dispatch.New(dispatch.Config{Bus: bus, Results: sqlstore.NewResults(db), MaxEventBytes: limit, Logger: log})
+	consumer, err := answersConsumer(f.databaseURL)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	// Answers come on a consumer of this store's own, created here before
+	// the first dispatch: on the orchestrators' (praetor dev's, praetor
+	// serve's), they would be taken by whichever pulled first, and saved in
+	// its store, not this one.
+	disp, err := dispatch.New(dispatch.Config{Bus: bus, Results: sqlstore.NewResults(db), Consumer: consumer, DeliverNew: true,
+		MaxEventBytes: limit, Logger: log})
 	if err != nil {
 		b.close()
 		return nil, err
@@ -370,6 +383,21 @@ func openBackend(ctx context.Context, f backendFlags, log *slog.Logger, withDisp
 		}
 	}
 	return b, nil
+}
+
+// answersConsumer names the CLI's consumer of answers after its store: a
+// short hash of the database's host, port, name and search_path (never its
+// user or password). Runs on one database share it, as the orchestrator's
+// replicas share theirs; runs on another database, and the orchestrators of
+// praetor dev and praetor serve, have their own.
+func answersConsumer(databaseURL string) (string, error) {
+	pc, err := pgconn.ParseConfig(databaseURL)
+	if err != nil {
+		return "", settingErr("database-url", "%v", err)
+	}
+	identity := fmt.Sprintf("%s:%d/%s?search_path=%s", pc.Host, pc.Port, pc.Database, pc.RuntimeParams["search_path"])
+	sum := sha256.Sum256([]byte(identity))
+	return "workflow-cli-" + hex.EncodeToString(sum[:6]), nil
 }
 
 // payloadLimit is the largest event data the server takes, with room for
@@ -542,7 +570,17 @@ Checks the workflow, its registry and constitutions first: any problem is
 printed with its file, line, field and rule, and nothing runs (exit 2).
 Then runs the tasks, printing a line on stderr per task state change and a
 summary on stdout. Exits 0 when the run completes, 1 when it fails, 130 when
-a signal stops it (resume it with praetor workflow resume RUN).`),
+a signal stops it (resume it with praetor workflow resume RUN).
+
+With --nats-url beside a praetor dev or praetor serve on the same NATS (the
+dev's --nats-listen): the run takes its workers' answers on a consumer of its
+own, named after its database (workflow-cli- and a hash of the host, port,
+database name and search_path), so each orchestrator receives every answer
+and keeps it in its own store, harmlessly for runs it does not know. The
+consumer stays on the server for the next run or resume on that database.
+A task whose answer never comes fails at its timeout (10m unless the task,
+its agent or the workflow's defaults set one), naming the task, its dispatch
+and the consumer it waited on.`),
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			args, err := interspersed(parent, "run", bind, args)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,10 +13,13 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/pkg/events/eventstest"
+	"github.com/praetorhq/praetor/services/orchestrator/dispatch"
+	"github.com/praetorhq/praetor/services/orchestrator/sqlstore"
 )
 
 // killProject is a project whose tasks a -> slow -> c run a command agent
@@ -445,5 +449,134 @@ func TestWorkflowValidateChecksCommandPaths(t *testing.T) {
 	}
 	if strings.Contains(string(out), "also-missing") {
 		t.Errorf("validate reported an agent no task uses:\n%s", out)
+	}
+}
+
+// A run with --nats-url beside another orchestrator on the same NATS, with
+// a store of its own (praetor dev's, consuming answers on
+// orchestrator-results): the run takes its answers on a consumer named
+// after its database, so it completes, and the other orchestrator receives
+// every answer as well and keeps them, though it knows no run of theirs.
+// On the shared consumer the two took the answers in turns, and the run
+// waited for those the other took until the tasks' timeout.
+func TestWorkflowRunBesideAnotherOrchestrator(t *testing.T) {
+	dbURL, devURL := testenv.Postgres(t), testenv.Postgres(t)
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close(context.Background()); nc.Close() })
+	if err := provisionMissing(ctx, bus); err != nil {
+		t.Fatal(err)
+	}
+	devDB, err := node.OpenStore(ctx, false, "", devURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = devDB.Close() })
+	if _, err := store.Migrate(ctx, devDB); err != nil {
+		t.Fatal(err)
+	}
+	devResults := sqlstore.NewResults(devDB)
+	dev, err := dispatch.New(dispatch.Config{Bus: bus, Results: devResults})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dev.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = dev.Stop(context.Background()) })
+
+	// Short timeouts: a task whose answer the other orchestrator took
+	// fails in seconds rather than ten minutes.
+	mockAgents, err := filepath.Abs(filepath.Join("..", "..", "examples", "agents", "mock.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "workflows", "diamond.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := filepath.Join(t.TempDir(), "diamond.yaml")
+	short := strings.Replace(string(src), "agents: ../agents/mock.yaml", "agents: "+mockAgents+"\ndefaults:\n  timeout: 10s\n  retries: 0", 1)
+	if err := os.WriteFile(wf, []byte(short), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(binary, "workflow", "run", wf, "--nats-url", srv.ClientURL(), "--database-url", dbURL, "--migrate",
+		"--run-id", "beside-dev", "--state-dir", t.TempDir()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+
+	db, err := node.OpenStore(ctx, false, "", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	st, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.Load(ctx, "beside-dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, task := range s.Tasks {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			_, err := devResults.Load(ctx, "default", task.DispatchID)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the other orchestrator never recorded the answer of task %s: %v", id, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	consumer, err := answersConsumer(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.JetStream().Consumer(ctx, contracts.StreamTasks, consumer); err != nil || !strings.HasPrefix(consumer, "workflow-cli-") {
+		t.Fatalf("the run's consumer %s on %s: %v", consumer, contracts.StreamTasks, err)
+	}
+}
+
+// The run's consumer is named after the database, never its credentials:
+// the same database reached as another user shares it, another database
+// or search_path does not.
+func TestAnswersConsumerNamesTheDatabase(t *testing.T) {
+	name := func(url string) string {
+		t.Helper()
+		c, err := answersConsumer(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	base := name("postgres://praetor:secret@db.example:5432/praetor?sslmode=disable")
+	if got := name("postgres://other:password@db.example:5432/praetor?sslmode=disable"); got != base {
+		t.Errorf("another user of the same database: %s, want %s", got, base)
+	}
+	for _, url := range []string{"postgres://praetor:secret@db.example:5432/h175", "postgres://praetor:secret@db2.example:5432/praetor",
+		"postgres://praetor:secret@db.example:5433/praetor", "postgres://praetor:secret@db.example:5432/praetor?search_path=t_1"} {
+		if got := name(url); got == base {
+			t.Errorf("%s shares the consumer %s of another database", url, got)
+		}
+	}
+	if _, err := answersConsumer("postgres://[bad"); err == nil {
+		t.Error("a database URL that does not parse gave a consumer name")
 	}
 }
