@@ -172,6 +172,7 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		fromSeq                         uint64
 		session                         string
 		workflowRun, tenant             string
+		workflowDB                      string
 	)
 	fs := ff.NewFlagSet("replay").SetParent(parent)
 	fs.StringVar(&stream, 0, "stream", "", "stream to read, e.g. PRAETOR_TURNS, PRAETOR_DLQ (required unless --session or --workflow)")
@@ -183,9 +184,10 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs.StringListVar(&enginesDirs, 0, "engines-dir", "engine directories besides the shipped engines, whose released versions are built in: your engines' older versions, or the engine files of the build that recorded the session (with --session)")
 	fs.StringVar(&workflowRun, 0, "workflow", "", "rebuild this workflow run from its events on PRAETOR_WORKFLOWS; print its state and hash")
 	fs.StringVar(&tenant, 0, "tenant", "default", "tenant of the --workflow run")
+	fs.StringVar(&workflowDB, 0, "database-url", "", "the --workflow run's PostgreSQL database, to check the fold against the stored run (DATABASE_URL is not read implicitly); without it, the store of --data-dir's praetor dev")
 	return &ff.Command{
 		Name:      "replay",
-		Usage:     "praetor replay --stream S [--from-seq N | --since T] [--subject F ...] | --session ID | --workflow RUN [--tenant T]",
+		Usage:     "praetor replay --stream S [--from-seq N | --since T] [--subject F ...] | --session ID | --workflow RUN [--tenant T] [--database-url URL]",
 		ShortHelp: "print a stream's events as JSON lines, or rebuild a session or workflow run and check it against the live run",
 		LongHelp: "Streams: " + streamNames() + ".\n" +
 			"Each line is {\"stream_seq\",\"subject\",\"stored_at\",\"event\"}; a message that is not a valid\n" +
@@ -203,21 +205,33 @@ func replayCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			"An event of the session that is no CloudEvent, or breaks its contract, is left out, as the live\n" +
 			"services left it (they dead-letter it: it never reached the state): a line names each (stream\n" +
 			"sequence, subject, why), the summary counts them, and they do not make it exit 1.\n" +
-			"--workflow RUN folds a run's events from PRAETOR_WORKFLOWS and prints its state and hash.\n\n" +
+			"--workflow RUN folds a run's events from PRAETOR_WORKFLOWS and prints its state and hash, then\n" +
+			"checks it against the live run in its store: --database-url (the run's PostgreSQL, as for\n" +
+			"praetor workflow status), else the SQLite store of --data-dir's praetor dev (not with --nats-url\n" +
+			"unless --data-dir is given): ok, or DIVERGED with the first field that differs, and exit 1.\n" +
+			"Without a store it says that only the fold was done.\n\n" +
 			"A replay that prints nothing says why on stderr when it can: a --subject no subject of the stream\n" +
 			"can match (it names the stream's subjects), a --from-seq past its last sequence; it exits 0.\n" +
 			"Each mode takes its own flags, and refuses another's: --stream with --subject, --from-seq,\n" +
-			"--since; --session with --engines-dir; --workflow with --tenant.",
+			"--since; --session with --engines-dir; --workflow with --tenant, --database-url.",
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if err := replayMode(fs); err != nil {
 				return err
 			}
-			if workflowRun != "" || session != "" {
+			if workflowRun != "" {
+				dataDirFlag, _ := fs.GetFlag("data-dir")
+				live, err := openLiveRuns(ctx, workflowDB, natsURL, dataDir, dataDirFlag.IsSet())
+				if err != nil {
+					return err
+				}
+				defer live.close()
 				return withToolBus("replay", natsURL, dataDir, g.stderr, func(bus *events.Bus) error {
-					if workflowRun != "" {
-						return replayWorkflow(ctx, bus, tenant, workflowRun, g.stdout, g.stderr)
-					}
+					return replayWorkflow(ctx, bus, tenant, workflowRun, live, g.stdout, g.stderr)
+				})
+			}
+			if session != "" {
+				return withToolBus("replay", natsURL, dataDir, g.stderr, func(bus *events.Bus) error {
 					return replaySession(ctx, bus, session, enginesDirs, g.stdout, g.stderr, time.Now)
 				})
 			}
@@ -259,7 +273,7 @@ var replayModes = []struct {
 }{
 	{"stream", []string{"subject", "from-seq", "since"}},
 	{"session", []string{"engines-dir"}},
-	{"workflow", []string{"tenant"}},
+	{"workflow", []string{"tenant", "database-url"}},
 }
 
 // replayMode refuses flags of two modes of replay at once (--session with

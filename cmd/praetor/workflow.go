@@ -1049,9 +1049,54 @@ services/orchestrator/schema.`),
 	}
 }
 
+// liveRuns is the store of the live runs a workflow replay is checked
+// against (praetor replay --workflow RUN --database-url, or the SQLite store
+// of a praetor dev's --data-dir).
+type liveRuns struct {
+	db    store.DB
+	where string
+}
+
+// openLiveRuns opens the store a workflow replay checks its fold against:
+// --database-url's PostgreSQL; else the SQLite store of --data-dir when it
+// holds one — unless --nats-url names a server and --data-dir was left at its
+// default, as the NATS read need not then be that dev's. nil when neither.
+func openLiveRuns(ctx context.Context, databaseURL, natsURL, dataDir string, dataDirSet bool) (*liveRuns, error) {
+	if databaseURL != "" {
+		db, err := node.OpenStore(ctx, false, "", databaseURL)
+		if err != nil {
+			return nil, err
+		}
+		return &liveRuns{db: db, where: "the database"}, nil
+	}
+	path := filepath.Join(dataDir, "praetor.db")
+	if natsURL != "" && !dataDirSet {
+		return nil, nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		if dataDirSet {
+			return nil, settingErr("data-dir", "%s holds no praetor dev store (%s not found) to check the run against", dataDir, path)
+		}
+		return nil, nil
+	}
+	db, err := node.OpenStore(ctx, true, dataDir, "")
+	if err != nil {
+		return nil, err
+	}
+	return &liveRuns{db: db, where: "the praetor dev store " + path}, nil
+}
+
+func (l *liveRuns) close() {
+	if l != nil {
+		_ = l.db.Close()
+	}
+}
+
 // replayWorkflow rebuilds a run from its events on the workflow stream and
-// prints the state and its hash (praetor replay --workflow RUN).
-func replayWorkflow(ctx context.Context, bus *events.Bus, tenant, runID string, stdout, stderr io.Writer) error {
+// prints the state and its hash (praetor replay --workflow RUN); given the
+// live run's store, it checks the fold against the stored run: ok, or
+// DIVERGED with the first field that differs (exit 1).
+func replayWorkflow(ctx context.Context, bus *events.Bus, tenant, runID string, live *liveRuns, stdout, stderr io.Writer) error {
 	s, evs, err := runevents.Rebuild(ctx, bus, tenant, runID)
 	if errors.Is(err, runevents.ErrNoEvents) {
 		if others := runTenants(ctx, bus, runID); len(others) > 0 {
@@ -1072,7 +1117,139 @@ func replayWorkflow(ctx context.Context, bus *events.Bus, tenant, runID string, 
 	}
 	fmt.Fprintf(stderr, "run %s of tenant %s: %d events folded, status %s\n", runID, tenant, len(evs), s.Status)
 	fmt.Fprintf(stdout, "state hash %s\n", h)
-	return nil
+	if live == nil {
+		fmt.Fprintln(stderr, "only the fold was done: no store to check it against the live run "+
+			"(--database-url of the run's database, or --data-dir of the praetor dev that ran it)")
+		return nil
+	}
+	return checkLiveRun(ctx, live, tenant, runID, s, h, stderr)
+}
+
+// checkLiveRun compares a run folded from the stream with the run in its
+// store: the stored state when both are at the same event; when the stored
+// run has gone further (its outbox has yet to publish the rest, or it is
+// still running), the state its stored events fold to at the stream's last
+// event.
+func checkLiveRun(ctx context.Context, live *liveRuns, tenant, runID string, folded engine.State, h string, w io.Writer) error {
+	st, err := sqlstore.New(sqlstore.Config{DB: live.db, TenantID: tenant})
+	if err != nil {
+		return err
+	}
+	where := "tenant " + tenant + " in " + live.where
+	want, err := st.Load(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("no run %s of %s: the fold could not be checked against the live run (the store of a praetor workflow run is its --database-url)", runID, where)
+	}
+	if err != nil {
+		return fmt.Errorf("load the live run %s of %s: %w", runID, where, err)
+	}
+	at, liveSeq := "", want.Seq
+	if liveSeq > folded.Seq {
+		evs, err := st.Events(ctx, runID)
+		if err != nil {
+			return fmt.Errorf("read the live run's events: %w", err)
+		}
+		if want, err = engine.Fold(evs[:min(int64(len(evs)), folded.Seq)]); err != nil {
+			return fmt.Errorf("the live run's first %d events do not fold: %w", folded.Seq, err)
+		}
+		at = fmt.Sprintf(" at event %d (the stored run is at %d: the rest is not on the stream yet)", folded.Seq, liveSeq)
+	}
+	lh, err := engine.Hash(want)
+	if err != nil {
+		return err
+	}
+	if lh == h {
+		fmt.Fprintf(w, "ok: the live run in %s has the same state%s (hash %s)\n", where, at, lh)
+		return nil
+	}
+	fmt.Fprintf(w, "DIVERGED from the live run in %s%s (hash %s): %s\n", where, at, lh, firstDifference(folded, want))
+	return exitError(1)
+}
+
+// firstDifference names the first field, in canonical key order, where
+// the replayed state differs from the live one, with both values.
+func firstDifference(replayed, live engine.State) string {
+	decode := func(s engine.State) any {
+		raw, err := engine.CanonicalJSON(s)
+		if err != nil {
+			return nil
+		}
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.UseNumber()
+		var v any
+		_ = dec.Decode(&v)
+		return v
+	}
+	path, got, want := jsonDifference("", decode(replayed), decode(live))
+	if path == "" {
+		path = "(the state)"
+	}
+	return fmt.Sprintf("%s is %s replayed, %s live", path, got, want)
+}
+
+// jsonDifference finds the first path under path where a and b differ.
+func jsonDifference(path string, a, b any) (string, string, string) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if aok && bok {
+		keys := maps.Clone(am)
+		maps.Copy(keys, bm)
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			x, inA := am[k]
+			y, inB := bm[k]
+			switch {
+			case !inA:
+				return joinPath(path, k), "(absent)", shortJSON(y)
+			case !inB:
+				return joinPath(path, k), shortJSON(x), "(absent)"
+			}
+			if p, x, y := jsonDifference(joinPath(path, k), x, y); p != "" {
+				return p, x, y
+			}
+		}
+		return "", "", ""
+	}
+	al, aok := a.([]any)
+	bl, bok := b.([]any)
+	if aok && bok {
+		for i := range max(len(al), len(bl)) {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			switch {
+			case i >= len(al):
+				return p, "(absent)", shortJSON(bl[i])
+			case i >= len(bl):
+				return p, shortJSON(al[i]), "(absent)"
+			}
+			if p, x, y := jsonDifference(p, al[i], bl[i]); p != "" {
+				return p, x, y
+			}
+		}
+		return "", "", ""
+	}
+	x, y := shortJSON(a), shortJSON(b)
+	if x == y {
+		return "", "", ""
+	}
+	return cmpOr(path, "."), x, y
+}
+
+func joinPath(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// shortJSON writes a value as JSON, cut to a line's worth.
+func shortJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	if len(b) > 80 {
+		return string(b[:77]) + "..."
+	}
+	return string(b)
 }
 
 // runTenants are the tenants with events of a run on the workflow stream:

@@ -580,3 +580,66 @@ func TestAnswersConsumerNamesTheDatabase(t *testing.T) {
 		t.Error("a database URL that does not parse gave a consumer name")
 	}
 }
+
+// praetor replay --workflow checks its fold against the live run when it
+// is given the run's store: ok when they agree; DIVERGED naming the first
+// field that differs, exit 1, once a store row is changed; without a store
+// it says only the fold was done; a dev store without the run says so.
+func TestReplayWorkflowChecksTheLiveRun(t *testing.T) {
+	dbURL := testenv.Postgres(t)
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	natsURL := srv.ClientURL()
+	wf := filepath.Join("..", "..", "examples", "workflows", "diamond.yaml")
+	if out, err := exec.Command(binary, "workflow", "run", wf, "--nats-url", natsURL, "--database-url", dbURL, "--migrate",
+		"--run-id", "checked", "--state-dir", t.TempDir()).CombinedOutput(); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	replay := func(args ...string) (string, error) {
+		t.Helper()
+		out, err := exec.Command(binary, append([]string{"replay", "--workflow", "checked", "--nats-url", natsURL}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+
+	out, err := replay("--database-url", dbURL)
+	if err != nil || !strings.Contains(out, "ok: the live run in tenant default in the database has the same state (hash "+hashLine(t, out)+")") {
+		t.Fatalf("replay against the store: %v\n%s", err, out)
+	}
+	out, err = replay()
+	if err != nil || !strings.Contains(out, "only the fold was done") || strings.Contains(out, "ok:") {
+		t.Fatalf("replay without a store: %v\n%s", err, out)
+	}
+	devDir := t.TempDir()
+	devDB, err := node.OpenStore(context.Background(), true, devDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Migrate(context.Background(), devDB); err != nil {
+		t.Fatal(err)
+	}
+	_ = devDB.Close()
+	out, err = replay("--data-dir", devDir)
+	if err == nil || !strings.Contains(out, "no run checked of tenant default in the praetor dev store "+filepath.Join(devDir, "praetor.db")) {
+		t.Fatalf("replay against a dev store without the run: %v\n%s", err, out)
+	}
+
+	db, err := node.OpenStore(context.Background(), false, "", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Exec(context.Background(), `UPDATE workflow_runs SET state_json = replace(state_json, '"workflow":"diamond"', '"workflow":"forged"')
+		WHERE id = 'checked'`); err != nil {
+		t.Fatal(err)
+	}
+	out, err = replay("--database-url", dbURL)
+	var ee *exec.ExitError
+	if !errorsAs(err, &ee) || ee.ExitCode() != 1 ||
+		!strings.Contains(out, `DIVERGED from the live run in tenant default in the database`) ||
+		!strings.Contains(out, `: workflow is "diamond" replayed, "forged" live`) {
+		t.Fatalf("replay against an altered store: %v\n%s", err, out)
+	}
+}
