@@ -77,6 +77,21 @@ type ConsumerConfig struct {
 	// RetryAfter until then), so what it holds is timers, not work to scale
 	// on.
 	NoBacklog bool
+	// Unavailable, when set, tells a handler's failure because a
+	// dependency is down (the database unreachable) from one of the event:
+	// the event is put back with the usual backoff and the consumer pauses,
+	// taking no events, until Probe says the dependency is back (probed a
+	// quarter of a second after the pause, then twice as far apart each
+	// time, up to 5s). The events it still receives meanwhile wait,
+	// unhandled, for the pause to end. So an outage, however long, does
+	// not use up the events' deliveries; an event whose last delivery
+	// fails so all the same is dead-lettered with CauseUnavailable, to be
+	// redriven. Unavailable and Probe go together. Default: none, every
+	// failure counts.
+	Unavailable func(error) bool
+	// Probe reports whether the dependency Unavailable recognises the
+	// failures of is back (nil) or still down.
+	Probe func(context.Context) error
 }
 
 // WithDefaults returns c with every unset field at its default.
@@ -116,6 +131,8 @@ func (c ConsumerConfig) validate() error {
 		return fmt.Errorf("events: consumer %s: need 0 < BackoffBase <= BackoffMax", c.Name)
 	case c.HandlerTimeout <= 0:
 		return fmt.Errorf("events: consumer %s: HandlerTimeout must be positive", c.Name)
+	case (c.Unavailable == nil) != (c.Probe == nil):
+		return fmt.Errorf("events: consumer %s: set both Unavailable and Probe, or neither: a pause needs a way to see its end", c.Name)
 	}
 	if c.Keyed {
 		for _, s := range c.Subjects {
@@ -161,6 +178,11 @@ type Subscription struct {
 	wants   []jetstream.ConsumerConfig // the settings of each of cons, as this process writes them
 	metrics *serviceMetrics
 	polled  chan struct{} // closed when the watcher has ended
+	// pause is set when the handlers' dependency may be unavailable
+	// (ConsumerConfig.Unavailable); stopping is closed when the drain
+	// starts, to let go of the events a pause holds.
+	pause    *pause
+	stopping chan struct{}
 
 	drainOnce sync.Once
 	drained   chan struct{} // closed once every received event is handled
@@ -190,7 +212,10 @@ func (b *Bus) Subscribe(ctx context.Context, cfg ConsumerConfig, h Handler) (*Su
 	m := b.cfg.Metrics
 	sctx, cancel := context.WithCancelCause(context.Background())
 	s := &Subscription{bus: b, cfg: cfg, handler: standardChain(h, b.cfg.Logger, m, cfg), ctx: sctx, cancel: cancel,
-		metrics: m.forService(cfg.Name)}
+		metrics: m.forService(cfg.Name), stopping: make(chan struct{})}
+	if cfg.Unavailable != nil {
+		s.pause = newPause(s)
+	}
 
 	var err error
 	if cfg.Keyed {
@@ -449,6 +474,8 @@ func (f *sharedFeed) release(n int, ended bool) {
 		if ended && f.pulls == 0 {
 			close(f.fed)
 		}
+	case f.s.pause != nil && f.s.pause.paused():
+		// The free slots wait for the pause to end (pause.resume).
 	default:
 		for f.free > 0 && (f.pulls == 0 || f.free >= f.batch) {
 			k := min(f.free, f.batch)
@@ -633,7 +660,13 @@ func (w *worker) process(msg jetstream.Msg) {
 	if cause := context.Cause(s.ctx); cause != nil {
 		// The drain ran out of time before the handler started: an unkeyed
 		// consumer's pull had brought it for a worker just freed.
-		s.interrupted(msg, d, ev.Type(), fmt.Errorf("not started: %w", cause))
+		s.interrupted(msg, d, ev.Type(), CauseMaxDeliver, fmt.Errorf("not started: %w", cause))
+		return
+	}
+	if s.pause != nil && !s.pause.hold(msg) {
+		// Received while paused, and the drain started before the
+		// dependency came back.
+		s.interrupted(msg, d, ev.Type(), CauseUnavailable, errStoppedPaused)
 		return
 	}
 	hctx, cancel := context.WithCancelCause(withDelivery(s.ctx, d))
@@ -661,30 +694,47 @@ func (w *worker) process(msg jetstream.Msg) {
 	case IsPermanent(err):
 		s.deadLetter(msg, d, ev.Type(), CausePermanent, err)
 	case errors.Is(context.Cause(hctx), errDrainTimedOut):
-		s.interrupted(msg, d, ev.Type(), fmt.Errorf("%w: %w", errDrainTimedOut, err))
+		s.interrupted(msg, d, ev.Type(), CauseMaxDeliver, fmt.Errorf("%w: %w", errDrainTimedOut, err))
+	case s.pause != nil && s.cfg.Unavailable(err):
+		s.pause.enter(err)
+		if s.cfg.lastDelivery(meta.NumDelivered) {
+			s.deadLetter(msg, d, ev.Type(), CauseUnavailable, err)
+			return
+		}
+		s.retryLater(msg, meta.NumDelivered, err, tm)
 	case s.cfg.lastDelivery(meta.NumDelivered):
 		s.deadLetter(msg, d, ev.Type(), CauseMaxDeliver, err)
 	case s.cfg.MaxDeliver < 0 && errors.Is(err, errPanic):
 		// Nothing would stop it panicking again, at every delivery.
 		s.deadLetter(msg, d, ev.Type(), CausePermanent, err)
 	default:
-		delay := s.cfg.backoff(meta.NumDelivered)
-		var re *RetryError
-		if errors.As(err, &re) && re.After > 0 {
-			delay = re.After
-		}
-		_ = msg.NakWithDelay(delay)
-		tm.retry.Inc()
+		s.retryLater(msg, meta.NumDelivered, err, tm)
 	}
 }
+
+// retryLater puts back an event whose delivery n failed with err, to come
+// again after the backoff, or after the delay err asks for (RetryAfter).
+func (s *Subscription) retryLater(msg jetstream.Msg, n uint64, err error, tm *typeMetrics) {
+	delay := s.cfg.backoff(n)
+	var re *RetryError
+	if errors.As(err, &re) && re.After > 0 {
+		delay = re.After
+	}
+	_ = msg.NakWithDelay(delay)
+	tm.retry.Inc()
+}
+
+// errStoppedPaused is why an event received while its consumer was paused
+// is put back unhandled when the consumer stops.
+var errStoppedPaused = errors.New("not started: the consumer stopped while paused, a dependency of its handler unavailable (the event may well be sound)")
 
 // interrupted settles an event the shutdown kept from finishing: it goes
 // back to the stream at once, for another process; on its last delivery,
 // when the server would not deliver it again, it is dead-lettered with
-// reason, which says so.
-func (s *Subscription) interrupted(msg jetstream.Msg, d Delivery, ceType string, reason error) {
+// cause and reason, which say so.
+func (s *Subscription) interrupted(msg jetstream.Msg, d Delivery, ceType, cause string, reason error) {
 	if s.cfg.lastDelivery(d.NumDelivered) {
-		s.deadLetter(msg, d, ceType, CauseMaxDeliver, reason)
+		s.deadLetter(msg, d, ceType, cause, reason)
 		return
 	}
 	_ = msg.Nak()
@@ -771,6 +821,7 @@ func (w *worker) watch() {
 // another one finishes its own.
 func (s *Subscription) drain() <-chan struct{} {
 	s.drainOnce.Do(func() {
+		close(s.stopping)
 		for _, cc := range s.ccs {
 			cc.Drain()
 		}
@@ -827,6 +878,9 @@ func (s *Subscription) Stop(ctx context.Context) error {
 		s.cancel(nil)
 		if s.polled != nil {
 			<-s.polled
+		}
+		if s.pause != nil {
+			s.pause.probing.Wait()
 		}
 		s.bus.mu.Lock()
 		delete(s.bus.subs, s)

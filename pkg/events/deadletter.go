@@ -33,10 +33,14 @@ const (
 	// CauseUnpublishable: the stream refused the message for good
 	// (DeadLetterUnpublishable).
 	CauseUnpublishable = "unpublishable"
+	// CauseUnavailable: the last delivery failed because a dependency of
+	// the handler was down (ConsumerConfig.Unavailable); the event is
+	// likely sound, to be redriven once the dependency is back.
+	CauseUnavailable = "unavailable"
 )
 
 // DeadLetterCauses are the causes a dead letter can have.
-var DeadLetterCauses = []string{CauseDecode, CausePermanent, CauseMaxDeliver, CauseUnpublishable}
+var DeadLetterCauses = []string{CauseDecode, CausePermanent, CauseMaxDeliver, CauseUnpublishable, CauseUnavailable}
 
 // AsDeadLetter reads a dead letter from an event of DeadLetterStream.
 func AsDeadLetter(ev event.Event) (DeadLetter, error) {
@@ -56,7 +60,7 @@ type DeadLetter struct {
 	// Reason says why, in words: the decode error, the handler's permanent
 	// error, or the last error before MaxDeliver ran out.
 	Reason string `json:"reason"`
-	// Cause is decode, permanent, max_deliver or unpublishable (then
+	// Cause is decode, permanent, max_deliver, unavailable or unpublishable (then
 	// Stream and StreamSeq are empty, Consumer names who tried to publish
 	// and Deliveries counts the tries).
 	Cause      string `json:"cause"`

@@ -27,7 +27,11 @@
 // nothing is redelivered forever unless its consumer asks for that
 // (MaxDeliver -1, for timers that must outlast an outage of what they
 // call). A panic is recovered, counted and naked (dead-lettered on a
-// consumer without a bound on deliveries, where it would crash-loop).
+// consumer without a bound on deliveries, where it would crash-loop). A
+// failure its consumer recognises as a dependency being down
+// (ConsumerConfig.Unavailable: the database unreachable) naks the event
+// and pauses the consumer, which takes no events until the dependency
+// answers its probe again, so an outage does not use up deliveries.
 //
 // # Ordering
 //

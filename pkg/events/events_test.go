@@ -379,9 +379,6 @@ func TestDeadLetterTooLargeToCarryItsData(t *testing.T) {
 	}
 }
 
-// dlqBus starts a server and returns a bus on it with the dead-letter
-// streams and a stream for a new topic, configured by stream (whose name
-// and subjects are the topic's).
 // idle subscribes a handler that does nothing, stopped when the test ends.
 func idle(t *testing.T, bus *events.Bus, cfg events.ConsumerConfig) {
 	t.Helper()
@@ -406,11 +403,22 @@ func consumerOf(t *testing.T, bus *events.Bus, stream, durable string) (jetstrea
 	return js, cons
 }
 
+// dlqBus starts a server and returns a bus on it with the dead-letter
+// streams and a stream for a new topic, configured by stream (whose name
+// and subjects are the topic's).
 func dlqBus(t *testing.T, stream events.StreamConfig) (*events.Bus, eventstest.Topic) {
+	t.Helper()
+	return dlqBusWith(t, stream, events.Config{})
+}
+
+// dlqBusWith is dlqBus with the bus configured by cfg (its Subject is the
+// topic's).
+func dlqBusWith(t *testing.T, stream events.StreamConfig, cfg events.Config) (*events.Bus, eventstest.Topic) {
 	t.Helper()
 	srv := eventstest.StartServer(t)
 	topic := eventstest.NewTopic()
-	bus, err := events.New(eventstest.Connect(t, srv), events.Config{Subject: topic.Route})
+	cfg.Subject = topic.Route
+	bus, err := events.New(eventstest.Connect(t, srv), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ type Metrics struct {
 	deadLetters *prometheus.CounterVec
 	panics      *prometheus.CounterVec
 	backlog     *prometheus.GaugeVec
+	paused      *prometheus.GaugeVec
 }
 
 // Handling outcomes, the values of the outcome label.
@@ -60,9 +61,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "praetor_consumer_backlog",
 			Help: "Events a service has not finished: waiting in its consumers (all partitions) plus delivered and not yet acknowledged. Scale a service's replicas on it.",
 		}, []string{"service"}),
+		paused: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "praetor_consumer_paused",
+			Help: "1 while a service's consumer in this process takes no events because a dependency of its handlers is unavailable (the database), else 0.",
+		}, []string{"service"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.published, m.handled, m.handleTime, m.deadLetters, m.panics, m.backlog} {
+		for _, c := range []prometheus.Collector{m.published, m.handled, m.handleTime, m.deadLetters, m.panics, m.backlog, m.paused} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -116,6 +121,12 @@ func (s *serviceMetrics) of(ceType string) *typeMetrics {
 // exports it.
 func (m *Metrics) BacklogOf(service string) prometheus.Gauge {
 	return m.backlog.WithLabelValues(service)
+}
+
+// PausedOf is the gauge of a service's consumer, as praetor_consumer_paused
+// exports it: 1 while paused for a dependency (ConsumerConfig.Unavailable).
+func (m *Metrics) PausedOf(service string) prometheus.Gauge {
+	return m.paused.WithLabelValues(service)
 }
 
 // unregisteredMetrics is used when a caller gives none.
