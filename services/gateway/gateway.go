@@ -95,6 +95,11 @@ type Config struct {
 	// Registerer takes the gateway's HTTP metrics (requests by route and
 	// status, their durations, the open streams). Default: none kept.
 	Registerer prometheus.Registerer
+	// Unavailable, when set, tells the store's failures that mean the
+	// database is down: a request that meets one is answered 503
+	// unavailable with a Retry-After, for the client to try again, not 500.
+	// Default: none, every store failure is a 500.
+	Unavailable func(error) bool
 }
 
 func (c Config) withDefaults() Config {
@@ -317,7 +322,7 @@ func (g *Gateway) tenant(r *http.Request) (string, error) {
 		if errors.Is(err, store.ErrUnauthenticated) {
 			return "", &authError{"the token is unknown, revoked or expired"}
 		}
-		return "", fmt.Errorf("authenticate: %w", err)
+		return "", err // store.Authenticate's error names what failed
 	}
 	return tok.TenantID, nil
 }

@@ -942,7 +942,19 @@ func (g *Gateway) catchUp(ctx context.Context, subject, eventID string) {
 // answered: an acknowledgement takes milliseconds.
 const publishTimeout = 2 * time.Second
 
+// retryAfterUnavailable is the Retry-After of a 503 for a database that is
+// down: a failover takes seconds to minutes, and clients that retry sooner
+// only add to the load of the one coming back.
+const retryAfterUnavailable = "5"
+
 func (g *Gateway) internal(w http.ResponseWriter, what string, err error) {
+	if g.cfg.Unavailable != nil && g.cfg.Unavailable(err) {
+		g.cfg.Logger.Warn("gateway request failed: the database is unavailable", "op", what, "error", err)
+		w.Header().Set("Retry-After", retryAfterUnavailable)
+		writeError(w, http.StatusServiceUnavailable, "unavailable",
+			what+" failed: the database is unavailable; try again in a few seconds")
+		return
+	}
 	g.cfg.Logger.Error("gateway request failed", "op", what, "error", err)
 	writeError(w, http.StatusInternalServerError, "internal", what+" failed; see the server log")
 }
