@@ -61,6 +61,12 @@ type Config struct {
 	// AckWait is the consumer's redelivery delay after a process dies.
 	// Default: 30s.
 	AckWait time.Duration
+	// Unavailable, when set, tells the store's failures that mean the
+	// database is down: the consumers then pause, taking no events until
+	// DB.Ping answers, instead of using up the events' deliveries on the
+	// outage (events.ConsumerConfig.Unavailable). Default: none, every
+	// failure counts.
+	Unavailable func(error) bool
 	// PromptVersion is the newest extraction prompt version the service
 	// runs: new sessions start with it, and the turns of a session started
 	// with a later one (by a newer replica, an upgrade rolling out) are left
@@ -115,7 +121,7 @@ func New(cfg Config) (*Service, error) {
 
 // Start subscribes to turn.received.
 func (s *Service) Start(ctx context.Context) error {
-	sub, err := s.cfg.Bus.Subscribe(ctx, events.ConsumerConfig{
+	cfg := events.ConsumerConfig{
 		Stream: contracts.StreamTurns, Name: Consumer, Keyed: true,
 		Subjects: []string{contracts.TurnReceivedSpec.FilterSubject()},
 		// A model call may take a while; the consumer keeps the turn alive.
@@ -123,7 +129,13 @@ func (s *Service) Start(ctx context.Context) error {
 		// A turn of a session that a newer replica started may come to older
 		// ones, which pass it on (work).
 		MaxDeliver: events.PassOnDeliveries, BackoffMax: events.PassOnBackoffMax,
-	}, s.inbox.Handler(s.work))
+		// A database outage pauses the consumer rather than use them up.
+		Unavailable: s.cfg.Unavailable,
+	}
+	if cfg.Unavailable != nil {
+		cfg.Probe = s.cfg.DB.Ping
+	}
+	sub, err := s.cfg.Bus.Subscribe(ctx, cfg, s.inbox.Handler(s.work))
 	if err != nil {
 		return err
 	}

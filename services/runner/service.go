@@ -62,6 +62,12 @@ type ServiceConfig struct {
 	// AckWait is the consumer's redelivery delay after a process dies.
 	// Default: 30s.
 	AckWait time.Duration
+	// Unavailable, when set, tells the store's failures that mean the
+	// database is down: the consumers then pause, taking no events until
+	// DB.Ping answers, instead of using up the events' deliveries on the
+	// outage (events.ConsumerConfig.Unavailable). Default: none, every
+	// failure counts.
+	Unavailable func(error) bool
 	// Now stamps the rows the service writes. Default: time.Now. (The turn's
 	// own time is the turn.extracted event's.)
 	Now func() time.Time
@@ -215,6 +221,10 @@ func (s *Service) Start(ctx context.Context) error {
 			Concurrency: 64, MaxDeliver: -1, MaxAckPending: -1, AckWait: s.cfg.AckWait, NoBacklog: true},
 			s.whenOverdue(s.expiries.TxHandler(s.expire))},
 	} {
+		c.cfg.Unavailable = s.cfg.Unavailable
+		if c.cfg.Unavailable != nil {
+			c.cfg.Probe = s.cfg.DB.Ping
+		}
 		sub, err := s.cfg.Bus.Subscribe(ctx, c.cfg, c.h)
 		if err != nil {
 			_ = s.Stop(context.WithoutCancel(ctx))
