@@ -78,7 +78,29 @@ func openPage(t *testing.T, path, url string) *page {
 		})),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelAlloc() // waits for the browser to exit
+		if t.Failed() {
+			outputMu.Lock()
+			defer outputMu.Unlock()
+			var lines []string
+			for _, l := range strings.Split(output.String(), "\n") {
+				// No D-Bus in a container: noise, whatever failed.
+				if !strings.Contains(l, "dbus") {
+					lines = append(lines, l)
+				}
+			}
+			t.Logf("chromium output:\n%s", strings.Join(lines, "\n"))
+		}
+	})
+	return openTab(t, actx, url)
+}
+
+// openTab opens url in a new tab of the browser of ctx (an allocator's, or
+// another tab's).
+func openTab(t *testing.T, browser context.Context, url string) *page {
+	t.Helper()
+	ctx, cancelTab := chromedp.NewContext(browser)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 3*time.Minute)
 	p := &page{ctx: ctx}
 	console := chromedp.Console(ctx)
@@ -99,20 +121,7 @@ func openPage(t *testing.T, path, url string) *page {
 	t.Cleanup(func() {
 		cancelTimeout()
 		cancelTab()
-		cancelAlloc() // waits for the browser to exit
 		<-consoleDone
-		if t.Failed() {
-			outputMu.Lock()
-			defer outputMu.Unlock()
-			var lines []string
-			for _, l := range strings.Split(output.String(), "\n") {
-				// No D-Bus in a container: noise, whatever failed.
-				if !strings.Contains(l, "dbus") {
-					lines = append(lines, l)
-				}
-			}
-			t.Logf("chromium output:\n%s", strings.Join(lines, "\n"))
-		}
 	})
 	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 		t.Fatalf("open %s in chromium: %v", url, err)
@@ -334,6 +343,32 @@ func testPage(t *testing.T, browserPath string, maxWait time.Duration) {
 			}
 		}
 	}
+
+	// The next action clears the error, even a send of nothing.
+	p.do(t, "send only spaces",
+		chromedp.SetValue(chromedp.CSS(messageBox), "   "),
+		chromedp.Click(chromedp.CSS(sendButton)))
+	p.waitFor(t, "the error cleared", `document.querySelector('`+errorLine+`').hidden`, 10*time.Second)
+
+	// With the server gone, the page says so and keeps the message.
+	n.Stop(t)
+	const unsent = "Are you still there?"
+	p.do(t, "send with the server stopped",
+		chromedp.SetValue(chromedp.CSS(messageBox), unsent),
+		chromedp.Click(chromedp.CSS(sendButton)),
+		chromedp.WaitVisible(chromedp.CSS(errorLine)))
+	msg := eval[string](t, p, `document.querySelector('`+errorLine+`').innerText`)
+	for _, want := range []string{"Cannot reach the Praetor server", "kept", "send it again"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("with the server stopped the error says %q, want %q in it", msg, want)
+		}
+	}
+	if kept := eval[string](t, p, `document.querySelector('`+messageBox+`').value`); kept != unsent {
+		t.Errorf("with the server stopped the box holds %q, want the message %q", kept, unsent)
+	}
+	if lines := eval[int](t, p, `document.querySelectorAll('[data-testid="log"] li').length`); lines != 1+2*len(messages) {
+		t.Errorf("the unsent message left lines in the chat: %d lines", lines)
+	}
 	t.Logf("the page test took %s in the browser (%d messages)", time.Since(began).Round(time.Millisecond), len(messages))
 }
 
@@ -366,6 +401,14 @@ func TestPageFollowsAHandoff(t *testing.T) {
 			p.waitFor(t, "the background research on the page",
 				`[...document.querySelectorAll('[data-testid="task"]')].some(li => li.dataset.task === "landscape_research" && li.dataset.status === "completed")`,
 				30*time.Second)
+			// Once: the engine's sidebar has a section of them.
+			titles := eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="sidebar"] h3')].map(h => h.innerText)`)
+			if got := countOf(titles, "Background research"); got != 1 {
+				t.Errorf("the sidebar has %d \"Background research\" sections, want 1: %q", got, titles)
+			}
+			if got := eval[int](t, p, `document.querySelectorAll('[data-testid="task"][data-task="landscape_research"]').length`); got != 1 {
+				t.Errorf("the sidebar lists landscape_research %d times, want once", got)
+			}
 		}
 	}
 	// The decision hands off: the page follows the new session.
@@ -398,7 +441,253 @@ func TestPageFollowsAHandoff(t *testing.T) {
 	if len(turns) != 1 || turns[0].Message != "Yes, let's define the requirements." {
 		t.Errorf("the target session's turns = %+v", turns)
 	}
+
+	// A reload shows the whole conversation, the handoff and the session
+	// it goes on in; so does the address of the first session.
+	users := eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="user"]')].map(li => li.innerText)`)
+	shown := eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="reply"]')].map(li => li.innerText)`)
+	for _, url := range []string{"", n.URL + "/?session=" + source} {
+		what := "reload"
+		step := chromedp.Reload()
+		if url != "" {
+			what, step = "open the exploration's address", chromedp.Navigate(url)
+		}
+		p.do(t, what, step)
+		p.waitFor(t, what+": the conversation back",
+			fmt.Sprintf(`document.querySelector('[data-testid="session"]').dataset.sessionId === %q && document.querySelectorAll('[data-testid="reply"]').length === %d && !document.querySelector('`+messageBox+`').disabled`,
+				target, len(shown)),
+			45*time.Second)
+		if got := eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="user"]')].map(li => li.innerText)`); !slices.Equal(got, users) {
+			t.Errorf("%s: the messages are %q, want %q", what, got, users)
+		}
+		if got := eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="reply"]')].map(li => li.innerText)`); !slices.Equal(got, shown) {
+			t.Errorf("%s: the replies are %q, want %q", what, got, shown)
+		}
+		system := eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="system"]')].map(li => li.innerText)`)
+		if !slices.ContainsFunc(system, func(s string) bool { return strings.Contains(s, "Handed off to project-discovery") }) {
+			t.Errorf("%s: the page does not show the handoff; system lines: %q", what, system)
+		}
+		if got := eval[string](t, p, `location.search`); got != "?session="+target {
+			t.Errorf("%s: the address says %q, want ?session=%s", what, got, target)
+		}
+	}
 	if errs := p.consoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %q", errs)
+	}
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, v := range list {
+		if v == s {
+			n++
+		}
+	}
+	return n
+}
+
+// chat is what a tab's chat shows: its messages, its replies and the turns
+// the replies answer.
+type chat struct {
+	users, replies, turns []string
+}
+
+func chatOf(t *testing.T, p *page) chat {
+	t.Helper()
+	return chat{
+		users:   eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="user"]')].map(li => li.innerText)`),
+		replies: eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="reply"]')].map(li => li.innerText)`),
+		turns:   eval[[]string](t, p, `[...document.querySelectorAll('[data-testid="reply"]')].map(li => li.dataset.turn || "")`),
+	}
+}
+
+// checkChat fails the test unless the tab shows the session's turns, in
+// order, each once.
+func checkChat(t *testing.T, p *page, what string, recorded []turnRow) {
+	t.Helper()
+	got := chatOf(t, p)
+	var want chat
+	for _, r := range recorded {
+		want.users, want.replies, want.turns = append(want.users, r.Message), append(want.replies, r.Reply), append(want.turns, r.TurnID)
+	}
+	if !slices.Equal(got.users, want.users) || !slices.Equal(got.replies, want.replies) || !slices.Equal(got.turns, want.turns) {
+		t.Errorf("%s shows\n messages %q\n replies %q (turns %q)\nthe session has\n messages %q\n replies %q (turns %q)%s",
+			what, got.users, got.replies, got.turns, want.users, want.replies, want.turns, p.state(t))
+	}
+}
+
+// repliesShown is a predicate: the tab shows n replies and waits for none.
+func repliesShown(n int) string {
+	return fmt.Sprintf(`document.querySelectorAll('[data-testid="reply"]').length === %d && !document.querySelector('[data-testid="pending"]')`, n)
+}
+
+// TestPageRestoresASession reloads the page in the middle of a
+// conversation: the address names the session, and the page shows its
+// engine, its turns and its sidebar, then goes on with the stream, showing
+// nothing twice. An address naming no session of the tenant says so.
+func TestPageRestoresASession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; runs without -short")
+	}
+	browserPath := chromium(t)
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	p := openPage(t, browserPath, n.URL+"/")
+	p.do(t, "start a project-discovery session",
+		chromedp.WaitEnabled(chromedp.CSS(startButton)),
+		chromedp.SetValue(chromedp.CSS(engineSelect), "project-discovery"),
+		chromedp.Click(chromedp.CSS(startButton)),
+		chromedp.WaitEnabled(chromedp.CSS(messageBox)))
+	sessionID := eval[string](t, p, `document.querySelector('[data-testid="session"]').dataset.sessionId`)
+	if got := eval[string](t, p, `location.search`); got != "?session="+sessionID {
+		t.Errorf("the address says %q, want ?session=%s", got, sessionID)
+	}
+	messages := []string{
+		"We want to build a scheduling app for dental clinics so patients can book appointments online.",
+		"It is a web app. Our receptionists currently use a paper book and phone calls.",
+		"About 40 receptionists and a few thousand patients will use it.",
+	}
+	for i, msg := range messages {
+		p.do(t, fmt.Sprintf("send message %d", i+1), chromedp.SendKeys(chromedp.CSS(messageBox), msg+kb.Enter))
+		p.waitFor(t, fmt.Sprintf("reply %d", i+1), repliesShown(i+1), 45*time.Second)
+	}
+
+	p.do(t, "reload the page", chromedp.Reload())
+	p.waitFor(t, "the conversation back", repliesShown(len(messages))+` && !document.querySelector('`+messageBox+`').disabled`, 45*time.Second)
+	if got := eval[string](t, p, `document.querySelector('[data-testid="session"]').dataset.sessionId`); got != sessionID {
+		t.Fatalf("after a reload the page has session %q, want %s", got, sessionID)
+	}
+	if got := eval[string](t, p, `document.querySelector('`+engineSelect+`').value`); got != "project-discovery" {
+		t.Errorf("after a reload the engine is %q, want project-discovery", got)
+	}
+	checkChat(t, p, "after a reload the page", turns(t, n, "", sessionID))
+	var state session
+	n.Get(t, "/v1/sessions/"+sessionID, "").Decode(t, &state)
+	if got := eval[string](t, p, `document.querySelector('`+phaseLabel+`').dataset.phase`); got != state.Phase {
+		t.Errorf("after a reload the phase is %q, want %q", got, state.Phase)
+	}
+	pct := eval[string](t, p, `document.querySelector('`+progressBar+`').dataset.percentage || ""`)
+	if state.Sidebar.ProgressBar == nil || pct != fmt.Sprint(state.Sidebar.ProgressBar.Percentage) {
+		t.Errorf("after a reload the progress bar shows %q; the session's sidebar says %+v", pct, state.Sidebar.ProgressBar)
+	}
+	met := eval[int](t, p, `[...document.querySelectorAll('[data-testid="obligation"]')].filter(li => li.dataset.status === "partial" || li.dataset.status === "satisfied").length`)
+	if met == 0 {
+		t.Errorf("after a reload no obligation shows partial or satisfied%s", p.state(t))
+	}
+
+	// The conversation goes on, each reply once.
+	p.do(t, "send after the reload", chromedp.SendKeys(chromedp.CSS(messageBox), "It must also send reminders by text message."+kb.Enter))
+	p.waitFor(t, "the reply after the reload", repliesShown(len(messages)+1), 45*time.Second)
+	checkChat(t, p, "after a reload and a message the page", turns(t, n, "", sessionID))
+	if errs := p.consoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+
+	// A session the page cannot show: said, and the page starts clean.
+	foreign := n.CreateSession(t, n.Tenant(t, "globex"), "project-discovery")
+	for _, id := range []string{"no-such-session", foreign} {
+		p.do(t, "open session "+id, chromedp.Navigate(n.URL+"/?session="+id), chromedp.WaitVisible(chromedp.CSS(errorLine)))
+		if msg := eval[string](t, p, `document.querySelector('`+errorLine+`').innerText`); !strings.Contains(msg, "no session "+id) || !strings.Contains(msg, "start a new one") {
+			t.Errorf("opening session %s the error says %q", id, msg)
+		}
+		if got := eval[string](t, p, `location.search`); got != "" {
+			t.Errorf("opening session %s the address keeps %q", id, got)
+		}
+		if got := eval[string](t, p, `document.querySelector('[data-testid="session"]').innerText`); !strings.Contains(got, "start a session") {
+			t.Errorf("opening session %s the page says %q", id, got)
+		}
+		if n := eval[int](t, p, `document.querySelectorAll('[data-testid="log"] li').length`); n != 0 {
+			t.Errorf("opening session %s the chat has %d lines", id, n)
+		}
+		p.do(t, "start clean after session "+id, chromedp.WaitEnabled(chromedp.CSS(startButton)))
+	}
+}
+
+// TestPageTwoTabs chats in one session from two tabs: each shows every
+// turn, its message and its reply, in the session's order.
+func TestPageTwoTabs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; runs without -short")
+	}
+	browserPath := chromium(t)
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	a := openPage(t, browserPath, n.URL+"/")
+	a.do(t, "start a project-discovery session",
+		chromedp.WaitEnabled(chromedp.CSS(startButton)),
+		chromedp.SetValue(chromedp.CSS(engineSelect), "project-discovery"),
+		chromedp.Click(chromedp.CSS(startButton)),
+		chromedp.WaitEnabled(chromedp.CSS(messageBox)))
+	sessionID := eval[string](t, a, `document.querySelector('[data-testid="session"]').dataset.sessionId`)
+	b := openTab(t, a.ctx, n.URL+"/?session="+sessionID)
+	b.do(t, "open the session in a second tab", chromedp.WaitEnabled(chromedp.CSS(messageBox)))
+
+	// Both tabs post before either has its reply (most often): each reply
+	// must go to its own message.
+	a.do(t, "send from the first tab", chromedp.SendKeys(chromedp.CSS(messageBox),
+		"We want to build a scheduling app for dental clinics so patients can book appointments online."+kb.Enter))
+	b.do(t, "send from the second tab", chromedp.SendKeys(chromedp.CSS(messageBox),
+		"It is a web app. Our receptionists currently use a paper book and phone calls."+kb.Enter))
+	for _, p := range []*page{a, b} {
+		p.waitFor(t, "both replies", repliesShown(2), 45*time.Second)
+	}
+	recorded := turns(t, n, "", sessionID)
+	if len(recorded) != 2 {
+		t.Fatalf("the session has %d turns, want 2", len(recorded))
+	}
+	checkChat(t, a, "the first tab", recorded)
+	checkChat(t, b, "the second tab", recorded)
+
+	b.do(t, "send again from the second tab", chromedp.SendKeys(chromedp.CSS(messageBox),
+		"About 40 receptionists and a few thousand patients will use it."+kb.Enter))
+	for _, p := range []*page{a, b} {
+		p.waitFor(t, "the third reply", repliesShown(3), 45*time.Second)
+	}
+	recorded = turns(t, n, "", sessionID)
+	checkChat(t, a, "the first tab", recorded)
+	checkChat(t, b, "the second tab", recorded)
+	for _, p := range []*page{a, b} {
+		if errs := p.consoleErrors(); len(errs) > 0 {
+			t.Errorf("console errors: %q", errs)
+		}
+	}
+}
+
+// TestPageOnAPhone lays the page out on a 390x844 screen: nothing goes off
+// to the side, the header's fields and the chat fit.
+func TestPageOnAPhone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; runs without -short")
+	}
+	browserPath := chromium(t)
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	p := openPage(t, browserPath, n.URL+"/")
+	p.do(t, "take a phone's screen", chromedp.EmulateViewport(390, 844), chromedp.WaitEnabled(chromedp.CSS(startButton)))
+	fits := func(what string) {
+		t.Helper()
+		if w := eval[[]int](t, p, `[document.documentElement.scrollWidth, window.innerWidth]`); w[1] != 390 || w[0] > w[1] {
+			t.Errorf("%s: the page is %d wide in a window of %d", what, w[0], w[1])
+		}
+		for _, sel := range []string{startButton, engineSelect, `[data-testid="project"]`, messageBox, sendButton} {
+			inside := eval[bool](t, p, `(() => { const r = document.querySelector('`+sel+`').getBoundingClientRect();
+				return r.width > 0 && r.left >= 0 && r.right <= window.innerWidth; })()`)
+			if !inside {
+				t.Errorf("%s: %s is not within the screen's width%s", what, sel, p.state(t))
+			}
+		}
+	}
+	fits("before a session")
+	if visible := eval[bool](t, p, `(() => { const r = document.querySelector('`+startButton+`').getBoundingClientRect();
+		return r.width > 0 && r.top >= 0 && r.bottom <= window.innerHeight; })()`); !visible {
+		t.Errorf("the Start button is off the screen%s", p.state(t))
+	}
+	p.do(t, "start a session and send a message",
+		chromedp.SetValue(chromedp.CSS(engineSelect), "project-discovery"),
+		chromedp.Click(chromedp.CSS(startButton)),
+		chromedp.WaitEnabled(chromedp.CSS(messageBox)),
+		chromedp.SendKeys(chromedp.CSS(messageBox), "We want to build a scheduling app for dental clinics so patients can book appointments online."+kb.Enter))
+	p.waitFor(t, "the reply", repliesShown(1), 45*time.Second)
+	fits("with a reply")
+	// The sidebar comes under the chat, not beside it.
+	if under := eval[bool](t, p, `document.querySelector('[data-testid="sidebar"]').getBoundingClientRect().top >= document.getElementById("chat").getBoundingClientRect().bottom`); !under {
+		t.Errorf("the sidebar is not under the chat%s", p.state(t))
 	}
 }

@@ -1,29 +1,56 @@
 // The Praetor page: start a session with an engine, chat, and watch the
 // sidebar (phase, progress, obligations, background research) update with
 // every reply. When the engine hands the conversation to another engine,
-// the page follows it: the next message goes to the new session.
+// the page follows it: the next message goes to the new session. The
+// session is in the address (?session=ID): a reload, or another tab, picks
+// the conversation up where it is.
 "use strict";
 const $ = (id) => document.getElementById(id);
 let session = null;
 let stream = null;
-// Reply lines waiting for their reply, in the order the turns were posted:
-// a session's turns are answered in that order, so the next reply fills the
-// first line, whether it comes with the POST or on the stream.
-let waiting = [];
+// The turns on the page by turn id: their message line and reply line.
+let lines = new Map();
 // Turns whose reply is on the page (it may come both ways).
 let shown = new Set();
+// Posts of this page not yet answered with their turn id, and the replies
+// of the stream it cannot place meanwhile: a reply of an unknown turn may
+// be one of those posts' (their answer and the stream race), or another
+// tab's. While the session's history loads, every reply waits.
+let inflight = 0;
+let held = [];
+let loading = false;
+// The session's background tasks (GET .../tasks), by id: what the sidebar's
+// section of them does not say (a failure's note).
+let tasks = new Map();
+// The sidebar on the page and its phase, drawn again with new tasks.
+let sidebarShown = [null, ""];
+// A message the server could not be reached for, with its Idempotency-Key:
+// sent again unchanged, it is the same turn if the first try got through.
+let unsent = null;
 
-async function api(method, path, body) {
-  const res = await fetch(path, {
-    method,
-    headers: body ? { "Content-Type": "application/json" } : {},
-    body: body ? JSON.stringify(body) : undefined,
-  });
+// unreachable is the error of a request that got no answer at all.
+class Unreachable extends Error {}
+
+async function api(method, path, body, headers = {}) {
+  let res;
+  try {
+    res = await fetch(path, {
+      method,
+      headers: body ? { "Content-Type": "application/json", ...headers } : headers,
+      body: body ? JSON.stringify(body) : undefined,
+    });
+  } catch (err) {
+    throw new Unreachable("Cannot reach the Praetor server (is praetor dev still running?).");
+  }
   const data = await res.json().catch(() => ({}));
   if (res.status === 401) {
     throw new Error(`${data.error || "unauthorized"} — without a token the page works only from the machine running praetor dev (http://127.0.0.1:…)`);
   }
-  if (!res.ok) throw new Error(data.error || `${res.status} ${res.statusText}`);
+  if (!res.ok) {
+    const err = new Error(data.error || `${res.status} ${res.statusText}`);
+    err.status = res.status;
+    throw err;
+  }
   return data;
 }
 
@@ -32,32 +59,78 @@ function showError(err) {
   $("error").hidden = !err;
 }
 
-// addLine appends a line to the chat; kind is its class and test id (user,
-// reply, pending, system).
-function addLine(kind, text) {
+// addLine adds a line to the chat, at the end or before another; kind is
+// its class and test id (user, reply, pending, system).
+function addLine(kind, text, before = null) {
   const li = document.createElement("li");
   li.className = kind === "pending" ? "reply pending" : kind;
   li.textContent = text;
   li.dataset.testid = kind;
-  $("log").appendChild(li);
+  $("log").insertBefore(li, before);
   li.scrollIntoView({ block: "end" });
   return li;
 }
 
-// showReply puts a turn's reply on the page once.
-function showReply(t) {
-  if (shown.has(t.turn_id)) return;
-  shown.add(t.turn_id);
-  const li = waiting.shift() || addLine("reply", "");
+function fillReply(li, t) {
   li.className = t.degraded ? "reply degraded" : "reply";
   li.dataset.testid = "reply";
   li.dataset.turn = t.turn_id;
   li.textContent = t.reply;
-  li.scrollIntoView({ block: "end" });
-  renderSidebar(t.sidebar, t.phase);
+}
+
+// drawTurn puts a turn read from the API on the page: its message, and its
+// reply or a line waiting for it.
+function drawTurn(t) {
+  const asked = addLine("user", t.message);
+  asked.dataset.turn = t.turn_id;
+  const reply = addLine("pending", "…");
+  if (t.status === "answered") {
+    shown.add(t.turn_id);
+    fillReply(reply, t);
+  } else {
+    asked.dataset.waiting = "1";
+  }
+  lines.set(t.turn_id, { asked, reply });
+}
+
+// showReply puts a turn's reply on the page once: on the line of the turn
+// it answers, or, for a turn of another tab, as a turn of its own before
+// this page's turns still waiting (a session answers its turns in order).
+function showReply(t) {
+  if (shown.has(t.turn_id)) return;
+  let own = lines.get(t.turn_id);
+  if (!own && (loading || inflight > 0)) {
+    held.push(t);
+    return;
+  }
+  shown.add(t.turn_id);
+  if (!own) {
+    const before = $("log").querySelector("li[data-waiting]");
+    own = { asked: addLine("user", t.message || "…", before), reply: addLine("pending", "…", before) };
+    own.asked.dataset.turn = t.turn_id;
+    lines.set(t.turn_id, own);
+    if (!t.message) {
+      const sid = session.session_id;
+      api("GET", `/v1/sessions/${sid}/turns/${t.turn_id}`)
+        .then((v) => { own.asked.textContent = v.message; })
+        .catch(() => { own.asked.textContent = "(a message sent from another tab)"; });
+    }
+  }
+  delete own.asked.dataset.waiting;
+  fillReply(own.reply, t);
+  own.reply.scrollIntoView({ block: "end" });
+  if (t.sidebar) renderSidebar(t.sidebar, t.phase);
+}
+
+// placeHeld shows the replies held back once they can be placed.
+function placeHeld() {
+  const replies = held;
+  held = [];
+  for (const t of replies) showReply(t);
 }
 
 function renderSidebar(sb, phase) {
+  sidebarShown = [sb, phase];
   const pi = sb && sb.phase_indicator;
   $("phase").textContent = pi ? `Phase ${pi.order}/${pi.total}: ${pi.label}` : (phase ? `Phase: ${phase}` : "");
   $("phase").dataset.phase = pi ? pi.current_phase : (phase || "");
@@ -80,21 +153,43 @@ function renderSidebar(sb, phase) {
     div.appendChild(h);
     const ul = document.createElement("ul");
     for (const it of s.items || []) {
-      const li = document.createElement("li");
-      li.dataset.testid = "obligation";
-      li.dataset.obligation = it.obligation_id;
-      li.dataset.status = it.status;
-      const label = document.createElement("span");
-      label.textContent = it.label;
-      const st = document.createElement("span");
-      st.className = "status " + it.status;
-      st.textContent = it.status + (it.confidence ? " " + Math.round(it.confidence * 100) + "%" : "");
-      li.append(label, st);
-      ul.appendChild(li);
+      ul.appendChild(s.id === "background_tasks" ? taskItem(it) : obligationItem(it));
     }
     div.appendChild(ul);
     box.appendChild(div);
   }
+}
+
+function obligationItem(it) {
+  const li = document.createElement("li");
+  li.dataset.testid = "obligation";
+  li.dataset.obligation = it.obligation_id;
+  li.dataset.status = it.status;
+  const label = document.createElement("span");
+  label.textContent = it.label;
+  const st = document.createElement("span");
+  st.className = "status " + it.status;
+  st.textContent = it.status + (it.confidence ? " " + Math.round(it.confidence * 100) + "%" : "");
+  li.append(label, st);
+  return li;
+}
+
+// taskItem is a background task of the engine's sidebar section, with the
+// note or error the tasks API gives it.
+function taskItem(it) {
+  const t = tasks.get(it.obligation_id) || {};
+  const li = document.createElement("li");
+  li.dataset.testid = "task";
+  li.dataset.task = it.obligation_id;
+  li.dataset.status = it.status;
+  const label = document.createElement("span");
+  label.textContent = it.label;
+  label.title = t.note || t.error || "";
+  const st = document.createElement("span");
+  st.className = "status " + it.status;
+  st.textContent = it.status === "stalled" ? "waiting" : it.status;
+  li.append(label, st);
+  return li;
 }
 
 // Sessions the page has switched to after a handoff, so a handoff is
@@ -106,14 +201,18 @@ const followed = new Set();
 async function follow(h) {
   if (!h || !h.target_session_id || followed.has(h.target_session_id)) return;
   followed.add(h.target_session_id);
-  addLine("system", `Handed off to ${h.target_engine_id}${h.reason ? ": " + h.reason : ""}. Your next message goes there.`);
+  addLine("system", handedOff(h) + " Your next message goes there.");
   try {
     const next = await api("GET", `/v1/sessions/${h.target_session_id}`);
-    setSession(next);
+    await setSession(next, true);
   } catch (err) {
     followed.delete(h.target_session_id);
     showError(err);
   }
+}
+
+function handedOff(h) {
+  return `Handed off to ${h.target_engine_id}${h.reason ? ": " + h.reason : ""}.`;
 }
 
 function setActive(s) {
@@ -134,32 +233,9 @@ function setActive(s) {
   }
 }
 
-// renderTasks lists the session's background research and its status.
 function renderTasks(bt) {
-  const box = $("tasks");
-  box.replaceChildren();
-  const list = (bt && bt.tasks) || [];
-  box.hidden = list.length === 0;
-  if (list.length === 0) return;
-  const h = document.createElement("h3");
-  h.textContent = "Background research";
-  box.appendChild(h);
-  const ul = document.createElement("ul");
-  for (const t of list) {
-    const li = document.createElement("li");
-    li.dataset.testid = "task";
-    li.dataset.task = t.task_id;
-    li.dataset.status = t.status;
-    const label = document.createElement("span");
-    label.textContent = t.display_name;
-    label.title = t.note || t.error || "";
-    const st = document.createElement("span");
-    st.className = "status " + t.status;
-    st.textContent = t.status === "stalled" ? "waiting" : t.status;
-    li.append(label, st);
-    ul.appendChild(li);
-  }
-  box.appendChild(ul);
+  tasks = new Map(((bt && bt.tasks) || []).map((t) => [t.task_id, t]));
+  renderSidebar(...sidebarShown);
 }
 
 async function refreshTasks(sid) {
@@ -169,13 +245,21 @@ async function refreshTasks(sid) {
   } catch (err) { /* the sidebar shows the tasks too */ }
 }
 
-function setSession(s) {
+// setSession makes s the page's session. With history, the turns it has
+// already are shown first: the stream opens before they are read, and its
+// replies wait for them, so a turn answered meanwhile is shown once.
+async function setSession(s, withHistory) {
   session = s;
-  waiting = [];
+  lines = new Map();
   shown = new Set();
+  held = [];
+  inflight = 0;
+  loading = withHistory;
+  window.history.replaceState(null, "", "?session=" + encodeURIComponent(s.session_id));
   $("session").dataset.sessionId = s.session_id;
   $("session").dataset.engine = s.engine_id;
-  setActive(s);
+  $("engine").value = s.engine_id;
+  tasks = new Map();
   renderSidebar(s.sidebar, s.phase);
   renderTasks(s.background_tasks);
   if (s.inbound_handoff) {
@@ -183,11 +267,15 @@ function setSession(s) {
   }
   if (stream) stream.close();
   stream = new EventSource(`/v1/sessions/${s.session_id}/stream`);
+  const opened = new Promise((resolve) => {
+    stream.addEventListener("state", resolve, { once: true });
+    stream.addEventListener("error", resolve, { once: true });
+  });
   // The state comes first, and again after a reconnect.
   stream.addEventListener("state", (e) => {
     const st = JSON.parse(e.data);
-    renderSidebar(st.sidebar, st.phase);
-    if (st.outbound_handoff && st.outbound_handoff.target_started) follow(st.outbound_handoff);
+    if (!loading) renderSidebar(st.sidebar, st.phase);
+    if (!loading && st.outbound_handoff && st.outbound_handoff.target_started) follow(st.outbound_handoff);
   });
   stream.addEventListener("turn", (e) => showReply(JSON.parse(e.data)));
   // A background task's outcome was merged: the sidebar changed with it.
@@ -199,6 +287,50 @@ function setSession(s) {
   });
   // The handoff's target session has started: go on there.
   stream.addEventListener("handoff", (e) => follow(JSON.parse(e.data)));
+  if (withHistory) {
+    await opened;
+    try {
+      const { turns } = await api("GET", `/v1/sessions/${s.session_id}/turns`);
+      if (session !== s) return;
+      for (const t of turns) drawTurn(t);
+    } catch (err) { showError(err); }
+    if (session !== s) return;
+    loading = false;
+    placeHeld();
+  }
+  setActive(s);
+}
+
+// showEarlier shows the conversation of the sessions that handed off to s,
+// as the page showed it live: their turns, then the handoff.
+async function showEarlier(s, depth) {
+  const h = s.inbound_handoff;
+  if (!h || !h.source_session_id || depth === 0) return;
+  const src = await api("GET", `/v1/sessions/${h.source_session_id}`);
+  await showEarlier(src, depth - 1);
+  const { turns } = await api("GET", `/v1/sessions/${src.session_id}/turns`);
+  for (const t of turns) drawTurn(t);
+  followed.add(s.session_id);
+  addLine("system", handedOff({ target_engine_id: s.engine_id, reason: h.reason }) + " Your next message goes there.");
+}
+
+// restore picks up the session of the address, after a reload or in
+// another tab.
+async function restore(id) {
+  let s;
+  try {
+    s = await api("GET", `/v1/sessions/${encodeURIComponent(id)}`);
+  } catch (err) {
+    window.history.replaceState(null, "", window.location.pathname);
+    showError(err.status === 404
+      ? `There is no session ${id} here (unknown, or another tenant's): choose an engine and start a new one.`
+      : err);
+    return;
+  }
+  try {
+    await showEarlier(s, 10);
+  } catch (err) { /* the earlier sessions are context only */ }
+  await setSession(s, true);
 }
 
 async function start(e) {
@@ -207,42 +339,66 @@ async function start(e) {
   try {
     const s = await api("POST", "/v1/sessions", { engine_id: $("engine").value, project_id: $("project").value.trim() });
     $("log").replaceChildren();
-    setSession(s);
+    await setSession(s, false);
     addLine("system", `Started ${s.engine_id}. Say what you have in mind.`);
     $("message").focus();
   } catch (err) { showError(err); }
 }
 
+function newKey() {
+  if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+  return Date.now().toString(36) + Math.random().toString(36).slice(2);
+}
+
 async function send(e) {
   e.preventDefault();
+  showError(null);
   const text = $("message").value.trim();
   if (!text || !session) return;
-  showError(null);
+  const sid = session.session_id;
+  const key = unsent && unsent.sid === sid && unsent.text === text ? unsent.key : newKey();
+  unsent = null;
   $("message").value = "";
   const asked = addLine("user", text);
+  asked.dataset.waiting = "1";
   const line = addLine("pending", "…");
-  waiting.push(line);
-  const sid = session.session_id;
+  inflight++;
   let t;
   try {
-    t = await api("POST", `/v1/sessions/${sid}/turns?wait=30s`, { message: text });
+    t = await api("POST", `/v1/sessions/${sid}/turns?wait=30s`, { message: text }, { "Idempotency-Key": key });
   } catch (err) {
     if (!session || session.session_id !== sid) return;
+    inflight--;
     // Refused: take the message back so nothing typed is lost.
-    waiting = waiting.filter((l) => l !== line);
     line.remove();
     asked.remove();
     if (!$("message").value) $("message").value = text;
-    showError(err);
+    if (err instanceof Unreachable) {
+      unsent = { sid, text, key };
+      showError(`${err.message} Your message is kept in the box: send it again once the server is back.`);
+    } else {
+      showError(err);
+    }
+    placeHeld();
     return;
   }
   // Another session started meanwhile: this reply belongs to the old one.
   if (!session || session.session_id !== sid) return;
-  if (t.status === "answered") {
-    showReply(t);
-  } else if (waiting.includes(line)) {
-    line.textContent = "(still thinking — the reply will appear here)";
+  inflight--;
+  if (lines.has(t.turn_id)) {
+    // The turn is on the page already (a first try whose answer was lost).
+    line.remove();
+    asked.remove();
+  } else {
+    asked.dataset.turn = t.turn_id;
+    lines.set(t.turn_id, { asked, reply: line });
+    if (t.status === "answered") {
+      showReply(t);
+    } else {
+      line.textContent = "(still thinking — the reply will appear here)";
+    }
   }
+  placeHeld();
   try {
     const s = await api("GET", `/v1/sessions/${sid}`);
     if (session.session_id !== sid) return;
@@ -274,6 +430,11 @@ async function init() {
       $("engine").appendChild(o);
     }
     $("start-button").disabled = engines.length === 0;
-  } catch (err) { showError(err); }
+  } catch (err) {
+    showError(err);
+    return;
+  }
+  const id = new URLSearchParams(window.location.search).get("session");
+  if (id) await restore(id);
 }
 init();
