@@ -38,7 +38,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -302,7 +301,7 @@ func (g *Gateway) tenant(r *http.Request) (string, error) {
 	h := strings.TrimSpace(r.Header.Get("Authorization"))
 	if h == "" {
 		if g.cfg.OpenTenant != "" && loopback.Remote(r) {
-			if why := notOwnPage(r); why != "" {
+			if why := loopback.Foreign(r); why != "" {
 				return "", &authError{why + "; a request without a token must come from this machine, to a loopback name " +
 					"(localhost, 127.0.0.1), from the page this server serves: send Authorization: Bearer <token> " +
 					"(praetor tenant token issue)"}
@@ -325,46 +324,6 @@ func (g *Gateway) tenant(r *http.Request) (string, error) {
 		return "", err // store.Authenticate's error names what failed
 	}
 	return tok.TenantID, nil
-}
-
-// notOwnPage says why a request from this machine without a token may
-// still come from elsewhere, or "" when it does not: a web page of another
-// site the developer has open can send requests to a loopback address (a
-// cross-site request, which carries that site's Origin), or reach it under a
-// name of its own that resolves to 127.0.0.1 (DNS rebinding, whose Host is
-// that name), and a proxy on the machine forwards others' requests. A client
-// that is not a browser sends no Origin. (A proxy that sends a loopback Host
-// and no forwarding header cannot be told from a local client: the open
-// tenant is for a developer's machine, not one that proxies to it.)
-func notOwnPage(r *http.Request) string {
-	host := r.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	if !loopbackName(host) {
-		return fmt.Sprintf("Host %q is not a loopback name", r.Host)
-	}
-	if h := loopback.Forwarded(r); h != "" {
-		return fmt.Sprintf("the request came through a proxy (%s)", h)
-	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		u, err := url.Parse(origin)
-		if err != nil || u.Host != r.Host {
-			return fmt.Sprintf("Origin %q is not this server's (http://%s)", origin, r.Host)
-		}
-	}
-	return ""
-}
-
-// loopbackName reports whether host names this machine: localhost (or a
-// name under it) or a loopback address.
-func loopbackName(host string) bool {
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }
 
 // apiError is the body of every error response.

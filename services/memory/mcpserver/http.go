@@ -45,7 +45,9 @@ type HTTPConfig struct {
 	// Authenticate checks bearer tokens. Required.
 	Authenticate Authenticator
 	// OpenTenant, when set, serves requests without an Authorization header
-	// that come from loopback as this tenant (praetor dev).
+	// that come from loopback as this tenant (praetor dev), as the gateway
+	// does: under a loopback name, through no proxy and from no other
+	// site's page (loopback.Foreign).
 	OpenTenant string
 	// SessionTimeout closes sessions idle this long. Default 1h.
 	SessionTimeout time.Duration
@@ -91,12 +93,20 @@ func (s *Server) Handler(cfg HTTPConfig) (*HTTPHandler, error) {
 	bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(stream)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.TrimSpace(r.Header.Get("Authorization")) == "" {
-			if cfg.OpenTenant != "" && loopback.Remote(r) && loopback.Forwarded(r) == "" {
-				stream.ServeHTTP(w, r)
-				return
+			msg := "send Authorization: Bearer <API token>"
+			if cfg.OpenTenant != "" && loopback.Remote(r) {
+				why := loopback.Foreign(r)
+				if why == "" {
+					stream.ServeHTTP(w, r)
+					return
+				}
+				// As the gateway: another site's page open in the
+				// developer's browser must not act as the local tenant.
+				msg = why + "; a request without a token must come from this machine, to a loopback name " +
+					"(localhost, 127.0.0.1), not from another site's page: " + msg + " (praetor tenant token issue)"
 			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="praetor"`)
-			http.Error(w, "send Authorization: Bearer <API token>", http.StatusUnauthorized)
+			http.Error(w, msg, http.StatusUnauthorized)
 			return
 		}
 		bearer.ServeHTTP(w, r)

@@ -393,7 +393,7 @@ func TestHTTP(t *testing.T) {
 		"no token on a token session": {"127.0.0.1:4000", "", acme.ID(), http.StatusForbidden, ""},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(init))
-		r.RemoteAddr = tc.remote
+		r.RemoteAddr, r.Host = tc.remote, "127.0.0.1:8080"
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("Accept", "application/json, text/event-stream")
 		if tc.auth != "" {
@@ -409,6 +409,35 @@ func TestHTTP(t *testing.T) {
 		mux.ServeHTTP(w, r)
 		if w.Code != tc.want {
 			t.Errorf("%s: HTTP %d %q, want %d", name, w.Code, strings.TrimSpace(w.Body.String()), tc.want)
+		}
+	}
+
+	// Without a token, as the gateway: not another site's page in the
+	// developer's browser (its Origin), nor one that reaches the port under
+	// a name of its own (DNS rebinding: its Host).
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+		`"capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}`
+	for _, tc := range []struct {
+		name, host, origin string
+		want               int
+		mentions           string
+	}{
+		{"its own page", "127.0.0.1:8080", "http://127.0.0.1:8080", http.StatusOK, ""},
+		{"another site's page", "127.0.0.1:8080", "https://evil.example.com", http.StatusUnauthorized, `Origin "https://evil.example.com"`},
+		{"another site's name", "evil.example.com:8080", "", http.StatusUnauthorized, `Host "evil.example.com:8080"`},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(initialize))
+		r.RemoteAddr, r.Host = "127.0.0.1:4000", tc.host
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.origin != "" {
+			r.Header.Set("Origin", tc.origin)
+		}
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		body := strings.TrimSpace(w.Body.String())
+		if w.Code != tc.want || !strings.Contains(body, tc.mentions) {
+			t.Errorf("initialize without a token from %s: HTTP %d %q, want %d mentioning %q", tc.name, w.Code, body, tc.want, tc.mentions)
 		}
 	}
 }
