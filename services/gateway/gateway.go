@@ -219,8 +219,8 @@ func (g *Gateway) Stop(context.Context) error {
 
 // Routes registers the API and the page on mux.
 func (g *Gateway) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /{$}", g.page)
-	mux.Handle("GET /static/", staticHandler())
+	mux.Handle("GET /{$}", pageHeaders(http.HandlerFunc(g.page)))
+	mux.Handle("GET /static/", pageHeaders(staticHandler()))
 	routes := []struct {
 		pattern string
 		handler http.HandlerFunc

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -689,5 +690,33 @@ func TestPageOnAPhone(t *testing.T) {
 	// The sidebar comes under the chat, not beside it.
 	if under := eval[bool](t, p, `document.querySelector('[data-testid="sidebar"]').getBoundingClientRect().top >= document.getElementById("chat").getBoundingClientRect().bottom`); !under {
 		t.Errorf("the sidebar is not under the chat%s", p.state(t))
+	}
+}
+
+// TestPageCannotBeFramed: another site cannot frame the page (clickjacking:
+// the open dev tenant acts without a token) nor its files, and the page
+// loads nothing but this server's files.
+func TestPageCannotBeFramed(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}})
+	for _, path := range []string{"/", "/static/app.js", "/static/app.css"} {
+		res := n.Get(t, path, "")
+		if res.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d", path, res.Status)
+		}
+		csp := res.Header.Get("Content-Security-Policy")
+		directives := map[string]string{}
+		for d := range strings.SplitSeq(csp, ";") {
+			name, value, _ := strings.Cut(strings.TrimSpace(d), " ")
+			directives[name] = value
+		}
+		for name, want := range map[string]string{"frame-ancestors": "'self'", "default-src": "'self'"} {
+			if got := directives[name]; got != want {
+				t.Errorf("GET %s: Content-Security-Policy %q: %s %q, want %q", path, csp, name, got, want)
+			}
+		}
+		if got := res.Header.Get("X-Frame-Options"); got != "SAMEORIGIN" {
+			t.Errorf("GET %s: X-Frame-Options %q, want SAMEORIGIN", path, got)
+		}
 	}
 }
