@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -246,4 +247,96 @@ func TestClosedGateway(t *testing.T) {
 	if res := n.Get(t, "/v1/engines", token); res.Status != http.StatusOK {
 		t.Errorf("with a token: %d %s", res.Status, res.Body)
 	}
+}
+
+// TestStreamEndsWithItsToken: a stream opened with a token ends once the
+// token no longer authenticates, with an "error" event saying why: at the
+// next check after a revocation, before the session's next event when the
+// last check is old, and at the token's expiry.
+func TestStreamEndsWithItsToken(t *testing.T) {
+	t.Parallel()
+	var (
+		mu  sync.Mutex
+		now = time.Now()
+	)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	for _, tc := range []struct {
+		name string
+		// interval is Config.StreamAuthInterval; fake runs the gateway on
+		// a clock the test moves.
+		interval time.Duration
+		fake     bool
+		ttl      time.Duration // the token's; 0: it never expires
+		revoke   bool
+		post     bool // post a turn after the revocation
+		mentions string
+	}{
+		{name: "revoked, checked while idle", interval: 50 * time.Millisecond, revoke: true, mentions: "revoked"},
+		// The timer never fires within the test: the check before the
+		// reply's event, its last one older than the interval, ends it.
+		{name: "revoked, checked before the next event", interval: time.Hour, fake: true, revoke: true, post: true, mentions: "revoked"},
+		{name: "expired", interval: time.Hour, ttl: 3 * time.Second, mentions: "expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			n := gatewaytest.Start(t, gatewaytest.Options{Gateway: func(c *gateway.Config) {
+				c.StreamAuthInterval = tc.interval
+				if tc.fake {
+					c.Now = clock
+				}
+			}})
+			ctx := context.Background()
+			other := n.Tenant(t, "acme") // stays valid: posts the turn
+			var expires *time.Time
+			if tc.ttl > 0 {
+				e := time.Now().Add(tc.ttl)
+				expires = &e
+			}
+			token, tok, err := store.CreateToken(ctx, n.DB, "acme", "streamer", expires)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id := n.CreateSession(t, token, "project-discovery")
+			stream := n.MustOpenStream(t, id, token)
+			if ev := stream.Next(t, 10*time.Second); ev.Name != "state" {
+				t.Fatalf("first event %s, want state", ev.Name)
+			}
+			if tc.revoke {
+				if err := store.RevokeToken(ctx, n.DB, "acme", tok.ID, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.post {
+				advance(2 * tc.interval)
+				n.Say(t, other, id, "We want to build a web app for dental clinics.")
+			}
+			ev := stream.Next(t, 30*time.Second)
+			if ev.Name != "error" {
+				t.Fatalf("after the token stopped authenticating the stream sent %s %s, want error", ev.Name, ev.Data)
+			}
+			var body struct{ Error, Code string }
+			if err := json.Unmarshal([]byte(ev.Data), &body); err != nil || body.Code != "unauthenticated" ||
+				!strings.Contains(body.Error, tc.mentions) {
+				t.Errorf("error event %s (%v), want code unauthenticated and an error mentioning %q", ev.Data, err, tc.mentions)
+			}
+			stream.WaitEnd(t, 10*time.Second)
+		})
+	}
+	// A stream of the open tenant has no token to lose, and one with a
+	// valid token goes on.
+	t.Run("valid", func(t *testing.T) {
+		t.Parallel()
+		n := gatewaytest.Start(t, gatewaytest.Options{Gateway: func(c *gateway.Config) { c.StreamAuthInterval = 10 * time.Millisecond }})
+		token := n.Tenant(t, "acme")
+		id := n.CreateSession(t, token, "project-discovery")
+		stream := n.MustOpenStream(t, id, token)
+		if ev := stream.Next(t, 10*time.Second); ev.Name != "state" {
+			t.Fatalf("first event %s, want state", ev.Name)
+		}
+		turn := n.Say(t, token, id, "We want to build a web app for dental clinics.")
+		if ev := stream.Next(t, 30*time.Second); ev.Name != "turn" || ev.ID != turn.TurnID {
+			t.Errorf("the stream of a valid token sent %s %s, want the turn %s", ev.Name, ev.Data, turn.TurnID)
+		}
+	})
 }

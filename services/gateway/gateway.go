@@ -91,6 +91,12 @@ type Config struct {
 	Offline bool
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// StreamAuthInterval is how often a stream opened with a token checks
+	// it again, and how old the last check may be when an event is sent: a
+	// revoked token's streams end within about this long, at one query per
+	// stream per interval, not per event. A token that expires ends its
+	// streams at its expiry. Default: 5s.
+	StreamAuthInterval time.Duration
 	// Registerer takes the gateway's HTTP metrics (requests by route and
 	// status, their durations, the open streams). Default: none kept.
 	Registerer prometheus.Registerer
@@ -106,6 +112,7 @@ func (c Config) withDefaults() Config {
 	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, 8<<10)
 	c.MaxWait = cmp.Or(c.MaxWait, 60*time.Second)
 	c.BodyTimeout = cmp.Or(c.BodyTimeout, 30*time.Second)
+	c.StreamAuthInterval = cmp.Or(c.StreamAuthInterval, 5*time.Second)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -116,8 +123,8 @@ func (c Config) validate() error {
 	if c.DB == nil || c.Bus == nil || c.Engines == nil {
 		return errors.New("gateway: DB, Bus and Engines are required")
 	}
-	if c.MaxMessageBytes < 1 || c.MaxWait <= 0 {
-		return errors.New("gateway: MaxMessageBytes and MaxWait must be positive")
+	if c.MaxMessageBytes < 1 || c.MaxWait <= 0 || c.StreamAuthInterval <= 0 {
+		return errors.New("gateway: MaxMessageBytes, MaxWait and StreamAuthInterval must be positive")
 	}
 	return nil
 }
@@ -268,14 +275,26 @@ func noRoute(mux *http.ServeMux, routes string, w http.ResponseWriter, r *http.R
 	writeError(w, http.StatusNotFound, "no_route", fmt.Sprintf("no API route %s %s; the routes: %s", r.Method, r.URL.Path, routes))
 }
 
-type tenantKey struct{}
+// caller is whom a request acts for: its tenant and, when it sent one, its
+// token, which an open stream checks again.
+type caller struct {
+	tenant string
+	// secret is the bearer token, "" for the open tenant.
+	secret string
+	// expires is when the token stops authenticating; zero: never.
+	expires time.Time
+}
 
-func tenantOf(r *http.Request) string { return r.Context().Value(tenantKey{}).(string) }
+type callerKey struct{}
+
+func callerOf(r *http.Request) caller { return r.Context().Value(callerKey{}).(caller) }
+
+func tenantOf(r *http.Request) string { return callerOf(r).tenant }
 
 // auth resolves the request's tenant from its bearer token.
 func (g *Gateway) auth(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		tenant, err := g.tenant(r)
+		c, err := g.caller(r)
 		var denied *authError
 		switch {
 		case errors.As(err, &denied):
@@ -288,7 +307,7 @@ func (g *Gateway) auth(next http.HandlerFunc) http.HandlerFunc {
 			g.internal(w, "check the token", err)
 			return
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+		next(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	}
 }
 
@@ -297,33 +316,37 @@ type authError struct{ msg string }
 
 func (e *authError) Error() string { return e.msg }
 
-func (g *Gateway) tenant(r *http.Request) (string, error) {
+func (g *Gateway) caller(r *http.Request) (caller, error) {
 	h := strings.TrimSpace(r.Header.Get("Authorization"))
 	if h == "" {
 		if g.cfg.OpenTenant != "" && loopback.Remote(r) {
 			if why := loopback.Foreign(r); why != "" {
-				return "", &authError{why + "; a request without a token must come from this machine, to a loopback name " +
+				return caller{}, &authError{why + "; a request without a token must come from this machine, to a loopback name " +
 					"(localhost, 127.0.0.1), from the page this server serves: send Authorization: Bearer <token> " +
 					"(praetor tenant token issue)"}
 			}
-			return g.cfg.OpenTenant, nil
+			return caller{tenant: g.cfg.OpenTenant}, nil
 		}
-		return "", &authError{"send Authorization: Bearer <token>"}
+		return caller{}, &authError{"send Authorization: Bearer <token>"}
 	}
 	// The scheme is case-insensitive (RFC 9110 §11.1).
 	scheme, secret, _ := strings.Cut(h, " ")
 	secret = strings.TrimSpace(secret)
 	if !strings.EqualFold(scheme, "Bearer") || secret == "" {
-		return "", &authError{"the Authorization header must be Bearer <token>"}
+		return caller{}, &authError{"the Authorization header must be Bearer <token>"}
 	}
 	tok, err := store.Authenticate(r.Context(), g.cfg.DB, secret, g.cfg.Now())
 	if err != nil {
 		if errors.Is(err, store.ErrUnauthenticated) {
-			return "", &authError{"the token is unknown, revoked or expired"}
+			return caller{}, &authError{"the token is unknown, revoked or expired"}
 		}
-		return "", err // store.Authenticate's error names what failed
+		return caller{}, err // store.Authenticate's error names what failed
 	}
-	return tok.TenantID, nil
+	c := caller{tenant: tok.TenantID, secret: secret}
+	if tok.ExpiresAt != nil {
+		c.expires = *tok.ExpiresAt
+	}
+	return c, nil
 }
 
 // apiError is the body of every error response.

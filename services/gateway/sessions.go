@@ -793,8 +793,8 @@ func (g *Gateway) handedOff(ctx context.Context, s conversation.Session) func(tu
 }
 
 func tenantOfTurn(ctx context.Context) string {
-	t, _ := ctx.Value(tenantKey{}).(string)
-	return t
+	c, _ := ctx.Value(callerKey{}).(caller)
+	return c.tenant
 }
 
 // listTurns serves a session's turns; those that made or answered its

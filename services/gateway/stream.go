@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/praetorhq/praetor/internal/conversation"
+	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 )
@@ -228,6 +230,12 @@ func (g *Gateway) onMerged(msg *nats.Msg) {
 // target_session_id: the next message goes there), and a comment every 15s
 // to keep proxies from closing the connection.
 //
+// A stream opened with a token lasts as long as the token: it is checked
+// again every Config.StreamAuthInterval, before an event when the last check
+// is older, and at its expiry; once it no longer authenticates (revoked,
+// expired) the stream sends an "error" event, {"error", "code":
+// "unauthenticated"}, and ends.
+//
 // A "turn" event's id is its turn's: a client that reconnects with it as
 // Last-Event-ID (as EventSource does) first gets the turns answered after
 // that one, so no reply is lost between two connections.
@@ -273,12 +281,24 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 	keepalive := time.NewTicker(15 * time.Second)
 	defer keepalive.Stop()
+	guard := g.newTokenGuard(callerOf(r))
+	defer guard.stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
 		case <-keepalive.C:
 			fmt.Fprint(w, ": keepalive\n\n")
+		case <-guard.tick:
+			if !guard.check(r.Context(), w) {
+				flusher.Flush()
+				return
+			}
+		case <-guard.expiry:
+			if !guard.check(r.Context(), w) {
+				flusher.Flush()
+				return
+			}
 		case ev, open := <-replies:
 			if !open {
 				return
@@ -286,10 +306,71 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 			if ev.id != "" && sent[ev.id] {
 				continue // sent from the store already
 			}
+			if guard.stale() && !guard.check(r.Context(), w) {
+				flusher.Flush()
+				return
+			}
 			writeSSE(w, ev)
 		}
 		flusher.Flush()
 	}
+}
+
+// tokenGuard checks an open stream's token again: every
+// Config.StreamAuthInterval (tick), at the token's expiry (expiry), and
+// before an event when the last check is older than the interval (stale).
+// A stream of the open tenant has no token: its channels are nil.
+type tokenGuard struct {
+	g       *Gateway
+	secret  string
+	checked time.Time
+	tick    <-chan time.Time
+	expiry  <-chan time.Time
+	stop    func()
+}
+
+func (g *Gateway) newTokenGuard(c caller) *tokenGuard {
+	t := &tokenGuard{g: g, secret: c.secret, checked: g.cfg.Now(), stop: func() {}}
+	if c.secret == "" {
+		return t
+	}
+	ticker := time.NewTicker(g.cfg.StreamAuthInterval)
+	t.tick, t.stop = ticker.C, ticker.Stop
+	if !c.expires.IsZero() {
+		timer := time.NewTimer(c.expires.Sub(g.cfg.Now()))
+		t.expiry = timer.C
+		t.stop = func() { ticker.Stop(); timer.Stop() }
+	}
+	return t
+}
+
+// stale reports whether the token is to be checked before an event is sent.
+func (t *tokenGuard) stale() bool {
+	return t.secret != "" && t.g.cfg.Now().Sub(t.checked) >= t.g.cfg.StreamAuthInterval
+}
+
+// check authenticates the token again. When it no longer does, it writes
+// the "error" event that ends the stream and returns false. When the store
+// cannot say, the stream goes on (the token is not known to be revoked) and
+// the next check asks again.
+func (t *tokenGuard) check(ctx context.Context, w http.ResponseWriter) bool {
+	if t.secret == "" {
+		return true
+	}
+	now := t.g.cfg.Now()
+	t.checked = now
+	_, err := store.Authenticate(ctx, t.g.cfg.DB, t.secret, now)
+	var denied *store.TokenError
+	switch {
+	case errors.As(err, &denied):
+		what := map[store.TokenReason]string{store.TokenRevoked: "was revoked", store.TokenExpired: "expired"}[denied.Reason]
+		writeSSE(w, sseEvent{name: "error", data: apiError{Code: "unauthenticated",
+			Error: "the token " + cmp.Or(what, "is no longer known") + ": the stream ends; open it again with a valid token"}})
+		return false
+	case err != nil && ctx.Err() == nil:
+		t.g.cfg.Logger.Warn("stream: check the token again", "error", err)
+	}
+	return true
 }
 
 // answeredAfter returns the session's turns answered after the turn lastID

@@ -138,3 +138,19 @@ func (s *Stream) Next(t testing.TB, timeout time.Duration) Event {
 		return Event{}
 	}
 }
+
+// WaitEnd waits for the gateway to end the stream, failing the test when
+// an event comes first or the stream is still open after timeout.
+func (s *Stream) WaitEnd(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case ev, ok := <-s.events:
+		if ok {
+			t.Fatalf("the stream sent %s %s, want it ended", ev.Name, ev.Data)
+		}
+	case <-timer.C:
+		t.Fatalf("the stream is still open after %s", timeout)
+	}
+}
