@@ -53,6 +53,11 @@ type HTTPConfig struct {
 	SessionTimeout time.Duration
 	// Logger. Default: the server's.
 	Logger *slog.Logger
+	// StreamAuthInterval is how often a GET stream (the standalone SSE
+	// stream of a session) opened with a token checks it again: once it is
+	// revoked the stream ends within about this long; one that expires ends
+	// at its expiry. Default 5s.
+	StreamAuthInterval time.Duration
 }
 
 // HTTPHandler serves the memory tools over streamable HTTP.
@@ -70,6 +75,9 @@ func (s *Server) Handler(cfg HTTPConfig) (*HTTPHandler, error) {
 	}
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = time.Hour
+	}
+	if cfg.StreamAuthInterval <= 0 {
+		cfg.StreamAuthInterval = 5 * time.Second
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -90,7 +98,8 @@ func (s *Server) Handler(cfg HTTPConfig) (*HTTPHandler, error) {
 		}
 		return &auth.TokenInfo{UserID: tenant, Expiration: exp}, nil
 	}
-	bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(stream)
+	bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(
+		guardStreams(stream, cfg.Authenticate, cfg.StreamAuthInterval, log))
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.TrimSpace(r.Header.Get("Authorization")) == "" {
 			msg := "send Authorization: Bearer <API token>"
@@ -119,4 +128,54 @@ func (h *HTTPHandler) Close() {
 	for ss := range h.srv.Sessions() {
 		_ = ss.Close()
 	}
+}
+
+// guardStreams ends a GET stream, which the SDK holds open until its request
+// ends, once its token no longer authenticates: the token is checked every
+// interval and at its expiry, and a revoked or expired one cancels the
+// request (the client's next request gets 401). A POST's answer is checked
+// when it is made.
+func guardStreams(next http.Handler, check Authenticator, interval time.Duration, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := auth.TokenInfoFromContext(r.Context())
+		if r.Method != http.MethodGet || info == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		_, token, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+		token = strings.TrimSpace(token)
+		ctx, cancel := context.WithCancel(r.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			ticker := time.NewTicker(interval)
+			defer ticker.Stop()
+			var expiry <-chan time.Time
+			if !info.Expiration.IsZero() {
+				timer := time.NewTimer(time.Until(info.Expiration))
+				defer timer.Stop()
+				expiry = timer.C
+			}
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-ticker.C:
+				case <-expiry:
+				}
+				_, _, err := check(ctx, token)
+				switch {
+				case errors.Is(err, store.ErrUnauthenticated):
+					log.Info("memory MCP: a stream's token no longer authenticates; the stream ends", "err", err)
+					cancel()
+					return
+				case err != nil && ctx.Err() == nil:
+					// The token is not known to be revoked: the stream goes on.
+					log.Warn("memory MCP: check a stream's token again", "err", err)
+				}
+			}
+		}()
+		defer func() { cancel(); <-done }()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }

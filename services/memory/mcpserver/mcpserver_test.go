@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -479,5 +480,91 @@ func TestBundleOutputShowsConfirmation(t *testing.T) {
 	}
 	if n := strings.Count(string(data), `"confirmed_at"`); n != 1 {
 		t.Errorf("JSON has confirmed_at %d times, want once (the reinstated node): %s", n, data)
+	}
+}
+
+// A session's GET stream ends once the token that opened it no longer
+// authenticates: revoked, or expired.
+func TestHTTPStreamEndsWithItsToken(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		ttl    time.Duration
+		revoke bool
+	}{{"revoked", 0, true}, {"expired", 3 * time.Second, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			ctx := memtest.Ctx(t)
+			var expires *time.Time
+			if tc.ttl > 0 {
+				x := time.Now().Add(tc.ttl)
+				expires = &x
+			}
+			token, tok, err := store.CreateToken(ctx, e.db, "acme", "agent", expires)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := e.srv.Handler(mcpserver.HTTPConfig{Authenticate: mcpserver.StoreAuthenticator(e.db, nil),
+				Logger: memtest.Logger(t), StreamAuthInterval: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ts := httptest.NewServer(h)
+			t.Cleanup(func() { h.Close(); ts.Close() })
+			send := func(method, body, session string) *http.Response {
+				t.Helper()
+				r, err := http.NewRequestWithContext(ctx, method, ts.URL, strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.Header.Set("Authorization", "Bearer "+token)
+				r.Header.Set("Accept", "application/json, text/event-stream")
+				r.Header.Set("Content-Type", "application/json")
+				if session != "" {
+					r.Header.Set("Mcp-Session-Id", session)
+					r.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+				}
+				res, err := ts.Client().Do(r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			res := send(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",`+
+				`"capabilities":{},"clientInfo":{"name":"test","version":"0"}}}`, "")
+			_ = res.Body.Close()
+			sid := res.Header.Get("Mcp-Session-Id")
+			if res.StatusCode != http.StatusOK || sid == "" {
+				t.Fatalf("initialize: %d, session %q", res.StatusCode, sid)
+			}
+			res = send(http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, sid)
+			_ = res.Body.Close()
+			stream := send(http.MethodGet, "", sid)
+			defer stream.Body.Close()
+			if stream.StatusCode != http.StatusOK {
+				t.Fatalf("GET stream: %d", stream.StatusCode)
+			}
+			if tc.revoke {
+				if err := store.RevokeToken(ctx, e.db, "acme", tok.ID, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ended := make(chan error, 1)
+			go func() { _, err := io.Copy(io.Discard, stream.Body); ended <- err }()
+			select {
+			case err := <-ended:
+				if err != nil {
+					t.Errorf("the stream broke off (%v), want it ended", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the GET stream is still open 30s after its token stopped authenticating")
+			}
+			res = send(http.MethodGet, "", sid)
+			_ = res.Body.Close()
+			if res.StatusCode != http.StatusUnauthorized {
+				t.Errorf("GET again with the token: %d, want 401", res.StatusCode)
+			}
+		})
 	}
 }
