@@ -50,3 +50,49 @@ func TestNATSURLHelpSaysOneDefault(t *testing.T) {
 		}
 	})
 }
+
+// A help text never shows the secrets of the defaults it prints: a
+// database or NATS URL's password (the user is kept, as url.URL.Redacted
+// does) and a token taken from the environment; the flag's value itself
+// stays whole.
+func TestHelpRedactsSecretDefaults(t *testing.T) {
+	t.Setenv("DATABASE_URL", "postgres://u:pgSECRET@h/db")
+	t.Setenv("NATS_URL", "nats://u:NatsSecret@127.0.0.1:4222")
+	t.Setenv("PRAETOR_TOKEN", "prt_TokenSecret")
+	secrets := []string{"pgSECRET", "NatsSecret", "TokenSecret"}
+	check := func(t *testing.T, name, help string) {
+		t.Helper()
+		for _, s := range secrets {
+			if strings.Contains(help, s) {
+				t.Errorf("%s shows %s:\n%s", name, s, help)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"tenant"}, {"tenant", "list"}, {"tenant", "token", "issue"}, {"migrate"}, {"serve"}, {"inbox"},
+		{"replay"}, {"dlq"}, {"chat"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			help := helpOf(t, args...)
+			check(t, "praetor "+strings.Join(args, " ")+" --help", help)
+			if args[0] != "replay" && strings.Contains(help, "--database-url") {
+				if line := flagLine(t, help, "database-url"); !strings.Contains(line, "(default: postgres://u:xxxxx@h/db)") {
+					t.Errorf("--database-url's line is\n%s\nwant the URL with its password masked", line)
+				}
+			}
+		})
+	}
+	// Without a subcommand these print their help themselves.
+	for _, args := range [][]string{{"tenant"}, {"inbox"}, {"memory"}, {"workflow"}} {
+		t.Run(strings.Join(args, " ")+" alone", func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			_ = run(context.Background(), args, &out, &errOut)
+			check(t, "praetor "+strings.Join(args, " "), out.String()+errOut.String())
+		})
+	}
+	t.Run("workflow run --database-url", func(t *testing.T) {
+		var out, errOut bytes.Buffer
+		_ = run(context.Background(), []string{"workflow", "run", "wf.yaml", "--database-url", "postgres://u:pgSECRET@h/db", "--help"}, &out, &errOut)
+		check(t, "praetor workflow run --help", out.String()+errOut.String())
+	})
+}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/peterbourgon/ff/v4"
-	"github.com/peterbourgon/ff/v4/ffhelp"
 
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/store"
@@ -39,7 +38,7 @@ func inboxCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		Flags: fs,
 	}
 	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, ffhelp.Command(cmd))
+		fmt.Fprintln(g.stdout, commandHelp(cmd))
 		return nil
 	}
 	cmd.Subcommands = []*ff.Command{{

@@ -20,6 +20,7 @@ import (
 	"github.com/peterbourgon/ff/v4/ffhelp"
 
 	"github.com/praetorhq/praetor/internal/node"
+	"github.com/praetorhq/praetor/internal/redact"
 	"github.com/praetorhq/praetor/internal/textdist"
 )
 
@@ -144,7 +145,8 @@ PRAETOR_NEO4J_URI): a shell's DATABASE_URL does not move them off their defaults
 // usage says what an empty value does ("default: a local praetor dev") and
 // that has a value to start from (--nats-url from NATS_URL) shows that
 // value only, as its default; it would otherwise say both, the usage's
-// default and the value's, which contradict each other.
+// default and the value's, which contradict each other. A default's
+// secrets are masked (see helpFlag.GetDefault).
 func commandHelp(cmd *ff.Command) ffhelp.Help {
 	if selected := cmd.GetSelected(); selected != nil {
 		cmd = selected
@@ -177,6 +179,21 @@ func (h helpFlags) WalkFlags(fn func(ff.Flag) error) error {
 }
 
 type helpFlag struct{ ff.Flag }
+
+// secretFlags are the flags whose value is a secret whole: their default,
+// taken from the environment (--token from PRAETOR_TOKEN), shows as masked.
+var secretFlags = map[string]bool{"token": true, "governance-token": true, "neo4j-password": true}
+
+// GetDefault masks what a default holds of a secret: the password of a
+// URL (--database-url from DATABASE_URL, --nats-url from NATS_URL), and
+// a secret flag's whole value. The flag's value is unchanged.
+func (f helpFlag) GetDefault() string {
+	def := f.Flag.GetDefault()
+	if name, _ := f.GetLongName(); secretFlags[name] && def != "" {
+		return redact.Mask
+	}
+	return redact.URL(def)
+}
 
 // GetUsage drops the usage's own "; default: …" or "(default: …)" when
 // the flag has a default value, which the help appends.

@@ -17,7 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
 	"github.com/peterbourgon/ff/v4"
-	"github.com/peterbourgon/ff/v4/ffhelp"
 
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/store"
@@ -55,7 +54,7 @@ database; the memory service of a running node retries it.`),
 		Flags: fs,
 	}
 	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, ffhelp.Command(cmd))
+		fmt.Fprintln(g.stdout, commandHelp(cmd))
 		return nil
 	}
 	cmd.Subcommands = []*ff.Command{
@@ -527,7 +526,7 @@ func memoryTokenCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.Com
 		Flags: fs,
 	}
 	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, ffhelp.Command(cmd))
+		fmt.Fprintln(g.stdout, commandHelp(cmd))
 		return nil
 	}
 	var name string

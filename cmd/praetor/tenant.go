@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/peterbourgon/ff/v4"
-	"github.com/peterbourgon/ff/v4/ffhelp"
 
 	"github.com/praetorhq/praetor/internal/node"
 	"github.com/praetorhq/praetor/internal/store"
@@ -39,7 +38,7 @@ func tenantCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		Flags: fs,
 	}
 	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, ffhelp.Command(cmd))
+		fmt.Fprintln(g.stdout, commandHelp(cmd))
 		return nil
 	}
 	// open connects to the store of the flags, migrated.
@@ -141,7 +140,7 @@ func tenantTokenCommand(g *globals, parent *ff.FlagSet, tenant *string, open fun
 		Flags:     fs,
 	}
 	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, ffhelp.Command(cmd))
+		fmt.Fprintln(g.stdout, commandHelp(cmd))
 		return nil
 	}
 	var name string

@@ -25,7 +25,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go"
 	"github.com/peterbourgon/ff/v4"
-	"github.com/peterbourgon/ff/v4/ffhelp"
 
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/llm"
@@ -92,7 +91,7 @@ stopped process is waited for, not started twice.`),
 		Flags: fs,
 	}
 	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, ffhelp.Command(cmd))
+		fmt.Fprintln(g.stdout, commandHelp(cmd))
 		return nil
 	}
 	cmd.Subcommands = []*ff.Command{

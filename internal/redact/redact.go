@@ -1,0 +1,67 @@
+// Package redact hides the credentials of connection strings (PostgreSQL,
+// NATS, Neo4j URLs) before they are printed: in help texts, errors and logs.
+package redact
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Mask stands for a hidden secret, as url.URL.Redacted writes it.
+const Mask = "xxxxx"
+
+// tokenSchemes are the schemes whose user alone is a secret: NATS takes a
+// token as nats://TOKEN@host.
+var tokenSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
+
+// passwordParam is a password given as a parameter: in a URL's query
+// (?password=…) or a key/value DSN (password='…' host=…).
+var passwordParam = regexp.MustCompile(`(?i)\b((?:ssl)?password|token|pass)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&;,]*)`)
+
+// URL returns raw with its password masked, the user kept:
+// postgres://u:pw@h/db becomes postgres://u:xxxxx@h/db, as url.URL.Redacted
+// does. Unlike Redacted it needs no valid URL, since a password with '#',
+// '?', '/' or '@' in it is what breaks one: the user information is what
+// comes between "://" and the last '@' before the next URL of a
+// comma-separated list (NATS takes several). A NATS token (nats://T@h) is
+// masked whole, and so is a password=… parameter of the query or of a
+// key/value DSN.
+func URL(raw string) string {
+	if raw == "" {
+		return raw
+	}
+	var b strings.Builder
+	rest := raw
+	for {
+		i := strings.Index(rest, "://")
+		if i < 0 {
+			b.WriteString(rest)
+			break
+		}
+		scheme := rest[:i]
+		if j := strings.LastIndexAny(scheme, ", \t"); j >= 0 {
+			scheme = scheme[j+1:]
+		}
+		b.WriteString(rest[:i+3])
+		rest = rest[i+3:]
+		end := len(rest)
+		if next := strings.Index(rest, "://"); next >= 0 {
+			end = next
+		}
+		at := strings.LastIndexByte(rest[:end], '@')
+		if at < 0 {
+			continue
+		}
+		user, _, hasPassword := strings.Cut(rest[:at], ":")
+		switch {
+		case hasPassword:
+			b.WriteString(user + ":" + Mask)
+		case tokenSchemes[strings.ToLower(scheme)]:
+			b.WriteString(Mask)
+		default:
+			b.WriteString(user)
+		}
+		rest = rest[at:]
+	}
+	return passwordParam.ReplaceAllString(b.String(), "${1}${2}"+Mask)
+}
