@@ -4,6 +4,7 @@ package redact
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -65,3 +66,29 @@ func URL(raw string) string {
 	}
 	return passwordParam.ReplaceAllString(b.String(), "${1}${2}"+Mask)
 }
+
+// Error returns err with raw masked (by URL) wherever its message quotes
+// it: url.Parse's errors, and some drivers', quote the URL they were given,
+// password included. It wraps err, so errors.Is and errors.As still see
+// what it wraps; a nil err stays nil.
+func Error(err error, raw string) error {
+	if err == nil || raw == "" {
+		return err
+	}
+	masked := URL(raw)
+	if masked == raw {
+		return err
+	}
+	msg := strings.ReplaceAll(err.Error(), raw, masked)
+	quoted, maskedQuoted := strconv.Quote(raw), strconv.Quote(masked)
+	msg = strings.ReplaceAll(msg, quoted[1:len(quoted)-1], maskedQuoted[1:len(maskedQuoted)-1])
+	return &maskedError{msg: msg, err: err}
+}
+
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string { return e.msg }
+func (e *maskedError) Unwrap() error { return e.err }

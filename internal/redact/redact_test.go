@@ -1,6 +1,9 @@
 package redact_test
 
 import (
+	"errors"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -35,6 +38,30 @@ func TestURL(t *testing.T) {
 			if strings.Contains(got, secret) {
 				t.Errorf("URL(%q) = %q: shows %s", tt.in, got, secret)
 			}
+		}
+	}
+}
+
+func TestError(t *testing.T) {
+	t.Parallel()
+	if redact.Error(nil, "nats://u:S@h") != nil {
+		t.Error("Error(nil) is not nil")
+	}
+	plain := errors.New("dial nats://h:4222: refused")
+	if got := redact.Error(plain, "nats://h:4222"); got != plain {
+		t.Errorf("Error of a URL without secrets = %v, want the error itself", got)
+	}
+	for _, raw := range []string{"nats://u:Nat%zzSecret@h:1", "nats://u:Nat Secret\"@h:1", "postgres://u:pgSecret@h/db"} {
+		_, perr := url.Parse(raw)
+		if perr == nil {
+			perr = fmt.Errorf("driver for %s: bad", raw)
+		}
+		err := redact.Error(fmt.Errorf("connect: %w", perr), raw)
+		if strings.Contains(err.Error(), "Secret") || !strings.Contains(err.Error(), "u:xxxxx@h") {
+			t.Errorf("Error(%q) = %q, want the URL masked", raw, err)
+		}
+		if !errors.Is(err, perr) {
+			t.Errorf("Error(%q) does not wrap the error", raw)
 		}
 	}
 }

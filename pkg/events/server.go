@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+
+	"github.com/praetorhq/praetor/internal/redact"
 )
 
 // ServerConfig configures an embedded NATS server with JetStream.
@@ -101,7 +103,7 @@ func Connect(url, name string, opts ...nats.Option) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(url, append(base, opts...)...)
 	if err != nil {
-		return nil, fmt.Errorf("events: connect to NATS at %s: %w (is NATS_URL right?)", url, err)
+		return nil, fmt.Errorf("events: connect to NATS at %s: %w (is NATS_URL right?)", redact.URL(url), redact.Error(err, url))
 	}
 	return nc, nil
 }

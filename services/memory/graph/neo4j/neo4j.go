@@ -16,6 +16,7 @@ import (
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j"
 	"github.com/neo4j/neo4j-go-driver/v5/neo4j/config"
 
+	"github.com/praetorhq/praetor/internal/redact"
 	"github.com/praetorhq/praetor/services/memory/dedup"
 	"github.com/praetorhq/praetor/services/memory/graph"
 )
@@ -100,14 +101,14 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		c.MaxConnectionPoolSize = cfg.MaxPoolSize
 	})
 	if err != nil {
-		return nil, fmt.Errorf("neo4j graph: driver for %s: %w", cfg.URI, err)
+		return nil, fmt.Errorf("neo4j graph: driver for %s: %w", redact.URL(cfg.URI), redact.Error(err, cfg.URI))
 	}
 	s := &Store{cfg: cfg, driver: drv}
 	if err := s.EnsureSchema(ctx); err != nil {
 		_ = drv.Close(ctx)
 		return nil, err
 	}
-	cfg.Logger.Debug("neo4j graph store open", "uri", cfg.URI)
+	cfg.Logger.Debug("neo4j graph store open", "uri", redact.URL(cfg.URI))
 	return s, nil
 }
 
@@ -182,7 +183,7 @@ func (s *Store) EnsureSchema(ctx context.Context) error {
 		return err
 	}
 	if n > 0 {
-		s.cfg.Logger.Info("neo4j graph: content hashes recomputed", "uri", s.cfg.URI, "nodes", n)
+		s.cfg.Logger.Info("neo4j graph: content hashes recomputed", "uri", redact.URL(s.cfg.URI), "nodes", n)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package neo4j_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 
@@ -38,4 +39,20 @@ func TestConformance(t *testing.T) {
 		NewTenant:   func(t *testing.T) string { return testenv.Neo4jTenant(t) },
 		ReadUpdates: func() int64 { return s.Stats().ReadUpdates },
 	})
+}
+
+// A URI the driver refuses is named without its password: the error is
+// printed by the memory commands.
+func TestOpenErrorHidesURIPassword(t *testing.T) {
+	t.Parallel()
+	for _, uri := range []string{"bolt://u:Neo%zzSecret@127.0.0.1:7687", "bogus://u:NeoSecret@127.0.0.1:7687"} {
+		s, err := neo4jstore.Open(context.Background(), neo4jstore.Config{URI: uri})
+		if err == nil {
+			s.Close(context.Background())
+			t.Fatalf("Open(%q) succeeded", uri)
+		}
+		if strings.Contains(err.Error(), "Secret") || !strings.Contains(err.Error(), "u:xxxxx@127.0.0.1:7687") {
+			t.Errorf("Open(%q) error is %q, want the URI with its password masked", uri, err)
+		}
+	}
 }
