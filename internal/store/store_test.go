@@ -73,6 +73,21 @@ func TestTenantValidate(t *testing.T) {
 		{Tenant{ID: "acme", Name: ""}, "name"},
 		{Tenant{ID: "acme", Name: strings.Repeat("é", 200)}, ""},
 		{Tenant{ID: "acme", Name: strings.Repeat("é", 201)}, "1 to 200"},
+		{Tenant{ID: "acme", Name: "Acme GmbH & Co. — Zürich 🏔"}, ""},
+		{Tenant{ID: "acme", Name: "👨\u200d👩\u200d👧"}, ""}, // a zero-width joiner joins, it spoofs nothing
+		// A name is printed in a table (tenant list, token list): what
+		// would run the terminal or fake a row is refused.
+		{Tenant{ID: "acme", Name: "Evil\x1b[2J\nacme  FAKE"}, "control character"},
+		{Tenant{ID: "acme", Name: "a\nb"}, "control character"},
+		{Tenant{ID: "acme", Name: "a\rb"}, "control character"},
+		{Tenant{ID: "acme", Name: "a\tb"}, "control character"},
+		{Tenant{ID: "acme", Name: "a\x00b"}, "control character"},
+		{Tenant{ID: "acme", Name: "a\u0085b"}, "control character"},
+		{Tenant{ID: "acme", Name: "a\u2028b"}, "line separator"},
+		{Tenant{ID: "acme", Name: "a\u202eevil"}, "bidirectional"},
+		{Tenant{ID: "acme", Name: "a\u2066b\u2069"}, "bidirectional"},
+		{Tenant{ID: "acme", Name: "a\u200fb"}, "bidirectional"},
+		{Tenant{ID: "acme", Name: "a\xffb"}, "UTF-8"},
 	} {
 		err := tc.tenant.validate()
 		switch {
@@ -80,6 +95,18 @@ func TestTenantValidate(t *testing.T) {
 			t.Errorf("validate(%.20q, %.20q) = %v, want valid", tc.tenant.ID, tc.tenant.Name, err)
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("validate(%.20q, %.20q) = %v, want an error mentioning %q", tc.tenant.ID, tc.tenant.Name, err, tc.want)
+		}
+	}
+}
+
+// A token's name is held to the rule of a tenant's: both are printed in
+// tables.
+func TestCreateTokenRefusesControlCharacters(t *testing.T) {
+	for _, name := range []string{"Evil\x1b[2J\nacme  FAKE", "a\u202eb"} {
+		// The name is checked before the store is asked anything.
+		_, _, err := CreateToken(context.Background(), nil, "acme", name, nil)
+		if err == nil || !strings.Contains(err.Error(), "name") {
+			t.Errorf("CreateToken(name %q) = %v, want the name refused", name, err)
 		}
 	}
 }

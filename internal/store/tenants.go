@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/praetorhq/praetor/pkg/contracts"
@@ -15,7 +16,8 @@ import (
 type Tenant struct {
 	// ID becomes a NATS subject token: [A-Za-z0-9_-], 1 to 128 characters.
 	ID string
-	// Name is for people: 1 to 200 characters.
+	// Name is for people: 1 to 200 characters, with no control character,
+	// line separator or bidirectional control (see ValidateName).
 	Name string
 	// CreatedAt is set by CreateTenant to now when zero.
 	CreatedAt time.Time
@@ -28,16 +30,34 @@ func (t Tenant) validate() error {
 	if !contracts.ValidToken(t.ID) {
 		return fmt.Errorf("tenant id %q: want 1 to 128 of [A-Za-z0-9_-] (it becomes a subject token)", t.ID)
 	}
-	if err := validateName(t.Name); err != nil {
+	if err := ValidateName(t.Name); err != nil {
 		return fmt.Errorf("tenant %s: %w", t.ID, err)
 	}
 	return nil
 }
 
-func validateName(name string) error {
+// ValidateName checks the name of a tenant or a token (the memory's
+// governance tokens too). Names are printed
+// as they are, in tables (tenant list, token list): a control character
+// (a newline, an escape sequence) or an invisible bidirectional control
+// would let a name clear the terminal or pass for another row.
+func ValidateName(name string) error {
 	n := utf8.RuneCountInString(name)
 	if n == 0 || n > maxNameLen {
 		return fmt.Errorf("name %q: want 1 to %d characters", name, maxNameLen)
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("name %q: want valid UTF-8", name)
+	}
+	for _, r := range name {
+		switch {
+		case unicode.IsControl(r):
+			return fmt.Errorf("name %q: want no control character (%U): names are printed in tables", name, r)
+		case unicode.In(r, unicode.Zl, unicode.Zp):
+			return fmt.Errorf("name %q: want no line separator (%U): names are printed in tables", name, r)
+		case unicode.Is(unicode.Bidi_Control, r):
+			return fmt.Errorf("name %q: want no bidirectional control (%U), which reorders what follows it: names are printed in tables", name, r)
+		}
 	}
 	return nil
 }

@@ -86,7 +86,7 @@ func randomString(n int) string {
 // which is not stored and cannot be shown again. expiresAt nil means it never
 // expires.
 func CreateToken(ctx context.Context, q Querier, tenantID, name string, expiresAt *time.Time) (secret string, tok APIToken, err error) {
-	if err := validateName(name); err != nil {
+	if err := ValidateName(name); err != nil {
 		return "", APIToken{}, fmt.Errorf("create token: %w", err)
 	}
 	if err := tenantExists(ctx, q, tenantID); err != nil {

@@ -334,3 +334,15 @@ func TestQueueRefusesAndSkips(t *testing.T) {
 		t.Errorf("Count = %d, want the unreadable row kept", n)
 	}
 }
+
+// A governance token's name is printed in memory token list: it is held
+// to the rule of the store's tenant and token names.
+func TestIssueRefusesControlCharactersInName(t *testing.T) {
+	tokens := sqlmemory.NewTokens(nil, nil) // the name is checked before the store is asked
+	for _, name := range []string{"Evil\x1b[2J\nacme  FAKE", "a\u202eb"} {
+		_, _, err := tokens.Issue(context.Background(), "acme", name, time.Hour)
+		if err == nil || !strings.Contains(err.Error(), "name") {
+			t.Errorf("Issue(name %q) = %v, want the name refused", name, err)
+		}
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
@@ -55,11 +54,11 @@ var lowerBase32 = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPad
 // MaxTokenTTL), and returns it with its record. The token is
 // "gov_<id>_<secret>": only its hash is stored, so it cannot be shown again.
 func (t *Tokens) Issue(ctx context.Context, tenant, name string, ttl time.Duration) (token string, tok Token, err error) {
-	switch n := utf8.RuneCountInString(name); {
+	switch nameErr := store.ValidateName(name); {
 	case !contracts.ValidToken(tenant):
 		return "", Token{}, fmt.Errorf("issue governance token: tenant id %q must be 1-128 characters of [A-Za-z0-9_-]", tenant)
-	case n == 0 || n > 200:
-		return "", Token{}, fmt.Errorf("issue governance token: name %q: want 1 to 200 characters (who or what uses it)", name)
+	case nameErr != nil:
+		return "", Token{}, fmt.Errorf("issue governance token: %w (who or what uses it)", nameErr)
 	case ttl <= 0 || ttl > MaxTokenTTL:
 		return "", Token{}, fmt.Errorf("issue governance token: ttl %s: want more than 0 and at most %s", ttl, MaxTokenTTL)
 	}
