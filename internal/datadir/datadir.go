@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -61,17 +62,27 @@ const recordSize = 512
 // Lock is a held lock on a data directory.
 type Lock struct {
 	f *os.File
+	// Tightened are the directory and the files in it that Acquire found
+	// readable by others and made private, for a log line; none when the
+	// directory is new.
+	Tightened []string
 }
 
 // Acquire takes dir's lock without waiting, creating dir if need be, and
 // records owner in it. When another process holds it, the error is an
 // *InUseError naming that process.
+//
+// The directory holds conversations and token hashes: Acquire creates it
+// 0700, and makes an existing one that is looser (an older version made
+// it 0755, its files 0644) 0700, and its files 0600, saying so in
+// Lock.Tightened.
 func Acquire(dir string, owner Owner) (*Lock, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	tightened, err := tighten(dir)
+	if err != nil {
 		return nil, err
 	}
 	path := filepath.Join(dir, FileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
@@ -88,12 +99,73 @@ func Acquire(dir string, owner Owner) (*Lock, error) {
 		f.Close()
 		return nil, &InUseError{Dir: dir, Owner: o}
 	}
-	l := &Lock{f: f}
+	l := &Lock{f: f, Tightened: tightened}
 	if err := l.Record(owner); err != nil {
 		l.Release()
 		return nil, err
 	}
 	return l, nil
+}
+
+// tighten creates dir 0700, or takes the group's and others' permissions
+// off an existing dir and off the files directly in it, and returns what
+// it changed. Subdirectories are left as they are: the embedded NATS
+// server makes its own 0700.
+func tighten(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	var changed []string
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, err
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, st.Mode().Perm()&^0o077); err != nil {
+			return nil, fmt.Errorf("datadir: make %s private: %w", dir, err)
+		}
+		changed = append(changed, dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			return nil, err
+		}
+		if info.Mode().Perm()&0o077 == 0 {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if err := os.Chmod(path, info.Mode().Perm()&^0o077); err != nil {
+			return nil, fmt.Errorf("datadir: make %s private: %w", path, err)
+		}
+		changed = append(changed, path)
+	}
+	return changed, nil
+}
+
+// CreatePrivate creates the file at path empty and 0600 if it does not
+// exist, and its directory 0700 if that does not: SQLite would create a
+// database 0644 under the usual umask, and creates its -wal and -shm
+// files with the database's mode.
+func CreatePrivate(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // Record replaces what the lock file says of its owner (once its NATS

@@ -591,6 +591,9 @@ func connectNATS(cfg Config, log *slog.Logger) (*nats.Conn, func(), error) {
 	if err != nil {
 		return nil, nil, &SettingError{Setting: "data-dir", Problem: err.Error()}
 	}
+	if len(lock.Tightened) > 0 {
+		log.Warn("data directory was readable by other users; made it and its files private", "dir", cfg.DataDir, "paths", lock.Tightened)
+	}
 	srv, err := events.StartServer(sc)
 	if err != nil {
 		lock.Release()
@@ -616,7 +619,7 @@ func connectNATS(cfg Config, log *slog.Logger) (*nats.Conn, func(), error) {
 // data directory in dev, PostgreSQL otherwise.
 func OpenStore(ctx context.Context, dev bool, dataDir, databaseURL string) (store.DB, error) {
 	if dev {
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return nil, &SettingError{Setting: "data-dir", Problem: err.Error()}
 		}
 		return sqlite.Open(ctx, sqlite.Config{Path: filepath.Join(dataDir, "praetor.db")})

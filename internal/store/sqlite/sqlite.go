@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/praetorhq/praetor/internal/datadir"
 	"github.com/praetorhq/praetor/internal/store"
 )
 
@@ -157,8 +156,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	memory := cfg.Path == Memory
 	if !memory {
-		if err := os.MkdirAll(filepath.Dir(cfg.Path), 0o755); err != nil {
-			return nil, fmt.Errorf("sqlite: create the directory of %s: %w", cfg.Path, err)
+		// Private: the store holds conversations and token hashes, and
+		// SQLite gives the -wal and -shm files the database's mode.
+		if err := datadir.CreatePrivate(cfg.Path); err != nil {
+			return nil, fmt.Errorf("sqlite: create %s: %w", cfg.Path, err)
 		}
 	}
 

@@ -17,6 +17,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/praetorhq/praetor/internal/datadir"
 	"github.com/praetorhq/praetor/services/memory/dedup"
 	"github.com/praetorhq/praetor/services/memory/graph"
 )
@@ -68,6 +69,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	// Private, as the data directory: the -wal and -shm files take the
+	// database's mode.
+	if err := datadir.CreatePrivate(cfg.Path); err != nil {
+		return nil, fmt.Errorf("embedded graph: create %s: %w", cfg.Path, err)
 	}
 	base := "file:" + (&url.URL{Path: cfg.Path}).EscapedPath()
 	ms := cfg.BusyTimeout.Milliseconds()
