@@ -442,6 +442,13 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 	if resp != nil {
 		res.Provider, res.Model, res.Usage = resp.Provider, resp.Model, resp.Usage
 	}
+	if res.Degraded {
+		// The turn's line says only that it was degraded; what to fix (a
+		// key, a base URL, a model that hangs) is in the reason.
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "response degraded",
+			slog.String("session_id", m.SessionID), slog.String("engine_id", def.EngineID),
+			slog.Int("turn", m.TurnNumber), slog.String("reason", res.DegradedReason))
+	}
 
 	// 13. QA check; and the user is told what progress waits for.
 	step("qa-check")

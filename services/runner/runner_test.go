@@ -482,3 +482,24 @@ func TestUnansweredTaskFollowsItsStrategy(t *testing.T) {
 		t.Fatalf("after the deadline: dispatch %+v, record %+v", res.Effects.Tasks, rec)
 	}
 }
+
+// A degraded reply says why in the log, as a degraded extraction does: the
+// turn's line alone said response_degraded=true.
+func TestDegradedReplyLogsItsReason(t *testing.T) {
+	def := enginetest.Definition()
+	var logs strings.Builder
+	r, err := runner.New(runner.Config{Registry: enginetest.Registry(), Clock: func() time.Time { return epoch },
+		LLM:    &fakeLLM{err: &llm.APIError{Provider: "fake", Err: llm.ErrUnauthorized, Status: 401, Message: "Incorrect API key provided"}},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := process(t, r, def, nil, input(t, def, nil, "hello", nil))
+	if !res.Degraded {
+		t.Fatalf("reply not degraded: %q", res.Reply)
+	}
+	if got := logs.String(); !strings.Contains(got, `msg="response degraded"`) || !strings.Contains(got, "Incorrect API key provided") ||
+		!strings.Contains(got, "level=WARN") {
+		t.Errorf("log:\n%s\nwant a warning \"response degraded\" with the reason", got)
+	}
+}
