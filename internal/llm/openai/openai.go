@@ -18,6 +18,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -89,8 +90,13 @@ type Config struct {
 	// HTTPClient sends the requests. Default a new http.Client; its own
 	// Timeout should be zero or longer than Timeout.
 	HTTPClient Doer
-	// Logger reports retries. Default: discard.
+	// Logger reports retries, and a rejected key at error level (once a
+	// minute at most). Default: discard.
 	Logger *slog.Logger
+	// KeySetting names where the key comes from, in the error logged when
+	// the server refuses it (e.g. "PRAETOR_LLM_API_KEY"). Default "the API
+	// key".
+	KeySetting string
 }
 
 // WithDefaults returns c with every unset field at its default.
@@ -103,6 +109,7 @@ func (c Config) WithDefaults() Config {
 	c.Backoff.Cap = cmp.Or(c.Backoff.Cap, DefaultBackoffCap)
 	c.MaxRetryAfter = cmp.Or(c.MaxRetryAfter, DefaultMaxRetryAfter)
 	c.MaxElapsed = cmp.Or(c.MaxElapsed, max(DefaultMaxElapsed, c.Timeout))
+	c.KeySetting = cmp.Or(c.KeySetting, "the API key")
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}
 	}
@@ -150,6 +157,8 @@ type Client struct {
 	cfg     Config
 	api     *goopenai.Client
 	retries int
+	// authLogged is when a refused key was last logged (Unix nanoseconds).
+	authLogged atomic.Int64
 
 	// Seams for tests: the clock that reads HTTP-date Retry-After values, the
 	// wait between attempts, and the jitter source ([0, n)).
@@ -228,6 +237,9 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 			return nil, fmt.Errorf("openai: chat completion: %w", ctxErr)
 		}
 		err.Attempts = attempt
+		if errors.Is(err, llm.ErrUnauthorized) {
+			c.logUnauthorized(ctx, creq.Model, err)
+		}
 		if !err.Retryable || attempt > c.retries {
 			return nil, err
 		}
@@ -262,6 +274,27 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 			return nil, fmt.Errorf("openai: chat completion: %w", serr)
 		}
 	}
+}
+
+// authLogEvery is how often a refused key is logged: every call fails the
+// same way, and one line a minute says it as well as a thousand.
+const authLogEvery = time.Minute
+
+// logUnauthorized logs a refused key at error level, with what to fix,
+// at most once per authLogEvery for the client.
+func (c *Client) logUnauthorized(ctx context.Context, model string, err *llm.APIError) {
+	now, last := c.now().UnixNano(), c.authLogged.Load()
+	if last != 0 && now-last < int64(authLogEvery) || !c.authLogged.CompareAndSwap(last, now) {
+		return
+	}
+	c.cfg.Logger.LogAttrs(ctx, slog.LevelError, "llm key refused: every call fails until it is fixed",
+		slog.String("provider", Provider),
+		slog.String("model", model),
+		slog.String("base_url", RedactURL(c.baseURL())),
+		slog.Int("status", err.Status),
+		slog.String("error", err.Message),
+		slog.String("fix", "check "+c.cfg.KeySetting+": the server at the base URL refuses it (a 403 may also be a key "+
+			"without access to the model or the project)"))
 }
 
 // attempt makes one call under its own timeout. The error is nil on success.
@@ -303,11 +336,7 @@ func (c *Client) classify(err error, h http.Header) *llm.APIError {
 		// An error status whose body is not OpenAI's error JSON: a proxy's
 		// HTML page, an empty 502 — or a 404 from a server that has no
 		// such path, most often a base URL without its /v1.
-		msg := snippet(reqErr.Body, reqErr.HTTPStatus)
-		if reqErr.HTTPStatusCode == http.StatusNotFound {
-			msg = "POST " + c.baseURL() + "/chat/completions: " + msg + "; check the base URL (OpenAI-compatible servers usually end in /v1)"
-		}
-		return c.fromStatus(reqErr.HTTPStatusCode, "", msg, h)
+		return c.fromStatus(reqErr.HTTPStatusCode, "", snippet(reqErr.Body, reqErr.HTTPStatus), h)
 	case errors.As(err, &certErr):
 		// Waiting does not make a certificate trusted: a private CA, a proxy
 		// that intercepts TLS, a name the certificate does not hold.
@@ -344,6 +373,12 @@ func (c *Client) classify(err error, h http.Header) *llm.APIError {
 
 // fromStatus classifies an HTTP error status.
 func (c *Client) fromStatus(status int, code, msg string, h http.Header) *llm.APIError {
+	msg = RedactKeys(msg)
+	if status == http.StatusNotFound && code != "model_not_found" {
+		// A server with no such path, most often a base URL without its
+		// /v1; OpenAI itself says so in JSON ("Invalid URL").
+		msg = "POST " + c.baseURL() + "/chat/completions: " + msg + "; check the base URL (OpenAI-compatible servers usually end in /v1)"
+	}
 	e := &llm.APIError{Provider: Provider, Status: status, Code: code, Message: msg, RetryAfter: retryAfter(h, c.now())}
 	switch {
 	case status == http.StatusTooManyRequests:
@@ -527,6 +562,15 @@ func errorCode(e *goopenai.APIError) string {
 		return strconv.Itoa(v)
 	}
 	return e.Type
+}
+
+var keyLike = regexp.MustCompile(`sk-[A-Za-z0-9_*\-]+`)
+
+// RedactKeys hides the API keys in a server's message: OpenAI quotes the
+// refused key, partly masked (sk-badk*****999), in its 401, and the message
+// is logged and recorded.
+func RedactKeys(msg string) string {
+	return keyLike.ReplaceAllString(msg, "sk-xxxxx")
 }
 
 // snippet is the start of an unexpected error body, for the message.

@@ -4,12 +4,15 @@ import (
 	"errors"
 	"io"
 	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/praetorhq/praetor/internal/llm"
 )
@@ -174,5 +177,96 @@ func TestTLSMistakesAreNotRetried(t *testing.T) {
 		if !errors.As(err, &apiErr) || apiErr.Attempts != 1 || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want one attempt and an error saying %q", c.name, err, c.want)
 		}
+	}
+}
+
+// OpenAI answers a wrong path with a JSON 404, not a text one: the base URL
+// is named and /v1 hinted at all the same.
+func TestJSON404HintsAtTheBaseURL(t *testing.T) {
+	t.Parallel()
+	srv, _ := rawServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":{"message":"Invalid URL (POST /chat/completions)","type":"invalid_request_error","param":null,"code":null}}`))
+	})
+	_, err := rawClient(t, srv.URL).Complete(t.Context(), userRequest("Hi."))
+	if err == nil || !strings.Contains(err.Error(), srv.URL) || !strings.Contains(err.Error(), "/v1") ||
+		!strings.Contains(err.Error(), "Invalid URL") {
+		t.Errorf("err = %v, want the server's message, the base URL %s and a hint at /v1", err, srv.URL)
+	}
+}
+
+// A wrong key fails every call: the client logs, at error level, what to fix,
+// once a minute rather than once a call; and the part of the key OpenAI
+// echoes is not kept in the message that is logged and recorded.
+func TestUnauthorizedIsLoggedWithTheFix(t *testing.T) {
+	t.Parallel()
+	srv, _ := rawServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"Incorrect API key provided: sk-badk*****999. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`))
+	})
+	var logs strings.Builder
+	var mu sync.Mutex
+	c, err := New(Config{BaseURL: srv.URL + "/v1", APIKey: "sk-badkey999", KeySetting: "PRAETOR_LLM_API_KEY",
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return now }
+	for range 3 {
+		_, err = c.Complete(t.Context(), userRequest("Hi."))
+		if !errors.Is(err, llm.ErrUnauthorized) {
+			t.Fatalf("err = %v, want ErrUnauthorized", err)
+		}
+	}
+	if strings.Contains(err.Error(), "sk-badk") || !strings.Contains(err.Error(), "Incorrect API key provided") {
+		t.Errorf("err = %v, want the server's message without the key it echoes", err)
+	}
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Count(logs.String(), "level=ERROR")
+	}
+	if n := count(); n != 1 {
+		t.Errorf("%d errors logged after 3 calls, want 1:\n%s", n, logs.String())
+	}
+	mu.Lock()
+	got := logs.String()
+	mu.Unlock()
+	if !strings.Contains(got, "PRAETOR_LLM_API_KEY") || strings.Contains(got, "sk-badk") {
+		t.Errorf("log:\n%s\nwant it to name PRAETOR_LLM_API_KEY, without the key", got)
+	}
+	now = now.Add(time.Minute + time.Second)
+	_, _ = c.Complete(t.Context(), userRequest("Hi."))
+	if n := count(); n != 2 {
+		t.Errorf("%d errors logged after a minute more, want 2", n)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// A model that does not exist is a 404 too, which names the model: the base
+// URL is right, and no hint says otherwise.
+func TestModelNotFoundIsNotABaseURLMistake(t *testing.T) {
+	t.Parallel()
+	srv, _ := rawServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":{"message":"The model gpt-9 does not exist or you do not have access to it.","type":"invalid_request_error","param":null,"code":"model_not_found"}}`))
+	})
+	_, err := rawClient(t, srv.URL+"/v1").Complete(t.Context(), userRequest("Hi."))
+	if err == nil || !strings.Contains(err.Error(), "gpt-9") || strings.Contains(err.Error(), "check the base URL") {
+		t.Errorf("err = %v, want the server's message alone", err)
 	}
 }
