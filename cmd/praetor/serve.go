@@ -34,6 +34,7 @@ type nodeFlags struct {
 	llmSeed         int
 	llmLatency      time.Duration
 	llmOmitPrompts  bool
+	llmCheck        bool
 	enginesDirs     []string
 	ackWait         time.Duration
 	maxMessageBytes int
@@ -54,6 +55,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 	fs.IntVar(&f.llmSeed, 0, "llm-seed", 0, "seed of the offline provider")
 	fs.DurationVar(&f.llmLatency, 0, "llm-offline-latency", 0, "delay every offline answer by this much, to stand in for a model in load tests")
 	fs.BoolVar(&f.llmOmitPrompts, 0, "llm-omit-prompts", "leave the prompts out of the recorded LLM calls (llm.call.recorded keeps their hash and the answers; replay does not need them)")
+	fs.BoolVarDefault(&f.llmCheck, 0, "llm-check", true, "with the openai provider, check the key and base URL at start (GET {base}/models, no tokens): a refused key or a base URL with no API there stops the start; false for a server without /models")
 	fs.IntVar(&f.maxMessageBytes, 0, "max-message-bytes", 8<<10, "largest user message the gateway accepts, in bytes")
 	fs.DurationVar(&f.ackWait, 0, "ack-wait", 30*time.Second, "how long a consumer waits before redelivering an event whose process died")
 	fs.StringListVar(&f.enginesDirs, 0, "engines-dir", "directory of engine YAML files to load besides the shipped ones (repeatable)")
@@ -90,6 +92,14 @@ func (f *nodeFlags) apply(cfg *node.Config) error {
 	}
 	cfg.Engines, cfg.EngineRegistry = cat, reg
 	return nil
+}
+
+// checkLLM checks the model's key and base URL once, unless --llm-check=false.
+func (f *nodeFlags) checkLLM(ctx context.Context, cfg node.Config) error {
+	if !f.llmCheck {
+		return nil
+	}
+	return provider.Check(ctx, cfg.LLM, cfg.Logger)
 }
 
 func splitList(s string) []string {
@@ -136,6 +146,9 @@ drains the consumers and exits 0.`) + "\n\n" + workflowSettingsHelp(),
 			if err := nf.apply(&cfg); err != nil {
 				return err
 			}
+			if err := nf.checkLLM(ctx, cfg); err != nil {
+				return err
+			}
 			return node.Run(ctx, cfg)
 		},
 	}
@@ -175,6 +188,9 @@ Nothing else to install: NATS JetStream (file storage) and SQLite live under
 			tuneGC(log)
 			cfg := node.Config{Dev: true, DataDir: dataDir, NATSListen: natsListen, Logger: log}
 			if err := nf.apply(&cfg); err != nil {
+				return err
+			}
+			if err := nf.checkLLM(ctx, cfg); err != nil {
 				return err
 			}
 			return node.Run(ctx, cfg)

@@ -7,9 +7,11 @@ package provider
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -136,6 +138,76 @@ type Info struct {
 	Reason string
 }
 
+// The flags of praetor dev and serve that the settings have, for messages.
+const (
+	FlagProvider = "--llm-provider"
+	FlagBaseURL  = "--llm-base-url"
+)
+
+// choose picks the provider of a valid config with its defaults, and says why.
+func (c Config) choose() (provider, reason string) {
+	if c.Provider != Auto {
+		return c.Provider, EnvProvider + "=" + c.Provider
+	}
+	if c.APIKey != "" {
+		return OpenAI, EnvAPIKey + " is set"
+	}
+	reason = "no " + EnvAPIKey + " or " + EnvOpenAIKey + " set"
+	if c.BaseURL != "" {
+		reason += fmt.Sprintf(" (%s (%s) is ignored; for a server that needs no key, set %s %s (%s=%s))",
+			FlagBaseURL, EnvBaseURL, FlagProvider, OpenAI, EnvProvider, OpenAI)
+	}
+	return Offline, reason
+}
+
+// keySetting names where the key comes from.
+const keySetting = EnvAPIKey + " (or " + EnvOpenAIKey + ")"
+
+// Check makes sure, once, at start, that the openai provider's key and base
+// URL work (the server's list of models, which costs no tokens): a refused
+// key fails it naming the key's variables, a base URL the server has no API
+// at naming the base URL setting. A server that cannot be reached, or fails,
+// only warns: it may come back. The offline provider has nothing to check.
+func Check(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if p, _ := cfg.choose(); p != OpenAI {
+		return nil
+	}
+	c, err := openai.New(openai.Config{BaseURL: cfg.BaseURL, APIKey: cfg.APIKey, Timeout: cfg.Timeout})
+	if err != nil {
+		return bad(EnvBaseURL, "%v", err)
+	}
+	base := openai.RedactURL(cmp.Or(cfg.BaseURL, openai.DefaultBaseURL))
+	err = c.Check(ctx)
+	var apiErr *llm.APIError
+	switch {
+	case err == nil:
+		logger.Info("llm key and base URL checked", slog.String("base_url", base))
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case !errors.As(err, &apiErr):
+		return err
+	case errors.Is(err, llm.ErrUnauthorized):
+		return bad(EnvAPIKey, "the server at %s refuses the key (%d: %s); check %s, or start with --llm-check=false "+
+			"to skip this check", base, apiErr.Status, apiErr.Message, keySetting)
+	case apiErr.Status == http.StatusNotFound:
+		return bad(EnvBaseURL, "the server at %s has no OpenAI API there (%d: %s); check %s (%s): it names the API root, "+
+			"which usually ends in /v1 (e.g. %s, http://localhost:11434/v1), or start with --llm-check=false for a server "+
+			"without GET /models", base, apiErr.Status, apiErr.Message, FlagBaseURL, EnvBaseURL, openai.DefaultBaseURL)
+	default:
+		logger.Warn("llm server not checked: it could not be reached or failed; starting anyway, turns are answered "+
+			"degraded until it answers", slog.String("base_url", base), slog.String("error", apiErr.Message))
+		return nil
+	}
+}
+
 // New builds the client cfg selects and logs the choice. An offline client
 // is an *offline.Offline, so the engines can register their skills on it
 // before wrapping it (metrics, recording).
@@ -147,17 +219,7 @@ func New(cfg Config, logger *slog.Logger) (llm.Client, Info, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, Info{}, err
 	}
-	provider, reason := cfg.Provider, EnvProvider+"="+cfg.Provider
-	if provider == Auto {
-		if cfg.APIKey != "" {
-			provider, reason = OpenAI, EnvAPIKey+" is set"
-		} else {
-			provider, reason = Offline, "no "+EnvAPIKey+" set"
-			if cfg.BaseURL != "" {
-				reason += fmt.Sprintf(" (%s is ignored; set %s=%s for a server that needs no key)", EnvBaseURL, EnvProvider, OpenAI)
-			}
-		}
-	}
+	provider, reason := cfg.choose()
 
 	if provider == Offline {
 		c, err := offline.New(offline.Config{Seed: cfg.Seed, Model: cfg.Model, Latency: cfg.OfflineLatency})
@@ -180,6 +242,7 @@ func New(cfg Config, logger *slog.Logger) (llm.Client, Info, error) {
 		Timeout:    cfg.Timeout,
 		MaxRetries: cfg.MaxRetries,
 		Logger:     logger,
+		KeySetting: keySetting,
 	})
 	if err != nil {
 		return nil, Info{}, bad(EnvBaseURL, "%v", err)

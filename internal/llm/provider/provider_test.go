@@ -27,7 +27,9 @@ func TestNew(t *testing.T) {
 	}{
 		{"auto with a key is openai", Config{APIKey: secret}, OpenAI, EnvAPIKey + " is set", openai.DefaultModel, "INFO"},
 		{"auto without a key is offline", Config{}, Offline, "no " + EnvAPIKey, offline.DefaultModel, "WARN"},
-		{"auto ignores a keyless base URL, and says so", Config{BaseURL: "http://localhost:11434/v1"}, Offline, EnvProvider + "=openai", offline.DefaultModel, "WARN"},
+		{"auto ignores a keyless base URL, and says so", Config{BaseURL: "http://localhost:11434/v1"}, Offline,
+			"no PRAETOR_LLM_API_KEY or OPENAI_API_KEY set (--llm-base-url (PRAETOR_LLM_BASE_URL) is ignored; for a server that needs no key, set --llm-provider openai (PRAETOR_LLM_PROVIDER=openai))",
+			offline.DefaultModel, "WARN"},
 		{"offline by name despite a key", Config{Provider: "offline", APIKey: secret}, Offline, EnvProvider + "=offline", offline.DefaultModel, "WARN"},
 		{"openai by name for a local server", Config{Provider: "OpenAI", BaseURL: "http://localhost:11434/v1", Model: "llama3.1"}, OpenAI, EnvProvider + "=openai", "llama3.1", "INFO"},
 		{"offline model name", Config{Model: "offline-test"}, Offline, "", "offline-test", "WARN"},
