@@ -127,6 +127,10 @@ type TurnExtracted struct {
 	// no field was updated, and the turn is still answered.
 	Degraded       bool   `json:"degraded,omitempty"`
 	DegradedReason string `json:"degraded_reason,omitempty"`
+	// ReceivedAt is when the gateway received the turn (turn.received's
+	// received_at): the runner bounds the reply's model call by what is left
+	// of the turn's time. Zero in events from before it was carried.
+	ReceivedAt time.Time `json:"received_at,omitzero"`
 }
 
 func (TurnExtracted) Spec() *Spec                   { return TurnExtractedSpec }

@@ -38,6 +38,10 @@ type Input struct {
 	// service passes the turn.extracted event's time, so a replay of the
 	// events gives the same time.
 	Now time.Time
+	// ReceivedAt is when the gateway received the turn: the reply's model
+	// call gets what is left of Config.TurnBudget after it. Zero: unknown,
+	// the call is bounded by its provider alone.
+	ReceivedAt time.Time
 
 	// ExtractionDegraded is true when the extractor could not use the
 	// model's answer; the turn is answered all the same.
@@ -72,7 +76,7 @@ func FromContract(te contracts.TurnExtracted, projectID string) (Input, error) {
 		TurnNumber: te.TurnNumber, Message: te.Message, FieldsUpdated: te.FieldsUpdated,
 		NewConceptCount: te.NewConceptCount, SensitiveInfoShared: te.SensitiveInfoShared,
 		ExtractionDegraded: te.Degraded, ExtractionDegradedReason: te.DegradedReason,
-		Extraction: engine.NewExtraction(),
+		Extraction: engine.NewExtraction(), ReceivedAt: te.ReceivedAt,
 	}
 	if len(bytes.TrimSpace(te.Extraction)) > 0 {
 		if err := fastjson.Unmarshal(te.Extraction, &in.Extraction); err != nil {

@@ -85,6 +85,16 @@ type Config struct {
 	ResponseMaxTokens int
 	// ResponseMaxChars is where QA cuts an overlong reply (default 4000).
 	ResponseMaxChars int
+	// TurnBudget is how long a turn may take from its Input.ReceivedAt to
+	// its reply (default DefaultTurnBudget, 5m: the time a turn's handler
+	// has). The extraction before the reply may have spent most of it on a
+	// model that hangs; the reply's call gets what is left, as its context's
+	// deadline, and is answered degraded when it runs out.
+	TurnBudget time.Duration
+	// MinReplyBudget is the least the reply's call gets, however little of
+	// the turn is left (default DefaultMinReplyBudget, 60s: one attempt of
+	// the openai provider), so that the reply is still tried once.
+	MinReplyBudget time.Duration
 
 	// Mappers map working memory to the handoff of an exit transition
 	// (default handoff.Builtin(): the shipped engines' mappers, and the
@@ -118,6 +128,12 @@ type Intelligence interface {
 	Background(ctx context.Context, tenantID, projectID string) ([]string, error)
 }
 
+// Defaults of a turn's time (Config.TurnBudget, Config.MinReplyBudget).
+const (
+	DefaultTurnBudget     = 5 * time.Minute
+	DefaultMinReplyBudget = 60 * time.Second
+)
+
 // DefaultTaskTimeoutFactor multiplies a task's estimated duration into the
 // timeout of one attempt.
 const DefaultTaskTimeoutFactor = 2
@@ -145,6 +161,8 @@ func (c Config) WithDefaults() Config {
 	c.MaxMessageBytes = cmp.Or(c.MaxMessageBytes, 16<<10)
 	c.ResponseMaxTokens = cmp.Or(c.ResponseMaxTokens, 600)
 	c.ResponseMaxChars = cmp.Or(c.ResponseMaxChars, 4000)
+	c.TurnBudget = cmp.Or(c.TurnBudget, DefaultTurnBudget)
+	c.MinReplyBudget = cmp.Or(c.MinReplyBudget, DefaultMinReplyBudget)
 	if c.Mappers == nil {
 		c.Mappers = handoff.Builtin()
 	}
@@ -162,6 +180,9 @@ func (c Config) validate() error {
 	}
 	if c.Registry == nil {
 		return errors.New("runner: Config.Registry is required")
+	}
+	if c.TurnBudget < 0 || c.MinReplyBudget < 0 {
+		return errors.New("runner: TurnBudget and MinReplyBudget must be positive")
 	}
 	if c.MaxMessageBytes < 1 || c.ResponseMaxTokens < 1 || c.ResponseMaxChars < 1 {
 		return errors.New("runner: limits must be positive")
@@ -421,7 +442,13 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 		}
 		res.Degraded, res.DegradedReason = true, res.DegradedReason+reason
 	}
-	reply, resp, genErr := r.generate(ctx, def, m, cur, in, chosen, next, assembled)
+	gctx, cancel := r.replyContext(ctx, in)
+	reply, resp, genErr := r.generate(gctx, def, m, cur, in, chosen, next, assembled)
+	if genErr != nil && gctx.Err() != nil && ctx.Err() == nil {
+		genErr = fmt.Errorf("response generation: no answer within the turn's %s from its received_at (the reply had at least %s): %w",
+			r.cfg.TurnBudget, r.cfg.MinReplyBudget, gctx.Err())
+	}
+	cancel()
 	var short string
 	if genErr == nil {
 		reply, short, genErr = finished(reply, resp, r.cfg.ResponseMaxTokens)
@@ -575,6 +602,21 @@ func previousUserWords(m *engine.WorkingMemory) int {
 		return len(strings.Fields(m.History[i].Content))
 	}
 	return 0
+}
+
+// replyContext bounds the reply's call by what is left of the turn's budget,
+// counted on the wall clock from when the turn was received, and at least
+// MinReplyBudget. A replay's calls, answered as recorded, finish well
+// within it.
+func (r *Runner) replyContext(ctx context.Context, in Input) (context.Context, context.CancelFunc) {
+	if in.ReceivedAt.IsZero() {
+		return ctx, func() {}
+	}
+	deadline := in.ReceivedAt.Add(r.cfg.TurnBudget)
+	if least := time.Now().Add(r.cfg.MinReplyBudget); deadline.Before(least) {
+		deadline = least
+	}
+	return context.WithDeadline(ctx, deadline)
 }
 
 // generate is step 12: the system prompt (the engine's template) followed by
