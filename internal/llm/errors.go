@@ -40,6 +40,9 @@ var (
 type APIError struct {
 	// Provider is the adapter's name, e.g. "openai".
 	Provider string
+	// Model is the model the call asked for, the adapter's default when the
+	// request named none; empty when the adapter did not say.
+	Model string
 	// Status is the HTTP status, or 0 when there was no HTTP answer.
 	Status int
 	// Code is the provider's error code or type, e.g. "insufficient_quota".

@@ -228,7 +228,7 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 		if err == nil {
 			out, apiErr := c.response(resp, creq.Model, start)
 			if apiErr != nil {
-				apiErr.Attempts = attempt
+				apiErr.Attempts, apiErr.Model = attempt, creq.Model
 				return nil, apiErr
 			}
 			return out, nil
@@ -236,7 +236,7 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, fmt.Errorf("openai: chat completion: %w", ctxErr)
 		}
-		err.Attempts = attempt
+		err.Attempts, err.Model = attempt, creq.Model
 		if errors.Is(err, llm.ErrUnauthorized) {
 			c.logUnauthorized(ctx, creq.Model, err)
 		}
@@ -275,6 +275,48 @@ func (c *Client) Complete(ctx context.Context, req llm.Request) (*llm.Response, 
 		}
 	}
 }
+
+// Check asks the server for its models (GET {base}/models: free, no
+// tokens), to learn before any call whether the key and the base URL work.
+// Its error is an *llm.APIError: Status 401 or 403 for a refused key, 404 for
+// a base URL the server has no API at, 0 for a server that cannot be reached.
+func (c *Client) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(c.cfg.Timeout, checkTimeout))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.baseURL()+"/models", nil)
+	if err != nil {
+		return &llm.APIError{Provider: Provider, Err: llm.ErrBadRequest, Cause: err, Message: err.Error()}
+	}
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return &llm.APIError{Provider: Provider, Err: llm.ErrUnavailable, Cause: err, Retryable: true,
+			Message: "GET " + RedactURL(c.baseURL()) + "/models: " + err.Error()}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 300 {
+		return nil
+	}
+	msg := snippet(body, resp.Status)
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		msg = e.Error.Message
+	}
+	msg = "GET " + RedactURL(c.baseURL()) + "/models: " + RedactKeys(msg)
+	out := c.fromStatus(resp.StatusCode, "", "", resp.Header)
+	out.Message = msg
+	return out
+}
+
+// checkTimeout bounds Check.
+const checkTimeout = 10 * time.Second
 
 // authLogEvery is how often a refused key is logged: every call fails the
 // same way, and one line a minute says it as well as a thousand.

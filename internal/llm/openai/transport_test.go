@@ -221,6 +221,9 @@ func TestUnauthorizedIsLoggedWithTheFix(t *testing.T) {
 			t.Fatalf("err = %v, want ErrUnauthorized", err)
 		}
 	}
+	if apiErr := (*llm.APIError)(nil); !errors.As(err, &apiErr) || apiErr.Model != DefaultModel {
+		t.Errorf("err = %#v, want it to name the model asked, %s", err, DefaultModel)
+	}
 	if strings.Contains(err.Error(), "sk-badk") || !strings.Contains(err.Error(), "Incorrect API key provided") {
 		t.Errorf("err = %v, want the server's message without the key it echoes", err)
 	}

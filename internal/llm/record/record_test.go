@@ -585,3 +585,29 @@ func TestReplayerKeepsNoRequests(t *testing.T) {
 		t.Fatalf("Complete = %+v, %v; want the recorded answer", resp, err)
 	}
 }
+
+type refusingModel struct{}
+
+func (refusingModel) Complete(context.Context, llm.Request) (*llm.Response, error) {
+	return nil, &llm.APIError{Provider: "openai", Model: "gpt-4o-mini", Status: 401, Err: llm.ErrUnauthorized,
+		Message: "Incorrect API key provided: sk-xxxxx."}
+}
+
+// A failed call's record names the model the provider asked, not the
+// request's empty one (the provider's default).
+func TestFailedCallRecordsTheProvidersModel(t *testing.T) {
+	t.Parallel()
+	pub := &memPublisher{}
+	r := newRecorder(t, refusingModel{}, pub, Config{})
+	if _, err := r.Complete(t.Context(), ask("t1", "s1", "hello")); err == nil {
+		t.Fatal("no error")
+	}
+	evs := pub.published()
+	if len(evs) != 1 {
+		t.Fatalf("%d records, want 1", len(evs))
+	}
+	rec, err := contracts.DecodeAs[contracts.LLMCallRecorded](evs[0])
+	if err != nil || rec.Model != "gpt-4o-mini" || rec.Provider != "openai" {
+		t.Errorf("record %+v, %v; want model gpt-4o-mini of openai", rec, err)
+	}
+}

@@ -210,8 +210,8 @@ func (r *Recorder) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if callErr != nil {
 		rec.Provider, rec.Model = r.cfg.Provider, req.Model
 		var apiErr *llm.APIError
-		if errors.As(callErr, &apiErr) && apiErr.Provider != "" {
-			rec.Provider = apiErr.Provider
+		if errors.As(callErr, &apiErr) {
+			rec.Provider, rec.Model = cmp.Or(apiErr.Provider, rec.Provider), cmp.Or(apiErr.Model, rec.Model)
 		}
 		rec.Error = llm.Outcome(callErr) + ": " + callErr.Error()
 	} else {
