@@ -620,8 +620,8 @@ func memoryMCPCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.Comma
 		LongHelp: strings.TrimSpace(`
 Tools: get_context, save_decision, save_pattern, save_entity_fact,
 route_analysis, run_hygiene; every call acts for --tenant. Logs go to stderr.
-It runs until stdin closes or a signal arrives, retrying pending writes
-meanwhile. A node running the memory service serves the same tools over
+It runs until stdin closes, answering every request read before, or a
+signal arrives, retrying pending writes meanwhile. A node running the memory service serves the same tools over
 streamable HTTP at /mcp.`),
 		Flags: fs,
 		Exec: func(ctx context.Context, _ []string) error {

@@ -323,6 +323,47 @@ func TestMemoryMCPSurvivesMalformedLine(t *testing.T) {
 	}
 }
 
+// A client that writes its requests and closes stdin at once (printf ... |
+// praetor memory mcp) gets every answer: the end of the input is the client
+// done sending, not a cancel. The session used to end at EOF, answering
+// initialize alone.
+func TestMemoryMCPAnswersPipedInput(t *testing.T) {
+	t.Parallel()
+	d := "--data-dir=" + t.TempDir()
+	must(t, "registered", "add-project", d, "--project", "shop")
+	cmd := exec.Command(binary, "memory", "mcp", d)
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"save_decision","arguments":{"project_id":"shop","title":"Piped in"}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_context","arguments":{"project_id":"shop"}}}`,
+	}, "\n") + "\n")
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("praetor memory mcp: %v\n%s", err, stderr.String())
+	}
+	replies := map[string]string{}
+	for line := range strings.Lines(stdout.String()) {
+		var r struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("reply %q: %v", line, err)
+		}
+		replies[string(r.ID)] = line
+	}
+	// The calls run concurrently: get_context may answer before the save.
+	for id, want := range map[string]string{"1": `"protocolVersion"`, "2": `"save_decision"`, "3": `"status":"saved"`,
+		"4": `"scope_state":"resolved_project"`} {
+		if !strings.Contains(replies[id], want) {
+			t.Errorf("reply %s = %q, want it to hold %s\nstdout:\n%s", id, replies[id], want, stdout.String())
+		}
+	}
+	must(t, "Piped in", "get", d, "--project", "shop")
+}
+
 // With Neo4j down a save is kept pending_retry, as memory --help promises,
 // and tokens, kept in the database, still work; a read fails, naming the
 // setting the command reads.
