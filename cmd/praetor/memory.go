@@ -26,6 +26,7 @@ import (
 	"github.com/praetorhq/praetor/services/memory/analysis"
 	"github.com/praetorhq/praetor/services/memory/graph"
 	"github.com/praetorhq/praetor/services/memory/mcpserver"
+	"github.com/praetorhq/praetor/services/memory/scope"
 	"github.com/praetorhq/praetor/services/memory/write"
 )
 
@@ -339,6 +340,9 @@ func memorySaveCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags, kind gra
 				return err
 			}
 			out := mcpserver.ReceiptOutput(rc)
+			if rc.Status == write.BlockedScope {
+				out.Detail = cmpOr(mf.unregistered(project, focus, scope, out.ScopeState), out.Detail)
+			}
 			if mf.json {
 				if err := mf.printJSON(g.stdout, out); err != nil {
 					return err
@@ -353,6 +357,41 @@ func memorySaveCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags, kind gra
 			return err
 		},
 	}
+}
+
+// unregistered says which registration a write blocked at the scope gate
+// lacks and the command that makes it, or "" when it lacks none: the gate
+// alone says "scope is uncertain", which names neither.
+func (f *memoryFlags) unregistered(project, focus, level, state string) string {
+	switch {
+	case state == string(scope.Uncertain):
+		return fmt.Sprintf("project %s is not registered in the memory of tenant %s: register it with "+
+			"praetor memory add-project --project %s%s, or correct --project", project, f.tenant, project, f.sameMemory())
+	case level == string(graph.LevelFocus) && focus != "" && state == string(scope.ResolvedProject):
+		return fmt.Sprintf("focus area %s of project %s is not registered: register it with "+
+			"praetor memory add-project --project %s --focus %s%s, or save without --scope focus", focus, project, project, focus, f.sameMemory())
+	}
+	return ""
+}
+
+// sameMemory are the flags that choose the memory these flags chose, for a
+// command to suggest; a PostgreSQL URL, which may hold a password, is not
+// repeated.
+func (f *memoryFlags) sameMemory() string {
+	var b strings.Builder
+	if f.tenant != node.DevTenantID {
+		b.WriteString(" --tenant " + f.tenant)
+	}
+	if f.neo4jURI != "" {
+		b.WriteString(" --neo4j-uri " + f.neo4jURI)
+	}
+	if f.databaseURL != "" {
+		b.WriteString(" --database-url URL")
+	}
+	if f.neo4jURI == "" || f.databaseURL == "" {
+		b.WriteString(" --data-dir " + f.dataDir)
+	}
+	return b.String()
 }
 
 func printReceipt(w io.Writer, out mcpserver.SaveOutput) {

@@ -323,6 +323,33 @@ func TestMemoryMCPSurvivesMalformedLine(t *testing.T) {
 	}
 }
 
+// A save blocked at the scope gate keeps its status line, blocked_scope,
+// and says which registration it lacks with the command that makes it: it
+// said "scope is uncertain; only resolved_project and resolved_focus scopes
+// accept writes".
+func TestMemoryBlockedScopeNamesTheFix(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	d := "--data-dir=" + dir
+	fix := "praetor memory add-project --project ghost --data-dir " + dir
+	out, _, code := praetorMemory(t, "save-decision", d, "--project", "ghost", "--title", "x")
+	status, detail, _ := strings.Cut(out, "\n")
+	if code != 1 || status != "blocked_scope" || !strings.Contains(detail, "project ghost is not registered in the memory of tenant local") ||
+		!strings.Contains(detail, "register it with "+fix+",") {
+		t.Errorf("save-decision to an unknown project: exit %d, output:\n%s\nwant exit 1, blocked_scope, then the fix %q", code, out, fix)
+	}
+	out, _, _ = praetorMemory(t, "save-decision", d, "--project", "ghost", "--title", "x", "--json")
+	var rc mcpserver.SaveOutput
+	if err := json.Unmarshal([]byte(out), &rc); err != nil || rc.Status != "blocked_scope" || rc.ScopeState != "uncertain" ||
+		!strings.Contains(rc.Detail, fix) {
+		t.Errorf("save-decision --json = %s (%v), want status blocked_scope, scope_state uncertain and the fix", out, err)
+	}
+	must(t, "registered", strings.Fields(fix)[2:]...)
+	refused(t, "focus area api of project ghost is not registered: register it with praetor memory add-project --project ghost --focus api --data-dir "+dir,
+		"save-decision", d, "--project", "ghost", "--focus", "api", "--scope", "focus", "--title", "x")
+	must(t, "saved (new)", "save-decision", d, "--project", "ghost", "--title", "x")
+}
+
 // A client that writes its requests and closes stdin at once (printf ... |
 // praetor memory mcp) gets every answer: the end of the input is the client
 // done sending, not a cancel. The session used to end at EOF, answering
