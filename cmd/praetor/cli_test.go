@@ -118,6 +118,29 @@ func TestChat(t *testing.T) {
 	}
 }
 
+// praetor alone is a usage error, as a misspelt command is: the help on
+// stderr and exit 2, where it printed the help on stdout and exited 0.
+// --help still asks for it: stdout, exit 0.
+func TestNoCommandIsAUsageError(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{nil, {"--log-level", "debug"}} {
+		cmd := exec.Command(binary, args...)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		_ = cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); code != 2 || stdout.Len() != 0 ||
+			!strings.Contains(stderr.String(), "praetor [FLAGS] <COMMAND>") ||
+			!strings.Contains(stderr.String(), "praetor: no command given (the commands: dev, serve,") {
+			t.Errorf("praetor %s: exit %d, stdout %q, stderr:\n%s\nwant exit 2, the help and the commands on stderr",
+				strings.Join(args, " "), code, stdout.String(), stderr.String())
+		}
+	}
+	out, err := exec.Command(binary, "--help").Output()
+	if err != nil || !strings.Contains(string(out), "praetor [FLAGS] <COMMAND>") {
+		t.Errorf("praetor --help: %v, stdout:\n%s\nwant exit 0 and the help", err, out)
+	}
+}
+
 // A command line that does not say what its user meant is refused with
 // exit 2 and what to fix, instead of printing the help and succeeding, or
 // of taking a flag for an argument.

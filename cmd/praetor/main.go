@@ -135,8 +135,14 @@ PRAETOR_NEO4J_URI): a shell's DATABASE_URL does not move them off their defaults
 		return err
 	}
 	if root.GetSelected() == root {
-		fmt.Fprintln(stdout, commandHelp(root))
-		return ff.ErrNoExec
+		// As for a command misspelt: the line says nothing to do, so a
+		// script that ran it by mistake fails rather than succeeds.
+		fmt.Fprintf(stderr, "%s\n\n", commandHelp(root))
+		names := make([]string, len(root.Subcommands))
+		for i, c := range root.Subcommands {
+			names[i] = c.Name
+		}
+		return usageError{"no command given (the commands: " + strings.Join(names, ", ") + ")"}
 	}
 	return root.Run(ctx)
 }
