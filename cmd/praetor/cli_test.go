@@ -141,6 +141,46 @@ func TestNoCommandIsAUsageError(t *testing.T) {
 	}
 }
 
+// The help says who uses a setting and what it takes: --nats-listen said
+// chat joins the embedded NATS (chat talks HTTP), and workflow run's
+// --agents was "the same as --registry" beside PRAETOR_WORKFLOW_AGENTS, a
+// list of agent names.
+func TestHelpSaysWhatSettingsAre(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		args       []string
+		flag       string
+		want, lack []string
+	}{
+		{[]string{"dev", "--help"}, "--nats-listen", []string{"praetor replay and dlq", "workflow run --nats-url", "chat talks HTTP (--url), not NATS"},
+			[]string{"(praetor replay, chat)"}},
+		{[]string{"workflow", "run", "--help"}, "--agents", []string{"another name of --registry", "a registry YAML file, not agent names",
+			"PRAETOR_WORKFLOW_AGENTS"}, []string{"the same as --registry"}},
+	}
+	for _, tc := range cases {
+		out, err := exec.Command(binary, tc.args...).Output()
+		if err != nil {
+			t.Fatalf("praetor %s: %v", strings.Join(tc.args, " "), err)
+		}
+		var line string
+		for l := range strings.Lines(string(out)) {
+			if strings.HasPrefix(strings.TrimSpace(l), tc.flag+" ") {
+				line = l
+			}
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(line, w) {
+				t.Errorf("praetor %s: %s says %q, want it to say %q", strings.Join(tc.args, " "), tc.flag, line, w)
+			}
+		}
+		for _, w := range tc.lack {
+			if strings.Contains(line, w) {
+				t.Errorf("praetor %s: %s still says %q", strings.Join(tc.args, " "), tc.flag, w)
+			}
+		}
+	}
+}
+
 // A command line that does not say what its user meant is refused with
 // exit 2 and what to fix, instead of printing the help and succeeding, or
 // of taking a flag for an argument.

@@ -167,7 +167,8 @@ func devCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs := ff.NewFlagSet("dev").SetParent(parent)
 	nf.register(fs, "127.0.0.1:8080")
 	fs.StringVar(&dataDir, 0, "data-dir", "./.praetor", "directory of the embedded NATS and SQLite data")
-	fs.StringVar(&natsListen, 0, "nats-listen", defaultNATSListen, "address where the embedded NATS takes other processes (praetor replay, chat); empty: in-process only")
+	fs.StringVar(&natsListen, 0, "nats-listen", defaultNATSListen, "address where the embedded NATS takes other processes: praetor replay and dlq (which find it from --data-dir), "+
+		"praetor workflow run --nats-url, any NATS client; praetor chat talks HTTP (--url), not NATS; empty: in-process only")
 	return &ff.Command{
 		Name:      "dev",
 		Usage:     "praetor dev [FLAGS]",

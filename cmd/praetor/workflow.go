@@ -544,8 +544,9 @@ func workflowRunCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	)
 	bind := func(fs *ff.FlagSet) {
 		bf.register(fs, true)
-		fs.StringVar(&registry, 0, "registry", registry, "agent registry YAML, instead of the workflow's agents: file")
-		fs.StringVar(&registry, 0, "agents", registry, "the same as --registry")
+		fs.StringVar(&registry, 0, "registry", registry, "agent registry YAML file, instead of the one the workflow's agents: names")
+		fs.StringVar(&registry, 0, "agents", registry, "another name of --registry, after the workflow's agents: key: a registry YAML file, "+
+			"not agent names (PRAETOR_WORKFLOW_AGENTS is those: the agents of the registry a praetor dev or serve agent-worker runs)")
 		fs.StringVar(&project, 0, "project", project, "project directory the inputs are read from (default: the workflow's project:, or its directory)")
 		fs.StringVar(&runID, 0, "run-id", runID, "id of the new run, 1-128 of [A-Za-z0-9_-] (default: a new UUID)")
 		fs.Func(0, "seed", func(v string) error {
