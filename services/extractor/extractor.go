@@ -209,6 +209,9 @@ func (s *Service) work(ctx context.Context, ev event.Event) (delivery.Step, erro
 	if err != nil {
 		return nil, events.Permanent(err)
 	}
+	// The runner bounds the reply's model call by what is left of the
+	// turn's budget, counted from when the gateway received it.
+	payload.ReceivedAt = turn.ReceivedAt.UTC()
 	// The state saved is the one published: kilobytes of JSON just encoded,
 	// which go into the event as they are.
 	extracted := payload.Extraction

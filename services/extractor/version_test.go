@@ -193,6 +193,12 @@ func TestTurnOfANewerSessionWaitsForANewerReplica(t *testing.T) {
 	})
 	if got := rig.Events(t, contracts.StreamTurns, contracts.TurnExtractedSpec.Type); len(got) != 1 {
 		t.Errorf("turn.extracted published %d times, want once", len(got))
+	} else if p, err := contracts.Decode(got[0]); err != nil {
+		t.Errorf("turn.extracted: %v", err)
+	} else if te := p.(*contracts.TurnExtracted); !te.ReceivedAt.Equal(at.Add(time.Minute)) {
+		// The runner bounds the reply's model call by the turn's budget,
+		// counted from when the gateway received it.
+		t.Errorf("turn.extracted says received_at %s, want turn.received's %s", te.ReceivedAt, at.Add(time.Minute))
 	}
 	if dls := rig.Events(t, events.DeadLetterStream, events.DeadLetterType); len(dls) > 0 {
 		t.Errorf("%d dead letters, want none", len(dls))
