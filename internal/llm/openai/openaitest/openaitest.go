@@ -129,23 +129,36 @@ func (s *Server) Requests() []Received {
 	return append([]Received(nil), s.received...)
 }
 
+// next records rec and takes its reply: the script's next, else Default's
+// (under the lock, released even when Default panics).
+func (s *Server) next(rec Received) Reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.received = append(s.received, rec)
+	if len(s.script) > 0 {
+		reply := s.script[0]
+		s.script = s.script[1:]
+		return reply
+	}
+	return s.Default(rec.Chat)
+}
+
 // Arrived is signalled once per request received.
 func (s *Server) Arrived() <-chan struct{} { return s.arrived }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		// The start check of praetor dev and serve: answered as the API
+		// does, neither recorded nor taking a reply of the script.
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-test","object":"model","owned_by":"openaitest"}]}`)
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	rec := Received{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	rec.DecodeErr = json.Unmarshal(body, &rec.Chat)
 
-	s.mu.Lock()
-	s.received = append(s.received, rec)
-	var reply Reply
-	if len(s.script) > 0 {
-		reply, s.script = s.script[0], s.script[1:]
-	} else {
-		reply = s.Default(rec.Chat)
-	}
-	s.mu.Unlock()
+	reply := s.next(rec)
 	select {
 	case s.arrived <- struct{}{}:
 	default:
