@@ -445,8 +445,13 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 	gctx, cancel := r.replyContext(ctx, in)
 	reply, resp, genErr := r.generate(gctx, def, m, cur, in, chosen, next, assembled)
 	if genErr != nil && gctx.Err() != nil && ctx.Err() == nil {
-		genErr = fmt.Errorf("response generation: no answer within the turn's %s from its received_at (the reply had at least %s): %w",
-			r.cfg.TurnBudget, r.cfg.MinReplyBudget, gctx.Err())
+		// Said in the log, not in the degraded reason: the reason comes from
+		// the call's recorded error alone, so that a replay, which serves
+		// that error at once, rebuilds the same turn.
+		r.cfg.Logger.LogAttrs(ctx, slog.LevelWarn, "reply ran out of the turn's time",
+			slog.String("session_id", m.SessionID), slog.Int("turn", m.TurnNumber),
+			slog.Duration("turn_budget", r.cfg.TurnBudget), slog.Duration("min_reply_budget", r.cfg.MinReplyBudget),
+			slog.Time("received_at", in.ReceivedAt))
 	}
 	cancel()
 	var short string
