@@ -13,9 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/internal/testenv"
 	"github.com/praetorhq/praetor/services/gateway"
 	"github.com/praetorhq/praetor/services/gateway/gatewaytest"
@@ -600,6 +602,58 @@ func TestPageRestoresASession(t *testing.T) {
 			t.Errorf("opening session %s the chat has %d lines", id, n)
 		}
 		p.do(t, "start clean after session "+id, chromedp.WaitEnabled(chromedp.CSS(startButton)))
+	}
+}
+
+// TestPageStreamEndsWithItsToken opens the page with a token, as a proxy in
+// front of it that adds the Authorization header would, and revokes the
+// token: the gateway ends the stream with an "error" event, which the page
+// shows, and the page closes the stream instead of reconnecting with a token
+// that cannot come back.
+func TestPageStreamEndsWithItsToken(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives Chromium; runs without -short")
+	}
+	browserPath := chromium(t)
+	n := gatewaytest.Start(t, gatewaytest.Options{Gateway: func(c *gateway.Config) {
+		c.StreamAuthInterval = 100 * time.Millisecond
+	}})
+	ctx := context.Background()
+	n.Tenant(t, "acme")
+	token, tok, err := store.CreateToken(ctx, n.DB, "acme", "page", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := openPage(t, browserPath, "about:blank")
+	if _, err := chromedp.Call(p.ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatalf("enable the network domain: %v", err)
+	}
+	if _, err := chromedp.Call(p.ctx, network.SetExtraHTTPHeaders,
+		network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": "Bearer " + token}}); err != nil {
+		t.Fatalf("send the token with every request: %v", err)
+	}
+	p.do(t, "start a project-discovery session with the token",
+		chromedp.Navigate(n.URL+"/"),
+		chromedp.WaitEnabled(chromedp.CSS(startButton)),
+		chromedp.SetValue(chromedp.CSS(engineSelect), "project-discovery"),
+		chromedp.Click(chromedp.CSS(startButton)),
+		chromedp.WaitEnabled(chromedp.CSS(messageBox)))
+	sessionID := eval[string](t, p, `document.querySelector('[data-testid="session"]').dataset.sessionId`)
+	if res := n.Get(t, "/v1/sessions/"+sessionID, token); res.Status != http.StatusOK {
+		t.Fatalf("the page's session %s is not acme's: GET with acme's token answered %d", sessionID, res.Status)
+	}
+	p.waitFor(t, "the stream open", `stream.readyState === EventSource.OPEN`, 30*time.Second)
+
+	if err := store.RevokeToken(ctx, n.DB, "acme", tok.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p.waitFor(t, "the stream's error on the page",
+		`!document.querySelector('`+errorLine+`').hidden && document.querySelector('`+errorLine+`').innerText.includes("revoked")`, 30*time.Second)
+	if msg := eval[string](t, p, `document.querySelector('`+errorLine+`').innerText`); !strings.Contains(msg, "the token was revoked") {
+		t.Errorf("after the revocation the error says %q, want the stream's error", msg)
+	}
+	if state := eval[int](t, p, `stream.readyState`); state != 2 {
+		t.Errorf("after the stream's authentication error its EventSource is in state %d, want 2 (closed: no reconnection)", state)
 	}
 }
 

@@ -27,6 +27,9 @@ let sidebarShown = [null, ""];
 // A message the server could not be reached for, with its Idempotency-Key:
 // sent again unchanged, it is the same turn if the first try got through.
 let unsent = null;
+// The error the stream's "error" event put on the page, cleared once the
+// stream is back.
+let streamError = null;
 
 // unreachable is the error of a request that got no answer at all.
 class Unreachable extends Error {}
@@ -274,6 +277,9 @@ async function setSession(s, withHistory) {
   // The state comes first, and again after a reconnect.
   stream.addEventListener("state", (e) => {
     const st = JSON.parse(e.data);
+    // Reconnected after an error of the stream: it is over.
+    if (streamError && $("error").textContent === streamError) showError(null);
+    streamError = null;
     if (!loading) renderSidebar(st.sidebar, st.phase);
     if (!loading && st.outbound_handoff && st.outbound_handoff.target_started) follow(st.outbound_handoff);
   });
@@ -287,6 +293,7 @@ async function setSession(s, withHistory) {
   });
   // The handoff's target session has started: go on there.
   stream.addEventListener("handoff", (e) => follow(JSON.parse(e.data)));
+  stream.addEventListener("error", streamFailed);
   if (withHistory) {
     await opened;
     try {
@@ -299,6 +306,28 @@ async function setSession(s, withHistory) {
     placeHeld();
   }
   setActive(s);
+}
+
+// streamFailed handles a stream's "error" events. One the server sent (a
+// MessageEvent, with data) ends the stream and says why: it is shown; for
+// an authentication error (the token was revoked or expired) the stream is
+// closed, since reconnecting with the same token cannot succeed. Any other
+// error, and one of the connection (no data: the server went away), leaves
+// the browser to reconnect, as it does by itself; the next "state" clears
+// what was shown.
+function streamFailed(e) {
+  const es = e.currentTarget;
+  if (es !== stream || e.data === undefined) return;
+  let body = {};
+  try { body = JSON.parse(e.data) || {}; } catch (err) { /* not JSON: said below */ }
+  const msg = body.error || `the server ended the stream of replies (${e.data})`;
+  if (body.code === "unauthenticated") {
+    es.close();
+    showError(msg);
+  } else {
+    showError(`${msg} (reconnecting…)`);
+  }
+  streamError = $("error").textContent;
 }
 
 // showEarlier shows the conversation of the sessions that handed off to s,
