@@ -519,9 +519,12 @@ func checkChat(t *testing.T, p *page, what string, recorded []turnRow) {
 	}
 }
 
-// repliesShown is a predicate: the tab shows n replies and waits for none.
+// repliesShown is a predicate: the tab shows n replies, waits for none, and
+// has the message of each (a reply to another tab's message comes first,
+// and its message after it, read from the API).
 func repliesShown(n int) string {
-	return fmt.Sprintf(`document.querySelectorAll('[data-testid="reply"]').length === %d && !document.querySelector('[data-testid="pending"]')`, n)
+	return fmt.Sprintf(`document.querySelectorAll('[data-testid="reply"]').length === %d && !document.querySelector('[data-testid="pending"]') &&
+		![...document.querySelectorAll('[data-testid="user"]')].some(li => li.innerText === "…")`, n)
 }
 
 // TestPageRestoresASession reloads the page in the middle of a
