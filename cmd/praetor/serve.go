@@ -21,6 +21,7 @@ import (
 // nodeFlags are the settings praetor dev and praetor serve share.
 type nodeFlags struct {
 	httpAddr        string
+	metricsAddr     string
 	services        string
 	partitions      int
 	maxAge          time.Duration
@@ -41,7 +42,8 @@ type nodeFlags struct {
 }
 
 func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
-	fs.StringVar(&f.httpAddr, 0, "http-addr", httpAddr, "address of the HTTP API, page, health and metrics")
+	fs.StringVar(&f.httpAddr, 0, "http-addr", httpAddr, "address of the HTTP API, page, health and (without --metrics-addr) metrics")
+	fs.StringVar(&f.metricsAddr, 0, "metrics-addr", "", "address that serves /metrics alone, which --http-addr then does not (keep a public API from exposing the node's metrics); empty: /metrics on --http-addr")
 	fs.StringVar(&f.services, 0, "services", "", "comma-separated services to run (dev: all); available: "+strings.Join(wiring.Names(), ", "))
 	fs.IntVar(&f.partitions, 0, "partitions", 0, "partitions of the ordered streams (per-key order, parallel keys); 0: the streams' own count when they exist, else 4 in dev and 16 in serve")
 	fs.DurationVar(&f.maxAge, 0, "stream-max-age", 0, "how long streams keep events (0: forever, the audit log; longer than --ack-wait)")
@@ -64,6 +66,7 @@ func (f *nodeFlags) register(fs *ff.FlagSet, httpAddr string) {
 func (f *nodeFlags) apply(cfg *node.Config) error {
 	cfg.Version = releaseVersion()
 	cfg.HTTPAddr = f.httpAddr
+	cfg.MetricsAddr = f.metricsAddr
 	cfg.Services = splitList(f.services)
 	cfg.Streams = node.StreamSettings{MaxAge: f.maxAge, Replicas: f.replicas, Partitions: f.partitions, Duplicates: f.duplicates,
 		Compression: f.compression}
@@ -176,7 +179,8 @@ func devCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		LongHelp: strings.TrimSpace(`
 Nothing else to install: NATS JetStream (file storage) and SQLite live under
 --data-dir, migrations are applied at start, and the HTTP API, web page,
-/healthz, /readyz and /metrics are served on --http-addr.`) + "\n\n" + workflowSettingsHelp(),
+/healthz, /readyz and /metrics are served on --http-addr (/metrics on
+--metrics-addr instead when it is set).`) + "\n\n" + workflowSettingsHelp(),
 		Flags: fs,
 		Exec: func(ctx context.Context, args []string) error {
 			if len(args) > 0 {

@@ -121,8 +121,13 @@ type Config struct {
 	DatabaseURL string
 	// Migrate applies pending migrations at start (always in dev).
 	Migrate bool
-	// HTTPAddr serves /healthz, /readyz, /metrics and the services' routes.
+	// HTTPAddr serves /healthz, /readyz, the services' routes and, unless
+	// MetricsAddr is set, /metrics.
 	HTTPAddr string
+	// MetricsAddr, when set, serves /metrics on a listener of its own, and
+	// HTTPAddr does not: a public API does not expose the node's metrics.
+	// Default: "", /metrics on HTTPAddr.
+	MetricsAddr string
 	// Services to run, by name; all of Available when empty in dev.
 	Services []string
 	// Available maps service names to their factories.
@@ -149,6 +154,9 @@ type Config struct {
 	AckWait time.Duration
 	// Ready, when set, receives the bound HTTP address once the node serves.
 	Ready func(httpAddr string)
+	// MetricsReady, when set with MetricsAddr, receives the bound metrics
+	// address once the node serves, before Ready.
+	MetricsReady func(metricsAddr string)
 	// Version is the build's version, the label of praetor_build_info.
 	// Default: "unknown".
 	Version string
@@ -271,6 +279,13 @@ func (c Config) validate() error {
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		bad("http-addr", "%q is not host:port (%v)", c.HTTPAddr, err)
 	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			bad("metrics-addr", "%q is not host:port (%v)", c.MetricsAddr, err)
+		} else if _, port, _ := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr == c.HTTPAddr && port != "0" {
+			bad("metrics-addr", "%q is --http-addr's too: give the metrics another port, or leave it empty to serve /metrics on --http-addr", c.MetricsAddr)
+		}
+	}
 	if c.NATSListen != "" {
 		if _, _, err := net.SplitHostPort(c.NATSListen); err != nil {
 			bad("nats-listen", "%q is not host:port (%v)", c.NATSListen, err)
@@ -347,6 +362,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return &SettingError{Setting: "http-addr", Problem: fmt.Sprintf("cannot listen on %s: %v (is another praetor running?)", cfg.HTTPAddr, err)}
 	}
 	closers = append(closers, func() { _ = ln.Close() })
+	var metricsLn net.Listener
+	if cfg.MetricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return &SettingError{Setting: "metrics-addr", Problem: fmt.Sprintf("cannot listen on %s: %v (is another praetor running?)", cfg.MetricsAddr, err)}
+		}
+		closers = append(closers, func() { _ = metricsLn.Close() })
+	}
 
 	nc, stopNATS, err := connectNATS(cfg, log)
 	if err != nil {
@@ -412,7 +434,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 		fmt.Fprintln(w, "ready")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	metricsMux := mux
+	if metricsLn != nil {
+		metricsMux = http.NewServeMux()
+	}
+	metricsMux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 
 	client, base, info, err := newLLM(cfg, bus, reg, log)
 	if err != nil {
@@ -465,11 +491,24 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// deadline (the gateway's), and a connection idle between requests is
 	// closed after IdleTimeout.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	served := make(chan error, 2)
+	go func() { served <- fmt.Errorf("http server: %w", srv.Serve(ln)) }()
+	// The metrics server stops last: a scrape during the drain still sees it.
+	var metricsSrv *http.Server
+	if metricsLn != nil {
+		metricsSrv = &http.Server{Handler: metricsMux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+		closers = append(closers, func() { _ = metricsSrv.Close() })
+		go func() { served <- fmt.Errorf("metrics server: %w", metricsSrv.Serve(metricsLn)) }()
+	}
 	ready.Store(true)
-	log.Info("praetor is ready", "http", "http://"+ln.Addr().String(), "services", strings.Join(cfg.Services, ","),
-		"dev", cfg.Dev)
+	attrs := []any{"http", "http://" + ln.Addr().String(), "services", strings.Join(cfg.Services, ","), "dev", cfg.Dev}
+	if metricsLn != nil {
+		attrs = append(attrs, "metrics", "http://"+metricsLn.Addr().String()+"/metrics")
+		if cfg.MetricsReady != nil {
+			cfg.MetricsReady(metricsLn.Addr().String())
+		}
+	}
+	log.Info("praetor is ready", attrs...)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
 	}
@@ -477,7 +516,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	select {
 	case <-ctx.Done():
 	case err := <-served:
-		return fmt.Errorf("http server: %w", err)
+		return err
 	}
 	log.Info("stopping: readiness off, draining consumers")
 	ready.Store(false)
@@ -485,6 +524,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
+	if metricsSrv != nil {
+		_ = metricsSrv.Shutdown(sctx)
+	}
 	log.Info("praetor stopped")
 	return nil
 }
