@@ -69,6 +69,17 @@ type ConsumerConfig struct {
 	// DeliverNew starts a new consumer at the end of the stream instead of
 	// its beginning.
 	DeliverNew bool
+	// DeliverFrom, when set, starts a new consumer at the first event the
+	// stream stored at or after it instead of its beginning (not with
+	// DeliverNew). Like DeliverNew, it cannot change the start of a
+	// consumer that exists. Default: zero, unset.
+	DeliverFrom time.Time
+	// InactiveThreshold has the server delete the consumer once no process
+	// has pulled from it, nor settled an event of it, for this long: for a
+	// consumer of a process that comes and goes, whose backlog would
+	// otherwise grow for ever after its last run. A running subscription's
+	// pulls keep it. Default: 0, the consumer stays until deleted.
+	InactiveThreshold time.Duration
 	// BacklogInterval is how often praetor_consumer_backlog is refreshed.
 	// Default: 10s.
 	BacklogInterval time.Duration
@@ -131,6 +142,10 @@ func (c ConsumerConfig) validate() error {
 		return fmt.Errorf("events: consumer %s: need 0 < BackoffBase <= BackoffMax", c.Name)
 	case c.HandlerTimeout <= 0:
 		return fmt.Errorf("events: consumer %s: HandlerTimeout must be positive", c.Name)
+	case c.DeliverNew && !c.DeliverFrom.IsZero():
+		return fmt.Errorf("events: consumer %s: set DeliverNew or DeliverFrom, not both", c.Name)
+	case c.InactiveThreshold < 0:
+		return fmt.Errorf("events: consumer %s: InactiveThreshold must not be negative", c.Name)
 	case (c.Unavailable == nil) != (c.Probe == nil):
 		return fmt.Errorf("events: consumer %s: set both Unavailable and Probe, or neither: a pause needs a way to see its end", c.Name)
 	}
@@ -355,12 +370,19 @@ func (s *Subscription) consumerConfig(name string, subjects []string, maxAckPend
 		FilterSubjects: subjects,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		Metadata:       map[string]string{"praetor_service": s.cfg.Name},
+		// Zero keeps the consumer; on an update, zero takes a threshold
+		// away.
+		InactiveThreshold: s.cfg.InactiveThreshold,
 	}
 	if len(subjects) == 1 {
 		cc.FilterSubject, cc.FilterSubjects = subjects[0], nil
 	}
 	if s.cfg.DeliverNew {
 		cc.DeliverPolicy = jetstream.DeliverNewPolicy
+	}
+	if !s.cfg.DeliverFrom.IsZero() {
+		from := s.cfg.DeliverFrom.UTC()
+		cc.DeliverPolicy, cc.OptStartTime = jetstream.DeliverByStartTimePolicy, &from
 	}
 	return cc
 }

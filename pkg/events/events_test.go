@@ -925,3 +925,116 @@ func TestDecodeDeadLetterKeepsTheEventID(t *testing.T) {
 		t.Errorf("dead letter of a message without an id = %+v, want a reason saying it gave none", dls[1])
 	}
 }
+
+// A consumer with an InactiveThreshold stays while its subscription pulls,
+// however long no event comes, and the server deletes it once no process
+// has pulled from it for the threshold.
+func TestInactiveThresholdDeletesAnAbandonedConsumer(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	nc := eventstest.Connect(t, srv)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(nc, events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	ctx := t.Context()
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := events.ConsumerConfig{Stream: topic.Stream, Name: "passing", Subjects: []string{topic.Pattern()},
+		InactiveThreshold: time.Second}
+	handled := make(chan string, 1)
+	sub, err := bus.Subscribe(ctx, cfg, func(_ context.Context, ev event.Event) error { handled <- ev.ID(); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := bus.JetStream().Consumer(ctx, topic.Stream, "passing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.CachedInfo().Config.InactiveThreshold; got != time.Second {
+		t.Fatalf("inactive threshold on the server = %s, want 1s", got)
+	}
+	// Three thresholds without an event: the waiting pulls keep it.
+	idle := time.NewTimer(3 * time.Second)
+	<-idle.C
+	if err := bus.Publish(ctx, eventstest.NewEvent("late", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-handled:
+		if id != "late" {
+			t.Fatalf("handled %s, want late", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the event published after three idle thresholds was not handled")
+	}
+	if err := sub.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventstest.Eventually(t, 15*time.Second, "the abandoned consumer deleted", func() bool {
+		_, err := bus.JetStream().Consumer(ctx, topic.Stream, "passing")
+		return errors.Is(err, jetstream.ErrConsumerNotFound)
+	})
+}
+
+// A consumer created with DeliverFrom starts at the first event stored at
+// or after that time; DeliverFrom with DeliverNew, or a negative
+// InactiveThreshold, is refused.
+func TestDeliverFromStartsAtATime(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	nc := eventstest.Connect(t, srv)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(nc, events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	ctx := t.Context()
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.Publish(ctx, eventstest.NewEvent("before", "k", 1)); err != nil {
+		t.Fatal(err)
+	}
+	first, err := bus.JetStream().Stream(ctx, topic.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := first.GetMsg(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := msg.Time.Add(time.Millisecond)
+	if err := bus.Publish(ctx, eventstest.NewEvent("after", "k", 2)); err != nil {
+		t.Fatal(err)
+	}
+	if m2, err := first.GetMsg(ctx, 2); err != nil || m2.Time.Before(from) {
+		t.Skipf("the two events were stored within a millisecond (%v)", err)
+	}
+	cfg := events.ConsumerConfig{Stream: topic.Stream, Name: "from", Subjects: []string{topic.Pattern()}, Concurrency: 1,
+		DeliverFrom: from}
+	handled := make(chan string, 2)
+	sub, err := bus.Subscribe(ctx, cfg, func(_ context.Context, ev event.Event) error { handled <- ev.ID(); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Stop(context.Background()) })
+	select {
+	case id := <-handled:
+		if id != "after" {
+			t.Fatalf("first event handled %s, want after", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing handled")
+	}
+	for _, bad := range []events.ConsumerConfig{
+		{Stream: topic.Stream, Name: "both", Subjects: []string{topic.Pattern()}, DeliverNew: true, DeliverFrom: from},
+		{Stream: topic.Stream, Name: "negative", Subjects: []string{topic.Pattern()}, InactiveThreshold: -time.Second},
+	} {
+		if _, err := bus.Subscribe(ctx, bad, func(context.Context, event.Event) error { return nil }); err == nil {
+			t.Errorf("consumer %s accepted", bad.Name)
+		}
+	}
+}
