@@ -24,6 +24,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v4"
 
 	"github.com/praetorhq/praetor/internal/delivery"
@@ -347,7 +348,10 @@ func openBackend(ctx context.Context, f backendFlags, log *slog.Logger, withDisp
 	// the first dispatch: on the orchestrators' (praetor dev's, praetor
 	// serve's), they would be taken by whichever pulled first, and saved in
 	// its store, not this one.
-	disp, err := dispatch.New(dispatch.Config{Bus: bus, Results: sqlstore.NewResults(db), Consumer: consumer, DeliverNew: true,
+	answers := answersBus{Bus: bus, threshold: answersInactiveThreshold, unfinishedSince: func(ctx context.Context) (time.Time, bool, error) {
+		return unfinishedSince(ctx, db)
+	}}
+	disp, err := dispatch.New(dispatch.Config{Bus: answers, Results: sqlstore.NewResults(db), Consumer: consumer, DeliverNew: true,
 		MaxEventBytes: limit, Logger: log})
 	if err != nil {
 		b.close()
@@ -397,6 +401,70 @@ func answersConsumer(databaseURL string) (string, error) {
 	identity := fmt.Sprintf("%s:%d/%s?search_path=%s", pc.Host, pc.Port, pc.Database, pc.RuntimeParams["search_path"])
 	sum := sha256.Sum256([]byte(identity))
 	return "workflow-cli-" + hex.EncodeToString(sum[:6]), nil
+}
+
+// answersInactiveThreshold is how long the CLI's consumer of answers stays
+// on the server once no CLI pulls from it: a running CLI pulls all the
+// time, however long its tasks, so this bounds only the backlog a consumer
+// no run reads any more gathers (every answer of every orchestrator on the
+// server) before the server deletes it.
+const answersInactiveThreshold = 24 * time.Hour
+
+// answersBus is the bus of the CLI's dispatcher. Its consumer of answers
+// goes away once no CLI has pulled from it for threshold, and one made
+// again starts where the answers a run of the database may still wait for
+// begin: at the start of its oldest unfinished run (a minute earlier, for
+// the clocks of the database and the NATS server), or, when every run has
+// finished, at the answers published from then on. PRAETOR_TASKS keeps its
+// events whether or not a consumer reads them (limits retention), so a run
+// resumed after the threshold still receives the answers of the attempts
+// it left in flight, published while no consumer existed, which a worker
+// that has answered once does not publish again.
+type answersBus struct {
+	*events.Bus
+	threshold time.Duration
+	// unfinishedSince returns when the oldest run of the store not yet
+	// finished started, and false when there is none.
+	unfinishedSince func(ctx context.Context) (time.Time, bool, error)
+}
+
+// Subscribe sets the consumer's inactive threshold and its start: an
+// existing consumer's is kept, as the server cannot change it.
+func (b answersBus) Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error) {
+	cfg.InactiveThreshold = b.threshold
+	cons, err := b.JetStream().Consumer(ctx, cfg.Stream, cfg.Name)
+	switch {
+	case err == nil:
+		have := cons.CachedInfo().Config
+		cfg.DeliverNew, cfg.DeliverFrom = have.DeliverPolicy == jetstream.DeliverNewPolicy, time.Time{}
+		if have.DeliverPolicy == jetstream.DeliverByStartTimePolicy && have.OptStartTime != nil {
+			cfg.DeliverFrom = *have.OptStartTime
+		}
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+		since, ok, err := b.unfinishedSince(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("find the oldest unfinished run, where the answers consumer %s starts: %w", cfg.Name, err)
+		}
+		if ok {
+			cfg.DeliverNew, cfg.DeliverFrom = false, since.Add(-time.Minute)
+		}
+	default:
+		return nil, fmt.Errorf("look up the answers consumer %s on %s: %w", cfg.Name, cfg.Stream, err)
+	}
+	return b.Bus.Subscribe(ctx, cfg, h)
+}
+
+// unfinishedSince returns when the oldest run of the database (any tenant:
+// the CLI's consumer serves them all) that has not finished started.
+func unfinishedSince(ctx context.Context, db store.Querier) (time.Time, bool, error) {
+	var since *time.Time
+	if err := db.QueryRow(ctx, `SELECT min(started_at) FROM workflow_runs WHERE finished_at IS NULL`).Scan(&since); err != nil {
+		return time.Time{}, false, err
+	}
+	if since == nil {
+		return time.Time{}, false, nil
+	}
+	return *since, true, nil
 }
 
 // payloadLimit is the largest event data the server takes, with room for
@@ -577,7 +645,12 @@ dev's --nats-listen): the run takes its workers' answers on a consumer of its
 own, named after its database (workflow-cli- and a hash of the host, port,
 database name and search_path), so each orchestrator receives every answer
 and keeps it in its own store, harmlessly for runs it does not know. The
-consumer stays on the server for the next run or resume on that database.
+consumer stays on the server for the next run or resume on that database,
+and the server deletes it once no CLI has pulled from it for 24h. A run
+or resume made after that creates it again, starting
+from the oldest unfinished run of the database (or from then on, when
+every run has finished): PRAETOR_TASKS keeps the answers published
+meanwhile, unless its max age has removed them.
 A task whose answer never comes fails at its timeout (10m unless the task,
 its agent or the workflow's defaults set one), naming the task, its dispatch
 and the consumer it waited on.`),

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +20,10 @@ import (
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 	"github.com/praetorhq/praetor/pkg/events/eventstest"
+	"github.com/praetorhq/praetor/services/orchestrator/agent"
 	"github.com/praetorhq/praetor/services/orchestrator/dispatch"
 	"github.com/praetorhq/praetor/services/orchestrator/sqlstore"
+	"github.com/praetorhq/praetor/services/orchestrator/taskmsg"
 )
 
 // killProject is a project whose tasks a -> slow -> c run a command agent
@@ -262,6 +266,12 @@ func TestWorkflowHelp(t *testing.T) {
 	for _, flag := range []string{"--registry", "--state-dir", "--seed", "--nats-url", "--database-url", "--workers"} {
 		if !strings.Contains(string(out), flag) {
 			t.Errorf("workflow run --help lacks %s", flag)
+		}
+	}
+	// The consumer of answers a run leaves on the server, and when it goes.
+	for _, want := range []string{"workflow-cli-", fmt.Sprintf("no CLI has pulled from it for %dh", int(answersInactiveThreshold.Hours())), "creates it again"} {
+		if !strings.Contains(strings.Join(strings.Fields(string(out)), " "), want) {
+			t.Errorf("workflow run --help lacks %q", want)
 		}
 	}
 }
@@ -642,4 +652,113 @@ func TestReplayWorkflowChecksTheLiveRun(t *testing.T) {
 		!strings.Contains(out, `: workflow is "diamond" replayed, "forged" live`) {
 		t.Fatalf("replay against an altered store: %v\n%s", err, out)
 	}
+}
+
+// The CLI's consumer of answers goes away once no CLI has pulled from it
+// for its inactive threshold. A run resumed within the threshold receives
+// the answers published while no CLI ran, which the consumer held; one
+// resumed after it, its run unfinished in the database, receives those
+// published while no consumer existed, from the stream.
+func TestAnswersConsumerGoesAwayAndResumeKeepsTheAnswers(t *testing.T) {
+	dbURL := testenv.Postgres(t)
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close(context.Background()); nc.Close() })
+	if err := provisionMissing(ctx, bus); err != nil {
+		t.Fatal(err)
+	}
+	db, err := node.OpenStore(ctx, false, "", dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := store.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	consumer, err := answersConsumer(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const threshold = 4 * time.Second
+	results := sqlstore.NewResults(db)
+	// run starts the dispatcher of a CLI run, as openBackend does, and
+	// stops it at the run's end.
+	run := func() func() {
+		t.Helper()
+		answers := answersBus{Bus: bus, threshold: threshold, unfinishedSince: func(ctx context.Context) (time.Time, bool, error) {
+			return unfinishedSince(ctx, db)
+		}}
+		d, err := dispatch.New(dispatch.Config{Bus: answers, Results: results, Consumer: consumer, DeliverNew: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return func() {
+			if err := d.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	answer := func(dispatchID string) {
+		t.Helper()
+		task := agent.Task{RunID: "paused", TaskID: "a", DispatchID: dispatchID, Attempt: 1, Agent: "mock"}
+		ev, err := taskmsg.Completed("default", taskmsg.DispatchEventID("default", dispatchID), task, agent.Result{}, time.Now(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bus.Publish(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recorded := func(dispatchID string) {
+		t.Helper()
+		eventstest.Eventually(t, 30*time.Second, "the answer of "+dispatchID+" recorded", func() bool {
+			_, err := results.Load(ctx, "default", dispatchID)
+			return err == nil
+		})
+	}
+
+	stop := run()
+	info, err := bus.JetStream().Consumer(ctx, contracts.StreamTasks, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.CachedInfo().Config.InactiveThreshold; got != threshold {
+		t.Fatalf("the answers consumer's inactive threshold = %s, want %s", got, threshold)
+	}
+	stop()
+	// Answered while no CLI runs; resumed within the threshold.
+	answer("paused/a/1")
+	stop = run()
+	recorded("paused/a/1")
+	stop()
+
+	// The run is still unfinished when the consumer goes away.
+	if _, err := db.Exec(ctx, `INSERT INTO workflow_runs (tenant_id, id, workflow, project, status, seq, snapshot_seq, state_json,
+		state_hash, started_at, updated_at) VALUES ('default', 'paused', 'w', 'p', 'RUNNING', 1, 1, '{}', '', $1, $1)`, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	eventstest.Eventually(t, 30*time.Second, "the consumer no CLI reads deleted", func() bool {
+		_, err := bus.JetStream().Consumer(ctx, contracts.StreamTasks, consumer)
+		return errors.Is(err, jetstream.ErrConsumerNotFound)
+	})
+	answer("paused/b/1")
+	stop = run()
+	defer stop()
+	recorded("paused/b/1")
 }
