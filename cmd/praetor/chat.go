@@ -32,8 +32,9 @@ func chatCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 		LongHelp: "Each line you type is a turn; the engine's reply follows with the phase and\n" +
 			"completeness. Ctrl-D ends the chat. Lines can also be piped in.\n\n" +
 			"When the session hands off (or, given with --session, has handed off), the\n" +
-			"chat goes on in the target session, and says so; a line the old session\n" +
-			"refuses for that is sent there. A line refused (too long, say) or not\n" +
+			"chat goes on in the target session, and says so. A line that reached the\n" +
+			"old session after its handoff (refused, or answered without its engine) is\n" +
+			"sent there once, with an Idempotency-Key derived from the line's. A line refused (too long, say) or not\n" +
 			"answered within a minute does not end the chat, but the chat then exits 1,\n" +
 			"saying how many lines went so. Each line is sent with an Idempotency-Key and\n" +
 			"sent again once, with the same key, after a network error: never twice a turn.",
@@ -127,6 +128,9 @@ type chatSession struct {
 	Status       string  `json:"status"`
 	Phase        string  `json:"phase"`
 	Completeness float64 `json:"completeness"`
+	// TurnCount is the number of the last turn the engine processed: once
+	// the session has handed off, the turn that made the handoff.
+	TurnCount int `json:"turn_count"`
 	// OutboundHandoff is set once the session handed off: its target is
 	// where the conversation goes on.
 	OutboundHandoff *chatHandoff `json:"outbound_handoff"`
@@ -141,12 +145,14 @@ type chatHandoff struct {
 
 type chatTurn struct {
 	Status       string   `json:"status"`
+	TurnNumber   int      `json:"turn_number"`
 	Reply        string   `json:"reply"`
 	Phase        string   `json:"phase"`
 	Completeness *float64 `json:"completeness"`
 	Degraded     bool     `json:"degraded"`
-	// Handoff is set on the turn whose exit transition fired (and on a
-	// turn that reached the session after it).
+	// Handoff is set on the turn whose exit transition fired, and on a
+	// turn that reached the session after it (numbered after the turn
+	// that made it), which the source engine did not answer.
 	Handoff *chatHandoff `json:"handoff"`
 }
 
@@ -163,22 +169,18 @@ func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string
 		}
 		fmt.Fprintf(out, "continuing session %s with %s (%s, %.0f%%).\n", s.SessionID, s.EngineID, s.Phase, s.Completeness*100)
 	}
-	// follow moves the chat to the target of the session's handoff, once
-	// that session exists.
-	follow := func() error {
-		next, err := followHandoff(ctx, c, s.SessionID)
-		if err != nil {
-			return err
-		}
+	// moveTo moves the chat to the target of the session's handoff.
+	moveTo := func(next *chatHandoff) {
 		fmt.Fprintf(out, "(handed off to %s: %s)\ncontinuing in session %s with %s.\n",
 			next.TargetEngineID, next.Reason, next.TargetSessionID, next.TargetEngineID)
 		s.SessionID, s.EngineID = next.TargetSessionID, next.TargetEngineID
-		return nil
 	}
 	if s.OutboundHandoff != nil {
-		if err := follow(); err != nil {
+		next, _, err := followHandoff(ctx, c, s.SessionID)
+		if err != nil {
 			return err
 		}
+		moveTo(next)
 	}
 	var info struct {
 		Offline bool `json:"offline"`
@@ -218,13 +220,30 @@ func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string
 		sent++
 		key := uuid.NewString()
 		t, err := postLine(ctx, c, s.SessionID, msg, key)
+		var next *chatHandoff // set when the line goes to the handoff's target instead
 		if ae := (*apiError)(nil); errors.As(err, &ae) && ae.Code == http.StatusConflict && ae.Handoff != nil {
-			// The session handed off before this line reached it: the
-			// line goes to the target instead.
-			if err := follow(); err != nil {
+			// The session handed off before this line reached it.
+			if next, _, err = followHandoff(ctx, c, s.SessionID); err != nil {
 				return err
 			}
-			t, err = postLine(ctx, c, s.SessionID, msg, key)
+		} else if err == nil && t.Status == "answered" && t.Handoff != nil {
+			h, made, err := followHandoff(ctx, c, s.SessionID)
+			if err != nil {
+				return err
+			}
+			if t.TurnNumber <= made {
+				// The turn that handed off: its reply, then the target.
+				printReply(out, s.EngineID, t)
+				moveTo(h)
+				continue
+			}
+			// The line reached the session after the turn that handed
+			// off, and the source engine did not answer it.
+			next = h
+		}
+		if next != nil {
+			moveTo(next)
+			t, err = postLine(ctx, c, s.SessionID, msg, forwardedKey(key, s.SessionID))
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -239,17 +258,37 @@ func chat(ctx context.Context, c *apiClient, engineID, project, sessionID string
 			failed++
 			continue
 		}
-		note := ""
-		if t.Degraded {
-			note = ", degraded"
-		}
-		fmt.Fprintf(out, "%s> %s\n   [%s · %.0f%%%s]\n", s.EngineID, t.Reply, t.Phase, *t.Completeness*100, note)
+		printReply(out, s.EngineID, t)
 		if t.Handoff != nil {
-			if err := follow(); err != nil {
+			// The line, sent on to the target, handed off again.
+			h, _, err := followHandoff(ctx, c, s.SessionID)
+			if err != nil {
 				return err
 			}
+			moveTo(h)
 		}
 	}
+}
+
+// printReply prints an answered turn's reply, phase and completeness.
+func printReply(out io.Writer, engineID string, t chatTurn) {
+	note := ""
+	if t.Degraded {
+		note = ", degraded"
+	}
+	completeness := 0.0
+	if t.Completeness != nil {
+		completeness = *t.Completeness
+	}
+	fmt.Fprintf(out, "%s> %s\n   [%s · %.0f%%%s]\n", engineID, t.Reply, t.Phase, completeness*100, note)
+}
+
+// forwardedKey is the Idempotency-Key of a line sent on to the target
+// session of a handoff: derived from the line's own, so a retry of the
+// forward is one turn of the target too, and never the key of another
+// line.
+func forwardedKey(key, targetSessionID string) string {
+	return key + "/" + targetSessionID
 }
 
 // postLine posts a line as a turn of a session and waits for its reply. A
@@ -270,8 +309,8 @@ func postLine(ctx context.Context, c *apiClient, sessionID, msg, key string) (ch
 
 // followHandoff waits until the target session of a session's handoff
 // exists (the runner starts it right after the turn that fired it) and
-// returns the handoff.
-func followHandoff(ctx context.Context, c *apiClient, sessionID string) (*chatHandoff, error) {
+// returns the handoff and the number of the turn that made it.
+func followHandoff(ctx context.Context, c *apiClient, sessionID string) (*chatHandoff, int, error) {
 	const wait = 30 * time.Second
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -279,14 +318,14 @@ func followHandoff(ctx context.Context, c *apiClient, sessionID string) (*chatHa
 		var now chatSession
 		err := c.do(ctx, http.MethodGet, "/v1/sessions/"+sessionID, nil, &now)
 		if err == nil && now.OutboundHandoff != nil && now.OutboundHandoff.TargetStarted {
-			return now.OutboundHandoff, nil
+			return now.OutboundHandoff, now.TurnCount, nil
 		}
 		select {
 		case <-ctx.Done():
 			if err == nil {
 				err = fmt.Errorf("its target session did not start within %s", wait)
 			}
-			return nil, fmt.Errorf("session %s handed off, but %w (GET /v1/sessions/%s shows it)", sessionID, err, sessionID)
+			return nil, 0, fmt.Errorf("session %s handed off, but %w (GET /v1/sessions/%s shows it)", sessionID, err, sessionID)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -16,8 +16,10 @@ import (
 // POST of a turn is answered.
 type fakeAPI struct {
 	t *testing.T
-	// handedOff: the old session has handed off to new.
-	handedOff bool
+	// handedOff: the old session has handed off to new, at its turn
+	// handoffTurn.
+	handedOff   bool
+	handoffTurn int
 	// answer answers a POST of a turn to a session, the nth of that
 	// session (from 1); nil answers it with an echo.
 	answer func(w http.ResponseWriter, session string, n int, msg string)
@@ -38,7 +40,7 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		s := map[string]any{"session_id": "old", "engine_id": "exploration", "status": "active", "phase": "DELIBERATION"}
 		if f.handedOff {
-			s["status"], s["outbound_handoff"] = "handed_off", handoff
+			s["status"], s["outbound_handoff"], s["turn_count"] = "handed_off", handoff, f.handoffTurn
 		}
 		f.mu.Unlock()
 		writeFake(w, http.StatusOK, s)
@@ -140,7 +142,7 @@ func TestChatPostsALineRefusedForAHandoffToItsTarget(t *testing.T) {
 		t.Fatalf("chat: %v\n%s", err, out)
 	}
 	got := f.sent()
-	want := []fakePost{{"old", "Members book from phones.", got[0].key}, {"new", "Members book from phones.", got[0].key},
+	want := []fakePost{{"old", "Members book from phones.", got[0].key}, {"new", "Members book from phones.", forwardedKey(got[0].key, "new")},
 		{"new", "About 300 members.", ""}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] || got[2].session != "new" || got[2].message != want[2].message {
 		t.Fatalf("posts = %+v, want %+v", got, want)
@@ -206,6 +208,41 @@ func TestChatRetriesALineWithItsIdempotencyKey(t *testing.T) {
 		t.Fatalf("posts = %+v, want first twice with one key, then second with another", got)
 	}
 	if strings.Count(out, "exploration> you said:") != 2 || strings.Contains(out, "error:") {
+		t.Errorf("chat output:\n%s", out)
+	}
+}
+
+// A line that reached the session after another turn handed it off is
+// answered there without its engine (degraded, numbered after the turn
+// that handed off, with the handoff): chat posts it once to the target,
+// with a key derived from its own, and goes on there; the line was lost.
+func TestChatSendsALineTheHandoffOvertookToItsTarget(t *testing.T) {
+	f := &fakeAPI{}
+	f.answer = func(w http.ResponseWriter, session string, n int, msg string) {
+		if session == "old" { // another client's turn 4 handed off first
+			f.mu.Lock()
+			f.handedOff, f.handoffTurn = true, 4
+			f.mu.Unlock()
+			writeFake(w, http.StatusOK, map[string]any{"session_id": "old", "status": "answered", "turn_number": 5,
+				"reply": "This message reached me after I had handed our conversation over, so I did not answer it here.",
+				"phase": "P", "completeness": 0.5, "degraded": true,
+				"handoff": map[string]any{"target_engine_id": "project-discovery", "target_session_id": "new", "target_started": true}})
+			return
+		}
+		answered(w, session, "you said: "+msg)
+	}
+	out, err := runChat(t, f, "old", "Members book from phones.\nAbout 300 members.\n")
+	if err != nil {
+		t.Fatalf("chat: %v\n%s", err, out)
+	}
+	got := f.sent()
+	if len(got) != 3 || got[0] != (fakePost{"old", "Members book from phones.", got[0].key}) ||
+		got[1] != (fakePost{"new", "Members book from phones.", forwardedKey(got[0].key, "new")}) ||
+		got[2].session != "new" || got[2].message != "About 300 members." || got[2].key == got[1].key {
+		t.Fatalf("posts = %+v, want the first line to old, then once to new with a derived key, then the second to new", got)
+	}
+	if strings.Count(out, "project-discovery> you said:") != 2 || !strings.Contains(out, "continuing in session new") ||
+		strings.Contains(out, "did not answer it here") || strings.Contains(out, "error:") {
 		t.Errorf("chat output:\n%s", out)
 	}
 }
