@@ -1,5 +1,6 @@
 // Package redact hides the credentials of connection strings (PostgreSQL,
-// NATS, Neo4j URLs) before they are printed: in help texts, errors and logs.
+// NATS, Neo4j URLs, an LLM server's base URL) before they are printed: in
+// help texts, errors and logs.
 package redact
 
 import (
@@ -12,12 +13,14 @@ import (
 const Mask = "xxxxx"
 
 // tokenSchemes are the schemes whose user alone is a secret: NATS takes a
-// token as nats://TOKEN@host.
-var tokenSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}
+// token as nats://TOKEN@host, and an HTTP server (an LLM gateway) a key as
+// https://KEY@host.
+var tokenSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true, "http": true, "https": true}
 
-// passwordParam is a password given as a parameter: in a URL's query
-// (?password=…) or a key/value DSN (password='…' host=…).
-var passwordParam = regexp.MustCompile(`(?i)\b((?:ssl)?password|token|pass)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&;,]*)`)
+// passwordParam is a secret given as a parameter: in a URL's query
+// (?password=…, an LLM gateway's ?api-key=… or ?key=…) or a key/value DSN
+// (password='…' host=…). sslkey=, a file's path, is not one.
+var passwordParam = regexp.MustCompile(`(?i)\b((?:ssl)?password|pass|token|access_token|api[-_]?key|key|secret)(\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&;,]*)`)
 
 // URL returns raw with its password masked, the user kept:
 // postgres://u:pw@h/db becomes postgres://u:xxxxx@h/db, as url.URL.Redacted
@@ -25,11 +28,20 @@ var passwordParam = regexp.MustCompile(`(?i)\b((?:ssl)?password|token|pass)(\s*=
 // '?', '/' or '@' in it is what breaks one: the user information is what
 // comes between "://" and the last '@' before the next URL of a
 // comma-separated list (NATS takes several). A NATS token (nats://T@h) is
-// masked whole, and so is a password=… parameter of the query or of a
-// key/value DSN.
+// masked whole, as is the user alone of an http(s) URL (a key), and so is
+// a password=… (api-key=…, key=…, token=…) parameter of the query or of a
+// key/value DSN. Without a scheme (host:port/v1, as a base URL is mistyped),
+// what comes before the last '@' is taken as the user information, unless
+// it holds a space (a key/value DSN's user=a@b).
 func URL(raw string) string {
 	if raw == "" {
 		return raw
+	}
+	if !strings.Contains(raw, "://") {
+		if at := strings.LastIndexByte(raw, '@'); at >= 0 && !strings.ContainsAny(raw[:at], " \t") {
+			user, _, hasPassword := strings.Cut(raw[:at], ":")
+			raw = maskedUser(user, hasPassword, true) + raw[at:]
+		}
 	}
 	var b strings.Builder
 	rest := raw
@@ -54,17 +66,23 @@ func URL(raw string) string {
 			continue
 		}
 		user, _, hasPassword := strings.Cut(rest[:at], ":")
-		switch {
-		case hasPassword:
-			b.WriteString(user + ":" + Mask)
-		case tokenSchemes[strings.ToLower(scheme)]:
-			b.WriteString(Mask)
-		default:
-			b.WriteString(user)
-		}
+		b.WriteString(maskedUser(user, hasPassword, tokenSchemes[strings.ToLower(scheme)]))
 		rest = rest[at:]
 	}
 	return passwordParam.ReplaceAllString(b.String(), "${1}${2}"+Mask)
+}
+
+// maskedUser is the user information written back: the user and a masked
+// password, or the user alone unless it may be the secret itself (a token,
+// a key).
+func maskedUser(user string, hasPassword, userMayBeSecret bool) string {
+	switch {
+	case hasPassword:
+		return user + ":" + Mask
+	case userMayBeSecret:
+		return Mask
+	}
+	return user
 }
 
 // Error returns err with raw masked (by URL) wherever its message quotes

@@ -28,6 +28,26 @@ func TestURL(t *testing.T) {
 		{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
 		{"bolt://neo4j:NeoSecret@127.0.0.1:7687", "bolt://neo4j:xxxxx@127.0.0.1:7687"},
 		{"./.praetor", "./.praetor"},
+		{"sslkey=/etc/praetor/client.key sslmode=verify-full", "sslkey=/etc/praetor/client.key sslmode=verify-full"},
+		{"host=h user=u@corp password=SECRET", "host=h user=u@corp password=xxxxx"},
+		// An LLM server's base URL (formerly openai.RedactURL's): a password
+		// with '#', '?' or '/' in it breaks the URL into a fragment, a query
+		// or a path that holds the rest of it; a user alone may be the key; a
+		// key may come as a query parameter; a mistyped one has no scheme.
+		{"https://praetor:s3cr3tSECRET@llm-proxy.internal/v1", "https://praetor:xxxxx@llm-proxy.internal/v1"},
+		{"https://praetor:2024#SECRET@llm-proxy.internal/v1", "https://praetor:xxxxx@llm-proxy.internal/v1"},
+		{"https://praetor:7781?SECRET@llm-proxy.internal/v1", "https://praetor:xxxxx@llm-proxy.internal/v1"},
+		{"https://praetor:7781/SECRET@llm-proxy.internal/v1", "https://praetor:xxxxx@llm-proxy.internal/v1"},
+		{"ftp://praetor:sk-SECRET@x/v1", "ftp://praetor:xxxxx@x/v1"},
+		{"https://sk-SECRET@llm-proxy.internal/v1", "https://xxxxx@llm-proxy.internal/v1"},
+		{"http://TOKEN@localhost:11434/v1", "http://xxxxx@localhost:11434/v1"},
+		{"praetor:SECRET@llm-proxy.internal/v1", "praetor:xxxxx@llm-proxy.internal/v1"},
+		{"sk-SECRET@llm-proxy.internal/v1", "xxxxx@llm-proxy.internal/v1"},
+		{"https://x.openai.azure.com/openai?api-version=2024-06-01&api-key=SECRET", "https://x.openai.azure.com/openai?api-version=2024-06-01&api-key=xxxxx"},
+		{"https://generativelanguage.googleapis.com/v1beta/openai?key=SECRET", "https://generativelanguage.googleapis.com/v1beta/openai?key=xxxxx"},
+		{"https://llm.internal/v1?access_token=SECRET#frag", "https://llm.internal/v1?access_token=xxxxx"},
+		{"https://api.openai.com/v1", "https://api.openai.com/v1"},
+		{"localhost:8000", "localhost:8000"},
 	}
 	for _, tt := range tests {
 		got := redact.URL(tt.in)

@@ -25,6 +25,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/praetorhq/praetor/internal/llm"
+	"github.com/praetorhq/praetor/internal/redact"
 )
 
 // Provider is the name this adapter reports in responses, errors and metrics.
@@ -122,7 +123,7 @@ func (c Config) WithDefaults() Config {
 func (c Config) validate() error {
 	u, err := url.Parse(c.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		msg := fmt.Sprintf("openai: base URL %q must be an http(s) URL such as %s", RedactURL(c.BaseURL), DefaultBaseURL)
+		msg := fmt.Sprintf("openai: base URL %q must be an http(s) URL such as %s", redact.URL(c.BaseURL), DefaultBaseURL)
 		if strings.Contains(c.BaseURL, "@") {
 			msg += " (credentials do not go in it: the key goes in the API key setting)"
 		}
@@ -134,7 +135,7 @@ func (c Config) validate() error {
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil || strings.Contains(c.BaseURL, "@") {
 		return fmt.Errorf("openai: base URL %q must be the API root alone, without a query, a fragment or credentials "+
 			"(the key goes in the API key setting; an '@' that belongs to the path is written %%40; for Azure OpenAI use a "+
-			"compatible gateway)", RedactURL(c.BaseURL))
+			"compatible gateway)", redact.URL(c.BaseURL))
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("openai: timeout %s must be positive", c.Timeout)
@@ -193,23 +194,6 @@ func (c *Client) Model() string { return c.cfg.Model }
 
 // baseURL is the API root requests go to, as errors quote it.
 func (c *Client) baseURL() string { return strings.TrimRight(c.cfg.BaseURL, "/") }
-
-// RedactURL hides the credentials of a URL, for messages: whatever comes
-// between the scheme and the last '@', parsed or not — a password with '#',
-// '?' or '/' in it breaks the URL into a host, a query or a path that holds
-// the rest of it.
-func RedactURL(raw string) string {
-	start := strings.Index(raw, "://")
-	if start < 0 {
-		start = 0
-	} else {
-		start += len("://")
-	}
-	if at := strings.LastIndexByte(raw, '@'); at >= start {
-		return raw[:start] + "xxxxx" + raw[at:]
-	}
-	return raw
-}
 
 // Complete sends req as a chat completion, retrying transient failures. The
 // Response's Latency is the wall time of the whole call, retries included.
@@ -293,7 +277,7 @@ func (c *Client) Check(ctx context.Context) error {
 	resp, err := c.cfg.HTTPClient.Do(req)
 	if err != nil {
 		return &llm.APIError{Provider: Provider, Err: llm.ErrUnavailable, Cause: err, Retryable: true,
-			Message: "GET " + RedactURL(c.baseURL()) + "/models: " + err.Error()}
+			Message: "GET " + redact.URL(c.baseURL()) + "/models: " + err.Error()}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -309,7 +293,7 @@ func (c *Client) Check(ctx context.Context) error {
 	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
 		msg = e.Error.Message
 	}
-	msg = "GET " + RedactURL(c.baseURL()) + "/models: " + RedactKeys(msg)
+	msg = "GET " + redact.URL(c.baseURL()) + "/models: " + RedactKeys(msg)
 	out := c.fromStatus(resp.StatusCode, "", "", resp.Header)
 	out.Message = msg
 	return out
@@ -332,7 +316,7 @@ func (c *Client) logUnauthorized(ctx context.Context, model string, err *llm.API
 	c.cfg.Logger.LogAttrs(ctx, slog.LevelError, "llm key refused: every call fails until it is fixed",
 		slog.String("provider", Provider),
 		slog.String("model", model),
-		slog.String("base_url", RedactURL(c.baseURL())),
+		slog.String("base_url", redact.URL(c.baseURL())),
 		slog.Int("status", err.Status),
 		slog.String("error", err.Message),
 		slog.String("fix", "check "+c.cfg.KeySetting+": the server at the base URL refuses it (a 403 may also be a key "+

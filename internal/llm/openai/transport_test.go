@@ -118,6 +118,7 @@ func TestBaseURLIsTheAPIRootAlone(t *testing.T) {
 		"https://praetor:2024#s3cr3t@llm-proxy.internal/v1",
 		"https://praetor:7781?s3cr3t@llm-proxy.internal/v1",
 		"https://praetor:7781/s3cr3t@llm-proxy.internal/v1",
+		"https://example.openai.azure.com/openai?api-version=2024-06-01&api-key=s3cr3t",
 	} {
 		_, err := New(Config{BaseURL: raw})
 		if err == nil || !strings.Contains(err.Error(), "API root alone") {

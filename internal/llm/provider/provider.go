@@ -20,6 +20,7 @@ import (
 	"github.com/praetorhq/praetor/internal/llm"
 	"github.com/praetorhq/praetor/internal/llm/offline"
 	"github.com/praetorhq/praetor/internal/llm/openai"
+	"github.com/praetorhq/praetor/internal/redact"
 )
 
 // Environment variables of the settings, as errors name them.
@@ -111,7 +112,7 @@ func (c Config) validate() error {
 				hint = " (credentials do not go in it: the key goes in " + EnvAPIKey + ")"
 			}
 			return bad(EnvBaseURL, "%q is not an http(s) URL; use e.g. %s or http://localhost:11434/v1%s",
-				openai.RedactURL(c.BaseURL), openai.DefaultBaseURL, hint)
+				redact.URL(c.BaseURL), openai.DefaultBaseURL, hint)
 		}
 	}
 	if c.Provider == OpenAI && c.APIKey == "" && c.BaseURL == "" {
@@ -183,7 +184,7 @@ func Check(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return bad(EnvBaseURL, "%v", err)
 	}
-	base := openai.RedactURL(cmp.Or(cfg.BaseURL, openai.DefaultBaseURL))
+	base := redact.URL(cmp.Or(cfg.BaseURL, openai.DefaultBaseURL))
 	err = c.Check(ctx)
 	var apiErr *llm.APIError
 	switch {
@@ -256,7 +257,7 @@ func New(cfg Config, logger *slog.Logger) (llm.Client, Info, error) {
 	logger.Info("llm provider selected",
 		slog.String("provider", info.Provider),
 		slog.String("model", info.Model),
-		slog.String("base_url", openai.RedactURL(info.BaseURL)),
+		slog.String("base_url", redact.URL(info.BaseURL)),
 		slog.Duration("timeout", cfg.Timeout),
 		slog.Int("max_retries", max(cfg.MaxRetries, 0)),
 		slog.String("reason", reason))

@@ -99,6 +99,9 @@ func TestInvalidSettings(t *testing.T) {
 		{"base URL of another scheme with credentials", Config{BaseURL: "ftp://praetor:" + secret + "@x/v1"}, EnvBaseURL},
 		{"base URL that does not parse, with credentials", Config{Provider: OpenAI, BaseURL: "https://praetor:" + secret + "#x@llm-proxy.internal/v1"}, EnvBaseURL},
 		{"base URL with a query", Config{BaseURL: "https://x.openai.azure.com/openai?api-version=2024-06-01", APIKey: secret}, EnvBaseURL},
+		{"base URL with the key in its query", Config{Provider: OpenAI, BaseURL: "https://x.openai.azure.com/openai?api-key=" + secret}, EnvBaseURL},
+		{"base URL with the key as its user", Config{Provider: OpenAI, BaseURL: "https://" + secret + "@llm-proxy.internal/v1"}, EnvBaseURL},
+		{"base URL without scheme, with credentials", Config{BaseURL: "praetor:" + secret + "@llm-proxy.internal/v1"}, EnvBaseURL},
 		{"negative timeout", Config{Timeout: -time.Second}, EnvTimeout},
 	}
 	for _, tc := range tests {
