@@ -340,3 +340,101 @@ func TestStreamEndsWithItsToken(t *testing.T) {
 		}
 	})
 }
+
+// queriesByToken counts the queries that read a token's row, by the
+// token's hash.
+type queriesByToken struct {
+	store.DB
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (q *queriesByToken) QueryRow(ctx context.Context, query string, args ...any) store.Row {
+	if hash, ok := args[0].(string); ok && strings.Contains(query, "FROM api_tokens") {
+		q.mu.Lock()
+		q.n[hash]++
+		q.mu.Unlock()
+	}
+	return q.DB.QueryRow(ctx, query, args...)
+}
+
+func (q *queriesByToken) of(secret string) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n[store.HashToken(secret)]
+}
+
+// TestStreamsOfATokenShareItsChecks: the streams open with one token check
+// it with one query an interval between them, not one each, and a
+// revocation still ends every one of them.
+func TestStreamsOfATokenShareItsChecks(t *testing.T) {
+	t.Parallel()
+	const interval, streams = time.Hour, 8 // the guards' timers never fire: the checks are those before events
+	var (
+		mu      sync.Mutex
+		now     = time.Now()
+		queries *queriesByToken
+	)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	n := gatewaytest.Start(t, gatewaytest.Options{Gateway: func(c *gateway.Config) {
+		c.StreamAuthInterval, c.Now = interval, clock
+		queries = &queriesByToken{DB: c.DB, n: map[string]int{}}
+		c.DB = queries
+	}})
+	ctx := context.Background()
+	other := n.Tenant(t, "acme") // posts the turns
+	token, tok, err := store.CreateToken(ctx, n.DB, "acme", "chat-service", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := n.CreateSession(t, token, "project-discovery")
+	open := make([]*gatewaytest.Stream, streams)
+	for i := range open {
+		open[i] = n.MustOpenStream(t, id, token)
+		if ev := open[i].Next(t, 10*time.Second); ev.Name != "state" {
+			t.Fatalf("stream %d: first event %s, want state", i, ev.Name)
+		}
+	}
+	// nextOf returns each stream's next event of one of the names.
+	nextOf := func(names ...string) []gatewaytest.Event {
+		t.Helper()
+		got := make([]gatewaytest.Event, streams)
+		for i, s := range open {
+			ev := s.Next(t, 30*time.Second)
+			for !slices.Contains(names, ev.Name) {
+				ev = s.Next(t, 30*time.Second)
+			}
+			got[i] = ev
+		}
+		return got
+	}
+
+	before := queries.of(token)
+	advance(2 * interval)
+	turn := n.Say(t, other, id, "We want to build a web app for dental clinics.")
+	for i, ev := range nextOf("turn", "error") {
+		if ev.Name != "turn" || ev.ID != turn.TurnID {
+			t.Fatalf("stream %d sent %s %s, want the turn %s", i, ev.Name, ev.Data, turn.TurnID)
+		}
+	}
+	if got := queries.of(token) - before; got != 1 {
+		t.Errorf("%d streams of a token checked it with %d queries before the interval's first event, want 1", streams, got)
+	}
+
+	if err := store.RevokeToken(ctx, n.DB, "acme", tok.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	before = queries.of(token)
+	advance(2 * interval)
+	n.Say(t, other, id, "Mostly small clinics with one or two dentists.")
+	for i, ev := range nextOf("error") {
+		if !strings.Contains(ev.Data, "revoked") {
+			t.Errorf("stream %d ended with %s, want the token revoked", i, ev.Data)
+		}
+		open[i].WaitEnd(t, 10*time.Second)
+	}
+	if got := queries.of(token) - before; got != 1 {
+		t.Errorf("%d streams of a revoked token checked it with %d queries, want 1", streams, got)
+	}
+}

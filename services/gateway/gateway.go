@@ -94,8 +94,8 @@ type Config struct {
 	// StreamAuthInterval is how often a stream opened with a token checks
 	// it again, and how old the last check may be when an event is sent: a
 	// revoked token's streams end within about this long, at one query per
-	// stream per interval, not per event. A token that expires ends its
-	// streams at its expiry. Default: 5s.
+	// token per interval, however many streams it holds, not per event. A
+	// token that expires ends its streams at its expiry. Default: 5s.
 	StreamAuthInterval time.Duration
 	// Registerer takes the gateway's HTTP metrics (requests by route and
 	// status, their durations, the open streams). Default: none kept.
@@ -136,6 +136,8 @@ type Gateway struct {
 	recent  *recent // events passed on, to drop republished copies
 	subs    []*nats.Subscription
 	m       *httpMetrics
+	// rechecks answers the streams' checks of their tokens.
+	rechecks *streamAuth
 }
 
 // New returns a gateway; Start subscribes it to replies.
@@ -148,7 +150,8 @@ func New(cfg Config) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Gateway{cfg: cfg, replies: newBroker(), recent: newRecent(recentEvents), m: m}, nil
+	return &Gateway{cfg: cfg, replies: newBroker(), recent: newRecent(recentEvents), m: m,
+		rechecks: newStreamAuth(cfg.DB, cfg.StreamAuthInterval, cfg.Now)}, nil
 }
 
 // httpMetrics are the gateway's HTTP metrics.

@@ -316,16 +316,21 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// tokenGuard checks an open stream's token again: every
-// Config.StreamAuthInterval (tick), at the token's expiry (expiry), and
-// before an event when the last check is older than the interval (stale).
-// A stream of the open tenant has no token: its channels are nil.
+// tokenGuard checks an open stream's token again: one interval
+// (Config.StreamAuthInterval) after the answer it last had (tick), at the
+// token's expiry (expiry), and before an event when that answer is older
+// than the interval (stale). The answers come from the gateway's
+// streamAuth, which asks the store once an interval for all the streams of
+// a token: a stream that checks when the answer it had runs out gets one
+// asked after it, so a revocation ends every stream of the token within an
+// interval. A stream of the open tenant has no token: its channels are nil.
 type tokenGuard struct {
 	g       *Gateway
 	secret  string
-	checked time.Time
+	checked time.Time // when the store was asked for the last answer
 	tick    <-chan time.Time
 	expiry  <-chan time.Time
+	timer   *time.Timer
 	stop    func()
 }
 
@@ -334,12 +339,12 @@ func (g *Gateway) newTokenGuard(c caller) *tokenGuard {
 	if c.secret == "" {
 		return t
 	}
-	ticker := time.NewTicker(g.cfg.StreamAuthInterval)
-	t.tick, t.stop = ticker.C, ticker.Stop
+	t.timer = time.NewTimer(g.cfg.StreamAuthInterval)
+	t.tick, t.stop = t.timer.C, func() { t.timer.Stop() }
 	if !c.expires.IsZero() {
-		timer := time.NewTimer(c.expires.Sub(g.cfg.Now()))
-		t.expiry = timer.C
-		t.stop = func() { ticker.Stop(); timer.Stop() }
+		expiry := time.NewTimer(c.expires.Sub(g.cfg.Now()))
+		t.expiry = expiry.C
+		t.stop = func() { t.timer.Stop(); expiry.Stop() }
 	}
 	return t
 }
@@ -357,9 +362,10 @@ func (t *tokenGuard) check(ctx context.Context, w http.ResponseWriter) bool {
 	if t.secret == "" {
 		return true
 	}
-	now := t.g.cfg.Now()
-	t.checked = now
-	_, err := store.Authenticate(ctx, t.g.cfg.DB, t.secret, now)
+	at, err := t.g.rechecks.check(ctx, t.secret)
+	t.checked = at
+	// The next check falls when this answer runs out, whoever asked for it.
+	t.timer.Reset(max(at.Add(t.g.cfg.StreamAuthInterval).Sub(t.g.cfg.Now()), 0))
 	var denied *store.TokenError
 	switch {
 	case errors.As(err, &denied):
