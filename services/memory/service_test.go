@@ -359,7 +359,7 @@ func TestServicePendingAcrossRestart(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := memtest.Ctx(t)
 		tenant := testenv.Neo4jTenant(t)
-		proxy := memtest.NewProxy(t, u.Host)
+		proxy := testenv.NewProxy(t, u.Host)
 		openNeo4j := func() *neo4jstore.Store {
 			s, err := neo4jstore.Open(ctx, neo4jstore.Config{URI: "bolt://" + proxy.Addr(), User: user, Password: password,
 				MaxTransactionRetryTime: 200 * time.Millisecond, ConnectTimeout: 500 * time.Millisecond, Logger: memtest.Logger(t)})

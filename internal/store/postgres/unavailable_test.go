@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"sync"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -52,10 +51,14 @@ func TestIsUnavailableOfErrors(t *testing.T) {
 // are not.
 func TestIsUnavailableOfTheServer(t *testing.T) {
 	url := testenv.Postgres(t)
-	proxy := newProxy(t)
+	pc, err := pgconn.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testenv.NewProxy(t, net.JoinHostPort(pc.Host, strconv.Itoa(int(pc.Port))))
 	db, err := postgres.Open(t.Context(), postgres.WithDial(postgres.Config{URL: url, MaxConns: 2},
 		func(ctx context.Context, d *net.Dialer, network, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, "tcp", proxy.addr(addr))
+			return d.DialContext(ctx, "tcp", proxy.Addr())
 		}))
 	if err != nil {
 		t.Fatal(err)
@@ -99,9 +102,9 @@ func TestIsUnavailableOfTheServer(t *testing.T) {
 		}
 	}
 
-	// The proxy gone, as a database host that went down: its connections
+	// The proxy down, as a database host that went down: its connections
 	// cut and new ones refused.
-	proxy.close()
+	proxy.SetDown(true)
 	for i := range 2 { // a connection of the pool, then a new one
 		_, err := db.Exec(ctx, `SELECT 1`)
 		t.Logf("with the database gone: %v", err)
@@ -112,69 +115,4 @@ func TestIsUnavailableOfTheServer(t *testing.T) {
 	if err := db.Ping(ctx); !postgres.IsUnavailable(err) {
 		t.Errorf("Ping with the database gone: %v, want unavailable", err)
 	}
-}
-
-// proxy forwards TCP connections to the address each is dialed for, until
-// closed: then its connections are cut and its port refuses new ones.
-type proxy struct {
-	ln net.Listener
-
-	mu     sync.Mutex
-	target string
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func newProxy(t *testing.T) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
-}
-
-// addr records target as where to forward and returns the proxy's address.
-func (p *proxy) addr(target string) string {
-	p.mu.Lock()
-	p.target = target
-	p.mu.Unlock()
-	return p.ln.Addr().String()
-}
-
-func (p *proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go func() { defer p.wg.Done(); _, _ = io.Copy(up, c); _ = up.Close() }()
-		go func() { defer p.wg.Done(); _, _ = io.Copy(c, up); _ = c.Close() }()
-	}
-}
-
-func (p *proxy) close() {
-	_ = p.ln.Close()
-	p.mu.Lock()
-	for _, c := range p.conns {
-		_ = c.Close()
-	}
-	p.conns = nil
-	p.mu.Unlock()
-	p.wg.Wait()
 }

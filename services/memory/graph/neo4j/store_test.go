@@ -3,12 +3,10 @@ package neo4j_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -108,83 +106,14 @@ func TestOpenUnavailable(t *testing.T) {
 	}
 }
 
-// proxy forwards TCP to Neo4j and can be switched off, cutting every
-// connection, as when the server goes away.
-type proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	up     bool
-	conns  []net.Conn
-	wg     sync.WaitGroup
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln, target: target, up: true}
-	p.wg.Add(1)
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.setUp(false)
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *proxy) uri() string { return "bolt://" + p.ln.Addr().String() }
-
-func (p *proxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if !p.up {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		up, err := net.Dial("tcp", p.target)
-		if err != nil {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.conns = append(p.conns, c, up)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go func() { defer p.wg.Done(); _, _ = io.Copy(up, c); up.Close() }()
-		go func() { defer p.wg.Done(); _, _ = io.Copy(c, up); c.Close() }()
-	}
-}
-
-func (p *proxy) setUp(up bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.up = up
-	if !up {
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.conns = nil
-	}
-}
-
 // TestWritePendingWhileNeo4jIsDown cuts the connection to a real Neo4j: a
 // write returns pending_retry at once, and is saved once Neo4j is back.
 func TestWritePendingWhileNeo4jIsDown(t *testing.T) {
 	uri, user, password := testenv.Neo4j(t)
 	tenant := testenv.Neo4jTenant(t)
 	ctx := context.Background()
-	p := newProxy(t, strings.TrimPrefix(strings.TrimPrefix(uri, "bolt://"), "neo4j://"))
-	s, err := neo4jstore.Open(ctx, neo4jstore.Config{URI: p.uri(), User: user, Password: password,
+	p := testenv.NewProxy(t, strings.TrimPrefix(strings.TrimPrefix(uri, "bolt://"), "neo4j://"))
+	s, err := neo4jstore.Open(ctx, neo4jstore.Config{URI: "bolt://" + p.Addr(), User: user, Password: password,
 		MaxTransactionRetryTime: 500 * time.Millisecond, ConnectTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +134,7 @@ func TestWritePendingWhileNeo4jIsDown(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = e.Stop(context.Background()) })
 
-	p.setUp(false)
+	p.SetDown(true)
 	req := write.Request{TenantID: tenant, ProjectID: "p1", Kind: graph.Decision,
 		Title: "Decided while Neo4j was away", Rationale: `escapes: "q" && (p) \ ~`}
 	rc, err := e.Save(ctx, req)
@@ -215,7 +144,7 @@ func TestWritePendingWhileNeo4jIsDown(t *testing.T) {
 	if p, _ := e.PendingWrites(ctx); len(p) != 1 {
 		t.Fatalf("pending writes = %d, want 1", len(p))
 	}
-	p.setUp(true)
+	p.SetDown(false)
 	var st write.Settlement
 	select {
 	case st = <-settled:

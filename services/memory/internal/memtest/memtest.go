@@ -1,15 +1,13 @@
 // Package memtest holds the test helpers of the memory service: the
 // relational store on both adapters, an embedded NATS with the catalog
-// streams, a TCP proxy that can cut a server off, and polling.
+// streams, and polling. The TCP proxy that cuts a server off is
+// testenv.Proxy.
 package memtest
 
 import (
 	"context"
-	"io"
 	"log/slog"
-	"net"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -89,92 +87,4 @@ func WaitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 		}
 		<-tick.C
 	}
-}
-
-// Proxy forwards TCP connections to a server and can cut it off: while
-// down it refuses new connections and has closed every open one, as a
-// server that went away does.
-type Proxy struct {
-	ln     net.Listener
-	target string
-
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
-}
-
-// NewProxy listens on a free loopback port and forwards to target; it is
-// closed when the test ends.
-func NewProxy(t testing.TB, target string) *Proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	p.wg.Add(1)
-	go p.accept()
-	t.Cleanup(p.close)
-	return p
-}
-
-// Addr is the proxy's host:port.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
-
-// SetDown cuts the server off (true) or lets connections through again.
-func (p *Proxy) SetDown(down bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.down = down
-	if down {
-		for c := range p.conns {
-			_ = c.Close()
-		}
-	}
-}
-
-func (p *Proxy) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		down := p.down
-		p.mu.Unlock()
-		if down {
-			_ = c.Close()
-			continue
-		}
-		up, err := net.DialTimeout("tcp", p.target, 2*time.Second)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns[c], p.conns[up] = true, true
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pipe(c, up)
-		go p.pipe(up, c)
-	}
-}
-
-func (p *Proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
-	_, _ = io.Copy(dst, src)
-	_ = dst.Close()
-	_ = src.Close()
-	p.mu.Lock()
-	delete(p.conns, dst)
-	delete(p.conns, src)
-	p.mu.Unlock()
-}
-
-func (p *Proxy) close() {
-	_ = p.ln.Close()
-	p.SetDown(true)
-	p.wg.Wait()
 }
