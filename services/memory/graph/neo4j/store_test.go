@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,38 +109,68 @@ func TestOpenUnavailable(t *testing.T) {
 
 // TestWritePendingWhileNeo4jIsDown cuts the connection to a real Neo4j: a
 // write returns pending_retry at once, and is saved once Neo4j is back.
+// Every wait is bounded by the test's context: a store or engine broken so
+// that the write never settles fails the test at its deadline, with a
+// message, rather than holding it until the package's timeout.
 func TestWritePendingWhileNeo4jIsDown(t *testing.T) {
 	uri, user, password := testenv.Neo4j(t)
 	tenant := testenv.Neo4jTenant(t)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	// Cleanups run after ctx may have expired: they get their own bound.
+	stopCtx := func() context.Context {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
 	p := testenv.NewProxy(t, strings.TrimPrefix(strings.TrimPrefix(uri, "bolt://"), "neo4j://"))
 	s, err := neo4jstore.Open(ctx, neo4jstore.Config{URI: "bolt://" + p.Addr(), User: user, Password: password,
 		MaxTransactionRetryTime: 500 * time.Millisecond, ConnectTimeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close(ctx) })
+	t.Cleanup(func() {
+		if err := s.Close(stopCtx()); err != nil {
+			t.Errorf("close the store: %v", err)
+		}
+	})
 	if err := s.EnsureProject(ctx, tenant, "p1"); err != nil {
 		t.Fatal(err)
 	}
+	// The send never blocks the retry loop: an engine broken so that it
+	// settles the write again would otherwise hold its Stop forever.
 	settled := make(chan write.Settlement, 1)
+	var again atomic.Int32
 	e, err := write.New(write.Config{Store: s, Tokens: governance.NewTokens(nil),
-		WriteTimeout: 2 * time.Second, RetryBackoff: 50 * time.Millisecond, RetryMaxBackoff: 200 * time.Millisecond,
-		OnSettled: func(st write.Settlement) { settled <- st }, Logger: slog.New(slog.DiscardHandler)})
+		// Longer than the driver's retries (MaxTransactionRetryTime): the
+		// store's own answer, not this deadline, makes the write pending.
+		WriteTimeout: 10 * time.Second, RetryBackoff: 50 * time.Millisecond, RetryMaxBackoff: 200 * time.Millisecond,
+		OnSettled: func(st write.Settlement) {
+			select {
+			case settled <- st:
+			default:
+				again.Add(1)
+			}
+		},
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.Stop(context.Background()) })
+	t.Cleanup(func() {
+		if err := e.Stop(stopCtx()); err != nil {
+			t.Errorf("stop the write engine: %v", err)
+		}
+	})
 
 	p.SetDown(true)
 	req := write.Request{TenantID: tenant, ProjectID: "p1", Kind: graph.Decision,
 		Title: "Decided while Neo4j was away", Rationale: `escapes: "q" && (p) \ ~`}
 	rc, err := e.Save(ctx, req)
-	if err != nil || rc.Status != write.PendingRetry {
-		t.Fatalf("Save while Neo4j is down: %+v, %v; want pending_retry", rc, err)
+	if err != nil || rc.Status != write.PendingRetry || !strings.Contains(rc.Detail, graph.ErrUnavailable.Error()) {
+		t.Fatalf("Save while Neo4j is down: %+v, %v; want pending_retry, the graph unavailable", rc, err)
 	}
 	if p, _ := e.PendingWrites(ctx); len(p) != 1 {
 		t.Fatalf("pending writes = %d, want 1", len(p))
@@ -148,8 +179,9 @@ func TestWritePendingWhileNeo4jIsDown(t *testing.T) {
 	var st write.Settlement
 	select {
 	case st = <-settled:
-	case <-time.After(time.Minute):
-		t.Fatal("the pending write did not settle within a minute of Neo4j coming back")
+	case <-ctx.Done():
+		pending, _ := e.PendingWrites(context.Background())
+		t.Fatalf("the pending write did not settle once Neo4j came back, before the test's deadline (%v); pending: %+v", ctx.Err(), pending)
 	}
 	if st.Receipt.Status != write.Saved || st.Receipt.NodeID != rc.NodeID || st.Attempts < 2 {
 		t.Fatalf("settlement = %+v after %d attempts, want saved as %s", st.Receipt, st.Attempts, rc.NodeID)
@@ -162,5 +194,8 @@ func TestWritePendingWhileNeo4jIsDown(t *testing.T) {
 	})
 	if err != nil || n.Title != req.Title {
 		t.Errorf("saved node = %+v, %v", n, err)
+	}
+	if n := again.Load(); n > 0 {
+		t.Errorf("the write settled %d more times", n)
 	}
 }
