@@ -84,6 +84,18 @@ type Deps struct {
 	AckWait time.Duration
 }
 
+// StoreUnavailable returns what tells the failures of the node's store
+// that mean its database is down, for the services to wait an outage out
+// (their consumers pause, events.ConsumerConfig.Unavailable; the gateway
+// answers 503); nil for the embedded SQLite store of dev, which has no
+// outage of its own.
+func (d Deps) StoreUnavailable() func(error) bool {
+	if _, ok := d.DB.(*postgres.DB); ok {
+		return postgres.IsUnavailable
+	}
+	return nil
+}
+
 // Factory builds a service from the node's dependencies.
 type Factory func(ctx context.Context, deps Deps) (Service, error)
 

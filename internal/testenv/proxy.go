@@ -3,9 +3,14 @@ package testenv
 import (
 	"io"
 	"net"
+	"net/url"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Proxy forwards TCP connections to a server and can cut it off, as a
@@ -135,4 +140,32 @@ func (p *Proxy) close() {
 	p.cutLocked()
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// PostgresProxy is Postgres(t) reached through a Proxy: the connection
+// string it returns names the proxy's address in place of the server's, so
+// the test can cut its database off (SetDown) as a database host that went
+// down, and bring it back.
+func PostgresProxy(t testing.TB) (string, *Proxy) {
+	t.Helper()
+	dsn := Postgres(t)
+	cfg, err := pgconn.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("testenv: PostgreSQL connection string: %v", err)
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		t.Fatalf("testenv: PostgreSQL at the socket %s: a proxy needs a TCP address (host=127.0.0.1)", cfg.Host)
+	}
+	p := NewProxy(t, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
+	host, port, _ := net.SplitHostPort(p.Addr())
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("testenv: PostgreSQL connection string: %v", err)
+		}
+		u.Host = p.Addr()
+		return u.String(), p
+	}
+	// keyword=value: a later keyword overrides an earlier one.
+	return dsn + " host=" + host + " port=" + port, p
 }

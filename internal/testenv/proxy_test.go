@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // echoServer answers each line with itself until the test ends.
@@ -90,6 +93,26 @@ func TestProxy(t *testing.T) {
 		t.Fatalf("a new connection once back up: %v", err)
 	}
 	if err := echo(again, "again"); err != nil {
+		t.Errorf("through the proxy once back up: %v", err)
+	}
+}
+
+// A database reached through PostgresProxy answers while the proxy is up
+// and is refused while it is down.
+func TestPostgresProxy(t *testing.T) {
+	dsn, p := PostgresProxy(t)
+	ping := func() error {
+		return withConn(dsn, func(ctx context.Context, c *pgx.Conn) error { return c.Ping(ctx) })
+	}
+	if err := ping(); err != nil {
+		t.Fatalf("through the proxy: %v", err)
+	}
+	p.SetDown(true)
+	if err := ping(); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Errorf("with the proxy down: %v, want connection refused", err)
+	}
+	p.SetDown(false)
+	if err := ping(); err != nil {
 		t.Errorf("through the proxy once back up: %v", err)
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/praetorhq/praetor/internal/engine/contextasm"
 	"github.com/praetorhq/praetor/internal/engine/offlineskill"
 	"github.com/praetorhq/praetor/internal/node"
-	"github.com/praetorhq/praetor/internal/store/postgres"
 	"github.com/praetorhq/praetor/services/background"
 	"github.com/praetorhq/praetor/services/extractor"
 	"github.com/praetorhq/praetor/services/gateway"
@@ -159,21 +158,10 @@ func useOfflineSkills(d node.Deps) {
 	}
 }
 
-// storeUnavailable returns what tells the failures of the node's store
-// that mean its database is down, for the services to wait an outage out
-// (the consumers pause, the gateway answers 503); nil for the embedded
-// SQLite store of dev, which has no outage of its own.
-func storeUnavailable(d node.Deps) func(error) bool {
-	if _, ok := d.DB.(*postgres.DB); ok {
-		return postgres.IsUnavailable
-	}
-	return nil
-}
-
 func newGateway(d node.Deps, edit func(*gateway.Config)) (node.Service, error) {
 	cfg := gateway.Config{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, Registry: d.EngineRegistry,
 		Logger: d.Logger, OpenTenant: d.DevTenant, Provider: d.LLMInfo.Provider, Offline: d.LLMInfo.Offline,
-		Registerer: d.Registerer, Unavailable: storeUnavailable(d)}
+		Registerer: d.Registerer, Unavailable: d.StoreUnavailable()}
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -188,7 +176,7 @@ func newGateway(d node.Deps, edit func(*gateway.Config)) (node.Service, error) {
 func newExtractor(_ context.Context, d node.Deps) (node.Service, error) {
 	useOfflineSkills(d)
 	return extractor.New(extractor.Config{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, LLM: d.LLM,
-		Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait, Unavailable: storeUnavailable(d)})
+		Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait, Unavailable: d.StoreUnavailable()})
 }
 
 // newRunner builds the runner service. It reads the project's graph memory
@@ -218,7 +206,7 @@ func newRunner(ctx context.Context, d node.Deps, lookup func(string) (string, bo
 			return nil, err
 		}
 		return runner.NewService(runner.ServiceConfig{DB: d.DB, Bus: d.Bus, Relay: d.Relay, Engines: d.Engines, Runner: r,
-			Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait, Unavailable: storeUnavailable(d)})
+			Logger: d.Logger, Registerer: d.Registerer, AckWait: d.AckWait, Unavailable: d.StoreUnavailable()})
 	}()
 	if err != nil {
 		_ = closeIntel(ctx)

@@ -89,6 +89,22 @@ func EmptyPostgres(t testing.TB) store.DB {
 	return db
 }
 
+// PostgresBehindProxy opens a migrated schema of the test's own on the test
+// PostgreSQL, reached through a testenv.Proxy: SetDown(true) is the
+// database host going down (connections cut, new ones refused), and
+// SetDown(false) its coming back.
+func PostgresBehindProxy(t testing.TB) (store.DB, *testenv.Proxy) {
+	t.Helper()
+	dsn, p := testenv.PostgresProxy(t)
+	db, err := postgres.Open(context.Background(), postgres.Config{URL: dsn, MaxConns: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	Migrate(t, db)
+	return db, p
+}
+
 // Migrate applies the migrations or fails the test.
 func Migrate(t testing.TB, db store.DB) {
 	t.Helper()
