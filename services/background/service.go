@@ -59,8 +59,14 @@ type Config struct {
 	// DefaultTimeout bounds an attempt that names no timeout (default 2m);
 	// MaxTimeout bounds every attempt (default 10m).
 	DefaultTimeout, MaxTimeout time.Duration
-	Logger                     *slog.Logger
-	Registerer                 prometheus.Registerer
+	// Unavailable, when set, tells the store's failures that mean the
+	// database is down (postgres.IsUnavailable): a dispatch failing so
+	// pauses the consumer, probing DB.Ping, rather than spend its
+	// deliveries on the outage (events.ConsumerConfig.Unavailable).
+	// Default: none, every failure counts.
+	Unavailable func(error) bool
+	Logger      *slog.Logger
+	Registerer  prometheus.Registerer
 	// Now is the clock of not_before and the inbox rows (default time.Now).
 	Now func() time.Time
 }
@@ -171,7 +177,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if s.sub != nil {
 		return errors.New("background: already started")
 	}
-	sub, err := s.cfg.Bus.Subscribe(ctx, events.ConsumerConfig{
+	cfg := events.ConsumerConfig{
 		Stream: contracts.StreamTasks, Name: Consumer,
 		Subjects:    []string{contracts.TaskDispatchedSpec.SubjectPrefix() + ".*." + s.cfg.Kind},
 		Concurrency: s.cfg.Concurrency, AckWait: s.cfg.AckWait, MaxDeliver: s.cfg.MaxDeliver,
@@ -180,7 +186,12 @@ func (s *Service) Start(ctx context.Context) error {
 		// workers pull only as many as they are free for.
 		MaxAckPending:  -1,
 		HandlerTimeout: s.cfg.MaxTimeout + time.Minute,
-	}, s.handle)
+		Unavailable:    s.cfg.Unavailable,
+	}
+	if cfg.Unavailable != nil {
+		cfg.Probe = s.cfg.DB.Ping
+	}
+	sub, err := s.cfg.Bus.Subscribe(ctx, cfg, s.handle)
 	if err != nil {
 		return fmt.Errorf("background: %w", err)
 	}
