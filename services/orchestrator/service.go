@@ -94,8 +94,12 @@ func NewService(s Settings, d node.Deps) (*Service, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	disp, err := dispatch.New(dispatch.Config{Bus: d.Bus, Results: sqlstore.NewResults(d.DB), MaxEventBytes: payloadLimit(d),
-		AckWait: d.AckWait, Logger: log, Registerer: d.Registerer})
+	dcfg := dispatch.Config{Bus: d.Bus, Results: sqlstore.NewResults(d.DB), MaxEventBytes: payloadLimit(d),
+		AckWait: d.AckWait, Logger: log, Registerer: d.Registerer, Unavailable: d.StoreUnavailable()}
+	if dcfg.Unavailable != nil {
+		dcfg.Probe = d.DB.Ping
+	}
+	disp, err := dispatch.New(dcfg)
 	if err != nil {
 		return nil, err
 	}
@@ -117,14 +121,22 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.disp.Start(ctx); err != nil {
 		return err
 	}
-	sub, err := s.deps.Bus.Subscribe(ctx, events.ConsumerConfig{
+	cfg := events.ConsumerConfig{
 		Stream:   contracts.StreamWorkflows,
 		Name:     "orchestrator",
 		Subjects: []string{contracts.WorkflowRequestedSpec.FilterSubject()},
 		Keyed:    true,
 		AckWait:  s.deps.AckWait,
 		Validate: contracts.Validate,
-	}, s.onRequest)
+		// On PostgreSQL a request that finds the database down (its run
+		// cannot be looked up or recorded) pauses the consumer until the
+		// database answers, rather than spend its deliveries.
+		Unavailable: s.deps.StoreUnavailable(),
+	}
+	if cfg.Unavailable != nil {
+		cfg.Probe = s.deps.DB.Ping
+	}
+	sub, err := s.deps.Bus.Subscribe(ctx, cfg, s.onRequest)
 	if err != nil {
 		_ = s.disp.Stop(ctx)
 		return fmt.Errorf("orchestrator: %w", err)

@@ -46,7 +46,8 @@ func WorkerFactory(lookup func(string) (string, bool)) node.Factory {
 			return nil, fmt.Errorf("agent-worker: %w", err)
 		}
 		pool, err := worker.New(worker.Config{Bus: d.Bus, DB: d.DB, Relay: d.Relay, Runtime: router, Agents: agents, Name: s.Pool,
-			Concurrency: s.Workers, MaxResultBytes: payloadLimit(d), AckWait: d.AckWait, Logger: d.Logger, Registerer: d.Registerer})
+			Concurrency: s.Workers, MaxResultBytes: payloadLimit(d), AckWait: d.AckWait, Logger: d.Logger, Registerer: d.Registerer,
+			Unavailable: d.StoreUnavailable()})
 		if err != nil {
 			return nil, err
 		}

@@ -105,6 +105,15 @@ type Config struct {
 	Concurrency int
 	// AckWait of the answers' consumer. Default 30s.
 	AckWait time.Duration
+	// Unavailable, when set, tells the failures of Results that mean its
+	// database is down (postgres.IsUnavailable): an answer failing so
+	// pauses the consumer until Probe answers, rather than spend its
+	// deliveries on the outage (events.ConsumerConfig.Unavailable). Set
+	// both or neither. Default: none, every failure counts.
+	Unavailable func(error) bool
+	// Probe checks that the database of Results answers again (its
+	// DB.Ping).
+	Probe func(context.Context) error
 	// Now stamps dispatches. Default time.Now.
 	Now func() time.Time
 	// Logger. Default: discard.
@@ -137,6 +146,8 @@ func (c Config) validate() error {
 		return errors.New("dispatch: Results is required")
 	case c.MaxEventBytes < 1 || c.PollInterval <= 0 || c.Concurrency < 1:
 		return errors.New("dispatch: MaxEventBytes, PollInterval and Concurrency must be positive")
+	case (c.Unavailable == nil) != (c.Probe == nil):
+		return errors.New("dispatch: set both Unavailable and Probe, or neither: a pause needs a way to see its end")
 	}
 	return nil
 }
@@ -202,6 +213,8 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 		BackoffBase: 100 * time.Millisecond,
 		BackoffMax:  10 * time.Second,
 		DeliverNew:  d.cfg.DeliverNew,
+		Unavailable: d.cfg.Unavailable,
+		Probe:       d.cfg.Probe,
 	}, d.onAnswer)
 	if err != nil {
 		stop()

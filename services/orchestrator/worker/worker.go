@@ -127,6 +127,13 @@ type Config struct {
 	// MaxDeliver bounds deliveries of one dispatch before it is
 	// dead-lettered. Default 5.
 	MaxDeliver int
+	// Unavailable, when set, tells the failures of DB that mean the
+	// database is down (postgres.IsUnavailable): a dispatch failing so
+	// (its answer could not be committed, or its inbox row not read)
+	// pauses the agent's consumer, probing DB.Ping, rather than spend its
+	// deliveries on the outage (events.ConsumerConfig.Unavailable).
+	// Default: none, every failure counts.
+	Unavailable func(error) bool
 	// Observe, when set, is called as each attempt starts.
 	Observe func(Observation)
 	// Now stamps answers. Default time.Now.
@@ -233,6 +240,10 @@ func (p *Pool) Start(ctx context.Context) error {
 	go p.committer(cctx)
 	agents := slices.Clone(p.cfg.Agents)
 	slices.Sort(agents)
+	var probe func(context.Context) error
+	if p.cfg.Unavailable != nil {
+		probe = p.cfg.DB.Ping
+	}
 	for _, a := range slices.Compact(agents) {
 		name := p.consumer(a)
 		sub, err := p.cfg.Bus.Subscribe(ctx, events.ConsumerConfig{
@@ -243,6 +254,8 @@ func (p *Pool) Start(ctx context.Context) error {
 			AckWait:        p.cfg.AckWait,
 			MaxDeliver:     p.cfg.MaxDeliver,
 			HandlerTimeout: p.cfg.MaxTaskTimeout + time.Minute,
+			Unavailable:    p.cfg.Unavailable,
+			Probe:          probe,
 		}, func(ctx context.Context, ev event.Event) error { return p.handle(ctx, name, ev) })
 		if err != nil {
 			for _, s := range p.subs {
