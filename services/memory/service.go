@@ -52,6 +52,13 @@ type ServiceConfig struct {
 	// AckWait is the consumer's redelivery delay after a process dies.
 	// Default 30s.
 	AckWait time.Duration
+	// Unavailable, when set, tells the failures of DB that mean the
+	// database is down (postgres.IsUnavailable): a request failing so (its
+	// inbox row, governance token or pending write out of reach) pauses
+	// the consumer, probing DB.Ping, rather than spend its deliveries on
+	// the outage (events.ConsumerConfig.Unavailable). The graph's outage
+	// needs none: a write then answers pending_retry. Default: none.
+	Unavailable func(error) bool
 	// Close, when set, releases at Stop what the service owns besides
 	// Memory (the graph the factory opened).
 	Close func(context.Context) error
@@ -94,7 +101,8 @@ func ServiceFactory(lookup func(string) (string, bool)) node.Factory {
 		if err == nil {
 			var s *Service
 			s, err = NewService(ServiceConfig{Memory: m, Bus: d.Bus, DB: d.DB, Relay: d.Relay, Mux: d.Mux,
-				OpenTenant: d.DevTenant, AckWait: d.AckWait, Close: closeGraph, Logger: d.Logger})
+				OpenTenant: d.DevTenant, AckWait: d.AckWait, Close: closeGraph, Logger: d.Logger,
+				Unavailable: d.StoreUnavailable()})
 			if err == nil {
 				return s, nil
 			}
@@ -141,11 +149,16 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.mem.Start(ctx); err != nil {
 		return err
 	}
-	sub, err := s.cfg.Bus.Subscribe(ctx, events.ConsumerConfig{
+	cfg := events.ConsumerConfig{
 		Stream: contracts.StreamMemory, Name: Consumer, Keyed: true,
 		Subjects: []string{contracts.MemoryWriteRequestedSpec.FilterSubject()},
 		AckWait:  s.cfg.AckWait, Validate: contracts.Validate,
-	}, s.inbox.Handler(s.work))
+		Unavailable: s.cfg.Unavailable,
+	}
+	if cfg.Unavailable != nil {
+		cfg.Probe = s.cfg.DB.Ping
+	}
+	sub, err := s.cfg.Bus.Subscribe(ctx, cfg, s.inbox.Handler(s.work))
 	if err != nil {
 		_ = s.mem.Stop(ctx)
 		return fmt.Errorf("memory: %w", err)
