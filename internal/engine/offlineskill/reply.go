@@ -412,7 +412,7 @@ func (h *HandoffSummary) names() []string {
 	var out []string
 	for _, xs := range [][]string{h.Decisions, h.Constraints, h.Gaps, h.Sensitivities, {h.Problem}} {
 		for _, x := range xs {
-			_, v := constraintLabel(x)
+			_, v := handoff.ConstraintLabel(x)
 			out = append(out, capitalised(v)...)
 		}
 	}
@@ -439,21 +439,6 @@ func saidBack(item string, known []string, names, lower wordList) string {
 	return said
 }
 
-// constraintLabels are the labels the shipped mappers put before a
-// constraint's value ("Budget: $60k"), which the acknowledgement says in
-// words.
-var constraintLabels = engine.WordSet("Budget Timeline Technical Integration Team Regulation Funding")
-
-// constraintLabel cuts a constraint into the label a mapper put before its
-// value and the value; label is "" for a constraint without one.
-func constraintLabel(c string) (label, value string) {
-	l, v, ok := strings.Cut(c, ": ")
-	if !ok || !constraintLabels[l] {
-		return "", c
-	}
-	return l, v
-}
-
 // listedLabels are the labels of constraints that are items of one list,
 // said together after the words that say what they are ("integration with
 // Stripe and your Google Calendar").
@@ -471,16 +456,14 @@ func constraintsSaid(cs, known []string, names, lower wordList) []string {
 	var nones []string              // the labels of a list said as none, said where none of its items is
 	noneMore := map[string]string{} // what a list's none says after it ("for now, maybe Xero later")
 	for _, c := range cs {
-		label, value := constraintLabel(c)
+		label, value := handoff.ConstraintLabel(c)
 		// "none yet, maybe 5k later": a value of none or not known
 		// followed by more says the none, then the rest.
-		head, rest := value, ""
-		if h, r, ok := strings.Cut(value, ","); ok && strings.TrimSpace(r) != "" {
-			if none, unknown := noneSaid(h); none || unknown != "" {
-				head, rest = h, saidBack(strings.TrimSpace(r), known, names, lower)
-			}
+		head, rest, none, unknown := handoff.NoneOf(value)
+		if rest != "" {
+			rest = saidBack(rest, known, names, lower)
 		}
-		if none, unknown := noneSaid(head); none || unknown != "" {
+		if none || unknown != "" {
 			// "Budget: none yet" is said as no budget, "Budget: no idea"
 			// as a budget not known and "Team: not decided" as a team not
 			// decided; every one is said, for the receiver acknowledges
@@ -559,48 +542,6 @@ var noneListed = map[string]string{"Integration": "no integration needed", "Regu
 // known ("the integrations are not known yet").
 var noneLabels = map[string]string{"Budget": "budget", "Timeline": "timeline", "Team": "team", "Funding": "funding",
 	"Technical": "technical constraints", "Integration": "integrations", "Regulation": "regulations"}
-
-// noneSaid reports whether a constraint's value says there is none
-// ("none", "None at the moment", "none needed", "n/a") or that the user
-// does not know it ("no idea", "Not sure", "unknown"; unknown is then
-// "known", or "decided" for a value that says it is not decided yet):
-// its words, but those that say for how long or why (noneTails), are one
-// of noneHeads or unknownHeads.
-func noneSaid(value string) (none bool, unknown string) {
-	v := strings.ToLower(strings.Join(strings.FieldsFunc(strings.ReplaceAll(value, "’", "'"), func(r rune) bool {
-		return unicode.IsSpace(r) || strings.ContainsRune(".,;:!", r)
-	}), " "))
-	for cut := true; cut; {
-		// "not decided" is not known, before "decided" is cut as a tail
-		// and leaves "not", which is none.
-		if unknownHeads[v] {
-			if v == "not decided" || v == "undecided" {
-				return false, "decided"
-			}
-			return false, "known"
-		}
-		cut = false
-		for _, tail := range noneTails {
-			if rest, ok := strings.CutSuffix(v, " "+tail); ok {
-				v, cut = rest, true
-				break // one tail at a time, each cut read again
-			}
-		}
-	}
-	return noneHeads[v], ""
-}
-
-var (
-	// noneHeads say there is none of a constraint.
-	noneHeads = engine.WordSet("none nothing no not n/a na tbd tbc")
-	// unknownHeads say the user does not know a constraint.
-	unknownHeads = map[string]bool{"no idea": true, "not sure": true, "unsure": true, "unknown": true, "not known": true,
-		"don't know": true, "dont know": true, "i don't know": true, "no clue": true, "not decided": true, "undecided": true}
-	// noneTails are the words after a value of none or unknown that say
-	// for how long or why ("none at the moment", "not sure yet").
-	noneTails = []string{"yet", "at the moment", "for now", "so far", "right now", "currently", "at present", "at this point",
-		"really", "at all", "needed", "required", "planned", "set", "in place", "decided"}
-)
 
 // noneFor is how long a value of none says there is none, as it says it
 // (" for now" of "None needed for now"), "" for a value that does not.
