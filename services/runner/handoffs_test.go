@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -297,3 +298,84 @@ func TestExplorationNamesTheProblemProjectDiscoveryCaptured(t *testing.T) {
 		t.Errorf("the first reply %q asks %q, which the handoff answered", res.Reply, asked.Question)
 	}
 }
+
+// discoveryAnswers answer project discovery's questions of the purpose,
+// users and success categories, by a phrase of the question: what a user
+// back from exploration still has to tell.
+var discoveryAnswers = []struct{ asked, answer string }{
+	{"what kind of product", "A mobile app for our technicians."},
+	{"priority now", "Last month we missed three urgent repairs and lost a big customer. That's why it became a priority now."},
+	{"handle this today", "Today everything runs on paper and spreadsheets."},
+	{"be different once", "Ideally every technician starts the day with a clear schedule, so that no job is forgotten."},
+	{"who will use it most", "Our field technicians."},
+	{"how many people", "About 40 technicians, plus 5 office dispatchers who plan the routes."},
+	{"need to get done", "They need to see their daily jobs, record the work done, take photos and get the customer's signature."},
+	{"frustrates them", "The paperwork is slow and they waste an hour every evening on double entry."},
+	{"measure whether", "We want to cut missed appointments in half and reduce the time spent on paperwork by 30 percent."},
+	{"features must", "It must have a job list, offline sync, photo uploads and customer signatures."},
+	{"first version include", "The first version should cover the job list and signatures; invoicing can wait for later versions."},
+}
+
+// A user who captured the requirements in project discovery, explored the
+// options and came back is not asked again for the budget, the timeline,
+// the technical constraints or the integrations: the handoff carries them
+// from the first discovery session (handoff.CarryForward), and the second
+// counts them told (budgetCarried, ...), as its first reply says it noted
+// them. It used to say "I have noted your constraints: a budget of …" and,
+// once the users and success were told, ask "When do you need it, and is
+// there a hard deadline?" and "What budget range do you have in mind?"
+// turn after turn.
+func TestChainDoesNotAskForTheCarriedConstraints(t *testing.T) {
+	h := handOff(t, "project-discovery", nil, projectDiscoveryMessages...)
+	// Exploration without the budget and deadline of the yoga studio,
+	// which would replace the carried ones.
+	explore := slices.DeleteFunc(slices.Clone(explorationMessages), func(m string) bool {
+		return strings.HasPrefix(m, "Our budget is limited")
+	})
+	h = handOff(t, "exploration", &h, explore...)
+
+	s := newSession(t, "project-discovery")
+	m, err := runner.StartMemory(s.def, contracts.SessionStarted{SessionID: "sess-1", ProjectID: "proj-1",
+		EngineID: "project-discovery", EngineVersion: s.def.Version, MemoryVersion: engine.MemorySchemaVersion,
+		InboundHandoff: &h, StartedAt: epoch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.state = m
+	carried := []string{"budget_range_known", "timeline_known", "tech_constraints_known", "integrations_identified"}
+	reply, phases := "", map[string]bool{}
+	for turn := 1; turn <= 20; turn++ {
+		msg := "Hello again."
+		if turn > 1 {
+			msg = "Ok."
+			for _, a := range discoveryAnswers {
+				if strings.Contains(strings.ToLower(reply), a.asked) {
+					msg = a.answer
+					break
+				}
+			}
+		}
+		res := s.say(msg)
+		reply = res.Reply
+		phases[res.State.Phase.Current] = true
+		if turn == 1 && !strings.Contains(reply, "I have noted your constraints: a budget of $90k; within 6 months") {
+			t.Errorf("the first reply %q does not say it noted the budget and the timeline", reply)
+		}
+		for _, id := range carried {
+			o, _ := s.def.Obligation(id)
+			if strings.Contains(reply, o.Question) || strings.Contains(reply, lowerFirst(o.Question)) {
+				t.Fatalf("turn %d (%q) asks %q, which the handoff carried: %q", turn, msg, o.Question, reply)
+			}
+		}
+	}
+	if !phases["CONSTRAINTS"] && !phases["VALIDATION"] {
+		t.Errorf("the session went through %v, never reaching the constraints", slices.Sorted(maps.Keys(phases)))
+	}
+	for _, id := range carried {
+		if st, _ := s.state.Obligation(id); st.Status != engine.StatusSatisfied {
+			t.Errorf("%s is %s, want %s", id, st.Status, engine.StatusSatisfied)
+		}
+	}
+}
+
+func lowerFirst(s string) string { return strings.ToLower(s[:1]) + s[1:] }

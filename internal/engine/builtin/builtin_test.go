@@ -37,8 +37,10 @@ func TestShippedEngineShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	pd, _ := cat.Get("project-discovery")
-	if len(pd.Phases) != 5 || len(pd.Obligations) != 25 || pd.CompletenessModel.ReadyThreshold != 0.70 {
-		t.Errorf("project-discovery: %d phases, %d obligations, threshold %v", len(pd.Phases), len(pd.Obligations), pd.CompletenessModel.ReadyThreshold)
+	if len(pd.Phases) != 5 || len(pd.Obligations) != 25 || pd.CompletenessModel.ReadyThreshold != 0.70 ||
+		len(pd.CustomEvaluators) != 6 {
+		t.Errorf("project-discovery: %d phases, %d obligations, threshold %v, %d evaluators", len(pd.Phases),
+			len(pd.Obligations), pd.CompletenessModel.ReadyThreshold, len(pd.CustomEvaluators))
 	}
 	counts := map[string]int{}
 	for _, o := range pd.Obligations {
@@ -57,6 +59,39 @@ func TestShippedEngineShapes(t *testing.T) {
 	}
 	if pd.ExitTransitions[0].TargetEngine != "exploration" || ex.ExitTransitions[0].TargetEngine != "project-discovery" {
 		t.Error("exit transitions do not link the two engines")
+	}
+}
+
+// Project discovery 1.2.0 counts the constraints an inbound handoff carries
+// (budgetCarried, ...); 1.1.0, on which sessions were recorded, stays as it
+// was released: its constraint obligations have their fields alone, so
+// such a session replays asking what it asked.
+func TestProjectDiscoveryConstraintEvaluatorsFrom1_2_0(t *testing.T) {
+	reg, _ := builtin.Registry()
+	cat, _, err := builtin.Load(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"budget_range_known": "budgetCarried", "timeline_known": "timelineCarried",
+		"tech_constraints_known": "techConstraintsCarried", "integrations_identified": "integrationsCarried",
+		"team_resources_known": "teamCarried"}
+	for version, named := range map[string]bool{"1.1.0": false, "1.2.0": true} {
+		def, ok := cat.Version("project-discovery", version)
+		if !ok {
+			t.Fatalf("project-discovery %s is not in the catalog (versions %v)", version, cat.Versions("project-discovery"))
+		}
+		for id, evaluator := range want {
+			o, ok := def.Obligation(id)
+			if !ok {
+				t.Fatalf("project-discovery %s has no obligation %s", version, id)
+			}
+			if !named {
+				evaluator = ""
+			}
+			if o.Evaluator != evaluator {
+				t.Errorf("project-discovery %s: %s's evaluator = %q, want %q", version, id, o.Evaluator, evaluator)
+			}
+		}
 	}
 }
 

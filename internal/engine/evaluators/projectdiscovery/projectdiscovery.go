@@ -12,12 +12,20 @@ import (
 	"strings"
 
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/handoff"
 	"github.com/praetorhq/praetor/pkg/contracts"
 )
 
 // Evaluators returns the evaluators by name.
 func Evaluators() map[string]engine.Evaluator {
-	return map[string]engine.Evaluator{"coreProblemCarried": CoreProblemCarried}
+	return map[string]engine.Evaluator{
+		"coreProblemCarried":     CoreProblemCarried,
+		"budgetCarried":          constraintCarried("Budget"),
+		"timelineCarried":        constraintCarried("Timeline"),
+		"techConstraintsCarried": constraintCarried("Technical"),
+		"integrationsCarried":    constraintCarried("Integration"),
+		"teamCarried":            constraintCarried("Team"),
+	}
 }
 
 // CoreProblemCarried is 1.0 when the inbound handoff carries a decision
@@ -44,3 +52,33 @@ func CoreProblemCarried(m *engine.WorkingMemory) float64 {
 }
 
 func nonBlank(s string) bool { return strings.TrimSpace(s) != "" }
+
+// constraintCarried is the evaluator of the constraint obligation whose
+// field a mapper labels label ("Budget" for constraints.budget): 1.0 when
+// the inbound handoff carries a constraint of that label that tells it
+// (handoff.ConstraintTold: a budget's amount, a timeline's date or span,
+// not "not sure yet"), 0 otherwise. The reading is the one the offline
+// provider's first reply says the constraints with ("I have noted your
+// constraints: a budget of $50k; within three months"), so a session that
+// says it noted them does not ask for them again; a model reads the
+// handoff at the top of its context. A project-discovery → exploration →
+// project-discovery chain carries the first session's labelled constraints
+// on to the second (handoff.CarryForward); free text (exploration's
+// "$300 a month", ideation's constraints) tells no obligation.
+//
+// Only engine versions from 1.2.0 name these evaluators; a session
+// recorded on 1.1.0 replays on that definition, which asks for them.
+func constraintCarried(label string) engine.Evaluator {
+	return func(m *engine.WorkingMemory) float64 {
+		h, ok := contracts.DecodeHandoff(m.InboundHandoff)
+		if !ok {
+			return 0
+		}
+		for _, c := range h.ActionList.ConstraintsIdentified {
+			if handoff.ConstraintTold(c.Constraint) == label {
+				return 1
+			}
+		}
+		return 0
+	}
+}

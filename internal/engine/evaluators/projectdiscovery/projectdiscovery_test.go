@@ -55,8 +55,66 @@ func TestCoreProblemCarried(t *testing.T) {
 	}
 }
 
+// The constraint evaluators read the handoff's labelled constraints as
+// handoff.ConstraintTold does: a project-discovery → exploration →
+// project-discovery chain carries the first session's budget, timeline,
+// technical constraints and integrations, and the second counts them
+// told.
+func TestConstraintsCarried(t *testing.T) {
+	chain := []string{"Budget: $50k", "Timeline: within three months",
+		"Technical: it has to run on Android tablets and be hosted on Azure", "Integration: QuickBooks for invoicing"}
+	tests := []struct {
+		name        string
+		constraints []string
+		raw         string // the inbound handoff as recorded, when constraints is nil
+		want        map[string]float64
+	}{
+		{name: "no handoff", want: map[string]float64{}},
+		{name: "null", raw: "null", want: map[string]float64{}},
+		{name: "not a handoff", raw: `"garbled"`, want: map[string]float64{}},
+		{name: "a discovery chain", constraints: chain, want: map[string]float64{"budgetCarried": 1, "timelineCarried": 1,
+			"techConstraintsCarried": 1, "integrationsCarried": 1}},
+		{name: "a team", constraints: []string{"Team: two in-house developers"}, want: map[string]float64{"teamCarried": 1}},
+		{name: "neither an amount nor a date", constraints: []string{"Budget: flexible", "Timeline: as soon as possible"},
+			want: map[string]float64{}},
+		{name: "not known", constraints: []string{"Budget: no idea", "Timeline: not sure yet", "Team: not decided",
+			"Integration: none for now, maybe Xero later"}, want: map[string]float64{}},
+		{name: "free text", constraints: []string{"Our budget is limited to $5,000 and we must be live within two months"},
+			want: map[string]float64{}},
+		{name: "a business profile's funding", constraints: []string{"Funding: a £20k grant"}, want: map[string]float64{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &engine.WorkingMemory{SchemaVersion: engine.MemorySchemaVersion, Extraction: engine.NewExtraction(),
+				InboundHandoff: json.RawMessage(tt.raw)}
+			if tt.constraints != nil {
+				var h contracts.EngineHandoff
+				for _, c := range tt.constraints {
+					h.ActionList.ConstraintsIdentified = append(h.ActionList.ConstraintsIdentified,
+						contracts.IdentifiedConstraint{Constraint: c})
+				}
+				b, err := json.Marshal(h)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.InboundHandoff = b
+			}
+			for name, fn := range Evaluators() {
+				if name == "coreProblemCarried" {
+					continue
+				}
+				if got := fn(m); got != tt.want[name] {
+					t.Errorf("%s = %v, want %v", name, got, tt.want[name])
+				}
+			}
+		})
+	}
+}
+
 func TestEvaluatorNames(t *testing.T) {
-	if got := slices.Sorted(maps.Keys(Evaluators())); !slices.Equal(got, []string{"coreProblemCarried"}) {
-		t.Errorf("evaluators = %v, want [coreProblemCarried]", got)
+	want := []string{"budgetCarried", "coreProblemCarried", "integrationsCarried", "teamCarried", "techConstraintsCarried",
+		"timelineCarried"}
+	if got := slices.Sorted(maps.Keys(Evaluators())); !slices.Equal(got, want) {
+		t.Errorf("evaluators = %v, want %v", got, want)
 	}
 }
