@@ -1,12 +1,16 @@
 package main
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/peterbourgon/ff/v4"
 
 	"github.com/praetorhq/praetor/internal/testenv"
 )
@@ -138,6 +142,63 @@ func TestNoCommandIsAUsageError(t *testing.T) {
 	out, err := exec.Command(binary, "--help").Output()
 	if err != nil || !strings.Contains(string(out), "praetor [FLAGS] <COMMAND>") {
 		t.Errorf("praetor --help: %v, stdout:\n%s\nwant exit 0 and the help", err, out)
+	}
+}
+
+// Every command of commands given none does as praetor alone: its help on
+// stderr and exit 2, naming its commands; tenant, memory, workflow and inbox
+// printed their help on stdout and exited 0, dlq exited 1. One it does not
+// know names them too. The commands are read from the command tree, so a
+// new one is checked without being listed here.
+func TestCommandOfCommandsAloneIsAUsageError(t *testing.T) {
+	t.Parallel()
+	var walk func(path []string, cmd *ff.Command)
+	var cases []struct {
+		path []string
+		cmd  *ff.Command
+	}
+	walk = func(path []string, cmd *ff.Command) {
+		if len(cmd.Subcommands) == 0 {
+			return
+		}
+		cases = append(cases, struct {
+			path []string
+			cmd  *ff.Command
+		}{path, cmd})
+		for _, c := range cmd.Subcommands {
+			walk(append(slices.Clip(path), c.Name), c)
+		}
+	}
+	walk(nil, rootCommand(&globals{stdout: io.Discard, stderr: io.Discard}))
+	if len(cases) < 7 {
+		t.Fatalf("%d commands with subcommands, want praetor, dlq, workflow, memory, memory token, tenant, tenant token, inbox at least", len(cases))
+	}
+	for _, tc := range cases {
+		name := strings.Join(append([]string{"praetor"}, tc.path...), " ")
+		names := make([]string, len(tc.cmd.Subcommands))
+		for i, c := range tc.cmd.Subcommands {
+			names[i] = c.Name
+		}
+		listed := "(the commands: " + strings.Join(names, ", ") + ")"
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(binary, tc.path...)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			_ = cmd.Run()
+			if code := cmd.ProcessState.ExitCode(); code != 2 || stdout.Len() != 0 ||
+				!strings.Contains(stderr.String(), "USAGE") || !strings.Contains(stderr.String(), tc.cmd.Usage) ||
+				!strings.Contains(stderr.String(), "praetor: no command given") || !strings.Contains(stderr.String(), listed) {
+				t.Errorf("%s: exit %d, stdout %q, stderr:\n%s\nwant exit 2, its help and %s on stderr",
+					name, code, stdout.String(), stderr.String(), listed)
+			}
+
+			cmd = exec.Command(binary, append(slices.Clip(tc.path), "bogus")...)
+			out, _ := cmd.CombinedOutput()
+			if code := cmd.ProcessState.ExitCode(); code != 2 || !strings.Contains(string(out), listed) {
+				t.Errorf("%s bogus: exit %d, output:\n%s\nwant exit 2 naming %s", name, code, out, listed)
+			}
+		})
 	}
 }
 

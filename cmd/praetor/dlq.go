@@ -160,9 +160,6 @@ letter an event, but also those redriven before (they stay): narrow it with
 		ShortHelp:   "dead letters: list them, and redrive them once their cause is mended",
 		Flags:       fs,
 		Subcommands: []*ff.Command{list, redrive},
-		Exec: func(context.Context, []string) error {
-			return errors.New("dlq: give a subcommand, list or redrive (praetor dlq --help)")
-		},
 	}
 }
 

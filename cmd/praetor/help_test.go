@@ -82,7 +82,7 @@ func TestHelpRedactsSecretDefaults(t *testing.T) {
 			}
 		})
 	}
-	// Without a subcommand these print their help themselves.
+	// Without a subcommand these print their help (on stderr, exit 2).
 	for _, args := range [][]string{{"tenant"}, {"inbox"}, {"memory"}, {"workflow"}} {
 		t.Run(strings.Join(args, " ")+" alone", func(t *testing.T) {
 			var out, errOut bytes.Buffer

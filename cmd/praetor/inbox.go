@@ -37,10 +37,6 @@ func inboxCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			"dead letter you may still redrive (praetor dlq list).",
 		Flags: fs,
 	}
-	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, commandHelp(cmd))
-		return nil
-	}
 	cmd.Subcommands = []*ff.Command{{
 		Name: "prune", Usage: "praetor inbox prune [--older-than DURATION]", ShortHelp: "delete the inbox rows of events handled long ago",
 		Flags: pruneFS,

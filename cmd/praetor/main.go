@@ -88,6 +88,41 @@ func (g *globals) logger(defaultFormat string) (*slog.Logger, error) {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	g := &globals{stdout: stdout, stderr: stderr}
+	root := rootCommand(g)
+	err := root.Parse(args, ff.WithEnvVarPrefix("PRAETOR"))
+	if errors.Is(err, ff.ErrHelp) {
+		fmt.Fprintln(stdout, commandHelp(root.GetSelected()))
+		return err
+	}
+	if err != nil {
+		sel := root.GetSelected()
+		fmt.Fprintf(stderr, "%s\n\n", commandHelp(sel))
+		return err
+	}
+	if err := checkArgs(root, args); err != nil {
+		return err
+	}
+	// Checked for every command, those that log little included.
+	if _, err := g.logger("text"); err != nil {
+		return err
+	}
+	if sel := root.GetSelected(); len(sel.Subcommands) > 0 {
+		// A command of commands given none (praetor alone, praetor
+		// tenant): as for a command misspelt, the line says nothing to
+		// do, so a script that ran it by mistake fails rather than
+		// succeeds. checkArgs refused any argument.
+		fmt.Fprintf(stderr, "%s\n\n", commandHelp(sel))
+		msg := "no command given"
+		if sel != root {
+			msg += " to " + strings.Join(commandPath(root, sel), " ")
+		}
+		return usageError{msg + " (the commands: " + strings.Join(subcommandNames(sel), ", ") + ")"}
+	}
+	return root.Run(ctx)
+}
+
+// rootCommand is praetor and every command under it.
+func rootCommand(g *globals) *ff.Command {
 	rootFlags := ff.NewFlagSet("praetor")
 	rootFlags.StringVar(&g.logLevel, 0, "log-level", "info", "log level: debug, info, warn, error")
 	rootFlags.StringVar(&g.logFormat, 0, "log-format", "", "log format: text or json (default: text for dev and tools, json for serve)")
@@ -117,34 +152,16 @@ PRAETOR_NEO4J_URI): a shell's DATABASE_URL does not move them off their defaults
 		inboxCommand(g, rootFlags),
 		versionCommand(g, rootFlags),
 	}
-	err := root.Parse(args, ff.WithEnvVarPrefix("PRAETOR"))
-	if errors.Is(err, ff.ErrHelp) {
-		fmt.Fprintln(stdout, commandHelp(root.GetSelected()))
-		return err
+	return root
+}
+
+// subcommandNames are the names of cmd's subcommands, in their order.
+func subcommandNames(cmd *ff.Command) []string {
+	names := make([]string, len(cmd.Subcommands))
+	for i, c := range cmd.Subcommands {
+		names[i] = c.Name
 	}
-	if err != nil {
-		sel := root.GetSelected()
-		fmt.Fprintf(stderr, "%s\n\n", commandHelp(sel))
-		return err
-	}
-	if err := checkArgs(root, args); err != nil {
-		return err
-	}
-	// Checked for every command, those that log little included.
-	if _, err := g.logger("text"); err != nil {
-		return err
-	}
-	if root.GetSelected() == root {
-		// As for a command misspelt: the line says nothing to do, so a
-		// script that ran it by mistake fails rather than succeeds.
-		fmt.Fprintf(stderr, "%s\n\n", commandHelp(root))
-		names := make([]string, len(root.Subcommands))
-		for i, c := range root.Subcommands {
-			names[i] = c.Name
-		}
-		return usageError{"no command given (the commands: " + strings.Join(names, ", ") + ")"}
-	}
-	return root.Run(ctx)
+	return names
 }
 
 // commandHelp is ffhelp.Command but for the flags' defaults: a flag whose
@@ -229,10 +246,7 @@ func checkArgs(root *ff.Command, raw []string) error {
 	path := strings.Join(commandPath(root, sel), " ")
 	left := sel.Flags.GetArgs()
 	if len(sel.Subcommands) > 0 && len(left) > 0 {
-		names := make([]string, len(sel.Subcommands))
-		for i, c := range sel.Subcommands {
-			names[i] = c.Name
-		}
+		names := subcommandNames(sel)
 		msg := fmt.Sprintf("%q is not a command of %s", left[0], path)
 		if near := closest(left[0], names); near != "" {
 			msg += fmt.Sprintf("; did you mean %q?", near)

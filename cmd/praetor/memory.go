@@ -54,10 +54,6 @@ write the graph cannot take now is answered pending_retry and kept in the
 database; the memory service of a running node retries it.`),
 		Flags: fs,
 	}
-	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, commandHelp(cmd))
-		return nil
-	}
 	cmd.Subcommands = []*ff.Command{
 		memoryGetCommand(g, fs, mf),
 		memorySaveCommand(g, fs, mf, graph.Decision),
@@ -563,10 +559,6 @@ func memoryTokenCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags) *ff.Com
 		LongHelp: "A token is shown once, when issued; only its SHA-256 is stored. Events carry a proof made\n" +
 			"with it (contracts.SignMemoryWrite), never the token.",
 		Flags: fs,
-	}
-	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, commandHelp(cmd))
-		return nil
 	}
 	var name string
 	var ttl time.Duration

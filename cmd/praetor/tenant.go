@@ -37,10 +37,6 @@ func tenantCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 			"migrated (praetor migrate).",
 		Flags: fs,
 	}
-	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, commandHelp(cmd))
-		return nil
-	}
 	// open connects to the store of the flags, migrated.
 	open := func(ctx context.Context) (store.DB, error) {
 		db, err := node.OpenStore(ctx, databaseURL == "", dataDir, databaseURL)
@@ -138,10 +134,6 @@ func tenantTokenCommand(g *globals, parent *ff.FlagSet, tenant *string, open fun
 		Usage:     "praetor tenant token <issue|list|revoke> --tenant ID [FLAGS]",
 		ShortHelp: "a tenant's API tokens",
 		Flags:     fs,
-	}
-	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, commandHelp(cmd))
-		return nil
 	}
 	var name string
 	var ttl time.Duration

@@ -91,10 +91,6 @@ finished tasks are not run again, and a command agent still running from the
 stopped process is waited for, not started twice.`),
 		Flags: fs,
 	}
-	cmd.Exec = func(context.Context, []string) error {
-		fmt.Fprintln(g.stdout, commandHelp(cmd))
-		return nil
-	}
 	cmd.Subcommands = []*ff.Command{
 		workflowRunCommand(g, fs),
 		workflowResumeCommand(g, fs),
