@@ -116,7 +116,7 @@ func tenantCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 				w := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(w, "ID\tNAME\tCREATED")
 				for _, t := range ts {
-					fmt.Fprintf(w, "%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.UTC().Format(time.RFC3339))
+					fmt.Fprintf(w, "%s\t%s\t%s\n", t.ID, store.PrintableName(t.Name), t.CreatedAt.UTC().Format(time.RFC3339))
 				}
 				return w.Flush()
 			},
@@ -228,7 +228,7 @@ func tenantTokenCommand(g *globals, parent *ff.FlagSet, tenant *string, open fun
 					case t.ExpiresAt != nil:
 						state = "valid until " + t.ExpiresAt.UTC().Format(time.RFC3339)
 					}
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", t.ID, t.Name, t.CreatedAt.UTC().Format(time.RFC3339), state)
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", t.ID, store.PrintableName(t.Name), t.CreatedAt.UTC().Format(time.RFC3339), state)
 				}
 				return w.Flush()
 			},

@@ -104,3 +104,59 @@ func TestTenantCommands(t *testing.T) {
 		})
 	}
 }
+
+// Names stored before the rule against control characters are read as they
+// are: tenant list and token list show one that holds a control, line
+// separator or bidirectional character quoted with it escaped, so it can
+// neither clear the terminal nor pass for another row; a plain name is
+// shown as it is.
+func TestTenantListEscapesNamesStoredBeforeTheRule(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	flags := []string{"--data-dir", dir, "--database-url", ""}
+	list := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(binary, append(append([]string{"tenant"}, flags...), args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("praetor tenant %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	list("add", "--migrate", "--tenant", "acme", "--name", "Acme Inc")
+	list("token", "issue", "--tenant", "acme", "--name", "chat-gateway")
+
+	db, err := node.OpenStore(context.Background(), true, dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Straight into the store, as names were stored before the rule.
+	const evil = "Evil\x1b[2J\nacme  FAKE"
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)`, []any{"evil", evil, time.Now().UTC()}},
+		{`INSERT INTO tenants (id, name, created_at) VALUES ($1, $2, $3)`, []any{"rtl", "a\u202eevil\u2028b", time.Now().UTC()}},
+		{`UPDATE api_tokens SET name = $1 WHERE tenant_id = $2`, []any{evil, "acme"}},
+	} {
+		if _, err := db.Exec(ctx, q.sql, q.args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	out := list("list")
+	for _, want := range []string{"Acme Inc", `"Evil\x1b[2J\nacme  FAKE"`, `"a\u202eevil\u2028b"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tenant list lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.ContainsAny(out, "\x1b\u202e\u2028") || strings.Count(out, "\n") != 4 {
+		t.Errorf("tenant list prints a name's control characters (want a header and 3 rows):\n%q", out)
+	}
+	out = list("token", "list", "--tenant", "acme")
+	if !strings.Contains(out, `"Evil\x1b[2J\nacme  FAKE"`) || strings.Contains(out, "\x1b") || strings.Count(out, "\n") != 2 {
+		t.Errorf("token list prints a name's control characters (want a header and 1 row, the name escaped):\n%q", out)
+	}
+}

@@ -99,6 +99,31 @@ func TestTenantValidate(t *testing.T) {
 	}
 }
 
+// A name the rule refuses, stored before it, is shown quoted with its
+// characters escaped; one it takes is shown as it is.
+func TestPrintableName(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{"Acme Inc", "Acme Inc"},
+		{"Acme GmbH & Co. — Zürich 🏔", "Acme GmbH & Co. — Zürich 🏔"},
+		{"👨\u200d👩\u200d👧", "👨\u200d👩\u200d👧"},
+		{`say "hi"`, `say "hi"`},
+		{"Evil\x1b[2J\nacme  FAKE", `"Evil\x1b[2J\nacme  FAKE"`},
+		{"a\tb", `"a\tb"`},
+		{"a\u0085b", `"a\u0085b"`},
+		{"a\u2028b", `"a\u2028b"`},
+		{"a\u202eevil", `"a\u202eevil"`},
+		{"a\u2066b\u2069", `"a\u2066b\u2069"`},
+		{"a\xffb", `"a\xffb"`},
+	} {
+		if got := PrintableName(tc.name); got != tc.want {
+			t.Errorf("PrintableName(%q) = %s, want %s", tc.name, got, tc.want)
+		}
+		if (ValidateName(tc.name) == nil) != (PrintableName(tc.name) == tc.name) {
+			t.Errorf("PrintableName(%q) = %s, but ValidateName says %v", tc.name, PrintableName(tc.name), ValidateName(tc.name))
+		}
+	}
+}
+
 // A token's name is held to the rule of a tenant's: both are printed in
 // tables.
 func TestCreateTokenRefusesControlCharacters(t *testing.T) {

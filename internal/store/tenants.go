@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -50,16 +51,41 @@ func ValidateName(name string) error {
 		return fmt.Errorf("name %q: want valid UTF-8", name)
 	}
 	for _, r := range name {
-		switch {
-		case unicode.IsControl(r):
-			return fmt.Errorf("name %q: want no control character (%U): names are printed in tables", name, r)
-		case unicode.In(r, unicode.Zl, unicode.Zp):
-			return fmt.Errorf("name %q: want no line separator (%U): names are printed in tables", name, r)
-		case unicode.Is(unicode.Bidi_Control, r):
-			return fmt.Errorf("name %q: want no bidirectional control (%U), which reorders what follows it: names are printed in tables", name, r)
+		if what, why := unprintable(r); what != "" {
+			return fmt.Errorf("name %q: want no %s (%U)%s: names are printed in tables", name, what, r, why)
 		}
 	}
 	return nil
+}
+
+// unprintable says what r is, and why it harms, when a name may not hold
+// it (see ValidateName); what is "" when it may.
+func unprintable(r rune) (what, why string) {
+	switch {
+	case unicode.IsControl(r):
+		return "control character", ""
+	case unicode.In(r, unicode.Zl, unicode.Zp):
+		return "line separator", ""
+	case unicode.Is(unicode.Bidi_Control, r):
+		return "bidirectional control", ", which reorders what follows it"
+	}
+	return "", ""
+}
+
+// PrintableName is a name as a table shows it: as it is when ValidateName's
+// rule takes its every character, else quoted with them escaped
+// (strconv.Quote). Names stored before the rule are read as they are, and
+// one of them could otherwise clear the terminal or pass for another row.
+func PrintableName(name string) string {
+	if !utf8.ValidString(name) {
+		return strconv.Quote(name)
+	}
+	for _, r := range name {
+		if what, _ := unprintable(r); what != "" {
+			return strconv.Quote(name)
+		}
+	}
+	return name
 }
 
 // CreateTenant adds a tenant. It returns ErrConflict when the id is taken.
