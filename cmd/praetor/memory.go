@@ -26,7 +26,6 @@ import (
 	"github.com/praetorhq/praetor/services/memory/analysis"
 	"github.com/praetorhq/praetor/services/memory/graph"
 	"github.com/praetorhq/praetor/services/memory/mcpserver"
-	"github.com/praetorhq/praetor/services/memory/scope"
 	"github.com/praetorhq/praetor/services/memory/write"
 )
 
@@ -322,9 +321,10 @@ func memorySaveCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags, kind gra
 				return err
 			}
 			defer closeAll()
-			rc, err := m.Writes.Save(ctx, write.Request{RequestID: requestID, TenantID: mf.tenant, ProjectID: project, Focus: focus,
+			req := write.Request{RequestID: requestID, TenantID: mf.tenant, ProjectID: project, Focus: focus,
 				Level: graph.Level(scope), Kind: kind, Title: title, Rationale: body, EntityName: entity,
-				GovernanceToken: token, Confirmed: confirmed})
+				GovernanceToken: token, Confirmed: confirmed}
+			rc, err := m.Writes.Save(ctx, req)
 			var bad *write.InputError
 			if errors.As(err, &bad) {
 				if flag, ok := flags[bad.Field]; ok {
@@ -336,9 +336,7 @@ func memorySaveCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags, kind gra
 				return err
 			}
 			out := mcpserver.ReceiptOutput(rc)
-			if rc.Status == write.BlockedScope {
-				out.Detail = cmpOr(mf.unregistered(project, focus, scope, out.ScopeState), out.Detail)
-			}
+			out.Detail = cmpOr(write.Unregistered(req, rc, write.Fix{Flags: mf.sameMemory(), ProjectArg: "--project", FocusScopeArg: "--scope focus"}), out.Detail)
 			if mf.json {
 				if err := mf.printJSON(g.stdout, out); err != nil {
 					return err
@@ -353,21 +351,6 @@ func memorySaveCommand(g *globals, parent *ff.FlagSet, mf *memoryFlags, kind gra
 			return err
 		},
 	}
-}
-
-// unregistered says which registration a write blocked at the scope gate
-// lacks and the command that makes it, or "" when it lacks none: the gate
-// alone says "scope is uncertain", which names neither.
-func (f *memoryFlags) unregistered(project, focus, level, state string) string {
-	switch {
-	case state == string(scope.Uncertain):
-		return fmt.Sprintf("project %s is not registered in the memory of tenant %s: register it with "+
-			"praetor memory add-project --project %s%s, or correct --project", project, f.tenant, project, f.sameMemory())
-	case level == string(graph.LevelFocus) && focus != "" && state == string(scope.ResolvedProject):
-		return fmt.Sprintf("focus area %s of project %s is not registered: register it with "+
-			"praetor memory add-project --project %s --focus %s%s, or save without --scope focus", focus, project, project, focus, f.sameMemory())
-	}
-	return ""
 }
 
 // sameMemory are the flags that choose the memory these flags chose, for a

@@ -200,14 +200,29 @@ func TestTools(t *testing.T) {
 		t.Errorf("get_context = %+v (%v), want %v with hygiene due; the superseded decision absent", ctxOut, got, want)
 	}
 
-	// Scopes that do not resolve block the write; nothing is written.
-	for name, args := range map[string]map[string]any{
-		"unresolved (no project)":            {"project_id": "", "title": "Orphan decision"},
-		"uncertain (unknown project)":        {"project_id": "ghost", "title": "Ghost decision"},
-		"focus scope without the focus area": {"project_id": "shop", "focus": "returns", "scope": "focus", "title": "Returns decision"},
+	// Scopes that do not resolve block the write; nothing is written. One
+	// for want of a registration names the command that makes it (no tool
+	// does): the detail was the gate's "scope is uncertain; only
+	// resolved_project and resolved_focus scopes accept writes".
+	for _, tc := range []struct {
+		name, tool string
+		args       map[string]any
+		detail     string
+	}{
+		{"unresolved (no project)", "save_decision", map[string]any{"project_id": "", "title": "Orphan decision"}, "scope is unresolved"},
+		{"uncertain (unknown project)", "save_decision", map[string]any{"project_id": "ghost", "title": "Ghost decision"},
+			"project ghost is not registered in the memory of tenant acme: register it with " +
+				"praetor memory add-project --project ghost --tenant acme, or correct project_id"},
+		{"uncertain, a pattern", "save_pattern", map[string]any{"project_id": "ghost", "name": "Ghost pattern"},
+			"praetor memory add-project --project ghost --tenant acme"},
+		{"uncertain, a fact", "save_entity_fact", map[string]any{"project_id": "ghost", "entity_name": "Stripe", "fact": "x"},
+			"praetor memory add-project --project ghost --tenant acme"},
+		{"focus scope without the focus area", "save_decision", map[string]any{"project_id": "shop", "focus": "returns", "scope": "focus", "title": "Returns decision"},
+			"focus area returns of project shop is not registered: register it with " +
+				"praetor memory add-project --project shop --focus returns --tenant acme, or save without scope \"focus\""},
 	} {
-		if out := save(t, cs, "save_decision", args); out.Status != "blocked_scope" || out.Detail == "" {
-			t.Errorf("%s: %+v, want blocked_scope with a reason", name, out)
+		if out := save(t, cs, tc.tool, tc.args); out.Status != "blocked_scope" || !strings.Contains(out.Detail, tc.detail) {
+			t.Errorf("%s: %+v, want blocked_scope with a detail saying %q", tc.name, out, tc.detail)
 		}
 	}
 	var empty mcpserver.ContextOutput

@@ -122,7 +122,7 @@ func (s *Server) MCP(tenant string) *mcp.Server {
 
 const instructions = `Praetor graph memory: decisions, patterns and entity facts of projects, their focus areas, and the tenant's global scope.
 Read with get_context before deciding; save with save_decision, save_pattern or save_entity_fact.
-Writes need a project that exists (scope resolved): a save to an unknown project answers status blocked_scope.
+Writes need a project that exists (scope resolved): a save to an unknown project answers status blocked_scope, with the praetor memory add-project command that registers it (no tool does).
 A save answers at once: status pending_retry means the graph was unavailable and the write will be retried in the background.`
 
 const saveNotes = "The answer's status is saved, pending_retry (the graph is unavailable; retried in the background), " +
@@ -331,7 +331,13 @@ func (t *tools) save(ctx context.Context, req *mcp.CallToolRequest, in SaveInput
 		}
 		t.s.cfg.Logger.Error("memory save", "tenant", tenant, "err", err)
 	}
-	return nil, ReceiptOutput(rc), nil
+	out := ReceiptOutput(rc)
+	// The tenant is named: the command is run outside the session, which
+	// may have had it from its bearer token.
+	if d := write.Unregistered(r, rc, write.Fix{Flags: " --tenant " + tenant, ProjectArg: "project_id", FocusScopeArg: `scope "focus"`}); d != "" {
+		out.Detail = d
+	}
+	return nil, out, nil
 }
 
 func (t *tools) saveDecision(ctx context.Context, req *mcp.CallToolRequest, in SaveDecisionInput) (*mcp.CallToolResult, SaveOutput, error) {

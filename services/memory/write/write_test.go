@@ -10,6 +10,7 @@ import (
 
 	"github.com/praetorhq/praetor/services/memory/governance"
 	"github.com/praetorhq/praetor/services/memory/graph"
+	"github.com/praetorhq/praetor/services/memory/scope"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -141,5 +142,34 @@ func TestMemoryQueue(t *testing.T) {
 	_ = q.Done(ctx, Pending{NodeID: "a", Request: Request{TenantID: "other"}}, Settlement{}) // another tenant's key
 	if got, _ := q.List(ctx); len(got) != 2 {
 		t.Errorf("after Delete: %d entries", len(got))
+	}
+}
+
+// Unregistered names the registration a blocked save lacks, and only for a
+// block of that kind.
+func TestUnregistered(t *testing.T) {
+	fix := Fix{Flags: " --tenant acme", ProjectArg: "project_id", FocusScopeArg: "scope focus"}
+	r := Request{TenantID: "acme", ProjectID: "shop", Focus: "api"}
+	focus := r
+	focus.Level = graph.LevelFocus
+	for _, tc := range []struct {
+		name string
+		r    Request
+		rc   Receipt
+		want string
+	}{
+		{"unknown project", r, Receipt{Status: BlockedScope, ScopeState: scope.Uncertain},
+			"project shop is not registered in the memory of tenant acme: register it with " +
+				"praetor memory add-project --project shop --tenant acme, or correct project_id"},
+		{"unknown focus area", focus, Receipt{Status: BlockedScope, ScopeState: scope.ResolvedProject},
+			"focus area api of project shop is not registered: register it with " +
+				"praetor memory add-project --project shop --focus api --tenant acme, or save without scope focus"},
+		{"no project", Request{TenantID: "acme"}, Receipt{Status: BlockedScope, ScopeState: scope.Unresolved}, ""},
+		{"saved", r, Receipt{Status: Saved, ScopeState: scope.ResolvedProject}, ""},
+		{"pending, scope unknown", r, Receipt{Status: PendingRetry}, ""},
+	} {
+		if got := Unregistered(tc.r, tc.rc, fix); got != tc.want {
+			t.Errorf("%s: Unregistered = %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
