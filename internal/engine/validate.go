@@ -270,6 +270,13 @@ func (v *validator) phases() {
 				v.errorf(join(join(path, "mode_blend"), string(m)), "mode-blend", "%s is negative", m)
 			}
 		}
+		if p.ActiveTechniques != nil && len(p.ActiveTechniques) == 0 {
+			// Written empty (active_techniques: []), not left out: the
+			// phase activates no technique, which an author may have
+			// meant as all of available_techniques.
+			v.warnf(join(path, "active_techniques"), "technique", "phase %q lists no active_techniques, so no technique "+
+				"is used in it (an empty list is not all of available_techniques): list some, or leave the key out", p.ID)
+		}
 		for j, t := range p.ActiveTechniques {
 			tp := fmt.Sprintf("%s.active_techniques[%d]", path, j)
 			if !v.env.Registry.HasTechnique(t) {

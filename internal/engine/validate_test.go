@@ -380,6 +380,35 @@ func TestValidateWarnings(t *testing.T) {
 	}
 }
 
+// A phase written with active_techniques: [] uses no technique, which its
+// author may have meant as all of available_techniques: a warning, at the
+// key's line, where it was accepted silently. A phase that leaves the key
+// out (minimal.yaml's END) is not warned of.
+func TestValidateWarnsOfEmptyActiveTechniques(t *testing.T) {
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = []byte(strings.Replace(string(data), "    mode_blend: {validate: 100}\n",
+		"    mode_blend: {validate: 100}\n    active_techniques: []\n", 1))
+	def, rep := Parse("testdata/minimal.yaml", data)
+	if !rep.Valid() || def.Phases[1].ActiveTechniques == nil {
+		t.Fatalf("parse: %v, END's active_techniques %#v", rep.Err(), def.Phases[1].ActiveTechniques)
+	}
+	rep = Validate(def, validateEnv(t))
+	if !rep.Valid() {
+		t.Fatalf("an empty active_techniques is an error, want a warning: %v", rep.Err())
+	}
+	const path = "phases[1].active_techniques"
+	if len(rep.Warnings) != 1 || rep.Warnings[0].Path != path || rep.Warnings[0].Rule != "technique" ||
+		!strings.Contains(rep.Warnings[0].Message, `phase "END" lists no active_techniques`) {
+		t.Fatalf("warnings = %v, want one technique warning at %s", rep.Warnings, path)
+	}
+	if pos := def.PosOf(path); pos.Line != 27 {
+		t.Errorf("the warning's position is %v, want line 27, the key's", pos)
+	}
+}
+
 func TestValidateIsDeterministic(t *testing.T) {
 	def := minimalDef(t)
 	def.ContextConfig.Allocation = Allocation{Obligations: -1, ConversationHistory: 2}
