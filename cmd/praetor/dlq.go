@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v4"
 
+	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
 )
 
@@ -59,14 +60,15 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	}
 	var (
 		redriveFilter dlqFilter
-		all           bool
+		all, force    bool
 	)
 	redriveFlags := ff.NewFlagSet("redrive").SetParent(fs)
-	redriveFlags.BoolVar(&all, 0, "all", "redrive every dead letter that --cause and --since select, instead of SEQ...")
+	redriveFlags.Value(0, "all", switchFlag{&all, "all"}, "redrive every dead letter that --cause and --since select, instead of SEQ...")
+	redriveFlags.Value(0, "force", switchFlag{&force, "force"}, "redrive also the dead letters whose message cannot be handled (not a CloudEvent, or breaking its contract)")
 	redriveFilter.register(redriveFlags)
 	redrive := &ff.Command{
 		Name:      "redrive",
-		Usage:     "praetor dlq redrive SEQ... | --all [--cause C] [--since T]",
+		Usage:     "praetor dlq redrive [--force] SEQ... | --all [--cause C] [--since T]",
 		ShortHelp: "publish dead letters' original messages again, once their cause is mended",
 		LongHelp: strings.TrimSpace(`
 Each dead letter's original message goes back to its subject byte for byte,
@@ -78,7 +80,18 @@ redriving again does no harm: the services' inboxes drop the copy (the
 message carries a Praetor-Redriven header, so handlers that skip their inbox
 on first deliveries look it up). --all takes one dead
 letter an event, but also those redriven before (they stay): narrow it with
---since. Prints one JSON line per message stored; exits 1 if any was not.`),
+--since.
+
+A dead letter whose message cannot be handled as it is is skipped, with a
+line saying why: a message that is not a valid CloudEvent (cause decode), or
+one that breaks its event type's contract (cause permanent: its data is
+malformed, or does not match its tenant and key). Sent again byte for byte,
+it would only be dead-lettered again. They are checked with this praetor's
+codec and contracts, so one that a newer release accepts goes; --force
+redrives them all the same.
+
+Prints one JSON line per message stored; exits 1 if any was not (skipped
+ones included).`),
 		Flags: redriveFlags,
 		Exec: func(ctx context.Context, args []string) error {
 			switch {
@@ -102,6 +115,7 @@ letter an event, but also those redriven before (they stay): narrow it with
 				return err
 			}
 			return withToolBus("dlq redrive", natsURL, dataDir, g.stderr, func(bus *events.Bus) error {
+				letters := map[uint64]events.DeadLetter{}
 				if all {
 					// The dead letters present now (one a redrive fails into
 					// comes after them), one an event: several consumers may
@@ -118,6 +132,7 @@ letter an event, but also those redriven before (they stay): narrow it with
 						}
 						first[key] = seq
 						seqs = append(seqs, seq)
+						letters[seq] = dl
 						return nil
 					})
 					if err != nil {
@@ -126,10 +141,28 @@ letter an event, but also those redriven before (they stay): narrow it with
 					fmt.Fprintf(g.stderr, "redriving %d %s\n", len(seqs), plural(len(seqs), "dead letter", "dead letters"))
 				}
 				enc := json.NewEncoder(g.stdout)
-				failed := 0
+				failed, skipped := 0, 0
 				for _, seq := range seqs {
 					if err := ctx.Err(); err != nil {
 						return err
+					}
+					if !force {
+						dl, ok := letters[seq]
+						if !ok {
+							// One that cannot be read is left to Redrive,
+							// which says why.
+							ev, err := bus.Stored(ctx, events.DeadLetterStream, seq)
+							if err == nil {
+								dl, err = events.AsDeadLetter(ev)
+							}
+							ok = err == nil
+						}
+						if why := unredrivable(dl); ok && why != "" {
+							failed++
+							skipped++
+							fmt.Fprintf(g.stderr, "dead letter %d: skipped: %s, so a redrive would be dead-lettered again (--force redrives it)\n", seq, why)
+							continue
+						}
 					}
 					r, err := bus.Redrive(ctx, seq)
 					if err != nil {
@@ -147,7 +180,12 @@ letter an event, but also those redriven before (they stay): narrow it with
 					}
 				}
 				if failed > 0 {
-					fmt.Fprintf(g.stderr, "%d of %d dead letters not redriven\n", failed, len(seqs))
+					var also string
+					if skipped > 0 {
+						also = fmt.Sprintf(" (%d skipped: %s cannot be handled as %s; --force redrives %s)", skipped,
+							plural(skipped, "its message", "their messages"), plural(skipped, "it is", "they are"), plural(skipped, "it", "them"))
+					}
+					fmt.Fprintf(g.stderr, "%d of %d dead letters not redriven%s\n", failed, len(seqs), also)
 					return exitError(1)
 				}
 				return nil
@@ -178,6 +216,57 @@ type deadLetterLine struct {
 	// DataOmitted: the dead letter did not keep the data (too large); a
 	// redrive takes it from the stream's copy while the stream keeps it.
 	DataOmitted bool `json:"data_omitted,omitempty"`
+}
+
+// switchFlag is a bool flag that takes "true" or "false" as its value and
+// nothing else: the flag parser reads a bool flag's next argument as its
+// value when it parses as a bool, so praetor dlq redrive --force 1 2 took
+// the sequence 1 for --force's value and redrove 2 alone.
+type switchFlag struct {
+	p    *bool
+	name string
+}
+
+func (f switchFlag) Set(s string) error {
+	switch s {
+	case "true", "false":
+		*f.p = s == "true"
+		return nil
+	}
+	return fmt.Errorf("--%s takes no value, and %q would be read as one: give it as --%s=true", f.name, s, f.name)
+}
+
+func (f switchFlag) String() string {
+	if f.p == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*f.p)
+}
+
+func (switchFlag) IsBoolFlag() bool { return true }
+
+// unredrivable says why a redrive of dl cannot succeed, or "" when it may:
+// its message, which a redrive publishes again byte for byte, is not a
+// valid CloudEvent, or (a permanent failure) breaks its catalog type's
+// contract, and a consumer would dead-letter it again at once. The message
+// is checked, not the letter's reason, with this build's codec and
+// contracts: one a newer release accepts goes through. A letter that did
+// not keep its data (DataOmitted) is not checked.
+func unredrivable(dl events.DeadLetter) string {
+	if dl.DataOmitted || dl.Subject == "" {
+		return ""
+	}
+	ev, err := events.Decode(dl.Header, dl.Data)
+	if err != nil {
+		return fmt.Sprintf("its message is not a valid CloudEvent (%v)", err)
+	}
+	if _, known := contracts.Lookup(ev.Type()); !known || dl.Cause != events.CausePermanent {
+		return ""
+	}
+	if err := contracts.Validate(ev); err != nil {
+		return fmt.Sprintf("its message breaks its contract (%v)", err)
+	}
+	return ""
 }
 
 // dlqFilter selects dead letters by cause and time.

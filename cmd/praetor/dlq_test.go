@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 
 	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/pkg/events"
@@ -123,5 +128,140 @@ func TestDLQListAndRedrive(t *testing.T) {
 		if _, errOut, code := dlq("redrive", tc.args...); code == 0 || !strings.Contains(errOut, tc.want) {
 			t.Errorf("redrive %v: exit %d, want an error saying %q\n%s", tc.args, code, tc.want, errOut)
 		}
+	}
+}
+
+// praetor dlq redrive skips a dead letter whose message cannot be handled
+// as it is, saying why on its line and in the summary: one that is not a
+// CloudEvent (cause decode), and one whose data breaks its type's contract
+// (cause permanent); sent again byte for byte, each was only dead-lettered
+// again. A permanent failure of a sound message (its session was missing)
+// goes, and --force sends the others all the same.
+func TestDLQRedriveSkipsWhatCannotSucceed(t *testing.T) {
+	srv, err := events.StartServer(events.ServerConfig{StoreDir: t.TempDir(), Listen: true, Port: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	nc, err := srv.Connect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	bus, err := events.New(nc, events.Config{Subject: contracts.Subject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: "LATER", Subjects: []string{"later.>"}}); err != nil {
+		t.Fatal(err)
+	}
+
+	malformed := cloudevents.New()
+	malformed.SetID("malformed-1")
+	malformed.SetType(contracts.Catalog()[0].Type)
+	malformed.SetSource("/test")
+	malformed.SetExtension("tenant", "t1")
+	malformed.SetExtension("partitionkey", "k")
+	if err := malformed.SetData(cloudevents.ApplicationJSON, map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := contracts.Validate(malformed); err == nil {
+		t.Fatalf("%s with data {} keeps its contract; the test needs one it breaks", malformed.Type())
+	}
+	msgs := []*nats.Msg{{Subject: "later.a", Header: nats.Header{}, Data: []byte("not a CloudEvent")}}
+	for _, ev := range []cloudevents.Event{malformed, eventstest.NewEvent("sound-1", "k", 1)} {
+		m, err := events.Encode("later.b", ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Without its id the stream keeps every copy: a redrive is stored
+		// though the duplicate window still holds the original.
+		m.Header.Del(events.HeaderMsgID)
+		msgs = append(msgs, m)
+	}
+	for _, m := range msgs {
+		if _, err := bus.JetStream().PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sub, err := bus.Subscribe(ctx, events.ConsumerConfig{Stream: "LATER", Name: "strict", Subjects: []string{"later.>"}},
+		func(_ context.Context, ev cloudevents.Event) error {
+			if _, ok := contracts.Lookup(ev.Type()); ok {
+				return contracts.Validate(ev)
+			}
+			return events.Permanent(errors.New("session not found"))
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dls, err := bus.JetStream().Stream(ctx, events.DeadLetterStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventstest.Eventually(t, 10*time.Second, "three dead letters", func() bool {
+		info, err := dls.Info(ctx)
+		return err == nil && info.State.Msgs == 3
+	})
+	if err := sub.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	dlq := func(args ...string) (stdout, stderr string, code int) {
+		cmd := exec.Command(binary, append([]string{"dlq", "--nats-url", srv.ClientURL()}, args...)...)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		_ = cmd.Run()
+		return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+	}
+	out, _, _ := dlq("list")
+	seq := map[string]string{} // decode, malformed-1, sound-1
+	for l := range strings.Lines(out) {
+		var line deadLetterLine
+		if err := json.Unmarshal([]byte(l), &line); err != nil {
+			t.Fatal(err)
+		}
+		key := line.EventID
+		if line.Cause == events.CauseDecode {
+			key = "decode"
+		}
+		seq[key] = strconv.FormatUint(line.Seq, 10)
+	}
+	if len(seq) != 3 || seq["decode"] == "" || seq["malformed-1"] == "" || seq["sound-1"] == "" {
+		t.Fatalf("dlq list = %v, want a decode dead letter, malformed-1 and sound-1:\n%s", seq, out)
+	}
+
+	out, errOut, code := dlq("redrive", seq["decode"], seq["malformed-1"], seq["sound-1"])
+	for _, want := range []string{
+		"dead letter " + seq["decode"] + ": skipped: its message is not a valid CloudEvent (",
+		"dead letter " + seq["malformed-1"] + ": skipped: its message breaks its contract (",
+		"so a redrive would be dead-lettered again (--force redrives it)",
+		"2 of 3 dead letters not redriven (2 skipped: their messages cannot be handled as they are; --force redrives them)",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("redrive: stderr lacks %q", want)
+		}
+	}
+	if code != 1 || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"event_id":"sound-1"`) {
+		t.Errorf("redrive: exit %d, want 1 with sound-1 alone stored:\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = dlq("redrive", "--all", "--cause", events.CauseDecode)
+	if code != 1 || out != "" || !strings.Contains(errOut, "1 of 1 dead letter") || !strings.Contains(errOut, "(1 skipped: its message cannot") {
+		t.Errorf("redrive --all --cause decode: exit %d, want 1 with it skipped:\n%s%s", code, out, errOut)
+	}
+	// A sequence after a bare bool flag is taken for its value when it
+	// parses as a bool: --force 1 2 redrove 2 alone.
+	for _, flag := range []string{"--force", "--all"} {
+		if out, errOut, code := dlq("redrive", flag, "1", "2"); code == 0 || out != "" ||
+			!strings.Contains(errOut, flag+` takes no value, and "1" would be read as one: give it as `+flag+"=true") {
+			t.Errorf("redrive %s 1 2: exit %d, want a usage error:\n%s%s", flag, code, out, errOut)
+		}
+	}
+	out, errOut, code = dlq("redrive", "--force=true", seq["decode"], seq["malformed-1"])
+	if code != 0 || strings.Count(out, "\n") != 2 || strings.Contains(errOut, "skipped") {
+		t.Errorf("redrive --force: exit %d, want both stored:\n%s%s", code, out, errOut)
 	}
 }
