@@ -403,13 +403,16 @@ func (s *Service) onRequest(ctx context.Context, ev event.Event) error {
 	if err != nil {
 		return events.Permanent(err)
 	}
+	if err := s.knownTenant(ctx, *req); err != nil {
+		return err
+	}
 	tr, err := s.tenant(req.TenantID)
 	if err != nil {
 		return err
 	}
 	ref := sqlstore.RunRef{TenantID: req.TenantID, RunID: req.RunID}
 	if _, err := tr.store.Load(ctx, req.RunID); err == nil {
-		return nil // a redelivery: the run is recorded, and carried on by its lease holder
+		return s.redelivery(ctx, tr, *req, src)
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
@@ -448,6 +451,58 @@ func (s *Service) onRequest(ctx context.Context, ev event.Event) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// knownTenant refuses a request of a tenant the node's database does not
+// have: nothing else would stop a misspelt --tenant from running. Only a
+// node with tenants checks: praetor serve's PostgreSQL, where tenants are
+// added with praetor tenant add; praetor dev serves anyone on its SQLite.
+func (s *Service) knownTenant(ctx context.Context, req contracts.WorkflowRequested) error {
+	if s.deps.Dev || s.deps.DB.Dialect() != store.Postgres {
+		return nil
+	}
+	_, err := store.GetTenant(ctx, s.deps.DB, req.TenantID)
+	if errors.Is(err, store.ErrNotFound) {
+		return events.Permanent(fmt.Errorf("run %s: tenant %s does not exist in the node's database: add it with praetor tenant add --tenant %s, then request the run again",
+			req.RunID, req.TenantID, req.TenantID))
+	}
+	return err
+}
+
+// redelivery handles a request for a run id the tenant already has: the
+// same workflow and registry is the request delivered again (the run is
+// carried on by its lease holder); another is a new run reusing the id,
+// refused rather than dropped without a word.
+func (s *Service) redelivery(ctx context.Context, tr *tenantRuns, req contracts.WorkflowRequested, src Source) error {
+	raw, err := tr.store.Source(ctx, req.RunID)
+	if err != nil {
+		return err
+	}
+	have, err := DecodeSource(raw)
+	if err == nil && have.Workflow == src.Workflow && have.Registry == src.Registry {
+		return nil
+	}
+	existing := "its recorded source cannot be read"
+	if err == nil {
+		existing = "workflow " + s.relative(have.Workflow)
+		if have.Registry != "" {
+			existing += " with registry " + s.relative(have.Registry)
+		}
+	}
+	asked := "workflow " + req.Workflow
+	if req.Registry != "" {
+		asked += " with registry " + req.Registry
+	}
+	return events.Permanent(fmt.Errorf("run %s of tenant %s already exists, a run of %s: the request for %s reuses its id; request it again with another run id",
+		req.RunID, req.TenantID, existing, asked))
+}
+
+// relative names a file under the workflow directory as a request would.
+func (s *Service) relative(path string) string {
+	if rel, err := filepath.Rel(s.set.WorkflowDir, path); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return rel
+	}
+	return path
 }
 
 // loadOptions resolves a request's files under the workflow directory.

@@ -51,9 +51,13 @@ tasks:
 }
 
 // nodeDeps are what a node gives its services: here one process's bus,
-// relay and the shared database.
+// relay and the shared database, which has the tenant acme of the tests'
+// runs (a node on PostgreSQL refuses the requests of unknown tenants).
 func nodeDeps(t *testing.T, n *orchtest.NATS, db store.DB) node.Deps {
 	t.Helper()
+	if err := store.CreateTenant(context.Background(), db, store.Tenant{ID: "acme", Name: "acme"}); err != nil && !errors.Is(err, store.ErrConflict) {
+		t.Fatal(err)
+	}
 	bus := n.Bus(t)
 	relay, err := delivery.NewRelay(delivery.RelayConfig{DB: db, Publisher: bus, Logger: orchtest.Logger(t), Interval: 100 * time.Millisecond})
 	if err != nil {
@@ -156,6 +160,69 @@ func TestServiceRunsRequestedWorkflows(t *testing.T) {
 		}
 		if _, err := st.Load(context.Background(), "svc-bad"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("a refused request left a run: %v", err)
+		}
+	})
+}
+
+// On a node with tenants (PostgreSQL), a request of a tenant never added is
+// dead-lettered naming praetor tenant add, and a request reusing a run's id
+// with another workflow is dead-lettered naming the run's workflow, where
+// it was dropped as a redelivery; dev's SQLite serves any tenant.
+func TestServiceRefusesUnknownTenantsAndReusedRunIDs(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
+		n := orchtest.StartNATS(t)
+		dir := svcProject(t)
+		orchtest.Write(t, dir, "flows/other.yaml", "name: other\nagents: ../agents.yaml\ntasks:\n  - id: a\n    agent: mock\n")
+		vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml"),
+			orchestrator.EnvLease: "3s"})
+		startService(t, orchestrator.WorkerFactory(vars), nodeDeps(t, n, db))
+		startService(t, orchestrator.ServiceFactory(vars), nodeDeps(t, n, db))
+		client := n.Bus(t)
+		acme, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: "acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ghost, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: "ghost"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		request(t, client, contracts.WorkflowRequested{TenantID: "acme", RunID: "reused", Workflow: "flows/other.yaml"})
+		waitRun(t, acme, "reused", engine.RunCompleted)
+		request(t, client, contracts.WorkflowRequested{TenantID: "acme", RunID: "reused", Workflow: "flows/chain.yaml"})
+		request(t, client, contracts.WorkflowRequested{TenantID: "ghost", RunID: "g1", Workflow: "flows/other.yaml"})
+
+		want := []string{`run reused of tenant acme already exists, a run of workflow flows/other.yaml: the request for workflow flows/chain.yaml reuses its id`}
+		letters := 1
+		if db.Dialect() == store.Postgres {
+			want = append(want, "tenant ghost does not exist in the node's database: add it with praetor tenant add --tenant ghost")
+			letters = 2
+		} else {
+			waitRun(t, ghost, "g1", engine.RunCompleted)
+		}
+		var got []events.DeadLetter
+		eventually(t, "the dead letters", func() bool {
+			got = eventstest.DeadLetters(t, client, contracts.StreamWorkflows, "orchestrator")
+			return len(got) >= letters
+		})
+		var reasons []string
+		for _, dl := range got {
+			reasons = append(reasons, dl.Reason)
+		}
+		all := strings.Join(reasons, "\n")
+		for _, w := range want {
+			if !strings.Contains(all, w) {
+				t.Errorf("dead letters lack %q:\n%s", w, all)
+			}
+		}
+		if len(got) != letters {
+			t.Errorf("%d dead letters, want %d:\n%s", len(got), letters, all)
+		}
+		if db.Dialect() == store.Postgres {
+			if _, err := ghost.Load(context.Background(), "g1"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("the unknown tenant's run: %v, want none", err)
+			}
 		}
 	})
 }
