@@ -56,6 +56,7 @@ type Service struct {
 	leases *sqlstore.Leases
 	res    *sqlstore.Results
 	log    *slog.Logger
+	met    *serviceMetrics
 
 	mu      sync.Mutex
 	sub     *events.Subscription
@@ -103,8 +104,12 @@ func NewService(s Settings, d node.Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	met, err := newServiceMetrics(d.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
 	host, _ := os.Hostname()
-	return &Service{set: s, deps: d, owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8]),
+	return &Service{set: s, deps: d, met: met, owner: fmt.Sprintf("%s-%d-%s", host, os.Getpid(), uuid.NewString()[:8]),
 		disp: disp, leases: sqlstore.NewLeases(d.DB), res: sqlstore.NewResults(d.DB), log: log.With("service", "orchestrator"),
 		tenants: map[string]*tenantRuns{}, active: map[sqlstore.RunRef]*activeRun{}, started: map[sqlstore.RunRef]chan struct{}{}}, nil
 }
@@ -350,10 +355,12 @@ func (s *Service) launch(ref sqlstore.RunRef, run func(context.Context) (engine.
 	s.active[ref] = ar
 	s.runs.Add(1)
 	s.mu.Unlock()
+	s.met.runsInFlight.Inc()
 	go func() {
 		defer s.runs.Done()
 		defer close(ar.done)
 		defer cancel()
+		defer s.met.runsInFlight.Dec()
 		st, err := run(ctx)
 		s.mu.Lock()
 		if s.active[ref] == ar {

@@ -227,6 +227,70 @@ func TestServiceRefusesUnknownTenantsAndReusedRunIDs(t *testing.T) {
 	})
 }
 
+// /metrics has the runs an orchestrator carries (a gauge), the runs
+// finished by status and the tasks failed by agent.
+func TestServiceMetricsCountRuns(t *testing.T) {
+	t.Parallel()
+	db := testdb.SQLite(t)
+	n := orchtest.StartNATS(t)
+	dir := svcProject(t)
+	orchtest.Write(t, dir, "flows/fails.yaml", "name: fails\nagents: ../agents.yaml\ntasks:\n  - id: doomed\n    agent: broken\n")
+	orchtest.Write(t, dir, "agents.yaml", "agents:\n  mock:\n    kind: mock\n    mock:\n      tasks:\n        slow: {delay: 600ms}\n"+
+		"  broken:\n    kind: mock\n    mock:\n      fail: always\n")
+	vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml")})
+	startService(t, orchestrator.WorkerFactory(vars), nodeDeps(t, n, db))
+	d := nodeDeps(t, n, db)
+	reg := d.Registerer.(*prometheus.Registry)
+	startService(t, orchestrator.ServiceFactory(vars), d)
+	st, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metric := func(name, label string) float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				if label != "" && (len(m.GetLabel()) != 1 || m.GetLabel()[0].GetValue() != label) {
+					continue
+				}
+				switch {
+				case m.Gauge != nil:
+					return m.GetGauge().GetValue()
+				case m.Counter != nil:
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return -1
+	}
+
+	request(t, n.Bus(t), contracts.WorkflowRequested{TenantID: "acme", RunID: "m1", Workflow: "flows/chain.yaml"})
+	eventually(t, "a run in flight", func() bool { return metric("praetor_workflow_runs_in_flight", "") == 1 })
+	waitRun(t, st, "m1", engine.RunCompleted)
+	request(t, n.Bus(t), contracts.WorkflowRequested{TenantID: "acme", RunID: "m2", Workflow: "flows/fails.yaml"})
+	waitRun(t, st, "m2", engine.RunFailed)
+	eventually(t, "no run in flight", func() bool { return metric("praetor_workflow_runs_in_flight", "") == 0 })
+	for _, c := range []struct {
+		name, label string
+		want        float64
+	}{
+		{"praetor_workflow_runs_finished_total", string(engine.RunCompleted), 1},
+		{"praetor_workflow_runs_finished_total", string(engine.RunFailed), 1},
+		{"praetor_workflow_tasks_failed_total", "broken", 1},
+	} {
+		if got := metric(c.name, c.label); got != c.want {
+			t.Errorf("%s{%s} = %v, want %v", c.name, c.label, got, c.want)
+		}
+	}
+}
+
 // A run whose orchestrator died — its lease expired — is claimed and
 // resumed by another replica; a replica that drains releases its runs, and
 // the other carries them on at once.

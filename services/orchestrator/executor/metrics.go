@@ -11,6 +11,7 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	runs     *prometheus.CounterVec
 	inflight prometheus.Gauge
+	failed   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -32,6 +33,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "praetor_workflow_attempts_in_flight",
 			Help: "Task attempts dispatched and not yet answered.",
 		}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "praetor_workflow_tasks_failed_total",
+			Help: "Tasks failed for good (their retries spent, or a permanent error), by agent.",
+		}, []string{"agent"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -41,6 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m.duration = register(reg, m.duration, &err)
 	m.runs = register(reg, m.runs, &err)
 	m.inflight = register(reg, m.inflight, &err)
+	m.failed = register(reg, m.failed, &err)
 	return m, err
 }
 

@@ -354,6 +354,7 @@ func (r *run) handle(ctx context.Context, batch []outcome) error {
 				"error", ts.Error.Message, "retry_at", ts.RetryAt)
 		case engine.TaskFailed:
 			r.x.metrics.attempts.WithLabelValues("failed").Inc()
+			r.x.metrics.failed.WithLabelValues(o.task.Agent).Inc()
 			r.log.Error("task failed", "task", o.task.TaskID, "attempt", o.task.Attempt, "status", ts.Status,
 				"kind", ts.Error.Kind, "error", ts.Error.Message)
 		}
