@@ -120,6 +120,13 @@ type Config struct {
 	Logger *slog.Logger
 	// Registerer receives the metrics. Default: none registered.
 	Registerer prometheus.Registerer
+	// Streams lists the task stream's consumers, to warn when an attempt
+	// has waited UnservedAfter and no worker pool serves its agent.
+	// Default: the Bus's JetStream when it gives one (*events.Bus).
+	Streams Streams
+	// UnservedAfter is how long an attempt waits before that look. Default
+	// 30s.
+	UnservedAfter time.Duration
 }
 
 // WithDefaults fills the defaults.
@@ -135,6 +142,10 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if js, ok := c.Bus.(jetStreamer); ok && c.Streams == nil {
+		c.Streams = js.JetStream()
+	}
+	c.UnservedAfter = cmp.Or(c.UnservedAfter, defaultUnservedAfter)
 	return c
 }
 
@@ -161,6 +172,8 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	waiters map[string][]chan taskmsg.Outcome
 	sub     *events.Subscription
+	// unserved holds the agents warned of as served by no worker pool.
+	unserved sync.Map
 
 	// saves carries answers to the writer, which records those that arrive
 	// together in one statement: one commit for many answers.
@@ -417,8 +430,12 @@ func (t *TenantDispatcher) Dispatch(ctx context.Context, task agent.Task, c agen
 
 	poll := time.NewTicker(d.cfg.PollInterval)
 	defer poll.Stop()
+	unserved := time.NewTimer(d.cfg.UnservedAfter)
+	defer unserved.Stop()
 	for {
 		select {
+		case <-unserved.C:
+			d.checkServed(ctx, t.tenant, task)
 		case o := <-ch:
 			d.metrics.wait.Observe(time.Since(start).Seconds())
 			return answer(o)
