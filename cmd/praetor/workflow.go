@@ -93,6 +93,7 @@ stopped process is waited for, not started twice.`),
 	}
 	cmd.Subcommands = []*ff.Command{
 		workflowRunCommand(g, fs),
+		workflowSubmitCommand(g, fs),
 		workflowResumeCommand(g, fs),
 		workflowStatusCommand(g, fs),
 		workflowValidateCommand(g, fs),
