@@ -694,6 +694,9 @@ and the consumer it waited on.`),
 						cur.RunID, cur.Workflow, fr.StatePath(), cur.RunID)
 				}
 			}
+			if err := refuseTakenRunID(ctx, be.runs, runID); err != nil {
+				return err
+			}
 			if err := be.runs.saveSource(runID, src); err != nil {
 				return err
 			}
@@ -704,6 +707,21 @@ and the consumer it waited on.`),
 			})
 		},
 	}
+}
+
+// refuseTakenRunID is the usage error of a --run-id that names a run the
+// store has: checked before the new run's source is saved, which would
+// replace that run's own.
+func refuseTakenRunID(ctx context.Context, runs runStore, runID string) error {
+	s, err := runs.Load(ctx, runID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return usageError{fmt.Sprintf("%v: run %s of workflow %s (%s) is in %s: give the new run another --run-id, or carry that one on with praetor workflow resume %s",
+		executor.ErrRunExists, runID, s.Workflow, s.Status, runs.where(), runID)}
 }
 
 func workflowResumeCommand(g *globals, parent *ff.FlagSet) *ff.Command {
@@ -849,6 +867,8 @@ func carryOn(ctx context.Context, g *globals, bf backendFlags, be *backend, bund
 			s.RunID, context.Cause(runCtx), s.RunID)}
 	case errors.Is(runErr, filestore.ErrRunInProgress):
 		return fmt.Errorf("%w\n(praetor workflow status shows it; praetor workflow resume carries it on)", runErr)
+	case errors.Is(runErr, executor.ErrRunExists):
+		return usageError{fmt.Sprintf("%v: give the new run another --run-id", runErr)}
 	case errors.Is(runErr, executor.ErrPlanChanged):
 		return fmt.Errorf("%w: the run cannot carry on with a different workflow; start a new run", runErr)
 	case runErr != nil:
