@@ -1057,6 +1057,11 @@ rebuild the stored state (same hash).`),
 				return enc.Encode(s)
 			}
 			printSummary(g.stdout, s, be.runs.where(), time.Now())
+			if note, err := unheldNote(ctx, be.runs, s, time.Now()); err != nil {
+				return err
+			} else if note != "" {
+				fmt.Fprintln(g.stdout, note)
+			}
 			evs, err := be.runs.events(ctx, runID)
 			if err != nil {
 				return fmt.Errorf("read the run's events: %w", err)
@@ -1074,6 +1079,36 @@ rebuild the stored state (same hash).`),
 			return nil
 		},
 	}
+}
+
+// unheldNote says of a RUNNING run that nothing may be carrying it on: its
+// state alone would show it RUNNING forever once the process carrying it
+// died. A run in the database is carried by the orchestrator holding its
+// lease, or by the praetor workflow run that started it (no lease); one in
+// files by that command alone. "" when a live lease holds it, or it ended.
+func unheldNote(ctx context.Context, runs runStore, s engine.State, now time.Time) (string, error) {
+	if s.Status != engine.RunRunning {
+		return "", nil
+	}
+	resume := "praetor workflow resume " + s.RunID
+	sr, ok := runs.(sqlRuns)
+	if !ok {
+		return fmt.Sprintf("RUNNING as far as its state file says: if the praetor workflow run carrying it has ended, carry it on with %s", resume), nil
+	}
+	h, err := sr.Holder(ctx, s.RunID)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case h.Held(now):
+		return "", nil
+	case h.Until.IsZero():
+		return fmt.Sprintf("no orchestrator holds this run (it has no lease): it was started by praetor workflow run, which alone carries it on; "+
+			"if that process has ended, carry it on with %s --database-url URL --tenant %s", resume, sr.TenantID()), nil
+	}
+	return fmt.Sprintf("no live lease holds this run: the lease of %s ran out %s ago (%s); an orchestrator of praetor serve or dev on this database "+
+		"takes it over within its lease period, and without one it waits: carry it on with %s --database-url URL --tenant %s",
+		h.Owner, now.Sub(h.Until).Round(time.Second), h.Until.Format(time.RFC3339), resume, sr.TenantID()), nil
 }
 
 func workflowValidateCommand(g *globals, parent *ff.FlagSet) *ff.Command {

@@ -103,3 +103,33 @@ func (l *Leases) Release(ctx context.Context, r RunRef, owner string, now time.T
 	}
 	return nil
 }
+
+// Holder is who holds a run's lease: Owner until Until. A run that never
+// held one (praetor workflow run's) has a zero Holder.
+type Holder struct {
+	Owner string
+	Until time.Time
+}
+
+// Held reports whether the lease is held at now.
+func (h Holder) Held(now time.Time) bool { return !h.Until.IsZero() && h.Until.After(now) }
+
+// Holder returns the lease of one of the store's runs, or an error wrapping
+// store.ErrNotFound.
+func (s *Store) Holder(ctx context.Context, runID string) (Holder, error) {
+	var owner *string
+	var until *time.Time
+	err := s.cfg.DB.QueryRow(ctx, `SELECT owner, lease_until FROM workflow_runs WHERE tenant_id = $1 AND id = $2`,
+		s.cfg.TenantID, runID).Scan(&owner, &until)
+	if err != nil {
+		return Holder{}, fmt.Errorf("sqlstore: lease of run %s of tenant %s: %w", runID, s.cfg.TenantID, err)
+	}
+	var h Holder
+	if owner != nil {
+		h.Owner = *owner
+	}
+	if until != nil {
+		h.Until = until.UTC()
+	}
+	return h, nil
+}
