@@ -176,10 +176,33 @@ func requireMigrated(ctx context.Context, db store.DB) error {
 	}
 	for _, s := range status {
 		if !s.Applied {
-			return fmt.Errorf("the database lacks migration %s: run `praetor migrate` (or pass --migrate)", s.Name)
+			return fmt.Errorf("%s lacks migration %s: %s", storeName(ctx, db), s.Name, migrateHint(db))
 		}
 	}
 	return nil
+}
+
+// storeName names the store a tool opened: without --database-url it is
+// the SQLite file of --data-dir, which a user who meant PostgreSQL (and
+// forgot DATABASE_URL) would not guess from "the database".
+func storeName(ctx context.Context, db store.DB) string {
+	if db.Dialect() != store.SQLite {
+		return "the PostgreSQL database of --database-url (DATABASE_URL)"
+	}
+	var file string
+	if err := db.QueryRow(ctx, `SELECT file FROM pragma_database_list WHERE name = 'main'`).Scan(&file); err != nil || file == "" {
+		return "the SQLite store of --data-dir (no --database-url or DATABASE_URL was given)"
+	}
+	return "the SQLite store " + file + " of --data-dir (no --database-url or DATABASE_URL was given)"
+}
+
+// migrateHint says how to migrate the store, or pick the other one.
+func migrateHint(db store.DB) string {
+	if db.Dialect() != store.SQLite {
+		return "run `praetor migrate --database-url URL` (or pass --migrate)"
+	}
+	return "it is no praetor dev's yet: run `praetor migrate --data-dir DIR` (or pass --migrate), or give --database-url (DATABASE_URL) " +
+		"to use a PostgreSQL database instead"
 }
 
 // catalogEncoder routes and encodes catalog events without a connection:
