@@ -93,10 +93,10 @@ stopped process is waited for, not started twice.`),
 	}
 	cmd.Subcommands = []*ff.Command{
 		workflowRunCommand(g, fs),
-		workflowSubmitCommand(g, fs),
 		workflowResumeCommand(g, fs),
 		workflowStatusCommand(g, fs),
 		workflowValidateCommand(g, fs),
+		workflowSubmitCommand(g, fs),
 	}
 	return cmd
 }
