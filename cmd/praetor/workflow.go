@@ -68,8 +68,8 @@ func workflowCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	fs := ff.NewFlagSet("workflow").SetParent(parent)
 	cmd := &ff.Command{
 		Name:      "workflow",
-		Usage:     "praetor workflow <run|resume|status|validate> [FLAGS] ...",
-		ShortHelp: "run DAG workflows of agent tasks: run, resume, status, validate",
+		Usage:     "praetor workflow <run|resume|status|validate|submit> [FLAGS] ...",
+		ShortHelp: "run DAG workflows of agent tasks: run, resume, status, validate, submit",
 		LongHelp: strings.TrimSpace(`
 A workflow is a YAML file of tasks (id, agent, depends_on, inputs, outputs,
 retries, timeout); its agents come from a registry YAML (mock, llm or command
@@ -85,6 +85,8 @@ this process. With --database-url the state is kept in PostgreSQL; with
 --nats-url as well, every attempt is dispatched over JetStream to agent workers
 (this process runs a pool of them unless --workers 0) and every state change is
 published on PRAETOR_WORKFLOWS, so praetor replay --workflow RUN rebuilds it.
+All of these run the orchestrator in this process: praetor workflow submit
+asks the orchestrators of a running praetor serve or dev to run it instead.
 
 A run stopped by a signal or a crash continues with praetor workflow resume:
 finished tasks are not run again, and a command agent still running from the
