@@ -179,6 +179,12 @@ type TurnResponded struct {
 	// on without: they never reached the runner (dead-lettered), and a
 	// replay leaves them out as the live run did.
 	SkippedTurns []int `json:"skipped_turns,omitempty"`
+	// HandoffID is the handoff the turn made (its exit transition fired),
+	// or the one a turn answered without being processed came after (the
+	// session had handed off): the gateway tells a stream where the
+	// conversation went with the reply, without asking the store for every
+	// turn.
+	HandoffID string `json:"handoff_id,omitempty"`
 }
 
 func (TurnResponded) Spec() *Spec                   { return TurnRespondedSpec }

@@ -140,11 +140,21 @@ func TestOfflineProjectDiscoveryConversation(t *testing.T) {
 				t.Errorf("turn %d: %s not extracted (log %v)", i+1, f, last.Effects.ExtractionLog)
 			}
 		}
+		// turn.responded names the handoff the turn made, and only then.
+		tr, err := last.Responded("tenant-1", fmt.Sprintf("msg-%02d", i+1))
+		if err != nil {
+			t.Fatal(err)
+		}
 		switch {
 		case last.Effects.Exit != nil:
 			if strings.Contains(last.Reply, "?") || !strings.HasSuffix(last.Reply, "Your next message goes there.") {
 				t.Errorf("turn %d: the reply that hands off asks what the user cannot answer here: %q", i+1, last.Reply)
 			}
+			if tr.HandoffID == "" || tr.HandoffID != last.Effects.Exit.HandoffID {
+				t.Errorf("turn %d: turn.responded handoff_id = %q, want the handoff made, %q", i+1, tr.HandoffID, last.Effects.Exit.HandoffID)
+			}
+		case tr.HandoffID != "":
+			t.Errorf("turn %d, which made no handoff: turn.responded handoff_id = %q", i+1, tr.HandoffID)
 		case !strings.Contains(last.Reply, "?"):
 			t.Errorf("turn %d: the reply asks nothing: %q", i+1, last.Reply)
 		}

@@ -204,5 +204,14 @@ func (r *Result) responded(tenantID, turnID string) contracts.TurnResponded {
 		Text: r.Reply, Phase: r.Phase, Completeness: r.Completeness.Overall, Provider: r.Provider,
 		Degraded: r.Degraded || r.Telemetry.ExtractionDegraded, DegradedReason: r.DegradedReason, StateHash: r.StateHash,
 		EngineVersion: r.State.EngineVersion, EngineDigest: r.EngineDigest, SkippedTurns: r.SkippedTurns,
+		HandoffID: r.handoffID(),
 	}
+}
+
+// handoffID is the handoff the turn made, "" when it made none.
+func (r *Result) handoffID() string {
+	if x := r.Effects.Exit; x != nil {
+		return x.HandoffID
+	}
+	return ""
 }

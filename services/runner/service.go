@@ -440,7 +440,7 @@ const setAsideReply = "This message reached me after our conversation had gone o
 // ever. The state does not change.
 func (s *Service) setAside(sess conversation.Session, te *contracts.TurnExtracted, at time.Time) delivery.Step {
 	return s.answerUnprocessed(sess, te, at, setAsideReply,
-		fmt.Sprintf("set aside: the session went on to turn %d without it", sess.TurnCount))
+		fmt.Sprintf("set aside: the session went on to turn %d without it", sess.TurnCount), "")
 }
 
 // movedOn is the step for a turn that reached the session after the turn
@@ -456,13 +456,14 @@ func (s *Service) movedOn(sess conversation.Session, te *contracts.TurnExtracted
 	reply := "This message reached me after I had handed our conversation over to " + name +
 		", so I did not answer it here. If it still matters, please send it again there."
 	return s.answerUnprocessed(sess, te, at, reply, fmt.Sprintf("handed off: the session handed off to %s at turn %d "+
-		"(handoff %s); post to session %s", x.TargetEngine, x.AtTurn, x.HandoffID, TargetSessionID(x.HandoffID)))
+		"(handoff %s); post to session %s", x.TargetEngine, x.AtTurn, x.HandoffID, TargetSessionID(x.HandoffID)), x.HandoffID)
 }
 
 // answerUnprocessed is the step that answers a pending turn the session
-// does not process, degraded with reply and reason; a turn answered before
-// is left alone.
-func (s *Service) answerUnprocessed(sess conversation.Session, te *contracts.TurnExtracted, at time.Time, reply, reason string) delivery.Step {
+// does not process, degraded with reply and reason, and with the handoff
+// it came after, if any; a turn answered before is left alone.
+func (s *Service) answerUnprocessed(sess conversation.Session, te *contracts.TurnExtracted, at time.Time, reply, reason,
+	handoffID string) delivery.Step {
 	return func(ctx context.Context, tx store.Querier) ([]event.Event, error) {
 		t, err := conversation.GetTurn(ctx, tx, te.TenantID, te.TurnID)
 		switch {
@@ -475,7 +476,7 @@ func (s *Service) answerUnprocessed(sess conversation.Session, te *contracts.Tur
 		now := s.cfg.Now().UTC() // when it is answered: after the turns the session went on with
 		payload := contracts.TurnResponded{TenantID: te.TenantID, SessionID: sess.ID, TurnID: te.TurnID, TurnNumber: te.TurnNumber,
 			Text: reply, Phase: sess.Phase, Completeness: sess.Completeness, Degraded: true,
-			DegradedReason: reason, StateHash: sess.StateHash}
+			DegradedReason: reason, StateHash: sess.StateHash, HandoffID: handoffID}
 		if err := conversation.AnswerTurn(ctx, tx, conversation.Turn{ID: te.TurnID, TenantID: te.TenantID, SessionID: sess.ID,
 			TurnNumber: te.TurnNumber, Reply: reply, Phase: sess.Phase, Completeness: sess.Completeness, Degraded: true,
 			RespondedAt: &now}); err != nil {
