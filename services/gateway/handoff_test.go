@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -247,11 +248,13 @@ func TestTurnsOfAHandoffCarryIt(t *testing.T) {
 	n := gatewaytest.Start(t, gatewaytest.Options{})
 	type turn struct {
 		gatewaytest.Turn
-		Handoff *handoffSummary `json:"handoff"`
+		Handoff        *handoffSummary `json:"handoff"`
+		DegradedReason string          `json:"degraded_reason"`
 	}
 	const queued = "Members book from phones."
 	var (
 		src       string
+		live      *gatewaytest.Stream
 		decision  turn
 		behind    turn
 		attempted int
@@ -265,6 +268,7 @@ func TestTurnsOfAHandoffCarryIt(t *testing.T) {
 			t.Fatal("the runner committed the handoff before the queued turn reached the gateway, three times")
 		}
 		src = n.CreateSession(t, "", "exploration")
+		live = n.MustOpenStream(t, src, "")
 		for _, msg := range explorationScript[:len(explorationScript)-1] {
 			n.Say(t, "", src, msg)
 		}
@@ -282,21 +286,39 @@ func TestTurnsOfAHandoffCarryIt(t *testing.T) {
 			t.Fatalf("the turn queued behind the decision: %d %s", res.Status, res.Body)
 		}
 	}
-	if !behind.Degraded || behind.TurnNumber != len(explorationScript)+1 || behind.Handoff == nil ||
-		behind.Handoff.TargetEngineID != "project-discovery" || behind.Handoff.TargetSessionID == "" ||
+	// It says why it is degraded: not a model's failure, the handoff.
+	if !behind.Degraded || behind.DegradedReason != "handed_off" || behind.TurnNumber != len(explorationScript)+1 ||
+		behind.Handoff == nil || behind.Handoff.TargetEngineID != "project-discovery" || behind.Handoff.TargetSessionID == "" ||
 		behind.Handoff.SourceSessionID != src {
-		t.Fatalf("the turn queued behind the decision = %+v, handoff %+v; want it degraded with the handoff", behind, behind.Handoff)
+		t.Fatalf("the turn queued behind the decision = %+v, handoff %+v; want it degraded (handed_off) with the handoff",
+			behind, behind.Handoff)
 	}
 	h := behind.Handoff
 
 	var one turn
 	n.Get(t, "/v1/sessions/"+src+"/turns/"+decision.TurnID, "").Decode(t, &one)
-	if one.Handoff == nil || one.Handoff.HandoffID != h.HandoffID {
-		t.Fatalf("GET of the decision's turn: handoff %+v, want %s", one.Handoff, h.HandoffID)
+	if one.Handoff == nil || one.Handoff.HandoffID != h.HandoffID || one.DegradedReason != "" {
+		t.Fatalf("GET of the decision's turn: handoff %+v, degraded_reason %q; want %s and none", one.Handoff,
+			one.DegradedReason, h.HandoffID)
 	}
 	n.Get(t, "/v1/sessions/"+src+"/turns/"+behind.TurnID, "").Decode(t, &one)
-	if one.Handoff == nil || one.Handoff.HandoffID != h.HandoffID {
-		t.Fatalf("GET of the queued turn: handoff %+v, want %s", one.Handoff, h.HandoffID)
+	if one.Handoff == nil || one.Handoff.HandoffID != h.HandoffID || one.DegradedReason != "handed_off" {
+		t.Fatalf("GET of the queued turn: handoff %+v, degraded_reason %q; want %s and handed_off", one.Handoff,
+			one.DegradedReason, h.HandoffID)
+	}
+	// The live stream says the same of both.
+	for streamed := map[string]bool{}; !streamed[decision.TurnID] || !streamed[behind.TurnID]; {
+		ev := live.Next(t, 30*time.Second)
+		if ev.Name != "turn" || (ev.ID != decision.TurnID && ev.ID != behind.TurnID) {
+			continue
+		}
+		streamed[ev.ID] = true
+		var st turn
+		if err := json.Unmarshal([]byte(ev.Data), &st); err != nil || st.Handoff == nil || st.Handoff.HandoffID != h.HandoffID ||
+			(st.DegradedReason == "handed_off") != (ev.ID == behind.TurnID) {
+			t.Fatalf("live turn event %s (%v): want the handoff %s, and degraded_reason handed_off on the queued turn alone",
+				ev.Data, err, h.HandoffID)
+		}
 	}
 
 	var list struct {
@@ -311,6 +333,9 @@ func TestTurnsOfAHandoffCarryIt(t *testing.T) {
 		switch {
 		case carries && (lt.Handoff == nil || lt.Handoff.HandoffID != h.HandoffID || lt.Handoff.TargetSessionID != h.TargetSessionID):
 			t.Errorf("listed turn %d: handoff %+v, want %s", lt.TurnNumber, lt.Handoff, h.HandoffID)
+		case (lt.DegradedReason == "handed_off") != (lt.TurnNumber > len(explorationScript)):
+			t.Errorf("listed turn %d: degraded_reason %q, want handed_off on the turn after the decision alone",
+				lt.TurnNumber, lt.DegradedReason)
 		case !carries && lt.Handoff != nil:
 			t.Errorf("listed turn %d, before the decision, carries the handoff %+v", lt.TurnNumber, lt.Handoff)
 		}
@@ -340,5 +365,62 @@ func TestTurnsOfAHandoffCarryIt(t *testing.T) {
 	n.Get(t, "/v1/sessions/"+src, "").Decode(t, &s)
 	if s.TurnCount != len(explorationScript) {
 		t.Errorf("turn_count = %d, want %d: the last turn the engine processed", s.TurnCount, len(explorationScript))
+	}
+}
+
+// A client reading "turn" events gets the turn that handed the session off
+// in one shape, live or sent again after a reconnect (Last-Event-ID): with
+// the handoff.
+func TestStreamAroundAHandoff(t *testing.T) {
+	t.Parallel()
+	n := gatewaytest.Start(t, gatewaytest.Options{})
+	src := n.CreateSession(t, "", "exploration")
+	live := n.MustOpenStream(t, src, "")
+	var turns []gatewaytest.Turn
+	for _, msg := range explorationScript {
+		turns = append(turns, n.Say(t, "", src, msg))
+	}
+	decision := turns[len(turns)-1]
+
+	var liveTurn map[string]any
+	var liveHandoff string
+	for deadline := time.Now().Add(30 * time.Second); liveTurn == nil || liveHandoff == ""; {
+		switch ev := live.Next(t, time.Until(deadline)); {
+		case ev.Name == "turn" && ev.ID == decision.TurnID:
+			if err := json.Unmarshal([]byte(ev.Data), &liveTurn); err != nil {
+				t.Fatalf("live turn event %s: %v", ev.Data, err)
+			}
+		case ev.Name == "handoff":
+			liveHandoff = ev.Data
+		}
+	}
+
+	reopened, res := n.OpenStreamAfter(t, src, "", turns[len(turns)-2].TurnID)
+	if reopened == nil {
+		t.Fatalf("reopen the stream: %d %s", res.Status, res.Body)
+	}
+	if ev := reopened.Next(t, 10*time.Second); ev.Name != "state" {
+		t.Fatalf("first event %s, want state", ev.Name)
+	}
+	ev := reopened.Next(t, 10*time.Second)
+	var sentAgain map[string]any
+	if err := json.Unmarshal([]byte(ev.Data), &sentAgain); err != nil || ev.Name != "turn" || ev.ID != decision.TurnID {
+		t.Fatalf("after the state: %s %s %s (%v), want the decision's turn", ev.Name, ev.ID, ev.Data, err)
+	}
+	// Sent again from the store, a turn has its message and received_at
+	// too, and the time the store recorded its answer at; and its handoff's
+	// target has started meanwhile (target_started, the state of the
+	// handoff when the event is sent).
+	for _, field := range []string{"message", "received_at", "responded_at"} {
+		delete(sentAgain, field)
+		delete(liveTurn, field)
+	}
+	for _, tv := range []map[string]any{liveTurn, sentAgain} {
+		if h, ok := tv["handoff"].(map[string]any); ok {
+			delete(h, "target_started")
+		}
+	}
+	if liveTurn["handoff"] == nil || !reflect.DeepEqual(liveTurn, sentAgain) {
+		t.Fatalf("the decision's turn:\nlive       %v\nsent again %v\nwant them equal, with the handoff", liveTurn, sentAgain)
 	}
 }

@@ -490,6 +490,11 @@ type turnView struct {
 	// Handoff is set on the answered turn whose exit transition handed the
 	// session off: the next message goes to its target session.
 	Handoff *handoffSummary `json:"handoff,omitempty"`
+
+	// DegradedReason says why a degraded turn was, when the API knows:
+	// "handed_off" for a turn the session answered without processing it,
+	// having handed off (Handoff says where to send it again).
+	DegradedReason string `json:"degraded_reason,omitempty"`
 }
 
 func viewTurn(t conversation.Turn) turnView {
@@ -784,12 +789,7 @@ func (g *Gateway) handedOff(ctx context.Context, s conversation.Session) func(tu
 		g.cfg.Logger.Warn("handoff of a session unreadable", "session_id", s.ID, "handoff_id", s.OutboundHandoffID, "error", err)
 		return unchanged
 	}
-	return func(v turnView) turnView {
-		if v.Status == "answered" && at > 0 && v.TurnNumber >= at {
-			v.Handoff = h
-		}
-		return v
-	}
+	return withMadeHandoff(h, at)
 }
 
 func tenantOfTurn(ctx context.Context) string {

@@ -103,7 +103,9 @@ func (b *broker) subscribe(sessionID string) (<-chan sseEvent, func()) {
 	}
 }
 
-func (b *broker) publish(r contracts.TurnResponded, respondedAt time.Time) {
+// publish hands a reply to the requests waiting for its turn, and as a
+// "turn" event, shaped by view, to the session's streams.
+func (b *broker) publish(r contracts.TurnResponded, respondedAt time.Time, view func(turnView) turnView) {
 	b.mu.Lock()
 	for _, ch := range b.turns[r.TurnID] {
 		select {
@@ -113,9 +115,9 @@ func (b *broker) publish(r contracts.TurnResponded, respondedAt time.Time) {
 	}
 	b.mu.Unlock()
 	c := r.Completeness
-	b.send(r.SessionID, sseEvent{"turn", r.TurnID, turnView{TurnID: r.TurnID, SessionID: r.SessionID, Status: "answered",
+	b.send(r.SessionID, sseEvent{"turn", r.TurnID, view(turnView{TurnID: r.TurnID, SessionID: r.SessionID, Status: "answered",
 		TurnNumber: r.TurnNumber, Reply: r.Text, Phase: r.Phase, Completeness: &c, Sidebar: r.Sidebar, Degraded: r.Degraded,
-		RespondedAt: &respondedAt}})
+		RespondedAt: &respondedAt})})
 }
 
 // send hands an event to the streams open on a session.
@@ -157,7 +159,48 @@ func (g *Gateway) onReply(msg *nats.Msg) {
 		g.cfg.Logger.Warn("reply breaks its contract", "subject", msg.Subject, "error", err)
 		return
 	}
-	g.replies.publish(*r, ev.Time().UTC())
+	g.replies.publish(*r, ev.Time().UTC(), g.replyHandoff(*r))
+}
+
+// replyHandoff returns what adds to the "turn" event of a reply the
+// handoff the reply names (handoff_id: the turn made it, or came after
+// it), as the store's turns carry it (handedOff): one query for such a
+// reply, none for the others.
+func (g *Gateway) replyHandoff(r contracts.TurnResponded) func(turnView) turnView {
+	if r.HandoffID == "" {
+		return func(v turnView) turnView { return v }
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h, at, err := g.madeHandoff(ctx, r.TenantID, r.HandoffID)
+	if err != nil {
+		g.cfg.Logger.Warn("handoff of a reply unreadable; its turn event goes without it", "session_id", r.SessionID,
+			"turn_id", r.TurnID, "handoff_id", r.HandoffID, "error", err)
+		return func(v turnView) turnView { return v }
+	}
+	return withMadeHandoff(h, at)
+}
+
+// degradedHandedOff is the degraded_reason of a turn the session answered
+// without processing it, because it came after the turn that handed the
+// session off: its message is to be sent again to the handoff's target.
+const degradedHandedOff = "handed_off"
+
+// withMadeHandoff adds the handoff h, made by the session's turn at, to the
+// turns it concerns: the one that made it and the later ones, which the
+// session answered (degraded, degraded_reason "handed_off") without
+// processing them.
+func withMadeHandoff(h *handoffSummary, at int) func(turnView) turnView {
+	return func(v turnView) turnView {
+		if v.Status != "answered" || at <= 0 || v.TurnNumber < at {
+			return v
+		}
+		v.Handoff = h
+		if v.TurnNumber > at && v.Degraded {
+			v.DegradedReason = degradedHandedOff
+		}
+		return v
+	}
 }
 
 // handoffEvent is the SSE "handoff" event: the session handed off, and the
@@ -224,11 +267,13 @@ func (g *Gateway) onMerged(msg *nats.Msg) {
 }
 
 // stream serves a session's events as Server-Sent Events: an initial
-// "state" event with the session, then a "turn" event per reply, a "task"
-// event per background task outcome merged, a "handoff" event once the
-// session's handoff has started its target session (follow
-// target_session_id: the next message goes there), and a comment every 15s
-// to keep proxies from closing the connection.
+// "state" event with the session, then a "turn" event per reply (shaped as
+// GET of the turn shows it, less the message and received_at: the turn
+// that handed the session off and those answered after it carry the
+// handoff), a "task" event per background task outcome merged, a
+// "handoff" event once the session's handoff has started its target
+// session (follow target_session_id: the next message goes there), and a
+// comment every 15s to keep proxies from closing the connection.
 //
 // A stream opened with a token lasts as long as the token: it is checked
 // again every Config.StreamAuthInterval, before an event when the last check
@@ -383,8 +428,7 @@ func (t *tokenGuard) check(ctx context.Context, w http.ResponseWriter) bool {
 // (by the time of their answer, then their number: a turn set aside is
 // answered after later ones), none when it is not an answered turn of the
 // session. Read from the store, the turns that made or answered the
-// session's handoff carry it (a live "turn" event does not: the reply event
-// does not say, and the "handoff" event follows once the target exists).
+// session's handoff carry it, as their live "turn" events do.
 func (g *Gateway) answeredAfter(ctx context.Context, s conversation.Session, lastID string) ([]turnView, error) {
 	turns, err := conversation.ListTurns(ctx, g.cfg.DB, s.TenantID, s.ID)
 	if err != nil {
