@@ -370,7 +370,9 @@ func TestTurnsOfAHandoffCarryIt(t *testing.T) {
 
 // A client reading "turn" events gets the turn that handed the session off
 // in one shape, live or sent again after a reconnect (Last-Event-ID): with
-// the handoff.
+// the handoff. A stream opened on the session once it has handed off, which
+// can get no more turns, sends the state, the turns missed, the "handoff"
+// event a live stream got, and ends.
 func TestStreamAroundAHandoff(t *testing.T) {
 	t.Parallel()
 	n := gatewaytest.Start(t, gatewaytest.Options{})
@@ -423,4 +425,18 @@ func TestStreamAroundAHandoff(t *testing.T) {
 	if liveTurn["handoff"] == nil || !reflect.DeepEqual(liveTurn, sentAgain) {
 		t.Fatalf("the decision's turn:\nlive       %v\nsent again %v\nwant them equal, with the handoff", liveTurn, sentAgain)
 	}
+	if ev := reopened.Next(t, 10*time.Second); ev.Name != "handoff" || ev.Data != liveHandoff {
+		t.Fatalf("after the missed turns: %s %s, want the handoff %s", ev.Name, ev.Data, liveHandoff)
+	}
+	reopened.WaitEnd(t, 10*time.Second)
+
+	// Opened without Last-Event-ID: the state, then where to go.
+	fresh := n.MustOpenStream(t, src, "")
+	if ev := fresh.Next(t, 10*time.Second); ev.Name != "state" {
+		t.Fatalf("first event %s, want state", ev.Name)
+	}
+	if ev := fresh.Next(t, 10*time.Second); ev.Name != "handoff" || ev.Data != liveHandoff {
+		t.Fatalf("after the state: %s %s, want the handoff %s", ev.Name, ev.Data, liveHandoff)
+	}
+	fresh.WaitEnd(t, 10*time.Second)
 }

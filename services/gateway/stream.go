@@ -238,6 +238,12 @@ func (g *Gateway) onStarted(msg *nats.Msg) {
 		TargetSessionID: st.SessionID, TargetEngineID: st.EngineID, Reason: h.TransitionReason}})
 }
 
+// handoffEventOf is the "handoff" event of a handoff whose target started.
+func handoffEventOf(h *handoffSummary) sseEvent {
+	return sseEvent{name: "handoff", data: handoffEvent{HandoffID: h.HandoffID, SourceSessionID: h.SourceSessionID,
+		TargetSessionID: h.TargetSessionID, TargetEngineID: h.TargetEngineID, Reason: h.Reason}}
+}
+
 // taskEvent is the SSE "task" event: a background task's new status, and
 // the session's sidebar after it.
 type taskEvent struct {
@@ -274,6 +280,13 @@ func (g *Gateway) onMerged(msg *nats.Msg) {
 // "handoff" event once the session's handoff has started its target
 // session (follow target_session_id: the next message goes there), and a
 // comment every 15s to keep proxies from closing the connection.
+//
+// A stream open when its session hands off stays open after the "handoff"
+// event (a turn queued behind the handoff is still answered there, and
+// background tasks merged). A stream opened on a session that has already
+// handed off, which can get no more turns, ends after its "handoff" event:
+// sent right after the state (and the turns missed, with Last-Event-ID)
+// when the target session has started, else when it starts.
 //
 // A stream opened with a token lasts as long as the token: it is checked
 // again every Config.StreamAuthInterval, before an event when the last check
@@ -323,6 +336,12 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, sseEvent{name: "turn", id: t.TurnID, data: t})
 		sent[t.TurnID] = true
 	}
+	handedOff := v.OutboundHandoff != nil
+	if handedOff && v.OutboundHandoff.TargetStarted {
+		writeSSE(w, handoffEventOf(v.OutboundHandoff))
+		flusher.Flush()
+		return
+	}
 	flusher.Flush()
 	keepalive := time.NewTicker(15 * time.Second)
 	defer keepalive.Stop()
@@ -356,6 +375,10 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			writeSSE(w, ev)
+			if handedOff && ev.name == "handoff" {
+				flusher.Flush()
+				return
+			}
 		}
 		flusher.Flush()
 	}
