@@ -127,7 +127,8 @@ type Config struct {
 	Dev     bool
 	DataDir string
 	// NATSListen, in dev, opens the embedded server on this address so other
-	// processes (praetor replay, praetor chat) can join; empty: in-process only.
+	// processes (praetor replay, praetor chat) can join; port 0 picks a free
+	// one; empty: in-process only.
 	NATSListen  string
 	NATSURL     string
 	DatabaseURL string
@@ -169,6 +170,10 @@ type Config struct {
 	// MetricsReady, when set with MetricsAddr, receives the bound metrics
 	// address once the node serves, before Ready.
 	MetricsReady func(metricsAddr string)
+	// NATSReady, when set with NATSListen in dev, receives the embedded
+	// server's client URL (nats://127.0.0.1:PORT) once the node serves,
+	// before Ready: the port NATSListen's port 0 took.
+	NATSReady func(natsURL string)
 	// Version is the build's version, the label of praetor_build_info.
 	// Default: "unknown".
 	Version string
@@ -382,7 +387,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		closers = append(closers, func() { _ = metricsLn.Close() })
 	}
 
-	nc, stopNATS, err := connectNATS(cfg, log)
+	nc, natsURL, stopNATS, err := connectNATS(cfg, log)
 	if err != nil {
 		return err
 	}
@@ -520,6 +525,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			cfg.MetricsReady(metricsLn.Addr().String())
 		}
 	}
+	if natsURL != "" && cfg.NATSReady != nil {
+		cfg.NATSReady(natsURL)
+	}
 	log.Info("praetor is ready", attrs...)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
@@ -617,20 +625,25 @@ func notReady(ctx context.Context, ready *atomic.Bool, nc *nats.Conn, db store.D
 	return ""
 }
 
-func connectNATS(cfg Config, log *slog.Logger) (*nats.Conn, func(), error) {
+// connectNATS connects to NATS, or starts the embedded server in dev, and
+// returns the embedded server's client URL when it listens.
+func connectNATS(cfg Config, log *slog.Logger) (*nats.Conn, string, func(), error) {
 	if !cfg.Dev {
 		nc, err := events.Connect(cfg.NATSURL, "praetor")
 		if err != nil {
-			return nil, nil, err
+			return nil, "", nil, err
 		}
-		return nc, func() { _ = nc.Drain(); nc.Close() }, nil
+		return nc, "", func() { _ = nc.Drain(); nc.Close() }, nil
 	}
 	sc := events.ServerConfig{StoreDir: filepath.Join(cfg.DataDir, "nats"), Logger: log}
 	if cfg.NATSListen != "" {
 		host, port, _ := net.SplitHostPort(cfg.NATSListen)
 		p, err := net.LookupPort("tcp", port)
 		if err != nil {
-			return nil, nil, &SettingError{Setting: "nats-listen", Problem: err.Error()}
+			return nil, "", nil, &SettingError{Setting: "nats-listen", Problem: err.Error()}
+		}
+		if p == 0 {
+			p = -1 // the server's free port: its port 0 is its default, 4222
 		}
 		sc.Listen, sc.Host, sc.Port = true, host, p
 	}
@@ -639,11 +652,11 @@ func connectNATS(cfg Config, log *slog.Logger) (*nats.Conn, func(), error) {
 	owner := datadir.Owner{PID: os.Getpid(), Command: "praetor dev"}
 	lock, err := datadir.Acquire(cfg.DataDir, owner)
 	if inUse, ok := datadir.IsInUse(err); ok {
-		return nil, nil, &SettingError{Setting: "data-dir", Problem: fmt.Sprintf(
+		return nil, "", nil, &SettingError{Setting: "data-dir", Problem: fmt.Sprintf(
 			"%s is in use by %s: stop it (or let it finish), or give this one another --data-dir", cfg.DataDir, inUse.Owner)}
 	}
 	if err != nil {
-		return nil, nil, &SettingError{Setting: "data-dir", Problem: err.Error()}
+		return nil, "", nil, &SettingError{Setting: "data-dir", Problem: err.Error()}
 	}
 	if len(lock.Tightened) > 0 {
 		log.Warn("data directory was readable by other users; made it and its files private", "dir", cfg.DataDir, "paths", lock.Tightened)
@@ -651,22 +664,23 @@ func connectNATS(cfg Config, log *slog.Logger) (*nats.Conn, func(), error) {
 	srv, err := events.StartServer(sc)
 	if err != nil {
 		lock.Release()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
 	nc, err := srv.Connect()
 	if err != nil {
 		srv.Shutdown()
 		lock.Release()
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	if url := srv.ClientURL(); url != "" {
+	url := srv.ClientURL()
+	if url != "" {
 		log.Info("embedded NATS listening", "url", url)
 		owner.NATSURL = url
 		if err := lock.Record(owner); err != nil {
 			log.Warn("cannot record the NATS address in the data directory's lock; tools will not find it", "error", err)
 		}
 	}
-	return nc, func() { nc.Close(); srv.Shutdown(); lock.Release() }, nil
+	return nc, url, func() { nc.Close(); srv.Shutdown(); lock.Release() }, nil
 }
 
 // OpenStore opens the relational store of a configuration: SQLite under the
