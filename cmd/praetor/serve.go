@@ -88,13 +88,8 @@ func (f *nodeFlags) apply(cfg *node.Config) error {
 	cfg.OmitLLMPrompts = f.llmOmitPrompts
 	cfg.AckWait = f.ackWait
 	cfg.LLM = llmCfg
-	cfg.Available = wiring.Services(wiring.Options{Gateway: func(g *gateway.Config) { g.MaxMessageBytes = f.maxMessageBytes }})
-	cat, reg, err := wiring.LoadEngines(f.enginesDirs, os.Stderr)
-	if err != nil {
-		return err
-	}
-	cfg.Engines, cfg.EngineRegistry = cat, reg
-	return nil
+	return wiring.Configure(cfg, wiring.Options{Gateway: func(g *gateway.Config) { g.MaxMessageBytes = f.maxMessageBytes }},
+		f.enginesDirs, os.Stderr)
 }
 
 // checkLLM checks the model's key and base URL once, unless --llm-check=false.

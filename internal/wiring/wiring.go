@@ -84,6 +84,20 @@ func Names() []string {
 	return out
 }
 
+// Configure gives cfg what every node of the praetor binary runs: the
+// factory of every service (Services(opts)) and the engines, shipped and
+// those of enginesDirs (LoadEngines, printing to w). praetor dev, praetor
+// serve and pkg/praetortest's node are configured by it.
+func Configure(cfg *node.Config, opts Options, enginesDirs []string, w io.Writer) error {
+	cat, reg, err := LoadEngines(enginesDirs, w)
+	if err != nil {
+		return err
+	}
+	cfg.Available = Services(opts)
+	cfg.Engines, cfg.EngineRegistry = cat, reg
+	return nil
+}
+
 // LoadEngines loads the shipped engines and those of dirs (the
 // --engines-dir flags), printing the warnings and errors to w; invalid
 // engines stop the start, with an error that counts the errors listed
