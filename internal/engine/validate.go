@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // ValidateEnv is what a definition is validated against.
@@ -47,6 +48,8 @@ func Validate(def *Definition, env ValidateEnv) Report {
 	v.phases()
 	v.completeness()
 	v.backgroundTasks()
+	v.taskSettings()
+	v.blockingTasks()
 	v.contextConfig()
 	v.informationRatio()
 	v.sidebar()
@@ -516,10 +519,7 @@ func (v *validator) backgroundTasks() {
 		if t.Handler == "" {
 			v.errorf(join(path, "handler"), "task-handler", "handler is required")
 		} else if !v.env.Registry.HasTaskHandler(t.Handler) {
-			v.errorf(join(path, "handler"), "task-handler", "task handler %q is not registered", t.Handler)
-		}
-		if t.EstimatedDuration <= 0 {
-			v.errorf(join(path, "estimated_duration"), "background-task", "estimated_duration must be positive (e.g. 30s)")
+			v.errorf(join(path, "handler"), "task-handler", "task handler %q is not registered%s", t.Handler, v.handlerHint(t.Handler))
 		}
 		tp := join(path, "trigger")
 		tr := t.Trigger
@@ -873,4 +873,164 @@ func cmpOr(a, b string) string {
 		return a
 	}
 	return b
+}
+
+// TaskAttemptCap is the longest one attempt of a background task runs: the
+// background service's per-attempt cap (its Config.MaxTimeout default). An
+// attempt's timeout is its estimated duration times the runner's timeout
+// factor, cut to this cap.
+const TaskAttemptCap = 10 * time.Minute
+
+// taskSettings checks the durations and numbers of the background tasks,
+// and the fallbacks that leave the agent without guidance.
+func (v *validator) taskSettings() {
+	for i, t := range v.def.BackgroundTasks {
+		path := fmt.Sprintf("background_tasks[%d]", i)
+		ep := join(path, "estimated_duration")
+		switch {
+		case t.EstimatedDuration == 0 && !v.present(ep):
+			v.errorf(ep, "background-task", "estimated_duration is required (e.g. 30s)")
+		case t.EstimatedDuration <= 0:
+			v.errorf(ep, "background-task", "estimated_duration must be positive (e.g. 30s), got %s", t.EstimatedDuration.D())
+		case t.EstimatedDuration.D() > TaskAttemptCap:
+			v.warnf(ep, "background-task", "estimated_duration %s is above the background service's per-attempt cap of %s: "+
+				"every attempt is cut off at %s, so the task fails before its estimate", t.EstimatedDuration.D(), TaskAttemptCap, TaskAttemptCap)
+		}
+		if mt := t.Trigger.MinTurn; mt < 0 {
+			v.errorf(join(path, "trigger.min_turn"), "background-task", "min_turn must not be negative, got %d", mt)
+		}
+		fp := join(path, "failure_strategy")
+		fs := t.FailureStrategy
+		rp := join(fp, "retry_delay")
+		switch {
+		case fs.RetryDelay < 0:
+			v.errorf(rp, "failure-strategy", "retry_delay must be positive, got %s", fs.RetryDelay.D())
+		case fs.RetryDelay == 0 && v.present(rp):
+			v.errorf(rp, "failure-strategy", "retry_delay must be positive, or leave it out for the default 5s")
+		}
+		if (fs.Type == FailureRetry || fs.Type == FailureStall) && fs.Then == FailureDegrade && fs.DegradedBehavior == "" {
+			v.warnf(join(fp, "degraded_behavior"), "failure-strategy",
+				"%s falling back to degrade without degraded_behavior gives the agent no guidance once the retries are spent", fs.Type)
+		}
+	}
+}
+
+// present reports whether path was written in the definition's file: there
+// a zero duration is not the same as one left out. A definition not loaded
+// from a file has nothing written.
+func (v *validator) present(path string) bool {
+	_, ok := v.def.positions[path]
+	return ok
+}
+
+// handlerHint is what an unknown task handler's error adds: the nearest
+// registered handler, and every one.
+func (v *validator) handlerHint(name string) string {
+	names := v.env.Registry.TaskHandlers()
+	if len(names) == 0 {
+		return "; no task handlers are registered"
+	}
+	return suggestName(name, names) + "; registered: " + strings.Join(names, ", ")
+}
+
+// blockingTasks warns of a task that blocks phase transitions but can never
+// hold the phase it belongs to: a turn changes phase (steps 6-7) before it
+// starts tasks (step 8), so a task whose trigger first holds on the very
+// turn its phase's transition fires starts after the phase has moved on.
+// It is conservative: the trigger is obligation_status on satisfied
+// obligations; the task's phase is the first phase, in order, that works
+// on one of their categories; and that phase's transition is sure to fire
+// once they are satisfied (an obligation_satisfaction trigger they reach
+// alone, every required checkpoint among them, and no entry condition on
+// the way that could hold it).
+func (v *validator) blockingTasks() {
+	d := v.def
+	for i, t := range d.BackgroundTasks {
+		tr := t.Trigger
+		if !t.BlockPhaseTransition || tr.Type != TaskTriggerObligationStatus || tr.Status != StatusSatisfied || len(tr.ObligationIDs) == 0 {
+			continue
+		}
+		var cats []string
+		known := true
+		for _, id := range tr.ObligationIDs {
+			o, ok := d.Obligation(id)
+			if !ok {
+				known = false
+				break
+			}
+			cats = append(cats, o.Category)
+		}
+		if !known {
+			continue
+		}
+		p := v.workingPhase(cats)
+		if p == nil {
+			continue
+		}
+		if k, ok := v.firesWhenSatisfied(p, tr.ObligationIDs); ok {
+			v.warnf(join(fmt.Sprintf("background_tasks[%d]", i), "trigger"), "background-task",
+				"task %q blocks phase transitions, but its trigger (%s satisfied) first holds on the turn phase %q's "+
+					"transition_triggers[%d] fires, and tasks start after the phase has changed: it never holds %q; "+
+					"trigger it earlier (status: partial, or an obligation of an earlier phase)",
+				t.TaskID, strings.Join(tr.ObligationIDs, ", "), p.ID, k, p.ID)
+		}
+	}
+}
+
+// workingPhase is the first phase, in order, whose focus includes one of
+// cats: where obligations of those categories are asked for first.
+func (v *validator) workingPhase(cats []string) *Phase {
+	var first *Phase
+	for i := range v.def.Phases {
+		p := &v.def.Phases[i]
+		if first != nil && p.Order >= first.Order {
+			continue
+		}
+		for _, c := range v.def.PhaseFocus(p) {
+			if slices.Contains(cats, c) {
+				first = p
+				break
+			}
+		}
+	}
+	return first
+}
+
+// firesWhenSatisfied reports whether p's transition surely fires on the turn
+// the obligations ids are all satisfied, and by which trigger: one of its
+// obligation_satisfaction triggers reaches its rate with them alone, every
+// required checkpoint of p is among them, and no trigger up to that one
+// leads to a phase with entry conditions (which could hold the transition).
+func (v *validator) firesWhenSatisfied(p *Phase, ids []string) (int, bool) {
+	for _, c := range p.MandatoryCheckpoints {
+		if c.Required && !slices.Contains(ids, c.ObligationID) {
+			return 0, false
+		}
+	}
+	for k, t := range p.TransitionTriggers {
+		target := cmpOr(t.TargetPhase, p.NextPhase)
+		if target == "" {
+			continue // never fires
+		}
+		dst, ok := v.def.Phase(target)
+		if !ok || len(dst.EntryConditions) > 0 {
+			return 0, false
+		}
+		if t.Type != CondObligationSatisfaction || t.MinSatisfactionRate <= 0 {
+			continue
+		}
+		total, mine := 0, 0
+		for _, o := range v.def.Obligations {
+			if o.Category == t.Category {
+				total++
+				if slices.Contains(ids, o.ID) {
+					mine++
+				}
+			}
+		}
+		if total > 0 && float64(mine)/float64(total)+1e-9 >= t.MinSatisfactionRate {
+			return k, true
+		}
+	}
+	return 0, false
 }

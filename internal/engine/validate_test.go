@@ -435,3 +435,148 @@ func minimalDefWith(t testing.TB, f func(*Definition)) *Definition {
 	f(d)
 	return d
 }
+
+// withTask parses minimal.yaml with one background task appended, written
+// as YAML so that what is left out differs from what is written as zero.
+func withTask(t *testing.T, task string) *Definition {
+	t.Helper()
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, rep := Parse("testdata/minimal.yaml", []byte(string(data)+"background_tasks:\n  - "+
+		strings.ReplaceAll(strings.TrimSpace(task), "\n", "\n    ")+"\n"))
+	if !rep.Valid() {
+		t.Fatalf("parse: %v", rep.Err())
+	}
+	return def
+}
+
+func TestValidateBackgroundTaskSettings(t *testing.T) {
+	const base = "task_id: research\ndisplay_name: R\nhandler: research.web\ntrigger: {type: low_confidence, threshold: 0.5}\n"
+	for _, tc := range []struct {
+		name, task                  string
+		severity                    Severity
+		wantPath, wantRule, wantMsg string
+	}{
+		{"negative retry delay", base + "estimated_duration: 30s\nfailure_strategy: {type: retry, max_retries: 2, retry_delay: -5s}",
+			SeverityError, "background_tasks[0].failure_strategy.retry_delay", "failure-strategy", "retry_delay must be positive, got -5s"},
+		{"zero retry delay", base + "estimated_duration: 30s\nfailure_strategy: {type: retry, max_retries: 2, retry_delay: 0s}",
+			SeverityError, "background_tasks[0].failure_strategy.retry_delay", "failure-strategy", "leave it out for the default 5s"},
+		{"retry then degrade without guidance", base + "estimated_duration: 30s\nfailure_strategy: {type: retry, max_retries: 2, then: degrade}",
+			SeverityWarning, "background_tasks[0].failure_strategy.degraded_behavior", "failure-strategy", "no guidance"},
+		{"estimated duration above the attempt cap", base + "estimated_duration: 15m\nfailure_strategy: {type: proceed-with-gap}",
+			SeverityWarning, "background_tasks[0].estimated_duration", "background-task", "per-attempt cap of 10m0s"},
+		{"estimated duration left out", base + "failure_strategy: {type: proceed-with-gap}",
+			SeverityError, "background_tasks[0].estimated_duration", "background-task", "estimated_duration is required"},
+		{"estimated duration zero", base + "estimated_duration: 0s\nfailure_strategy: {type: proceed-with-gap}",
+			SeverityError, "background_tasks[0].estimated_duration", "background-task", "must be positive"},
+		{"negative min turn", "task_id: research\ndisplay_name: R\nhandler: research.web\nestimated_duration: 30s\n" +
+			"trigger: {type: low_confidence, threshold: 0.5, min_turn: -1}\nfailure_strategy: {type: proceed-with-gap}",
+			SeverityError, "background_tasks[0].trigger.min_turn", "background-task", "min_turn must not be negative"},
+		{"unknown handler gets the nearest", "task_id: research\ndisplay_name: R\nhandler: research.wbe\nestimated_duration: 30s\n" +
+			"trigger: {type: low_confidence, threshold: 0.5}\nfailure_strategy: {type: proceed-with-gap}",
+			SeverityError, "background_tasks[0].handler", "task-handler", `"research.wbe" is not registered (did you mean "research.web"?); registered: research.web`},
+		{"unknown handler far from any", "task_id: research\ndisplay_name: R\nhandler: market.analysis\nestimated_duration: 30s\n" +
+			"trigger: {type: low_confidence, threshold: 0.5}\nfailure_strategy: {type: proceed-with-gap}",
+			SeverityError, "background_tasks[0].handler", "task-handler", `"market.analysis" is not registered; registered: research.web`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := Validate(withTask(t, tc.task), validateEnv(t))
+			issues := rep.Errors
+			if tc.severity == SeverityWarning {
+				issues = rep.Warnings
+			}
+			for _, is := range issues {
+				if is.Path == tc.wantPath && is.Rule == tc.wantRule && strings.Contains(is.Message, tc.wantMsg) {
+					return
+				}
+			}
+			t.Errorf("no %s at %s [%s] containing %q; errors %v, warnings %v", tc.severity, tc.wantPath, tc.wantRule, tc.wantMsg,
+				rep.Errors, rep.Warnings)
+		})
+	}
+}
+
+// The settings a task may leave out, or write as they are meant, give no
+// issue: a left-out retry_delay is the default 5s.
+func TestValidateBackgroundTaskSettingsAccepted(t *testing.T) {
+	for _, task := range []string{
+		"task_id: research\ndisplay_name: R\nhandler: research.web\nestimated_duration: 10m\n" +
+			"trigger: {type: low_confidence, threshold: 0.5, min_turn: 2}\nfailure_strategy: {type: retry, max_retries: 2}",
+		"task_id: research\ndisplay_name: R\nhandler: research.web\nestimated_duration: 30s\n" +
+			"trigger: {type: low_confidence, threshold: 0.5}\n" +
+			"failure_strategy: {type: retry, max_retries: 2, retry_delay: 2s, then: degrade, degraded_behavior: Go on without it.}",
+	} {
+		rep := Validate(withTask(t, task), validateEnv(t))
+		if !rep.Valid() || len(rep.Warnings) != 0 {
+			t.Errorf("task %q: errors %v, warnings %v; want none", task, rep.Err(), rep.Warnings)
+		}
+	}
+}
+
+// A task that blocks phase transitions, triggered by the obligation whose
+// satisfaction also moves its phase on, starts only after the phase has
+// moved (tasks start at step 8, after the transition at 6-7): it is warned
+// of; one that can start first is not.
+func TestValidateBlockingTaskTriggeredByTheTransition(t *testing.T) {
+	task := func(status ObligationStatusValue, block bool, ids ...string) func(*Definition) {
+		return func(d *Definition) {
+			d.BackgroundTasks = []BackgroundTask{{TaskID: "research", DisplayName: "R", Handler: "research.web",
+				EstimatedDuration: Duration(30e9), BlockPhaseTransition: block,
+				Trigger:         TaskTrigger{Type: TaskTriggerObligationStatus, ObligationIDs: ids, Status: status},
+				FailureStrategy: FailureStrategy{Type: FailureProceedWithGap}}}
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Definition)
+		warn   bool
+	}{
+		// START moves on at 50% of basics: goal_known alone reaches it.
+		{"trigger reaches the transition's rate", task(StatusSatisfied, true, "goal_known"), true},
+		{"every obligation the rate needs", func(d *Definition) {
+			task(StatusSatisfied, true, "goal_known", "name_known")(d)
+			d.Phases[0].TransitionTriggers[0].MinSatisfactionRate = 1
+		}, true},
+		{"not blocking", task(StatusSatisfied, false, "goal_known"), false},
+		{"triggered on partial, earlier", task(StatusPartial, true, "goal_known"), false},
+		{"the rate needs another obligation too", func(d *Definition) {
+			task(StatusSatisfied, true, "goal_known")(d)
+			d.Phases[0].TransitionTriggers[0].MinSatisfactionRate = 1
+		}, false},
+		{"a checkpoint outside the trigger holds the phase", func(d *Definition) {
+			task(StatusSatisfied, true, "goal_known")(d)
+			d.Phases[0].MandatoryCheckpoints = []Checkpoint{{ObligationID: "name_known", Required: true}}
+		}, false},
+		{"an entry condition may hold the transition", func(d *Definition) {
+			task(StatusSatisfied, true, "goal_known")(d)
+			d.Phases[1].EntryConditions = []Condition{{Type: CondTurnCount, MinTurns: 3}}
+		}, false},
+		{"the phase moves on by turn count", func(d *Definition) {
+			task(StatusSatisfied, true, "goal_known")(d)
+			d.Phases[0].TransitionTriggers[0].Condition = Condition{Type: CondTurnCount, MinTurns: 3}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rep := Validate(minimalDefWith(t, tc.mutate), validateEnv(t))
+			if !rep.Valid() {
+				t.Fatalf("errors: %v", rep.Err())
+			}
+			var got *Issue
+			for i, w := range rep.Warnings {
+				if w.Path == "background_tasks[0].trigger" && w.Rule == "background-task" {
+					got = &rep.Warnings[i]
+				}
+			}
+			switch {
+			case tc.warn && got == nil:
+				t.Errorf("no warning at background_tasks[0].trigger; warnings %v", rep.Warnings)
+			case tc.warn && (!strings.Contains(got.Message, `phase "START"`) || !strings.Contains(got.Message, "trigger it earlier")):
+				t.Errorf("warning %q does not name the phase and the fix", got.Message)
+			case !tc.warn && got != nil:
+				t.Errorf("warning %v, want none", *got)
+			}
+		})
+	}
+}

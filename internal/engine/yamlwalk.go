@@ -201,9 +201,15 @@ func collectFields(t reflect.Type, into map[string]yamlField) {
 
 // suggest proposes the closest allowed key for a misspelt one.
 func suggest(key string, fields map[string]yamlField) string {
+	return suggestName(key, sortedKeys(fields))
+}
+
+// suggestName proposes the closest of names for a misspelt name, as
+// " (did you mean %q?)", or "" when none is close.
+func suggestName(name string, names []string) string {
 	best, bestD := "", 4
-	for k := range fields {
-		if d := editDistance(key, k); d < bestD || (d == bestD && k < best) {
+	for _, k := range names {
+		if d := editDistance(name, k); d < bestD || (d == bestD && k < best) {
 			best, bestD = k, d
 		}
 	}
