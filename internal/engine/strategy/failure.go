@@ -50,7 +50,8 @@ const DefaultStallRetries = 5
 // ConfigDriven is the seed's v1 strategy: it reads failure_strategy from the
 // task definition.
 //
-//   - retry waits retry_delay × 2^(attempt-1) (5s, 10s, 20s by default)
+//   - retry waits retry_delay × 2^(attempt-1) (5s, 10s, 20s by default,
+//     and for a retry_delay that is not positive)
 //     while attempts remain (max_retries), then falls back to then (default
 //     proceed-with-gap); a permanent error skips the retries;
 //   - degrade proceeds without the result, with the degraded behaviour as
@@ -68,7 +69,12 @@ type ConfigDriven struct{}
 // HandleFailure implements TaskFailureStrategy.
 func (ConfigDriven) HandleFailure(task engine.BackgroundTask, err error, attempt int) Decision {
 	fs := task.FailureStrategy
-	delay := cmp.Or(fs.RetryDelay.D(), DefaultRetryDelay)
+	delay := fs.RetryDelay.D()
+	if delay <= 0 {
+		// Left out, or not positive (validation refuses it): a negative
+		// delay would retry at once, for ever sooner.
+		delay = DefaultRetryDelay
+	}
 	permanent := errors.Is(err, ErrPermanent)
 	name := cmp.Or(task.DisplayName, task.TaskID)
 	switch fs.Type {

@@ -172,3 +172,22 @@ func TestStallMaxRetriesAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// A retry_delay that is not positive (validation refuses it; a definition
+// built in Go may still carry one) backs off as the default 5s does, not at
+// once.
+func TestNonPositiveRetryDelayBacksOffAsTheDefault(t *testing.T) {
+	for _, delay := range []time.Duration{-5 * time.Second, -1, 0} {
+		for _, typ := range []engine.FailureStrategyType{engine.FailureRetry, engine.FailureStall} {
+			task := engine.BackgroundTask{TaskID: "research", FailureStrategy: engine.FailureStrategy{Type: typ,
+				MaxRetries: new(3), RetryDelay: engine.Duration(delay)}}
+			for attempt, want := range map[int]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 3: 20 * time.Second} {
+				d := ConfigDriven{}.HandleFailure(task, errors.New("timeout"), attempt)
+				if d.Action != typ || d.RetryAfter != want {
+					t.Errorf("%s with retry_delay %s, attempt %d: %s after %s; want %s after %s",
+						typ, delay, attempt, d.Action, d.RetryAfter, typ, want)
+				}
+			}
+		}
+	}
+}
