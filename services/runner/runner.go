@@ -486,8 +486,7 @@ func (r *Runner) process(ctx context.Context, def *engine.Definition, state *eng
 	step("qa-check")
 	reply, res.QA = qaCheck(reply, fallback, m, cur, r.cfg.ResponseMaxChars)
 	if len(res.Stalled) > 0 {
-		reply += "\n\n(Waiting for background research: " + strings.Join(res.Stalled, ", ") +
-			". We can go on talking; the next step waits for it.)"
+		reply += "\n\n(Waiting for background research: " + strings.Join(res.Stalled, ", ") + ". " + whatWaits(def, cur) + ")"
 	}
 
 	// 14. Mode classification.
@@ -719,4 +718,24 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// whatWaits ends the notice of a stalled task: what waits for it is the
+// next phase, or in a phase with none the handoff of an exit transition;
+// a last phase with no exit has nothing waiting.
+func whatWaits(def *engine.Definition, cur *engine.Phase) string {
+	if cur != nil {
+		if cur.NextPhase != "" {
+			return "We can go on talking; the next step waits for it."
+		}
+		for _, t := range cur.TransitionTriggers {
+			if t.TargetPhase != "" {
+				return "We can go on talking; the next step waits for it."
+			}
+		}
+	}
+	if len(def.ExitTransitions) > 0 {
+		return "We can go on talking; moving on to the next conversation waits for it."
+	}
+	return "We can go on talking meanwhile."
 }

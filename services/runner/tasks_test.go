@@ -3,6 +3,7 @@ package runner_test
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -127,5 +128,48 @@ func TestCompetitiveScanWorksOnTheCarriedProblem(t *testing.T) {
 		if !slices.Contains(in.Facts, want) {
 			t.Errorf("facts %q lack %q", in.Facts, want)
 		}
+	}
+}
+
+// While a stalled task holds progress the reply says so, and what waits
+// for it: the next phase, the handoff of the last phase, or, in a last
+// phase with no exit, nothing ("the next step" there promised one).
+func TestStalledNoticeNamesWhatWaits(t *testing.T) {
+	for _, tc := range []struct {
+		name, phase string
+		exit        bool
+		want, not   string
+	}{
+		{"a phase with a next one", "INTRO", false, "the next step waits for it", ""},
+		{"the last phase, with an exit", "REVIEW", true, "moving on to the next conversation waits for it", "next step"},
+		{"the last phase, with no exit", "REVIEW", false, "We can go on talking meanwhile.", "next step"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			def := enginetest.Definition()
+			def.InitialPhase = tc.phase
+			def.BackgroundTasks = []engine.BackgroundTask{{TaskID: "budget_research", DisplayName: "Budget research",
+				Handler: "research.web", EstimatedDuration: engine.Duration(10 * time.Second), BlockPhaseTransition: true,
+				Trigger:         engine.TaskTrigger{Type: engine.TaskTriggerObligationStatus, ObligationIDs: []string{"budget_known"}},
+				FailureStrategy: engine.FailureStrategy{Type: engine.FailureStall}}}
+			if tc.exit {
+				def.ExitTransitions = []engine.ExitTransition{{TargetEngine: "elsewhere", Reason: "user asked",
+					Conditions: []engine.Condition{{Type: engine.CondUserRequest, Keywords: []string{"explore options"}}}}}
+			}
+			r := newRunner(t, &fakeLLM{reply: "Sure."})
+			res := process(t, r, def, nil, input(t, def, nil, "Hello", nil))
+			mg, err := r.Merge(def, res.State, runner.TaskOutcome{TaskID: "budget_research", Attempt: 1, Error: "search API timed out",
+				At: res.ProcessedAt.Add(time.Second)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res = process(t, r, def, mg.State, input(t, def, mg.State, "Tell me more", nil))
+			if !slices.Equal(res.Stalled, []string{"Budget research"}) || res.Phase != tc.phase {
+				t.Fatalf("stalled %v in phase %s; want Budget research in %s", res.Stalled, res.Phase, tc.phase)
+			}
+			if !strings.Contains(res.Reply, "(Waiting for background research: Budget research.") ||
+				!strings.Contains(res.Reply, tc.want) || (tc.not != "" && strings.Contains(res.Reply, tc.not)) {
+				t.Errorf("reply %q; want it to say %q", res.Reply, tc.want)
+			}
+		})
 	}
 }
