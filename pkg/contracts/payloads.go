@@ -185,6 +185,12 @@ type TurnResponded struct {
 	// conversation went with the reply, without asking the store for every
 	// turn.
 	HandoffID string `json:"handoff_id,omitempty"`
+	// PhaseBlockedBy says why the phase did not move on although one of its
+	// transition triggers held: a mandatory checkpoint not satisfied, an
+	// entry condition of the next phase, a background task still running or
+	// stalled ("background task research is still running"). Empty when
+	// nothing held the phase.
+	PhaseBlockedBy []string `json:"phase_blocked_by,omitempty"`
 }
 
 func (TurnResponded) Spec() *Spec                   { return TurnRespondedSpec }

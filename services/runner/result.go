@@ -204,7 +204,8 @@ func (r *Result) responded(tenantID, turnID string) contracts.TurnResponded {
 		Text: r.Reply, Phase: r.Phase, Completeness: r.Completeness.Overall, Provider: r.Provider,
 		Degraded: r.Degraded || r.Telemetry.ExtractionDegraded, DegradedReason: r.DegradedReason, StateHash: r.StateHash,
 		EngineVersion: r.State.EngineVersion, EngineDigest: r.EngineDigest, SkippedTurns: r.SkippedTurns,
-		HandoffID: r.handoffID(),
+		HandoffID:      r.handoffID(),
+		PhaseBlockedBy: r.PhaseBlockedBy,
 	}
 }
 

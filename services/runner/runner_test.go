@@ -503,3 +503,34 @@ func TestDegradedReplyLogsItsReason(t *testing.T) {
 		t.Errorf("log:\n%s\nwant a warning \"response degraded\" with the reason", got)
 	}
 }
+
+// turn.responded says why the phase is held, so the API can tell the user;
+// a turn whose phase nothing held leaves it out.
+func TestRespondedSaysWhyThePhaseIsHeld(t *testing.T) {
+	def := enginetest.Definition()
+	r := newRunner(t, &fakeLLM{reply: "Tell me more?"})
+	res := process(t, r, def, nil, input(t, def, nil, "goal and users", map[string]any{"basics.goal": "ship", "basics.users": "ops"}))
+	tr, err := res.Responded("tenant-1", "msg-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(tr); tr.PhaseBlockedBy != nil || strings.Contains(string(b), "phase_blocked_by") {
+		t.Errorf("turn 1 moved on, yet turn.responded says %s", b)
+	}
+	st := res.State
+	for range 3 { // DETAILS moves after 3 turns, but its checkpoint budget_known holds it
+		res = process(t, r, def, st, input(t, def, st, "more", nil))
+		st = res.State
+	}
+	if tr, err = res.Responded("tenant-1", "msg-4"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(tr.PhaseBlockedBy, res.PhaseBlockedBy) || len(tr.PhaseBlockedBy) == 0 ||
+		tr.PhaseBlockedBy[0] != "checkpoint budget_known is not satisfied" {
+		t.Errorf("phase %s, turn.responded blocked by %q; want %q, first the checkpoint budget_known", tr.Phase,
+			tr.PhaseBlockedBy, res.PhaseBlockedBy)
+	}
+}
