@@ -16,6 +16,7 @@ import (
 	"github.com/praetorhq/praetor/internal/conversation"
 	"github.com/praetorhq/praetor/internal/delivery"
 	"github.com/praetorhq/praetor/internal/engine"
+	"github.com/praetorhq/praetor/internal/engine/phase"
 	"github.com/praetorhq/praetor/internal/engine/sidebar"
 	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
@@ -98,8 +99,14 @@ type sessionView struct {
 	HandoffRejection *engine.HandoffRejection `json:"handoff_rejection,omitempty"`
 	// BackgroundTasks is the session's background tasks.
 	BackgroundTasks *tasksView `json:"background_tasks,omitempty"`
-	CreatedAt       time.Time  `json:"created_at"`
-	UpdatedAt       time.Time  `json:"updated_at"`
+	// PhaseBlockedBy says why an active session's phase does not move on
+	// although one of its transition triggers holds, as the last turn's
+	// turn.responded did: a mandatory checkpoint not satisfied, an entry
+	// condition of the next phase, a background task still running or
+	// stalled. Empty when nothing holds the phase.
+	PhaseBlockedBy []string  `json:"phase_blocked_by,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
 }
 
 type handoffView struct {
@@ -189,8 +196,33 @@ func (g *Gateway) viewSession(ctx context.Context, s conversation.Session, full 
 		v.HandoffRejection = m.HandoffRejection
 		tv := g.viewTasks(s.EngineID, m.BackgroundTasks)
 		v.BackgroundTasks = &tv
+		if def, ok := g.cfg.Engines.Get(s.EngineID); ok && s.Status == conversation.StatusActive {
+			v.PhaseBlockedBy = phaseHeldBy(def, g.cfg.Registry, &m)
+		}
 	}
 	return v, nil
+}
+
+// phaseHeldBy says why the phase of m does not move on although one of its
+// transition triggers holds, as the runner's steps 6-7 do (Result's
+// PhaseBlockedBy): what CanTransition refuses, and the stalled tasks.
+func phaseHeldBy(def *engine.Definition, reg *engine.Registry, m *engine.WorkingMemory) []string {
+	machine := phase.New(def, reg)
+	ev := machine.EvaluateTransition(m)
+	if !ev.ShouldTransition {
+		return nil
+	}
+	_, why := machine.CanTransition(ev.From, ev.Target, m)
+	for _, t := range m.BackgroundTasks.Stalled() {
+		name := t.TaskID
+		for _, d := range def.BackgroundTasks {
+			if d.TaskID == t.TaskID {
+				name = cmp.Or(d.DisplayName, name)
+			}
+		}
+		why = append(why, fmt.Sprintf("waiting for background task %s (stalled)", name))
+	}
+	return why
 }
 
 // taskView is a background task as the API shows it.
