@@ -57,7 +57,8 @@ type Config struct {
 	// dispatch waiting for its not_before uses one.
 	MaxDeliver int
 	// DefaultTimeout bounds an attempt that names no timeout (default 2m);
-	// MaxTimeout bounds every attempt (default 10m).
+	// MaxTimeout bounds every attempt (default engine.TaskAttemptCap, 10m,
+	// above which engine validation warns of a task's estimate).
 	DefaultTimeout, MaxTimeout time.Duration
 	// Unavailable, when set, tells the store's failures that mean the
 	// database is down (postgres.IsUnavailable): a dispatch failing so
@@ -78,7 +79,7 @@ func (c Config) WithDefaults() Config {
 	c.AckWait = cmp.Or(c.AckWait, 30*time.Second)
 	c.MaxDeliver = cmp.Or(c.MaxDeliver, 10)
 	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, 2*time.Minute)
-	c.MaxTimeout = cmp.Or(c.MaxTimeout, 10*time.Minute)
+	c.MaxTimeout = cmp.Or(c.MaxTimeout, engine.TaskAttemptCap)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	if c.Now == nil {
 		c.Now = time.Now
