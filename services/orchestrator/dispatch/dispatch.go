@@ -142,9 +142,6 @@ func (c Config) WithDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if js, ok := c.Bus.(jetStreamer); ok && c.Streams == nil {
-		c.Streams = js.JetStream()
-	}
 	c.UnservedAfter = cmp.Or(c.UnservedAfter, defaultUnservedAfter)
 	return c
 }
@@ -197,6 +194,11 @@ func New(cfg Config) (*Dispatcher, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	// The bus gives its JetStream once it is known to be one: a valid
+	// config's, not a nil *events.Bus of a config refused above.
+	if js, ok := cfg.Bus.(jetStreamer); ok && cfg.Streams == nil {
+		cfg.Streams = js.JetStream()
 	}
 	m, err := newMetrics(cfg.Registerer)
 	if err != nil {
