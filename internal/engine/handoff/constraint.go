@@ -100,10 +100,19 @@ var (
 //   - Team, Funding: anything but none ("Team: none" leaves who builds it
 //     open).
 //
-// A value that says the user does not know or has not decided ("Budget: no
-// idea", "Timeline: not sure yet, maybe spring", "Team: not sure, maybe an
-// agency") tells nothing, nor does a none followed by more ("none for now,
-// maybe Xero later").
+// A value that says the user does not know or has not decided, or hedges
+// anywhere ("Budget: no idea", "Timeline: hasn't been decided, maybe June",
+// "Budget: we'll see, 10k", "Team: not sure, maybe an agency"), tells
+// nothing, nor does a none followed by more ("none for now, maybe Xero
+// later", "no budget, 10k"). A none is NoneSaid's, or a value that opens
+// with "no X", "nobody", "no one", "not yet ..." or "to be ..." ("Team: no
+// team", "Team: to be hired"; "no later than June" is a date). Where in
+// doubt it reads not told: the engine then asks a question it may not have
+// needed, where a false told skips one it did.
+//
+// The offline provider's reply says constraints back by NoneOf's narrower
+// reading ("to be hired" said as it is, not as "no team"), so that sessions
+// recorded before this reading replay as they were.
 func ConstraintTold(c string) string {
 	label, value := ConstraintLabel(c)
 	if label == "" || strings.TrimSpace(value) == "" {
@@ -112,6 +121,12 @@ func ConstraintTold(c string) string {
 	_, rest, none, unknown := NoneOf(value)
 	if unknown != "" || none && rest != "" || undecided(value) {
 		return ""
+	}
+	if head, more, _ := strings.Cut(value, ","); opensWithNone(head) {
+		if strings.TrimSpace(more) != "" {
+			return ""
+		}
+		none = true
 	}
 	switch label {
 	case "Budget":
@@ -131,17 +146,44 @@ func ConstraintTold(c string) string {
 }
 
 // undecided reports whether a value says, anywhere, that the user does not
-// know or has not decided it ("$50k, but not sure yet", "maybe an agency,
-// I don't know").
+// know or has not decided it, or hedges it ("$50k, but not sure yet",
+// "maybe an agency, I don't know", "unclear, 10k", "we'll see, 10k").
 func undecided(value string) bool {
 	t := engine.LowerText(strings.ReplaceAll(value, "’", "'"))
-	for _, w := range []string{"not sure", "unsure", "no idea", "don't know", "dont know", "do not know", "no clue",
-		"not decided", "undecided", "not known", "unknown", "tbd", "tbc", "to be decided", "to be confirmed"} {
+	for _, w := range hedges {
 		if t.Contains(w) {
 			return true
 		}
 	}
 	return strings.Contains(value, "?")
+}
+
+// hedges are the phrases that, anywhere in a value, leave it untold.
+var hedges = []string{"not sure", "unsure", "no idea", "don't know", "dont know", "do not know", "no clue",
+	"not decided", "undecided", "not known", "unknown", "tbd", "tbc", "to be decided", "to be confirmed",
+	"not yet decided", "not yet known", "yet to be decided", "yet to decide",
+	"haven't decided", "hasn't decided", "haven't been decided", "hasn't been decided", "have not decided",
+	"has not decided", "have not been decided", "has not been decided", "not been decided",
+	"unclear", "not clear", "we'll see", "we will see", "maybe", "perhaps", "possibly"}
+
+// opensWithNone reports whether a value opens with words that say there is
+// none of it, in words NoneSaid does not read as a whole: "no team", "no
+// funding", "nobody", "no one", "not yet hired", "to be hired". "No" before
+// a comparison ("no later than June", "no more than $40k") is a bound, not
+// a none.
+func opensWithNone(value string) bool {
+	words := wordsOf(value)
+	switch {
+	case len(words) == 0:
+		return false
+	case words[0] == "nobody" || words[0] == "noone" || words[0] == "none":
+		return true
+	case words[0] == "no":
+		return len(words) < 3 || words[2] != "than"
+	case len(words) >= 2 && (words[0] == "not" && words[1] == "yet" || words[0] == "to" && words[1] == "be"):
+		return true
+	}
+	return false
 }
 
 // amountOfMoney reports whether a budget's value names an amount: a

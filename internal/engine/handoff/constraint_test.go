@@ -51,6 +51,32 @@ func TestConstraintTold(t *testing.T) {
 		{"Team: not decided", ""},
 		{"Team: not sure, maybe an agency", ""},
 		{"Funding: a £20k grant", "Funding"},
+		// A none in other words, or a hedge anywhere, tells nothing: the
+		// engine then asks, which costs a question; a false told skips one
+		// it needed.
+		{"Team: two developers", "Team"},
+		{"Team: no team", ""},
+		{"Team: nobody", ""},
+		{"Team: no one yet", ""},
+		{"Team: not yet hired", ""},
+		{"Team: haven't decided", ""},
+		{"Team: to be hired", ""},
+		{"Funding: no funding", ""},
+		{"Budget: no budget yet, maybe 10k", ""},
+		{"Budget: haven't decided, maybe 20k", ""},
+		{"Budget: unclear, 10k", ""},
+		{"Budget: we'll see, 10k", ""},
+		{"Budget: we’ll see, 10k", ""},
+		{"Budget: no budget, 10k", ""},
+		{"Budget: perhaps $30k", ""},
+		{"Budget: no more than $40k", "Budget"},
+		{"Timeline: hasn't been decided, maybe June", ""},
+		{"Timeline: no deadline, maybe next year", ""},
+		{"Timeline: tbd, by June", ""},
+		{"Timeline: by June, not sure", ""},
+		{"Timeline: no later than June", "Timeline"},
+		{"Integration: no integrations for now, Xero later", ""},
+		{"Integration: no integrations", "Integration"},
 		// Free text names no obligation: "$300 a month" may be the running
 		// cost, not the budget; a label no shipped mapper puts, neither.
 		{"Our budget is limited to $5,000 and we must be live within two months", ""},

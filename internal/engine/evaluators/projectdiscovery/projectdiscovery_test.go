@@ -79,6 +79,8 @@ func TestConstraintsCarried(t *testing.T) {
 			want: map[string]float64{}},
 		{name: "not known", constraints: []string{"Budget: no idea", "Timeline: not sure yet", "Team: not decided",
 			"Integration: none for now, maybe Xero later"}, want: map[string]float64{}},
+		{name: "a none in other words or a hedge", constraints: []string{"Budget: no budget yet, maybe 10k",
+			"Timeline: hasn't been decided, maybe June", "Team: to be hired"}, want: map[string]float64{}},
 		{name: "free text", constraints: []string{"Our budget is limited to $5,000 and we must be live within two months"},
 			want: map[string]float64{}},
 		{name: "a business profile's funding", constraints: []string{"Funding: a £20k grant"}, want: map[string]float64{}},
