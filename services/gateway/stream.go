@@ -234,8 +234,9 @@ func (g *Gateway) onStarted(msg *nats.Msg) {
 			"handoff_id", st.InboundHandoffID, "error", err)
 		return
 	}
-	g.replies.send(h.SourceSessionID, sseEvent{"handoff", "", handoffEvent{HandoffID: h.ID, SourceSessionID: h.SourceSessionID,
-		TargetSessionID: st.SessionID, TargetEngineID: st.EngineID, Reason: h.TransitionReason}})
+	// The target as the session that started names itself.
+	h.TargetSessionID, h.TargetEngineID = st.SessionID, st.EngineID
+	g.replies.send(h.SourceSessionID, handoffEventOf(summarize(h, true)))
 }
 
 // handoffEventOf is the "handoff" event of a handoff whose target started.
