@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/praetorhq/praetor/internal/conversation"
+	"github.com/praetorhq/praetor/pkg/contracts"
 	"github.com/praetorhq/praetor/services/gateway/gatewaytest"
 )
 
@@ -371,8 +372,9 @@ func TestTurnsOfAHandoffCarryIt(t *testing.T) {
 // A client reading "turn" events gets the turn that handed the session off
 // in one shape, live or sent again after a reconnect (Last-Event-ID): with
 // the handoff. A stream opened on the session once it has handed off, which
-// can get no more turns, sends the state, the turns missed, the "handoff"
-// event a live stream got, and ends.
+// takes no new turns, sends the state, the turns missed, the "handoff" event
+// a live stream got, and the answers of the turns still queued behind the
+// handoff, and ends.
 func TestStreamAroundAHandoff(t *testing.T) {
 	t.Parallel()
 	n := gatewaytest.Start(t, gatewaytest.Options{})
@@ -439,4 +441,50 @@ func TestStreamAroundAHandoff(t *testing.T) {
 		t.Fatalf("after the state: %s %s, want the handoff %s", ev.Name, ev.Data, liveHandoff)
 	}
 	fresh.WaitEnd(t, 10*time.Second)
+
+	// A turn still queued behind the handoff (taken before the handoff
+	// committed, not answered yet) is answered on this session: a stream
+	// opened meanwhile sends the handoff, stays open for that turn's
+	// answer, with the handoff and degraded_reason handed_off, and ends.
+	var h handoffSummary
+	if err := json.Unmarshal([]byte(liveHandoff), &h); err != nil {
+		t.Fatal(err)
+	}
+	queued := conversation.Turn{ID: "queued-behind-the-handoff", TenantID: n.DevTenant, SessionID: src,
+		Message: "Members book from phones.", ReceivedAt: time.Now()}
+	if err := conversation.CreateTurn(context.Background(), n.DB, queued); err != nil {
+		t.Fatal(err)
+	}
+	waiting := n.MustOpenStream(t, src, "")
+	for _, want := range []string{"state", "handoff"} {
+		if ev := waiting.Next(t, 10*time.Second); ev.Name != want {
+			t.Fatalf("stream with a turn queued behind the handoff: %s %s, want %s", ev.Name, ev.Data, want)
+		}
+	}
+	at := time.Now()
+	queued.TurnNumber, queued.Reply, queued.Phase, queued.Degraded, queued.RespondedAt =
+		len(explorationScript)+1, "This conversation has moved on.", "DECISION", true, &at
+	if err := conversation.AnswerTurn(context.Background(), n.DB, queued); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := contracts.NewEvent(contracts.Meta{ID: "reply-" + queued.ID, Source: "/test", Time: at},
+		contracts.TurnResponded{TenantID: n.DevTenant, SessionID: src, TurnID: queued.ID, TurnNumber: queued.TurnNumber,
+			Text: queued.Reply, Phase: queued.Phase, Degraded: true, HandoffID: h.HandoffID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Bus.Publish(context.Background(), reply); err != nil {
+		t.Fatal(err)
+	}
+	ev = waiting.Next(t, 10*time.Second)
+	var answered struct {
+		Handoff        *handoffSummary `json:"handoff"`
+		DegradedReason string          `json:"degraded_reason"`
+	}
+	if err := json.Unmarshal([]byte(ev.Data), &answered); err != nil || ev.Name != "turn" || ev.ID != queued.ID ||
+		answered.Handoff == nil || answered.Handoff.HandoffID != h.HandoffID || answered.DegradedReason != "handed_off" {
+		t.Fatalf("after the handoff: %s %s %s (%v), want the queued turn's answer, degraded (handed_off), with the handoff %s",
+			ev.Name, ev.ID, ev.Data, err, h.HandoffID)
+	}
+	waiting.WaitEnd(t, 10*time.Second)
 }

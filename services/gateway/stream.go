@@ -285,9 +285,12 @@ func (g *Gateway) onMerged(msg *nats.Msg) {
 // A stream open when its session hands off stays open after the "handoff"
 // event (a turn queued behind the handoff is still answered there, and
 // background tasks merged). A stream opened on a session that has already
-// handed off, which can get no more turns, ends after its "handoff" event:
-// sent right after the state (and the turns missed, with Last-Event-ID)
-// when the target session has started, else when it starts.
+// handed off, which takes no new turns, ends once it has sent its
+// "handoff" event (right after the state, and the turns missed with
+// Last-Event-ID, when the target session has started, else when it starts)
+// and the answers of the turns still queued behind the handoff (those the
+// store has unanswered when the stream opens; "turn" events with
+// degraded_reason handed_off).
 //
 // A stream opened with a token lasts as long as the token: it is checked
 // again every Config.StreamAuthInterval, before an event when the last check
@@ -327,6 +330,16 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	handedOff := v.OutboundHandoff != nil
+	var queued map[string]bool // the turns a handed-off stream waits the answers of
+	if handedOff {
+		// Read after subscribing: a turn unanswered here has its answer
+		// come on the subscription.
+		if queued, err = g.unanswered(r.Context(), s); err != nil {
+			g.internal(w, "read turns", err)
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -337,11 +350,14 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, sseEvent{name: "turn", id: t.TurnID, data: t})
 		sent[t.TurnID] = true
 	}
-	handedOff := v.OutboundHandoff != nil
+	handoffSent := false
 	if handedOff && v.OutboundHandoff.TargetStarted {
 		writeSSE(w, handoffEventOf(v.OutboundHandoff))
-		flusher.Flush()
-		return
+		handoffSent = true
+		if len(queued) == 0 {
+			flusher.Flush()
+			return
+		}
 	}
 	flusher.Flush()
 	keepalive := time.NewTicker(15 * time.Second)
@@ -371,12 +387,21 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 			if ev.id != "" && sent[ev.id] {
 				continue // sent from the store already
 			}
+			if handedOff && ev.name == "handoff" {
+				if handoffSent {
+					continue // sent after the state already
+				}
+				handoffSent = true
+			}
 			if guard.stale() && !guard.check(r.Context(), w) {
 				flusher.Flush()
 				return
 			}
 			writeSSE(w, ev)
-			if handedOff && ev.name == "handoff" {
+			if ev.name == "turn" {
+				delete(queued, ev.id)
+			}
+			if handedOff && handoffSent && len(queued) == 0 {
 				flusher.Flush()
 				return
 			}
@@ -477,6 +502,21 @@ func (g *Gateway) answeredAfter(ctx context.Context, s conversation.Session, las
 	out := make([]turnView, len(after))
 	for i, t := range after {
 		out[i] = withHandoff(viewTurn(t))
+	}
+	return out, nil
+}
+
+// unanswered returns the session's turns not answered yet.
+func (g *Gateway) unanswered(ctx context.Context, s conversation.Session) (map[string]bool, error) {
+	turns, err := conversation.ListTurns(ctx, g.cfg.DB, s.TenantID, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, t := range turns {
+		if !t.Answered() {
+			out[t.ID] = true
+		}
 	}
 	return out, nil
 }
