@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/praetorhq/praetor/internal/conversation"
+	"github.com/praetorhq/praetor/internal/store"
 	"github.com/praetorhq/praetor/pkg/contracts"
+	"github.com/praetorhq/praetor/services/gateway"
 	"github.com/praetorhq/praetor/services/gateway/gatewaytest"
 )
 
@@ -487,4 +492,79 @@ func TestStreamAroundAHandoff(t *testing.T) {
 			ev.Name, ev.ID, ev.Data, err, h.HandoffID)
 	}
 	waiting.WaitEnd(t, 10*time.Second)
+}
+
+// heldHandoffDB holds the reads of one handoff until released.
+type heldHandoffDB struct {
+	store.DB
+	id       string
+	entered  chan struct{} // closed when the held read starts
+	release  chan struct{}
+	returned atomic.Bool
+	once     sync.Once
+	freed    sync.Once
+}
+
+// free releases the held read.
+func (db *heldHandoffDB) free() { db.freed.Do(func() { close(db.release) }) }
+
+func (db *heldHandoffDB) QueryRow(ctx context.Context, query string, args ...any) store.Row {
+	if strings.Contains(query, "FROM eng_handoffs") && slices.Contains(args, any(db.id)) {
+		db.once.Do(func() { close(db.entered) })
+		select {
+		case <-db.release:
+		case <-ctx.Done():
+		}
+		defer db.returned.Store(true)
+	}
+	return db.DB.QueryRow(ctx, query, args...)
+}
+
+// A reply naming a handoff has the handoff looked up for its turn event
+// off the bus's callback: while that read is held (a slow store), the
+// replies of other sessions still reach their streams.
+func TestSlowHandoffLookupHoldsNoOtherReply(t *testing.T) {
+	t.Parallel()
+	held := &heldHandoffDB{id: "held-handoff", entered: make(chan struct{}), release: make(chan struct{})}
+	n := gatewaytest.Start(t, gatewaytest.Options{Services: []string{"gateway"}, Gateway: func(c *gateway.Config) {
+		held.DB = c.DB
+		c.DB = held
+	}})
+	t.Cleanup(held.free) // before the node stops: cleanups run last first
+	slow, other := n.CreateSession(t, "", "exploration"), n.CreateSession(t, "", "exploration")
+	slowStream, otherStream := n.MustOpenStream(t, slow, ""), n.MustOpenStream(t, other, "")
+	for _, s := range []*gatewaytest.Stream{slowStream, otherStream} {
+		if ev := s.Next(t, 10*time.Second); ev.Name != "state" {
+			t.Fatalf("first event %s, want state", ev.Name)
+		}
+	}
+	publish := func(sessionID, turnID, handoffID string) {
+		t.Helper()
+		ev, err := contracts.NewEvent(contracts.Meta{ID: "reply-" + turnID, Source: "/test", Time: time.Now()},
+			contracts.TurnResponded{TenantID: n.DevTenant, SessionID: sessionID, TurnID: turnID, TurnNumber: 1,
+				Text: "Who uses it?", Phase: "OPENING", HandoffID: handoffID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Bus.Publish(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(slow, "slow-turn", held.id)
+	select {
+	case <-held.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reply naming a handoff was not looked up")
+	}
+	publish(other, "other-turn", "")
+	if ev := otherStream.Next(t, 30*time.Second); ev.Name != "turn" || ev.ID != "other-turn" {
+		t.Fatalf("the other session's stream: %s %s, want its turn", ev.Name, ev.ID)
+	}
+	if held.returned.Load() {
+		t.Fatal("the other session's reply came only once the held handoff read had returned: it waited behind it")
+	}
+	held.free()
+	if ev := slowStream.Next(t, 30*time.Second); ev.Name != "turn" || ev.ID != "slow-turn" {
+		t.Fatalf("the slow session's stream: %s %s, want its turn, once the handoff read returns", ev.Name, ev.ID)
+	}
 }

@@ -34,6 +34,10 @@ type sseEvent struct {
 	name string
 	id   string // the SSE id, which a client reconnecting sends back as Last-Event-ID: a turn's
 	data any
+	// resolve, when set, gives the data in the stream's goroutine, before
+	// the event is written: what needs the store (a reply's handoff) is
+	// read there, not in the bus's callback.
+	resolve func(ctx context.Context) any
 }
 
 // broker hands replies to the requests waiting for a turn, and events to
@@ -104,8 +108,9 @@ func (b *broker) subscribe(sessionID string) (<-chan sseEvent, func()) {
 }
 
 // publish hands a reply to the requests waiting for its turn, and as a
-// "turn" event, shaped by view, to the session's streams.
-func (b *broker) publish(r contracts.TurnResponded, respondedAt time.Time, view func(turnView) turnView) {
+// "turn" event to the session's streams, shaped by what view returns when
+// a stream writes it (nil: as it is).
+func (b *broker) publish(r contracts.TurnResponded, respondedAt time.Time, view func(context.Context) func(turnView) turnView) {
 	b.mu.Lock()
 	for _, ch := range b.turns[r.TurnID] {
 		select {
@@ -115,9 +120,13 @@ func (b *broker) publish(r contracts.TurnResponded, respondedAt time.Time, view 
 	}
 	b.mu.Unlock()
 	c := r.Completeness
-	b.send(r.SessionID, sseEvent{"turn", r.TurnID, view(turnView{TurnID: r.TurnID, SessionID: r.SessionID, Status: "answered",
-		TurnNumber: r.TurnNumber, Reply: r.Text, Phase: r.Phase, Completeness: &c, Sidebar: r.Sidebar, Degraded: r.Degraded,
-		RespondedAt: &respondedAt})})
+	tv := turnView{TurnID: r.TurnID, SessionID: r.SessionID, Status: "answered", TurnNumber: r.TurnNumber, Reply: r.Text,
+		Phase: r.Phase, Completeness: &c, Sidebar: r.Sidebar, Degraded: r.Degraded, RespondedAt: &respondedAt}
+	ev := sseEvent{name: "turn", id: r.TurnID, data: tv}
+	if view != nil {
+		ev.resolve = func(ctx context.Context) any { return view(ctx)(tv) }
+	}
+	b.send(r.SessionID, ev)
 }
 
 // send hands an event to the streams open on a session.
@@ -164,21 +173,35 @@ func (g *Gateway) onReply(msg *nats.Msg) {
 
 // replyHandoff returns what adds to the "turn" event of a reply the
 // handoff the reply names (handoff_id: the turn made it, or came after
-// it), as the store's turns carry it (handedOff): one query for such a
-// reply, none for the others.
-func (g *Gateway) replyHandoff(r contracts.TurnResponded) func(turnView) turnView {
+// it), as the store's turns carry it (handedOff); nil for a reply that
+// names none. The store is asked once, by the first of the session's
+// streams to write the event, not in the bus's callback: a slow store
+// holds up the streams of that session, not every reply the gateway hands
+// on after it.
+func (g *Gateway) replyHandoff(r contracts.TurnResponded) func(context.Context) func(turnView) turnView {
 	if r.HandoffID == "" {
-		return func(v turnView) turnView { return v }
+		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	h, at, err := g.madeHandoff(ctx, r.TenantID, r.HandoffID)
-	if err != nil {
-		g.cfg.Logger.Warn("handoff of a reply unreadable; its turn event goes without it", "session_id", r.SessionID,
-			"turn_id", r.TurnID, "handoff_id", r.HandoffID, "error", err)
-		return func(v turnView) turnView { return v }
+	var (
+		once sync.Once
+		with = func(v turnView) turnView { return v }
+	)
+	return func(ctx context.Context) func(turnView) turnView {
+		once.Do(func() {
+			// Not cancelled with the first stream: the answer is every
+			// stream's.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			h, at, err := g.madeHandoff(ctx, r.TenantID, r.HandoffID)
+			if err != nil {
+				g.cfg.Logger.Warn("handoff of a reply unreadable; its turn event goes without it", "session_id", r.SessionID,
+					"turn_id", r.TurnID, "handoff_id", r.HandoffID, "error", err)
+				return
+			}
+			with = withMadeHandoff(h, at)
+		})
+		return with
 	}
-	return withMadeHandoff(h, at)
 }
 
 // degradedHandedOff is the degraded_reason of a turn the session answered
@@ -269,8 +292,8 @@ func (g *Gateway) onMerged(msg *nats.Msg) {
 		g.cfg.Logger.Warn("task.merged breaks its contract", "subject", msg.Subject, "error", err)
 		return
 	}
-	g.replies.send(m.SessionID, sseEvent{"task", "", taskEvent{SessionID: m.SessionID, TaskID: m.TaskID, Attempt: m.Attempt,
-		Status: m.Status, Note: m.Note, Sidebar: m.Sidebar}})
+	g.replies.send(m.SessionID, sseEvent{name: "task", data: taskEvent{SessionID: m.SessionID, TaskID: m.TaskID,
+		Attempt: m.Attempt, Status: m.Status, Note: m.Note, Sidebar: m.Sidebar}})
 }
 
 // stream serves a session's events as Server-Sent Events: an initial
@@ -396,6 +419,9 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 			if guard.stale() && !guard.check(r.Context(), w) {
 				flusher.Flush()
 				return
+			}
+			if ev.resolve != nil {
+				ev.data = ev.resolve(r.Context())
 			}
 			writeSSE(w, ev)
 			if ev.name == "turn" {
