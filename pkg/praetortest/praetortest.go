@@ -157,16 +157,22 @@ func Start(t testing.TB, opts ...Option) *Node {
 			t.Logf("praetortest: the node's log:\n%s", logs.String())
 		}
 	})
-	select {
-	case addr := <-ready:
-		n.url = "http://" + addr
-	case err := <-done:
-		done <- nil // the cleanup has nothing more to say
-		t.Fatalf("praetortest: the node did not start: %v", err)
-	case <-time.After(startTimeout):
-		t.Fatalf("praetortest: the node was not ready within %s", startTimeout)
+	// NATSReady is sent before Ready; both within the start's bound.
+	timeout := time.NewTimer(startTimeout)
+	defer timeout.Stop()
+	for n.url == "" || n.natsURL == "" {
+		select {
+		case addr := <-ready:
+			n.url = "http://" + addr
+		case u := <-natsReady:
+			n.natsURL = u
+		case err := <-done:
+			done <- nil // the cleanup has nothing more to say
+			t.Fatalf("praetortest: the node did not start: %v", err)
+		case <-timeout.C:
+			t.Fatalf("praetortest: the node was not ready within %s", startTimeout)
+		}
 	}
-	n.natsURL = <-natsReady // sent before ready
 	mu.Lock()
 	defer mu.Unlock()
 	if db == nil {
@@ -225,11 +231,18 @@ type Reply struct {
 	Completeness float64 `json:"completeness"`
 	// Sidebar is the engine's sidebar after the turn, as the API gives it.
 	Sidebar json.RawMessage `json:"sidebar"`
-	// Degraded is true when the reply was made without the model's answer
-	// (it failed, or the message was cut).
+	// Degraded is true when the reply was made without the model's answer:
+	// it failed, or the message was cut, or the session had handed off
+	// before it came to the turn (DegradedReason).
 	Degraded bool `json:"degraded"`
-	// Handoff is set when the turn handed the session off: the next
-	// message goes to Handoff.TargetSessionID.
+	// DegradedReason says why a degraded reply is, when the API knows:
+	// "handed_off" for a turn queued behind the turn that handed the
+	// session off, answered without being processed (send its message
+	// again to Handoff.TargetSessionID). "" otherwise: a model's failure
+	// is in the node's log.
+	DegradedReason string `json:"degraded_reason"`
+	// Handoff is set when the turn handed the session off, or came after
+	// the turn that did: the next message goes to Handoff.TargetSessionID.
 	Handoff *Handoff `json:"handoff"`
 }
 

@@ -1,6 +1,7 @@
 package praetortest_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -137,6 +138,87 @@ func TestDiscoveryReachesItsSecondPhase(t *testing.T) {
 	}
 	if want := []string{"CORE_CAPTURE", "USERS_AND_GOALS"}; !slices.Equal(phases, want) {
 		t.Errorf("phases %v, want %v", phases, want)
+	}
+}
+
+// post sends body as JSON to the node with its token, and decodes the
+// JSON answer into out.
+func post(t *testing.T, n *praetortest.Node, path string, body, out any) int {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, n.URL()+path, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+n.Token())
+	req.Close = true // no idle connection outlives the node
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		t.Fatalf("POST %s: status %d, not JSON: %v", path, res.StatusCode, err)
+	}
+	return res.StatusCode
+}
+
+// A Reply carries the handoff of the turn that made it and, on a turn
+// queued behind that one, answered without being processed, says so:
+// degraded, with DegradedReason handed_off (the message goes again to the
+// target session).
+func TestReplyOfAHandoff(t *testing.T) {
+	t.Parallel()
+	// The exploration conversation of the runner's tests: a yoga studio
+	// owner learns the options for a booking system and decides.
+	script := []string{
+		"I want to figure out the best way to build a booking system for my yoga studio.",
+		"I've heard of tools like Mindbody, but I have never built software myself.",
+		"I'm not sure how hosting works and I don't understand what a custom build would cost.",
+		"We are considering an off-the-shelf tool like Mindbody, a no-code platform, or a custom build.",
+		"I like that an off-the-shelf tool is cheap and quick to start.",
+		"I'm worried about monthly fees and being locked in.",
+		"In my own words: an off-the-shelf tool is fastest, no-code is flexible, and a custom build gives full control but costs the most.",
+		"Our budget is limited to $5,000 and we must be live within two months.",
+		"For us, speed matters more than control, so cost versus flexibility is the main tradeoff.",
+		"I'll go with the off-the-shelf tool because it is cheap and fast to start.",
+	}
+	n := praetortest.Start(t)
+	// The queued turn must reach the gateway before the runner commits the
+	// handoff; should the runner be quicker (the turn is then refused,
+	// 409), the conversation is held again.
+	var behind praetortest.Reply
+	for attempt := 1; behind.TurnID == ""; attempt++ {
+		if attempt > 3 {
+			t.Fatal("the runner committed the handoff before the queued turn reached the gateway, three times")
+		}
+		id := n.NewSession("exploration", "studio")
+		for _, msg := range script[:len(script)-1] {
+			n.Turn(id, msg)
+		}
+		var decision struct {
+			TurnID string `json:"turn_id"`
+		}
+		if code := post(t, n, "/v1/sessions/"+id+"/turns", map[string]string{"message": script[len(script)-1]}, &decision); code != http.StatusAccepted {
+			t.Fatalf("the decision: status %d, want 202", code)
+		}
+		var r praetortest.Reply
+		switch code := post(t, n, "/v1/sessions/"+id+"/turns?wait=60s", map[string]string{"message": "Members book from phones."}, &r); code {
+		case http.StatusOK:
+			behind = r
+		case http.StatusConflict:
+		default:
+			t.Fatalf("the turn queued behind the decision: status %d", code)
+		}
+	}
+	if !behind.Degraded || behind.DegradedReason != "handed_off" || behind.Handoff == nil ||
+		behind.Handoff.TargetEngineID != "project-discovery" || behind.Handoff.TargetSessionID == "" {
+		t.Fatalf("the turn queued behind the decision = %+v, handoff %+v; want it degraded (handed_off) with the handoff to project-discovery",
+			behind, behind.Handoff)
 	}
 }
 
