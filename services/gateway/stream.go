@@ -363,6 +363,11 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The guard counts its interval from before the first event: a client
+	// that reads the state has the token's last check behind it, not one
+	// still to come.
+	guard := g.newTokenGuard(callerOf(r))
+	defer guard.stop()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
@@ -385,8 +390,6 @@ func (g *Gateway) stream(w http.ResponseWriter, r *http.Request) {
 	flusher.Flush()
 	keepalive := time.NewTicker(15 * time.Second)
 	defer keepalive.Stop()
-	guard := g.newTokenGuard(callerOf(r))
-	defer guard.stop()
 	for {
 		select {
 		case <-r.Context().Done():
