@@ -174,6 +174,9 @@ func requireMigrated(ctx context.Context, db store.DB) error {
 	if err != nil {
 		return fmt.Errorf("migration status: %w", err)
 	}
+	if err := store.CheckNotNewer(status); err != nil {
+		return err
+	}
 	for _, s := range status {
 		if !s.Applied {
 			return fmt.Errorf("%s lacks migration %s: %s", storeName(ctx, db), s.Name, migrateHint(db))

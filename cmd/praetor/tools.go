@@ -67,11 +67,18 @@ func migrateCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 				return err
 			}
 			for _, s := range st {
-				state := "pending"
-				if s.Applied {
+				name, state := s.Name, "pending"
+				switch {
+				case s.Newer:
+					// This build has no file, hence no name, for it.
+					name, state = fmt.Sprintf("%05d (unknown to this build)", s.Version), "applied by a newer build "+s.AppliedAt.Format(time.RFC3339)
+				case s.Applied:
 					state = "applied " + s.AppliedAt.Format(time.RFC3339)
 				}
-				fmt.Fprintf(g.stdout, "%-40s %s\n", s.Name, state)
+				fmt.Fprintf(g.stdout, "%-40s %s\n", name, state)
+			}
+			if err := store.CheckNotNewer(st); err != nil {
+				fmt.Fprintf(g.stderr, "praetor migrate: %v\n", err)
 			}
 			return nil
 		},

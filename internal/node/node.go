@@ -730,6 +730,11 @@ func checkMigrations(ctx context.Context, cfg Config, db store.DB, log *slog.Log
 	if err != nil {
 		return fmt.Errorf("migration status: %w", err)
 	}
+	// A database a newer build migrated: this one would start ready and
+	// fail every query that touches the newer schema.
+	if err := store.CheckNotNewer(status); err != nil {
+		return err
+	}
 	for _, s := range status {
 		if !s.Applied {
 			return fmt.Errorf("the database lacks migration %s: run `praetor migrate` (or start with --migrate)", s.Name)

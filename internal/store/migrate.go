@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -9,9 +10,12 @@ import (
 	"io/fs"
 	"math"
 	"path"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/database"
 	"github.com/pressly/goose/v3/lock"
 )
 
@@ -28,6 +32,48 @@ type MigrationStatus struct {
 	Applied bool
 	// AppliedAt is when it was applied, in UTC; zero when pending.
 	AppliedAt time.Time
+	// Newer reports a migration the database has above the newest this
+	// binary knows: applied by a newer build, whose file this one lacks
+	// (Name is empty). Such a database is not this binary's to serve.
+	Newer bool
+}
+
+// NewerError is a database migrated by a newer build than this one: it has
+// migrations above the newest this binary knows, so this binary's queries
+// may not match its schema (a column they lack, one renamed), and every
+// query touching it would fail while the node says it is ready.
+type NewerError struct {
+	// Versions are the database's migrations above Newest, ascending.
+	Versions []int64
+	// Newest is the newest migration this binary knows.
+	Newest int64
+}
+
+func (e *NewerError) Error() string {
+	vs := make([]string, len(e.Versions))
+	for i, v := range e.Versions {
+		vs[i] = fmt.Sprintf("%05d", v)
+	}
+	return fmt.Sprintf("store: the database has migration %s, applied by a newer build of praetor: this build knows migrations up to %05d "+
+		"and cannot serve that schema; run the newer build (or a later one), or restore the database from a backup taken before it was migrated",
+		strings.Join(vs, ", "), e.Newest)
+}
+
+// CheckNotNewer returns a *NewerError when status (from Status) lists
+// migrations applied by a newer build, and nil otherwise.
+func CheckNotNewer(status []MigrationStatus) error {
+	var e NewerError
+	for _, s := range status {
+		if s.Newer {
+			e.Versions = append(e.Versions, s.Version)
+		} else {
+			e.Newest = max(e.Newest, s.Version)
+		}
+	}
+	if len(e.Versions) == 0 {
+		return nil
+	}
+	return &e
 }
 
 // Migrations returns the migration files of a dialect, for tools that list
@@ -57,6 +103,20 @@ func MigrateTo(ctx context.Context, db DB, version int64) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Refused: migrating adds nothing a newer build lacks, and an older
+	// binary that reported success would then serve a schema it does not
+	// know.
+	newer, err := newerMigrations(ctx, p, db)
+	if err != nil {
+		return nil, err
+	}
+	if len(newer) > 0 {
+		e := &NewerError{Newest: newestSource(p)}
+		for _, s := range newer {
+			e.Versions = append(e.Versions, s.Version)
+		}
+		return nil, e
+	}
 	results, err := p.UpTo(ctx, version)
 	var applied []int64
 	for _, r := range results {
@@ -71,7 +131,8 @@ func MigrateTo(ctx context.Context, db DB, version int64) ([]int64, error) {
 }
 
 // Status lists every migration known to this binary with whether db has it,
-// in version order.
+// in version order, then those db has above the newest this binary knows
+// (Newer: applied by a newer build).
 func Status(ctx context.Context, db DB) ([]MigrationStatus, error) {
 	p, err := newProvider(ctx, db)
 	if err != nil {
@@ -93,7 +154,65 @@ func Status(ctx context.Context, db DB) ([]MigrationStatus, error) {
 		}
 		out = append(out, ms)
 	}
+	newer, err := newerMigrations(ctx, p, db)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, newer...), nil
+}
+
+// newestSource is the newest migration p knows.
+func newestSource(p *goose.Provider) int64 {
+	var newest int64
+	for _, s := range p.ListSources() {
+		newest = max(newest, s.Version)
+	}
+	return newest
+}
+
+// newerMigrations lists the migrations db has above the newest of p: goose
+// reports only those its sources name, so a database a newer build migrated
+// looks up to date to an older one.
+func newerMigrations(ctx context.Context, p *goose.Provider, db DB) ([]MigrationStatus, error) {
+	newest := newestSource(p)
+	// GetDBVersion creates the version table when it is missing (and takes
+	// no migration lock), so the listing below has a table to read.
+	latest, err := p.GetDBVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("store: migration version of %s: %w", db.Dialect(), err)
+	}
+	if latest <= newest {
+		return nil, nil
+	}
+	vt, err := database.NewStore(gooseDialect(db.Dialect()), goose.DefaultTablename)
+	if err != nil {
+		return nil, fmt.Errorf("store: migrations of %s: %w", db.Dialect(), err)
+	}
+	sqldb := db.(Migratable).SQLDB()
+	list, err := vt.ListMigrations(ctx, sqldb)
+	if err != nil {
+		return nil, fmt.Errorf("store: list applied migrations of %s: %w", db.Dialect(), err)
+	}
+	var out []MigrationStatus
+	for _, m := range list {
+		if m.Version <= newest || !m.IsApplied {
+			continue
+		}
+		got, err := vt.GetMigration(ctx, sqldb, m.Version)
+		if err != nil {
+			return nil, fmt.Errorf("store: applied migration %d of %s: %w", m.Version, db.Dialect(), err)
+		}
+		out = append(out, MigrationStatus{Version: m.Version, Applied: true, AppliedAt: got.Timestamp.UTC(), Newer: true})
+	}
+	slices.SortFunc(out, func(a, b MigrationStatus) int { return cmp.Compare(a.Version, b.Version) })
 	return out, nil
+}
+
+func gooseDialect(d Dialect) goose.Dialect {
+	if d == Postgres {
+		return goose.DialectPostgres
+	}
+	return goose.DialectSQLite3
 }
 
 // newProvider builds the goose provider for db. It is not closed after use:
@@ -116,19 +235,14 @@ func newProvider(ctx context.Context, db DB) (*goose.Provider, error) {
 		// merged after it, not refuse to start.
 		goose.WithAllowOutofOrder(true),
 	}
-	var dialect goose.Dialect
-	switch db.Dialect() {
-	case Postgres:
-		dialect = goose.DialectPostgres
+	if db.Dialect() == Postgres {
 		locker, err := postgresMigrationLocker(ctx, db)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, goose.WithSessionLocker(locker))
-	case SQLite:
-		dialect = goose.DialectSQLite3
 	}
-	p, err := goose.NewProvider(dialect, m.SQLDB(), fsys, opts...)
+	p, err := goose.NewProvider(gooseDialect(db.Dialect()), m.SQLDB(), fsys, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("store: migrations of %s: %w", db.Dialect(), err)
 	}

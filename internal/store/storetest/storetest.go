@@ -61,6 +61,10 @@ func Run(t *testing.T, open func(t *testing.T) store.DB) {
 		t.Parallel()
 		testMigrate(t, open(t))
 	})
+	t.Run("MigratedByANewerBuild", func(t *testing.T) {
+		t.Parallel()
+		testMigratedByANewerBuild(t, open(t))
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -178,6 +182,57 @@ func testMigrate(t *testing.T, db store.DB) {
 	tenants, err := store.ListTenants(c, db)
 	if err != nil || len(tenants) != 0 {
 		t.Errorf("ListTenants on a new database = %v, %v; want none", tenants, err)
+	}
+}
+
+// testMigratedByANewerBuild: a database a newer build migrated (one
+// migration more) is listed as such, and neither migrated nor passed as up
+// to date: an older build rolled back onto it started ready and failed
+// every query touching the newer schema.
+func testMigratedByANewerBuild(t *testing.T, db store.DB) {
+	c := ctx(t)
+	migrate(t, db)
+	known, err := store.Status(c, db)
+	if err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	if err := store.CheckNotNewer(known); err != nil {
+		t.Fatalf("CheckNotNewer of a database this build migrated: %v", err)
+	}
+	newest := known[len(known)-1].Version
+	future := newest + 1
+	mustExec(t, db, `INSERT INTO goose_db_version (version_id, is_applied) VALUES ($1, $2)`, future, true)
+
+	status, err := store.Status(c, db)
+	if err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	if len(status) != len(known)+1 {
+		t.Fatalf("Status lists %d migrations, want %d: %+v", len(status), len(known)+1, status)
+	}
+	last := status[len(status)-1]
+	if last.Version != future || !last.Newer || !last.Applied || last.AppliedAt.IsZero() {
+		t.Errorf("Status's last = %+v, want version %d applied by a newer build, with its time", last, future)
+	}
+	for _, s := range status[:len(known)] {
+		if s.Newer {
+			t.Errorf("Status lists %s (known to this build) as newer", s.Name)
+		}
+	}
+	want := fmt.Sprintf("%05d", future)
+	err = store.CheckNotNewer(status)
+	var ne *store.NewerError
+	if !errors.As(err, &ne) || !slices.Equal(ne.Versions, []int64{future}) || ne.Newest != newest {
+		t.Fatalf("CheckNotNewer = %v, want a NewerError of %d above %d", err, future, newest)
+	}
+	for _, part := range []string{want, fmt.Sprintf("up to %05d", newest), "newer build", "restore the database"} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("CheckNotNewer's error %q does not say %q", err, part)
+		}
+	}
+	applied, err := store.Migrate(c, db)
+	if !errors.As(err, &ne) || !slices.Equal(ne.Versions, []int64{future}) {
+		t.Errorf("Migrate = %v, %v; want a NewerError of %d", applied, err, future)
 	}
 }
 
