@@ -163,18 +163,21 @@ func ListSessions(ctx context.Context, q store.Querier, tenantID string, limit i
 
 // SaveSession writes a session's state after a turn or a merge: status,
 // phase, completeness, turn count, working memory, hash, sidebar (unless
-// s.Sidebar is nil: the stored one stays) and handoff ids. It writes only
+// s.Sidebar is nil: the stored one stays), engine version (unless empty:
+// the version its last turn ran, which moves on to the newest) and handoff
+// ids. It writes only
 // over s.Version, the version the session was read at, and bumps it; when
 // the row has moved on it writes nothing and returns ErrStale, so a
 // read-modify-write never loses another's update.
 func SaveSession(ctx context.Context, q store.Querier, s Session) error {
 	n, err := q.Exec(ctx, `UPDATE elicitation_sessions SET status = $3, phase = $4, completeness = $5, turn_count = $6,
 		state_json = $7, state_hash = $8, sidebar_json = coalesce($9, sidebar_json), inbound_handoff_id = $10,
-		outbound_handoff_id = $11, updated_at = $12,
+		outbound_handoff_id = $11, updated_at = $12, engine_version = coalesce($14, engine_version),
 		version = version + 1
 		WHERE tenant_id = $1 AND id = $2 AND version = $13`,
 		s.TenantID, s.ID, s.Status, s.Phase, s.Completeness, s.TurnCount, store.Large(s.State), s.StateHash,
-		nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID), s.UpdatedAt.UTC(), s.Version)
+		nullJSON(s.Sidebar), nullString(s.InboundHandoffID), nullString(s.OutboundHandoffID), s.UpdatedAt.UTC(), s.Version,
+		nullString(s.EngineVersion))
 	if err != nil {
 		return fmt.Errorf("save session %s: %w", s.ID, err)
 	}

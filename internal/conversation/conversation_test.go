@@ -299,6 +299,43 @@ func TestSaveSessionRefusesAStaleWrite(t *testing.T) {
 	})
 }
 
+// A session whose turn ran on a newer version of its engine reads back with
+// that version (GET /v1/sessions showed the one it started on); a save that
+// names none keeps the stored one.
+func TestSaveSessionFollowsTheEngineVersion(t *testing.T) {
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
+		ctx := context.Background()
+		s := conversation.Session{ID: "s1", TenantID: "acme", ProjectID: "p1", EngineID: "project-discovery",
+			EngineVersion: "1.0.0", Status: conversation.StatusActive, Phase: "OPENING",
+			State: json.RawMessage(`{"turn_number":0}`), CreatedAt: t0, UpdatedAt: t0}
+		if err := conversation.CreateSession(ctx, db, s); err != nil {
+			t.Fatal(err)
+		}
+		for i, tc := range []struct{ save, want string }{{"1.1.0", "1.1.0"}, {"", "1.1.0"}} {
+			got, err := conversation.GetSession(ctx, db, "acme", "s1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.EngineVersion = tc.save
+			if err := conversation.SaveSession(ctx, db, got); err != nil {
+				t.Fatal(err)
+			}
+			got, err = conversation.GetSession(ctx, db, "acme", "s1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			list, err := conversation.ListSessions(ctx, db, "acme", 10)
+			if err != nil || len(list) != 1 {
+				t.Fatalf("ListSessions = %v, %v", list, err)
+			}
+			if got.EngineVersion != tc.want || list[0].EngineVersion != tc.want {
+				t.Errorf("save %d of %q: session at %q, listed at %q; want %q", i+1, tc.save, got.EngineVersion,
+					list[0].EngineVersion, tc.want)
+			}
+		}
+	})
+}
+
 func TestHandoffs(t *testing.T) {
 	testdb.ForEach(t, func(t *testing.T, db store.DB) {
 		ctx := context.Background()

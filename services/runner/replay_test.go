@@ -212,6 +212,11 @@ func TestReplayFollowsTheEngineVersionOfEachTurn(t *testing.T) {
 	if m.EngineVersion != version {
 		t.Fatalf("the live session is at engine %s after the restart, want %s", m.EngineVersion, version)
 	}
+	// What GET /v1/sessions reads: it stayed at the version the session
+	// started on.
+	if sess.EngineVersion != version {
+		t.Errorf("the session's row is at engine %s after the restart, want %s", sess.EngineVersion, version)
+	}
 	evs, calls := rig.SessionEvents(t, sid), rig.Events(t, contracts.StreamLLM, contracts.LLMCallRecordedSpec.Type)
 
 	res, err := replayRecorded(t, rig, newer, evs, calls)

@@ -542,6 +542,8 @@ func (s *Service) commitTurn(sess conversation.Session, te *contracts.TurnExtrac
 
 	sess.State, sess.StateHash, sess.Sidebar = state, res.StateHash, sb
 	sess.Phase, sess.Completeness, sess.TurnCount, sess.UpdatedAt = res.Phase, res.Completeness.Overall, res.State.TurnNumber, now
+	// The version this turn ran: new turns run on the newest.
+	sess.EngineVersion = res.State.EngineVersion
 	turn := conversation.Turn{ID: te.TurnID, TenantID: te.TenantID, SessionID: sess.ID, TurnNumber: res.State.TurnNumber,
 		Reply: res.Reply, Phase: res.Phase, Completeness: res.Completeness.Overall, Sidebar: sb,
 		Degraded: payload.Degraded, RespondedAt: &now}
