@@ -175,8 +175,8 @@ ones included).`),
 					}
 					if r.Duplicate {
 						failed++
-						fmt.Fprintf(g.stderr, "dead letter %d: %s still holds event %s within its duplicate window; redrive it after the window\n",
-							seq, r.Stream, r.EventID)
+						fmt.Fprintf(g.stderr, "dead letter %d: %s still holds event %s within its duplicate window%s\n",
+							seq, r.Stream, r.EventID, windowEnd(ctx, bus, r))
 					}
 				}
 				if failed > 0 {
@@ -199,6 +199,25 @@ ones included).`),
 		Flags:       fs,
 		Subcommands: []*ff.Command{list, redrive},
 	}
+}
+
+// windowEnd says how long the duplicate window of a redrive's stream is and
+// when it ends for the event: at the time its first copy (r.StreamSeq, a
+// duplicate's) was stored, plus the window. What cannot be read is left
+// out, down to "after the window".
+func windowEnd(ctx context.Context, bus *events.Bus, r events.Redriven) string {
+	stream, err := bus.JetStream().Stream(ctx, r.Stream)
+	if err != nil {
+		return "; redrive it after the window"
+	}
+	window := stream.CachedInfo().Config.Duplicates
+	first, err := stream.GetMsg(ctx, r.StreamSeq)
+	if err != nil || window <= 0 {
+		return fmt.Sprintf(" (%s); redrive it after the window", window)
+	}
+	end := first.Time.Add(window).UTC()
+	return fmt.Sprintf(" (%s, from its first copy stored at %s, message %d): redrive it after %s",
+		window, first.Time.UTC().Format(time.RFC3339), r.StreamSeq, end.Format(time.RFC3339))
 }
 
 // deadLetterLine is one line of praetor dlq list.

@@ -70,7 +70,7 @@ func TestDLQListAndRedrive(t *testing.T) {
 	if _, errOut, code := dlq("redrive", "1"); code != 1 || !strings.Contains(errOut, "dead letter 1:") {
 		t.Fatalf("redrive with no stream for the subject: exit %d, want 1 with the reason\n%s", code, errOut)
 	}
-	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: "LATER", Subjects: []string{"later.>"}}); err != nil {
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: "LATER", Subjects: []string{"later.>"}, Duplicates: 90 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code := dlq("redrive", "1")
@@ -82,6 +82,20 @@ func TestDLQListAndRedrive(t *testing.T) {
 	out, errOut, code = dlq("redrive", "1")
 	if code != 1 || !strings.Contains(out, `"duplicate":true`) || !strings.Contains(errOut, "within its duplicate window") {
 		t.Errorf("a second redrive within the duplicate window: exit %d, want 1 saying so\n%s%s", code, out, errOut)
+	}
+	// It says how long the window is and when it ends: 90 minutes after the
+	// first copy was stored.
+	later, err := bus.JetStream().Stream(ctx, "LATER")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := later.GetMsg(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end := first.Time.Add(90 * time.Minute).UTC().Format(time.RFC3339); !strings.Contains(errOut, "(1h30m0s,") ||
+		!strings.Contains(errOut, "redrive it after "+end) {
+		t.Errorf("a second redrive within the duplicate window does not say its length (1h30m0s) and end (%s):\n%s", end, errOut)
 	}
 	if _, errOut, code := dlq("redrive", "x"); code != 1 || !strings.Contains(errOut, `"x" is not a dead letter's sequence`) {
 		t.Errorf("redrive x: exit %d\n%s", code, errOut)
@@ -156,7 +170,7 @@ func TestDLQRedriveSkipsWhatCannotSucceed(t *testing.T) {
 	if err := bus.EnsureDeadLetterStreams(ctx, events.StreamConfig{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: "LATER", Subjects: []string{"later.>"}}); err != nil {
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: "LATER", Subjects: []string{"later.>"}, Duplicates: 90 * time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 
