@@ -3,6 +3,7 @@ package sqlmemory_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,46 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// A token's name holding a control character (stored before Issue checked
+// names, straight into the store here) is described quoted with it
+// escaped, as tenant list shows one; a plain name is shown as it is.
+func TestTokenDescribeEscapesTheName(t *testing.T) {
+	t.Parallel()
+	testdb.ForEach(t, func(t *testing.T, db store.DB) {
+		ctx := memtest.Ctx(t)
+		memtest.Tenant(t, db, "acme")
+		tk := sqlmemory.NewTokens(db, func() time.Time { return t0 })
+		_, plain, err := tk.Issue(ctx, "acme", "architecture board", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, forged, err := tk.Issue(ctx, "acme", "placeholder", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw := "board\x1b[2J\nfake\u202erow"
+		if _, err := db.Exec(ctx, `UPDATE memory_governance_tokens SET name = $1 WHERE id = $2`, raw, forged.ID); err != nil {
+			t.Fatal(err)
+		}
+		list, err := tk.List(ctx, "acme")
+		if err != nil || len(list) != 2 {
+			t.Fatalf("List = %+v, %v", list, err)
+		}
+		for _, k := range list {
+			d := k.Describe(t0)
+			want := "architecture board"
+			if k.ID == forged.ID {
+				want = strconv.Quote(raw)
+			} else if k.ID != plain.ID {
+				t.Fatalf("listed token %s, issued none such", k.ID)
+			}
+			if name := strings.Split(d, "\t")[1]; name != want {
+				t.Errorf("Describe of %s shows the name %q, want %q", k.ID, name, want)
+			}
+		}
+	})
+}
 
 // Tokens are stored hashed; a valid one passes, and every way of being
 // wrong is refused with the error that says which.

@@ -202,5 +202,7 @@ func (k Token) Describe(now time.Time) string {
 	case !now.Before(k.ExpiresAt):
 		state = "expired " + k.ExpiresAt.UTC().Format(time.RFC3339)
 	}
-	return strings.Join([]string{k.ID, k.Name, state}, "\t")
+	// The name as store.PrintableName shows it: one stored before Issue
+	// checked names could clear the terminal or fake a row.
+	return strings.Join([]string{k.ID, store.PrintableName(k.Name), state}, "\t")
 }
