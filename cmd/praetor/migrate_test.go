@@ -76,6 +76,16 @@ func TestMigrateDatabaseOfANewerBuild(t *testing.T) {
 			if err == nil || !strings.Contains(string(out), future) || !strings.Contains(string(out), "newer build") {
 				t.Errorf("migrate = %v, want a refusal naming %s and the newer build:\n%s", err, future, out)
 			}
+			if tc.name != "postgres" {
+				return
+			}
+			// The workflow commands keep their runs in PostgreSQL alone.
+			cmd = exec.Command(binary, append([]string{"workflow", "status", "some-run", "--state-dir", t.TempDir()}, flags...)...)
+			cmd.Env = append(os.Environ(), "DATABASE_URL=")
+			out, err = cmd.CombinedOutput()
+			if err == nil || !strings.Contains(string(out), future) || !strings.Contains(string(out), "newer build") {
+				t.Errorf("workflow status = %v, want a refusal naming %s and the newer build:\n%s", err, future, out)
+			}
 		})
 	}
 }

@@ -478,16 +478,7 @@ func checkSchema(ctx context.Context, db store.DB, migrate bool) error {
 		_, err := store.Migrate(ctx, db)
 		return err
 	}
-	status, err := store.Status(ctx, db)
-	if err != nil {
-		return fmt.Errorf("migration status: %w", err)
-	}
-	for _, s := range status {
-		if !s.Applied {
-			return fmt.Errorf("the database lacks migration %s: run praetor migrate --database-url URL, or pass --migrate", s.Name)
-		}
-	}
-	return nil
+	return requireMigrated(ctx, db)
 }
 
 // provisionMissing creates the streams the server lacks (catalog and
