@@ -24,7 +24,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/peterbourgon/ff/v4"
 
 	"github.com/praetorhq/praetor/internal/delivery"
@@ -427,28 +426,16 @@ type answersBus struct {
 	unfinishedSince func(ctx context.Context) (time.Time, bool, error)
 }
 
-// Subscribe sets the consumer's inactive threshold and its start: an
-// existing consumer's is kept, as the server cannot change it.
+// Subscribe sets the consumer's inactive threshold and the start of one
+// made again (events.Bus.Subscribe keeps an existing consumer's start).
 func (b answersBus) Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error) {
 	cfg.InactiveThreshold = b.threshold
-	cons, err := b.JetStream().Consumer(ctx, cfg.Stream, cfg.Name)
-	switch {
-	case err == nil:
-		have := cons.CachedInfo().Config
-		cfg.DeliverNew, cfg.DeliverFrom = have.DeliverPolicy == jetstream.DeliverNewPolicy, time.Time{}
-		if have.DeliverPolicy == jetstream.DeliverByStartTimePolicy && have.OptStartTime != nil {
-			cfg.DeliverFrom = *have.OptStartTime
-		}
-	case errors.Is(err, jetstream.ErrConsumerNotFound):
-		since, ok, err := b.unfinishedSince(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("find the oldest unfinished run, where the answers consumer %s starts: %w", cfg.Name, err)
-		}
-		if ok {
-			cfg.DeliverNew, cfg.DeliverFrom = false, since.Add(-time.Minute)
-		}
-	default:
-		return nil, fmt.Errorf("look up the answers consumer %s on %s: %w", cfg.Name, cfg.Stream, err)
+	since, ok, err := b.unfinishedSince(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("find the oldest unfinished run, where the answers consumer %s starts: %w", cfg.Name, err)
+	}
+	if ok {
+		cfg.DeliverNew, cfg.DeliverFrom = false, since.Add(-time.Minute)
 	}
 	return b.Bus.Subscribe(ctx, cfg, h)
 }

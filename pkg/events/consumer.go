@@ -67,12 +67,15 @@ type ConsumerConfig struct {
 	// Middleware wraps the handler inside the standard chain.
 	Middleware []Middleware
 	// DeliverNew starts a new consumer at the end of the stream instead of
-	// its beginning.
+	// its beginning. It applies when Subscribe creates the consumer: one
+	// that exists keeps the start it was created with (the server cannot
+	// change it), so a restart, or a replica configured otherwise,
+	// subscribes to it as it is.
 	DeliverNew bool
 	// DeliverFrom, when set, starts a new consumer at the first event the
 	// stream stored at or after it instead of its beginning (not with
-	// DeliverNew). Like DeliverNew, it cannot change the start of a
-	// consumer that exists. Default: zero, unset.
+	// DeliverNew). Like DeliverNew, it applies when Subscribe creates the
+	// consumer, and one that exists keeps its start. Default: zero, unset.
 	DeliverFrom time.Time
 	// InactiveThreshold has the server delete the consumer once no process
 	// has pulled from it, nor settled an event of it, for this long: for a
@@ -208,7 +211,8 @@ type Subscription struct {
 // Subscribe starts a durable consumer that hands each event to h behind the
 // standard middleware chain: recover, logging, metrics, trace, timeout,
 // contract validation, then cfg.Middleware. The consumer and its partitions
-// are created or updated idempotently.
+// are created or updated idempotently; one that exists keeps its start
+// (DeliverNew and DeliverFrom apply when it is created).
 func (b *Bus) Subscribe(ctx context.Context, cfg ConsumerConfig, h Handler) (*Subscription, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.validate(); err != nil {
@@ -387,6 +391,37 @@ func (s *Subscription) consumerConfig(name string, subjects []string, maxAckPend
 	return cc
 }
 
+// ensureConsumer creates the durable consumer of want, or updates the one
+// that exists to want's settings but its start: the server refuses to
+// change a consumer's deliver policy or start time ("deliver policy can not
+// be updated", "start time can not be updated"), so
+// want's start applies to a new consumer only. It returns want as written.
+func (s *Subscription) ensureConsumer(ctx context.Context, want jetstream.ConsumerConfig) (jetstream.Consumer, jetstream.ConsumerConfig, error) {
+	stream, created := s.cfg.Stream, want
+	// Another process may create the consumer between the look-up and the
+	// creation, or the server delete it (InactiveThreshold) between the
+	// look-up and the update: look again, once.
+	for try := 0; ; try++ {
+		want = created
+		cons, err := s.bus.js.Consumer(ctx, stream, want.Durable)
+		switch {
+		case err == nil:
+			have := cons.CachedInfo().Config
+			want.DeliverPolicy, want.OptStartTime, want.OptStartSeq = have.DeliverPolicy, have.OptStartTime, have.OptStartSeq
+			cons, err = s.bus.js.UpdateConsumer(ctx, stream, want)
+			if (errors.Is(err, jetstream.ErrConsumerDoesNotExist) || errors.Is(err, jetstream.ErrConsumerNotFound)) && try == 0 {
+				continue
+			}
+		case errors.Is(err, jetstream.ErrConsumerNotFound):
+			cons, err = s.bus.js.CreateConsumer(ctx, stream, want)
+			if errors.Is(err, jetstream.ErrConsumerExists) && try == 0 {
+				continue
+			}
+		}
+		return cons, want, err
+	}
+}
+
 // Pull requests are lost now and then under load (nats.go issue 1622,
 // reproduced here with raw jetstream and small batches): the client counts
 // messages as requested that the server will never send, and the pull sits
@@ -419,8 +454,7 @@ func (s *Subscription) pullOpts(maxMessages int) []jetstream.PullConsumeOpt {
 // pull serves many workers, so the client sends a pull request for every few
 // messages under load, not one per message and worker.
 func (s *Subscription) startShared(ctx context.Context) error {
-	want := s.consumerConfig(s.cfg.Name, s.cfg.Subjects, s.cfg.MaxAckPending)
-	cons, err := s.bus.js.CreateOrUpdateConsumer(ctx, s.cfg.Stream, want)
+	cons, want, err := s.ensureConsumer(ctx, s.consumerConfig(s.cfg.Name, s.cfg.Subjects, s.cfg.MaxAckPending))
 	if err != nil {
 		return fmt.Errorf("events: consumer %s on %s: %w", s.cfg.Name, s.cfg.Stream, err)
 	}
@@ -593,8 +627,7 @@ func (s *Subscription) startKeyed(ctx context.Context) error {
 			subjects[i] = fmt.Sprintf("%s.%d", subj, p)
 		}
 		name := PartitionConsumer(s.cfg.Name, p)
-		want := s.consumerConfig(name, subjects, 1)
-		cons, err := s.bus.js.CreateOrUpdateConsumer(ctx, s.cfg.Stream, want)
+		cons, want, err := s.ensureConsumer(ctx, s.consumerConfig(name, subjects, 1))
 		if err != nil {
 			return fmt.Errorf("events: consumer %s on %s: %w", name, s.cfg.Stream, err)
 		}

@@ -1038,3 +1038,53 @@ func TestDeliverFromStartsAtATime(t *testing.T) {
 		}
 	}
 }
+
+// A consumer that exists keeps the start it was created with: subscribing
+// to it again with another DeliverFrom, with DeliverNew or with neither
+// works (the server refuses to change a start) and leaves its start as it
+// was.
+func TestExistingConsumerKeepsItsStart(t *testing.T) {
+	srv := eventstest.StartServer(t)
+	nc := eventstest.Connect(t, srv)
+	topic := eventstest.NewTopic()
+	bus, err := events.New(nc, events.Config{Subject: topic.Route})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = bus.Close(context.Background()) })
+	ctx := t.Context()
+	if err := bus.EnsureStream(ctx, events.StreamConfig{Name: topic.Stream, Subjects: []string{topic.Pattern()}}); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	base := events.ConsumerConfig{Stream: topic.Stream, Name: "kept", Subjects: []string{topic.Pattern()}, Concurrency: 1}
+	nop := func(context.Context, event.Event) error { return nil }
+	for _, tc := range []struct {
+		name        string
+		deliverNew  bool
+		deliverFrom time.Time
+	}{
+		{"created from an hour ago", false, first},
+		{"another DeliverFrom", false, first.Add(30 * time.Minute)},
+		{"DeliverNew", true, time.Time{}},
+		{"from the beginning", false, time.Time{}},
+	} {
+		cfg := base
+		cfg.DeliverNew, cfg.DeliverFrom = tc.deliverNew, tc.deliverFrom
+		sub, err := bus.Subscribe(ctx, cfg, nop)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if err := sub.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		cons, err := bus.JetStream().Consumer(ctx, topic.Stream, "kept")
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := cons.CachedInfo().Config
+		if have.DeliverPolicy != jetstream.DeliverByStartTimePolicy || have.OptStartTime == nil || !have.OptStartTime.Equal(first) {
+			t.Fatalf("%s: the consumer starts by %v at %v, want by start time at %v", tc.name, have.DeliverPolicy, have.OptStartTime, first)
+		}
+	}
+}
