@@ -114,7 +114,8 @@ type Config struct {
 	// Probe checks that the database of Results answers again (its
 	// DB.Ping).
 	Probe func(context.Context) error
-	// Now stamps dispatches. Default time.Now.
+	// Now stamps dispatches and dates the looks for worker pools (one per
+	// agent every UnservedAfter). Default time.Now.
 	Now func() time.Time
 	// Logger. Default: discard.
 	Logger *slog.Logger
@@ -124,8 +125,10 @@ type Config struct {
 	// has waited UnservedAfter and no worker pool serves its agent.
 	// Default: the Bus's JetStream when it gives one (*events.Bus).
 	Streams Streams
-	// UnservedAfter is how long an attempt waits before that look. Default
-	// 30s.
+	// UnservedAfter is how long an attempt waits before that look, and how
+	// long a look serves the attempts of its agent: attempts of one agent
+	// list the consumers once per UnservedAfter, and none waits for the
+	// listing. Default 30s.
 	UnservedAfter time.Duration
 }
 
@@ -171,6 +174,7 @@ type Dispatcher struct {
 	sub     *events.Subscription
 	// unserved holds the agents warned of as served by no worker pool.
 	unserved sync.Map
+	looks    *looks
 
 	// saves carries answers to the writer, which records those that arrive
 	// together in one statement: one commit for many answers.
@@ -205,7 +209,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		return nil, err
 	}
 	return &Dispatcher{cfg: cfg, metrics: m, waiters: map[string][]chan taskmsg.Outcome{},
-		saves: make(chan saveRequest)}, nil
+		saves: make(chan saveRequest), looks: newLooks()}, nil
 }
 
 // Start subscribes to the answers of every tenant's workflow attempts.
@@ -297,12 +301,14 @@ func (d *Dispatcher) save(ctx context.Context, res sqlstore.Result) (bool, error
 	}
 }
 
-// Stop stops consuming answers; attempts still waiting keep polling the
-// store until their context ends. Calling it twice is harmless.
+// Stop stops consuming answers and ends the looks for worker pools;
+// attempts still waiting keep polling the store until their context ends.
+// Calling it twice is harmless.
 func (d *Dispatcher) Stop(ctx context.Context) error {
 	d.mu.Lock()
 	sub, stop, done := d.sub, d.stopWriter, d.writerDone
 	d.mu.Unlock()
+	d.looks.close()
 	var err error
 	if sub != nil {
 		err = sub.Stop(ctx)
@@ -437,7 +443,7 @@ func (t *TenantDispatcher) Dispatch(ctx context.Context, task agent.Task, c agen
 	for {
 		select {
 		case <-unserved.C:
-			d.checkServed(ctx, t.tenant, task)
+			d.lookServed(t.tenant, task)
 		case o := <-ch:
 			d.metrics.wait.Observe(time.Since(start).Seconds())
 			return answer(o)
