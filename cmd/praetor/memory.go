@@ -155,7 +155,7 @@ func (f *memoryFlags) open(ctx context.Context, g *globals, graphLater bool) (*m
 		return fail(fmt.Errorf("open %s: %w", gs.Where(), err))
 	}
 	m, err := memory.New(memory.Config{Graph: gr, DB: db, Encoder: catalogEncoder{}, Logger: log, Version: buildVersion(),
-		Write: write.Config{WriteTimeout: f.writeTimeout}})
+		Write: write.Config{WriteTimeout: f.writeTimeout}, StoreFlags: memory.StoreFlags(gs, f.databaseURL, f.dataDir)})
 	if err != nil {
 		_ = closeGraph(ctx)
 		return fail(err)

@@ -78,6 +78,9 @@ type Deps struct {
 	// Dev is true under praetor dev; DataDir is then its data directory.
 	Dev     bool
 	DataDir string
+	// DatabaseURL is the URL of DB outside dev, for a service to name the
+	// store (redacted) in a command it suggests; empty in dev.
+	DatabaseURL string
 	// DevTenant is the tenant praetor dev serves without a token on loopback.
 	DevTenant string
 	// AckWait is the consumers' redelivery delay after a process dies.
@@ -467,6 +470,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		if deps.DevTenant, err = devTenant(ctx, db, log); err != nil {
 			return err
 		}
+	} else {
+		deps.DatabaseURL = cfg.DatabaseURL
 	}
 	deps.Offline, _ = base.(*offline.Offline)
 	var services []namedService

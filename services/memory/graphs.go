@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/praetorhq/praetor/internal/redact"
 	"github.com/praetorhq/praetor/services/memory/graph"
 	"github.com/praetorhq/praetor/services/memory/graph/embedded"
 	neo4jstore "github.com/praetorhq/praetor/services/memory/graph/neo4j"
@@ -52,6 +53,25 @@ type SettingError struct {
 }
 
 func (e *SettingError) Error() string { return "memory: " + e.Variable + ": " + e.Problem }
+
+// StoreFlags are the flags of a praetor memory command that choose a
+// memory's stores: its graph gs, and its relational store at databaseURL,
+// or under dataDir when databaseURL is empty. The URLs' secrets are masked
+// (redact.URL), for the flags to be shown; the one who runs the command
+// puts them back.
+func StoreFlags(gs GraphSettings, databaseURL, dataDir string) string {
+	var b strings.Builder
+	if gs.Neo4jURI != "" {
+		b.WriteString(" --neo4j-uri " + redact.URL(gs.Neo4jURI))
+	}
+	if databaseURL != "" {
+		b.WriteString(" --database-url " + redact.URL(databaseURL))
+	}
+	if gs.Neo4jURI == "" || databaseURL == "" {
+		b.WriteString(" --data-dir " + cmp.Or(dataDir, gs.Dir))
+	}
+	return b.String()
+}
 
 // GraphSettingsFromEnv returns the graph of a node: embedded under dataDir
 // in dev, else Neo4j from NEO4J_URI (with NEO4J_USER, NEO4J_PASSWORD,

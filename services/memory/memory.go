@@ -59,6 +59,9 @@ type Config struct {
 	Registerer prometheus.Registerer
 	// Version is reported to MCP clients. Default "dev".
 	Version string
+	// StoreFlags are the flags that choose this memory's stores, for the
+	// commands the MCP tools suggest (StoreFlags). Default: none.
+	StoreFlags string
 }
 
 func (c Config) withDefaults() Config {
@@ -165,7 +168,7 @@ func (m *Memory) Stop(ctx context.Context) error {
 // MCP returns the MCP server of the memory tools on this memory.
 func (m *Memory) MCP() (*mcpserver.Server, error) {
 	return mcpserver.New(mcpserver.Config{Retrieval: m.Retrieval, Writes: m.Writes, Hygiene: m.Hygiene,
-		Version: m.cfg.Version, Logger: m.cfg.Logger})
+		Version: m.cfg.Version, StoreFlags: m.cfg.StoreFlags, Logger: m.cfg.Logger})
 }
 
 // Background is the runner's background-intelligence source on this memory.

@@ -97,7 +97,8 @@ func ServiceFactory(lookup func(string) (string, bool)) node.Factory {
 		if err != nil {
 			return nil, fmt.Errorf("memory: open %s: %w", gs.Where(), err)
 		}
-		m, err := New(Config{Graph: g, DB: d.DB, Encoder: d.Bus, Relay: d.Relay, Logger: d.Logger, Registerer: d.Registerer})
+		m, err := New(Config{Graph: g, DB: d.DB, Encoder: d.Bus, Relay: d.Relay, Logger: d.Logger, Registerer: d.Registerer,
+			StoreFlags: StoreFlags(gs, d.DatabaseURL, d.DataDir)})
 		if err == nil {
 			var s *Service
 			s, err = NewService(ServiceConfig{Memory: m, Bus: d.Bus, DB: d.DB, Relay: d.Relay, Mux: d.Mux,

@@ -583,3 +583,25 @@ func TestHTTPStreamEndsWithItsToken(t *testing.T) {
 		})
 	}
 }
+
+// The detail of a save blocked for want of a registration names the
+// stores of the server's memory: praetor memory add-project without them
+// registers the project in the SQLite store of ./.praetor, not the one the
+// server saves to. A password of the store's URL is masked.
+func TestBlockedSaveNamesTheStore(t *testing.T) {
+	g, db := memtest.Embedded(t), testdb.SQLite(t)
+	flags := memory.StoreFlags(memory.GraphSettings{Neo4jURI: "bolt://neo4j:7687"}, "postgres://praetor:s3cret@db:5432/praetor", "")
+	mem := memtest.Memory(t, g, db, func(c *memory.Config) { c.StoreFlags = flags })
+	srv, err := mem.MCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	memtest.Tenant(t, db, "acme")
+	e := &env{g: g, db: db, mem: mem, srv: srv}
+	out := save(t, e.connect(t, "acme"), "save_decision", map[string]any{"project_id": "ghost", "title": "Ghost decision"})
+	want := "praetor memory add-project --project ghost --tenant acme --neo4j-uri bolt://neo4j:7687 " +
+		"--database-url postgres://praetor:xxxxx@db:5432/praetor, or correct project_id"
+	if out.Status != "blocked_scope" || !strings.Contains(out.Detail, want) || strings.Contains(out.Detail, "s3cret") {
+		t.Errorf("blocked save = %+v, want a detail saying %q without the password", out, want)
+	}
+}

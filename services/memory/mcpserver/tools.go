@@ -40,6 +40,13 @@ type Config struct {
 	Hygiene   Hygienist
 	// Version is reported to clients. Default "dev".
 	Version string
+	// StoreFlags are the flags of praetor memory add-project that choose
+	// the stores this memory is on (" --database-url postgres://u:xxxxx@h/db
+	// --neo4j-uri bolt://h:7687", " --data-dir DIR"; see
+	// memory.StoreFlags), repeated in the detail of a save blocked for want
+	// of a registration: without them the command goes to the SQLite store
+	// of ./.praetor, not this one. Default: none.
+	StoreFlags string
 	// Logger. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -332,9 +339,10 @@ func (t *tools) save(ctx context.Context, req *mcp.CallToolRequest, in SaveInput
 		t.s.cfg.Logger.Error("memory save", "tenant", tenant, "err", err)
 	}
 	out := ReceiptOutput(rc)
-	// The tenant is named: the command is run outside the session, which
-	// may have had it from its bearer token.
-	if d := write.Unregistered(r, rc, write.Fix{Flags: " --tenant " + tenant, ProjectArg: "project_id", FocusScopeArg: `scope "focus"`}); d != "" {
+	// The tenant and the stores are named: the command is run outside the
+	// session, which may have had the tenant from its bearer token.
+	fix := write.Fix{Flags: " --tenant " + tenant + t.s.cfg.StoreFlags, ProjectArg: "project_id", FocusScopeArg: `scope "focus"`}
+	if d := write.Unregistered(r, rc, fix); d != "" {
 		out.Detail = d
 	}
 	return nil, out, nil
