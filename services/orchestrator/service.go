@@ -485,6 +485,12 @@ func (s *Service) redelivery(ctx context.Context, tr *tenantRuns, req contracts.
 	if err != nil {
 		return err
 	}
+	if len(raw) == 0 {
+		// A run started before sources were recorded: nothing to compare
+		// the request with, so it is taken for the redelivery it most
+		// likely is, as it was before the comparison.
+		return nil
+	}
 	have, err := DecodeSource(raw)
 	if err == nil && have.Workflow == src.Workflow && have.Registry == src.Registry {
 		return nil

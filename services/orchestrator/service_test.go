@@ -227,6 +227,51 @@ func TestServiceRefusesUnknownTenantsAndReusedRunIDs(t *testing.T) {
 	})
 }
 
+// A request redelivered for a run whose source was never recorded (a run
+// started before sources were, NULL) is a redelivery: with nothing to
+// compare it with, it is dropped, not dead-lettered as a reused run id.
+func TestServiceTakesARedeliveryOfARunWithoutSource(t *testing.T) {
+	t.Parallel()
+	db := testdb.SQLite(t)
+	n := orchtest.StartNATS(t)
+	dir := svcProject(t)
+	vars := env(map[string]string{orchestrator.EnvWorkflowDir: dir, orchestrator.EnvRegistry: filepath.Join(dir, "agents.yaml")})
+	startService(t, orchestrator.WorkerFactory(vars), nodeDeps(t, n, db))
+	startService(t, orchestrator.ServiceFactory(vars), nodeDeps(t, n, db))
+	client := n.Bus(t)
+	acme, err := sqlstore.New(sqlstore.Config{DB: db, TenantID: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := contracts.WorkflowRequested{TenantID: "acme", RunID: "legacy", Workflow: "flows/chain.yaml"}
+	request(t, client, req)
+	waitRun(t, acme, "legacy", engine.RunCompleted)
+	if _, err := db.Exec(context.Background(), `UPDATE workflow_runs SET source = NULL WHERE tenant_id = 'acme' AND id = 'legacy'`); err != nil {
+		t.Fatal(err)
+	}
+	request(t, client, req)
+	ctx := context.Background()
+	stream, err := client.JetStream().Stream(ctx, contracts.StreamWorkflows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the orchestrator to settle both requests", func() bool {
+		var delivered uint64
+		busy := false
+		list := stream.ListConsumers(ctx)
+		for info := range list.Info() { // read to the end: the lister's goroutine ends with it
+			if strings.HasPrefix(info.Name, "orchestrator") {
+				busy = busy || info.NumPending != 0 || info.NumAckPending != 0
+				delivered += info.Delivered.Consumer
+			}
+		}
+		return list.Err() == nil && !busy && delivered >= 2
+	})
+	if got := eventstest.DeadLetters(t, client, contracts.StreamWorkflows, "orchestrator"); len(got) != 0 {
+		t.Fatalf("dead letters = %+v, want none: the redelivery was refused", got)
+	}
+}
+
 // /metrics has the runs an orchestrator carries (a gauge), the runs
 // finished by status and the tasks failed by agent.
 func TestServiceMetricsCountRuns(t *testing.T) {
