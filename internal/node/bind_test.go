@@ -189,7 +189,13 @@ func TestMetricsPortInUseFailsBeforeServicesStart(t *testing.T) {
 func TestMetricsAddrValidation(t *testing.T) {
 	for _, tc := range []struct{ http, metrics, mentions string }{
 		{"127.0.0.1:8080", "9090", "not host:port"},
-		{"127.0.0.1:8080", "127.0.0.1:8080", "--http-addr's too"},
+		{"127.0.0.1:8080", "127.0.0.1:8080", "listens where --http-addr"},
+		// The same port on an address that covers the other's.
+		{"127.0.0.1:8080", ":8080", "listens where --http-addr"},
+		{":8080", "127.0.0.1:8080", "listens where --http-addr"},
+		{"[::]:8080", "localhost:8080", "listens where --http-addr"},
+		{"LOCALHOST:8080", "localhost:8080", "listens where --http-addr"},
+		{"127.0.0.1:http", "127.0.0.1:80", "listens where --http-addr"},
 	} {
 		err := node.Validate(node.Config{Dev: true, DataDir: t.TempDir(), HTTPAddr: tc.http, MetricsAddr: tc.metrics})
 		var se *node.SettingError
@@ -197,7 +203,13 @@ func TestMetricsAddrValidation(t *testing.T) {
 			t.Errorf("Validate(--metrics-addr %s, --http-addr %s) = %v, want a metrics-addr error mentioning %q", tc.metrics, tc.http, err, tc.mentions)
 		}
 	}
-	if err := node.Validate(node.Config{Dev: true, DataDir: t.TempDir(), HTTPAddr: "127.0.0.1:8080", MetricsAddr: "127.0.0.1:9090"}); err != nil {
-		t.Errorf("Validate(--metrics-addr 127.0.0.1:9090) = %v, want nil", err)
+	for _, tc := range []struct{ http, metrics string }{
+		{"127.0.0.1:8080", "127.0.0.1:9090"},
+		{"127.0.0.1:8080", "10.0.0.1:8080"}, // two interfaces, one port
+		{":0", ":0"},                        // each takes a free port
+	} {
+		if err := node.Validate(node.Config{Dev: true, DataDir: t.TempDir(), HTTPAddr: tc.http, MetricsAddr: tc.metrics}); err != nil {
+			t.Errorf("Validate(--metrics-addr %s, --http-addr %s) = %v, want nil", tc.metrics, tc.http, err)
+		}
 	}
 }

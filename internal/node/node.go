@@ -302,8 +302,8 @@ func (c Config) validate() error {
 	if c.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
 			bad("metrics-addr", "%q is not host:port (%v)", c.MetricsAddr, err)
-		} else if _, port, _ := net.SplitHostPort(c.MetricsAddr); c.MetricsAddr == c.HTTPAddr && port != "0" {
-			bad("metrics-addr", "%q is --http-addr's too: give the metrics another port, or leave it empty to serve /metrics on --http-addr", c.MetricsAddr)
+		} else if sameListener(c.MetricsAddr, c.HTTPAddr) {
+			bad("metrics-addr", "%q listens where --http-addr %q does: give the metrics another port, or leave it empty to serve /metrics on --http-addr", c.MetricsAddr, c.HTTPAddr)
 		}
 	}
 	if c.NATSListen != "" {
@@ -358,6 +358,33 @@ func names(m map[string]Factory) string {
 
 // Validate checks a configuration without running it.
 func Validate(c Config) error { return c.withDefaults().validate() }
+
+// sameListener reports whether two host:port addresses cannot both be
+// listened on: the same port (by number: "http" is 80), not 0, which
+// takes a free one, on the same host or where either host is unspecified
+// (":8080", "0.0.0.0:8080", "[::]:8080" take the port on every
+// interface). Hosts are compared as written (an IP by value), not
+// resolved.
+func sameListener(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	na, errA := net.LookupPort("tcp", pa)
+	nb, errB := net.LookupPort("tcp", pb)
+	if errA != nil || errB != nil || na != nb || na == 0 {
+		return false
+	}
+	unspecified := func(h string) bool { ip := net.ParseIP(h); return h == "" || ip != nil && ip.IsUnspecified() }
+	if unspecified(ha) || unspecified(hb) {
+		return true
+	}
+	if ia, ib := net.ParseIP(ha), net.ParseIP(hb); ia != nil && ib != nil {
+		return ia.Equal(ib)
+	}
+	return strings.EqualFold(ha, hb)
+}
 
 // Run runs the node until ctx ends, then drains and returns. An error before
 // the node serves means it never started.
