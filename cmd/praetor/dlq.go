@@ -64,11 +64,11 @@ func dlqCommand(g *globals, parent *ff.FlagSet) *ff.Command {
 	)
 	redriveFlags := ff.NewFlagSet("redrive").SetParent(fs)
 	redriveFlags.Value(0, "all", switchFlag{&all, "all"}, "redrive every dead letter that --cause and --since select, instead of SEQ...")
-	redriveFlags.Value(0, "force", switchFlag{&force, "force"}, "redrive also the dead letters whose message cannot be handled (not a CloudEvent, or breaking its contract)")
+	redriveFlags.Value(0, "force", switchFlag{&force, "force"}, "redrive also the dead letters whose message cannot be handled (not a CloudEvent, or breaking its contract); before a SEQ, give it as --force=true")
 	redriveFilter.register(redriveFlags)
 	redrive := &ff.Command{
 		Name:      "redrive",
-		Usage:     "praetor dlq redrive [--force] SEQ... | --all [--cause C] [--since T]",
+		Usage:     "praetor dlq redrive [--force=true] SEQ... | --all [--force=true] [--cause C] [--since T]",
 		ShortHelp: "publish dead letters' original messages again, once their cause is mended",
 		LongHelp: strings.TrimSpace(`
 Each dead letter's original message goes back to its subject byte for byte,
@@ -87,8 +87,10 @@ line saying why: a message that is not a valid CloudEvent (cause decode), or
 one that breaks its event type's contract (cause permanent: its data is
 malformed, or does not match its tenant and key). Sent again byte for byte,
 it would only be dead-lettered again. They are checked with this praetor's
-codec and contracts, so one that a newer release accepts goes; --force
-redrives them all the same.
+codec and contracts, so one that a newer release accepts goes; --force=true
+redrives them all the same. Before a sequence a switch is written with its
+value after "=", as --force=true: the parser would read a sequence 1 after
+a bare one as the switch's value, which is refused.
 
 Prints one JSON line per message stored; exits 1 if any was not (skipped
 ones included).`),
@@ -160,7 +162,7 @@ ones included).`),
 						if why := unredrivable(dl); ok && why != "" {
 							failed++
 							skipped++
-							fmt.Fprintf(g.stderr, "dead letter %d: skipped: %s, so a redrive would be dead-lettered again (--force redrives it)\n", seq, why)
+							fmt.Fprintf(g.stderr, "dead letter %d: skipped: %s, so a redrive would be dead-lettered again (--force=true redrives it)\n", seq, why)
 							continue
 						}
 					}
@@ -182,7 +184,7 @@ ones included).`),
 				if failed > 0 {
 					var also string
 					if skipped > 0 {
-						also = fmt.Sprintf(" (%d skipped: %s cannot be handled as %s; --force redrives %s)", skipped,
+						also = fmt.Sprintf(" (%d skipped: %s cannot be handled as %s; --force=true redrives %s)", skipped,
 							plural(skipped, "its message", "their messages"), plural(skipped, "it is", "they are"), plural(skipped, "it", "them"))
 					}
 					fmt.Fprintf(g.stderr, "%d of %d dead letters not redriven%s\n", failed, len(seqs), also)

@@ -252,8 +252,8 @@ func TestDLQRedriveSkipsWhatCannotSucceed(t *testing.T) {
 	for _, want := range []string{
 		"dead letter " + seq["decode"] + ": skipped: its message is not a valid CloudEvent (",
 		"dead letter " + seq["malformed-1"] + ": skipped: its message breaks its contract (",
-		"so a redrive would be dead-lettered again (--force redrives it)",
-		"2 of 3 dead letters not redriven (2 skipped: their messages cannot be handled as they are; --force redrives them)",
+		"so a redrive would be dead-lettered again (--force=true redrives it)",
+		"2 of 3 dead letters not redriven (2 skipped: their messages cannot be handled as they are; --force=true redrives them)",
 	} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("redrive: stderr lacks %q", want)

@@ -96,3 +96,19 @@ func TestHelpRedactsSecretDefaults(t *testing.T) {
 		check(t, "praetor workflow run --help", out.String()+errOut.String())
 	})
 }
+
+// praetor dlq redrive's usage and help write --force as --force=true, the
+// form that works before a sequence: --force 1 is refused, as the parser
+// would read the 1 as its value.
+func TestDLQRedriveHelpWritesForceWithItsValue(t *testing.T) {
+	help := helpOf(t, "dlq", "redrive")
+	if !strings.Contains(help, "praetor dlq redrive [--force=true] SEQ...") {
+		t.Errorf("the usage does not write --force=true before SEQ:\n%s", help)
+	}
+	for line := range strings.Lines(help) {
+		if strings.Contains(line, "--force ") && !strings.HasPrefix(strings.TrimSpace(line), "--force ") ||
+			strings.Contains(line, "[--force]") {
+			t.Errorf("a line of the help shows a bare --force: %q", strings.TrimSpace(line))
+		}
+	}
+}
