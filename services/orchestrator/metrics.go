@@ -1,9 +1,9 @@
 package orchestrator
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/praetorhq/praetor/internal/collector"
 )
 
 // serviceMetrics are the orchestrator service's own: what its executors
@@ -23,16 +23,10 @@ func newServiceMetrics(reg prometheus.Registerer) (*serviceMetrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	if err := reg.Register(m.runsInFlight); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return nil, err
-		}
-		existing, ok := are.ExistingCollector.(prometheus.Gauge)
-		if !ok {
-			return nil, err
-		}
-		m.runsInFlight = existing
+	var err error
+	m.runsInFlight = collector.Register(reg, m.runsInFlight, &err)
+	if err != nil {
+		return nil, err
 	}
 	return m, nil
 }

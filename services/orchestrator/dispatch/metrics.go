@@ -1,9 +1,9 @@
 package dispatch
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/praetorhq/praetor/internal/collector"
 )
 
 type metrics struct {
@@ -32,23 +32,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	m.dispatches = register(reg, m.dispatches, &err)
-	m.answers = register(reg, m.answers, &err)
-	m.wait = register(reg, m.wait, &err)
+	m.dispatches = collector.Register(reg, m.dispatches, &err)
+	m.answers = collector.Register(reg, m.answers, &err)
+	m.wait = collector.Register(reg, m.wait, &err)
 	return m, err
-}
-
-// register registers c, or reuses the collector already registered under
-// its name, so several dispatchers can share one registry.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		*errp = errors.Join(*errp, err)
-	}
-	return c
 }

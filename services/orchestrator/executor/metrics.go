@@ -1,9 +1,9 @@
 package executor
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/praetorhq/praetor/internal/collector"
 )
 
 type metrics struct {
@@ -42,25 +42,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	m.attempts = register(reg, m.attempts, &err)
-	m.duration = register(reg, m.duration, &err)
-	m.runs = register(reg, m.runs, &err)
-	m.inflight = register(reg, m.inflight, &err)
-	m.failed = register(reg, m.failed, &err)
+	m.attempts = collector.Register(reg, m.attempts, &err)
+	m.duration = collector.Register(reg, m.duration, &err)
+	m.runs = collector.Register(reg, m.runs, &err)
+	m.inflight = collector.Register(reg, m.inflight, &err)
+	m.failed = collector.Register(reg, m.failed, &err)
 	return m, err
-}
-
-// register registers c, or reuses the collector already registered under
-// its name, so several executors can share one registry.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		*errp = errors.Join(*errp, err)
-	}
-	return c
 }

@@ -1,9 +1,9 @@
 package worker
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/praetorhq/praetor/internal/collector"
 )
 
 type metrics struct {
@@ -39,24 +39,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	m.tasks = register(reg, m.tasks, &err)
-	m.latency = register(reg, m.latency, &err)
-	m.duration = register(reg, m.duration, &err)
-	m.batch = register(reg, m.batch, &err)
+	m.tasks = collector.Register(reg, m.tasks, &err)
+	m.latency = collector.Register(reg, m.latency, &err)
+	m.duration = collector.Register(reg, m.duration, &err)
+	m.batch = collector.Register(reg, m.batch, &err)
 	return m, err
-}
-
-// register registers c, or reuses the collector already registered under
-// its name, so several pools can share one registry.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		*errp = errors.Join(*errp, err)
-	}
-	return c
 }
