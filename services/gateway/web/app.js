@@ -291,8 +291,15 @@ async function setSession(s, withHistory) {
     if (t.sidebar) renderSidebar(t.sidebar);
     refreshTasks(t.session_id);
   });
-  // The handoff's target session has started: go on there.
-  stream.addEventListener("handoff", (e) => follow(JSON.parse(e.data)));
+  // The handoff's target session has started: go on there, once the
+  // turns of this one are shown (a stream opened on a session that has
+  // handed off sends its handoff at once, before they are read).
+  let heldHandoff = null;
+  stream.addEventListener("handoff", (e) => {
+    const h = JSON.parse(e.data);
+    if (loading && session === s) heldHandoff = h;
+    else follow(h);
+  });
   stream.addEventListener("error", streamFailed);
   if (withHistory) {
     await opened;
@@ -306,6 +313,7 @@ async function setSession(s, withHistory) {
     placeHeld();
   }
   setActive(s);
+  if (heldHandoff) follow(heldHandoff);
 }
 
 // streamFailed handles a stream's "error" events. One the server sent (a
