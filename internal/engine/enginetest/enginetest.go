@@ -163,3 +163,19 @@ func Set(m *engine.WorkingMemory, path string, value any, confidence float64, tu
 	f.LastMessageID = fmt.Sprintf("msg-%d", turn)
 	m.Extraction.Fields[path] = f
 }
+
+// ExplorationScript is an exploration conversation the offline provider
+// carries to its decision and handoff: a yoga studio owner learns the
+// options for a booking system and chooses one.
+var ExplorationScript = []string{
+	"I want to figure out the best way to build a booking system for my yoga studio.",
+	"I've heard of tools like Mindbody, but I have never built software myself.",
+	"I'm not sure how hosting works and I don't understand what a custom build would cost.",
+	"We are considering an off-the-shelf tool like Mindbody, a no-code platform, or a custom build.",
+	"I like that an off-the-shelf tool is cheap and quick to start.",
+	"I'm worried about monthly fees and being locked in.",
+	"In my own words: an off-the-shelf tool is fastest, no-code is flexible, and a custom build gives full control but costs the most.",
+	"Our budget is limited to $5,000 and we must be live within two months.",
+	"For us, speed matters more than control, so cost versus flexibility is the main tradeoff.",
+	"I'll go with the off-the-shelf tool because it is cheap and fast to start.",
+}
