@@ -346,10 +346,13 @@ func openBackend(ctx context.Context, f backendFlags, log *slog.Logger, withDisp
 	// the first dispatch: on the orchestrators' (praetor dev's, praetor
 	// serve's), they would be taken by whichever pulled first, and saved in
 	// its store, not this one.
-	answers := answersBus{Bus: bus, threshold: answersInactiveThreshold, unfinishedSince: func(ctx context.Context) (time.Time, bool, error) {
-		return unfinishedSince(ctx, db)
-	}}
-	disp, err := dispatch.New(dispatch.Config{Bus: answers, Results: sqlstore.NewResults(db), Consumer: consumer, DeliverNew: true,
+	from, err := answersFrom(ctx, db)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	disp, err := dispatch.New(dispatch.Config{Bus: bus, Results: sqlstore.NewResults(db), Consumer: consumer,
+		DeliverNew: from.IsZero(), DeliverFrom: from, InactiveThreshold: answersInactiveThreshold,
 		MaxEventBytes: limit, Logger: log})
 	if err != nil {
 		b.close()
@@ -408,36 +411,27 @@ func answersConsumer(databaseURL string) (string, error) {
 // server) before the server deletes it.
 const answersInactiveThreshold = 24 * time.Hour
 
-// answersBus is the bus of the CLI's dispatcher. Its consumer of answers
-// goes away once no CLI has pulled from it for threshold, and one made
-// again starts where the answers a run of the database may still wait for
-// begin: at the start of its oldest unfinished run (a minute earlier, for
-// the clocks of the database and the NATS server), or, when every run has
-// finished, at the answers published from then on. PRAETOR_TASKS keeps its
-// events whether or not a consumer reads them (limits retention), so a run
-// resumed after the threshold still receives the answers of the attempts
-// it left in flight, published while no consumer existed, which a worker
-// that has answered once does not publish again.
-type answersBus struct {
-	*events.Bus
-	threshold time.Duration
-	// unfinishedSince returns when the oldest run of the store not yet
-	// finished started, and false when there is none.
-	unfinishedSince func(ctx context.Context) (time.Time, bool, error)
-}
-
-// Subscribe sets the consumer's inactive threshold and the start of one
-// made again (events.Bus.Subscribe keeps an existing consumer's start).
-func (b answersBus) Subscribe(ctx context.Context, cfg events.ConsumerConfig, h events.Handler) (*events.Subscription, error) {
-	cfg.InactiveThreshold = b.threshold
-	since, ok, err := b.unfinishedSince(ctx)
+// answersFrom is where the CLI's consumer of answers starts when it is made
+// (again: it goes away once no CLI has pulled from it for
+// answersInactiveThreshold): where the answers a run of the database may
+// still wait for begin, at the start of its oldest unfinished run (a
+// minute earlier, for the clocks of the database and the NATS server), or,
+// when every run has finished, the zero time: at the answers published from
+// then on. PRAETOR_TASKS keeps its events whether or not a consumer reads
+// them (limits retention), so a run resumed after the threshold still
+// receives the answers of the attempts it left in flight, published while
+// no consumer existed, which a worker that has answered once does not
+// publish again. An existing consumer keeps its start
+// (events.Bus.Subscribe).
+func answersFrom(ctx context.Context, db store.Querier) (time.Time, error) {
+	since, ok, err := unfinishedSince(ctx, db)
 	if err != nil {
-		return nil, fmt.Errorf("find the oldest unfinished run, where the answers consumer %s starts: %w", cfg.Name, err)
+		return time.Time{}, fmt.Errorf("find the oldest unfinished run, where the answers consumer starts: %w", err)
 	}
-	if ok {
-		cfg.DeliverNew, cfg.DeliverFrom = false, since.Add(-time.Minute)
+	if !ok {
+		return time.Time{}, nil
 	}
-	return b.Bus.Subscribe(ctx, cfg, h)
+	return since.Add(-time.Minute), nil
 }
 
 // unfinishedSince returns when the oldest run of the database (any tenant:

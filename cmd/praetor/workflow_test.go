@@ -699,10 +699,12 @@ func TestAnswersConsumerGoesAwayAndResumeKeepsTheAnswers(t *testing.T) {
 	// stops it at the run's end.
 	run := func() func() {
 		t.Helper()
-		answers := answersBus{Bus: bus, threshold: threshold, unfinishedSince: func(ctx context.Context) (time.Time, bool, error) {
-			return unfinishedSince(ctx, db)
-		}}
-		d, err := dispatch.New(dispatch.Config{Bus: answers, Results: results, Consumer: consumer, DeliverNew: true})
+		from, err := answersFrom(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := dispatch.New(dispatch.Config{Bus: bus, Results: results, Consumer: consumer,
+			DeliverNew: from.IsZero(), DeliverFrom: from, InactiveThreshold: threshold})
 		if err != nil {
 			t.Fatal(err)
 		}

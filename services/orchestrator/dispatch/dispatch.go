@@ -90,6 +90,14 @@ type Config struct {
 	// orchestrator whose consumer is created before its first dispatch (the
 	// CLI's), which has no use for the answers of before. Default false.
 	DeliverNew bool
+	// DeliverFrom starts a consumer that does not exist yet at the answers
+	// published from that time (zero: as DeliverNew says), and
+	// InactiveThreshold has the server delete the consumer once no process
+	// has pulled from it for that long (zero: never): for a consumer of a
+	// process that comes and goes (the CLI's). An existing consumer keeps
+	// its start.
+	DeliverFrom       time.Time
+	InactiveThreshold time.Duration
 	// MaxEventBytes bounds a dispatch's data (the assembled context). An
 	// attempt over it fails at once, permanently, saying so. Default
 	// DefaultMaxEventBytes; set it from the server's max_payload.
@@ -223,17 +231,19 @@ func (d *Dispatcher) Start(ctx context.Context) error {
 	d.stopWriter, d.writerDone = stop, make(chan struct{})
 	go d.write(wctx)
 	sub, err := d.cfg.Bus.Subscribe(ctx, events.ConsumerConfig{
-		Stream:      contracts.StreamTasks,
-		Name:        d.cfg.Consumer,
-		Subjects:    []string{contracts.TaskCompletedSpec.FilterSubject(), contracts.TaskFailedSpec.FilterSubject()},
-		Concurrency: d.cfg.Concurrency,
-		AckWait:     d.cfg.AckWait,
-		MaxDeliver:  20,
-		BackoffBase: 100 * time.Millisecond,
-		BackoffMax:  10 * time.Second,
-		DeliverNew:  d.cfg.DeliverNew,
-		Unavailable: d.cfg.Unavailable,
-		Probe:       d.cfg.Probe,
+		Stream:            contracts.StreamTasks,
+		Name:              d.cfg.Consumer,
+		Subjects:          []string{contracts.TaskCompletedSpec.FilterSubject(), contracts.TaskFailedSpec.FilterSubject()},
+		Concurrency:       d.cfg.Concurrency,
+		AckWait:           d.cfg.AckWait,
+		MaxDeliver:        20,
+		BackoffBase:       100 * time.Millisecond,
+		BackoffMax:        10 * time.Second,
+		DeliverNew:        d.cfg.DeliverNew,
+		DeliverFrom:       d.cfg.DeliverFrom,
+		Unavailable:       d.cfg.Unavailable,
+		InactiveThreshold: d.cfg.InactiveThreshold,
+		Probe:             d.cfg.Probe,
 	}, d.onAnswer)
 	if err != nil {
 		stop()
